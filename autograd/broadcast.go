@@ -1,0 +1,178 @@
+package autograd
+
+// broadcastShapes returns the shape two operands broadcast to under NumPy
+// rules, panicking with op's name when they do not.
+func broadcastShapes(op string, a, b []int) []int {
+	n := max(len(a), len(b))
+	out := make([]int, n)
+	for i := 0; i < n; i++ {
+		da, db := 1, 1
+		if j := len(a) - n + i; j >= 0 {
+			da = a[j]
+		}
+		if j := len(b) - n + i; j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db || db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			Fail(op, "shapes %v and %v cannot be broadcast together (dimension %d: %d vs %d)", a, b, i, da, db)
+		}
+	}
+	return out
+}
+
+// broadcastStrides gives the strides with which an operand of shape (laid
+// out in format f) is read when broadcast to out: 0 along broadcast
+// dimensions.
+func broadcastStrides(shape []int, f MemoryFormat, out []int) []int {
+	st := stridesOf(shape, f)
+	bs := make([]int, len(out))
+	off := len(out) - len(shape)
+	for i := range shape {
+		if shape[i] != 1 || out[off+i] == 1 {
+			bs[off+i] = st[i]
+		}
+	}
+	return bs
+}
+
+// resultFormat picks the memory format of an elementwise result as PyTorch
+// does: a channels-last operand that already has the output's shape keeps
+// its format.
+func resultFormat(out []int, ins ...*Tensor) MemoryFormat {
+	for _, t := range ins {
+		if t.format != Contiguous && sameShape(t.shape, out) {
+			return t.format
+		}
+	}
+	return Contiguous
+}
+
+// walk visits every element of shape in the memory order of the first
+// stride set, calling inner for each run along the innermost physical
+// dimension with the starting offsets into each operand. n is the run length
+// and steps are the operands' strides along it.
+func walk(shape []int, order []int, strides [][]int, inner func(offs []int, n int, steps []int)) {
+	nd := len(shape)
+	ops := len(strides)
+	offs := make([]int, ops)
+	if nd == 0 {
+		inner(offs, 1, make([]int, ops))
+		return
+	}
+	for _, d := range shape {
+		if d == 0 {
+			return
+		}
+	}
+	last := order[nd-1]
+	steps := make([]int, ops)
+	for k := range strides {
+		steps[k] = strides[k][last]
+	}
+	idx := make([]int, nd)
+	for {
+		inner(offs, shape[last], steps)
+		p := nd - 2
+		for ; p >= 0; p-- {
+			d := order[p]
+			idx[d]++
+			for k := range strides {
+				offs[k] += strides[k][d]
+			}
+			if idx[d] < shape[d] {
+				break
+			}
+			for k := range strides {
+				offs[k] -= idx[d] * strides[k][d]
+			}
+			idx[d] = 0
+		}
+		if p < 0 {
+			return
+		}
+	}
+}
+
+// sumToShape reduces a gradient g of a broadcast result back to the shape
+// (and format) of the operand that was broadcast, summing in float64.
+func sumToShape(g *Tensor, shape []int, f MemoryFormat) *Tensor {
+	if sameShape(g.shape, shape) {
+		if g.format != f {
+			return g.reformat(f)
+		}
+		return g
+	}
+	out := &Tensor{dtype: Float32, shape: cloneInts(shape), format: f, data: make([]float32, numel("sum_to", shape))}
+	acc := make([]float64, out.Numel())
+	gd := g.Float32s()
+	strides := [][]int{stridesOf(g.shape, g.format), broadcastStrides(shape, f, g.shape)}
+	walk(g.shape, physicalOrder(g.format, len(g.shape)), strides, func(offs []int, n int, steps []int) {
+		gi, oi := offs[0], offs[1]
+		for k := 0; k < n; k++ {
+			acc[oi] += float64(gd[gi])
+			gi += steps[0]
+			oi += steps[1]
+		}
+	})
+	od := out.Float32s()
+	for i, v := range acc {
+		od[i] = float32(v)
+	}
+	return out
+}
+
+// binaryF32 applies fn elementwise to broadcast float32 operands and returns
+// the result in the format resultFormat chooses.
+func binaryF32(op string, a, b *Tensor, fn func(x, y float32) float32) *Tensor {
+	checkFloat32(op, a, b)
+	shape := broadcastShapes(op, a.shape, b.shape)
+	f := resultFormat(shape, a, b)
+	out := &Tensor{dtype: Float32, shape: shape, format: f, data: make([]float32, numel(op, shape))}
+	od, ad, bd := out.Float32s(), a.Float32s(), b.Float32s()
+	if sameShape(a.shape, b.shape) && a.format == f && b.format == f {
+		for i := range od {
+			od[i] = fn(ad[i], bd[i])
+		}
+		return out
+	}
+	strides := [][]int{stridesOf(shape, f), broadcastStrides(a.shape, a.format, shape), broadcastStrides(b.shape, b.format, shape)}
+	walk(shape, physicalOrder(f, len(shape)), strides, func(offs []int, n int, steps []int) {
+		o, i, j := offs[0], offs[1], offs[2]
+		for k := 0; k < n; k++ {
+			od[o] = fn(ad[i], bd[j])
+			o += steps[0]
+			i += steps[1]
+			j += steps[2]
+		}
+	})
+	return out
+}
+
+// unaryF32 applies fn to every element of a float32 tensor, keeping its
+// shape and format.
+func unaryF32(op string, a *Tensor, fn func(x float32) float32) *Tensor {
+	checkFloat32(op, a)
+	out := &Tensor{dtype: Float32, shape: cloneInts(a.shape), format: a.format, data: make([]float32, a.Numel())}
+	od, ad := out.Float32s(), a.Float32s()
+	for i, x := range ad {
+		od[i] = fn(x)
+	}
+	return out
+}
+
+// checkFloat32 panics unless every operand is a non-nil float32 tensor.
+func checkFloat32(op string, ts ...*Tensor) {
+	for i, t := range ts {
+		if t == nil {
+			Fail(op, "operand %d is nil", i)
+		}
+		if t.dtype != Float32 {
+			Fail(op, "operand %d has dtype %v; this op supports float32", i, t.dtype)
+		}
+	}
+}

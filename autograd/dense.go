@@ -1,0 +1,93 @@
+package autograd
+
+import (
+	"fmt"
+
+	"gorgonia.org/tensor"
+)
+
+var denseTypes = map[DType]tensor.Dtype{
+	Float32:  tensor.Float32,
+	BFloat16: tensor.Uint16,
+	Int8:     tensor.Int8,
+	Uint8:    tensor.Uint8,
+	Int32:    tensor.Int32,
+	Int64:    tensor.Int64,
+}
+
+// Dense returns a *tensor.Dense that shares t's memory. BFloat16 travels as
+// Uint16 bits. A channels-last tensor comes back as its physical NHWC (or
+// NDHWC) array with a thunked transpose to the logical NCHW shape, so the
+// Dense's Shape is the logical one and no data moves.
+func (t *Tensor) Dense() *tensor.Dense {
+	order := physicalOrder(t.format, len(t.shape))
+	phys := make([]int, len(order))
+	for i, d := range order {
+		phys[i] = t.shape[d]
+	}
+	if len(phys) == 0 {
+		phys = []int{1}
+	}
+	d := tensor.New(tensor.WithShape(phys...), tensor.WithBacking(t.data))
+	if t.format != Contiguous {
+		inv := make([]int, len(order))
+		for i, dim := range order {
+			inv[dim] = i
+		}
+		if err := d.T(inv...); err != nil {
+			panic(err) // the permutation is built above and always valid
+		}
+	}
+	return d
+}
+
+// FromDense wraps a *tensor.Dense's memory as a Tensor without copying.
+// Uint16 is read as BFloat16. A Dense that is a plain row-major array gives a
+// contiguous tensor; one that is the transposed view Dense produces for a
+// channels-last tensor gives a channels-last tensor. Other views (slices,
+// arbitrary transposes) must be materialised first.
+func FromDense(d *tensor.Dense) (*Tensor, error) {
+	var dtype DType = -1
+	for k, v := range denseTypes {
+		if v == d.Dtype() {
+			dtype = k
+		}
+	}
+	if dtype < 0 {
+		return nil, fmt.Errorf("autograd: FromDense: dtype %v has no Kiln equivalent", d.Dtype())
+	}
+	if d.IsView() {
+		return nil, fmt.Errorf("autograd: FromDense: a sliced view cannot be shared without a copy; call Materialize first")
+	}
+	shape := []int(d.Shape().Clone())
+	format := Contiguous
+	if d.IsMaterializable() {
+		format = channelsLastOf(d)
+		if format == Contiguous {
+			return nil, fmt.Errorf("autograd: FromDense: a transposed Dense of shape %v is not a channels-last layout; call Materialize first", shape)
+		}
+	}
+	if d.IsScalar() {
+		shape = []int{}
+	}
+	t := &Tensor{dtype: dtype, shape: shape, format: format, data: d.Data()}
+	if dataLen(t.data) != numel("FromDense", shape) {
+		return nil, fmt.Errorf("autograd: FromDense: backing has %d elements, shape %v needs %d", dataLen(t.data), shape, numel("FromDense", shape))
+	}
+	return t, nil
+}
+
+// channelsLastOf recognises the strides of a transposed Dense that views an
+// NHWC (or NDHWC) array as NCHW (NCDHW).
+func channelsLastOf(d *tensor.Dense) MemoryFormat {
+	shape := []int(d.Shape())
+	for _, f := range []MemoryFormat{ChannelsLast, ChannelsLast3d} {
+		if len(shape) != f.rank() {
+			continue
+		}
+		if sameShape(d.Strides(), stridesOf(shape, f)) {
+			return f
+		}
+	}
+	return Contiguous
+}

@@ -1,0 +1,14 @@
+// Package autograd provides Kiln's Tensor and reverse-mode automatic
+// differentiation.
+//
+// A Tensor has a dtype, a logical shape (always NCHW / NCDHW order for
+// images, as in PyTorch), a memory format that says how the elements are
+// laid out in memory (Contiguous, ChannelsLast or ChannelsLast3d) and a typed
+// backing slice. Operations on tensors that require gradients record
+// themselves on a tape; calling Backward on a result walks the tape in
+// reverse and accumulates gradients into the leaves, as torch.autograd does.
+//
+// Programmer errors in tensor maths — mismatched shapes or dtypes — panic
+// with an *Error naming the op and the shapes, in the manner of gonum's mat
+// package. Try turns such panics into ordinary errors.
+package autograd

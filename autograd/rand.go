@@ -1,0 +1,96 @@
+package autograd
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// Generator is a seeded source of random numbers for initialisers, dropout
+// and data shuffling. Runs with the same seed give the same numbers. A
+// Generator is not safe for concurrent use.
+type Generator struct {
+	r *rand.Rand
+}
+
+// NewGenerator returns a generator seeded with seed.
+func NewGenerator(seed uint64) *Generator {
+	return &Generator{r: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
+}
+
+// Float64 returns a uniform number in [0, 1).
+func (g *Generator) Float64() float64 { return g.r.Float64() }
+
+// Uniform returns a uniform number in [lo, hi).
+func (g *Generator) Uniform(lo, hi float64) float64 { return lo + (hi-lo)*g.r.Float64() }
+
+// Normal returns a normally distributed number with the given mean and
+// standard deviation.
+func (g *Generator) Normal(mean, std float64) float64 { return mean + std*g.r.NormFloat64() }
+
+// IntN returns a uniform integer in [0, n).
+func (g *Generator) IntN(n int) int { return g.r.IntN(n) }
+
+// Perm returns a random permutation of [0, n).
+func (g *Generator) Perm(n int) []int { return g.r.Perm(n) }
+
+// Uint64 returns 64 random bits, for seeding other generators.
+func (g *Generator) Uint64() uint64 { return g.r.Uint64() }
+
+// Rand returns a float32 tensor of uniform numbers in [0, 1).
+func Rand(g *Generator, shape ...int) *Tensor {
+	t := Zeros(shape...)
+	for i, d := 0, t.Float32s(); i < len(d); i++ {
+		d[i] = float32(g.Float64())
+	}
+	return t
+}
+
+// Randn returns a float32 tensor of standard normal numbers.
+func Randn(g *Generator, shape ...int) *Tensor {
+	t := Zeros(shape...)
+	for i, d := 0, t.Float32s(); i < len(d); i++ {
+		d[i] = float32(g.r.NormFloat64())
+	}
+	return t
+}
+
+// RandInt returns an Int64 tensor of uniform integers in [low, high).
+func RandInt(g *Generator, low, high int64, shape ...int) *Tensor {
+	if high <= low {
+		Fail("RandInt", "empty range [%d, %d)", low, high)
+	}
+	t := Empty(Int64, shape...)
+	for i, d := 0, t.Int64s(); i < len(d); i++ {
+		d[i] = low + g.r.Int64N(high-low)
+	}
+	return t
+}
+
+// Uniform fills a float32 tensor in place with uniform numbers in [lo, hi)
+// and returns it; initialisers use it on parameters.
+func (t *Tensor) Uniform(g *Generator, lo, hi float64) *Tensor {
+	for i, d := 0, t.Float32s(); i < len(d); i++ {
+		d[i] = float32(g.Uniform(lo, hi))
+	}
+	return t
+}
+
+// Normal fills a float32 tensor in place with normal numbers and returns it.
+func (t *Tensor) Normal(g *Generator, mean, std float64) *Tensor {
+	if std < 0 || math.IsNaN(std) {
+		Fail("Normal", "standard deviation %v is not a non-negative number", std)
+	}
+	for i, d := 0, t.Float32s(); i < len(d); i++ {
+		d[i] = float32(g.Normal(mean, std))
+	}
+	return t
+}
+
+// Fill sets every element of a float32 tensor to v and returns it.
+func (t *Tensor) Fill(v float32) *Tensor {
+	d := t.Float32s()
+	for i := range d {
+		d[i] = v
+	}
+	return t
+}

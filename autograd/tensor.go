@@ -1,0 +1,531 @@
+package autograd
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/kilnml/kiln/kernels"
+)
+
+// Tensor is an n-dimensional array with a dtype, a logical shape and a
+// memory format, optionally tracked by autograd.
+//
+// The zero Tensor is not usable; make tensors with the constructors (Zeros,
+// FromFloat32, Randn, …) or as the results of operations.
+type Tensor struct {
+	dtype  DType
+	shape  []int
+	format MemoryFormat
+	// data is []float32, []uint16 (BFloat16), []int8, []uint8, []int32 or
+	// []int64 in the physical order given by format.
+	data any
+
+	requiresGrad bool
+	grad         *Tensor
+	node         *node // the op that made this tensor; nil for leaves
+}
+
+// numel is the product of shape, panicking on a negative dimension.
+func numel(op string, shape []int) int {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			Fail(op, "negative dimension in shape %v", shape)
+		}
+		n *= d
+	}
+	return n
+}
+
+func makeData(dtype DType, n int) any {
+	switch dtype {
+	case Float32:
+		return make([]float32, n)
+	case BFloat16:
+		return make([]uint16, n)
+	case Int8:
+		return make([]int8, n)
+	case Uint8:
+		return make([]uint8, n)
+	case Int32:
+		return make([]int32, n)
+	case Int64:
+		return make([]int64, n)
+	}
+	Fail("new", "unknown dtype %v", dtype)
+	return nil
+}
+
+func dataLen(data any) int {
+	switch d := data.(type) {
+	case []float32:
+		return len(d)
+	case []uint16:
+		return len(d)
+	case []int8:
+		return len(d)
+	case []uint8:
+		return len(d)
+	case []int32:
+		return len(d)
+	case []int64:
+		return len(d)
+	}
+	return -1
+}
+
+// Empty returns a tensor of dtype and shape whose elements are zero. It is
+// the base constructor; Zeros is the float32 shorthand.
+func Empty(dtype DType, shape ...int) *Tensor {
+	n := numel("new", shape)
+	return &Tensor{dtype: dtype, shape: cloneInts(shape), data: makeData(dtype, n)}
+}
+
+// Zeros returns a float32 tensor of zeros.
+func Zeros(shape ...int) *Tensor { return Empty(Float32, shape...) }
+
+// Ones returns a float32 tensor of ones.
+func Ones(shape ...int) *Tensor { return Full(1, shape...) }
+
+// Full returns a float32 tensor with every element set to v.
+func Full(v float32, shape ...int) *Tensor {
+	t := Zeros(shape...)
+	d := t.data.([]float32)
+	for i := range d {
+		d[i] = v
+	}
+	return t
+}
+
+// ZerosLike returns a tensor of zeros with t's dtype, shape and format.
+func ZerosLike(t *Tensor) *Tensor {
+	z := Empty(t.dtype, t.shape...)
+	z.format = t.format
+	return z
+}
+
+// OnesLike returns a float32 tensor of ones with t's shape and format.
+func OnesLike(t *Tensor) *Tensor {
+	o := Ones(t.shape...)
+	o.format = t.format
+	return o
+}
+
+func fromSlice(op string, dtype DType, data any, shape []int) *Tensor {
+	if len(shape) == 0 && dataLen(data) != 1 {
+		shape = []int{dataLen(data)}
+	}
+	if n := numel(op, shape); n != dataLen(data) {
+		Fail(op, "%d elements do not fill shape %v (%d elements)", dataLen(data), shape, n)
+	}
+	return &Tensor{dtype: dtype, shape: cloneInts(shape), data: data}
+}
+
+// FromFloat32 wraps data, in row-major order, as a float32 tensor of the
+// given shape without copying. With no shape the tensor is 1-D.
+func FromFloat32(data []float32, shape ...int) *Tensor {
+	return fromSlice("FromFloat32", Float32, data, shape)
+}
+
+// FromBFloat16 wraps bfloat16 bits as a BFloat16 tensor without copying.
+func FromBFloat16(data []uint16, shape ...int) *Tensor {
+	return fromSlice("FromBFloat16", BFloat16, data, shape)
+}
+
+// FromInt8 wraps data as an Int8 tensor without copying.
+func FromInt8(data []int8, shape ...int) *Tensor { return fromSlice("FromInt8", Int8, data, shape) }
+
+// FromUint8 wraps data as a Uint8 tensor without copying.
+func FromUint8(data []uint8, shape ...int) *Tensor { return fromSlice("FromUint8", Uint8, data, shape) }
+
+// FromInt32 wraps data as an Int32 tensor without copying.
+func FromInt32(data []int32, shape ...int) *Tensor { return fromSlice("FromInt32", Int32, data, shape) }
+
+// FromInt64 wraps data as an Int64 tensor without copying.
+func FromInt64(data []int64, shape ...int) *Tensor { return fromSlice("FromInt64", Int64, data, shape) }
+
+// Scalar returns a 0-dimensional float32 tensor holding v.
+func Scalar(v float32) *Tensor { return &Tensor{dtype: Float32, shape: []int{}, data: []float32{v}} }
+
+// Arange returns the 1-D tensor [start, start+step, …) stopping before end,
+// like torch.arange. dtype may be any type; the values are computed in
+// float64 and converted.
+func Arange(start, end, step float64, dtype DType) *Tensor {
+	if step == 0 || math.IsNaN(start+end+step) {
+		Fail("Arange", "step must be non-zero and bounds finite (start=%v end=%v step=%v)", start, end, step)
+	}
+	n := int(math.Ceil((end - start) / step))
+	if n < 0 {
+		n = 0
+	}
+	t := Empty(dtype, n)
+	for i := 0; i < n; i++ {
+		t.setFloat(i, start+float64(i)*step)
+	}
+	return t
+}
+
+// DType returns the element type.
+func (t *Tensor) DType() DType { return t.dtype }
+
+// Shape returns a copy of the logical shape.
+func (t *Tensor) Shape() []int { return cloneInts(t.shape) }
+
+// Dim returns the size of dimension i; negative i counts from the end.
+func (t *Tensor) Dim(i int) int { return t.shape[normDim("Dim", i, len(t.shape))] }
+
+// NDim returns the number of dimensions.
+func (t *Tensor) NDim() int { return len(t.shape) }
+
+// Numel returns the number of elements.
+func (t *Tensor) Numel() int { return dataLen(t.data) }
+
+// Format returns the memory format.
+func (t *Tensor) Format() MemoryFormat { return t.format }
+
+func (t *Tensor) wrongType(want string) {
+	Fail("access", "tensor is %v, not %s", t.dtype, want)
+}
+
+// Float32s returns the backing slice of a Float32 tensor in physical
+// (memory-format) order. Writes through it change the tensor.
+func (t *Tensor) Float32s() []float32 {
+	d, ok := t.data.([]float32)
+	if !ok {
+		t.wrongType("float32")
+	}
+	return d
+}
+
+// BFloat16s returns the backing bfloat16 bits of a BFloat16 tensor.
+func (t *Tensor) BFloat16s() []uint16 {
+	d, ok := t.data.([]uint16)
+	if !ok {
+		t.wrongType("bfloat16")
+	}
+	return d
+}
+
+// Int8s returns the backing slice of an Int8 tensor.
+func (t *Tensor) Int8s() []int8 {
+	d, ok := t.data.([]int8)
+	if !ok {
+		t.wrongType("int8")
+	}
+	return d
+}
+
+// Uint8s returns the backing slice of a Uint8 tensor.
+func (t *Tensor) Uint8s() []uint8 {
+	d, ok := t.data.([]uint8)
+	if !ok {
+		t.wrongType("uint8")
+	}
+	return d
+}
+
+// Int32s returns the backing slice of an Int32 tensor.
+func (t *Tensor) Int32s() []int32 {
+	d, ok := t.data.([]int32)
+	if !ok {
+		t.wrongType("int32")
+	}
+	return d
+}
+
+// Int64s returns the backing slice of an Int64 tensor.
+func (t *Tensor) Int64s() []int64 {
+	d, ok := t.data.([]int64)
+	if !ok {
+		t.wrongType("int64")
+	}
+	return d
+}
+
+// Data returns the backing slice whatever the dtype.
+func (t *Tensor) Data() any { return t.data }
+
+// Item returns the value of a one-element tensor as float64.
+func (t *Tensor) Item() float64 {
+	if t.Numel() != 1 {
+		Fail("Item", "tensor of shape %v has %d elements, want 1", t.shape, t.Numel())
+	}
+	return t.floatAt(0)
+}
+
+// floatAt reads physical element i as float64, whatever the dtype.
+func (t *Tensor) floatAt(i int) float64 {
+	switch d := t.data.(type) {
+	case []float32:
+		return float64(d[i])
+	case []uint16:
+		return float64(kernels.F32FromBF16(d[i]))
+	case []int8:
+		return float64(d[i])
+	case []uint8:
+		return float64(d[i])
+	case []int32:
+		return float64(d[i])
+	case []int64:
+		return float64(d[i])
+	}
+	panic("unreachable")
+}
+
+// setFloat writes v to physical element i, converting to the dtype
+// (integers truncate toward zero, as a C cast does).
+func (t *Tensor) setFloat(i int, v float64) {
+	switch d := t.data.(type) {
+	case []float32:
+		d[i] = float32(v)
+	case []uint16:
+		d[i] = kernels.BF16FromF32(float32(v))
+	case []int8:
+		d[i] = int8(v)
+	case []uint8:
+		d[i] = uint8(v)
+	case []int32:
+		d[i] = int32(v)
+	case []int64:
+		d[i] = int64(v)
+	}
+}
+
+// Strides returns the logical strides in elements, as PyTorch reports them:
+// for a channels-last NCHW tensor they are (H·W·C, 1, W·C, C).
+func (t *Tensor) Strides() []int { return stridesOf(t.shape, t.format) }
+
+func stridesOf(shape []int, f MemoryFormat) []int {
+	st := make([]int, len(shape))
+	perm := physicalOrder(f, len(shape))
+	s := 1
+	for i := len(perm) - 1; i >= 0; i-- {
+		st[perm[i]] = s
+		s *= shape[perm[i]]
+	}
+	return st
+}
+
+// physicalOrder lists the logical dimensions in the order they are laid out
+// in memory, outermost first.
+func physicalOrder(f MemoryFormat, ndim int) []int {
+	switch f {
+	case ChannelsLast:
+		return []int{0, 2, 3, 1}
+	case ChannelsLast3d:
+		return []int{0, 2, 3, 4, 1}
+	}
+	p := make([]int, ndim)
+	for i := range p {
+		p[i] = i
+	}
+	return p
+}
+
+// IsContiguous reports whether the elements are in row-major order of the
+// logical shape.
+func (t *Tensor) IsContiguous() bool { return t.format == Contiguous }
+
+// reformat returns a copy of t's data laid out in format f (t unchanged).
+func (t *Tensor) reformat(f MemoryFormat) *Tensor {
+	out := &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: f, data: makeData(t.dtype, t.Numel())}
+	if f == t.format {
+		copyData(out.data, t.data)
+		return out
+	}
+	src := stridesOf(t.shape, t.format)
+	dst := stridesOf(t.shape, f)
+	switch s := t.data.(type) {
+	case []float32:
+		strideCopy(out.data.([]float32), s, t.shape, dst, src)
+	case []uint16:
+		strideCopy(out.data.([]uint16), s, t.shape, dst, src)
+	case []int8:
+		strideCopy(out.data.([]int8), s, t.shape, dst, src)
+	case []uint8:
+		strideCopy(out.data.([]uint8), s, t.shape, dst, src)
+	case []int32:
+		strideCopy(out.data.([]int32), s, t.shape, dst, src)
+	case []int64:
+		strideCopy(out.data.([]int64), s, t.shape, dst, src)
+	}
+	return out
+}
+
+// strideCopy copies every element of shape from src (with srcStrides) into
+// dst (with dstStrides).
+func strideCopy[T any](dst, src []T, shape, dstStrides, srcStrides []int) {
+	n := len(shape)
+	if n == 0 {
+		if len(dst) > 0 {
+			dst[0] = src[0]
+		}
+		return
+	}
+	for _, d := range shape {
+		if d == 0 {
+			return
+		}
+	}
+	idx := make([]int, n)
+	di, si := 0, 0
+	last := n - 1
+	for {
+		// The innermost dimension runs as a plain loop.
+		ds, ss := dstStrides[last], srcStrides[last]
+		for k := 0; k < shape[last]; k++ {
+			dst[di+k*ds] = src[si+k*ss]
+		}
+		d := last - 1
+		for ; d >= 0; d-- {
+			idx[d]++
+			di += dstStrides[d]
+			si += srcStrides[d]
+			if idx[d] < shape[d] {
+				break
+			}
+			di -= idx[d] * dstStrides[d]
+			si -= idx[d] * srcStrides[d]
+			idx[d] = 0
+		}
+		if d < 0 {
+			return
+		}
+	}
+}
+
+func copyData(dst, src any) {
+	switch d := dst.(type) {
+	case []float32:
+		copy(d, src.([]float32))
+	case []uint16:
+		copy(d, src.([]uint16))
+	case []int8:
+		copy(d, src.([]int8))
+	case []uint8:
+		copy(d, src.([]uint8))
+	case []int32:
+		copy(d, src.([]int32))
+	case []int64:
+		copy(d, src.([]int64))
+	}
+}
+
+// ContiguousFloat32s returns t's float32 elements in row-major logical
+// order: the backing slice itself when t is contiguous, else a copy.
+func (t *Tensor) ContiguousFloat32s() []float32 {
+	if t.format == Contiguous {
+		return t.Float32s()
+	}
+	return t.reformat(Contiguous).Float32s()
+}
+
+// Values returns every element in row-major logical order as float64, a
+// convenience for tests and printing.
+func (t *Tensor) Values() []float64 {
+	c := t
+	if t.format != Contiguous {
+		c = t.reformat(Contiguous)
+	}
+	v := make([]float64, c.Numel())
+	for i := range v {
+		v[i] = c.floatAt(i)
+	}
+	return v
+}
+
+// String prints the tensor's shape, dtype and format, its gradient state and
+// (up to a few elements per dimension) its values in logical order.
+func (t *Tensor) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tensor(shape=%v, dtype=%v, format=%v", t.shape, t.dtype, t.format)
+	if t.requiresGrad {
+		if t.node != nil {
+			fmt.Fprintf(&b, ", grad_fn=%s", t.node.op)
+		} else {
+			b.WriteString(", requires_grad=true")
+		}
+	}
+	b.WriteString(")\n")
+	vals := t.Values()
+	writeNested(&b, vals, t.shape, t.dtype.IsFloat())
+	return b.String()
+}
+
+const printEdge = 3 // elements shown at each end of a long dimension
+
+func writeNested(b *strings.Builder, vals []float64, shape []int, float bool) {
+	if len(shape) == 0 {
+		writeValue(b, vals[0], float)
+		return
+	}
+	inner := 1
+	for _, d := range shape[1:] {
+		inner *= d
+	}
+	b.WriteByte('[')
+	n := shape[0]
+	for k, i := range shownIndices(n) {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		if i < 0 {
+			b.WriteString("...")
+			continue
+		}
+		if len(shape) == 1 {
+			writeValue(b, vals[i], float)
+		} else {
+			writeNested(b, vals[i*inner:(i+1)*inner], shape[1:], float)
+		}
+	}
+	b.WriteByte(']')
+}
+
+// shownIndices lists the indices printed along a dimension of size n, with
+// -1 standing for the elided middle.
+func shownIndices(n int) []int {
+	var idx []int
+	for i := 0; i < n; i++ {
+		if n > 2*printEdge && i == printEdge {
+			idx = append(idx, -1)
+			i = n - printEdge
+		}
+		idx = append(idx, i)
+	}
+	return idx
+}
+
+func writeValue(b *strings.Builder, v float64, float bool) {
+	if float {
+		fmt.Fprintf(b, "%.4g", v)
+	} else {
+		fmt.Fprintf(b, "%d", int64(v))
+	}
+}
+
+func cloneInts(s []int) []int { return append([]int(nil), s...) }
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// normDim maps a possibly negative dimension index into [0, ndim).
+func normDim(op string, d, ndim int) int {
+	if d < -ndim || d >= ndim || (ndim == 0 && d != 0 && d != -1) {
+		Fail(op, "dimension %d out of range for a %d-D tensor", d, ndim)
+	}
+	if d < 0 {
+		d += ndim
+	}
+	return d
+}
