@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all demo test test-short bench fmt vet
+.PHONY: all demo test bench fmt vet golden
 
 all: test
 
@@ -19,3 +19,9 @@ fmt:
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)
 	$(GO) vet ./...
+
+# Regenerates the PyTorch reference values under testdata/ (needs Debian's
+# python3-torch at /usr/bin/python3); the results are committed.
+PYTHON_TORCH ?= /usr/bin/python3
+golden:
+	cd testdata/golden && for f in gen_*.py; do echo "== $$f"; $(PYTHON_TORCH) $$f || exit 1; done
