@@ -87,3 +87,24 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 	}
 	copyData(t.data, s.data)
 }
+
+// SetFormat reorders a leaf tensor's memory in place into format f, keeping
+// the same *Tensor (and its gradient, which is reordered too). It is how a
+// module converts its parameters to channels-last, like PyTorch's
+// model.to(memory_format=...), without breaking optimizers that hold them.
+func (t *Tensor) SetFormat(f MemoryFormat) {
+	if t.node != nil {
+		Fail("SetFormat", "tensor is the result of %s; only leaves can be reordered in place", t.node.op)
+	}
+	if r := f.rank(); r != 0 && len(t.shape) != r {
+		Fail("SetFormat", "%v needs a %d-D tensor, got shape %v", f, r, t.shape)
+	}
+	if f == t.format {
+		return
+	}
+	t.data = t.reformat(f).data
+	t.format = f
+	if t.grad != nil {
+		t.grad.SetFormat(f)
+	}
+}

@@ -160,3 +160,20 @@ func TestStringShowsMetadata(t *testing.T) {
 func reshapeData(t *Tensor, shape ...int) *Tensor {
 	return FromFloat32(t.Float32s(), shape...)
 }
+
+func TestSetFormatInPlace(t *testing.T) {
+	w := Randn(NewGenerator(3), 4, 3, 2, 2).SetRequiresGrad(true)
+	want := w.Values()
+	w.SetFormat(ChannelsLast)
+	if w.Format() != ChannelsLast || !w.RequiresGrad() {
+		t.Fatalf("SetFormat: format %v requiresGrad %v", w.Format(), w.RequiresGrad())
+	}
+	for i, v := range w.Values() {
+		if v != want[i] {
+			t.Fatalf("values changed at %d", i)
+		}
+	}
+	if err := Try(func() { Add(w, w).SetFormat(Contiguous) }); err == nil {
+		t.Fatal("SetFormat on non-leaf did not fail")
+	}
+}
