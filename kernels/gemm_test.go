@@ -13,13 +13,14 @@ func naiveGemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		for j := 0; j < n; j++ {
 			s := 0.0
 			for p := 0; p < k; p++ {
-				av, bv := a[i*lda+p], b[p*ldb+j]
+				ai, bi := i*lda+p, p*ldb+j
 				if transA {
-					av = a[p*lda+i]
+					ai = p*lda + i
 				}
 				if transB {
-					bv = b[j*ldb+p]
+					bi = j*ldb + p
 				}
+				av, bv := a[ai], b[bi]
 				s += float64(av) * float64(bv)
 			}
 			old := 0.0
