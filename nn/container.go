@@ -1,0 +1,77 @@
+package nn
+
+import (
+	"strconv"
+
+	"github.com/kilnml/kiln/autograd"
+)
+
+// Sequential chains layers: its Forward feeds each layer's output to the
+// next. Its children are named "0", "1", … as in torch.nn.Sequential, so
+// a Sequential held under "features" names its first layer's weight
+// "features.0.weight".
+type Sequential struct {
+	Base
+	layers []Layer
+}
+
+// NewSequential returns a Sequential of layers, in order.
+func NewSequential(layers ...Layer) *Sequential {
+	s := &Sequential{}
+	for _, l := range layers {
+		s.Append(l)
+	}
+	return s
+}
+
+// Append adds l at the end, named by its position, and returns s.
+func (s *Sequential) Append(l Layer) *Sequential {
+	s.RegisterModule(strconv.Itoa(len(s.layers)), l)
+	s.layers = append(s.layers, l)
+	return s
+}
+
+// Len returns the number of layers.
+func (s *Sequential) Len() int { return len(s.layers) }
+
+// At returns layer i.
+func (s *Sequential) At(i int) Layer { return s.layers[i] }
+
+// Forward runs x through every layer in order; an empty Sequential returns
+// x.
+func (s *Sequential) Forward(x *autograd.Tensor) *autograd.Tensor {
+	for _, l := range s.layers {
+		x = l.Forward(x)
+	}
+	return x
+}
+
+// ModuleList holds modules in a list, named "0", "1", … as in
+// torch.nn.ModuleList, so their parameters are registered; it has no
+// Forward.
+type ModuleList struct {
+	Base
+	modules []Module
+}
+
+// NewModuleList returns a ModuleList of ms.
+func NewModuleList(ms ...Module) *ModuleList {
+	l := &ModuleList{}
+	for _, m := range ms {
+		l.Append(m)
+	}
+	return l
+}
+
+// Append adds m at the end and returns l.
+func (l *ModuleList) Append(m Module) *ModuleList {
+	l.RegisterModule(strconv.Itoa(len(l.modules)), m)
+	l.modules = append(l.modules, m)
+	return l
+}
+
+// Len returns the number of modules.
+func (l *ModuleList) Len() int { return len(l.modules) }
+
+// At returns module i.
+func (l *ModuleList) At(i int) Module { return l.modules[i] }
