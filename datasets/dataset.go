@@ -18,7 +18,7 @@ type Example struct {
 // Dataset is a finite, indexable collection of examples, the equivalent of
 // a PyTorch map-style dataset.
 //
-// Get must be safe for concurrent use: a Loader with workers calls it from
+// Get must be safe for concurrent use: a DataLoader with workers calls it from
 // several goroutines at once. Each call should return an Input the caller
 // may keep, not a buffer that a later call overwrites.
 type Dataset interface {

@@ -1,14 +1,14 @@
-// Package datasets feeds training loops: the Dataset interface, a Loader
+// Package datasets feeds training loops: the Dataset interface, a DataLoader
 // that batches, shuffles and prefetches in parallel, readers for the MNIST
 // and CIFAR-10 file formats, the small UCI handwritten digits set embedded
 // in the binary, and a synthetic image generator of any size.
 //
 // A Dataset returns single examples: an image as a float32 tensor of shape
-// [C, H, W] and its class. A Loader turns a Dataset into batches of shape
+// [C, H, W] and its class. A DataLoader turns a Dataset into batches of shape
 // [N, C, H, W] (optionally channels-last) with Int64 labels [N], and a
 // training loop ranges over one epoch at a time:
 //
-//	loader, err := datasets.NewLoader(train, datasets.LoaderOptions{
+//	loader, err := datasets.NewDataLoader(train, datasets.LoaderOptions{
 //		BatchSize: 64, Shuffle: true, Seed: 1, Workers: 4,
 //	})
 //	...

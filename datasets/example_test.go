@@ -9,9 +9,9 @@ import (
 
 // A training loop ranges over one epoch at a time; batches come out in
 // order even when several workers load them.
-func ExampleLoader_Epoch() {
+func ExampleDataLoader_Epoch() {
 	train, _ := datasets.Split(datasets.Digits(), 0.2, 1)
-	loader, err := datasets.NewLoader(train, datasets.LoaderOptions{
+	loader, err := datasets.NewDataLoader(train, datasets.LoaderOptions{
 		BatchSize: 256, Shuffle: true, Seed: 1, DropLast: true, Workers: 2,
 	})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/kilnml/kiln/autograd"
 )
 
-// LoaderOptions configures a Loader. The zero value loads one example per
+// LoaderOptions configures a DataLoader. The zero value loads one example per
 // batch, in order, in the caller's goroutine.
 type LoaderOptions struct {
 	// BatchSize is the number of examples per batch; 0 means 1.
@@ -46,17 +46,17 @@ type Batch struct {
 	Indices []int
 }
 
-// Loader iterates over a Dataset in batches, like torch.utils.data's
-// DataLoader. A Loader may be used for many epochs, but one epoch at a
-// time.
-type Loader struct {
+// DataLoader iterates over a Dataset in batches, like PyTorch's
+// torch.utils.data.DataLoader. It keeps no state between epochs, so one
+// DataLoader serves a whole training run.
+type DataLoader struct {
 	ds  Dataset
 	opt LoaderOptions
 }
 
-// NewLoader returns a Loader over ds, or an error if the options make no
-// sense.
-func NewLoader(ds Dataset, opt LoaderOptions) (*Loader, error) {
+// NewDataLoader returns a DataLoader over ds, or an error if the options
+// make no sense.
+func NewDataLoader(ds Dataset, opt LoaderOptions) (*DataLoader, error) {
 	switch {
 	case opt.BatchSize < 0:
 		return nil, fmt.Errorf("datasets: batch size %d is negative", opt.BatchSize)
@@ -71,11 +71,11 @@ func NewLoader(ds Dataset, opt LoaderOptions) (*Loader, error) {
 	if opt.Prefetch == 0 {
 		opt.Prefetch = 2 * opt.Workers
 	}
-	return &Loader{ds: ds, opt: opt}, nil
+	return &DataLoader{ds: ds, opt: opt}, nil
 }
 
 // Len returns the number of batches in an epoch.
-func (l *Loader) Len() int {
+func (l *DataLoader) Len() int {
 	n, b := l.ds.Len(), l.opt.BatchSize
 	if l.opt.DropLast {
 		return n / b
@@ -93,7 +93,7 @@ func (l *Loader) Len() int {
 // them before the loop statement completes, so no goroutine outlives it. A
 // panic in Dataset.Get in a worker is re-raised in the consumer's
 // goroutine.
-func (l *Loader) Epoch(epoch int) iter.Seq2[Batch, error] {
+func (l *DataLoader) Epoch(epoch int) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
 		order := l.order(epoch)
 		if l.opt.Workers == 0 {
@@ -110,7 +110,7 @@ func (l *Loader) Epoch(epoch int) iter.Seq2[Batch, error] {
 }
 
 // order returns the example indices of an epoch in visiting order.
-func (l *Loader) order(epoch int) []int {
+func (l *DataLoader) order(epoch int) []int {
 	n := l.ds.Len()
 	if l.opt.Shuffle {
 		return autograd.NewGenerator(mix(l.opt.Seed, uint64(epoch))).Perm(n)
@@ -142,7 +142,7 @@ var errStopped = errors.New("datasets: loader stopped")
 // out in order, queueing each batch's result channel in pending first, so
 // the consumer can wait for the batches in order while the workers finish
 // them in any order; pending's capacity bounds how far loading runs ahead.
-func (l *Loader) prefetch(order []int, yield func(Batch, error) bool) {
+func (l *DataLoader) prefetch(order []int, yield func(Batch, error) bool) {
 	done := make(chan struct{})
 	jobs := make(chan job)
 	pending := make(chan chan loaded, l.opt.Prefetch)
@@ -191,7 +191,7 @@ func (l *Loader) prefetch(order []int, yield func(Batch, error) bool) {
 // loadRecovering loads a batch in a worker, catching a panic so that it
 // can be raised where the consumer sees it rather than killing the program
 // from a goroutine nobody can recover.
-func (l *Loader) loadRecovering(order []int, b int, done <-chan struct{}) (r loaded) {
+func (l *DataLoader) loadRecovering(order []int, b int, done <-chan struct{}) (r loaded) {
 	defer func() {
 		if p := recover(); p != nil {
 			r = loaded{panic: p}
@@ -203,7 +203,7 @@ func (l *Loader) loadRecovering(order []int, b int, done <-chan struct{}) (r loa
 
 // load reads and collates batch b of order, giving up early with
 // errStopped once done is closed.
-func (l *Loader) load(order []int, b int, done <-chan struct{}) (Batch, error) {
+func (l *DataLoader) load(order []int, b int, done <-chan struct{}) (Batch, error) {
 	lo := b * l.opt.BatchSize
 	idx := slices.Clone(order[lo:min(lo+l.opt.BatchSize, len(order))])
 	examples := make([]Example, len(idx))

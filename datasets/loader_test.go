@@ -46,7 +46,7 @@ func (s *seqSet) Get(i int) (datasets.Example, error) {
 
 // epochOrder ranges over one epoch and returns the example indices in the
 // order they came, checking each batch's tensors against them.
-func epochOrder(t *testing.T, l *datasets.Loader, epoch int) [][]int {
+func epochOrder(t *testing.T, l *datasets.DataLoader, epoch int) [][]int {
 	t.Helper()
 	var got [][]int
 	for b, err := range l.Epoch(epoch) {
@@ -89,7 +89,7 @@ func TestLoaderBatches(t *testing.T) {
 		for _, workers := range []int{0, 1, 3} {
 			name := fmt.Sprintf("n%d_b%d_drop%v_w%d", tc.n, tc.batch, tc.dropLast, workers)
 			t.Run(name, func(t *testing.T) {
-				l, err := datasets.NewLoader(newSeqSet(tc.n), datasets.LoaderOptions{
+				l, err := datasets.NewDataLoader(newSeqSet(tc.n), datasets.LoaderOptions{
 					BatchSize: tc.batch, DropLast: tc.dropLast, Workers: workers})
 				if err != nil {
 					t.Fatal(err)
@@ -119,7 +119,7 @@ func TestLoaderShuffle(t *testing.T) {
 	const n = 50
 	orders := map[string][]int{}
 	for _, workers := range []int{0, 2, 5} {
-		l, err := datasets.NewLoader(newSeqSet(n), datasets.LoaderOptions{
+		l, err := datasets.NewDataLoader(newSeqSet(n), datasets.LoaderOptions{
 			BatchSize: 8, Shuffle: true, Seed: 42, Workers: workers, Prefetch: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +145,7 @@ func TestLoaderShuffle(t *testing.T) {
 	if slices.IsSorted(orders["epoch0"]) {
 		t.Error("shuffled epoch is in order")
 	}
-	other, _ := datasets.NewLoader(newSeqSet(n), datasets.LoaderOptions{BatchSize: 8, Shuffle: true, Seed: 43})
+	other, _ := datasets.NewDataLoader(newSeqSet(n), datasets.LoaderOptions{BatchSize: 8, Shuffle: true, Seed: 43})
 	if slices.Equal(slices.Concat(epochOrder(t, other, 0)...), orders["epoch0"]) {
 		t.Error("seeds 42 and 43 give the same order")
 	}
@@ -156,7 +156,7 @@ func TestLoaderErrors(t *testing.T) {
 		t.Run(fmt.Sprint("workers", workers), func(t *testing.T) {
 			ds := newSeqSet(20)
 			ds.failAt = 13
-			l, _ := datasets.NewLoader(ds, datasets.LoaderOptions{BatchSize: 4, Workers: workers})
+			l, _ := datasets.NewDataLoader(ds, datasets.LoaderOptions{BatchSize: 4, Workers: workers})
 			var good int
 			var gotErr error
 			for b, err := range l.Epoch(0) {
@@ -179,7 +179,7 @@ func TestLoaderErrors(t *testing.T) {
 func TestLoaderWorkerPanic(t *testing.T) {
 	ds := newSeqSet(20)
 	ds.panicAt = 7
-	l, _ := datasets.NewLoader(ds, datasets.LoaderOptions{BatchSize: 4, Workers: 3})
+	l, _ := datasets.NewDataLoader(ds, datasets.LoaderOptions{BatchSize: 4, Workers: 3})
 	before := runtime.NumGoroutine()
 	defer func() {
 		if r := recover(); r != "seqSet: boom" {
@@ -208,7 +208,7 @@ func waitGoroutines(t *testing.T, want int) {
 
 func TestLoaderEarlyStopLeaksNothing(t *testing.T) {
 	ds := newSeqSet(1000)
-	l, _ := datasets.NewLoader(ds, datasets.LoaderOptions{BatchSize: 2, Workers: 4, Prefetch: 3, Shuffle: true})
+	l, _ := datasets.NewDataLoader(ds, datasets.LoaderOptions{BatchSize: 2, Workers: 4, Prefetch: 3, Shuffle: true})
 	before := runtime.NumGoroutine()
 	for epoch := range 5 {
 		seen := 0
@@ -231,7 +231,7 @@ func TestLoaderEarlyStopLeaksNothing(t *testing.T) {
 
 func TestLoaderPrefetchBound(t *testing.T) {
 	ds := newSeqSet(400)
-	l, _ := datasets.NewLoader(ds, datasets.LoaderOptions{BatchSize: 1, Workers: 4, Prefetch: 2})
+	l, _ := datasets.NewDataLoader(ds, datasets.LoaderOptions{BatchSize: 1, Workers: 4, Prefetch: 2})
 	for _, err := range l.Epoch(0) {
 		if err != nil {
 			t.Fatal(err)
@@ -248,8 +248,8 @@ func TestLoaderPrefetchBound(t *testing.T) {
 func TestLoaderChannelsLast(t *testing.T) {
 	for _, workers := range []int{0, 2} {
 		ds := newSeqSet(5)
-		plain, _ := datasets.NewLoader(ds, datasets.LoaderOptions{BatchSize: 5})
-		cl, _ := datasets.NewLoader(ds, datasets.LoaderOptions{BatchSize: 5, ChannelsLast: true, Workers: workers})
+		plain, _ := datasets.NewDataLoader(ds, datasets.LoaderOptions{BatchSize: 5})
+		cl, _ := datasets.NewDataLoader(ds, datasets.LoaderOptions{BatchSize: 5, ChannelsLast: true, Workers: workers})
 		var want, got *autograd.Tensor
 		for b, err := range plain.Epoch(0) {
 			if err != nil {
@@ -296,7 +296,7 @@ func TestLoaderCollateErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l, _ := datasets.NewLoader(tc.set, datasets.LoaderOptions{BatchSize: 2, ChannelsLast: tc.channelsLast})
+			l, _ := datasets.NewDataLoader(tc.set, datasets.LoaderOptions{BatchSize: 2, ChannelsLast: tc.channelsLast})
 			for _, err := range l.Epoch(0) {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("error %v, want one containing %q", err, tc.want)
@@ -316,8 +316,8 @@ func TestLoaderOptionErrors(t *testing.T) {
 		{datasets.LoaderOptions{Prefetch: -3}, "prefetch -3"},
 	}
 	for _, tc := range tests {
-		if _, err := datasets.NewLoader(newSeqSet(1), tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewLoader(%+v): error %v, want %q", tc.opt, err, tc.want)
+		if _, err := datasets.NewDataLoader(newSeqSet(1), tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewDataLoader(%+v): error %v, want %q", tc.opt, err, tc.want)
 		}
 	}
 }
