@@ -1,0 +1,107 @@
+package kernels
+
+// SGDConfig holds the hyper-parameters of one SGD update, as float32 scalars
+// because that is how PyTorch's float32 kernels see them.
+type SGDConfig struct {
+	LR, Momentum, WeightDecay float32
+	// Keep is 1 − dampening, computed in float64 and then rounded, as
+	// PyTorch passes it (rounding dampening first can differ by an ulp).
+	Keep               float32
+	Nesterov, Maximize bool
+}
+
+// sgdCost is the rough work per element handed to Parallel: the update is
+// memory bound, reading three arrays and writing two.
+const sgdCost = 4
+
+// SGDStep is one parameter's SGD update over its parameter, gradient and
+// momentum buffer slices, which must have the same length and the same
+// physical order. Keep an SGDStep per parameter and call Run on every
+// optimizer step: after the first call Run allocates nothing.
+type SGDStep struct {
+	Param, Grad []float32
+	// Buf is the momentum buffer; it is neither read nor written when
+	// Momentum is 0 and may then be nil.
+	Buf []float32
+	SGDConfig
+	// Init says Buf holds no history yet: Run sets it to the (decayed)
+	// gradient rather than blending into it, as PyTorch does on a
+	// parameter's first step. The caller clears it after the first Run.
+	Init bool
+
+	span func(lo, hi int) // s.run, bound once so Run does not allocate
+}
+
+// Run applies the update in one pass over memory, splitting large
+// parameters across the worker pool. Each element follows the sequence of
+// PyTorch 1.13's torch.optim.SGD with its float32 roundings:
+//
+//	d = ±grad                                  (− when Maximize)
+//	d = d + wd·p                               (when WeightDecay ≠ 0)
+//	b = d on the first step, else b·m + Keep·d   (when Momentum ≠ 0)
+//	d = d + m·b if Nesterov, else b            (when Momentum ≠ 0)
+//	p = p − lr·d
+//
+// PyTorch's vectorised CPU kernels compute each "x + α·y" with a fused
+// multiply-add (one rounding); Run does the same by computing in float64,
+// where the product of two float32 values is exact.
+func (s *SGDStep) Run() {
+	n := len(s.Param)
+	if len(s.Grad) != n || (s.Momentum != 0 && len(s.Buf) != n) {
+		panic("kernels: SGDStep slices differ in length")
+	}
+	if s.span == nil {
+		s.span = s.run
+	}
+	Parallel(n, n*sgdCost, s.span)
+}
+
+// SGD applies one update to param, like SGDStep.Run, for callers that do not
+// keep an SGDStep (it allocates a little per call).
+func SGD(param, grad, buf []float32, c SGDConfig, init bool) {
+	s := SGDStep{Param: param, Grad: grad, Buf: buf, SGDConfig: c, Init: init}
+	s.Run()
+}
+
+// run updates elements [lo, hi).
+func (s *SGDStep) run(lo, hi int) {
+	p, g := s.Param[lo:hi], s.Grad[lo:hi]
+	negLR := -float64(s.LR)
+	wd := float64(s.WeightDecay)
+	if s.Momentum == 0 {
+		for i := range p {
+			d := g[i]
+			if s.Maximize {
+				d = -d
+			}
+			if wd != 0 {
+				d = float32(float64(d) + wd*float64(p[i]))
+			}
+			p[i] = float32(float64(p[i]) + negLR*float64(d))
+		}
+		return
+	}
+	b := s.Buf[lo:hi]
+	m := s.Momentum
+	keep := float64(s.Keep)
+	for i := range p {
+		d := g[i]
+		if s.Maximize {
+			d = -d
+		}
+		if wd != 0 {
+			d = float32(float64(d) + wd*float64(p[i]))
+		}
+		if s.Init {
+			b[i] = d
+		} else {
+			b[i] = float32(float64(b[i]*m) + keep*float64(d))
+		}
+		if s.Nesterov {
+			d = float32(float64(d) + float64(m)*float64(b[i]))
+		} else {
+			d = b[i]
+		}
+		p[i] = float32(float64(p[i]) + negLR*float64(d))
+	}
+}

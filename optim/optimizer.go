@@ -1,0 +1,231 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/kilnml/kiln/autograd"
+)
+
+// Optimizer updates parameters from their gradients. Its parameters are
+// split into groups, each with its own hyper-parameters, like PyTorch's
+// param_groups; schedulers drive the groups' learning rates through LR and
+// SetLR.
+type Optimizer interface {
+	// Step updates every parameter that has a gradient; parameters whose
+	// Grad is nil are skipped, as in PyTorch.
+	Step()
+	// ZeroGrad drops every parameter's gradient (PyTorch's
+	// zero_grad(set_to_none=True)).
+	ZeroGrad()
+	// NumGroups returns the number of parameter groups.
+	NumGroups() int
+	// LR returns group's learning rate.
+	LR(group int) float64
+	// SetLR sets group's learning rate.
+	SetLR(group int, lr float64)
+	// InitialLR returns group's initial learning rate (PyTorch's
+	// param_group["initial_lr"]) and whether one is set: the first
+	// scheduler attached to the optimizer records it, and later schedulers
+	// compute from it.
+	InitialLR(group int) (lr float64, ok bool)
+	// SetInitialLR records group's initial learning rate.
+	SetInitialLR(group int, lr float64)
+	// StateDict returns the optimizer's state: per-parameter state tensors
+	// (the optimizer's own, not copies) and each group's hyper-parameters.
+	StateDict() *StateDict
+	// LoadStateDict replaces the optimizer's state and hyper-parameters
+	// with copies of sd's, after checking that sd fits: nothing changes
+	// when it returns an error.
+	LoadStateDict(sd *StateDict) error
+}
+
+// StateDict is an optimizer's state laid out as PyTorch's
+// optimizer.state_dict(): parameters are numbered 0, 1, … across all groups
+// in order, per-parameter state is keyed by that number, and each group
+// lists its hyper-parameters and its parameters' numbers.
+type StateDict struct {
+	// State maps a parameter's number to its named state tensors, e.g.
+	// {"momentum_buffer": buf}. Parameters without state are absent.
+	State map[int]map[string]*autograd.Tensor
+	// Groups holds each parameter group in order.
+	Groups []GroupState
+}
+
+// GroupState is one parameter group in a StateDict.
+type GroupState struct {
+	// Hyper holds the hyper-parameters under PyTorch's names ("lr",
+	// "momentum", "weight_decay", …); booleans are 0 or 1.
+	Hyper map[string]float64
+	// Params lists the numbers of the group's parameters.
+	Params []int
+}
+
+// checkParams validates the parameter lists of an optimizer's groups as
+// PyTorch's Optimizer constructor does, plus Kiln's own limits.
+func checkParams(opt string, groups [][]*autograd.Tensor) error {
+	seen := map[*autograd.Tensor]int{}
+	total := 0
+	for g, ps := range groups {
+		for i, p := range ps {
+			switch {
+			case p == nil:
+				return fmt.Errorf("optim: %s: group %d parameter %d is nil", opt, g, i)
+			case p.GradFn() != "":
+				return fmt.Errorf("optim: %s: group %d parameter %d is the result of %s; can't optimize a non-leaf tensor", opt, g, i, p.GradFn())
+			case p.DType() != autograd.Float32:
+				return fmt.Errorf("optim: %s: group %d parameter %d is %v; only float32 parameters are supported", opt, g, i, p.DType())
+			}
+			if prev, dup := seen[p]; dup {
+				return fmt.Errorf("optim: %s: group %d parameter %d already appears in group %d; some parameters appear in more than one parameter group", opt, g, i, prev)
+			}
+			seen[p] = g
+			total++
+		}
+	}
+	if total == 0 {
+		return fmt.Errorf("optim: %s: optimizer got an empty parameter list", opt)
+	}
+	return nil
+}
+
+// checkGroup panics with an *autograd.Error unless group indexes one of n
+// groups.
+func checkGroup(op string, group, n int) {
+	if group < 0 || group >= n {
+		autograd.Fail(op, "parameter group %d out of range [0, %d)", group, n)
+	}
+}
+
+// checkLoad validates the parts of sd every optimizer shares: the group
+// count and sizes, the parameter numbering, and that each state tensor is
+// float32-compatible and shaped like its parameter with a name in
+// stateNames. It returns the parameter each number stands for.
+func checkLoad(opt string, sd *StateDict, groups [][]*autograd.Tensor, stateNames ...string) (map[int]*autograd.Tensor, error) {
+	if sd == nil {
+		return nil, fmt.Errorf("optim: %s: nil state dict", opt)
+	}
+	if len(sd.Groups) != len(groups) {
+		return nil, fmt.Errorf("optim: %s: loaded state dict has %d parameter groups, the optimizer has %d", opt, len(sd.Groups), len(groups))
+	}
+	byID := map[int]*autograd.Tensor{}
+	for g, gs := range sd.Groups {
+		if len(gs.Params) != len(groups[g]) {
+			return nil, fmt.Errorf("optim: %s: param_groups.%d: loaded group has %d parameters, the optimizer's has %d", opt, g, len(gs.Params), len(groups[g]))
+		}
+		for i, id := range gs.Params {
+			if _, dup := byID[id]; dup {
+				return nil, fmt.Errorf("optim: %s: param_groups.%d.params: parameter number %d appears twice", opt, g, id)
+			}
+			byID[id] = groups[g][i]
+		}
+	}
+	for _, id := range sortedKeys(sd.State) {
+		p, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("optim: %s: state.%d: no parameter has number %d", opt, id, id)
+		}
+		st := sd.State[id]
+		for _, name := range sortedKeys(st) {
+			key := fmt.Sprintf("state.%d.%s", id, name)
+			t := st[name]
+			switch {
+			case !slices.Contains(stateNames, name):
+				return nil, fmt.Errorf("optim: %s: %s: unknown state (want one of %q)", opt, key, stateNames)
+			case t == nil:
+				return nil, fmt.Errorf("optim: %s: %s: nil tensor", opt, key)
+			case !t.DType().IsFloat():
+				return nil, fmt.Errorf("optim: %s: %s: dtype %v, want a floating-point tensor", opt, key, t.DType())
+			case !slices.Equal(t.Shape(), p.Shape()):
+				return nil, fmt.Errorf("optim: %s: %s: shape %v does not match the parameter's shape %v", opt, key, t.Shape(), p.Shape())
+			}
+		}
+	}
+	return byID, nil
+}
+
+// copyState returns a copy of src in p's dtype and memory format, so the
+// kernels can walk state and parameter in the same physical order.
+func copyState(src, p *autograd.Tensor) *autograd.Tensor {
+	t := autograd.ZerosLike(p)
+	t.CopyFrom(src)
+	return t
+}
+
+// hyperReader reads one group's hyper-parameters from a GroupState,
+// remembering the first problem so callers can read every key and check
+// once.
+type hyperReader struct {
+	opt   string
+	group int
+	m     map[string]float64
+	used  map[string]bool
+	err   error
+}
+
+func newHyperReader(opt string, group int, m map[string]float64) *hyperReader {
+	return &hyperReader{opt: opt, group: group, m: m, used: map[string]bool{}}
+}
+
+func (r *hyperReader) fail(key, format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("optim: %s: param_groups.%d.%s: %s", r.opt, r.group, key, fmt.Sprintf(format, args...))
+	}
+}
+
+// float returns the value under key, which must be present and not NaN.
+func (r *hyperReader) float(key string) float64 {
+	v, ok := r.m[key]
+	r.used[key] = true
+	switch {
+	case !ok:
+		r.fail(key, "missing hyper-parameter")
+	case math.IsNaN(v):
+		r.fail(key, "value is NaN")
+	}
+	return v
+}
+
+// optional returns the value under key and whether it is present.
+func (r *hyperReader) optional(key string) (float64, bool) {
+	if _, ok := r.m[key]; !ok {
+		return 0, false
+	}
+	return r.float(key), true
+}
+
+// bool returns the 0-or-1 value under key as a bool.
+func (r *hyperReader) bool(key string) bool {
+	v := r.float(key)
+	if v != 0 && v != 1 {
+		r.fail(key, "boolean hyper-parameter is %v, want 0 or 1", v)
+	}
+	return v == 1
+}
+
+// done reports the first problem, or a key that was never read.
+func (r *hyperReader) done() error {
+	for _, k := range sortedKeys(r.m) {
+		if !r.used[k] {
+			r.fail(k, "unknown hyper-parameter")
+		}
+	}
+	return r.err
+}
+
+func boolHyper(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys[K int | string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
