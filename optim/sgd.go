@@ -261,8 +261,8 @@ func (s *SGD) LoadStateDict(sd *StateDict) error {
 		return err
 	}
 	type loaded struct {
-		opt       SGDOptions
-		initial   float64
+		opt        SGDOptions
+		initial    float64
 		hasInitial bool
 	}
 	hyper := make([]loaded, len(s.groups))
