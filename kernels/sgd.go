@@ -63,17 +63,21 @@ func SGD(param, grad, buf []float32, c SGDConfig, init bool) {
 	s.Run()
 }
 
-// run updates elements [lo, hi).
+// run updates elements [lo, hi). The flags are turned into loop-invariant
+// numbers (a sign for Maximize, a Nesterov weight) so the common cases run
+// without branches in the loop.
 func (s *SGDStep) run(lo, hi int) {
 	p, g := s.Param[lo:hi], s.Grad[lo:hi]
+	g = g[:len(p)]
 	negLR := -float64(s.LR)
 	wd := float64(s.WeightDecay)
+	sign := float32(1)
+	if s.Maximize {
+		sign = -1
+	}
 	if s.Momentum == 0 {
 		for i := range p {
-			d := g[i]
-			if s.Maximize {
-				d = -d
-			}
+			d := sign * g[i]
 			if wd != 0 {
 				d = float32(float64(d) + wd*float64(p[i]))
 			}
@@ -82,25 +86,23 @@ func (s *SGDStep) run(lo, hi int) {
 		return
 	}
 	b := s.Buf[lo:hi]
+	b = b[:len(p)]
 	m := s.Momentum
 	keep := float64(s.Keep)
 	for i := range p {
-		d := g[i]
-		if s.Maximize {
-			d = -d
-		}
+		d := sign * g[i]
 		if wd != 0 {
 			d = float32(float64(d) + wd*float64(p[i]))
 		}
-		if s.Init {
-			b[i] = d
-		} else {
-			b[i] = float32(float64(b[i]*m) + keep*float64(d))
+		bi := d
+		if !s.Init {
+			bi = float32(float64(b[i]*m) + keep*float64(d))
 		}
+		b[i] = bi
 		if s.Nesterov {
-			d = float32(float64(d) + float64(m)*float64(b[i]))
+			d = float32(float64(d) + float64(m)*float64(bi))
 		} else {
-			d = b[i]
+			d = bi
 		}
 		p[i] = float32(float64(p[i]) + negLR*float64(d))
 	}

@@ -124,7 +124,12 @@ func TestSGDStepDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkSGDStep(b *testing.B) {
-	n := 1 << 20
+	for _, n := range []int{1 << 14, 1 << 20} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchmarkSGDStep(b, n) })
+	}
+}
+
+func benchmarkSGDStep(b *testing.B, n int) {
 	s := SGDStep{Param: make([]float32, n), Grad: make([]float32, n), Buf: make([]float32, n),
 		SGDConfig: SGDConfig{LR: 0.1, Momentum: 0.9, Keep: 1, WeightDecay: 1e-4}}
 	b.SetBytes(int64(n) * 4 * 5)
