@@ -15,6 +15,21 @@ type Scheduler interface {
 	Step()
 	// LastLR returns the learning rates the last Step set, one per group.
 	LastLR() []float64
+	// State returns what the scheduler needs to resume.
+	State() ScheduleState
+	// LoadState restores a State. To resume training, build the optimizer
+	// and its schedulers, then load the optimizer's state dict and each
+	// scheduler's state: building a scheduler takes a step that changes the
+	// learning rates, which loading the optimizer's state puts back.
+	LoadState(st ScheduleState) error
+}
+
+// ScheduleState is a scheduler's progress, as in PyTorch's
+// scheduler.state_dict(); the learning rates themselves are saved in the
+// optimizer's state dict. The slices hold one value per parameter group.
+type ScheduleState struct {
+	LastEpoch       int
+	BaseLRs, LastLR []float64
 }
 
 // schedule is what every scheduler shares, mirroring PyTorch's
@@ -63,6 +78,26 @@ func (s *schedule) Step() {
 // LastLR returns the learning rates the last Step set, one per group.
 func (s *schedule) LastLR() []float64 { return append([]float64(nil), s.lastLR...) }
 
+// State returns the scheduler's progress.
+func (s *schedule) State() ScheduleState {
+	return ScheduleState{LastEpoch: s.lastEpoch, BaseLRs: s.BaseLRs(), LastLR: s.LastLR()}
+}
+
+// LoadState restores progress saved by State.
+func (s *schedule) LoadState(st ScheduleState) error {
+	n := len(s.baseLRs)
+	if len(st.BaseLRs) != n || len(st.LastLR) != n {
+		return fmt.Errorf("optim: scheduler state has %d base and %d last learning rates, the optimizer has %d groups", len(st.BaseLRs), len(st.LastLR), n)
+	}
+	if st.LastEpoch < 0 {
+		return fmt.Errorf("optim: scheduler state has last epoch %d, want at least 0", st.LastEpoch)
+	}
+	s.lastEpoch = st.LastEpoch
+	copy(s.baseLRs, st.BaseLRs)
+	copy(s.lastLR, st.LastLR)
+	return nil
+}
+
 // LastEpoch returns how many Steps have been taken since the constructor's
 // initial one (PyTorch's last_epoch).
 func (s *schedule) LastEpoch() int { return s.lastEpoch }
@@ -75,8 +110,8 @@ func (s *schedule) BaseLRs() []float64 { return append([]float64(nil), s.baseLRs
 // epochs, like torch.optim.lr_scheduler.StepLR.
 type StepLR struct {
 	schedule
-	StepSize int
-	Gamma    float64
+	stepSize int
+	gamma    float64
 }
 
 // NewStepLR attaches a StepLR to opt and takes its initial step.
@@ -87,12 +122,12 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*StepLR, error) {
 	if stepSize <= 0 {
 		return nil, fmt.Errorf("optim: StepLR: step size must be positive, got %d", stepSize)
 	}
-	s := &StepLR{StepSize: stepSize, Gamma: gamma}
-	s.start(opt, func(_ int, lr float64) float64 {
-		if s.lastEpoch == 0 || s.lastEpoch%s.StepSize != 0 {
+	s := &StepLR{stepSize: stepSize, gamma: gamma}
+	s.schedule.start(opt, func(_ int, lr float64) float64 {
+		if s.lastEpoch == 0 || s.lastEpoch%s.stepSize != 0 {
 			return lr
 		}
-		return lr * s.Gamma
+		return lr * s.gamma
 	})
 	return s, nil
 }
@@ -102,8 +137,8 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*StepLR, error) {
 // torch.optim.lr_scheduler.MultiStepLR.
 type MultiStepLR struct {
 	schedule
-	counts map[int]int
-	Gamma  float64
+	counts map[int]int // milestone → how often it is listed
+	gamma  float64
 }
 
 // NewMultiStepLR attaches a MultiStepLR to opt and takes its initial step.
@@ -113,16 +148,16 @@ func NewMultiStepLR(opt Optimizer, milestones []int, gamma float64) (*MultiStepL
 	if opt == nil {
 		return nil, errNilOptimizer
 	}
-	s := &MultiStepLR{counts: map[int]int{}, Gamma: gamma}
+	s := &MultiStepLR{counts: map[int]int{}, gamma: gamma}
 	for _, m := range milestones {
 		s.counts[m]++
 	}
-	s.start(opt, func(_ int, lr float64) float64 {
+	s.schedule.start(opt, func(_ int, lr float64) float64 {
 		k, ok := s.counts[s.lastEpoch]
 		if !ok {
 			return lr
 		}
-		return lr * math.Pow(s.Gamma, float64(k))
+		return lr * math.Pow(s.gamma, float64(k))
 	})
 	return s, nil
 }
@@ -134,8 +169,8 @@ func NewMultiStepLR(opt Optimizer, milestones []int, gamma float64) (*MultiStepL
 // learning rate, so changes made to it from outside carry on.
 type CosineAnnealingLR struct {
 	schedule
-	TMax   int
-	EtaMin float64
+	tMax   int
+	etaMin float64
 }
 
 // NewCosineAnnealingLR attaches a CosineAnnealingLR to opt and takes its
@@ -147,25 +182,25 @@ func NewCosineAnnealingLR(opt Optimizer, tMax int, etaMin float64) (*CosineAnnea
 	if tMax <= 0 {
 		return nil, fmt.Errorf("optim: CosineAnnealingLR: T_max must be positive, got %d", tMax)
 	}
-	s := &CosineAnnealingLR{TMax: tMax, EtaMin: etaMin}
-	s.start(opt, s.next)
+	s := &CosineAnnealingLR{tMax: tMax, etaMin: etaMin}
+	s.schedule.start(opt, s.next)
 	return s, nil
 }
 
 // next evaluates PyTorch's expressions in the same order, with float64
 // conversions to keep Go from fusing multiply-adds Python rounds twice.
 func (s *CosineAnnealingLR) next(g int, lr float64) float64 {
-	e, t := s.lastEpoch, float64(s.TMax)
+	e, t := s.lastEpoch, float64(s.tMax)
 	switch {
 	case e == 0:
 		return lr
-	case pyMod(e-1-s.TMax, 2*s.TMax) == 0:
+	case pyMod(e-1-s.tMax, 2*s.tMax) == 0:
 		// The restart of an upward half period, where the recursive
 		// ratio below would divide by zero.
-		return lr + float64(s.baseLRs[g]-s.EtaMin)*(1-math.Cos(math.Pi/t))/2
+		return lr + float64((s.baseLRs[g]-s.etaMin)*(1-math.Cos(math.Pi/t)))/2
 	}
 	ratio := (1 + math.Cos(float64(math.Pi*float64(e))/t)) / (1 + math.Cos(float64(math.Pi*float64(e-1))/t))
-	return float64(ratio*(lr-s.EtaMin)) + s.EtaMin
+	return float64(ratio*(lr-s.etaMin)) + s.etaMin
 }
 
 // pyMod is Python's a % b for b > 0: never negative.
@@ -177,8 +212,8 @@ func pyMod(a, b int) int { return ((a % b) + b) % b }
 // the usual linear warm-up.
 type LinearLR struct {
 	schedule
-	StartFactor, EndFactor float64
-	TotalIters             int
+	start, end float64
+	totalIters int
 }
 
 // NewLinearLR attaches a LinearLR to opt and takes its initial step, which
@@ -198,16 +233,16 @@ func NewLinearLR(opt Optimizer, startFactor, endFactor float64, totalIters int) 
 	if totalIters < 0 {
 		return nil, fmt.Errorf("optim: LinearLR: total iterations must not be negative, got %d", totalIters)
 	}
-	s := &LinearLR{StartFactor: startFactor, EndFactor: endFactor, TotalIters: totalIters}
-	s.start(opt, func(_ int, lr float64) float64 {
+	s := &LinearLR{start: startFactor, end: endFactor, totalIters: totalIters}
+	s.schedule.start(opt, func(_ int, lr float64) float64 {
 		switch {
 		case s.lastEpoch == 0:
-			return lr * s.StartFactor
-		case s.lastEpoch > s.TotalIters:
+			return lr * s.start
+		case s.lastEpoch > s.totalIters:
 			return lr
 		}
-		d := s.EndFactor - s.StartFactor
-		den := float64(float64(s.TotalIters)*s.StartFactor) + float64(float64(s.lastEpoch-1)*d)
+		d := s.end - s.start
+		den := float64(float64(s.totalIters)*s.start) + float64(float64(s.lastEpoch-1)*d)
 		return lr * (1 + d/den)
 	})
 	return s, nil

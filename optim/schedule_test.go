@@ -147,3 +147,53 @@ func TestSchedulersRejectBadInput(t *testing.T) {
 		})
 	}
 }
+
+// Stopping after 7 epochs and resuming from the saved optimizer and
+// scheduler states gives the learning rates of an uninterrupted run.
+func TestSchedulerResumes(t *testing.T) {
+	build := func() (*optim.SGD, []optim.Scheduler) {
+		opt := twoGroupSGD(t)
+		w, err := optim.NewLinearLR(opt, 0.1, 1, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := optim.NewCosineAnnealingLR(opt, 12, 1e-3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return opt, []optim.Scheduler{w, c}
+	}
+	stepAll := func(opt *optim.SGD, scheds []optim.Scheduler, n int) {
+		for range n {
+			opt.Step()
+			for _, s := range scheds {
+				s.Step()
+			}
+		}
+	}
+	full, fullScheds := build()
+	stepAll(full, fullScheds, 20)
+
+	first, firstScheds := build()
+	stepAll(first, firstScheds, 7)
+	resumed, resumedScheds := build()
+	if err := resumed.LoadStateDict(first.StateDict()); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range resumedScheds {
+		if err := s.LoadState(firstScheds[i].State()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stepAll(resumed, resumedScheds, 13)
+	for g := range 2 {
+		if resumed.LR(g) != full.LR(g) {
+			t.Errorf("group %d: lr %v after resuming, %v uninterrupted", g, resumed.LR(g), full.LR(g))
+		}
+	}
+
+	err := resumedScheds[0].LoadState(optim.ScheduleState{LastEpoch: 3, BaseLRs: []float64{0.1}, LastLR: []float64{0.1}})
+	if err == nil || !strings.Contains(err.Error(), "the optimizer has 2 groups") {
+		t.Errorf("loading a one-group state: %v", err)
+	}
+}
