@@ -1,12 +1,14 @@
 package optim_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/golden"
 	"github.com/kilnml/kiln/optim"
 )
 
@@ -338,5 +340,60 @@ func TestSGDLoadStateDictRejectsMismatches(t *testing.T) {
 				t.Error("a failed LoadStateDict changed the optimizer")
 			}
 		})
+	}
+}
+
+// TestSGDMatchesPyTorchBitForBit drives SGD with gen_optim.py's gradients,
+// no model in between, and wants PyTorch's parameters and momentum buffers
+// exactly, with the 4-D parameter contiguous and channels-last.
+func TestSGDMatchesPyTorchBitForBit(t *testing.T) {
+	set := golden.Load(t, "optim.safetensors")
+	p0, q0 := set.Get(t, "direct.p0"), set.Get(t, "direct.q0")
+	gp, gq := set.Get(t, "direct.gp"), set.Get(t, "direct.gq")
+	steps := gp.Dim(0)
+	cases := map[string]optim.SGDOptions{
+		"plain":     {LR: 0.1},
+		"decay":     {LR: 0.1, WeightDecay: 1e-2},
+		"momentum":  {LR: 0.1, Momentum: 0.9, WeightDecay: 1e-4},
+		"dampening": {LR: 0.05, Momentum: 0.8, Dampening: 0.3, WeightDecay: 1e-3},
+		"nesterov":  {LR: 0.1, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4},
+		"maximize":  {LR: 0.02, Momentum: 0.5, Maximize: true, WeightDecay: 1e-2},
+	}
+	same := func(what string, got, want *autograd.Tensor) {
+		t.Helper()
+		if !slices.Equal(got.Shape(), want.Shape()) || !slices.Equal(got.Values(), want.Values()) {
+			t.Errorf("%s differs from PyTorch: %v", what, golden.Close(got, want, 0))
+		}
+	}
+	for name, o := range cases {
+		for _, format := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast} {
+			t.Run(fmt.Sprintf("%s/%v", name, format), func(t *testing.T) {
+				p, q := p0.Clone(), q0.Clone()
+				p.SetRequiresGrad(true)
+				q.SetRequiresGrad(true)
+				p.SetFormat(format)
+				opt, err := optim.NewSGD([]*autograd.Tensor{p, q}, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				np, nq := p.Numel(), q.Numel()
+				for i := range steps {
+					g := autograd.FromFloat32(append([]float32(nil), gp.Float32s()[i*np:(i+1)*np]...), p.Shape()...)
+					p.SetGrad(g.To(format))
+					q.SetGrad(nil)
+					if i%2 == 0 {
+						q.SetGrad(autograd.FromFloat32(append([]float32(nil), gq.Float32s()[i*nq:(i+1)*nq]...), nq))
+					}
+					opt.Step()
+				}
+				same("p", p, set.Get(t, "direct."+name+".p"))
+				same("q", q, set.Get(t, "direct."+name+".q"))
+				if o.Momentum != 0 {
+					st := opt.StateDict().State
+					same("momentum buffer of p", st[0]["momentum_buffer"], set.Get(t, "direct."+name+".mp"))
+					same("momentum buffer of q", st[1]["momentum_buffer"], set.Get(t, "direct."+name+".mq"))
+				}
+			})
+		}
 	}
 }

@@ -9,6 +9,10 @@ Writes optim.safetensors:
                                running statistics)
   sgd.<case>.momentum.<i>      the final momentum buffer of parameter number i (cases with
                                momentum), as optimizer.state_dict() numbers them
+  direct.<case>.*              SGD driven by given gradients, no model: p0 [2,3,4,5] and a
+                               second parameter q0 [7], grads gp/gq [steps, ...] (q has no
+                               gradient on odd steps), the final p, q and their momentum
+                               buffers (mp, mq); Kiln must match bit for bit
   sched.<case>.lr              float64 [steps+1, 2]: get_last_lr() after the scheduler is
                                built and after each step, for an SGD optimizer with two
                                parameter groups (lr 0.1 and 0.05)
@@ -73,6 +77,35 @@ def sgd_cases(out):
                 out[f"sgd.{case}.momentum.{i}"] = st["momentum_buffer"].clone()
 
 
+DIRECT_CASES = {
+    "plain": dict(lr=0.1),
+    "decay": dict(lr=0.1, weight_decay=1e-2),
+    "momentum": dict(lr=0.1, momentum=0.9, weight_decay=1e-4),
+    "dampening": dict(lr=0.05, momentum=0.8, dampening=0.3, weight_decay=1e-3),
+    "nesterov": dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-4),
+    "maximize": dict(lr=0.02, momentum=0.5, maximize=True, weight_decay=1e-2),
+}
+
+
+def direct_cases(out, steps=6):
+    torch.manual_seed(1)
+    p0, q0 = torch.randn(2, 3, 4, 5), torch.randn(7)
+    gp, gq = torch.randn(steps, 2, 3, 4, 5), torch.randn(steps, 7)
+    out["direct.p0"], out["direct.q0"], out["direct.gp"], out["direct.gq"] = p0, q0, gp, gq
+    for case, kw in DIRECT_CASES.items():
+        p, q = p0.clone().requires_grad_(), q0.clone().requires_grad_()
+        opt = torch.optim.SGD([p, q], **kw)
+        for i in range(steps):
+            p.grad = gp[i].clone()
+            q.grad = gq[i].clone() if i % 2 == 0 else None
+            opt.step()
+        out[f"direct.{case}.p"], out[f"direct.{case}.q"] = p.detach(), q.detach()
+        st = opt.state_dict()["state"]
+        if st[0].get("momentum_buffer") is not None:
+            out[f"direct.{case}.mp"] = st[0]["momentum_buffer"]
+            out[f"direct.{case}.mq"] = st[1]["momentum_buffer"]
+
+
 def sched_case(out, name, make, steps=30):
     params = [torch.zeros(1, requires_grad=True), torch.zeros(1, requires_grad=True)]
     opt = torch.optim.SGD([{"params": [params[0]]}, {"params": [params[1]], "lr": 0.05}], lr=0.1)
@@ -103,6 +136,7 @@ def sched_cases(out):
 def main():
     out = {}
     sgd_cases(out)
+    direct_cases(out)
     sched_cases(out)
     save("optim.safetensors", out, {"generator": "gen_optim.py", "torch": torch.__version__})
 
