@@ -183,6 +183,9 @@ func LoadTensors(m Module, ts []NamedTensor, opt ...LoadOptions) error {
 	srcs := map[string]source{}
 	for _, nt := range ts {
 		t := nt.Tensor
+		if t == nil {
+			autograd.Fail("LoadTensors", "tensor %q is nil", nt.Name)
+		}
 		srcs[nt.Name] = source{dtype: t.DType().String(), shape: t.Shape(), decode: func() (*autograd.Tensor, error) { return t, nil }}
 	}
 	return load(m, "", srcs, opt)

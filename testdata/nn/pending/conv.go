@@ -1,0 +1,123 @@
+package nn
+
+import "github.com/kilnml/kiln/autograd"
+
+// ConvOptions configures NewConv2d and NewConv3d. The zero value is
+// PyTorch's default: stride 1, no padding, dilation 1, one group, with
+// bias. Sizes apply to every spatial dimension (square or cubic windows).
+type ConvOptions struct {
+	// Stride is the step of the window; 0 means 1.
+	Stride int
+	// Padding is the number of zeros added on each side of each spatial
+	// dimension.
+	Padding int
+	// Dilation is the spacing of the kernel's taps; 0 means 1.
+	Dilation int
+	// Groups splits the channels into independent convolutions; 0 means 1.
+	// In and out channels must both be divisible by it.
+	Groups int
+	// NoBias leaves out the bias (PyTorch's bias=False).
+	NoBias bool
+}
+
+func (o ConvOptions) withDefaults() ConvOptions {
+	if o.Stride == 0 {
+		o.Stride = 1
+	}
+	if o.Dilation == 0 {
+		o.Dilation = 1
+	}
+	if o.Groups == 0 {
+		o.Groups = 1
+	}
+	return o
+}
+
+func (o ConvOptions) op() autograd.ConvOptions {
+	return autograd.ConvOptions{Stride: []int{o.Stride}, Padding: []int{o.Padding}, Dilation: []int{o.Dilation}, Groups: o.Groups}
+}
+
+// Conv2d is a 2-D convolution over [N, C, H, W] inputs in either memory
+// format, like torch.nn.Conv2d. Its parameters are "weight"
+// [out, in/groups, k, k] and "bias" [out].
+type Conv2d struct {
+	Base
+	In, Out, Kernel int
+	Options         ConvOptions // with defaults filled in
+}
+
+// Conv3d is a 3-D convolution over [N, C, D, H, W] inputs, like
+// torch.nn.Conv3d. Its parameters are "weight" [out, in/groups, k, k, k]
+// and "bias" [out].
+type Conv3d struct {
+	Base
+	In, Out, Kernel int
+	Options         ConvOptions // with defaults filled in
+}
+
+// newConvWeight validates a convolution's sizes, registers its parameters
+// on b and initialises them as PyTorch's _ConvNd.reset_parameters does.
+func newConvWeight(op string, g *autograd.Generator, b *Base, in, out, kernel, dims int, opt ConvOptions) ConvOptions {
+	opt = opt.withDefaults()
+	switch {
+	case in <= 0 || out <= 0 || kernel <= 0:
+		autograd.Fail(op, "channels and kernel size must be positive: in=%d out=%d kernel=%d", in, out, kernel)
+	case opt.Stride < 0 || opt.Padding < 0 || opt.Dilation < 0 || opt.Groups < 0:
+		autograd.Fail(op, "negative stride, padding, dilation or groups: %+v", opt)
+	case in%opt.Groups != 0:
+		autograd.Fail(op, "in channels %d must be divisible by groups %d", in, opt.Groups)
+	case out%opt.Groups != 0:
+		autograd.Fail(op, "out channels %d must be divisible by groups %d", out, opt.Groups)
+	}
+	shape := []int{out, in / opt.Groups}
+	for range dims {
+		shape = append(shape, kernel)
+	}
+	w := b.RegisterParameter("weight", autograd.Zeros(shape...))
+	var bias *autograd.Tensor
+	if !opt.NoBias {
+		bias = b.RegisterParameter("bias", autograd.Zeros(out))
+	}
+	initWeightAndBias(g, w, bias)
+	return opt
+}
+
+// NewConv2d returns a Conv2d from in to out channels with a kernel×kernel
+// window, initialised from g as PyTorch does: weight from
+// kaiming_uniform(a=√5) and bias from U(-1/√fan_in, 1/√fan_in), where
+// fan_in = in/groups·kernel².
+func NewConv2d(g *autograd.Generator, in, out, kernel int, opt ConvOptions) *Conv2d {
+	c := &Conv2d{In: in, Out: out, Kernel: kernel}
+	c.Options = newConvWeight("NewConv2d", g, &c.Base, in, out, kernel, 2, opt)
+	return c
+}
+
+// NewConv3d returns a Conv3d with a kernel³ window, initialised like
+// NewConv2d.
+func NewConv3d(g *autograd.Generator, in, out, kernel int, opt ConvOptions) *Conv3d {
+	c := &Conv3d{In: in, Out: out, Kernel: kernel}
+	c.Options = newConvWeight("NewConv3d", g, &c.Base, in, out, kernel, 3, opt)
+	return c
+}
+
+// Weight returns the convolution kernel.
+func (c *Conv2d) Weight() *autograd.Tensor { return c.param("weight") }
+
+// Bias returns the [out] bias, or nil without one.
+func (c *Conv2d) Bias() *autograd.Tensor { return c.param("bias") }
+
+// Forward convolves x [N, in, H, W]; the output keeps x's memory format.
+func (c *Conv2d) Forward(x *autograd.Tensor) *autograd.Tensor {
+	return autograd.Conv2d(x, c.Weight(), c.Bias(), c.Options.op())
+}
+
+// Weight returns the convolution kernel.
+func (c *Conv3d) Weight() *autograd.Tensor { return c.param("weight") }
+
+// Bias returns the [out] bias, or nil without one.
+func (c *Conv3d) Bias() *autograd.Tensor { return c.param("bias") }
+
+// Forward convolves x [N, in, D, H, W]; the output keeps x's memory format.
+func (c *Conv3d) Forward(x *autograd.Tensor) *autograd.Tensor {
+	return autograd.Conv3d(x, c.Weight(), c.Bias(), c.Options.op())
+}

@@ -1,0 +1,100 @@
+package nn
+
+import "github.com/kilnml/kiln/autograd"
+
+// EmbeddingOptions configures NewEmbedding.
+type EmbeddingOptions struct {
+	// PaddingIdx, when set, names a row that is initialised to zeros and
+	// receives no gradient (padding_idx). Negative values count from the
+	// end, as in PyTorch.
+	PaddingIdx *int64
+}
+
+// Embedding looks up rows of a [Num, Dim] table by Int64 index
+// (torch.nn.Embedding). Its parameter is "weight" [Num, Dim], initialised
+// from N(0, 1).
+type Embedding struct {
+	Base
+	Num, Dim int
+	// PaddingIdx is the normalised (non-negative) padding row, or nil.
+	PaddingIdx *int64
+}
+
+// NewEmbedding returns an Embedding of num rows of size dim.
+func NewEmbedding(g *autograd.Generator, num, dim int, opt EmbeddingOptions) *Embedding {
+	if num < 0 || dim < 0 {
+		autograd.Fail("NewEmbedding", "negative size: num=%d dim=%d", num, dim)
+	}
+	e := &Embedding{Num: num, Dim: dim}
+	if opt.PaddingIdx != nil {
+		p := *opt.PaddingIdx
+		if p < -int64(num) || p >= int64(num) {
+			autograd.Fail("NewEmbedding", "padding index %d must be within the %d embeddings", p, num)
+		}
+		if p < 0 {
+			p += int64(num)
+		}
+		e.PaddingIdx = &p
+	}
+	w := Normal(g, e.RegisterParameter("weight", autograd.Zeros(num, dim)), 0, 1)
+	if e.PaddingIdx != nil {
+		row := w.Float32s()[int(*e.PaddingIdx)*dim:][:dim]
+		clear(row)
+	}
+	return e
+}
+
+// Weight returns the [Num, Dim] table.
+func (e *Embedding) Weight() *autograd.Tensor { return e.param("weight") }
+
+// Forward returns the rows named by indices (Int64, any shape), shaped
+// [indices..., Dim].
+func (e *Embedding) Forward(indices *autograd.Tensor) *autograd.Tensor {
+	if e.PaddingIdx != nil {
+		return autograd.EmbeddingPadding(indices, e.Weight(), *e.PaddingIdx)
+	}
+	return autograd.Embedding(indices, e.Weight())
+}
+
+// EmbeddingBagOptions configures NewEmbeddingBag.
+type EmbeddingBagOptions struct {
+	// Mode reduces each bag: "mean" (PyTorch's default, also meant by
+	// ""), "sum" or "max".
+	Mode string
+}
+
+// EmbeddingBag sums, averages or takes the maximum of bags of rows of a
+// [Num, Dim] table without materialising the rows
+// (torch.nn.EmbeddingBag). Its parameter is "weight", initialised from
+// N(0, 1). It takes several inputs, so it is not a Layer.
+type EmbeddingBag struct {
+	Base
+	Num, Dim int
+	Mode     autograd.EmbeddingBagMode
+}
+
+// NewEmbeddingBag returns an EmbeddingBag of num rows of size dim.
+func NewEmbeddingBag(g *autograd.Generator, num, dim int, opt EmbeddingBagOptions) *EmbeddingBag {
+	if num < 0 || dim < 0 {
+		autograd.Fail("NewEmbeddingBag", "negative size: num=%d dim=%d", num, dim)
+	}
+	modes := map[string]autograd.EmbeddingBagMode{"": autograd.BagMean, "mean": autograd.BagMean, "sum": autograd.BagSum, "max": autograd.BagMax}
+	mode, ok := modes[opt.Mode]
+	if !ok {
+		autograd.Fail("NewEmbeddingBag", "mode must be \"sum\", \"mean\" or \"max\", got %q", opt.Mode)
+	}
+	e := &EmbeddingBag{Num: num, Dim: dim, Mode: mode}
+	Normal(g, e.RegisterParameter("weight", autograd.Zeros(num, dim)), 0, 1)
+	return e
+}
+
+// Weight returns the [Num, Dim] table.
+func (e *EmbeddingBag) Weight() *autograd.Tensor { return e.param("weight") }
+
+// Forward reduces bags of rows to [bags, Dim]. input is a 1-D Int64 tensor
+// of indices split into bags at offsets (1-D Int64, bag starts), or a 2-D
+// [bags, size] Int64 tensor with nil offsets. perSampleWeights, same shape
+// as input, weighs each row (BagSum only) and may be nil.
+func (e *EmbeddingBag) Forward(input, offsets, perSampleWeights *autograd.Tensor) *autograd.Tensor {
+	return autograd.EmbeddingBag(input, offsets, e.Weight(), e.Mode, perSampleWeights)
+}

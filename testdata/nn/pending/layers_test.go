@@ -1,0 +1,233 @@
+package nn_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/golden"
+	"github.com/kilnml/kiln/nn"
+)
+
+func TestBadInputs(t *testing.T) {
+	g := autograd.NewGenerator(1)
+	conv := nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{})
+	bn2 := nn.NewBatchNorm2d(3, nn.BatchNormOptions{})
+	cases := []struct {
+		name string
+		f    func()
+		want []string
+	}{
+		{"Conv2d with wrong input channels", func() { conv.Forward(autograd.Zeros(1, 5, 8, 8)) }, []string{"Conv2d", "[1 5 8 8]"}},
+		{"Linear with wrong features", func() { nn.NewLinear(g, 4, 2, nn.LinearOptions{}).Forward(autograd.Zeros(3, 5)) }, []string{"Linear", "[3 5]"}},
+		{"BatchNorm2d with a 3-D input", func() { bn2.Forward(autograd.Zeros(2, 3, 4)) }, []string{"BatchNorm2d", "expected 4D input (got 3D input"}},
+		{"BatchNorm1d with a 4-D input", func() { nn.NewBatchNorm1d(3, nn.BatchNormOptions{}).Forward(autograd.Zeros(2, 3, 4, 4)) }, []string{"BatchNorm1d", "expected 2D or 3D input (got 4D input"}},
+		{"BatchNorm3d with a 4-D input", func() { nn.NewBatchNorm3d(3, nn.BatchNormOptions{}).Forward(autograd.Zeros(2, 3, 4, 4)) }, []string{"BatchNorm3d", "expected 5D input"}},
+		{"groups not dividing in channels", func() { nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{Groups: 2}) }, []string{"NewConv2d", "in channels 3 must be divisible by groups 2"}},
+		{"groups not dividing out channels", func() { nn.NewConv3d(g, 4, 3, 3, nn.ConvOptions{Groups: 2}) }, []string{"NewConv3d", "out channels 3"}},
+		{"zero kernel", func() { nn.NewConv2d(g, 3, 4, 0, nn.ConvOptions{}) }, []string{"kernel=0"}},
+		{"negative Linear size", func() { nn.NewLinear(g, -1, 2, nn.LinearOptions{}) }, []string{"in=-1"}},
+		{"dropout probability", func() { nn.NewDropout(g, 1.5) }, []string{"between 0 and 1", "1.5"}},
+		{"GELU approximation", func() { nn.NewGELU("fast") }, []string{`"fast"`}},
+		{"HardTanh bounds", func() { nn.NewHardTanh(1, -1) }, []string{"min 1 is greater than max -1"}},
+		{"padding index", func() { p := int64(6); nn.NewEmbedding(g, 6, 2, nn.EmbeddingOptions{PaddingIdx: &p}) }, []string{"padding index 6"}},
+		{"bag mode", func() { nn.NewEmbeddingBag(g, 6, 2, nn.EmbeddingBagOptions{Mode: "median"}) }, []string{`"median"`}},
+		{"empty LayerNorm shape", func() { nn.NewLayerNorm(nil, nn.LayerNormOptions{}) }, []string{"at least one dimension"}},
+		{"BatchNorm features", func() { nn.NewBatchNorm2d(0, nn.BatchNormOptions{}) }, []string{"positive", "0"}},
+		{"pool kernel", func() { nn.NewMaxPool2d(0, nn.MaxPoolOptions{}) }, []string{"NewMaxPool2d", "kernel=0"}},
+		{"adaptive pool size", func() { nn.NewAdaptiveAvgPool2d(0, 1) }, []string{"0x1"}},
+		{"To with a bad format", func() { nn.To(conv, autograd.MemoryFormat(7)) }, []string{"nn.To"}},
+		{"duplicate child name", func() { s := nn.NewSequential(); s.RegisterModule("0", nn.NewReLU()); s.Append(nn.NewReLU()) }, []string{`"0"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := autograd.Try(c.f)
+			var ae *autograd.Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("got %v, want an *autograd.Error", err)
+			}
+			for _, w := range c.want {
+				if !contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	if n := bn2.NumBatchesTracked().Item(); n != 0 {
+		t.Errorf("a rejected input advanced num_batches_tracked to %v", n)
+	}
+}
+
+func TestTrainEval(t *testing.T) {
+	g := autograd.NewGenerator(3)
+	bn := nn.NewBatchNorm2d(2, nn.BatchNormOptions{})
+	drop := nn.NewDropout(g, 0.5)
+	model := nn.NewSequential(bn, drop)
+	x := autograd.AddScalar(autograd.Randn(g, 4, 2, 3, 3), 3)
+
+	if !bn.Training() || !drop.Training() {
+		t.Fatal("modules do not start in training mode")
+	}
+	y := model.Forward(x)
+	if n := bn.NumBatchesTracked().Item(); n != 1 {
+		t.Errorf("num_batches_tracked after a training forward = %v, want 1", n)
+	}
+	if m := bn.RunningMean().Values()[0]; math.Abs(m-0.3) > 0.1 {
+		t.Errorf("running mean %v, want about 0.1·3", m)
+	}
+	zeros := 0
+	for _, v := range y.Values() {
+		if v == 0 {
+			zeros++
+		}
+	}
+	if zeros < 10 || zeros > 62 {
+		t.Errorf("dropout(0.5) in training zeroed %d of 72 elements", zeros)
+	}
+
+	nn.Eval(model)
+	if bn.Training() || drop.Training() {
+		t.Fatal("Eval did not reach the children")
+	}
+	mean := bn.RunningMean().Values()
+	y1, y2 := model.Forward(x), model.Forward(x)
+	golden.AssertClose(t, "eval forwards agree", y1, y2, 0)
+	if n := bn.NumBatchesTracked().Item(); n != 1 {
+		t.Errorf("num_batches_tracked advanced in eval mode to %v", n)
+	}
+	if got := bn.RunningMean().Values(); got[0] != mean[0] {
+		t.Errorf("running mean moved in eval mode")
+	}
+	// In eval mode the layer normalises with the running statistics.
+	xv, yv := x.Values(), y1.Values()
+	rv := bn.RunningVar().Values()
+	want := (xv[0] - mean[0]) / math.Sqrt(rv[0]+1e-5)
+	if math.Abs(yv[0]-want) > 1e-4*math.Abs(want) {
+		t.Errorf("eval output %v, want %v from the running statistics", yv[0], want)
+	}
+
+	nn.Train(model, true)
+	model.Forward(x)
+	if n := bn.NumBatchesTracked().Item(); n != 2 {
+		t.Errorf("num_batches_tracked after Train = %v, want 2", n)
+	}
+}
+
+func TestToChannelsLast(t *testing.T) {
+	g := autograd.NewGenerator(4)
+	conv := nn.NewConv2d(g, 3, 8, 3, nn.ConvOptions{Padding: 1})
+	model := nn.NewSequential(conv, nn.NewBatchNorm2d(8, nn.BatchNormOptions{}), nn.NewReLU(),
+		nn.NewAdaptiveAvgPool2d(1, 1), nn.NewFlatten(1, -1), nn.NewLinear(g, 8, 2, nn.LinearOptions{}))
+	nn.Eval(model)
+	x := autograd.Randn(g, 2, 3, 5, 5)
+	want := model.Forward(x)
+
+	w := conv.Weight()
+	nn.To(model, autograd.ChannelsLast)
+	if conv.Weight() != w {
+		t.Fatal("To replaced the weight tensor; optimizers holding it would be cut off")
+	}
+	for _, p := range nn.StateDict(model) {
+		wantFormat := autograd.Contiguous
+		if p.Tensor.NDim() == 4 {
+			wantFormat = autograd.ChannelsLast
+		}
+		if p.Tensor.Format() != wantFormat {
+			t.Errorf("%s (%d-D) is %v, want %v", p.Name, p.Tensor.NDim(), p.Tensor.Format(), wantFormat)
+		}
+	}
+	xcl := x.To(autograd.ChannelsLast)
+	golden.AssertClose(t, "channels-last output", model.Forward(xcl), want, 1e-5)
+	golden.AssertClose(t, "channels-last weight, contiguous input", model.Forward(x), want, 1e-5)
+
+	nn.Train(model, true)
+	model.Forward(xcl).Backward(autograd.Ones(2, 2))
+	if w.Grad() == nil || w.Grad().Format() != autograd.ChannelsLast {
+		t.Errorf("weight gradient %v, want one in channels-last format", w.Grad())
+	}
+
+	nn.To(model, autograd.Contiguous)
+	if w.Format() != autograd.Contiguous || w.Grad().Format() != autograd.Contiguous {
+		t.Errorf("To(Contiguous) left the weight %v and its gradient %v", w.Format(), w.Grad().Format())
+	}
+
+	c3 := nn.NewConv3d(g, 2, 2, 1, nn.ConvOptions{})
+	nn.To(c3, autograd.ChannelsLast)
+	if c3.Weight().Format() != autograd.Contiguous {
+		t.Errorf("ChannelsLast converted a 5-D weight")
+	}
+	nn.To(c3, autograd.ChannelsLast3d)
+	if c3.Weight().Format() != autograd.ChannelsLast3d {
+		t.Errorf("ChannelsLast3d left the 5-D weight %v", c3.Weight().Format())
+	}
+}
+
+func TestLayersForward(t *testing.T) {
+	g := autograd.NewGenerator(5)
+	x := autograd.Randn(g, 2, 3, 4, 4)
+	shape := func(l nn.Layer) []int { return l.Forward(x).Shape() }
+	for _, c := range []struct {
+		name string
+		l    nn.Layer
+		want []int
+	}{
+		{"Identity", nn.NewIdentity(), []int{2, 3, 4, 4}},
+		{"Flatten default", nn.NewFlatten(1, -1), []int{2, 48}},
+		{"Flatten 0..1", nn.NewFlatten(0, 1), []int{6, 4, 4}},
+		{"empty Sequential", nn.NewSequential(), []int{2, 3, 4, 4}},
+		{"Softmax", nn.NewSoftmax(1), []int{2, 3, 4, 4}},
+		{"strided conv", nn.NewConv2d(g, 3, 5, 3, nn.ConvOptions{Stride: 2, Padding: 1}), []int{2, 5, 2, 2}},
+		{"adaptive pool", nn.NewAdaptiveAvgPool2d(2, 1), []int{2, 3, 2, 1}},
+	} {
+		if got := shape(c.l); !equalInts(got, c.want) {
+			t.Errorf("%s: output shape %v, want %v", c.name, got, c.want)
+		}
+	}
+	if nn.NewIdentity().Forward(x) != x {
+		t.Error("Identity did not return its input")
+	}
+
+	// Activation modules apply their op with their settings.
+	v := autograd.FromFloat32([]float32{-2, -0.5, 0.5, 2})
+	for _, c := range []struct {
+		name string
+		l    nn.Layer
+		f    func(float64) float64
+	}{
+		{"ReLU", nn.NewReLU(), func(x float64) float64 { return math.Max(x, 0) }},
+		{"Sigmoid", nn.NewSigmoid(), func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }},
+		{"Tanh", nn.NewTanh(), math.Tanh},
+		{"SiLU", nn.NewSiLU(), func(x float64) float64 { return x / (1 + math.Exp(-x)) }},
+		{"HardTanh", nn.NewHardTanh(-1, 1), func(x float64) float64 { return math.Max(-1, math.Min(1, x)) }},
+		{"ELU", nn.NewELU(0.5), func(x float64) float64 {
+			if x > 0 {
+				return x
+			}
+			return 0.5 * (math.Exp(x) - 1)
+		}},
+		{"GELU", nn.NewGELU("none"), func(x float64) float64 { return x / 2 * (1 + math.Erf(x/math.Sqrt2)) }},
+		{"LogSoftmax", nn.NewLogSoftmax(0), func(x float64) float64 {
+			return x - math.Log(math.Exp(-2)+math.Exp(-0.5)+math.Exp(0.5)+math.Exp(2))
+		}},
+	} {
+		got := c.l.Forward(v).Values()
+		for i, x := range v.Values() {
+			if want := c.f(x); math.Abs(got[i]-want) > 1e-5*(1+math.Abs(want)) {
+				t.Errorf("%s(%v) = %v, want %v", c.name, x, got[i], want)
+			}
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,292 @@
+package nn_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/golden"
+	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/nn"
+)
+
+func names(ts []nn.NamedTensor) []string {
+	var out []string
+	for _, nt := range ts {
+		out = append(out, nt.Name)
+	}
+	return out
+}
+
+func TestStateDictNames(t *testing.T) {
+	n := newTestNet(autograd.NewGenerator(1))
+	want := []string{
+		"features.0.weight", "features.0.bias",
+		"bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var", "bn1.num_batches_tracked",
+		"fc.weight", "fc.bias",
+	}
+	if got := names(nn.StateDict(n)); !reflect.DeepEqual(got, want) {
+		t.Errorf("StateDict names\n got %q\nwant %q", got, want)
+	}
+	wantParams := []string{"features.0.weight", "features.0.bias", "bn1.weight", "bn1.bias", "fc.weight", "fc.bias"}
+	if got := names(nn.NamedParameters(n)); !reflect.DeepEqual(got, wantParams) {
+		t.Errorf("NamedParameters\n got %q\nwant %q", got, wantParams)
+	}
+	list := nn.NewModuleList(nn.NewLinear(autograd.NewGenerator(1), 2, 2, nn.LinearOptions{NoBias: true}), nn.NewBatchNorm1d(2, nn.BatchNormOptions{NoAffine: true}))
+	wantList := []string{"0.weight", "1.running_mean", "1.running_var", "1.num_batches_tracked"}
+	if got := names(nn.StateDict(list)); !reflect.DeepEqual(got, wantList) {
+		t.Errorf("ModuleList state dict\n got %q\nwant %q", got, wantList)
+	}
+}
+
+// equalState reports the first entry whose values differ between a and b.
+func equalState(t *testing.T, a, b nn.Module) {
+	t.Helper()
+	sa, sb := nn.StateDict(a), nn.StateDict(b)
+	for i := range sa {
+		if !reflect.DeepEqual(sa[i].Tensor.Values(), sb[i].Tensor.Values()) {
+			t.Errorf("%s differs after the round trip", sa[i].Name)
+		}
+	}
+}
+
+func TestStateDictRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "net.safetensors")
+	src := newTestNet(autograd.NewGenerator(1))
+	scramble(autograd.NewGenerator(2), src)
+	nn.To(src, autograd.ChannelsLast)
+	if err := nn.SaveStateDict(src, path); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the save left %d files in its directory, want 1", len(entries))
+	}
+
+	// The file holds logical (NCHW) order whatever the memory format.
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Metadata["format"] != "pt" {
+		t.Errorf("metadata %v, want format=pt", f.Metadata)
+	}
+	e, _ := f.Get("features.0.weight")
+	w, _ := golden.ToTensor(e)
+	golden.AssertClose(t, "saved conv weight", w, src.Features.At(0).(*nn.Conv2d).Weight(), 0)
+	if e, _ := f.Get("bn1.num_batches_tracked"); e.DType != "I64" || len(e.Shape) != 0 {
+		t.Errorf("num_batches_tracked saved as %s %v, want I64 []", e.DType, e.Shape)
+	}
+
+	dst := newTestNet(autograd.NewGenerator(3))
+	conv := dst.Features.At(0).(*nn.Conv2d)
+	nn.To(dst, autograd.ChannelsLast)
+	weight := conv.Weight()
+	if err := nn.LoadStateDict(dst, path); err != nil {
+		t.Fatal(err)
+	}
+	equalState(t, src, dst)
+	if conv.Weight() != weight || weight.Format() != autograd.ChannelsLast {
+		t.Errorf("loading replaced the weight or changed its format to %v", conv.Weight().Format())
+	}
+
+	// The same through LoadTensors, into a contiguous model.
+	dst2 := newTestNet(autograd.NewGenerator(4))
+	if err := nn.LoadTensors(dst2, nn.StateDict(src)); err != nil {
+		t.Fatal(err)
+	}
+	equalState(t, src, dst2)
+}
+
+func TestStateDictBFloat16(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bf16.safetensors")
+	lin := nn.NewLinear(autograd.NewGenerator(1), 3, 2, nn.LinearOptions{})
+	bf := autograd.Cast(lin.Weight().Detach(), autograd.BFloat16)
+	lin.SetParameter("weight", bf)
+	if err := nn.SaveStateDict(lin, path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := f.Get("weight")
+	if e.DType != "F32" {
+		t.Fatalf("bfloat16 weight saved as %s, want F32", e.DType)
+	}
+	saved, _ := golden.ToTensor(e)
+	golden.AssertClose(t, "saved bfloat16 weight", saved, bf, 0)
+
+	// F32 loads into a bfloat16 parameter, rounding.
+	other := nn.NewLinear(autograd.NewGenerator(2), 3, 2, nn.LinearOptions{})
+	other.SetParameter("weight", autograd.Cast(other.Weight().Detach(), autograd.BFloat16))
+	if err := nn.LoadStateDict(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if other.Weight().DType() != autograd.BFloat16 {
+		t.Errorf("loading changed the dtype to %v", other.Weight().DType())
+	}
+	golden.AssertClose(t, "loaded bfloat16 weight", other.Weight(), bf, 0)
+}
+
+// rewrite saves m's state dict to a temporary file, lets edit change the
+// container, writes it back and returns its path.
+func rewrite(t *testing.T, m nn.Module, edit func(f *safetensors.File)) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.safetensors")
+	if err := nn.SaveStateDict(m, path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(f)
+	if err := safetensors.WriteFile(path, f); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func without(f *safetensors.File, name string) {
+	for i, e := range f.Tensors {
+		if e.Name == name {
+			f.Tensors = append(f.Tensors[:i], f.Tensors[i+1:]...)
+			return
+		}
+	}
+}
+
+func set(f *safetensors.File, e safetensors.Tensor) {
+	without(f, e.Name)
+	f.Tensors = append(f.Tensors, e)
+}
+
+func TestLoadStateDictErrors(t *testing.T) {
+	src := newTestNet(autograd.NewGenerator(1))
+	edit := func(fn func(f *safetensors.File)) func(t *testing.T) string {
+		return func(t *testing.T) string { return rewrite(t, src, fn) }
+	}
+	raw := func(fn func(b []byte) []byte) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			path := rewrite(t, src, func(*safetensors.File) {})
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, fn(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}
+	}
+	cases := []struct {
+		name string
+		file func(t *testing.T) string
+		opt  nn.LoadOptions
+		want []string // substrings of the error; nil means success
+	}{
+		{"missing key", edit(func(f *safetensors.File) { without(f, "fc.bias") }), nn.LoadOptions{},
+			[]string{`missing key(s) in state dict: "fc.bias"`}},
+		{"unexpected key", edit(func(f *safetensors.File) {
+			set(f, safetensors.Tensor{Name: "fc.extra", DType: "F32", Shape: []int{1}, Data: make([]byte, 4)})
+		}), nn.LoadOptions{}, []string{`unexpected key(s) in state dict: "fc.extra"`}},
+		{"shape mismatch", edit(func(f *safetensors.File) {
+			set(f, safetensors.Tensor{Name: "fc.weight", DType: "F32", Shape: []int{4, 2}, Data: make([]byte, 32)})
+		}), nn.LoadOptions{}, []string{"size mismatch for fc.weight", "[4 2]", "[2 4]"}},
+		{"float into integer buffer", edit(func(f *safetensors.File) {
+			set(f, safetensors.Tensor{Name: "bn1.num_batches_tracked", DType: "F32", Shape: []int{}, Data: make([]byte, 4)})
+		}), nn.LoadOptions{}, []string{"dtype mismatch for bn1.num_batches_tracked", "F32", "int64"}},
+		{"integer into float parameter", edit(func(f *safetensors.File) {
+			set(f, safetensors.Tensor{Name: "fc.bias", DType: "I64", Shape: []int{2}, Data: make([]byte, 16)})
+		}), nn.LoadOptions{}, []string{"dtype mismatch for fc.bias", "I64", "float32"}},
+		{"unsupported dtype", edit(func(f *safetensors.File) {
+			set(f, safetensors.Tensor{Name: "fc.bias", DType: "U16", Shape: []int{2}, Data: make([]byte, 4)})
+		}), nn.LoadOptions{}, []string{"unsupported dtype for fc.bias", "U16"}},
+		{"all problems at once", edit(func(f *safetensors.File) {
+			without(f, "bn1.running_var")
+			set(f, safetensors.Tensor{Name: "head.weight", DType: "F32", Shape: []int{1}, Data: make([]byte, 4)})
+			set(f, safetensors.Tensor{Name: "fc.bias", DType: "F32", Shape: []int{3}, Data: make([]byte, 12)})
+		}), nn.LoadOptions{}, []string{`"bn1.running_var"`, `"head.weight"`, "size mismatch for fc.bias"}},
+		{"non-strict ignores missing and unexpected keys", edit(func(f *safetensors.File) {
+			without(f, "fc.bias")
+			set(f, safetensors.Tensor{Name: "fc.extra", DType: "F32", Shape: []int{1}, Data: make([]byte, 4)})
+		}), nn.LoadOptions{NonStrict: true}, nil},
+		{"non-strict still checks shapes", edit(func(f *safetensors.File) {
+			set(f, safetensors.Tensor{Name: "fc.bias", DType: "F32", Shape: []int{3}, Data: make([]byte, 12)})
+		}), nn.LoadOptions{NonStrict: true}, []string{"size mismatch for fc.bias"}},
+		{"truncated file", raw(func(b []byte) []byte { return b[:len(b)-10] }), nn.LoadOptions{},
+			[]string{"state.safetensors", "truncated at byte"}},
+		{"bad header", raw(func(b []byte) []byte { b[8] = 'x'; return b }), nn.LoadOptions{},
+			[]string{"state.safetensors", "bad JSON header (bytes 8.."}},
+		{"header length past the end", raw(func(b []byte) []byte { b[7] = 1; return b }), nn.LoadOptions{},
+			[]string{"state.safetensors", "at byte 0"}},
+		{"nonexistent file", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope.safetensors") },
+			nn.LoadOptions{}, []string{"nope.safetensors", "no such file"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dst := newTestNet(autograd.NewGenerator(7))
+			before := nn.StateDict(newTestNet(autograd.NewGenerator(7)))
+			err := nn.LoadStateDict(dst, c.file(t), c.opt)
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want one mentioning %q", c.want)
+			}
+			for _, w := range c.want {
+				if !contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			// A failed load changes nothing.
+			for i, nt := range nn.StateDict(dst) {
+				if !reflect.DeepEqual(nt.Tensor.Values(), before[i].Tensor.Values()) {
+					t.Errorf("failed load changed %s", nt.Name)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadStateDictConverts(t *testing.T) {
+	src := newTestNet(autograd.NewGenerator(1))
+	w := src.FC.Weight().Values()
+	f64 := make([]byte, 8*len(w))
+	for i, v := range w {
+		putU64(f64[8*i:], math.Float64bits(v))
+	}
+	// 1.5 and -0.25 in IEEE half precision.
+	f16 := []byte{0x00, 0x3e, 0x00, 0xb4}
+	path := rewrite(t, src, func(f *safetensors.File) {
+		set(f, safetensors.Tensor{Name: "fc.weight", DType: "F64", Shape: []int{2, 4}, Data: f64})
+		set(f, safetensors.Tensor{Name: "fc.bias", DType: "F16", Shape: []int{2}, Data: f16})
+		set(f, safetensors.Tensor{Name: "bn1.num_batches_tracked", DType: "I32", Shape: []int{}, Data: []byte{5, 0, 0, 0}})
+	})
+	dst := newTestNet(autograd.NewGenerator(2))
+	if err := nn.LoadStateDict(dst, path); err != nil {
+		t.Fatal(err)
+	}
+	if got := dst.FC.Weight().Values(); !reflect.DeepEqual(got, w) {
+		t.Errorf("F64 weight loaded as %v, want %v", got, w)
+	}
+	if got := dst.FC.Bias().Values(); !reflect.DeepEqual(got, []float64{1.5, -0.25}) {
+		t.Errorf("F16 bias loaded as %v, want [1.5 -0.25]", got)
+	}
+	if got := dst.BN1.NumBatchesTracked(); got.DType() != autograd.Int64 || got.Item() != 5 {
+		t.Errorf("I32 counter loaded as %v %v, want int64 5", got.DType(), got.Item())
+	}
+}
+
+func putU64(b []byte, v uint64) {
+	for i := range 8 {
+		b[i] = byte(v >> (8 * i))
+	}
+}
