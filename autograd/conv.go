@@ -1,0 +1,217 @@
+package autograd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kilnml/kiln/kernels"
+)
+
+// ConvOptions are the hyperparameters of Conv2d and Conv3d. Nil slices and
+// a zero Groups take PyTorch's defaults: stride 1, padding 0, dilation 1,
+// one group. A one-element slice applies to every spatial dimension;
+// otherwise a slice has one entry per spatial dimension (height, width, or
+// depth, height, width).
+type ConvOptions struct {
+	Stride, Padding, Dilation []int
+	Groups                    int
+}
+
+// Conv2d applies a 2-D convolution, like torch.nn.functional.conv2d: x is
+// [N, C, H, W] (or unbatched [C, H, W]), w is [O, C/groups, kh, kw] and b is
+// [O] or nil. x and w may each be contiguous or channels-last. As in
+// PyTorch the result is channels-last when x or w is, and is then computed
+// natively in NHWC; the gradients come back in the formats of x and w.
+func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv2d", 2, x, w, b, opt) }
+
+// Conv3d applies a 3-D convolution, like torch.nn.functional.conv3d: x is
+// [N, C, D, H, W] (or unbatched [C, D, H, W]), w is
+// [O, C/groups, kd, kh, kw] and b is [O] or nil. Channels-last-3d x or w
+// gives a channels-last-3d result, as Conv2d does in two dimensions.
+func Conv3d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv3d", 3, x, w, b, opt) }
+
+// spatialArg expands an option to one value per spatial dimension: def
+// when v is empty, v[0] everywhere when it has one element.
+func spatialArg(op, name string, v []int, nsp, def int) []int {
+	out := make([]int, nsp)
+	switch len(v) {
+	case 0:
+		for i := range out {
+			out[i] = def
+		}
+	case 1:
+		for i := range out {
+			out[i] = v[0]
+		}
+	case nsp:
+		copy(out, v)
+	default:
+		Fail(op, "%s %v must have 1 or %d elements", name, v, nsp)
+	}
+	return out
+}
+
+// checkDType panics unless t is a float32 tensor; what names it.
+func checkDType(op, what string, t *Tensor) {
+	if t == nil {
+		Fail(op, "%s is nil", what)
+	}
+	if t.dtype != Float32 {
+		Fail(op, "%s has dtype %v; %s supports float32", what, t.dtype, op)
+	}
+}
+
+// convGeometry validates a convolution's operands and options and returns
+// the kernel shape (with ChannelsLast unset) and whether x is batched.
+func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels.ConvShape, bool) {
+	checkDType(op, "input", x)
+	checkDType(op, "weight", w)
+	if b != nil {
+		checkDType(op, "bias", b)
+	}
+	batched := x.NDim() == nsp+2
+	if !batched && x.NDim() != nsp+1 {
+		Fail(op, "expected %d-D (unbatched) or %d-D (batched) input, got shape %v", nsp+1, nsp+2, x.shape)
+	}
+	kdims := "kh, kw"
+	if nsp == 3 {
+		kdims = "kd, kh, kw"
+	}
+	if w.NDim() != nsp+2 {
+		Fail(op, "weight must be %d-D [out, in/groups, %s], got shape %v", nsp+2, kdims, w.shape)
+	}
+	xs := x.shape
+	if !batched {
+		xs = append([]int{1}, xs...)
+	}
+	for _, d := range xs[1:] {
+		if d == 0 {
+			Fail(op, "input %v has a zero-size channel or spatial dimension", x.shape)
+		}
+	}
+	for _, d := range w.shape {
+		if d == 0 {
+			Fail(op, "weight %v has a zero-size dimension", w.shape)
+		}
+	}
+	groups := opt.Groups
+	if groups == 0 {
+		groups = 1
+	}
+	if groups < 0 {
+		Fail(op, "groups must be positive, got %d", groups)
+	}
+	stride := spatialArg(op, "stride", opt.Stride, nsp, 1)
+	pad := spatialArg(op, "padding", opt.Padding, nsp, 0)
+	dil := spatialArg(op, "dilation", opt.Dilation, nsp, 1)
+	for i := range nsp {
+		if stride[i] <= 0 {
+			Fail(op, "stride must be positive, got %v", stride)
+		}
+		if dil[i] <= 0 {
+			Fail(op, "dilation must be positive, got %v", dil)
+		}
+		if pad[i] < 0 {
+			Fail(op, "padding must be non-negative, got %v", pad)
+		}
+	}
+	C, O := xs[1], w.shape[0]
+	if O%groups != 0 {
+		Fail(op, "weight %v has %d output channels, not divisible by groups(%d)", w.shape, O, groups)
+	}
+	if C != w.shape[1]*groups {
+		Fail(op, "input has %d channels, weight %v expects %d×groups(%d)", C, w.shape, w.shape[1], groups)
+	}
+	if b != nil && (b.NDim() != 1 || b.shape[0] != O) {
+		Fail(op, "bias has shape %v, want [%d] for weight %v", b.shape, O, w.shape)
+	}
+	s := kernels.ConvShape{N: xs[0], C: C, O: O, Groups: groups}
+	// Spatial sizes fill the last nsp of the kernel's three slots.
+	s.In, s.Kernel, s.Stride, s.Dil = [3]int{1, 1, 1}, [3]int{1, 1, 1}, [3]int{1, 1, 1}, [3]int{1, 1, 1}
+	padded, eff := make([]int, nsp), make([]int, nsp)
+	tooBig := false
+	for i := range nsp {
+		j := 3 - nsp + i
+		s.In[j], s.Kernel[j] = xs[2+i], w.shape[2+i]
+		s.Stride[j], s.Pad[j], s.Dil[j] = stride[i], pad[i], dil[i]
+		padded[i], eff[i] = xs[2+i]+2*pad[i], dil[i]*(w.shape[2+i]-1)+1
+		tooBig = tooBig || eff[i] > padded[i]
+	}
+	if tooBig {
+		Fail(op, "kernel %s (%s with dilation %v) is larger than the padded input %s of input %v",
+			dimsString(w.shape[2:]), dimsString(eff), dil, dimsString(padded), x.shape)
+	}
+	for j := range 3 {
+		s.Out[j] = kernels.ConvOutSize(s.In[j], s.Kernel[j], s.Stride[j], s.Pad[j], s.Dil[j])
+	}
+	return s, batched
+}
+
+// dimsString writes sizes as 3×3.
+func dimsString(d []int) string {
+	parts := make([]string, len(d))
+	for i, v := range d {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, "×")
+}
+
+func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions) *Tensor {
+	s, batched := convGeometry(op, nsp, x, w, b, opt)
+	clFormat := ChannelsLast
+	if nsp == 3 {
+		clFormat = ChannelsLast3d
+	}
+	// The layout the kernels run in, which is also the result's format. An
+	// unbatched input has no channels-last form.
+	layout := Contiguous
+	if batched && (x.format == clFormat || w.format == clFormat) {
+		layout = clFormat
+	}
+	s.ChannelsLast = layout != Contiguous
+	xk, wk := x, w
+	if batched && x.format != layout {
+		xk = x.reformat(layout)
+	}
+	if w.format != layout {
+		wk = w.reformat(layout)
+	}
+	var bias []float32
+	if b != nil {
+		bias = b.Float32s()
+	}
+	outShape := []int{s.N, s.O}
+	for j := 3 - nsp; j < 3; j++ {
+		outShape = append(outShape, s.Out[j])
+	}
+	if !batched {
+		outShape = outShape[1:]
+	}
+	out := &Tensor{dtype: Float32, shape: outShape, format: layout, data: make([]float32, numel(op, outShape))}
+	kernels.ConvForward(&s, xk.Float32s(), wk.Float32s(), bias, out.Float32s())
+	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
+		if g.format != layout {
+			g = g.reformat(layout)
+		}
+		var gx, gw, gb *Tensor
+		if x.requiresGrad {
+			gx = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: xk.format, data: make([]float32, x.Numel())}
+			kernels.ConvBackwardData(&s, g.Float32s(), wk.Float32s(), gx.Float32s())
+			if gx.format != x.format {
+				gx = gx.reformat(x.format)
+			}
+		}
+		if w.requiresGrad {
+			gw = &Tensor{dtype: Float32, shape: cloneInts(w.shape), format: layout, data: make([]float32, w.Numel())}
+			kernels.ConvBackwardWeight(&s, xk.Float32s(), g.Float32s(), gw.Float32s())
+			if gw.format != w.format {
+				gw = gw.reformat(w.format)
+			}
+		}
+		if b != nil && b.requiresGrad {
+			gb = Zeros(s.O)
+			kernels.ConvBackwardBias(&s, g.Float32s(), gb.Float32s())
+		}
+		return []*Tensor{gx, gw, gb}
+	})
+}

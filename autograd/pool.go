@@ -1,0 +1,149 @@
+package autograd
+
+import "github.com/kilnml/kiln/kernels"
+
+// PoolOptions are the hyperparameters of MaxPool2d and AvgPool2d. Kernel is
+// required; a nil Stride means Stride = Kernel, nil Padding means 0 and nil
+// Dilation means 1, as in PyTorch. A one-element slice applies to both
+// height and width. Padding may be at most half the kernel. CeilMode rounds
+// the output size up, PyTorch's way (the last window must start inside the
+// input or its left padding). CountIncludePad makes AvgPool2d count padding
+// positions in its divisor; PyTorch's default is true, so set it explicitly.
+type PoolOptions struct {
+	Kernel, Stride, Padding, Dilation []int
+	CeilMode                          bool
+	CountIncludePad                   bool
+}
+
+// poolInput validates a pooling input, [N, C, H, W] or unbatched [C, H, W],
+// and returns its sizes with N = 1 for an unbatched one.
+func poolInput(op string, x *Tensor) (n, c, h, w int, batched bool) {
+	checkDType(op, "input", x)
+	switch x.NDim() {
+	case 4:
+		n, c, h, w, batched = x.shape[0], x.shape[1], x.shape[2], x.shape[3], true
+	case 3:
+		n, c, h, w = 1, x.shape[0], x.shape[1], x.shape[2]
+	default:
+		Fail(op, "expected 3-D (unbatched) or 4-D (batched) input, got shape %v", x.shape)
+	}
+	if c == 0 || h == 0 || w == 0 {
+		Fail(op, "input %v has a zero-size channel or spatial dimension", x.shape)
+	}
+	return n, c, h, w, batched
+}
+
+// poolGeometry validates x and opt and returns the kernel shape.
+func poolGeometry(op string, x *Tensor, opt PoolOptions, dilation bool) (kernels.Pool2dShape, bool) {
+	n, c, h, w, batched := poolInput(op, x)
+	if len(opt.Kernel) == 0 {
+		Fail(op, "kernel size is required")
+	}
+	k := spatialArg(op, "kernel size", opt.Kernel, 2, 0)
+	stride := k
+	if len(opt.Stride) > 0 {
+		stride = spatialArg(op, "stride", opt.Stride, 2, 0)
+	}
+	pad := spatialArg(op, "padding", opt.Padding, 2, 0)
+	dil := spatialArg(op, "dilation", opt.Dilation, 2, 1)
+	if !dilation && (dil[0] != 1 || dil[1] != 1) {
+		Fail(op, "dilation %v is not supported (PyTorch's avg pooling has none)", dil)
+	}
+	for i := range 2 {
+		switch {
+		case k[i] <= 0:
+			Fail(op, "kernel size must be positive, got %v", k)
+		case stride[i] <= 0:
+			Fail(op, "stride must be positive, got %v", stride)
+		case dil[i] <= 0:
+			Fail(op, "dilation must be positive, got %v", dil)
+		case pad[i] < 0:
+			Fail(op, "padding must be non-negative, got %v", pad)
+		case pad[i] > k[i]/2:
+			Fail(op, "padding %v should be at most half of kernel size %v", pad, k)
+		}
+	}
+	s := kernels.Pool2dShape{
+		N: n, C: c, H: h, W: w,
+		KH: k[0], KW: k[1], SH: stride[0], SW: stride[1], PH: pad[0], PW: pad[1], DH: dil[0], DW: dil[1],
+		ChannelsLast: x.format == ChannelsLast,
+	}
+	s.OutH = kernels.PoolOutSize(h, k[0], stride[0], pad[0], dil[0], opt.CeilMode)
+	s.OutW = kernels.PoolOutSize(w, k[1], stride[1], pad[1], dil[1], opt.CeilMode)
+	if s.OutH < 1 || s.OutW < 1 {
+		Fail(op, "output size %d×%d is too small for input %v (kernel %v, stride %v, padding %v, dilation %v)",
+			s.OutH, s.OutW, x.shape, k, stride, pad, dil)
+	}
+	return s, batched
+}
+
+// poolOutput allocates the result of pooling x to s's output size, in x's
+// format.
+func poolOutput(s *kernels.Pool2dShape, x *Tensor, batched bool) *Tensor {
+	shape := []int{s.N, s.C, s.OutH, s.OutW}
+	if !batched {
+		shape = shape[1:]
+	}
+	return &Tensor{dtype: Float32, shape: shape, format: x.format, data: make([]float32, s.N*s.C*s.OutH*s.OutW)}
+}
+
+// poolGrad runs a pooling backward kernel for the output gradient g and
+// returns the input gradient in x's format.
+func poolGrad(x, out, g *Tensor, run func(dy, dx []float32)) *Tensor {
+	if g.format != out.format {
+		g = g.reformat(out.format)
+	}
+	gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+	run(g.Float32s(), gx.Float32s())
+	return gx
+}
+
+// MaxPool2d takes the maximum over sliding windows, like
+// torch.nn.functional.max_pool2d: x is [N, C, H, W] or [C, H, W],
+// contiguous or channels-last, and the result keeps x's format. A NaN in a
+// window is its maximum. The gradient flows to the position of each
+// window's maximum (the first one on ties).
+func MaxPool2d(x *Tensor, opt PoolOptions) *Tensor {
+	s, batched := poolGeometry("MaxPool2d", x, opt, true)
+	out := poolOutput(&s, x, batched)
+	idx := make([]int32, out.Numel())
+	kernels.MaxPool2d(&s, x.Float32s(), out.Float32s(), idx)
+	return record("MaxPool2dBackward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		return []*Tensor{poolGrad(x, out, g, func(dy, dx []float32) { kernels.MaxPool2dBackward(&s, dy, idx, dx) })}
+	})
+}
+
+// AvgPool2d averages over sliding windows, like
+// torch.nn.functional.avg_pool2d with the same divisor rules: with
+// CountIncludePad the divisor counts the padding positions a window covers
+// (but not the extra positions ceil mode adds past the padding), without it
+// only the input positions. Dilation must be nil or 1. The result keeps x's
+// format.
+func AvgPool2d(x *Tensor, opt PoolOptions) *Tensor {
+	s, batched := poolGeometry("AvgPool2d", x, opt, false)
+	out := poolOutput(&s, x, batched)
+	kernels.AvgPool2d(&s, opt.CountIncludePad, x.Float32s(), out.Float32s())
+	return record("AvgPool2dBackward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		return []*Tensor{poolGrad(x, out, g, func(dy, dx []float32) {
+			kernels.AvgPool2dBackward(&s, opt.CountIncludePad, dy, dx)
+		})}
+	})
+}
+
+// AdaptiveAvgPool2d averages x into an outH×outW grid, like
+// torch.nn.functional.adaptive_avg_pool2d: output cell i along a dimension
+// of input length in covers [floor(i·in/out), ceil((i+1)·in/out)). The
+// result keeps x's format.
+func AdaptiveAvgPool2d(x *Tensor, outH, outW int) *Tensor {
+	const op = "AdaptiveAvgPool2d"
+	n, c, h, w, batched := poolInput(op, x)
+	if outH <= 0 || outW <= 0 {
+		Fail(op, "output size %d×%d must be positive", outH, outW)
+	}
+	s := kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}
+	out := poolOutput(&s, x, batched)
+	kernels.AdaptiveAvgPool2d(&s, x.Float32s(), out.Float32s())
+	return record("AdaptiveAvgPool2dBackward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		return []*Tensor{poolGrad(x, out, g, func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })}
+	})
+}

@@ -1,0 +1,359 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// Pool2dShape describes 2-D pooling of N×C planes of H×W into OutH×OutW.
+// KH, KW is the window, SH, SW the stride, PH, PW the padding (on both
+// sides) and DH, DW the dilation; adaptive pooling uses only N, C, H, W,
+// OutH and OutW. With ChannelsLast the data is laid out [N][H][W][C],
+// otherwise [N][C][H][W].
+type Pool2dShape struct {
+	N, C, H, W, OutH, OutW int
+	KH, KW, SH, SW, PH, PW int
+	DH, DW                 int
+	ChannelsLast           bool
+}
+
+// PoolOutSize is the output length of a pooling window along one
+// dimension, by PyTorch's rule: floor (or with ceilMode ceil) of
+// (in + 2·pad − dil·(k−1) − 1) / stride, plus 1, where in ceil mode the last
+// window must start inside the input or its left padding. The result may
+// be below 1, which callers reject.
+func PoolOutSize(in, k, stride, pad, dil int, ceilMode bool) int {
+	num := in + 2*pad - dil*(k-1) - 1
+	if ceilMode {
+		num += stride - 1
+	}
+	out := floorDiv(num, stride) + 1
+	if ceilMode && (out-1)*stride >= in+pad {
+		out--
+	}
+	return out
+}
+
+func floorDiv(a, b int) int {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func (s *Pool2dShape) check(op string, window bool, lens map[string][2]int) {
+	bad := s.N < 0 || s.C <= 0 || s.H <= 0 || s.W <= 0 || s.OutH <= 0 || s.OutW <= 0
+	if window {
+		bad = bad || s.KH <= 0 || s.KW <= 0 || s.SH <= 0 || s.SW <= 0 || s.PH < 0 || s.PW < 0 || s.DH <= 0 || s.DW <= 0
+	}
+	if bad {
+		panic(fmt.Sprintf("kernels: %s: inconsistent shape %+v", op, *s))
+	}
+	for name, l := range lens {
+		if l[0] < l[1] {
+			panic(fmt.Sprintf("kernels: %s: %s has %d elements, needs %d", op, name, l[0], l[1]))
+		}
+	}
+}
+
+// layout returns the offset between the planes of neighbouring channels
+// and the step between neighbouring pixels of one channel.
+func (s *Pool2dShape) layout() (planeStep, chanStep int) {
+	if s.ChannelsLast {
+		return 1, s.C
+	}
+	return s.H * s.W, 1
+}
+
+// overPlanes runs fn over (n, c) planes, in parallel when the work is large.
+// In the channels-last layout a batch item's channels are interleaved, so
+// the unit of work is a whole item and c is -1.
+func (s *Pool2dShape) overPlanes(work int, fn func(n, c int)) {
+	if s.ChannelsLast {
+		Parallel(s.N, work, func(lo, hi int) {
+			for n := lo; n < hi; n++ {
+				fn(n, -1)
+			}
+		})
+		return
+	}
+	Parallel(s.N*s.C, work, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			fn(i/s.C, i%s.C)
+		}
+	})
+}
+
+// window returns the clipped input range [lo, hi) read by output index o
+// along one dimension with stride st, padding pad, kernel k and dilation
+// dil over an input of length in: the first and one past the last tap that
+// land inside the input, stepping by dil.
+func window(o, st, pad, k, dil, in int) (lo, hi int) {
+	start := o*st - pad
+	lo = start
+	if lo < 0 {
+		lo += ((-lo + dil - 1) / dil) * dil
+	}
+	hi = min(start+(k-1)*dil+1, in)
+	return lo, hi
+}
+
+// MaxPool2d writes the window maxima of x to y and, for the backward pass,
+// the position h·W+w within its plane of each maximum to idx. A NaN in a
+// window wins, as in PyTorch.
+func MaxPool2d(s *Pool2dShape, x, y []float32, idx []int32) {
+	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
+	s.check("MaxPool2d", true, map[string][2]int{"x": {len(x), nx}, "y": {len(y), ny}, "idx": {len(idx), ny}})
+	if s.H*s.W > math.MaxInt32 {
+		panic("kernels: MaxPool2d: plane too large for int32 indices")
+	}
+	work := ny * s.KH * s.KW
+	s.overPlanes(work, func(n, c int) {
+		if c >= 0 {
+			xp := x[(n*s.C+c)*s.H*s.W:]
+			base := (n*s.C + c) * s.OutH * s.OutW
+			for oh := range s.OutH {
+				hlo, hhi := window(oh, s.SH, s.PH, s.KH, s.DH, s.H)
+				for ow := range s.OutW {
+					wlo, whi := window(ow, s.SW, s.PW, s.KW, s.DW, s.W)
+					best, at := float32(math.Inf(-1)), int32(-1)
+					if hlo < hhi && wlo < whi {
+						at = int32(hlo*s.W + wlo)
+					}
+					for ih := hlo; ih < hhi; ih += s.DH {
+						for iw := wlo; iw < whi; iw += s.DW {
+							if v := xp[ih*s.W+iw]; v > best || v != v {
+								best, at = v, int32(ih*s.W+iw)
+							}
+						}
+					}
+					y[base+oh*s.OutW+ow] = best
+					idx[base+oh*s.OutW+ow] = at
+				}
+			}
+			return
+		}
+		C := s.C
+		for oh := range s.OutH {
+			hlo, hhi := window(oh, s.SH, s.PH, s.KH, s.DH, s.H)
+			for ow := range s.OutW {
+				wlo, whi := window(ow, s.SW, s.PW, s.KW, s.DW, s.W)
+				o := ((n*s.OutH+oh)*s.OutW + ow) * C
+				yr, ir := y[o:o+C], idx[o:o+C]
+				first := int32(-1)
+				if hlo < hhi && wlo < whi {
+					first = int32(hlo*s.W + wlo)
+				}
+				for i := range yr {
+					yr[i], ir[i] = float32(math.Inf(-1)), first
+				}
+				for ih := hlo; ih < hhi; ih += s.DH {
+					for iw := wlo; iw < whi; iw += s.DW {
+						pos := int32(ih*s.W + iw)
+						xr := x[((n*s.H+ih)*s.W+iw)*C:][:C]
+						for i, v := range xr {
+							if v > yr[i] || v != v {
+								yr[i], ir[i] = v, pos
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// MaxPool2dBackward routes each element of dy to the input position idx
+// recorded by MaxPool2d, summing where windows overlap. dx is overwritten.
+func MaxPool2dBackward(s *Pool2dShape, dy []float32, idx []int32, dx []float32) {
+	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
+	s.check("MaxPool2dBackward", true, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}, "idx": {len(idx), ny}})
+	planeStep, chanStep := s.layout()
+	s.overPlanes(ny, func(n, c int) {
+		lo, hi := c, c+1
+		if c < 0 {
+			lo, hi = 0, s.C
+		}
+		for c := lo; c < hi; c++ {
+			in := n*s.C*s.H*s.W + c*planeStep
+			clearStrided(dx, in, s.H*s.W, chanStep)
+			for p := range s.OutH * s.OutW {
+				o := n*s.C*s.OutH*s.OutW + c*s.outPlaneStep() + p*chanStep
+				if i := idx[o]; i >= 0 {
+					dx[in+int(i)*chanStep] += dy[o]
+				}
+			}
+		}
+	})
+}
+
+func (s *Pool2dShape) outPlaneStep() int {
+	if s.ChannelsLast {
+		return 1
+	}
+	return s.OutH * s.OutW
+}
+
+func clearStrided(d []float32, off, n, step int) {
+	if step == 1 {
+		clear(d[off : off+n])
+		return
+	}
+	for i := range n {
+		d[off+i*step] = 0
+	}
+}
+
+// avgWindow returns the input range [h0, h1)×[w0, w1) that output (oh, ow)
+// averages and the count PyTorch divides its sum by: the size of the window
+// clipped to the padded input when countIncludePad, else to the input.
+func (s *Pool2dShape) avgWindow(oh, ow int, countIncludePad bool) (h0, h1, w0, w1 int, div float32) {
+	h0, w0 = oh*s.SH-s.PH, ow*s.SW-s.PW
+	h1, w1 = min(h0+s.KH, s.H+s.PH), min(w0+s.KW, s.W+s.PW)
+	size := (h1 - h0) * (w1 - w0)
+	h0, w0 = max(h0, 0), max(w0, 0)
+	h1, w1 = min(h1, s.H), min(w1, s.W)
+	if !countIncludePad {
+		size = (h1 - h0) * (w1 - w0)
+	}
+	return h0, h1, w0, w1, float32(size)
+}
+
+// AvgPool2d writes the window means of x to y with PyTorch's divisor rules
+// (see avgWindow); windows entirely in the padding give 0. Dilation is not
+// supported, as in PyTorch.
+func AvgPool2d(s *Pool2dShape, countIncludePad bool, x, y []float32) {
+	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
+	s.check("AvgPool2d", true, map[string][2]int{"x": {len(x), nx}, "y": {len(y), ny}})
+	planeStep, chanStep := s.layout()
+	s.overPlanes(ny*s.KH*s.KW, func(n, c int) {
+		for oh := range s.OutH {
+			for ow := range s.OutW {
+				h0, h1, w0, w1, div := s.avgWindow(oh, ow, countIncludePad)
+				if h0 >= h1 || w0 >= w1 {
+					h1, w1, div = h0, w0, 1 // the sum stays 0
+				}
+				s.eachChannel(n, c, func(c int) {
+					in := n*s.C*s.H*s.W + c*planeStep
+					var sum float32
+					for ih := h0; ih < h1; ih++ {
+						for iw := w0; iw < w1; iw++ {
+							sum += x[in+(ih*s.W+iw)*chanStep]
+						}
+					}
+					y[s.outAt(n, c, oh, ow)] = sum / div
+				})
+			}
+		}
+	})
+}
+
+// AvgPool2dBackward spreads each element of dy evenly, by the same divisor
+// as AvgPool2d, over its window. dx is overwritten.
+func AvgPool2dBackward(s *Pool2dShape, countIncludePad bool, dy, dx []float32) {
+	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
+	s.check("AvgPool2dBackward", true, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}})
+	planeStep, chanStep := s.layout()
+	s.overPlanes(ny*s.KH*s.KW, func(n, c int) {
+		s.eachChannel(n, c, func(c int) {
+			clearStrided(dx, n*s.C*s.H*s.W+c*planeStep, s.H*s.W, chanStep)
+		})
+		for oh := range s.OutH {
+			for ow := range s.OutW {
+				h0, h1, w0, w1, div := s.avgWindow(oh, ow, countIncludePad)
+				s.eachChannel(n, c, func(c int) {
+					in := n*s.C*s.H*s.W + c*planeStep
+					g := dy[s.outAt(n, c, oh, ow)] / div
+					for ih := h0; ih < h1; ih++ {
+						for iw := w0; iw < w1; iw++ {
+							dx[in+(ih*s.W+iw)*chanStep] += g
+						}
+					}
+				})
+			}
+		}
+	})
+}
+
+// eachChannel calls fn for channel c, or for every channel when c is -1
+// (the channels-last unit of work).
+func (s *Pool2dShape) eachChannel(n, c int, fn func(c int)) {
+	if c >= 0 {
+		fn(c)
+		return
+	}
+	for c := range s.C {
+		fn(c)
+	}
+}
+
+// outAt is the offset of output element (n, c, oh, ow).
+func (s *Pool2dShape) outAt(n, c, oh, ow int) int {
+	if s.ChannelsLast {
+		return ((n*s.OutH+oh)*s.OutW+ow)*s.C + c
+	}
+	return ((n*s.C+c)*s.OutH+oh)*s.OutW + ow
+}
+
+// adaptiveRange is PyTorch's adaptive pooling window along one dimension:
+// [floor(o·in/out), ceil((o+1)·in/out)).
+func adaptiveRange(o, in, out int) (lo, hi int) {
+	return o * in / out, ((o+1)*in + out - 1) / out
+}
+
+// AdaptiveAvgPool2d averages x over PyTorch's adaptive windows (see
+// adaptiveRange) into OutH×OutW.
+func AdaptiveAvgPool2d(s *Pool2dShape, x, y []float32) {
+	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
+	s.check("AdaptiveAvgPool2d", false, map[string][2]int{"x": {len(x), nx}, "y": {len(y), ny}})
+	planeStep, chanStep := s.layout()
+	s.overPlanes(nx, func(n, c int) {
+		for oh := range s.OutH {
+			h0, h1 := adaptiveRange(oh, s.H, s.OutH)
+			for ow := range s.OutW {
+				w0, w1 := adaptiveRange(ow, s.W, s.OutW)
+				div := float32((h1 - h0) * (w1 - w0))
+				s.eachChannel(n, c, func(c int) {
+					in := n*s.C*s.H*s.W + c*planeStep
+					var sum float32
+					for ih := h0; ih < h1; ih++ {
+						for iw := w0; iw < w1; iw++ {
+							sum += x[in+(ih*s.W+iw)*chanStep]
+						}
+					}
+					y[s.outAt(n, c, oh, ow)] = sum / div
+				})
+			}
+		}
+	})
+}
+
+// AdaptiveAvgPool2dBackward spreads each element of dy evenly over its
+// adaptive window. dx is overwritten.
+func AdaptiveAvgPool2dBackward(s *Pool2dShape, dy, dx []float32) {
+	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
+	s.check("AdaptiveAvgPool2dBackward", false, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}})
+	planeStep, chanStep := s.layout()
+	s.overPlanes(nx, func(n, c int) {
+		s.eachChannel(n, c, func(c int) {
+			clearStrided(dx, n*s.C*s.H*s.W+c*planeStep, s.H*s.W, chanStep)
+		})
+		for oh := range s.OutH {
+			h0, h1 := adaptiveRange(oh, s.H, s.OutH)
+			for ow := range s.OutW {
+				w0, w1 := adaptiveRange(ow, s.W, s.OutW)
+				div := float32((h1 - h0) * (w1 - w0))
+				s.eachChannel(n, c, func(c int) {
+					in := n*s.C*s.H*s.W + c*planeStep
+					g := dy[s.outAt(n, c, oh, ow)] / div
+					for ih := h0; ih < h1; ih++ {
+						for iw := w0; iw < w1; iw++ {
+							dx[in+(ih*s.W+iw)*chanStep] += g
+						}
+					}
+				})
+			}
+		}
+	})
+}
