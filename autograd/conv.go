@@ -30,9 +30,9 @@ func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv2d", 
 // gives a channels-last-3d result, as Conv2d does in two dimensions.
 func Conv3d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv3d", 3, x, w, b, opt) }
 
-// spatialArg expands an option to one value per spatial dimension: def
+// convSpatialArg expands an option to one value per spatial dimension: def
 // when v is empty, v[0] everywhere when it has one element.
-func spatialArg(op, name string, v []int, nsp, def int) []int {
+func convSpatialArg(op, name string, v []int, nsp, def int) []int {
 	out := make([]int, nsp)
 	switch len(v) {
 	case 0:
@@ -51,8 +51,8 @@ func spatialArg(op, name string, v []int, nsp, def int) []int {
 	return out
 }
 
-// checkDType panics unless t is a float32 tensor; what names it.
-func checkDType(op, what string, t *Tensor) {
+// convCheckDType panics unless t is a float32 tensor; what names it.
+func convCheckDType(op, what string, t *Tensor) {
 	if t == nil {
 		Fail(op, "%s is nil", what)
 	}
@@ -64,10 +64,10 @@ func checkDType(op, what string, t *Tensor) {
 // convGeometry validates a convolution's operands and options and returns
 // the kernel shape (with ChannelsLast unset) and whether x is batched.
 func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels.ConvShape, bool) {
-	checkDType(op, "input", x)
-	checkDType(op, "weight", w)
+	convCheckDType(op, "input", x)
+	convCheckDType(op, "weight", w)
 	if b != nil {
-		checkDType(op, "bias", b)
+		convCheckDType(op, "bias", b)
 	}
 	batched := x.NDim() == nsp+2
 	if !batched && x.NDim() != nsp+1 {
@@ -101,9 +101,9 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	if groups < 0 {
 		Fail(op, "groups must be positive, got %d", groups)
 	}
-	stride := spatialArg(op, "stride", opt.Stride, nsp, 1)
-	pad := spatialArg(op, "padding", opt.Padding, nsp, 0)
-	dil := spatialArg(op, "dilation", opt.Dilation, nsp, 1)
+	stride := convSpatialArg(op, "stride", opt.Stride, nsp, 1)
+	pad := convSpatialArg(op, "padding", opt.Padding, nsp, 0)
+	dil := convSpatialArg(op, "dilation", opt.Dilation, nsp, 1)
 	for i := range nsp {
 		if stride[i] <= 0 {
 			Fail(op, "stride must be positive, got %v", stride)
@@ -139,7 +139,7 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	}
 	if tooBig {
 		Fail(op, "kernel %s (%s with dilation %v) is larger than the padded input %s of input %v",
-			dimsString(w.shape[2:]), dimsString(eff), dil, dimsString(padded), x.shape)
+			convDims(w.shape[2:]), convDims(eff), dil, convDims(padded), x.shape)
 	}
 	for j := range 3 {
 		s.Out[j] = kernels.ConvOutSize(s.In[j], s.Kernel[j], s.Stride[j], s.Pad[j], s.Dil[j])
@@ -147,8 +147,8 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	return s, batched
 }
 
-// dimsString writes sizes as 3×3.
-func dimsString(d []int) string {
+// convDims writes sizes as 3×3.
+func convDims(d []int) string {
 	parts := make([]string, len(d))
 	for i, v := range d {
 		parts[i] = fmt.Sprint(v)

@@ -18,7 +18,7 @@ type PoolOptions struct {
 // poolInput validates a pooling input, [N, C, H, W] or unbatched [C, H, W],
 // and returns its sizes with N = 1 for an unbatched one.
 func poolInput(op string, x *Tensor) (n, c, h, w int, batched bool) {
-	checkDType(op, "input", x)
+	convCheckDType(op, "input", x)
 	switch x.NDim() {
 	case 4:
 		n, c, h, w, batched = x.shape[0], x.shape[1], x.shape[2], x.shape[3], true
@@ -39,13 +39,13 @@ func poolGeometry(op string, x *Tensor, opt PoolOptions, dilation bool) (kernels
 	if len(opt.Kernel) == 0 {
 		Fail(op, "kernel size is required")
 	}
-	k := spatialArg(op, "kernel size", opt.Kernel, 2, 0)
+	k := convSpatialArg(op, "kernel size", opt.Kernel, 2, 0)
 	stride := k
 	if len(opt.Stride) > 0 {
-		stride = spatialArg(op, "stride", opt.Stride, 2, 0)
+		stride = convSpatialArg(op, "stride", opt.Stride, 2, 0)
 	}
-	pad := spatialArg(op, "padding", opt.Padding, 2, 0)
-	dil := spatialArg(op, "dilation", opt.Dilation, 2, 1)
+	pad := convSpatialArg(op, "padding", opt.Padding, 2, 0)
+	dil := convSpatialArg(op, "dilation", opt.Dilation, 2, 1)
 	if !dilation && (dil[0] != 1 || dil[1] != 1) {
 		Fail(op, "dilation %v is not supported (PyTorch's avg pooling has none)", dil)
 	}

@@ -70,14 +70,14 @@ func (s *ConvShape) check(op string, lens map[string][2]int) {
 func ConvForward(s *ConvShape, x, w, bias, y []float32) {
 	s.check("ConvForward", map[string][2]int{
 		"x": {len(x), s.N * s.C * s.inSize()}, "w": {len(w), s.O * s.cg() * s.kSize()},
-		"y": {len(y), s.N * s.O * s.outSize()}, "bias": {len(bias), lenIf(bias != nil, s.O)},
+		"y": {len(y), s.N * s.O * s.outSize()}, "bias": {len(bias), convLenIf(bias != nil, s.O)},
 	})
 	var wt []float32
 	if s.ChannelsLast {
 		// Each group's weight is read as a [kd·kh·kw·C/g][O/g] matrix so the
 		// products below need no transposed operand.
-		wt = getBuf(s.O * s.cg() * s.kSize())
-		defer putBuf(wt)
+		wt = getConvBuf(s.O * s.cg() * s.kSize())
+		defer putConvBuf(wt)
 		transposeGroups(s, w, wt)
 	}
 	s.overBatch(func(lo, hi int, col []float32, serial bool) {
@@ -91,7 +91,7 @@ func ConvForward(s *ConvShape, x, w, bias, y []float32) {
 	})
 }
 
-func lenIf(cond bool, n int) int {
+func convLenIf(cond bool, n int) int {
 	if cond {
 		return n
 	}
@@ -121,7 +121,7 @@ func forwardCF(s *ConvShape, n int, x, w, bias, y, col []float32, serial bool) {
 			im2colCF(s, xg, col, so, 1)
 			a = col
 		}
-		gemm(serial, false, false, og, so, cg*k, 1, w[g*og*cg*k:], cg*k, a, so, 0, y[(n*s.O+g*og)*so:], so)
+		convGemm(serial, false, false, og, so, cg*k, 1, w[g*og*cg*k:], cg*k, a, so, 0, y[(n*s.O+g*og)*so:], so)
 	}
 	if bias != nil {
 		for o := range s.O {
@@ -145,7 +145,7 @@ func forwardCL(s *ConvShape, n int, x, wt, bias, y, col []float32, serial bool) 
 		} else {
 			im2colCL(s, xn, g, col)
 		}
-		gemm(serial, false, false, so, og, kc, 1, a, lda, wt[g*kc*og:], og, 0, yn[g*og:], s.O)
+		convGemm(serial, false, false, so, og, kc, 1, a, lda, wt[g*kc*og:], og, 0, yn[g*og:], s.O)
 	}
 	if bias != nil {
 		for p := range so {
@@ -182,10 +182,10 @@ func backwardDataCF(s *ConvShape, n int, dy, w, dx, col []float32, serial bool) 
 		dyg := dy[(n*s.O+g*og)*so:]
 		wg := w[g*og*cg*k:]
 		if s.pointwise() {
-			gemm(serial, true, false, cg, so, og, 1, wg, cg, dyg, so, 0, dxg, so)
+			convGemm(serial, true, false, cg, so, og, 1, wg, cg, dyg, so, 0, dxg, so)
 			continue
 		}
-		gemm(serial, true, false, cg*k, so, og, 1, wg, cg*k, dyg, so, 0, col, so)
+		convGemm(serial, true, false, cg*k, so, og, 1, wg, cg*k, dyg, so, 0, col, so)
 		clear(dxg)
 		col2imCF(s, col, dxg)
 	}
@@ -201,10 +201,10 @@ func backwardDataCL(s *ConvShape, n int, dy, w, dx, col []float32, serial bool) 
 	for g := range s.Groups {
 		wg := w[g*og*kc:]
 		if s.pointwise() {
-			gemm(serial, false, false, so, cg, og, 1, dyn[g*og:], s.O, wg, kc, 0, dxn[g*cg:], s.C)
+			convGemm(serial, false, false, so, cg, og, 1, dyn[g*og:], s.O, wg, kc, 0, dxn[g*cg:], s.C)
 			continue
 		}
-		gemm(serial, false, false, so, kc, og, 1, dyn[g*og:], s.O, wg, kc, 0, col, kc)
+		convGemm(serial, false, false, so, kc, og, 1, dyn[g*og:], s.O, wg, kc, 0, col, kc)
 		col2imCL(s, col, g, dxn)
 	}
 }
@@ -221,8 +221,8 @@ func ConvBackwardWeight(s *ConvShape, x, dy, dw []float32) {
 	clear(dw)
 	parts := s.batchParts()
 	if parts <= 1 {
-		col := getBuf(s.colSize())
-		defer putBuf(col)
+		col := getConvBuf(s.colSize())
+		defer putConvBuf(col)
 		for n := range s.N {
 			backwardWeightItem(s, n, x, dy, dw, col, false)
 		}
@@ -232,8 +232,8 @@ func ConvBackwardWeight(s *ConvShape, x, dy, dw []float32) {
 	// then added in part order so the result does not depend on timing.
 	partial := make([][]float32, parts)
 	Parallel(parts, s.work(), func(lo, hi int) {
-		col := getBuf(s.colSize())
-		defer putBuf(col)
+		col := getConvBuf(s.colSize())
+		defer putConvBuf(col)
 		for p := lo; p < hi; p++ {
 			acc := make([]float32, nw)
 			for n := p * s.N / parts; n < (p+1)*s.N/parts; n++ {
@@ -262,14 +262,14 @@ func backwardWeightItem(s *ConvShape, n int, x, dy, dw, col []float32, serial bo
 			} else {
 				im2colCL(s, xn, g, col)
 			}
-			gemm(serial, true, false, og, kc, so, 1, dy[n*so*s.O+g*og:], s.O, a, lda, 1, dwg, kc)
+			convGemm(serial, true, false, og, kc, so, 1, dy[n*so*s.O+g*og:], s.O, a, lda, 1, dwg, kc)
 			continue
 		}
 		// The im2col matrix is built transposed, [pixels][C/g·k], so the
 		// product needs no transposed operand.
 		xg := x[(n*s.C+g*cg)*si : (n*s.C+(g+1)*cg)*si]
 		im2colCF(s, xg, col, 1, kc)
-		gemm(serial, false, false, og, kc, so, 1, dy[(n*s.O+g*og)*so:], so, col, kc, 1, dwg, kc)
+		convGemm(serial, false, false, og, kc, so, 1, dy[(n*s.O+g*og)*so:], so, col, kc, 1, dwg, kc)
 	}
 }
 
@@ -326,20 +326,20 @@ func (s *ConvShape) overBatch(fn func(lo, hi int, col []float32, serial bool)) {
 	}
 	parts := s.batchParts()
 	if parts <= 1 {
-		col := getBuf(colLen)
-		defer putBuf(col)
+		col := getConvBuf(colLen)
+		defer putConvBuf(col)
 		fn(0, s.N, col, false)
 		return
 	}
 	Parallel(parts, s.work(), func(lo, hi int) {
-		col := getBuf(colLen)
-		defer putBuf(col)
+		col := getConvBuf(colLen)
+		defer putConvBuf(col)
 		fn(lo*s.N/parts, hi*s.N/parts, col, true)
 	})
 }
 
-// gemm is Sgemm, or its single-threaded form inside a parallel task.
-func gemm(serial, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// convGemm is Sgemm, or its single-threaded form inside a parallel task.
+func convGemm(serial, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if !serial {
 		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
@@ -499,19 +499,19 @@ func walkCL(s *ConvShape, fn func(dst, src int)) {
 	}
 }
 
-// scratch holds reusable float32 buffers for im2col matrices and other
+// convScratch holds reusable float32 buffers for im2col matrices and other
 // per-call temporaries.
-var scratch sync.Pool
+var convScratch sync.Pool
 
-// getBuf returns a buffer of n float32s with unspecified contents.
-func getBuf(n int) []float32 {
-	if p, ok := scratch.Get().(*[]float32); ok && cap(*p) >= n {
+// getConvBuf returns a buffer of n float32s with unspecified contents.
+func getConvBuf(n int) []float32 {
+	if p, ok := convScratch.Get().(*[]float32); ok && cap(*p) >= n {
 		return (*p)[:n]
 	}
 	return make([]float32, n)
 }
 
-// putBuf returns a buffer from getBuf to the pool.
-func putBuf(b []float32) {
-	scratch.Put(&b)
+// putConvBuf returns a buffer from getConvBuf to the pool.
+func putConvBuf(b []float32) {
+	convScratch.Put(&b)
 }

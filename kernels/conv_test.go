@@ -209,3 +209,33 @@ func TestPoolOutSize(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkConv times a ResNet-style 3×3 convolution (64→64 channels on
+// 28×28, batch 4) in both layouts.
+func BenchmarkConv(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, cl := range []bool{false, true} {
+		s := ConvShape{N: 4, C: 64, O: 64, Groups: 1, In: [3]int{1, 28, 28}, Out: [3]int{1, 28, 28},
+			Kernel: [3]int{1, 3, 3}, Stride: [3]int{1, 1, 1}, Pad: [3]int{0, 1, 1}, Dil: [3]int{1, 1, 1}, ChannelsLast: cl}
+		x, w := randSlice(r, s.N*s.C*s.inSize()), randSlice(r, s.O*s.cg()*s.kSize())
+		y := randSlice(r, s.N*s.O*s.outSize())
+		name := map[bool]string{false: "nchw", true: "nhwc"}[cl]
+		flops := float64(2 * s.work())
+		ops := []struct {
+			name string
+			run  func()
+		}{
+			{"forward", func() { ConvForward(&s, x, w, nil, y) }},
+			{"data", func() { ConvBackwardData(&s, y, w, x) }},
+			{"weight", func() { ConvBackwardWeight(&s, x, y, w) }},
+		}
+		for _, op := range ops {
+			b.Run(name+"/"+op.name, func(b *testing.B) {
+				for b.Loop() {
+					op.run()
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -6,7 +6,7 @@ import (
 )
 
 // Pool2dShape describes 2-D pooling of N×C planes of H×W into OutH×OutW.
-// KH, KW is the window, SH, SW the stride, PH, PW the padding (on both
+// KH, KW is the poolWindow, SH, SW the stride, PH, PW the padding (on both
 // sides) and DH, DW the dilation; adaptive pooling uses only N, C, H, W,
 // OutH and OutW. With ChannelsLast the data is laid out [N][H][W][C],
 // otherwise [N][C][H][W].
@@ -17,24 +17,24 @@ type Pool2dShape struct {
 	ChannelsLast           bool
 }
 
-// PoolOutSize is the output length of a pooling window along one
+// PoolOutSize is the output length of a pooling poolWindow along one
 // dimension, by PyTorch's rule: floor (or with ceilMode ceil) of
 // (in + 2·pad − dil·(k−1) − 1) / stride, plus 1, where in ceil mode the last
-// window must start inside the input or its left padding. The result may
+// poolWindow must start inside the input or its left padding. The result may
 // be below 1, which callers reject.
 func PoolOutSize(in, k, stride, pad, dil int, ceilMode bool) int {
 	num := in + 2*pad - dil*(k-1) - 1
 	if ceilMode {
 		num += stride - 1
 	}
-	out := floorDiv(num, stride) + 1
+	out := poolFloorDiv(num, stride) + 1
 	if ceilMode && (out-1)*stride >= in+pad {
 		out--
 	}
 	return out
 }
 
-func floorDiv(a, b int) int {
+func poolFloorDiv(a, b int) int {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
 		q--
@@ -42,9 +42,9 @@ func floorDiv(a, b int) int {
 	return q
 }
 
-func (s *Pool2dShape) check(op string, window bool, lens map[string][2]int) {
+func (s *Pool2dShape) check(op string, poolWindow bool, lens map[string][2]int) {
 	bad := s.N < 0 || s.C <= 0 || s.H <= 0 || s.W <= 0 || s.OutH <= 0 || s.OutW <= 0
-	if window {
+	if poolWindow {
 		bad = bad || s.KH <= 0 || s.KW <= 0 || s.SH <= 0 || s.SW <= 0 || s.PH < 0 || s.PW < 0 || s.DH <= 0 || s.DW <= 0
 	}
 	if bad {
@@ -85,11 +85,11 @@ func (s *Pool2dShape) overPlanes(work int, fn func(n, c int)) {
 	})
 }
 
-// window returns the clipped input range [lo, hi) read by output index o
+// poolWindow returns the clipped input range [lo, hi) read by output index o
 // along one dimension with stride st, padding pad, kernel k and dilation
 // dil over an input of length in: the first and one past the last tap that
 // land inside the input, stepping by dil.
-func window(o, st, pad, k, dil, in int) (lo, hi int) {
+func poolWindow(o, st, pad, k, dil, in int) (lo, hi int) {
 	start := o*st - pad
 	lo = start
 	if lo < 0 {
@@ -99,9 +99,9 @@ func window(o, st, pad, k, dil, in int) (lo, hi int) {
 	return lo, hi
 }
 
-// MaxPool2d writes the window maxima of x to y and, for the backward pass,
+// MaxPool2d writes the poolWindow maxima of x to y and, for the backward pass,
 // the position h·W+w within its plane of each maximum to idx. A NaN in a
-// window wins, as in PyTorch.
+// poolWindow wins, as in PyTorch.
 func MaxPool2d(s *Pool2dShape, x, y []float32, idx []int32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("MaxPool2d", true, map[string][2]int{"x": {len(x), nx}, "y": {len(y), ny}, "idx": {len(idx), ny}})
@@ -114,9 +114,9 @@ func MaxPool2d(s *Pool2dShape, x, y []float32, idx []int32) {
 			xp := x[(n*s.C+c)*s.H*s.W:]
 			base := (n*s.C + c) * s.OutH * s.OutW
 			for oh := range s.OutH {
-				hlo, hhi := window(oh, s.SH, s.PH, s.KH, s.DH, s.H)
+				hlo, hhi := poolWindow(oh, s.SH, s.PH, s.KH, s.DH, s.H)
 				for ow := range s.OutW {
-					wlo, whi := window(ow, s.SW, s.PW, s.KW, s.DW, s.W)
+					wlo, whi := poolWindow(ow, s.SW, s.PW, s.KW, s.DW, s.W)
 					best, at := float32(math.Inf(-1)), int32(-1)
 					if hlo < hhi && wlo < whi {
 						at = int32(hlo*s.W + wlo)
@@ -136,9 +136,9 @@ func MaxPool2d(s *Pool2dShape, x, y []float32, idx []int32) {
 		}
 		C := s.C
 		for oh := range s.OutH {
-			hlo, hhi := window(oh, s.SH, s.PH, s.KH, s.DH, s.H)
+			hlo, hhi := poolWindow(oh, s.SH, s.PH, s.KH, s.DH, s.H)
 			for ow := range s.OutW {
-				wlo, whi := window(ow, s.SW, s.PW, s.KW, s.DW, s.W)
+				wlo, whi := poolWindow(ow, s.SW, s.PW, s.KW, s.DW, s.W)
 				o := ((n*s.OutH+oh)*s.OutW + ow) * C
 				yr, ir := y[o:o+C], idx[o:o+C]
 				first := int32(-1)
@@ -177,7 +177,7 @@ func MaxPool2dBackward(s *Pool2dShape, dy []float32, idx []int32, dx []float32) 
 		}
 		for c := lo; c < hi; c++ {
 			in := n*s.C*s.H*s.W + c*planeStep
-			clearStrided(dx, in, s.H*s.W, chanStep)
+			poolClearStrided(dx, in, s.H*s.W, chanStep)
 			for p := range s.OutH * s.OutW {
 				o := n*s.C*s.OutH*s.OutW + c*s.outPlaneStep() + p*chanStep
 				if i := idx[o]; i >= 0 {
@@ -195,7 +195,7 @@ func (s *Pool2dShape) outPlaneStep() int {
 	return s.OutH * s.OutW
 }
 
-func clearStrided(d []float32, off, n, step int) {
+func poolClearStrided(d []float32, off, n, step int) {
 	if step == 1 {
 		clear(d[off : off+n])
 		return
@@ -206,7 +206,7 @@ func clearStrided(d []float32, off, n, step int) {
 }
 
 // avgWindow returns the input range [h0, h1)×[w0, w1) that output (oh, ow)
-// averages and the count PyTorch divides its sum by: the size of the window
+// averages and the count PyTorch divides its sum by: the size of the poolWindow
 // clipped to the padded input when countIncludePad, else to the input.
 func (s *Pool2dShape) avgWindow(oh, ow int, countIncludePad bool) (h0, h1, w0, w1 int, div float32) {
 	h0, w0 = oh*s.SH-s.PH, ow*s.SW-s.PW
@@ -220,7 +220,7 @@ func (s *Pool2dShape) avgWindow(oh, ow int, countIncludePad bool) (h0, h1, w0, w
 	return h0, h1, w0, w1, float32(size)
 }
 
-// AvgPool2d writes the window means of x to y with PyTorch's divisor rules
+// AvgPool2d writes the poolWindow means of x to y with PyTorch's divisor rules
 // (see avgWindow); windows entirely in the padding give 0. Dilation is not
 // supported, as in PyTorch.
 func AvgPool2d(s *Pool2dShape, countIncludePad bool, x, y []float32) {
@@ -250,14 +250,14 @@ func AvgPool2d(s *Pool2dShape, countIncludePad bool, x, y []float32) {
 }
 
 // AvgPool2dBackward spreads each element of dy evenly, by the same divisor
-// as AvgPool2d, over its window. dx is overwritten.
+// as AvgPool2d, over its poolWindow. dx is overwritten.
 func AvgPool2dBackward(s *Pool2dShape, countIncludePad bool, dy, dx []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AvgPool2dBackward", true, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}})
 	planeStep, chanStep := s.layout()
 	s.overPlanes(ny*s.KH*s.KW, func(n, c int) {
 		s.eachChannel(n, c, func(c int) {
-			clearStrided(dx, n*s.C*s.H*s.W+c*planeStep, s.H*s.W, chanStep)
+			poolClearStrided(dx, n*s.C*s.H*s.W+c*planeStep, s.H*s.W, chanStep)
 		})
 		for oh := range s.OutH {
 			for ow := range s.OutW {
@@ -296,7 +296,7 @@ func (s *Pool2dShape) outAt(n, c, oh, ow int) int {
 	return ((n*s.C+c)*s.OutH+oh)*s.OutW + ow
 }
 
-// adaptiveRange is PyTorch's adaptive pooling window along one dimension:
+// adaptiveRange is PyTorch's adaptive pooling poolWindow along one dimension:
 // [floor(o·in/out), ceil((o+1)·in/out)).
 func adaptiveRange(o, in, out int) (lo, hi int) {
 	return o * in / out, ((o+1)*in + out - 1) / out
@@ -330,14 +330,14 @@ func AdaptiveAvgPool2d(s *Pool2dShape, x, y []float32) {
 }
 
 // AdaptiveAvgPool2dBackward spreads each element of dy evenly over its
-// adaptive window. dx is overwritten.
+// adaptive poolWindow. dx is overwritten.
 func AdaptiveAvgPool2dBackward(s *Pool2dShape, dy, dx []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AdaptiveAvgPool2dBackward", false, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}})
 	planeStep, chanStep := s.layout()
 	s.overPlanes(nx, func(n, c int) {
 		s.eachChannel(n, c, func(c int) {
-			clearStrided(dx, n*s.C*s.H*s.W+c*planeStep, s.H*s.W, chanStep)
+			poolClearStrided(dx, n*s.C*s.H*s.W+c*planeStep, s.H*s.W, chanStep)
 		})
 		for oh := range s.OutH {
 			h0, h1 := adaptiveRange(oh, s.H, s.OutH)
