@@ -7,7 +7,7 @@ import (
 
 // ConvShape describes a grouped convolution over up to three spatial
 // dimensions, given in depth, height, width order. A 2-D convolution sets
-// the depth entries of In, Out, Kernel, Stride and Dilation to 1 and of Pad
+// the depth entries of In, Out, Kernel, Stride and Dil (dilation) to 1 and of Pad
 // to 0.
 //
 // With ChannelsLast false the input is laid out [N][C][D][H][W], the output
