@@ -3,7 +3,9 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // naiveGemm is the textbook triple loop in float64, the yardstick for every
@@ -142,5 +144,28 @@ func TestBF16RoundTrip(t *testing.T) {
 	}
 	if back[4] == 0 {
 		t.Errorf("subnormal flushed to zero; the reference keeps subnormals")
+	}
+}
+
+// A Parallel inside a Parallel's task must finish even when every worker is
+// busy with outer chunks.
+func TestParallelNested(t *testing.T) {
+	var total atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		Parallel(8, 1<<30, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				Parallel(100, 1<<30, func(lo, hi int) { total.Add(int64(hi - lo)) })
+			}
+		})
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("nested Parallel deadlocked")
+	}
+	if total.Load() != 800 {
+		t.Fatalf("visited %d, want 800", total.Load())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // minParallelWork is the amount of work (in rough multiply-adds) below which
@@ -24,12 +25,23 @@ type pool struct {
 type task struct {
 	fn     func(lo, hi int)
 	lo, hi int
-	wg     *sync.WaitGroup
+	job    *job
+}
+
+// job tracks the chunks of one Parallel call still running.
+type job struct {
+	pending atomic.Int32
+	done    chan struct{}
+}
+
+func (t task) run() {
+	t.fn(t.lo, t.hi)
+	if t.job.pending.Add(-1) == 0 {
+		close(t.job.done)
+	}
 }
 
 var workers pool
-
-var wgPool = sync.Pool{New: func() any { return new(sync.WaitGroup) }}
 
 // Threads reports how many workers kernels split their work across. It is
 // KILN_NUM_THREADS when that is set to a positive integer, else GOMAXPROCS.
@@ -52,8 +64,7 @@ func (p *pool) start() {
 		for i := 1; i < p.threads; i++ {
 			go func() {
 				for t := range p.tasks {
-					t.fn(t.lo, t.hi)
-					t.wg.Done()
+					t.run()
 				}
 			}()
 		}
@@ -77,15 +88,27 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	wg := wgPool.Get().(*sync.WaitGroup)
+	j := &job{done: make(chan struct{})}
 	chunk := (n + parts - 1) / parts
-	lo := chunk // the first chunk runs on the caller
-	for ; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		workers.tasks <- task{fn: fn, lo: lo, hi: hi, wg: wg}
+	j.pending.Store(int32((n + chunk - 1) / chunk))
+	for lo := chunk; lo < n; lo += chunk { // the first chunk runs on the caller
+		t := task{fn: fn, lo: lo, hi: min(lo+chunk, n), job: j}
+		select {
+		case workers.tasks <- t:
+		default:
+			t.run() // every worker is busy: no point queueing
+		}
 	}
-	fn(0, min(chunk, n))
-	wg.Wait()
-	wgPool.Put(wg)
+	task{fn: fn, lo: 0, hi: min(chunk, n), job: j}.run()
+	// While waiting, run whatever is queued, ours or another call's. A
+	// Parallel nested inside a worker's task then cannot deadlock: some
+	// waiter always makes progress on the queue.
+	for {
+		select {
+		case <-j.done:
+			return
+		case t := <-workers.tasks:
+			t.run()
+		}
+	}
 }
