@@ -28,16 +28,20 @@ type task struct {
 	job    *job
 }
 
-// job tracks the chunks of one Parallel call still running.
+// job tracks the chunks of one Parallel call still running. Jobs are
+// pooled so a call allocates nothing: done has room for the one signal the
+// last chunk sends to the single waiter.
 type job struct {
 	pending atomic.Int32
 	done    chan struct{}
 }
 
+var jobPool = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
+
 func (t task) run() {
 	t.fn(t.lo, t.hi)
 	if t.job.pending.Add(-1) == 0 {
-		close(t.job.done)
+		t.job.done <- struct{}{}
 	}
 }
 
@@ -88,7 +92,7 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	j := &job{done: make(chan struct{})}
+	j := jobPool.Get().(*job)
 	chunk := (n + parts - 1) / parts
 	j.pending.Store(int32((n + chunk - 1) / chunk))
 	for lo := chunk; lo < n; lo += chunk { // the first chunk runs on the caller
@@ -106,6 +110,7 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 	for {
 		select {
 		case <-j.done:
+			jobPool.Put(j)
 			return
 		case t := <-workers.tasks:
 			t.run()
