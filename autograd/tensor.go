@@ -113,8 +113,8 @@ func OnesLike(t *Tensor) *Tensor {
 }
 
 func fromSlice(op string, dtype DType, data any, shape []int) *Tensor {
-	if len(shape) == 0 && dataLen(data) != 1 {
-		shape = []int{dataLen(data)}
+	if len(shape) == 0 {
+		shape = []int{dataLen(data)} // Scalar makes 0-d tensors
 	}
 	if n := numel(op, shape); n != dataLen(data) {
 		Fail(op, "%d elements do not fill shape %v (%d elements)", dataLen(data), shape, n)
