@@ -40,12 +40,14 @@ func broadcastStrides(shape []int, f MemoryFormat, out []int) []int {
 	return bs
 }
 
-// resultFormat picks the memory format of an elementwise result as PyTorch
-// does: a channels-last operand that already has the output's shape keeps
-// its format.
+// resultFormat picks the memory format of an elementwise result as
+// PyTorch's TensorIterator does: the first operand that already has the
+// output's shape decides, so contiguous+channels-last is contiguous and
+// channels-last+contiguous is channels-last. Broadcast operands have
+// ambiguous strides and defer to the next operand.
 func resultFormat(out []int, ins ...*Tensor) MemoryFormat {
 	for _, t := range ins {
-		if t.format != Contiguous && sameShape(t.shape, out) {
+		if sameShape(t.shape, out) {
 			return t.format
 		}
 	}
