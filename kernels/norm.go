@@ -28,8 +28,9 @@ func (s BatchNormShape) check(op string, lens map[string][2]int) {
 
 // bnBlock is the number of elements one block of rows covers in the
 // row-blocked reduction. It is fixed, not derived from the thread count, so
-// sums come out the same whatever the number of workers.
-const bnBlock = 1 << 13
+// sums come out the same whatever the number of workers, and large enough
+// that the per-block partial sums stay a small fraction of the input.
+const bnBlock = 1 << 15
 
 // bnSumKind selects what bnChannelSums accumulates.
 type bnSumKind int
