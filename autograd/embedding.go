@@ -19,6 +19,7 @@ const (
 	BagMax
 )
 
+// String returns PyTorch's name of the mode: "sum", "mean" or "max".
 func (m EmbeddingBagMode) String() string {
 	switch m {
 	case BagSum:

@@ -57,8 +57,8 @@ func normF32s(t *Tensor) []float32 {
 // value per channel. Without training both running statistics must be
 // given and normalise x; they are left unchanged.
 //
-// Channels-last input is normalised in place in its NHWC (NDHWC) order and
-// the result keeps x's format, as in PyTorch. Gradients flow to x, weight
+// Channels-last input is normalised directly in its NHWC (NDHWC) order,
+// with no reordering copy, and the result keeps x's format, as in PyTorch. Gradients flow to x, weight
 // and bias; the running statistics are buffers, not differentiated, and
 // must not require gradients.
 func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) *Tensor {
