@@ -1,0 +1,221 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/kilnml/kiln/kernels"
+)
+
+// EmbeddingBagMode is how EmbeddingBag reduces the rows of a bag, PyTorch's
+// mode argument.
+type EmbeddingBagMode int
+
+const (
+	// BagSum adds the rows (mode="sum").
+	BagSum EmbeddingBagMode = iota
+	// BagMean averages the rows (mode="mean", PyTorch's default).
+	BagMean
+	// BagMax takes the featurewise maximum (mode="max").
+	BagMax
+)
+
+// String returns PyTorch's name of the mode: "sum", "mean" or "max".
+func (m EmbeddingBagMode) String() string {
+	switch m {
+	case BagSum:
+		return "sum"
+	case BagMean:
+		return "mean"
+	case BagMax:
+		return "max"
+	}
+	return fmt.Sprintf("EmbeddingBagMode(%d)", int(m))
+}
+
+// embeddingTable validates an embedding weight: a float32 [num, dim] matrix.
+func embeddingTable(op string, weight *Tensor) (num, dim int) {
+	normCheckF32(op, "weight", weight)
+	if weight.NDim() != 2 {
+		Fail(op, "weight must be 2-D [num, dim], got shape %v", weight.shape)
+	}
+	return weight.shape[0], weight.shape[1]
+}
+
+// embeddingIndices validates an Int64 index tensor against a table of num
+// rows and returns the indices in row-major logical order.
+func embeddingIndices(op, what string, t *Tensor, num int) []int64 {
+	if t == nil {
+		Fail(op, "%s is nil", what)
+	}
+	if t.dtype != Int64 {
+		Fail(op, "%s has dtype %v; %s needs int64 indices", what, t.dtype, op)
+	}
+	if t.format != Contiguous {
+		t = t.reformat(Contiguous)
+	}
+	idx := t.Int64s()
+	for i, v := range idx {
+		if v < 0 || v >= int64(num) {
+			Fail(op, "index %d (at position %d of %s %v) is out of range for a table of %d rows", v, i, what, t.shape, num)
+		}
+	}
+	return idx
+}
+
+// Embedding looks up rows of weight ([num, dim]) by the Int64 indices (any
+// shape), like torch.nn.functional.embedding: the result is
+// [indices..., dim] and contiguous. Every index must lie in [0, num). The
+// gradient of weight adds the output gradient's rows into the rows that
+// were read (dense, accumulated in float64); indices get none.
+func Embedding(indices, weight *Tensor) *Tensor {
+	return embeddingLookup("Embedding", indices, weight, -1)
+}
+
+// EmbeddingPadding is Embedding with torch's padding_idx: the row
+// paddingIdx (negative counts from the end) is looked up as usual but
+// receives no gradient.
+func EmbeddingPadding(indices, weight *Tensor, paddingIdx int64) *Tensor {
+	const op = "EmbeddingPadding"
+	num, _ := embeddingTable(op, weight)
+	if paddingIdx < -int64(num) || paddingIdx >= int64(num) {
+		Fail(op, "padding index %d is out of range for a table of %d rows", paddingIdx, num)
+	}
+	if paddingIdx < 0 {
+		paddingIdx += int64(num)
+	}
+	return embeddingLookup(op, indices, weight, paddingIdx)
+}
+
+func embeddingLookup(op string, indices, weight *Tensor, skip int64) *Tensor {
+	num, dim := embeddingTable(op, weight)
+	idx := embeddingIndices(op, "indices", indices, num)
+	out := Zeros(append(cloneInts(indices.shape), dim)...)
+	kernels.EmbeddingForward(dim, idx, weight.Float32s(), out.Float32s())
+	return record(op+"Backward", out, []*Tensor{indices, weight}, func(g *Tensor) []*Tensor {
+		if !weight.requiresGrad {
+			return []*Tensor{nil, nil}
+		}
+		if g.format != Contiguous {
+			g = g.reformat(Contiguous)
+		}
+		gw := Zeros(num, dim)
+		kernels.EmbeddingBackward(num, dim, idx, g.Float32s(), skip, gw.Float32s())
+		return []*Tensor{nil, gw}
+	})
+}
+
+// embeddingBagOffsets validates the bag layout of EmbeddingBag's input and
+// returns the indices (validated against num rows) and the bag starts.
+func embeddingBagOffsets(op string, input, offsets *Tensor, num int) (idx, starts []int64) {
+	if input == nil {
+		Fail(op, "input is nil")
+	}
+	switch input.NDim() {
+	case 1:
+		if offsets == nil {
+			Fail(op, "offsets are required for 1-D input %v", input.shape)
+		}
+		if offsets.dtype != Int64 {
+			Fail(op, "offsets have dtype %v; %s needs int64 offsets", offsets.dtype, op)
+		}
+		if offsets.NDim() != 1 {
+			Fail(op, "offsets must be 1-D, got shape %v", offsets.shape)
+		}
+		idx = embeddingIndices(op, "input", input, num)
+		starts = offsets.Int64s()
+		n := int64(len(idx))
+		if len(starts) == 0 {
+			if n > 0 {
+				Fail(op, "offsets are empty but input %v holds %d indices", input.shape, n)
+			}
+			return idx, starts
+		}
+		if starts[0] != 0 {
+			Fail(op, "offsets[0] must be 0 (the first bag starts at the first index), got %d", starts[0])
+		}
+		for b := 1; b < len(starts); b++ {
+			if starts[b] < starts[b-1] {
+				Fail(op, "offsets must be non-decreasing, got offsets[%d] = %d after offsets[%d] = %d", b, starts[b], b-1, starts[b-1])
+			}
+		}
+		if last := starts[len(starts)-1]; last > n {
+			Fail(op, "offsets[%d] = %d is beyond the input's length %d", len(starts)-1, last, n)
+		}
+	case 2:
+		if offsets != nil {
+			Fail(op, "offsets must be nil for 2-D input %v, whose rows are the bags", input.shape)
+		}
+		idx = embeddingIndices(op, "input", input, num)
+		bags, size := input.shape[0], input.shape[1]
+		starts = make([]int64, bags)
+		for b := range starts {
+			starts[b] = int64(b * size)
+		}
+	default:
+		Fail(op, "input must be 1-D (with offsets) or 2-D [bags, size], got shape %v", input.shape)
+	}
+	return idx, starts
+}
+
+// EmbeddingBag reduces bags of rows of weight ([num, dim]) without
+// materialising the rows, like torch.nn.functional.embedding_bag with
+// include_last_offset=False. input is a 1-D Int64 tensor of indices whose
+// bags start at offsets (1-D Int64: offsets[0] = 0, non-decreasing, none
+// beyond the input's length; bag b runs to the next offset, the last to the
+// end), or a 2-D [bags, size] Int64 tensor whose rows are the bags, with nil
+// offsets. The result is [bags, dim]; an empty bag gives zeros in every
+// mode.
+//
+// BagSum adds the rows, each scaled by its per-sample weight when
+// perSampleWeights (float32, input's shape) is given; BagMean averages
+// them; BagMax takes each feature's maximum (ties keep the first row).
+// perSampleWeights is only allowed with BagSum. Gradients flow to weight
+// (for BagMax only to the row each maximum came from) and to
+// perSampleWeights (the dot product of the bag's output gradient with the
+// row).
+func EmbeddingBag(input, offsets, weight *Tensor, mode EmbeddingBagMode, perSampleWeights *Tensor) *Tensor {
+	const op = "EmbeddingBag"
+	if mode != BagSum && mode != BagMean && mode != BagMax {
+		Fail(op, "unknown mode %v; want BagSum, BagMean or BagMax", mode)
+	}
+	num, dim := embeddingTable(op, weight)
+	idx, starts := embeddingBagOffsets(op, input, offsets, num)
+	var psw []float32
+	if perSampleWeights != nil {
+		if mode != BagSum {
+			Fail(op, "per-sample weights are only supported with BagSum, got mode %v", mode)
+		}
+		normCheckF32(op, "per-sample weights", perSampleWeights)
+		if !sameShape(perSampleWeights.shape, input.shape) {
+			Fail(op, "per-sample weights have shape %v, want the input's shape %v", perSampleWeights.shape, input.shape)
+		}
+		psw = perSampleWeights.Float32s()
+	}
+	bags := len(starts)
+	out := Zeros(bags, dim)
+	wd := weight.Float32s()
+	var argmax []int64
+	if mode == BagMax {
+		argmax = make([]int64, bags*dim)
+		kernels.EmbeddingBagMax(dim, idx, starts, wd, out.Float32s(), argmax)
+	} else {
+		kernels.EmbeddingBagSum(dim, idx, starts, wd, psw, mode == BagMean, out.Float32s())
+	}
+	return record(op+"Backward", out, []*Tensor{input, offsets, weight, perSampleWeights}, func(g *Tensor) []*Tensor {
+		dy := g.ContiguousFloat32s()
+		var gw, gp *Tensor
+		if weight.requiresGrad {
+			gw = Zeros(num, dim)
+			if mode == BagMax {
+				kernels.EmbeddingBagMaxBackward(num, dim, argmax, dy, gw.Float32s())
+			} else {
+				kernels.EmbeddingBagBackward(num, dim, idx, starts, dy, psw, mode == BagMean, gw.Float32s())
+			}
+		}
+		if perSampleWeights != nil && perSampleWeights.requiresGrad {
+			gp = Zeros(perSampleWeights.shape...)
+			kernels.EmbeddingBagWeightsGrad(dim, idx, starts, wd, dy, gp.Float32s())
+		}
+		return []*Tensor{nil, nil, gw, gp}
+	})
+}

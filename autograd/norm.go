@@ -1,0 +1,221 @@
+package autograd
+
+import (
+	"math"
+
+	"github.com/kilnml/kiln/kernels"
+)
+
+// normCheckF32 panics unless t is a non-nil float32 tensor; what names it.
+func normCheckF32(op, what string, t *Tensor) {
+	if t == nil {
+		Fail(op, "%s is nil", what)
+	}
+	if t.dtype != Float32 {
+		Fail(op, "%s has dtype %v; %s supports float32", what, t.dtype, op)
+	}
+}
+
+// normCheckChannelVec panics unless t (when non-nil) is a float32 [c]
+// vector; x is the input, named in the message.
+func normCheckChannelVec(op, what string, t *Tensor, c int, x *Tensor) {
+	if t == nil {
+		return
+	}
+	normCheckF32(op, what, t)
+	if t.NDim() != 1 || t.shape[0] != c {
+		Fail(op, "%s has shape %v, want [%d] for input %v", what, t.shape, c, x.shape)
+	}
+}
+
+// normEps panics unless eps is a usable variance offset.
+func normEps(op string, eps float64) {
+	if !(eps >= 0) || math.IsInf(eps, 0) {
+		Fail(op, "eps must be finite and non-negative, got %v", eps)
+	}
+}
+
+// normF32s returns the float32 data of t, or nil for a nil t.
+func normF32s(t *Tensor) []float32 {
+	if t == nil {
+		return nil
+	}
+	return t.Float32s()
+}
+
+// BatchNorm normalises each channel of x (dimension 1), like
+// torch.nn.functional.batch_norm. x is [N, C], [N, C, L], [N, C, H, W]
+// (contiguous or channels-last) or [N, C, D, H, W] (contiguous or
+// channels-last-3d); higher ranks work as in PyTorch. weight and bias are
+// [C] or nil (scale 1, shift 0); runningMean and runningVar are [C] or nil.
+//
+// With training the batch's mean and biased variance (over every dimension
+// but 1, accumulated in float64) normalise x, and each non-nil running
+// statistic is updated in place: running = (1−momentum)·running +
+// momentum·stat, where the variance statistic is the unbiased one
+// (n/(n−1) times the biased), as PyTorch does. Training needs more than one
+// value per channel. Without training both running statistics must be
+// given and normalise x; they are left unchanged.
+//
+// Channels-last input is normalised directly in its NHWC (NDHWC) order,
+// with no reordering copy, and the result keeps x's format, as in PyTorch. Gradients flow to x, weight
+// and bias; the running statistics are buffers, not differentiated, and
+// must not require gradients.
+func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) *Tensor {
+	const op = "BatchNorm"
+	normCheckF32(op, "input", x)
+	if x.NDim() < 2 {
+		Fail(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
+	}
+	C := x.shape[1]
+	normCheckChannelVec(op, "weight", weight, C, x)
+	normCheckChannelVec(op, "bias", bias, C, x)
+	normCheckChannelVec(op, "running mean", runningMean, C, x)
+	normCheckChannelVec(op, "running variance", runningVar, C, x)
+	for _, r := range []*Tensor{runningMean, runningVar} {
+		if r != nil && r.requiresGrad {
+			Fail(op, "running statistics are updated in place and cannot require gradients")
+		}
+	}
+	normEps(op, eps)
+	spatial := 1
+	for _, d := range x.shape[2:] {
+		spatial *= d
+	}
+	s := kernels.BatchNormShape{Outer: x.shape[0], C: C, Inner: spatial}
+	if x.format != Contiguous {
+		// NHWC: every pixel is a row holding one value of each channel.
+		s = kernels.BatchNormShape{Outer: x.shape[0] * spatial, C: C, Inner: 1}
+	}
+	stats := make([]float64, 2*C)
+	mean, invStd := stats[:C], stats[C:]
+	xd := x.Float32s()
+	if training {
+		n := s.Count()
+		if n <= 1 {
+			Fail(op, "Expected more than 1 value per channel when training, got input of shape %v", x.shape)
+		}
+		variance := invStd // overwritten by invStd below
+		kernels.BatchNormStats(s, xd, mean, variance)
+		unbias := float64(n) / float64(n-1)
+		if runningMean != nil {
+			rm := runningMean.Float32s()
+			for c := range C {
+				rm[c] = float32((1-momentum)*float64(rm[c]) + momentum*mean[c])
+			}
+		}
+		if runningVar != nil {
+			rv := runningVar.Float32s()
+			for c := range C {
+				rv[c] = float32((1-momentum)*float64(rv[c]) + momentum*variance[c]*unbias)
+			}
+		}
+		for c := range C {
+			invStd[c] = 1 / math.Sqrt(variance[c]+eps)
+		}
+	} else {
+		if runningMean == nil || runningVar == nil {
+			Fail(op, "running mean and variance are required when not training (input %v)", x.shape)
+		}
+		rm, rv := runningMean.Float32s(), runningVar.Float32s()
+		for c := range C {
+			mean[c] = float64(rm[c])
+			invStd[c] = 1 / math.Sqrt(float64(rv[c])+eps)
+		}
+	}
+	out := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+	kernels.BatchNormForward(s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
+	return record(op+"Backward", out, []*Tensor{x, runningMean, runningVar, weight, bias}, func(g *Tensor) []*Tensor {
+		if g.format != x.format {
+			g = g.reformat(x.format)
+		}
+		var gx, gw, gb *Tensor
+		var dx, dw, db []float32
+		if x.requiresGrad {
+			gx = ZerosLike(x)
+			dx = gx.Float32s()
+		}
+		if weight != nil && weight.requiresGrad {
+			gw = Zeros(C)
+			dw = gw.Float32s()
+		}
+		if bias != nil && bias.requiresGrad {
+			gb = Zeros(C)
+			db = gb.Float32s()
+		}
+		kernels.BatchNormBackward(s, xd, g.Float32s(), mean, invStd, normF32s(weight), training, dx, dw, db)
+		return []*Tensor{gx, nil, nil, gw, gb}
+	})
+}
+
+// LayerNorm normalises x over its trailing dimensions normalizedShape,
+// like torch.nn.functional.layer_norm: each group of trailing elements is
+// shifted to zero mean and scaled to unit biased variance (statistics in
+// float64), then multiplied by weight and shifted by bias, each of
+// normalizedShape or nil. A channels-last x is read through a contiguous
+// copy and, as in PyTorch, the result is contiguous. Gradients flow to x,
+// weight and bias.
+func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float64) *Tensor {
+	const op = "LayerNorm"
+	normCheckF32(op, "input", x)
+	if len(normalizedShape) == 0 {
+		Fail(op, "normalized shape must have at least one dimension (input %v)", x.shape)
+	}
+	k := len(normalizedShape)
+	if x.NDim() < k || !sameShape(x.shape[x.NDim()-k:], normalizedShape) {
+		Fail(op, "normalized shape %v does not match the trailing dimensions of input %v", normalizedShape, x.shape)
+	}
+	for _, p := range []struct {
+		what string
+		t    *Tensor
+	}{{"weight", weight}, {"bias", bias}} {
+		if p.t == nil {
+			continue
+		}
+		normCheckF32(op, p.what, p.t)
+		if !sameShape(p.t.shape, normalizedShape) {
+			Fail(op, "%s has shape %v, want the normalized shape %v", p.what, p.t.shape, normalizedShape)
+		}
+	}
+	normEps(op, eps)
+	n := 1
+	for _, d := range normalizedShape {
+		n *= d
+	}
+	rows := 1
+	for _, d := range x.shape[:x.NDim()-k] {
+		rows *= d
+	}
+	xc := x
+	if x.format != Contiguous {
+		xc = x.reformat(Contiguous)
+	}
+	stats := make([]float64, 2*rows)
+	mean, rstd := stats[:rows], stats[rows:]
+	out := Zeros(x.shape...)
+	kernels.LayerNormForward(rows, n, xc.Float32s(), normF32s(weight), normF32s(bias), eps, out.Float32s(), mean, rstd)
+	return record(op+"Backward", out, []*Tensor{x, weight, bias}, func(g *Tensor) []*Tensor {
+		if g.format != Contiguous {
+			g = g.reformat(Contiguous)
+		}
+		var gx, gw, gb *Tensor
+		var dx, dw, db []float32
+		if x.requiresGrad {
+			gx = Zeros(x.shape...)
+			dx = gx.Float32s()
+		}
+		if weight != nil && weight.requiresGrad {
+			gw = Zeros(normalizedShape...)
+			dw = gw.Float32s()
+		}
+		if bias != nil && bias.requiresGrad {
+			gb = Zeros(normalizedShape...)
+			db = gb.Float32s()
+		}
+		kernels.LayerNormBackward(rows, n, xc.Float32s(), g.Float32s(), normF32s(weight), mean, rstd, dx, dw, db)
+		if gx != nil && x.format != Contiguous {
+			gx = gx.reformat(x.format)
+		}
+		return []*Tensor{gx, gw, gb}
+	})
+}
