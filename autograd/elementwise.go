@@ -1,5 +1,7 @@
 package autograd
 
+import "github.com/kilnml/kiln/kernels"
+
 // Add returns a+b with broadcasting.
 func Add(a, b *Tensor) *Tensor {
 	out := binaryF32("Add", a, b, func(x, y float32) float32 { return x + y })
@@ -53,3 +55,44 @@ func Div(a, b *Tensor) *Tensor {
 }
 
 func mulF32(x, y float32) float32 { return x * y }
+
+// Neg returns −x elementwise, like torch.neg. Like every op of one operand
+// below, it works on x's physical elements, so the result keeps x's memory
+// format.
+func Neg(x *Tensor) *Tensor { return actApply("Neg", x, kernels.Act{Fn: kernels.ActNeg}) }
+
+// Exp returns eˣ elementwise, like torch.exp.
+func Exp(x *Tensor) *Tensor { return actApply("Exp", x, kernels.Act{Fn: kernels.ActExp}) }
+
+// Log returns the natural logarithm elementwise, like torch.log: NaN for
+// negative elements and −Inf for zeros, as in PyTorch (no panic).
+func Log(x *Tensor) *Tensor { return actApply("Log", x, kernels.Act{Fn: kernels.ActLog}) }
+
+// Sqrt returns the square root elementwise, like torch.sqrt: NaN for
+// negative elements, as in PyTorch (no panic).
+func Sqrt(x *Tensor) *Tensor { return actApply("Sqrt", x, kernels.Act{Fn: kernels.ActSqrt}) }
+
+// Pow raises every element to exponent, like torch.pow(x, exponent): NaN for
+// a negative element with a non-integer exponent. Exponent 0 gives ones and
+// a zero gradient everywhere (at x = 0 and NaN too), as PyTorch's
+// pow_backward does.
+func Pow(x *Tensor, exponent float32) *Tensor {
+	return actApply("Pow", x, kernels.Act{Fn: kernels.ActPow, A: exponent})
+}
+
+// AddScalar returns x + v elementwise, like torch.add(x, v).
+func AddScalar(x *Tensor, v float32) *Tensor {
+	const op = "AddScalar"
+	actCheck(op, x)
+	out := actEmptyLike(x)
+	kernels.Act{Fn: kernels.ActAddScalar, A: v}.Forward(out.Float32s(), x.Float32s())
+	// The gradient passes through unchanged, so no copy is made of it.
+	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		return []*Tensor{actGradIn(g, x)}
+	})
+}
+
+// MulScalar returns x·v elementwise, like torch.mul(x, v).
+func MulScalar(x *Tensor, v float32) *Tensor {
+	return actApply("MulScalar", x, kernels.Act{Fn: kernels.ActMulScalar, A: v})
+}

@@ -1,0 +1,155 @@
+package autograd
+
+import "github.com/kilnml/kiln/kernels"
+
+// ReLU returns max(x, 0) elementwise, like torch.relu. The gradient is 0
+// where x ≤ 0 (at 0 included) and passes through elsewhere; a NaN stays NaN
+// and passes its gradient, as in PyTorch.
+func ReLU(x *Tensor) *Tensor { return actApply("ReLU", x, kernels.Act{Fn: kernels.ActReLU}) }
+
+// Sigmoid returns 1/(1+e⁻ˣ) elementwise, like torch.sigmoid.
+func Sigmoid(x *Tensor) *Tensor { return actApply("Sigmoid", x, kernels.Act{Fn: kernels.ActSigmoid}) }
+
+// Tanh returns the hyperbolic tangent elementwise, like torch.tanh.
+func Tanh(x *Tensor) *Tensor { return actApply("Tanh", x, kernels.Act{Fn: kernels.ActTanh}) }
+
+// HardTanh clamps x to [minVal, maxVal], like
+// torch.nn.functional.hardtanh. The gradient passes only strictly inside
+// (minVal, maxVal): it is 0 at the bounds, as in PyTorch, and at NaN, as in
+// PyTorch's vectorised kernel. minVal > maxVal, or a NaN bound, is an error
+// (PyTorch's functional form would quietly return maxVal everywhere).
+func HardTanh(x *Tensor, minVal, maxVal float32) *Tensor {
+	if minVal != minVal || maxVal != maxVal {
+		Fail("HardTanh", "bounds must be numbers, got min %v and max %v", minVal, maxVal)
+	}
+	if minVal > maxVal {
+		Fail("HardTanh", "min %v is greater than max %v", minVal, maxVal)
+	}
+	return actApply("HardTanh", x, kernels.Act{Fn: kernels.ActHardTanh, A: minVal, B: maxVal})
+}
+
+// SiLU returns x·sigmoid(x) elementwise, like torch.nn.functional.silu.
+func SiLU(x *Tensor) *Tensor { return actApply("SiLU", x, kernels.Act{Fn: kernels.ActSiLU}) }
+
+// ELU returns x for x > 0 and alpha·(eˣ−1) otherwise, like
+// torch.nn.functional.elu. For x ≤ 0 the gradient is alpha·eˣ (so alpha
+// at 0), as in PyTorch; a NaN gets a NaN gradient, as in PyTorch's
+// vectorised kernel.
+func ELU(x *Tensor, alpha float32) *Tensor {
+	return actApply("ELU", x, kernels.Act{Fn: kernels.ActELU, A: alpha})
+}
+
+// GELU returns the Gaussian error linear unit x·Φ(x), like
+// torch.nn.functional.gelu. approximate is "none" for the exact form with
+// erf, or "tanh" for PyTorch's approximation
+// 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³))).
+func GELU(x *Tensor, approximate string) *Tensor {
+	switch approximate {
+	case "none":
+		return actApply("GELU", x, kernels.Act{Fn: kernels.ActGELU})
+	case "tanh":
+		return actApply("GELU", x, kernels.Act{Fn: kernels.ActGELUTanh})
+	}
+	Fail("GELU", "approximate must be \"none\" or \"tanh\", got %q", approximate)
+	return nil
+}
+
+// Dropout zeroes each element of x with probability p and scales the others
+// by 1/(1−p) when training, like torch.nn.functional.dropout; the result
+// keeps x's shape and memory format. The mask is drawn from g in logical
+// (row-major) order, so one seed gives the same mask whatever x's memory
+// format, and the gradient is the output gradient times that same mask and
+// scale. The scale is 1/(1−p) in float32, as PyTorch computes it, and
+// dropped elements are x·0, so a dropped NaN or infinity gives NaN, not 0.
+//
+// With training false or p = 0, x itself is returned (the identity, as
+// PyTorch returns its input) and g is not used; p = 1 gives x·0 and draws
+// nothing. p outside [0, 1] is an error.
+func Dropout(x *Tensor, p float64, training bool, g *Generator) *Tensor {
+	const op = "Dropout"
+	actCheck(op, x)
+	if !(p >= 0 && p <= 1) {
+		Fail(op, "dropout probability has to be between 0 and 1, but got %v", p)
+	}
+	if !training || p == 0 || x.Numel() == 0 {
+		return x
+	}
+	var keep []uint8
+	scale := float32(0)
+	if p < 1 {
+		if g == nil {
+			Fail(op, "generator is nil; dropout with p=%v in training draws its mask from one", p)
+		}
+		keep = actDropoutMask(x, 1-p, g)
+		scale = 1 / float32(1-p)
+	}
+	out := actEmptyLike(x)
+	kernels.Dropout(out.Float32s(), x.Float32s(), keep, scale)
+	return record(op+"Backward", out, []*Tensor{x}, func(gr *Tensor) []*Tensor {
+		gx := actEmptyLike(x)
+		kernels.Dropout(gx.Float32s(), actGradData(gr, x), keep, scale)
+		return []*Tensor{gx}
+	})
+}
+
+// actDropoutMask draws a keep mask (1 with probability q) for x's elements
+// in logical order and stores it in x's physical order.
+func actDropoutMask(x *Tensor, q float64, g *Generator) []uint8 {
+	keep := make([]uint8, x.Numel())
+	nd := len(x.shape)
+	walk(x.shape, physicalOrder(Contiguous, nd), [][]int{stridesOf(x.shape, x.format)}, func(offs []int, n int, steps []int) {
+		o, step := offs[0], steps[0]
+		for k := 0; k < n; k++ {
+			if g.Float64() < q {
+				keep[o] = 1
+			}
+			o += step
+		}
+	})
+	return keep
+}
+
+// actApply runs the elementwise kernel a over x's physical elements, so the
+// result keeps x's shape and memory format, and records a's backward.
+func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
+	actCheck(op, x)
+	out := actEmptyLike(x)
+	a.Forward(out.Float32s(), x.Float32s())
+	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		gd := actGradData(g, x)
+		gx := actEmptyLike(x)
+		a.Backward(gx.Float32s(), gd, x.Float32s(), out.Float32s())
+		return []*Tensor{gx}
+	})
+}
+
+// actCheck panics unless x is a non-nil float32 tensor.
+func actCheck(op string, x *Tensor) {
+	if x == nil {
+		Fail(op, "input is nil")
+	}
+	if x.dtype != Float32 {
+		Fail(op, "input has dtype %v; %s supports float32", x.dtype, op)
+	}
+}
+
+// actEmptyLike allocates a float32 tensor with x's shape and format.
+func actEmptyLike(x *Tensor) *Tensor {
+	return &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+}
+
+// actGradIn returns the output gradient g as a float32 tensor in x's memory
+// format, so an elementwise backward can walk it beside x's physical slice.
+// It is g itself when it already is.
+func actGradIn(g, x *Tensor) *Tensor {
+	if g.dtype != Float32 {
+		g = g.castTo(Float32)
+	}
+	if g.format != x.format {
+		g = g.reformat(x.format)
+	}
+	return g
+}
+
+// actGradData is actGradIn's backing slice.
+func actGradData(g, x *Tensor) []float32 { return actGradIn(g, x).Float32s() }

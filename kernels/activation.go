@@ -1,0 +1,414 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// ActFunc names an elementwise function of one float32 operand: the
+// arithmetic of autograd's elementwise ops and the activations. Together
+// with its parameters (Act) it is also what a fused graph op applies after a
+// convolution or matrix product.
+type ActFunc uint8
+
+// The elementwise functions. A and B are the parameters in Act.
+const (
+	ActNeg       ActFunc = iota // −x
+	ActExp                      // eˣ
+	ActLog                      // ln x: NaN below 0, −Inf at 0
+	ActSqrt                     // √x: NaN below 0
+	ActPow                      // x^A
+	ActAddScalar                // x + A
+	ActMulScalar                // x · A
+	ActReLU                     // max(x, 0)
+	ActSigmoid                  // 1 / (1 + e⁻ˣ)
+	ActTanh                     // tanh x
+	ActHardTanh                 // x clamped to [A, B]
+	ActSiLU                     // x · sigmoid(x)
+	ActELU                      // x for x > 0, A·(eˣ − 1) otherwise
+	ActGELU                     // x · Φ(x), with erf
+	ActGELUTanh                 // PyTorch's tanh approximation of GELU
+	actFuncCount
+)
+
+var actNames = [...]string{"Neg", "Exp", "Log", "Sqrt", "Pow", "AddScalar", "MulScalar", "ReLU", "Sigmoid",
+	"Tanh", "HardTanh", "SiLU", "ELU", "GELU", "GELUTanh"}
+
+func (f ActFunc) String() string {
+	if f < actFuncCount {
+		return actNames[f]
+	}
+	return fmt.Sprintf("ActFunc(%d)", int(f))
+}
+
+// actCost is the rough work per element handed to Parallel: transcendental
+// functions cost tens of operations, the rest are memory bound.
+var actCost = [...]int{
+	ActNeg: 1, ActExp: 20, ActLog: 20, ActSqrt: 4, ActPow: 40, ActAddScalar: 1, ActMulScalar: 1,
+	ActReLU: 1, ActSigmoid: 20, ActTanh: 20, ActHardTanh: 1, ActSiLU: 20, ActELU: 20, ActGELU: 30,
+	ActGELUTanh: 30,
+}
+
+// Act is an elementwise function with its parameters: Pow's exponent, the
+// scalar of AddScalar and MulScalar, HardTanh's bounds (A ≤ B), ELU's
+// alpha. Unused parameters are ignored.
+//
+// Each function follows the float32 formula of PyTorch 1.13's vectorised
+// CPU kernel step by step, so the roundings (and the cancellations, as in
+// ELU's eˣ−1 near 0 or the sigmoid gradient (1−y)·y near saturation) are
+// PyTorch's; the transcendental functions inside are correctly rounded
+// (evaluated in float64), where PyTorch's are within an ulp or two. Special
+// values follow the vectorised kernels too: NaN in gives NaN out, ReLU and
+// HardTanh pass a NaN through, ReLU's gradient passes at NaN while
+// HardTanh's is 0 there and ELU's NaN.
+type Act struct {
+	Fn   ActFunc
+	A, B float32
+}
+
+// ReadsOutput reports whether Backward computes the derivative from the
+// forward's output y rather than its input x, as PyTorch's derivative
+// formulas do for Exp, Sqrt, ReLU, Sigmoid and Tanh.
+func (a Act) ReadsOutput() bool {
+	switch a.Fn {
+	case ActExp, ActSqrt, ActReLU, ActSigmoid, ActTanh:
+		return true
+	}
+	return false
+}
+
+// readsInput reports whether Backward reads x.
+func (a Act) readsInput() bool {
+	switch a.Fn {
+	case ActNeg, ActAddScalar, ActMulScalar:
+		return false
+	}
+	return !a.ReadsOutput()
+}
+
+func (a Act) check(op string) {
+	if a.Fn >= actFuncCount {
+		panic(fmt.Sprintf("kernels: %s: unknown function %v", op, a.Fn))
+	}
+}
+
+// Forward sets dst[i] = f(src[i]). The slices must have the same length;
+// dst may be src. Large slices are split across the worker pool.
+func (a Act) Forward(dst, src []float32) {
+	a.check("Act.Forward")
+	if len(dst) != len(src) {
+		panic(fmt.Sprintf("kernels: Act.Forward(%v): dst has %d elements, src %d", a.Fn, len(dst), len(src)))
+	}
+	n := len(src)
+	Parallel(n, n*actCost[a.Fn], func(lo, hi int) { a.forward(dst[lo:hi], src[lo:hi]) })
+}
+
+// Backward sets dx[i] = dy[i]·f′(x[i]) for the forward y = f(x). It reads x
+// or y as ReadsOutput says (the other may be nil); Neg, AddScalar and
+// MulScalar read neither. Every slice it reads must have dx's length; dx may
+// be dy. Where PyTorch's derivative is zero it writes 0, not dy·0: ReLU at
+// x ≤ 0, HardTanh outside (A, B) (its bounds included), Pow with exponent 0.
+func (a Act) Backward(dx, dy, x, y []float32) {
+	a.check("Act.Backward")
+	n := len(dx)
+	bad := len(dy) != n || (a.readsInput() && len(x) != n) || (a.ReadsOutput() && len(y) != n)
+	if bad {
+		panic(fmt.Sprintf("kernels: Act.Backward(%v): dx has %d elements, dy %d, x %d, y %d", a.Fn, n, len(dy), len(x), len(y)))
+	}
+	var v []float32
+	switch {
+	case a.ReadsOutput():
+		v = y
+	case a.readsInput():
+		v = x
+	}
+	Parallel(n, n*(actCost[a.Fn]+1), func(lo, hi int) {
+		var vs []float32
+		if v != nil {
+			vs = v[lo:hi]
+		}
+		a.backward(dx[lo:hi], dy[lo:hi], vs)
+	})
+}
+
+// The constants of PyTorch's GELU kernels, rounded to float32 as they are
+// there.
+const (
+	actAlpha    float32 = 0.70710678118654752440                           // 1/√2
+	actKBeta    float32 = math.Sqrt2 * (2 / math.SqrtPi) * 0.5             // √(2/π), tanh form
+	actKBetaErf float32 = (2 / math.SqrtPi) * 0.70710678118654752440 * 0.5 // 1/√(2π), erf form
+	actKKappa   float32 = 0.044715
+)
+
+// actExp, actErf and actTanh are correctly rounded float32 versions of the
+// functions PyTorch's vectorised kernels call. SLEEF's exp and tanh are
+// within 1 ulp of them; PyTorch's AVX2 erf is a polynomial good to 1.5e-7,
+// which in GELU's gradient near its zero (x ≈ −0.75) can show as a relative
+// difference above 1e-5.
+func actExp(x float32) float32 { return float32(math.Exp(float64(x))) }
+
+func actErf(x float32) float32 { return float32(math.Erf(float64(x))) }
+
+// actTanh saturates to ±1 beyond |x| > 8.664339742, as SLEEF's tanhf (and
+// so PyTorch's vectorised tanh) does, up to one ulp from the correctly
+// rounded value; the gradient 1 − tanh² is then exactly 0, as in PyTorch.
+func actTanh(x float32) float32 {
+	if x > actTanhSat {
+		return 1
+	}
+	if x < -actTanhSat {
+		return -1
+	}
+	return float32(math.Tanh(float64(x)))
+}
+
+const actTanhSat float32 = 8.664339742
+
+func (a Act) forward(dst, src []float32) {
+	dst = dst[:len(src)]
+	switch a.Fn {
+	case ActNeg:
+		for i, x := range src {
+			dst[i] = -x
+		}
+	case ActExp:
+		for i, x := range src {
+			dst[i] = float32(math.Exp(float64(x)))
+		}
+	case ActLog:
+		for i, x := range src {
+			dst[i] = float32(math.Log(float64(x)))
+		}
+	case ActSqrt:
+		for i, x := range src {
+			dst[i] = float32(math.Sqrt(float64(x)))
+		}
+	case ActPow:
+		actPow(dst, src, float64(a.A))
+	case ActAddScalar:
+		for i, x := range src {
+			dst[i] = x + a.A
+		}
+	case ActMulScalar:
+		for i, x := range src {
+			dst[i] = x * a.A
+		}
+	case ActReLU:
+		// x < 0 rather than x <= 0 keeps −0 and NaN, as clamp_min does.
+		for i, x := range src {
+			if x < 0 {
+				x = 0
+			}
+			dst[i] = x
+		}
+	case ActSigmoid:
+		for i, x := range src {
+			dst[i] = 1 / (1 + actExp(-x))
+		}
+	case ActTanh:
+		for i, x := range src {
+			dst[i] = actTanh(x)
+		}
+	case ActHardTanh:
+		lo, hi := a.A, a.B
+		for i, x := range src {
+			if x < lo {
+				x = lo
+			} else if x > hi {
+				x = hi
+			}
+			dst[i] = x
+		}
+	case ActSiLU:
+		for i, x := range src {
+			dst[i] = x / (1 + actExp(-x))
+		}
+	case ActELU:
+		alpha := a.A
+		for i, x := range src {
+			if !(x > 0) {
+				x = (actExp(x) - 1) * alpha
+			}
+			dst[i] = x
+		}
+	case ActGELU:
+		for i, x := range src {
+			dst[i] = x * 0.5 * (1 + actErf(x*actAlpha))
+		}
+	case ActGELUTanh:
+		for i, x := range src {
+			cube := x * x * x
+			inner := actKBeta * (x + float32(actKKappa*cube))
+			dst[i] = 0.5 * x * (1 + actTanh(inner))
+		}
+	}
+}
+
+// actPow raises every element to e.
+func actPow(dst, src []float32, e float64) {
+	for i, x := range src {
+		dst[i] = actPowElem(x, e)
+	}
+}
+
+// actPowElem is x^e with the shortcuts PyTorch's pow takes for float32
+// (exponents 0, 1, ±0.5, −1, 2, 3, −2); they decide the special values,
+// such as rsqrt(−0) = −Inf where math.Pow(−0, −0.5) is +Inf.
+func actPowElem(x float32, e float64) float32 {
+	switch e {
+	case 0:
+		return 1 // even for NaN
+	case 1:
+		return x
+	case 2:
+		return x * x
+	case 3:
+		v := float64(x)
+		return float32(v * v * v)
+	case -2:
+		v := float64(x)
+		return float32(1 / (v * v))
+	case 0.5:
+		return float32(math.Sqrt(float64(x)))
+	case -0.5:
+		return float32(1 / math.Sqrt(float64(x)))
+	case -1:
+		return 1 / x
+	}
+	return float32(math.Pow(float64(x), e))
+}
+
+// backward computes dx from dy and v, which is y when ReadsOutput, else x.
+func (a Act) backward(dx, dy, v []float32) {
+	dy = dy[:len(dx)]
+	if v != nil {
+		v = v[:len(dx)]
+	}
+	switch a.Fn {
+	case ActNeg:
+		for i, g := range dy {
+			dx[i] = -g
+		}
+	case ActExp:
+		for i, g := range dy {
+			dx[i] = g * v[i]
+		}
+	case ActLog:
+		for i, g := range dy {
+			dx[i] = g / v[i]
+		}
+	case ActSqrt:
+		for i, g := range dy {
+			dx[i] = g / (2 * v[i])
+		}
+	case ActPow:
+		actPowBackward(dx, dy, v, float64(a.A))
+	case ActAddScalar:
+		copy(dx, dy)
+	case ActMulScalar:
+		for i, g := range dy {
+			dx[i] = g * a.A
+		}
+	case ActReLU:
+		for i, g := range dy {
+			if v[i] <= 0 {
+				g = 0
+			}
+			dx[i] = g
+		}
+	case ActSigmoid:
+		for i, g := range dy {
+			y := v[i]
+			dx[i] = g * (1 - y) * y
+		}
+	case ActTanh:
+		for i, g := range dy {
+			y := v[i]
+			dx[i] = g * (1 - y*y)
+		}
+	case ActHardTanh:
+		lo, hi := a.A, a.B
+		for i, g := range dy {
+			// Written as PyTorch's vectorised kernel tests it, so a NaN
+			// gets 0 (its scalar tail code would pass the gradient).
+			if x := v[i]; !(x > lo && x < hi) {
+				g = 0
+			}
+			dx[i] = g
+		}
+	case ActSiLU:
+		for i, g := range dy {
+			x := v[i]
+			sig := 1 / (1 + actExp(-x))
+			dx[i] = g * sig * (1 + float32(x*(1-sig)))
+		}
+	case ActELU:
+		alpha := a.A
+		for i, g := range dy {
+			if x := v[i]; !(x > 0) {
+				g = g * alpha * actExp(x)
+			}
+			dx[i] = g
+		}
+	case ActGELU:
+		for i, g := range dy {
+			x := v[i]
+			cdf := 0.5 * (1 + actErf(x*actAlpha))
+			pdf := actKBetaErf * actExp(x*x*-0.5)
+			dx[i] = g * (cdf + float32(x*pdf))
+		}
+	case ActGELUTanh:
+		for i, g := range dy {
+			x := v[i]
+			sq := x * x
+			cube := sq * x
+			t := actTanh(actKBeta * (x + float32(actKKappa*cube)))
+			left := 0.5 * x
+			right := 1 + t
+			leftD := 0.5 * right
+			tanhD := 1 - float32(t*t)
+			innerD := actKBeta * (1 + float32(3*actKKappa*sq))
+			rightD := left * tanhD * innerD
+			dx[i] = g * (leftD + rightD)
+		}
+	}
+}
+
+// actPowBackward is dy·(e·x^(e−1)), rounded in float32 step by step as
+// PyTorch's pow_backward computes it; exponent 0 gives zeros (not dy·0).
+func actPowBackward(dx, dy, x []float32, e float64) {
+	if e == 0 {
+		clear(dx)
+		return
+	}
+	fe := float32(e)
+	for i, g := range dy {
+		dx[i] = g * (fe * actPowElem(x[i], e-1))
+	}
+}
+
+// Dropout sets dst[i] = src[i]·(keep[i]·scale): kept elements (keep[i] = 1)
+// are scaled and dropped ones (keep[i] = 0) multiplied by 0, so a NaN or
+// infinite element stays NaN, as PyTorch's input·mask does. A nil keep keeps
+// every element, which with scale 0 is dropout with p = 1. It serves
+// forward (src = x) and backward (src = dy) alike; dst may be src.
+func Dropout(dst, src []float32, keep []uint8, scale float32) {
+	n := len(src)
+	if len(dst) != n || (keep != nil && len(keep) != n) {
+		panic(fmt.Sprintf("kernels: Dropout: dst has %d elements, src %d, keep %d", len(dst), n, len(keep)))
+	}
+	Parallel(n, n, func(lo, hi int) {
+		d, s := dst[lo:hi], src[lo:hi]
+		if keep == nil {
+			for i, x := range s {
+				d[i] = x * scale
+			}
+			return
+		}
+		k := keep[lo:hi]
+		k = k[:len(s)]
+		for i, x := range s {
+			d[i] = x * (float32(k[i]) * scale)
+		}
+	})
+}
