@@ -115,7 +115,7 @@ func CrossEntropyBackward(s *CrossEntropyShape, x []float32, target []int64, lse
 					dr[c] = 0
 					continue
 				}
-				d := math.Exp(float64(v)-lr[c]) - off
+				d := softmaxExp(float64(v)-lr[c]) - off
 				if int64(k) == tr[c] {
 					d -= hit
 				}
