@@ -1,0 +1,93 @@
+package autograd
+
+import "github.com/kilnml/kiln/kernels"
+
+// Softmax rescales x along dim so the elements there are positive and sum
+// to 1, exp(x)/Σexp(x), like torch.nn.functional.softmax(x, dim). dim may
+// be negative (counting from the end); x may have any rank, including 0.
+// The maximum is subtracted before exponentiating and the denominator is
+// summed in float64, so large logits neither overflow nor lose precision.
+//
+// The result is contiguous whatever x's format: PyTorch 1.13 also returns
+// a contiguous tensor for a channels-last input (along any dim), so a
+// channels-last x is converted first and its gradient converted back.
+func Softmax(x *Tensor, dim int) *Tensor { return softmaxOp("Softmax", x, dim, false) }
+
+// LogSoftmax is log(Softmax(x, dim)) computed directly as x − log Σexp(x),
+// like torch.nn.functional.log_softmax(x, dim), which stays finite and
+// accurate where the softmax itself underflows. Formats follow Softmax.
+func LogSoftmax(x *Tensor, dim int) *Tensor { return softmaxOp("LogSoftmax", x, dim, true) }
+
+// softmaxDim checks that dim names a dimension of shape (a 0-d tensor
+// accepts 0 and −1, as in PyTorch) and returns it non-negative.
+func softmaxDim(op string, shape []int, dim int) int {
+	nd := max(len(shape), 1)
+	if dim < -nd || dim >= nd {
+		Fail(op, "dim %d out of range for input of shape %v (valid: %d to %d)", dim, shape, -nd, nd-1)
+	}
+	if dim < 0 {
+		dim += nd
+	}
+	return dim
+}
+
+// softmaxSplit views a tensor of shape laid out in format f as
+// Outer × N × Inner around logical dimension dim: the sizes of the
+// dimensions stored outside dim, of dim, and of those stored inside it.
+func softmaxSplit(shape []int, f MemoryFormat, dim int) (outer, n, inner int) {
+	outer, n, inner = 1, 1, 1
+	if len(shape) == 0 {
+		return
+	}
+	n = shape[dim]
+	seen := false
+	for _, d := range physicalOrder(f, len(shape)) {
+		switch {
+		case d == dim:
+			seen = true
+		case seen:
+			inner *= shape[d]
+		default:
+			outer *= shape[d]
+		}
+	}
+	return
+}
+
+func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
+	if x == nil {
+		Fail(op, "input is nil")
+	}
+	if x.dtype != Float32 {
+		Fail(op, "input has dtype %v; %s supports float32", x.dtype, op)
+	}
+	d := softmaxDim(op, x.shape, dim)
+	xc := x
+	if x.format != Contiguous {
+		xc = x.reformat(Contiguous)
+	}
+	o, n, in := softmaxSplit(x.shape, Contiguous, d)
+	s := kernels.SoftmaxShape{Outer: o, N: n, Inner: in}
+	out := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: make([]float32, x.Numel())}
+	y := out.Float32s()
+	if log {
+		kernels.LogSoftmax(s, xc.Float32s(), y)
+	} else {
+		kernels.Softmax(s, xc.Float32s(), y)
+	}
+	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		if g.format != Contiguous {
+			g = g.reformat(Contiguous)
+		}
+		gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: make([]float32, x.Numel())}
+		if log {
+			kernels.LogSoftmaxBackward(s, y, g.Float32s(), gx.Float32s())
+		} else {
+			kernels.SoftmaxBackward(s, y, g.Float32s(), gx.Float32s())
+		}
+		if x.format != Contiguous {
+			gx = gx.reformat(x.format)
+		}
+		return []*Tensor{gx}
+	})
+}
