@@ -58,13 +58,13 @@ func ToTensor(e safetensors.Tensor) (*autograd.Tensor, error) {
 		for i := range v {
 			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 		}
-		return autograd.FromFloat32(v, e.Shape...), nil
+		return goldenFloat32(v, e.Shape), nil
 	case "F64":
 		v := make([]float32, n)
 		for i := range v {
 			v[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
 		}
-		return autograd.FromFloat32(v, e.Shape...), nil
+		return goldenFloat32(v, e.Shape), nil
 	case "BF16":
 		v := make([]uint16, n)
 		for i := range v {
@@ -93,6 +93,15 @@ func ToTensor(e safetensors.Tensor) (*autograd.Tensor, error) {
 		return autograd.FromUint8(append([]uint8(nil), b...), e.Shape...), nil
 	}
 	return nil, fmt.Errorf("tensor %q: unsupported dtype %s", e.Name, e.DType)
+}
+
+// goldenFloat32 wraps v with shape; an empty shape is a 0-d tensor, which
+// FromFloat32 (giving 1-D without a shape) cannot make.
+func goldenFloat32(v []float32, shape []int) *autograd.Tensor {
+	if len(shape) == 0 {
+		return autograd.Scalar(v[0])
+	}
+	return autograd.FromFloat32(v, shape...)
 }
 
 // Get returns the tensor called name, failing the test if it is missing.

@@ -1,0 +1,430 @@
+package autograd
+
+import "github.com/kilnml/kiln/kernels"
+
+// Kiln has no strided views: a tensor's memory is always dense in one of
+// three layouts (contiguous, channels-last, channels-last-3d). Shape ops
+// therefore share memory where the result is dense in one of those layouts
+// (a reshape of a contiguous tensor, a permutation that lands on a known
+// layout, a chunk that is one run of memory) and copy otherwise.
+
+// shapeCheck panics unless x is a non-nil float32 tensor.
+func shapeCheck(op string, x *Tensor) {
+	if x == nil {
+		Fail(op, "input is nil")
+	}
+	if x.dtype != Float32 {
+		Fail(op, "input has dtype %v; %s supports float32", x.dtype, op)
+	}
+}
+
+// shapeAlias returns a tensor sharing data, with the given shape and format.
+func shapeAlias(data []float32, shape []int, f MemoryFormat) *Tensor {
+	return &Tensor{dtype: Float32, shape: cloneInts(shape), format: f, data: data}
+}
+
+// shapeDenseFormat returns the layout whose strides for shape are strides
+// (on every dimension of size above 1, which alone decide where elements
+// lie), trying prefer first, then contiguous, channels-last and
+// channels-last-3d. ok is false when strides are none of them.
+func shapeDenseFormat(shape, strides []int, prefer MemoryFormat) (MemoryFormat, bool) {
+	for _, f := range []MemoryFormat{prefer, Contiguous, ChannelsLast, ChannelsLast3d} {
+		if r := f.rank(); r != 0 && r != len(shape) {
+			continue
+		}
+		want := stridesOf(shape, f)
+		match := true
+		for i, n := range shape {
+			if n == 0 {
+				return f, true // no elements: every layout is the same
+			}
+			if n > 1 && strides[i] != want[i] {
+				match = false
+			}
+		}
+		if match {
+			return f, true
+		}
+	}
+	return Contiguous, false
+}
+
+// shapeRowMajor reports whether t's elements lie in row-major order of its
+// shape: t is contiguous, or channels-last with the channel or spatial
+// dimensions of size 1.
+func shapeRowMajor(t *Tensor) bool {
+	if t.format == Contiguous {
+		return true
+	}
+	f, ok := shapeDenseFormat(t.shape, t.Strides(), Contiguous)
+	return ok && f == Contiguous
+}
+
+// shapeInfer resolves a requested shape (one -1 allowed) for x's elements.
+func shapeInfer(op string, x *Tensor, shape []int) []int {
+	out := cloneInts(shape)
+	infer := -1
+	known := 1
+	for i, d := range shape {
+		switch {
+		case d == -1:
+			if infer >= 0 {
+				Fail(op, "only one dimension can be inferred, got shape %v", shape)
+			}
+			infer = i
+		case d < 0:
+			Fail(op, "invalid dimension %d in shape %v", d, shape)
+		default:
+			known *= d
+		}
+	}
+	n := x.Numel()
+	if infer >= 0 {
+		if known == 0 {
+			Fail(op, "cannot reshape a tensor of %d elements (shape %v) into shape %v: the size of -1 is ambiguous", n, x.shape, shape)
+		}
+		if n%known != 0 {
+			Fail(op, "shape %v is invalid for a tensor of %d elements (shape %v)", shape, n, x.shape)
+		}
+		out[infer] = n / known
+		return out
+	}
+	if known != n {
+		Fail(op, "shape %v is invalid for a tensor of %d elements (shape %v)", shape, n, x.shape)
+	}
+	return out
+}
+
+// Reshape returns x with a new shape holding the same elements in the same
+// row-major order, like torch.reshape. One dimension may be -1, inferred
+// from the others. A contiguous x is not copied: the result shares its
+// memory. A channels-last x is copied to row-major order first (PyTorch
+// would return a strided view for some shapes; Kiln has no strided views),
+// except that reshaping to its own shape keeps it as it is.
+func Reshape(x *Tensor, shape ...int) *Tensor { return shapeReshape("Reshape", x, shape, false) }
+
+// View is Reshape without the copy, like torch.Tensor.view: the result
+// always shares x's memory, so x's elements must already be in row-major
+// order (contiguous, or channels-last with sizes that make it row-major).
+// Viewing any other channels-last tensor fails, naming its memory format;
+// reshaping it to its own shape is allowed.
+func View(x *Tensor, shape ...int) *Tensor { return shapeReshape("View", x, shape, true) }
+
+func shapeReshape(op string, x *Tensor, shape []int, view bool) *Tensor {
+	shapeCheck(op, x)
+	target := shapeInfer(op, x, shape)
+	var out *Tensor
+	switch {
+	case sameShape(target, x.shape):
+		out = shapeAlias(x.Float32s(), target, x.format)
+	case shapeRowMajor(x):
+		out = shapeAlias(x.Float32s(), target, Contiguous)
+	case view:
+		Fail(op, "tensor of shape %v is %v, so its memory is not in row-major order and cannot be viewed as shape %v; use Reshape, which copies",
+			x.shape, x.format, shape)
+	default:
+		out = shapeAlias(x.reformat(Contiguous).Float32s(), target, Contiguous)
+	}
+	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		return []*Tensor{shapeUnreshape(g, x)}
+	})
+}
+
+// shapeUnreshape gives a gradient of a reshaped x back x's shape, in x's
+// format.
+func shapeUnreshape(g, x *Tensor) *Tensor {
+	var gx *Tensor
+	switch {
+	case sameShape(g.shape, x.shape):
+		gx = g
+	case shapeRowMajor(g):
+		gx = shapeAlias(g.Float32s(), x.shape, Contiguous)
+	default:
+		gx = shapeAlias(g.reformat(Contiguous).Float32s(), x.shape, Contiguous)
+	}
+	if gx.format != x.format {
+		gx = gx.reformat(x.format)
+	}
+	return gx
+}
+
+// Flatten merges dimensions startDim through endDim (inclusive, negative
+// counting from the end) into one, like torch.flatten; it reshapes, so it
+// copies only a channels-last x. When startDim and endDim name the same
+// dimension x itself is returned, and a 0-d x gives shape [1], as in
+// PyTorch.
+func Flatten(x *Tensor, startDim, endDim int) *Tensor {
+	const op = "Flatten"
+	shapeCheck(op, x)
+	nd := x.NDim()
+	s, e := shapeDim(op, x, startDim), shapeDim(op, x, endDim)
+	if nd == 0 {
+		return shapeReshape(op, x, []int{1}, false)
+	}
+	if s > e {
+		Fail(op, "start dimension %d comes after end dimension %d for shape %v", startDim, endDim, x.shape)
+	}
+	if s == e {
+		return x
+	}
+	shape := cloneInts(x.shape[:s])
+	shape = append(shape, numel(op, x.shape[s:e+1]))
+	shape = append(shape, x.shape[e+1:]...)
+	return shapeReshape(op, x, shape, false)
+}
+
+// shapeDim normalises dimension d of x, accepting 0 and -1 for a 0-d x as
+// PyTorch does.
+func shapeDim(op string, x *Tensor, d int) int {
+	nd := max(x.NDim(), 1)
+	if d < -nd || d >= nd {
+		Fail(op, "dimension %d out of range for a %d-D tensor of shape %v", d, x.NDim(), x.shape)
+	}
+	if d < 0 {
+		d += nd
+	}
+	return d
+}
+
+// Transpose swaps dimensions dim0 and dim1 of x, like torch.transpose.
+// Permute's rules for memory decide whether the result is copied.
+func Transpose(x *Tensor, dim0, dim1 int) *Tensor {
+	const op = "Transpose"
+	shapeCheck(op, x)
+	d0, d1 := shapeDim(op, x, dim0), shapeDim(op, x, dim1)
+	perm := make([]int, x.NDim())
+	for i := range perm {
+		perm[i] = i
+	}
+	if x.NDim() > 0 {
+		perm[d0], perm[d1] = perm[d1], perm[d0]
+	}
+	return shapePermute(op, x, perm)
+}
+
+// Permute reorders x's dimensions, like torch.permute: dimension i of the
+// result is dimension dims[i] of x (negative counting from the end). When
+// the reordered strides are those of a contiguous, channels-last or
+// channels-last-3d tensor the result shares x's memory in that format (so
+// permuting an NHWC tensor by 0, 3, 1, 2 gives a channels-last NCHW tensor
+// with no copy, as PyTorch does); otherwise it is a contiguous copy, where
+// PyTorch would return a strided view.
+func Permute(x *Tensor, dims ...int) *Tensor {
+	const op = "Permute"
+	shapeCheck(op, x)
+	if len(dims) != x.NDim() {
+		Fail(op, "dims %v has %d entries for a %d-D tensor of shape %v", dims, len(dims), x.NDim(), x.shape)
+	}
+	perm := make([]int, len(dims))
+	seen := make([]bool, len(dims))
+	for i, d := range dims {
+		p := shapeDim(op, x, d)
+		if seen[p] {
+			Fail(op, "dimension %d appears more than once in dims %v", p, dims)
+		}
+		seen[p] = true
+		perm[i] = p
+	}
+	return shapePermute(op, x, perm)
+}
+
+// shapePermute returns x with dimension i of the result being perm[i] of x.
+func shapePermute(op string, x *Tensor, perm []int) *Tensor {
+	out := shapePermuted(x, perm, Contiguous)
+	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		inv := make([]int, len(perm))
+		for i, p := range perm {
+			inv[p] = i
+		}
+		return []*Tensor{shapePermuted(g, inv, x.format)}
+	})
+}
+
+// shapePermuted reorders t's dimensions by perm without recording: it
+// shares t's memory when the permuted strides form a dense layout (prefer
+// first), else copies into layout prefer.
+func shapePermuted(t *Tensor, perm []int, prefer MemoryFormat) *Tensor {
+	shape := make([]int, len(perm))
+	strides := make([]int, len(perm))
+	ts := t.Strides()
+	for i, p := range perm {
+		shape[i], strides[i] = t.shape[p], ts[p]
+	}
+	if f, ok := shapeDenseFormat(shape, strides, prefer); ok {
+		return shapeAlias(t.Float32s(), shape, f)
+	}
+	if r := prefer.rank(); r != 0 && r != len(shape) {
+		prefer = Contiguous
+	}
+	out := &Tensor{dtype: Float32, shape: shape, format: prefer, data: make([]float32, t.Numel())}
+	kernels.StridedCopy(out.Float32s(), t.Float32s(), shape, out.Strides(), strides)
+	return out
+}
+
+// Cat concatenates tensors along dim, like torch.cat. All must be float32
+// with the same number of dimensions and the same sizes except along dim.
+// The result is channels-last (or channels-last-3d) when every input is, as
+// in PyTorch, and contiguous otherwise. Unlike PyTorch, Cat does not skip
+// 1-D empty tensors of a different rank.
+func Cat(xs []*Tensor, dim int) *Tensor {
+	const op = "Cat"
+	if len(xs) == 0 {
+		Fail(op, "expected a non-empty list of tensors")
+	}
+	for i, x := range xs {
+		if x == nil {
+			Fail(op, "tensor %d is nil", i)
+		}
+		if x.dtype != Float32 {
+			Fail(op, "tensor %d has dtype %v; %s supports float32", i, x.dtype, op)
+		}
+		if x.NDim() == 0 {
+			Fail(op, "tensor %d is 0-d; zero-dimensional tensors cannot be concatenated", i)
+		}
+	}
+	x0 := xs[0]
+	nd := x0.NDim()
+	if dim < -nd || dim >= nd {
+		Fail(op, "dimension %d out of range for %d-D tensors (tensor 0 has shape %v)", dim, nd, x0.shape)
+	}
+	if dim < 0 {
+		dim += nd
+	}
+	outShape := cloneInts(x0.shape)
+	outShape[dim] = 0
+	format := x0.format
+	for i, x := range xs {
+		if x.NDim() != nd {
+			Fail(op, "tensor %d has %d dimensions (shape %v) but tensor 0 has %d (shape %v)", i, x.NDim(), x.shape, nd, x0.shape)
+		}
+		for d := range nd {
+			if d != dim && x.shape[d] != x0.shape[d] {
+				Fail(op, "sizes must match except in dimension %d: tensor %d has shape %v, tensor 0 has shape %v", dim, i, x.shape, x0.shape)
+			}
+		}
+		outShape[dim] += x.shape[dim]
+		if x.format != format {
+			format = Contiguous
+		}
+	}
+	out := &Tensor{dtype: Float32, shape: outShape, format: format, data: make([]float32, numel(op, outShape))}
+	ost := out.Strides()
+	od := out.Float32s()
+	off := 0
+	for _, x := range xs {
+		if x.Numel() > 0 {
+			kernels.StridedCopy(od[off*ost[dim]:], x.Float32s(), x.shape, ost, x.Strides())
+		}
+		off += x.shape[dim]
+	}
+	inputs := append([]*Tensor(nil), xs...)
+	return record(op+"Backward", out, inputs, func(g *Tensor) []*Tensor {
+		gs := g.Strides()
+		gd := g.Float32s()
+		grads := make([]*Tensor, len(inputs))
+		off := 0
+		for i, x := range inputs {
+			if x.requiresGrad {
+				gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+				if x.Numel() > 0 {
+					kernels.StridedCopy(gx.Float32s(), gd[off*gs[dim]:], x.shape, gx.Strides(), gs)
+				}
+				grads[i] = gx
+			}
+			off += x.shape[dim]
+		}
+		return grads
+	})
+}
+
+// Split cuts x along dim into chunks of splitSize (the last one smaller
+// when the size does not divide evenly), like torch.split with an int.
+// Each chunk keeps x's memory format; a chunk that is one run of x's memory
+// (along dim 0 of a contiguous tensor, say) shares it, the others are
+// copies. The gradient each chunk passes back is x-sized, zero outside the
+// chunk; the tape adds them up.
+func Split(x *Tensor, splitSize int, dim int) []*Tensor {
+	const op = "Split"
+	shapeCheck(op, x)
+	if x.NDim() == 0 {
+		Fail(op, "cannot split a 0-d tensor")
+	}
+	d := shapeDim(op, x, dim)
+	n := x.shape[d]
+	if splitSize < 0 || (splitSize == 0 && n != 0) {
+		Fail(op, "split size must be positive (or 0 for a dimension of size 0), got %d for dimension %d of size %d", splitSize, d, n)
+	}
+	sizes := []int{n}
+	if n > 0 {
+		sizes = sizes[:0]
+		for lo := 0; lo < n; lo += splitSize {
+			sizes = append(sizes, min(splitSize, n-lo))
+		}
+	}
+	return shapeSplit(op, x, sizes, d)
+}
+
+// SplitSizes cuts x along dim into chunks of the given sizes, which must
+// be non-negative and add up to x's size along dim, like torch.split with
+// a list. Chunks behave as Split's do.
+func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
+	const op = "SplitSizes"
+	shapeCheck(op, x)
+	if x.NDim() == 0 {
+		Fail(op, "cannot split a 0-d tensor")
+	}
+	d := shapeDim(op, x, dim)
+	total := 0
+	for _, s := range sizes {
+		if s < 0 {
+			Fail(op, "sizes %v must be non-negative", sizes)
+		}
+		total += s
+	}
+	if len(sizes) == 0 || total != x.shape[d] {
+		Fail(op, "sizes %v must add up to %d, the size of dimension %d of shape %v", sizes, x.shape[d], d, x.shape)
+	}
+	return shapeSplit(op, x, sizes, d)
+}
+
+func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
+	xs := x.Strides()
+	xd := x.Float32s()
+	// A chunk is one run of x's memory when every dimension laid out
+	// outside dim has size 1.
+	run := true
+	for _, p := range physicalOrder(x.format, x.NDim()) {
+		if p == dim {
+			break
+		}
+		run = run && x.shape[p] == 1
+	}
+	chunks := make([]*Tensor, len(sizes))
+	off := 0
+	for i, size := range sizes {
+		shape := cloneInts(x.shape)
+		shape[dim] = size
+		n := numel(op, shape)
+		start := off * xs[dim]
+		var c *Tensor
+		switch {
+		case n == 0:
+			c = &Tensor{dtype: Float32, shape: shape, format: x.format, data: []float32{}}
+		case run:
+			c = shapeAlias(xd[start:start+n:start+n], shape, x.format)
+		default:
+			c = &Tensor{dtype: Float32, shape: shape, format: x.format, data: make([]float32, n)}
+			kernels.StridedCopy(c.Float32s(), xd[start:], shape, c.Strides(), xs)
+		}
+		lo := off
+		chunks[i] = record(op+"Backward", c, []*Tensor{x}, func(g *Tensor) []*Tensor {
+			gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+			if g.Numel() > 0 {
+				kernels.StridedCopy(gx.Float32s()[lo*xs[dim]:], g.Float32s(), g.shape, xs, g.Strides())
+			}
+			return []*Tensor{gx}
+		})
+		off += size
+	}
+	return chunks
+}

@@ -1,0 +1,201 @@
+package kernels
+
+import "fmt"
+
+// Strided kernels move or reduce the elements of an n-dimensional array
+// described by a shape and per-operand strides (in elements). They are what
+// the autograd layer's shape ops (permute, cat, split) and reductions run
+// on: autograd works out the strides from a tensor's shape and memory
+// format, and the kernels never see a tensor.
+
+// stridedDim is one loop of a strided walk: n iterations advancing operand
+// 0 by s0 and operand 1 by s1.
+type stridedDim struct{ n, s0, s1 int }
+
+// stridedPlan turns a shape and two stride sets into the loops of a walk,
+// outermost first: size-1 dimensions are dropped, the rest are ordered by
+// operand 0's strides (largest first, so operand 0 is walked in memory
+// order) and neighbours that are contiguous in both operands are merged.
+// empty reports a zero-size shape. The plan has at least one loop.
+func stridedPlan(shape, s0, s1 []int) (dims []stridedDim, empty bool) {
+	dims = make([]stridedDim, 0, len(shape))
+	for i, n := range shape {
+		if n == 0 {
+			return nil, true
+		}
+		if n > 1 {
+			dims = append(dims, stridedDim{n, s0[i], s1[i]})
+		}
+	}
+	// Insertion sort: shapes have a handful of dimensions.
+	for i := 1; i < len(dims); i++ {
+		for j := i; j > 0 && stridedOuter(dims[j], dims[j-1]); j-- {
+			dims[j], dims[j-1] = dims[j-1], dims[j]
+		}
+	}
+	merged := dims[:0]
+	for _, d := range dims {
+		if k := len(merged) - 1; k >= 0 {
+			// The previous loop is outer to d; it folds into d when its
+			// step is exactly d's extent in both operands.
+			if p := merged[k]; p.s0 == d.s0*d.n && p.s1 == d.s1*d.n {
+				merged[k] = stridedDim{p.n * d.n, d.s0, d.s1}
+				continue
+			}
+		}
+		merged = append(merged, d)
+	}
+	if len(merged) == 0 {
+		merged = append(merged, stridedDim{1, 0, 0})
+	}
+	return merged, false
+}
+
+// stridedOuter reports whether a belongs outside b in the walk order.
+func stridedOuter(a, b stridedDim) bool {
+	if a.s0 != b.s0 {
+		return a.s0 > b.s0
+	}
+	return a.s1 > b.s1
+}
+
+// stridedWalk calls run for every innermost run of the plan, with the
+// starting offsets of both operands and the run's length. Loop split is
+// limited to iterations [lo, hi) (split < 0: no limit), which is how a
+// walk is divided among workers.
+func stridedWalk(dims []stridedDim, split, lo, hi int, run func(o0, o1, n int)) {
+	nd := len(dims)
+	last := nd - 1
+	var startBuf, endBuf, idxBuf [8]int
+	start, end, idx := startBuf[:0], endBuf[:0], idxBuf[:0]
+	if nd > len(startBuf) {
+		start, end, idx = make([]int, 0, nd), make([]int, 0, nd), make([]int, 0, nd)
+	}
+	o0, o1 := 0, 0
+	for i, d := range dims {
+		s, e := 0, d.n
+		if i == split {
+			s, e = lo, hi
+		}
+		if s >= e {
+			return
+		}
+		start, end, idx = append(start, s), append(end, e), append(idx, s)
+		o0 += s * d.s0
+		o1 += s * d.s1
+	}
+	n := end[last] - start[last]
+	for {
+		run(o0, o1, n)
+		d := last - 1
+		for ; d >= 0; d-- {
+			idx[d]++
+			o0 += dims[d].s0
+			o1 += dims[d].s1
+			if idx[d] < end[d] {
+				break
+			}
+			o0 -= (idx[d] - start[d]) * dims[d].s0
+			o1 -= (idx[d] - start[d]) * dims[d].s1
+			idx[d] = start[d]
+		}
+		if d < 0 {
+			return
+		}
+	}
+}
+
+// stridedExtent is one more than the largest offset the shape reaches with
+// strides: the number of elements an operand must have.
+func stridedExtent(shape, strides []int) int {
+	e := 1
+	for i, n := range shape {
+		if n == 0 {
+			return 0
+		}
+		e += (n - 1) * strides[i]
+	}
+	return e
+}
+
+func stridedCheck(kernel string, shape []int, strides [][]int, lens []int, names []string) {
+	for k, st := range strides {
+		if len(st) != len(shape) {
+			panic(fmt.Sprintf("kernels: %s: %s has %d strides for %d dimensions", kernel, names[k], len(st), len(shape)))
+		}
+		for i, s := range st {
+			if s < 0 || shape[i] < 0 {
+				panic(fmt.Sprintf("kernels: %s: negative size or stride (shape %v, %s strides %v)", kernel, shape, names[k], st))
+			}
+		}
+		if need := stridedExtent(shape, st); lens[k] < need {
+			panic(fmt.Sprintf("kernels: %s: %s has %d elements, shape %v with strides %v needs %d", kernel, names[k], lens[k], shape, st, need))
+		}
+	}
+}
+
+// stridedSplit picks the loop to divide among workers: the outermost one
+// with at least one iteration per worker, else the longest.
+func stridedSplit(dims []stridedDim, ok func(stridedDim) bool) int {
+	threads := Threads()
+	best := -1
+	for i, d := range dims {
+		if !ok(d) || d.n < 2 {
+			continue
+		}
+		if d.n >= threads {
+			return i
+		}
+		if best < 0 || d.n > dims[best].n {
+			best = i
+		}
+	}
+	return best
+}
+
+// StridedCopy copies every element of shape from src, read with
+// srcStrides, to dst, written with dstStrides: dst[Σ i·dstStrides] =
+// src[Σ i·srcStrides]. A zero source stride repeats (broadcasts) the
+// source along that dimension. Destination offsets must not repeat.
+// Strides are in elements and non-negative; offset an operand by slicing it.
+func StridedCopy(dst, src []float32, shape, dstStrides, srcStrides []int) {
+	stridedCheck("StridedCopy", shape, [][]int{dstStrides, srcStrides}, []int{len(dst), len(src)}, []string{"dst", "src"})
+	dims, empty := stridedPlan(shape, dstStrides, srcStrides)
+	if empty {
+		return
+	}
+	in := dims[len(dims)-1]
+	run := func(o0, o1, n int) {
+		switch {
+		case in.s0 == 1 && in.s1 == 1:
+			copy(dst[o0:o0+n], src[o1:o1+n])
+		case in.s1 == 0:
+			v := src[o1]
+			for k := range n {
+				dst[o0+k*in.s0] = v
+			}
+		case in.s0 == 1:
+			d := dst[o0 : o0+n]
+			for k := range d {
+				d[k] = src[o1+k*in.s1]
+			}
+		default:
+			for k := range n {
+				dst[o0+k*in.s0] = src[o1+k*in.s1]
+			}
+		}
+	}
+	total := 1
+	for _, d := range dims {
+		total *= d.n
+	}
+	split := -1
+	if total >= minParallelWork {
+		split = stridedSplit(dims, func(stridedDim) bool { return true })
+	}
+	if split < 0 {
+		stridedWalk(dims, -1, 0, 0, run)
+		return
+	}
+	Parallel(dims[split].n, total, func(lo, hi int) { stridedWalk(dims, split, lo, hi, run) })
+}
