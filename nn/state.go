@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/tensorcodec"
 )
 
 // StateDict lists m's parameters and buffers under their dotted PyTorch
@@ -172,7 +173,7 @@ func LoadStateDict(m Module, path string, opt ...LoadOptions) error {
 	}
 	srcs := map[string]source{}
 	for _, e := range f.Tensors {
-		srcs[e.Name] = source{dtype: e.DType, shape: e.Shape, decode: func() (*autograd.Tensor, error) { return decodeTensor(e) }}
+		srcs[e.Name] = source{dtype: e.DType, shape: e.Shape, decode: func() (*autograd.Tensor, error) { return tensorcodec.Decode(e) }}
 	}
 	return load(m, path, srcs, opt)
 }
@@ -259,81 +260,4 @@ func dtypeKind(dtype string) (isFloat, known bool) {
 		return false, true
 	}
 	return false, false
-}
-
-// decodeTensor turns a safetensors entry into a contiguous Kiln tensor; F64
-// and F16 become Float32.
-func decodeTensor(e safetensors.Tensor) (*autograd.Tensor, error) {
-	n := 1
-	for _, d := range e.Shape {
-		n *= d
-	}
-	b := e.Data
-	switch e.DType {
-	case "F32":
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		}
-		return autograd.FromFloat32(v, e.Shape...), nil
-	case "F64":
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
-		}
-		return autograd.FromFloat32(v, e.Shape...), nil
-	case "F16":
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = f32FromF16(binary.LittleEndian.Uint16(b[2*i:]))
-		}
-		return autograd.FromFloat32(v, e.Shape...), nil
-	case "BF16":
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = binary.LittleEndian.Uint16(b[2*i:])
-		}
-		return autograd.FromBFloat16(v, e.Shape...), nil
-	case "I64":
-		v := make([]int64, n)
-		for i := range v {
-			v[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-		}
-		return autograd.FromInt64(v, e.Shape...), nil
-	case "I32":
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-		}
-		return autograd.FromInt32(v, e.Shape...), nil
-	case "I8":
-		v := make([]int8, n)
-		for i := range v {
-			v[i] = int8(b[i])
-		}
-		return autograd.FromInt8(v, e.Shape...), nil
-	case "U8":
-		return autograd.FromUint8(append([]uint8(nil), b...), e.Shape...), nil
-	}
-	return nil, fmt.Errorf("unsupported dtype %s", e.DType)
-}
-
-// f32FromF16 widens an IEEE half-precision value.
-func f32FromF16(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // Inf or NaN
-		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: value is frac·2⁻²⁴
-		v := float32(frac) / (1 << 24)
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	}
-	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
 }

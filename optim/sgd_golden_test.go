@@ -1,9 +1,3 @@
-//go:build kiln_pending_ops
-
-// This test needs autograd.BatchNorm, ReLU, Linear, Flatten and CrossEntropy
-// and the nn layers staged in testdata/nn/pending. It type-checks against
-// the agreed signatures; delete the build line above once they land.
-
 package optim_test
 
 import (
@@ -36,6 +30,7 @@ func goldenNet() *nn.Sequential {
 // steps with each SGD configuration and compares every step's loss and the
 // final parameters, running statistics and momentum buffers with PyTorch.
 func TestSGDMatchesPyTorchTraining(t *testing.T) {
+	const convBiasParam = 1 // "0.bias", the bias of the Conv2d that BatchNorm2d follows
 	set := golden.Load(t, "optim.safetensors")
 	x, target := set.Get(t, "sgd.x"), set.Get(t, "sgd.target")
 	var initial []nn.NamedTensor
@@ -89,8 +84,17 @@ func TestSGDMatchesPyTorchTraining(t *testing.T) {
 				}
 				sd := opt.StateDict()
 				for id, st := range sd.State {
-					golden.AssertClose(t, fmt.Sprintf("momentum buffer %d", id), st["momentum_buffer"],
-						set.Get(t, fmt.Sprintf("sgd.%s.momentum.%d", name, id)), rtol)
+					what, want := fmt.Sprintf("momentum buffer %d", id), set.Get(t, fmt.Sprintf("sgd.%s.momentum.%d", name, id))
+					if id == convBiasParam {
+						// BatchNorm subtracts the batch mean, so the conv bias's
+						// loss gradient is zero in exact arithmetic: its buffer
+						// is weight decay plus rounding noise (~1e-8 a step),
+						// rounded differently here and in PyTorch.
+						golden.AssertWithin(t, what, st["momentum_buffer"], want, 1e-6)
+						continue
+					}
+					// Buffers sum gradients of a convolution: 1e-4 relative.
+					golden.AssertClose(t, what, st["momentum_buffer"], want, 1e-4)
 				}
 				if o.Momentum != 0 && len(sd.State) != len(nn.Parameters(net)) {
 					t.Errorf("%d momentum buffers for %d parameters", len(sd.State), len(nn.Parameters(net)))

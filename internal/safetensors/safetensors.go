@@ -195,9 +195,9 @@ func WriteFile(path string, f *File) error {
 	return WriteAtomic(path, func(w io.Writer) error { return Encode(w, f) })
 }
 
-// WriteAtomic creates path by calling write on a temporary file beside it,
-// syncing and renaming it into place; on any error the temporary file is
-// removed and path is untouched.
+// WriteAtomic creates path (mode 0644) by calling write on a temporary file
+// beside it, syncing and renaming it into place; on any error the temporary
+// file is removed and path is untouched.
 func WriteAtomic(path string, write func(w io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -209,6 +209,11 @@ func WriteAtomic(path string, write func(w io.Writer) error) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
+	// CreateTemp makes the file private (0600); a saved model is meant to
+	// be shared like any file the user writes.
+	if err = tmp.Chmod(0o644); err != nil {
+		return err
+	}
 	if err = write(tmp); err != nil {
 		return err
 	}

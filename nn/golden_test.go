@@ -84,7 +84,14 @@ func TestInteropTorchToKiln(t *testing.T) {
 			y.Backward(s.Get(t, "interop.train.gout"))
 			e.Backward(s.Get(t, "interop.train.gemb"))
 			for _, p := range nn.NamedParameters(net) {
-				golden.AssertClose(t, "grad of "+p.Name, p.Tensor.Grad(), s.Get(t, "interop.train.grad."+p.Name), 1e-4)
+				what, want := "grad of "+p.Name, s.Get(t, "interop.train.grad."+p.Name)
+				if p.Name == "features.0.bias" {
+					// BatchNorm cancels the conv bias: its gradient is zero
+					// but for rounding noise (~1e-7 in PyTorch).
+					golden.AssertWithin(t, what, p.Tensor.Grad(), want, 1e-5)
+					continue
+				}
+				golden.AssertClose(t, what, p.Tensor.Grad(), want, 1e-4)
 			}
 			for _, b := range nn.NamedBuffers(net) {
 				golden.AssertClose(t, b.Name+" after a train step", b.Tensor, s.Get(t, "interop.train.after."+b.Name), 1e-5)

@@ -10,6 +10,7 @@ import (
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/golden"
 	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/tensorcodec"
 	"github.com/kilnml/kiln/nn"
 )
 
@@ -75,7 +76,7 @@ func TestStateDictRoundTrip(t *testing.T) {
 		t.Errorf("metadata %v, want format=pt", f.Metadata)
 	}
 	e, _ := f.Get("features.0.weight")
-	w, _ := golden.ToTensor(e)
+	w, _ := tensorcodec.Decode(e)
 	golden.AssertClose(t, "saved conv weight", w, src.Features.At(0).(*nn.Conv2d).Weight(), 0)
 	if e, _ := f.Get("bn1.num_batches_tracked"); e.DType != "I64" || len(e.Shape) != 0 {
 		t.Errorf("num_batches_tracked saved as %s %v, want I64 []", e.DType, e.Shape)
@@ -117,7 +118,7 @@ func TestStateDictBFloat16(t *testing.T) {
 	if e.DType != "F32" {
 		t.Fatalf("bfloat16 weight saved as %s, want F32", e.DType)
 	}
-	saved, _ := golden.ToTensor(e)
+	saved, _ := tensorcodec.Decode(e)
 	golden.AssertClose(t, "saved bfloat16 weight", saved, bf, 0)
 
 	// F32 loads into a bfloat16 parameter, rounding.
