@@ -67,7 +67,7 @@ func GELU(x *Tensor, approximate string) *Tensor {
 // nothing. p outside [0, 1] is an error.
 func Dropout(x *Tensor, p float64, training bool, g *Generator) *Tensor {
 	const op = "Dropout"
-	actCheck(op, x)
+	checkF32(op, "input", x)
 	if !(p >= 0 && p <= 1) {
 		Fail(op, "dropout probability has to be between 0 and 1, but got %v", p)
 	}
@@ -112,7 +112,7 @@ func actDropoutMask(x *Tensor, q float64, g *Generator) []uint8 {
 // actApply runs the elementwise kernel a over x's physical elements, so the
 // result keeps x's shape and memory format, and records a's backward.
 func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
-	actCheck(op, x)
+	checkF32(op, "input", x)
 	out := actEmptyLike(x)
 	a.Forward(out.Float32s(), x.Float32s())
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
@@ -121,16 +121,6 @@ func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 		a.Backward(gx.Float32s(), gd, x.Float32s(), out.Float32s())
 		return []*Tensor{gx}
 	})
-}
-
-// actCheck panics unless x is a non-nil float32 tensor.
-func actCheck(op string, x *Tensor) {
-	if x == nil {
-		Fail(op, "input is nil")
-	}
-	if x.dtype != Float32 {
-		Fail(op, "input has dtype %v; %s supports float32", x.dtype, op)
-	}
 }
 
 // actEmptyLike allocates a float32 tensor with x's shape and format.

@@ -1,5 +1,7 @@
 package autograd
 
+import "fmt"
+
 // broadcastShapes returns the shape two operands broadcast to under NumPy
 // rules, panicking with op's name when they do not.
 func broadcastShapes(op string, a, b []int) []int {
@@ -170,11 +172,6 @@ func unaryF32(op string, a *Tensor, fn func(x float32) float32) *Tensor {
 // checkFloat32 panics unless every operand is a non-nil float32 tensor.
 func checkFloat32(op string, ts ...*Tensor) {
 	for i, t := range ts {
-		if t == nil {
-			Fail(op, "operand %d is nil", i)
-		}
-		if t.dtype != Float32 {
-			Fail(op, "operand %d has dtype %v; this op supports float32", i, t.dtype)
-		}
+		checkF32(op, fmt.Sprintf("operand %d", i), t)
 	}
 }

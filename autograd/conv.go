@@ -51,23 +51,13 @@ func convSpatialArg(op, name string, v []int, nsp, def int) []int {
 	return out
 }
 
-// convCheckDType panics unless t is a float32 tensor; what names it.
-func convCheckDType(op, what string, t *Tensor) {
-	if t == nil {
-		Fail(op, "%s is nil", what)
-	}
-	if t.dtype != Float32 {
-		Fail(op, "%s has dtype %v; %s supports float32", what, t.dtype, op)
-	}
-}
-
 // convGeometry validates a convolution's operands and options and returns
 // the kernel shape (with ChannelsLast unset) and whether x is batched.
 func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels.ConvShape, bool) {
-	convCheckDType(op, "input", x)
-	convCheckDType(op, "weight", w)
+	checkF32(op, "input", x)
+	checkF32(op, "weight", w)
 	if b != nil {
-		convCheckDType(op, "bias", b)
+		checkF32(op, "bias", b)
 	}
 	batched := x.NDim() == nsp+2
 	if !batched && x.NDim() != nsp+1 {

@@ -83,7 +83,7 @@ func Pow(x *Tensor, exponent float32) *Tensor {
 // AddScalar returns x + v elementwise, like torch.add(x, v).
 func AddScalar(x *Tensor, v float32) *Tensor {
 	const op = "AddScalar"
-	actCheck(op, x)
+	checkF32(op, "input", x)
 	out := actEmptyLike(x)
 	kernels.Act{Fn: kernels.ActAddScalar, A: v}.Forward(out.Float32s(), x.Float32s())
 	// The gradient passes through unchanged, so no copy is made of it.

@@ -34,7 +34,7 @@ func (m EmbeddingBagMode) String() string {
 
 // embeddingTable validates an embedding weight: a float32 [num, dim] matrix.
 func embeddingTable(op string, weight *Tensor) (num, dim int) {
-	normCheckF32(op, "weight", weight)
+	checkF32(op, "weight", weight)
 	if weight.NDim() != 2 {
 		Fail(op, "weight must be 2-D [num, dim], got shape %v", weight.shape)
 	}
@@ -185,7 +185,7 @@ func EmbeddingBag(input, offsets, weight *Tensor, mode EmbeddingBagMode, perSamp
 		if mode != BagSum {
 			Fail(op, "per-sample weights are only supported with BagSum, got mode %v", mode)
 		}
-		normCheckF32(op, "per-sample weights", perSampleWeights)
+		checkF32(op, "per-sample weights", perSampleWeights)
 		if !sameShape(perSampleWeights.shape, input.shape) {
 			Fail(op, "per-sample weights have shape %v, want the input's shape %v", perSampleWeights.shape, input.shape)
 		}

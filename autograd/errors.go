@@ -37,3 +37,14 @@ func Try(f func()) (err error) {
 	f()
 	return nil
 }
+
+// checkF32 panics unless t is a non-nil float32 tensor; what names the
+// operand in the message ("input", "weight", "tensor 2").
+func checkF32(op, what string, t *Tensor) {
+	if t == nil {
+		Fail(op, "%s is nil", what)
+	}
+	if t.dtype != Float32 {
+		Fail(op, "%s has dtype %v; %s supports float32", what, t.dtype, op)
+	}
+}

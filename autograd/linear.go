@@ -2,16 +2,6 @@ package autograd
 
 import "github.com/kilnml/kiln/kernels"
 
-// linearCheck panics unless t is a non-nil float32 tensor; what names it.
-func linearCheck(op, what string, t *Tensor) {
-	if t == nil {
-		Fail(op, "%s is nil", what)
-	}
-	if t.dtype != Float32 {
-		Fail(op, "%s has dtype %v; %s supports float32", what, t.dtype, op)
-	}
-}
-
 // linearRowMajor returns t's elements in row-major order: t's own slice
 // when t is contiguous, else a reordered copy. Matrix products need rows.
 func linearRowMajor(t *Tensor) []float32 {
@@ -43,8 +33,8 @@ func linearGrad(t *Tensor, data []float32) *Tensor {
 func Matmul(a, b *Tensor) *Tensor { return matmul("Matmul", a, b) }
 
 func matmul(op string, a, b *Tensor) *Tensor {
-	linearCheck(op, "first operand", a)
-	linearCheck(op, "second operand", b)
+	checkF32(op, "first operand", a)
+	checkF32(op, "second operand", b)
 	if a.NDim() == 0 || b.NDim() == 0 {
 		Fail(op, "both arguments need at least 1 dimension, got shapes %v and %v", a.shape, b.shape)
 	}
@@ -172,8 +162,8 @@ func matmulOffsets(shape, batch []int, mat int) []int {
 // size (no broadcasting; use Matmul for that).
 func BMM(a, b *Tensor) *Tensor {
 	const op = "BMM"
-	linearCheck(op, "first operand", a)
-	linearCheck(op, "second operand", b)
+	checkF32(op, "first operand", a)
+	checkF32(op, "second operand", b)
 	if a.NDim() != 3 {
 		Fail(op, "first operand must be a 3-D [batch, n, k] tensor, got shape %v", a.shape)
 	}
@@ -193,10 +183,10 @@ func BMM(a, b *Tensor) *Tensor {
 // memory format; the result is contiguous, as in PyTorch.
 func Linear(x, w, b *Tensor) *Tensor {
 	const op = "Linear"
-	linearCheck(op, "input", x)
-	linearCheck(op, "weight", w)
+	checkF32(op, "input", x)
+	checkF32(op, "weight", w)
 	if b != nil {
-		linearCheck(op, "bias", b)
+		checkF32(op, "bias", b)
 	}
 	if w.NDim() != 2 {
 		Fail(op, "weight must be 2-D [out, in], got shape %v", w.shape)

@@ -6,23 +6,13 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// normCheckF32 panics unless t is a non-nil float32 tensor; what names it.
-func normCheckF32(op, what string, t *Tensor) {
-	if t == nil {
-		Fail(op, "%s is nil", what)
-	}
-	if t.dtype != Float32 {
-		Fail(op, "%s has dtype %v; %s supports float32", what, t.dtype, op)
-	}
-}
-
 // normCheckChannelVec panics unless t (when non-nil) is a float32 [c]
 // vector; x is the input, named in the message.
 func normCheckChannelVec(op, what string, t *Tensor, c int, x *Tensor) {
 	if t == nil {
 		return
 	}
-	normCheckF32(op, what, t)
+	checkF32(op, what, t)
 	if t.NDim() != 1 || t.shape[0] != c {
 		Fail(op, "%s has shape %v, want [%d] for input %v", what, t.shape, c, x.shape)
 	}
@@ -63,7 +53,7 @@ func normF32s(t *Tensor) []float32 {
 // must not require gradients.
 func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) *Tensor {
 	const op = "BatchNorm"
-	normCheckF32(op, "input", x)
+	checkF32(op, "input", x)
 	if x.NDim() < 2 {
 		Fail(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
 	}
@@ -157,7 +147,7 @@ func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, 
 // weight and bias.
 func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float64) *Tensor {
 	const op = "LayerNorm"
-	normCheckF32(op, "input", x)
+	checkF32(op, "input", x)
 	if len(normalizedShape) == 0 {
 		Fail(op, "normalized shape must have at least one dimension (input %v)", x.shape)
 	}
@@ -172,7 +162,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 		if p.t == nil {
 			continue
 		}
-		normCheckF32(op, p.what, p.t)
+		checkF32(op, p.what, p.t)
 		if !sameShape(p.t.shape, normalizedShape) {
 			Fail(op, "%s has shape %v, want the normalized shape %v", p.what, p.t.shape, normalizedShape)
 		}

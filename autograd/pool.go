@@ -18,7 +18,7 @@ type PoolOptions struct {
 // poolInput validates a pooling input, [N, C, H, W] or unbatched [C, H, W],
 // and returns its sizes with N = 1 for an unbatched one.
 func poolInput(op string, x *Tensor) (n, c, h, w int, batched bool) {
-	convCheckDType(op, "input", x)
+	checkF32(op, "input", x)
 	switch x.NDim() {
 	case 4:
 		n, c, h, w, batched = x.shape[0], x.shape[1], x.shape[2], x.shape[3], true

@@ -80,12 +80,7 @@ func reduceStrides(reduced []bool, keepDim bool, outStrides []int) []int {
 }
 
 func reduceSum(op string, x *Tensor, dims []int, keepDim, mean bool) *Tensor {
-	if x == nil {
-		Fail(op, "input is nil")
-	}
-	if x.dtype != Float32 {
-		Fail(op, "input has dtype %v; %s supports float32", x.dtype, op)
-	}
+	checkF32(op, "input", x)
 	reduced, outShape, count := reducePlan(op, x, dims, keepDim)
 	scale := 1.0
 	if mean {

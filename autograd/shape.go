@@ -1,22 +1,16 @@
 package autograd
 
-import "github.com/kilnml/kiln/kernels"
+import (
+	"fmt"
+
+	"github.com/kilnml/kiln/kernels"
+)
 
 // Kiln has no strided views: a tensor's memory is always dense in one of
 // three layouts (contiguous, channels-last, channels-last-3d). Shape ops
 // therefore share memory where the result is dense in one of those layouts
 // (a reshape of a contiguous tensor, a permutation that lands on a known
 // layout, a chunk that is one run of memory) and copy otherwise.
-
-// shapeCheck panics unless x is a non-nil float32 tensor.
-func shapeCheck(op string, x *Tensor) {
-	if x == nil {
-		Fail(op, "input is nil")
-	}
-	if x.dtype != Float32 {
-		Fail(op, "input has dtype %v; %s supports float32", x.dtype, op)
-	}
-}
 
 // shapeAlias returns a tensor sharing data, with the given shape and format.
 func shapeAlias(data []float32, shape []int, f MemoryFormat) *Tensor {
@@ -111,7 +105,7 @@ func Reshape(x *Tensor, shape ...int) *Tensor { return shapeReshape("Reshape", x
 func View(x *Tensor, shape ...int) *Tensor { return shapeReshape("View", x, shape, true) }
 
 func shapeReshape(op string, x *Tensor, shape []int, view bool) *Tensor {
-	shapeCheck(op, x)
+	checkF32(op, "input", x)
 	target := shapeInfer(op, x, shape)
 	var out *Tensor
 	switch {
@@ -155,7 +149,7 @@ func shapeUnreshape(g, x *Tensor) *Tensor {
 // PyTorch.
 func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 	const op = "Flatten"
-	shapeCheck(op, x)
+	checkF32(op, "input", x)
 	nd := x.NDim()
 	s, e := shapeDim(op, x, startDim), shapeDim(op, x, endDim)
 	if nd == 0 {
@@ -190,7 +184,7 @@ func shapeDim(op string, x *Tensor, d int) int {
 // Permute's rules for memory decide whether the result is copied.
 func Transpose(x *Tensor, dim0, dim1 int) *Tensor {
 	const op = "Transpose"
-	shapeCheck(op, x)
+	checkF32(op, "input", x)
 	d0, d1 := shapeDim(op, x, dim0), shapeDim(op, x, dim1)
 	perm := make([]int, x.NDim())
 	for i := range perm {
@@ -211,7 +205,7 @@ func Transpose(x *Tensor, dim0, dim1 int) *Tensor {
 // PyTorch would return a strided view.
 func Permute(x *Tensor, dims ...int) *Tensor {
 	const op = "Permute"
-	shapeCheck(op, x)
+	checkF32(op, "input", x)
 	if len(dims) != x.NDim() {
 		Fail(op, "dims %v has %d entries for a %d-D tensor of shape %v", dims, len(dims), x.NDim(), x.shape)
 	}
@@ -272,12 +266,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		Fail(op, "expected a non-empty list of tensors")
 	}
 	for i, x := range xs {
-		if x == nil {
-			Fail(op, "tensor %d is nil", i)
-		}
-		if x.dtype != Float32 {
-			Fail(op, "tensor %d has dtype %v; %s supports float32", i, x.dtype, op)
-		}
+		checkF32(op, fmt.Sprintf("tensor %d", i), x)
 		if x.NDim() == 0 {
 			Fail(op, "tensor %d is 0-d; zero-dimensional tensors cannot be concatenated", i)
 		}
@@ -345,7 +334,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 // chunk; the tape adds them up.
 func Split(x *Tensor, splitSize int, dim int) []*Tensor {
 	const op = "Split"
-	shapeCheck(op, x)
+	checkF32(op, "input", x)
 	if x.NDim() == 0 {
 		Fail(op, "cannot split a 0-d tensor")
 	}
@@ -369,7 +358,7 @@ func Split(x *Tensor, splitSize int, dim int) []*Tensor {
 // a list. Chunks behave as Split's do.
 func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
 	const op = "SplitSizes"
-	shapeCheck(op, x)
+	checkF32(op, "input", x)
 	if x.NDim() == 0 {
 		Fail(op, "cannot split a 0-d tensor")
 	}

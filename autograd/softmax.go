@@ -55,12 +55,7 @@ func softmaxSplit(shape []int, f MemoryFormat, dim int) (outer, n, inner int) {
 }
 
 func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
-	if x == nil {
-		Fail(op, "input is nil")
-	}
-	if x.dtype != Float32 {
-		Fail(op, "input has dtype %v; %s supports float32", x.dtype, op)
-	}
+	checkF32(op, "input", x)
 	d := softmaxDim(op, x.shape, dim)
 	xc := x
 	if x.format != Contiguous {
