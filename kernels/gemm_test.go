@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 )
 
 // naiveGemm is the textbook triple loop in float64, the yardstick for every
@@ -168,4 +171,43 @@ func TestParallelNested(t *testing.T) {
 	if total.Load() != 800 {
 		t.Fatalf("visited %d, want 800", total.Load())
 	}
+}
+
+// TestSgemmAgreesWithGonum holds Sgemm to a second, independent reference:
+// gonum's BLAS, on the transposition and alpha/beta combinations BLAS
+// users rely on.
+func TestSgemmAgreesWithGonum(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		for _, mnk := range [][3]int{{1, 1, 1}, {5, 7, 3}, {33, 17, 65}, {64, 48, 31}} {
+			m, n, k := mnk[0], mnk[1], mnk[2]
+			ar, ac := m, k
+			if tr[0] {
+				ar, ac = k, m
+			}
+			br, bc := k, n
+			if tr[1] {
+				br, bc = n, k
+			}
+			a, b := randSlice(r, ar*ac), randSlice(r, br*bc)
+			c := randSlice(r, m*n)
+			want := blas32.General{Rows: m, Cols: n, Stride: n, Data: append([]float32(nil), c...)}
+			blas32.Gemm(gonumTrans(tr[0]), gonumTrans(tr[1]), 0.75,
+				blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: a},
+				blas32.General{Rows: br, Cols: bc, Stride: bc, Data: b}, -0.5, want)
+			Sgemm(tr[0], tr[1], m, n, k, 0.75, a, ac, b, bc, -0.5, c, n)
+			for i := range c {
+				if d := math.Abs(float64(c[i] - want.Data[i])); d > 1e-4*(1+math.Abs(float64(want.Data[i]))) {
+					t.Fatalf("trans %v %d×%d×%d: element %d = %v, gonum %v", tr, m, n, k, i, c[i], want.Data[i])
+				}
+			}
+		}
+	}
+}
+
+func gonumTrans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/datasets"
+	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/optim"
 )
@@ -38,6 +39,7 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed for initialisation, shuffling and the train/test split")
 	flag.BoolVar(&cfg.Quiet, "quiet", false, "draw no progress bar")
 	flag.Parse()
+	fmt.Println("kernels:", kernels.Features())
 	acc, err := run(os.Stdout, cfg)
 	if err != nil {
 		log.Fatal(err)

@@ -1,0 +1,112 @@
+package kernels
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/klauspost/cpuid/v2"
+)
+
+// Level is a family of kernel variants, each written for one instruction
+// set. Every kernel has a Generic (pure Go) variant; the others exist where
+// assembly pays.
+type Level int
+
+const (
+	// Generic is the pure-Go reference every other variant must agree with.
+	Generic Level = iota
+	// AVX2 is AVX2 with FMA3: eight float32 lanes, sixteen vector registers.
+	AVX2
+	// AVX512 is AVX-512 F, BW, VL and DQ: sixteen float32 lanes, thirty-two
+	// registers and mask registers for tails.
+	AVX512
+)
+
+func (l Level) String() string {
+	switch l {
+	case Generic:
+		return "generic"
+	case AVX2:
+		return "avx2"
+	case AVX512:
+		return "avx512"
+	}
+	return fmt.Sprintf("Level(%d)", int(l))
+}
+
+// cpuCaps is what this CPU offers the kernels, detected once at start.
+type cpuCaps struct {
+	best       Level // the widest level the CPU (and build) supports
+	bf16, vnni bool  // AVX512_BF16 and AVX512_VNNI, only with AVX512
+}
+
+// level is the variant family kernels dispatch to. It starts at the CPU's
+// best, or lower when KILN_ISA asks (to benchmark one path against
+// another), and is Generic in a -tags noasm build.
+var (
+	caps  = detectCPU()
+	level = chooseLevel(caps.best, os.Getenv("KILN_ISA"))
+)
+
+func detectCPU() cpuCaps {
+	var c cpuCaps
+	if !asmBuild {
+		return c
+	}
+	if cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3) {
+		c.best = AVX2
+	}
+	if c.best == AVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512DQ) {
+		c.best = AVX512
+		c.bf16 = cpuid.CPU.Supports(cpuid.AVX512BF16)
+		c.vnni = cpuid.CPU.Supports(cpuid.AVX512VNNI)
+	}
+	return c
+}
+
+// chooseLevel applies a KILN_ISA request ("generic", "avx2", "avx512"; empty
+// for the best) to the best level the CPU supports. A request above what
+// the CPU has, or one that names no level, gets the best level and a
+// warning on stderr, since a typo must not silently change what runs.
+func chooseLevel(best Level, req string) Level {
+	if req == "" {
+		return best
+	}
+	for l := Generic; l <= AVX512; l++ {
+		if strings.EqualFold(req, l.String()) {
+			if l > best {
+				fmt.Fprintf(os.Stderr, "kiln: KILN_ISA=%s is not available on this CPU or build; using %v\n", req, best)
+				return best
+			}
+			return l
+		}
+	}
+	fmt.Fprintf(os.Stderr, "kiln: KILN_ISA=%q names no level (generic, avx2, avx512); using %v\n", req, best)
+	return best
+}
+
+// Features describes the kernel variants in use and the CPU they run on,
+// e.g. "avx512 (bf16, vnni) on AMD EPYC 9R14, 2 threads". Programs print it
+// so a benchmark or a log says what ran.
+func Features() string {
+	var extra []string
+	if level == AVX512 && caps.bf16 {
+		extra = append(extra, "bf16")
+	}
+	if level == AVX512 && caps.vnni {
+		extra = append(extra, "vnni")
+	}
+	s := level.String()
+	if len(extra) > 0 {
+		s += " (" + strings.Join(extra, ", ") + ")"
+	}
+	if level < caps.best {
+		s += fmt.Sprintf(" [CPU supports %v]", caps.best)
+	}
+	name := strings.TrimSpace(cpuid.CPU.BrandName)
+	if name == "" {
+		name = "unknown CPU"
+	}
+	return fmt.Sprintf("%s on %s, %d threads", s, name, Threads())
+}
