@@ -7,8 +7,11 @@ all: test
 demo:
 	$(GO) run ./examples/quickstart
 
+# The kernel suites run twice: with the assembly variants the CPU supports,
+# and with -tags noasm, which leaves only the pure-Go references.
 test: vet
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags noasm ./kernels/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/klauspost/cpuid/v2"
@@ -46,8 +47,16 @@ type cpuCaps struct {
 // another), and is Generic in a -tags noasm build.
 var (
 	caps  = detectCPU()
-	level = chooseLevel(caps.best, os.Getenv("KILN_ISA"))
+	level = startLevel()
 )
+
+func startLevel() Level {
+	l, warning := chooseLevel(caps.best, os.Getenv("KILN_ISA"))
+	if warning != "" {
+		fmt.Fprintln(os.Stderr, "kiln:", warning)
+	}
+	return l
+}
 
 func detectCPU() cpuCaps {
 	var c cpuCaps
@@ -68,22 +77,20 @@ func detectCPU() cpuCaps {
 // chooseLevel applies a KILN_ISA request ("generic", "avx2", "avx512"; empty
 // for the best) to the best level the CPU supports. A request above what
 // the CPU has, or one that names no level, gets the best level and a
-// warning on stderr, since a typo must not silently change what runs.
-func chooseLevel(best Level, req string) Level {
+// warning to print, since a typo must not silently change what runs.
+func chooseLevel(best Level, req string) (Level, string) {
 	if req == "" {
-		return best
+		return best, ""
 	}
 	for l := Generic; l <= AVX512; l++ {
 		if strings.EqualFold(req, l.String()) {
 			if l > best {
-				fmt.Fprintf(os.Stderr, "kiln: KILN_ISA=%s is not available on this CPU or build; using %v\n", req, best)
-				return best
+				return best, fmt.Sprintf("KILN_ISA=%s is not available on this CPU or build; using %v", req, best)
 			}
-			return l
+			return l, ""
 		}
 	}
-	fmt.Fprintf(os.Stderr, "kiln: KILN_ISA=%q names no level (generic, avx2, avx512); using %v\n", req, best)
-	return best
+	return best, fmt.Sprintf("KILN_ISA=%q names no level (generic, avx2, avx512); using %v", req, best)
 }
 
 // Features describes the kernel variants in use and the CPU they run on,
@@ -109,4 +116,36 @@ func Features() string {
 		name = "unknown CPU"
 	}
 	return fmt.Sprintf("%s on %s, %d threads", s, name, Threads())
+}
+
+// availableLevels lists the levels this CPU and build can run, lowest
+// first; conformance suites run every kernel variant at each of them.
+func availableLevels() []Level {
+	var ls []Level
+	for l := Generic; l <= caps.best; l++ {
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+// pick returns the variant for the dispatch level l from variants, indexed
+// by Level, falling back to the widest lower level that has one. Generic
+// must always be present.
+func pick[F any](l Level, variants [levelCount]F) F {
+	for ; l > Generic; l-- {
+		if !isNil(variants[l]) {
+			return variants[l]
+		}
+	}
+	return variants[Generic]
+}
+
+const levelCount = int(AVX512) + 1
+
+// isNil reports whether a variant slot is empty; F is a func type, which
+// generic code cannot compare with nil directly. It runs only when a
+// kernel's variant is chosen, not per call.
+func isNil[F any](f F) bool {
+	v := reflect.ValueOf(f)
+	return !v.IsValid() || v.IsNil()
 }
