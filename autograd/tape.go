@@ -116,8 +116,16 @@ func (t *Tensor) Backward(grad ...*Tensor) {
 		}
 	case 1:
 		g = grad[0]
+		if g == nil {
+			Fail("Backward", "gradient is nil (call Backward() with no argument for a one-element output)")
+		}
 		if !sameShape(g.shape, t.shape) {
 			Fail("Backward", "gradient shape %v does not match output shape %v", g.shape, t.shape)
+		}
+		// Each op's backward reads the gradient in its output's dtype; a
+		// mismatch would surface as a misleading error deep in the tape.
+		if g.dtype != t.dtype {
+			Fail("Backward", "gradient has dtype %v, output has dtype %v", g.dtype, t.dtype)
 		}
 	default:
 		Fail("Backward", "takes at most one gradient, got %d", len(grad))
