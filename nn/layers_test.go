@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -324,4 +325,116 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestLayersMatchOps checks the layers that only forward to an op (whose
+// values and gradients the autograd golden tests compare with PyTorch):
+// each must give exactly the op's output, format and input gradient, for
+// contiguous and channels-last inputs.
+func TestLayersMatchOps(t *testing.T) {
+	g := autograd.NewGenerator(8)
+	cases := []struct {
+		name string
+		l    nn.Layer
+		op   func(x *autograd.Tensor) *autograd.Tensor
+	}{
+		{"ReLU", nn.NewReLU(), autograd.ReLU},
+		{"Sigmoid", nn.NewSigmoid(), autograd.Sigmoid},
+		{"Tanh", nn.NewTanh(), autograd.Tanh},
+		{"SiLU", nn.NewSiLU(), autograd.SiLU},
+		{"HardTanh", nn.NewHardTanh(-0.5, 2), func(x *autograd.Tensor) *autograd.Tensor { return autograd.HardTanh(x, -0.5, 2) }},
+		{"ELU", nn.NewELU(0.3), func(x *autograd.Tensor) *autograd.Tensor { return autograd.ELU(x, 0.3) }},
+		{"GELU", nn.NewGELU("none"), func(x *autograd.Tensor) *autograd.Tensor { return autograd.GELU(x, "none") }},
+		{"GELU tanh", nn.NewGELU("tanh"), func(x *autograd.Tensor) *autograd.Tensor { return autograd.GELU(x, "tanh") }},
+		{"Softmax", nn.NewSoftmax(1), func(x *autograd.Tensor) *autograd.Tensor { return autograd.Softmax(x, 1) }},
+		{"LogSoftmax", nn.NewLogSoftmax(-1), func(x *autograd.Tensor) *autograd.Tensor { return autograd.LogSoftmax(x, -1) }},
+		{"Flatten", nn.NewFlatten(1, -1), func(x *autograd.Tensor) *autograd.Tensor { return autograd.Flatten(x, 1, -1) }},
+		{"Flatten middle", nn.NewFlatten(1, 2), func(x *autograd.Tensor) *autograd.Tensor { return autograd.Flatten(x, 1, 2) }},
+		{"AdaptiveAvgPool2d", nn.NewAdaptiveAvgPool2d(2, 3), func(x *autograd.Tensor) *autograd.Tensor { return autograd.AdaptiveAvgPool2d(x, 2, 3) }},
+		{"Identity", nn.NewIdentity(), func(x *autograd.Tensor) *autograd.Tensor { return x }},
+		{"Dropout in eval", nn.Eval(nn.NewDropout(g, 0.5)), func(x *autograd.Tensor) *autograd.Tensor { return x }},
+	}
+	x0 := autograd.Randn(g, 2, 3, 4, 5)
+	for _, c := range cases {
+		for _, f := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast} {
+			t.Run(c.name+"/"+f.String(), func(t *testing.T) {
+				var outs, grads []*autograd.Tensor
+				for _, run := range []func(*autograd.Tensor) *autograd.Tensor{c.l.Forward, c.op} {
+					x := x0.To(f).Detach().SetRequiresGrad(true)
+					y := run(x)
+					// The same seed gives both runs the same gradient.
+					y.Backward(autograd.Randn(autograd.NewGenerator(3), y.Shape()...))
+					outs, grads = append(outs, y), append(grads, x.Grad())
+				}
+				if outs[0].Format() != outs[1].Format() || grads[0].Format() != grads[1].Format() {
+					t.Errorf("formats: layer %v/%v, op %v/%v", outs[0].Format(), grads[0].Format(), outs[1].Format(), grads[1].Format())
+				}
+				golden.AssertClose(t, "output", outs[0], outs[1], 0)
+				golden.AssertClose(t, "input gradient", grads[0], grads[1], 0)
+			})
+		}
+	}
+}
+
+// A Dropout layer draws its masks from its own generator, seeded once from
+// the one it was built with: the masks equal the op's with that seed, and
+// do not change when the building generator is used afterwards.
+func TestDropoutLayerMasks(t *testing.T) {
+	x := autograd.Ones(4, 50)
+	d := nn.NewDropout(autograd.NewGenerator(7), 0.3)
+	ref := autograd.NewGenerator(autograd.NewGenerator(7).Uint64())
+	for step := range 2 {
+		want := autograd.Dropout(x, 0.3, true, ref)
+		golden.AssertClose(t, fmt.Sprintf("mask of forward %d", step), d.Forward(x), want, 0)
+	}
+	g := autograd.NewGenerator(7)
+	a := nn.NewDropout(g, 0.3)
+	g.Uint64()
+	g.Uint64()
+	b := nn.NewDropout(autograd.NewGenerator(7), 0.3)
+	golden.AssertClose(t, "mask after the builder's generator moved on", a.Forward(x), b.Forward(x), 0)
+	if y := nn.Eval(d).Forward(x); y != x {
+		t.Error("Dropout in eval mode did not return its input")
+	}
+	if y := nn.NewDropout(autograd.NewGenerator(1), 0).Forward(x); y != x {
+		t.Error("Dropout(0) in training did not return its input")
+	}
+}
+
+// The loss modules pass their options (and zero-value defaults) to the
+// ops unchanged.
+func TestLossModulesMatchOps(t *testing.T) {
+	g := autograd.NewGenerator(9)
+	logits := autograd.Randn(g, 4, 5, 3)
+	target := autograd.RandInt(g, 0, 5, 4, 3)
+	ign := int64(2)
+	ceOpt := autograd.CrossEntropyOptions{Reduction: autograd.ReductionSum, LabelSmoothing: 0.2, IgnoreIndex: &ign}
+	x, y := autograd.Randn(g, 3, 4), autograd.Rand(g, 3, 4)
+	cases := []struct {
+		name      string
+		got, want func() *autograd.Tensor
+	}{
+		{"CrossEntropyLoss default", func() *autograd.Tensor {
+			return nn.NewCrossEntropyLoss(autograd.CrossEntropyOptions{}).Forward(logits, target)
+		}, func() *autograd.Tensor {
+			return autograd.CrossEntropy(logits, target, autograd.CrossEntropyOptions{Reduction: autograd.ReductionMean})
+		}},
+		{"CrossEntropyLoss options", func() *autograd.Tensor { return nn.NewCrossEntropyLoss(ceOpt).Forward(logits, target) },
+			func() *autograd.Tensor { return autograd.CrossEntropy(logits, target, ceOpt) }},
+		{"MSELoss default", func() *autograd.Tensor { return nn.NewMSELoss(0).Forward(x, y) },
+			func() *autograd.Tensor { return autograd.MSELoss(x, y, autograd.ReductionMean) }},
+		{"MSELoss none", func() *autograd.Tensor { return nn.NewMSELoss(autograd.ReductionNone).Forward(x, y) },
+			func() *autograd.Tensor { return autograd.MSELoss(x, y, autograd.ReductionNone) }},
+		{"BCEWithLogitsLoss default", func() *autograd.Tensor { return nn.NewBCEWithLogitsLoss(0).Forward(x, y) },
+			func() *autograd.Tensor { return autograd.BCEWithLogits(x, y, autograd.ReductionMean) }},
+		{"BCEWithLogitsLoss sum", func() *autograd.Tensor { return nn.NewBCEWithLogitsLoss(autograd.ReductionSum).Forward(x, y) },
+			func() *autograd.Tensor { return autograd.BCEWithLogits(x, y, autograd.ReductionSum) }},
+	}
+	for _, c := range cases {
+		got, want := c.got(), c.want()
+		if got.NDim() != want.NDim() {
+			t.Errorf("%s: shape %v, want %v", c.name, got.Shape(), want.Shape())
+		}
+		golden.AssertClose(t, c.name, got, want, 0)
+	}
 }
