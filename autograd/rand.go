@@ -27,11 +27,22 @@ func (g *Generator) Uniform(lo, hi float64) float64 { return lo + (hi-lo)*g.r.Fl
 // standard deviation.
 func (g *Generator) Normal(mean, std float64) float64 { return mean + std*g.r.NormFloat64() }
 
-// IntN returns a uniform integer in [0, n).
-func (g *Generator) IntN(n int) int { return g.r.IntN(n) }
+// IntN returns a uniform integer in [0, n); n must be positive.
+func (g *Generator) IntN(n int) int {
+	// math/rand's own panic for these is a bare string, not an *Error.
+	if n <= 0 {
+		Fail("IntN", "empty range [0, %d)", n)
+	}
+	return g.r.IntN(n)
+}
 
-// Perm returns a random permutation of [0, n).
-func (g *Generator) Perm(n int) []int { return g.r.Perm(n) }
+// Perm returns a random permutation of [0, n); n must not be negative.
+func (g *Generator) Perm(n int) []int {
+	if n < 0 {
+		Fail("Perm", "negative length %d", n)
+	}
+	return g.r.Perm(n)
+}
 
 // Uint64 returns 64 random bits, for seeding other generators.
 func (g *Generator) Uint64() uint64 { return g.r.Uint64() }

@@ -44,6 +44,8 @@ func TestTensorBadInputs(t *testing.T) {
 		{"Randn nil generator", func() { autograd.Randn(nil, 2) }, "Randn: generator is nil"},
 		{"RandInt nil generator", func() { autograd.RandInt(nil, 0, 2, 2) }, "RandInt: generator is nil"},
 		{"RandInt empty range", func() { autograd.RandInt(g, 3, 3, 2) }, "RandInt: empty range [3, 3)"},
+		{"IntN of 0", func() { g.IntN(0) }, "IntN: empty range [0, 0)"},
+		{"Perm of -1", func() { g.Perm(-1) }, "Perm: negative length -1"},
 		{"Uniform nil generator", func() { autograd.Zeros(2).Uniform(nil, 0, 1) }, "Uniform: generator is nil"},
 		{"Uniform reversed range", func() { autograd.Zeros(2).Uniform(g, 2, 1) }, "Uniform: expects a finite range [from, to) with from <= to, got [2, 1)"},
 		{"Uniform NaN bound", func() { autograd.Zeros(2).Uniform(g, 0, math.NaN()) }, "got [0, NaN)"},
