@@ -99,7 +99,7 @@ func (t *Tensor) Detach() *Tensor {
 // Backward computes the gradient of t with respect to every leaf that
 // requires one and adds it to that leaf's Grad. With no argument t must hold
 // one element and its gradient is 1; otherwise grad is dL/dt and must have
-// t's shape.
+// t's shape and dtype.
 func (t *Tensor) Backward(grad ...*Tensor) {
 	if !t.requiresGrad {
 		Fail("Backward", "tensor does not require grad and has no grad_fn")
