@@ -39,8 +39,12 @@ type Progress struct {
 }
 
 // NewProgress starts following a pass over total samples; a total of -1
-// means unknown and draws a spinner instead of a bar.
+// means unknown and draws a spinner instead of a bar. Any other negative
+// total is a programming error and panics, as misuse of Update does.
 func NewProgress(total int, opt ProgressOptions) *Progress {
+	if total < -1 {
+		panic(fmt.Sprintf("kiln: NewProgress: total %d must be -1 (unknown) or at least 0", total))
+	}
 	p := &Progress{desc: opt.Description, start: time.Now()}
 	w := opt.Writer
 	if w == nil {

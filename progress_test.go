@@ -91,16 +91,53 @@ func TestProgressStatistics(t *testing.T) {
 	}
 }
 
-func TestProgressUpdateMisuse(t *testing.T) {
-	for _, tc := range []struct{ batch, correct int }{{-1, 0}, {4, 5}, {4, -1}} {
-		func() {
+func TestProgressMisuse(t *testing.T) {
+	tests := []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"negative batch", func() { NewProgress(10, ProgressOptions{Quiet: true}).Update(-1, 0, 0) }, "Progress.Update: 0 correct of a batch of -1"},
+		{"more correct than the batch", func() { NewProgress(10, ProgressOptions{Quiet: true}).Update(4, 0, 5) }, "Progress.Update: 5 correct of a batch of 4"},
+		{"negative correct", func() { NewProgress(10, ProgressOptions{Quiet: true}).Update(4, 0, -1) }, "Progress.Update: -1 correct"},
+		// -1 means unknown; below it the bar drew "(0/-5)" and never ended
+		// its line.
+		{"total below -1", func() { NewProgress(-5, ProgressOptions{Force: true, Writer: &bytes.Buffer{}}) }, "NewProgress: total -5 must be -1 (unknown) or at least 0"},
+		{"total below -1 when quiet", func() { NewProgress(-2, ProgressOptions{Quiet: true}) }, "total -2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
-				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "Progress.Update") {
-					t.Errorf("Update(%d, _, %d): recovered %v", tc.batch, tc.correct, r)
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), tc.want) {
+					t.Errorf("recovered %v, want a panic mentioning %q", r, tc.want)
 				}
 			}()
-			NewProgress(10, ProgressOptions{Quiet: true}).Update(tc.batch, 0, tc.correct)
-		}()
+			tc.f()
+		})
+	}
+}
+
+// A diverging loss shows as NaN or infinity, never as a number that looks
+// fine, and an empty batch changes nothing.
+func TestProgressNonFiniteLoss(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(10, ProgressOptions{Force: true, Writer: &buf})
+	p.Update(0, 123, 0)
+	if p.Loss() != 0 || p.Samples() != 0 {
+		t.Errorf("an empty batch changed the loss to %v and samples to %d", p.Loss(), p.Samples())
+	}
+	p.Update(4, 0.5, 2)
+	p.Update(4, math.Inf(1), 2)
+	if !math.IsInf(p.Loss(), 1) {
+		t.Errorf("loss after an infinite batch = %v, want +Inf", p.Loss())
+	}
+	p.Update(2, math.NaN(), 1)
+	p.Finish()
+	if !math.IsNaN(p.Loss()) || p.Accuracy() != 0.5 {
+		t.Errorf("loss %v accuracy %v, want NaN and 0.5", p.Loss(), p.Accuracy())
+	}
+	if !strings.Contains(p.String(), "loss NaN acc 50.00%") || !strings.Contains(buf.String(), "loss NaN") {
+		t.Errorf("String %q, bar %q: the NaN loss is not shown", p.String(), buf.String())
 	}
 }
 

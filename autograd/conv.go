@@ -153,14 +153,16 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions) *Tensor {
 		clFormat = ChannelsLast3d
 	}
 	// The layout the kernels run in, which is also the result's format. An
-	// unbatched input has no channels-last form.
+	// unbatched input has no channels-last form, though a 4-D unbatched
+	// Conv3d input can be laid out channels-last as if it were NCHW; it is
+	// read through a contiguous copy.
 	layout := Contiguous
 	if batched && (x.format == clFormat || w.format == clFormat) {
 		layout = clFormat
 	}
 	s.ChannelsLast = layout != Contiguous
 	xk, wk := x, w
-	if batched && x.format != layout {
+	if x.format != layout {
 		xk = x.reformat(layout)
 	}
 	if w.format != layout {

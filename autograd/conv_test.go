@@ -112,6 +112,31 @@ func TestConvLayoutsAgree(t *testing.T) {
 	}
 }
 
+// A 4-D unbatched Conv3d input can be channels-last (as if it were NCHW);
+// the convolution must read it in its logical order.
+func TestConv3dUnbatchedChannelsLast(t *testing.T) {
+	g := NewGenerator(13)
+	x0, w, b := Randn(g, 2, 3, 4, 3), Randn(g, 3, 2, 2, 2, 2), Randn(g, 3)
+	gout := Randn(g, 3, 2, 5, 4)
+	var ref []float64
+	for _, f := range []MemoryFormat{Contiguous, ChannelsLast} {
+		x := convLeaf(x0.reformat(f))
+		y := Conv3d(x, w, b, ConvOptions{Padding: []int{1}, Stride: []int{2, 1, 1}})
+		y.Backward(gout)
+		if x.Grad().Format() != f {
+			t.Errorf("input %v: gradient format %v", f, x.Grad().Format())
+		}
+		got := append(y.Values(), x.Grad().Values()...)
+		if ref == nil {
+			ref = got
+			continue
+		}
+		if err := convClose(got, ref, 1e-5); err != nil {
+			t.Errorf("channels-last unbatched input: %v", err)
+		}
+	}
+}
+
 func convClose(got, want []float64, tol float64) error {
 	for i := range want {
 		if d := math.Abs(got[i] - want[i]); !(d <= tol*(1+math.Abs(want[i]))) {

@@ -14,12 +14,52 @@ func (t *Tensor) castTo(dtype DType) *Tensor {
 		kernels.F32ToBF16(out.data.([]uint16), t.data.([]float32))
 	case t.dtype == BFloat16 && dtype == Float32:
 		kernels.BF16ToF32(out.data.([]float32), t.data.([]uint16))
+	case !t.dtype.IsFloat():
+		// Through float64 an int64 beyond 2⁵³ would lose its low bits
+		// before narrowing, and reach float32 rounded twice.
+		for i, n := 0, t.Numel(); i < n; i++ {
+			out.setInt(i, t.intAt(i))
+		}
 	default:
 		for i, n := 0, t.Numel(); i < n; i++ {
 			out.setFloat(i, t.floatAt(i))
 		}
 	}
 	return out
+}
+
+// intAt reads physical element i of an integer tensor.
+func (t *Tensor) intAt(i int) int64 {
+	switch d := t.data.(type) {
+	case []int8:
+		return int64(d[i])
+	case []uint8:
+		return int64(d[i])
+	case []int32:
+		return int64(d[i])
+	case []int64:
+		return d[i]
+	}
+	panic("unreachable")
+}
+
+// setInt writes v to physical element i: narrower integers keep its low
+// bits, as PyTorch's C++ casts do, and floats round it once.
+func (t *Tensor) setInt(i int, v int64) {
+	switch d := t.data.(type) {
+	case []float32:
+		d[i] = float32(v)
+	case []uint16:
+		d[i] = kernels.BF16FromF32(float32(v))
+	case []int8:
+		d[i] = int8(v)
+	case []uint8:
+		d[i] = uint8(v)
+	case []int32:
+		d[i] = int32(v)
+	case []int64:
+		d[i] = v
+	}
 }
 
 func bf16Add(a, b uint16) uint16 {
@@ -29,6 +69,12 @@ func bf16Add(a, b uint16) uint16 {
 // Cast returns t converted to dtype, like t.to(dtype). Between floating
 // types it is differentiable: the gradient is cast back.
 func Cast(t *Tensor, dtype DType) *Tensor {
+	if t == nil {
+		Fail("Cast", "input is nil")
+	}
+	if dtype < Float32 || dtype > Int64 {
+		Fail("Cast", "unknown dtype %v", dtype)
+	}
 	if t.dtype == dtype {
 		return t
 	}
@@ -47,6 +93,7 @@ func Cast(t *Tensor, dtype DType) *Tensor {
 // reordered copy. ChannelsLast needs a 4-D tensor and ChannelsLast3d a 5-D
 // one. The gradient flows back in t's format.
 func (t *Tensor) To(f MemoryFormat) *Tensor {
+	checkFormat("To", f)
 	if r := f.rank(); r != 0 && len(t.shape) != r {
 		Fail("To", "%v needs a %d-D tensor, got shape %v", f, r, t.shape)
 	}
@@ -75,6 +122,9 @@ func (t *Tensor) Clone() *Tensor {
 // are converted), outside of autograd. It is how optimizers and state-dict
 // loading write into parameters.
 func (t *Tensor) CopyFrom(src *Tensor) {
+	if src == nil {
+		Fail("CopyFrom", "source is nil")
+	}
 	if !sameShape(t.shape, src.shape) {
 		Fail("CopyFrom", "source shape %v does not match destination %v", src.shape, t.shape)
 	}
@@ -96,6 +146,7 @@ func (t *Tensor) SetFormat(f MemoryFormat) {
 	if t.node != nil {
 		Fail("SetFormat", "tensor is the result of %s; only leaves can be reordered in place", t.node.op)
 	}
+	checkFormat("SetFormat", f)
 	if r := f.rank(); r != 0 && len(t.shape) != r {
 		Fail("SetFormat", "%v needs a %d-D tensor, got shape %v", f, r, t.shape)
 	}

@@ -25,9 +25,8 @@ func (t *Tensor) Dense() *tensor.Dense {
 	for i, d := range order {
 		phys[i] = t.shape[d]
 	}
-	if len(phys) == 0 {
-		phys = []int{1}
-	}
+	// No dimensions make a scalar Dense, which still shares the one-element
+	// backing slice.
 	d := tensor.New(tensor.WithShape(phys...), tensor.WithBacking(t.data))
 	if t.format != Contiguous {
 		inv := make([]int, len(order))
@@ -47,6 +46,9 @@ func (t *Tensor) Dense() *tensor.Dense {
 // channels-last tensor gives a channels-last tensor. Other views (slices,
 // arbitrary transposes) must be materialised first.
 func FromDense(d *tensor.Dense) (*Tensor, error) {
+	if d == nil {
+		return nil, fmt.Errorf("autograd: FromDense: nil Dense")
+	}
 	var dtype DType = -1
 	for k, v := range denseTypes {
 		if v == d.Dtype() {
@@ -70,7 +72,7 @@ func FromDense(d *tensor.Dense) (*Tensor, error) {
 	if d.IsScalar() {
 		shape = []int{}
 	}
-	t := &Tensor{dtype: dtype, shape: shape, format: format, data: d.Data()}
+	t := &Tensor{dtype: dtype, shape: shape, format: format, data: denseBacking(d, dtype)}
 	if dataLen(t.data) != numel("FromDense", shape) {
 		return nil, fmt.Errorf("autograd: FromDense: backing has %d elements, shape %v needs %d", dataLen(t.data), shape, numel("FromDense", shape))
 	}
@@ -90,4 +92,22 @@ func channelsLastOf(d *tensor.Dense) MemoryFormat {
 		}
 	}
 	return Contiguous
+}
+
+// denseBacking returns d's backing slice. Data would return a scalar
+// Dense's value instead of its one-element slice.
+func denseBacking(d *tensor.Dense, dtype DType) any {
+	switch dtype {
+	case Float32:
+		return d.Float32s()
+	case BFloat16:
+		return d.Uint16s()
+	case Int8:
+		return d.Int8s()
+	case Uint8:
+		return d.Uint8s()
+	case Int32:
+		return d.Int32s()
+	}
+	return d.Int64s()
 }

@@ -37,7 +37,8 @@ func (d DType) Size() int {
 	case Int64:
 		return 8
 	}
-	panic(fmt.Sprintf("autograd: unknown dtype %d", int(d)))
+	Fail("Size", "unknown dtype %v", d)
+	return 0
 }
 
 // IsFloat reports whether d is a floating-point type.
@@ -66,6 +67,14 @@ func (f MemoryFormat) String() string {
 		return "channels_last_3d"
 	}
 	return fmt.Sprintf("MemoryFormat(%d)", int(f))
+}
+
+// checkFormat panics unless f is one of the three layouts; an unknown
+// value would otherwise be carried along as if it were contiguous.
+func checkFormat(op string, f MemoryFormat) {
+	if f < Contiguous || f > ChannelsLast3d {
+		Fail(op, "unknown memory format %v", f)
+	}
 }
 
 // rank is the number of dimensions a format applies to, or 0 for any.

@@ -62,6 +62,35 @@ func TestEmbeddingGradCheck(t *testing.T) {
 	}
 }
 
+// EmbeddingPadding's padding row gets no gradient by design, so the check
+// builds the table from a trainable part and a constant padding row: the
+// trainable rows' gradients must be the true derivatives, with the padding
+// index among the ones looked up.
+func TestEmbeddingPaddingGradCheck(t *testing.T) {
+	g := autograd.NewGenerator(24)
+	cases := []struct {
+		name string
+		idx  *autograd.Tensor
+		pad  int64 // the table's last row either way
+	}{
+		{"1-D", autograd.FromInt64([]int64{4, 0, 3, 4, 1}), 4},
+		{"2-D negative padding", autograd.FromInt64([]int64{1, 4, 2, 0, 4, 4}, 2, 3), -1},
+		{"4-D channels-last", autograd.RandInt(g, 0, 5, 2, 2, 2, 3).To(autograd.ChannelsLast), 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			top := embLeaf(autograd.Randn(g, 4, 3))
+			padRow := autograd.Randn(g, 1, 3)
+			f := func(xs ...*autograd.Tensor) *autograd.Tensor {
+				return autograd.EmbeddingPadding(c.idx, autograd.Cat([]*autograd.Tensor{xs[0], padRow}, 0), c.pad)
+			}
+			if err := autograd.GradCheck(f, []*autograd.Tensor{top}, autograd.GradCheckOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestEmbeddingPaddingGradient(t *testing.T) {
 	g := autograd.NewGenerator(22)
 	idx := autograd.FromInt64([]int64{0, 2, 4, 2, 1, 4}, 2, 3)

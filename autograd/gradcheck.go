@@ -30,10 +30,29 @@ func GradCheck(f func(xs ...*Tensor) *Tensor, inputs []*Tensor, opt GradCheckOpt
 	if opt.RTol == 0 {
 		opt.RTol = 1e-2
 	}
-	for _, in := range inputs {
+	// A NaN tolerance would make every comparison below false, so every
+	// gradient would pass.
+	for _, o := range []struct {
+		name string
+		v    float64
+	}{{"Eps", opt.Eps}, {"ATol", opt.ATol}, {"RTol", opt.RTol}} {
+		if !(o.v > 0) || math.IsInf(o.v, 0) {
+			return fmt.Errorf("gradcheck: %s must be a positive finite number, got %v", o.name, o.v)
+		}
+	}
+	for k, in := range inputs {
+		switch {
+		case in == nil:
+			return fmt.Errorf("gradcheck: input %d is nil", k)
+		case in.requiresGrad && in.dtype != Float32:
+			return fmt.Errorf("gradcheck: input %d is %v; only float32 inputs can be perturbed", k, in.dtype)
+		}
 		in.ZeroGrad()
 	}
 	y := f(inputs...)
+	if y == nil {
+		return fmt.Errorf("gradcheck: f returned nil")
+	}
 	if !y.requiresGrad {
 		return fmt.Errorf("gradcheck: output does not require grad")
 	}
@@ -73,7 +92,8 @@ func GradCheck(f func(xs ...*Tensor) *Tensor, inputs []*Tensor, opt GradCheckOpt
 			step := float64(orig+float32(opt.Eps)) - float64(orig-float32(opt.Eps))
 			num := (hi - lo) / step
 			ana := float64(grad[i])
-			if math.IsNaN(ana) || math.Abs(num-ana) > opt.ATol+opt.RTol*math.Abs(num) {
+			// Written so that a NaN on either side fails.
+			if !(math.Abs(num-ana) <= opt.ATol+opt.RTol*math.Abs(num)) {
 				return fmt.Errorf("gradcheck: input %d (shape %v, %v) element %d: analytic %.6g, numeric %.6g", k, in.shape, in.format, i, ana, num)
 			}
 		}

@@ -162,16 +162,26 @@ func TestMatmulOneSidedGradient(t *testing.T) {
 
 func TestBMM(t *testing.T) {
 	g := autograd.NewGenerator(4)
-	a, b := shapeLeaf(autograd.Randn(g, 3, 2, 4)), shapeLeaf(autograd.Randn(g, 3, 4, 5))
-	y := autograd.BMM(a, b)
-	_, want := matmulNaive(a, b)
-	linearClose(t, "values", y.Values(), want, 1e-5)
-	if y.GradFn() != "BMMBackward" {
-		t.Errorf("grad_fn %q, want BMMBackward", y.GradFn())
-	}
-	f := func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.BMM(xs[0], xs[1]) }
-	if err := autograd.GradCheck(f, []*autograd.Tensor{a, b}, autograd.GradCheckOptions{}); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct{ a, b []int }{
+		{[]int{3, 2, 4}, []int{3, 4, 5}},
+		{[]int{1, 1, 1}, []int{1, 1, 1}},
+		{[]int{2, 5, 1}, []int{2, 1, 3}},
+		{[]int{4, 3, 3}, []int{4, 3, 2}},
+		{[]int{2, 3, 0}, []int{2, 0, 2}},
+	} {
+		t.Run(fmt.Sprint(c.a, c.b), func(t *testing.T) {
+			a, b := shapeLeaf(autograd.Randn(g, c.a...)), shapeLeaf(autograd.Randn(g, c.b...))
+			y := autograd.BMM(a, b)
+			_, want := matmulNaive(a, b)
+			linearClose(t, "values", y.Values(), want, 1e-5)
+			if y.GradFn() != "BMMBackward" {
+				t.Errorf("grad_fn %q, want BMMBackward", y.GradFn())
+			}
+			f := func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.BMM(xs[0], xs[1]) }
+			if err := autograd.GradCheck(f, []*autograd.Tensor{a, b}, autograd.GradCheckOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

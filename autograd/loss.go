@@ -107,7 +107,13 @@ func CrossEntropy(logits, target *Tensor, opt CrossEntropyOptions) *Tensor {
 	if opt.IgnoreIndex != nil {
 		s.IgnoreIndex, s.HasIgnore = *opt.IgnoreIndex, true
 	}
-	ts := target.Int64s()
+	// Positions are visited in the row-major order of the target's shape,
+	// so a channels-last target (of 5-D logits) is read through a copy.
+	tc := target
+	if tc.format != Contiguous {
+		tc = tc.reformat(Contiguous)
+	}
+	ts := tc.Int64s()
 	count := 0
 	for _, t := range ts {
 		if s.HasIgnore && t == s.IgnoreIndex {

@@ -147,6 +147,34 @@ func TestCrossEntropyNothingCounted(t *testing.T) {
 	}
 }
 
+// The target of 5-D logits is 4-D and may be channels-last; its classes
+// must be read in logical order, whatever the logits' layout.
+func TestCrossEntropyChannelsLastTarget(t *testing.T) {
+	g := autograd.NewGenerator(6)
+	x0 := autograd.Randn(g, 2, 3, 2, 3, 2)
+	target := autograd.RandInt(g, 0, 3, 2, 2, 3, 2)
+	opt := autograd.CrossEntropyOptions{Reduction: autograd.ReductionNone, LabelSmoothing: 0.1}
+	gout := autograd.Rand(g, 2, 2, 3, 2)
+	var ref []float64
+	for _, xf := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast3d} {
+		for _, tf := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast} {
+			x := x0.To(xf).Detach().SetRequiresGrad(true)
+			y := autograd.CrossEntropy(x, target.To(tf), opt)
+			y.Backward(gout)
+			got := append(y.Values(), x.Grad().Values()...)
+			if ref == nil {
+				ref = got
+				continue
+			}
+			for i := range ref {
+				if math.Abs(got[i]-ref[i]) > 1e-6*(1+math.Abs(ref[i])) {
+					t.Fatalf("logits %v, target %v: element %d = %v, contiguous gives %v", xf, tf, i, got[i], ref[i])
+				}
+			}
+		}
+	}
+}
+
 func TestCrossEntropyLargeLogits(t *testing.T) {
 	x := autograd.FromFloat32([]float32{1e4, 0, -1e4, 500, 500, 500}, 2, 3).SetRequiresGrad(true)
 	y := autograd.CrossEntropy(x, autograd.FromInt64([]int64{1, 2}, 2), autograd.CrossEntropyOptions{Reduction: autograd.ReductionNone})

@@ -68,6 +68,9 @@ func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, 
 		}
 	}
 	normEps(op, eps)
+	if training && (runningMean != nil || runningVar != nil) && (math.IsNaN(momentum) || math.IsInf(momentum, 0)) {
+		Fail(op, "momentum must be a finite number, got %v", momentum)
+	}
 	spatial := 1
 	for _, d := range x.shape[2:] {
 		spatial *= d

@@ -195,6 +195,8 @@ func TestBatchNormBadInputs(t *testing.T) {
 		{"stats require grad", func() { BatchNorm(x, Zeros(3).SetRequiresGrad(true), Ones(3), nil, nil, true, 0.1, 1e-5) }, "running statistics are updated in place and cannot require gradients"},
 		{"negative eps", func() { BatchNorm(x, nil, nil, nil, nil, true, 0.1, -1) }, "eps must be finite and non-negative, got -1"},
 		{"nan eps", func() { BatchNorm(x, nil, nil, nil, nil, true, 0.1, math.NaN()) }, "eps must be finite and non-negative, got NaN"},
+		{"nan momentum", func() { BatchNorm(x, c3, Ones(3), nil, nil, true, math.NaN(), 1e-5) }, "momentum must be a finite number, got NaN"},
+		{"infinite momentum", func() { BatchNorm(x, nil, Ones(3), nil, nil, true, math.Inf(1), 1e-5) }, "momentum must be a finite number, got +Inf"},
 	}
 	for _, c := range cases {
 		err := Try(c.f)
@@ -206,6 +208,10 @@ func TestBatchNormBadInputs(t *testing.T) {
 	rm := Full(7, 3)
 	if Try(func() { BatchNorm(Zeros(1, 3), rm, Ones(3), nil, nil, true, 0.1, 1e-5) }) == nil || rm.Values()[0] != 7 {
 		t.Errorf("running mean %v after a rejected call", rm.Values())
+	}
+	// Momentum only matters where running statistics are updated.
+	if err := Try(func() { BatchNorm(Randn(NewGenerator(1), 2, 3), nil, nil, nil, nil, true, math.NaN(), 1e-5) }); err != nil {
+		t.Errorf("NaN momentum without running statistics: %v", err)
 	}
 	// Evaluation works on an empty batch.
 	if y := BatchNorm(Zeros(0, 3, 2, 2), c3, Ones(3), nil, nil, false, 0.1, 1e-5); y.Numel() != 0 {

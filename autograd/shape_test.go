@@ -47,6 +47,11 @@ func TestShapeGradCheck(t *testing.T) {
 		{"reshape-cl-same", []*autograd.Tensor{shapeInput(g, cl, 2, 3, 2, 2)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Reshape(xs[0], 2, 3, 2, 2) }},
 		{"reshape-0d", []*autograd.Tensor{shapeInput(g, c, 1, 1)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Reshape(xs[0]) }},
 		{"view", []*autograd.Tensor{shapeInput(g, c, 3, 4)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.View(xs[0], 2, 2, 3) }},
+		{"view-infer", []*autograd.Tensor{shapeInput(g, c, 2, 3, 4)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.View(xs[0], -1, 4) }},
+		{"view-0d", []*autograd.Tensor{shapeInput(g, c, 1, 1)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.View(xs[0]) }},
+		// One channel: channels-last memory is row-major, so it can be viewed.
+		{"view-cl-one-channel", []*autograd.Tensor{shapeInput(g, cl, 2, 1, 3, 3)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.View(xs[0], 2, 9) }},
+		{"view-cl-same", []*autograd.Tensor{shapeInput(g, cl, 2, 3, 2, 2)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.View(xs[0], 2, 3, 2, 2) }},
 		{"flatten", []*autograd.Tensor{shapeInput(g, c, 2, 3, 2, 2)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Flatten(xs[0], 1, -1) }},
 		{"flatten-cl", []*autograd.Tensor{shapeInput(g, cl, 2, 3, 2, 2)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Flatten(xs[0], 1, -1) }},
 		{"flatten-cl3d-mid", []*autograd.Tensor{shapeInput(g, cl3, 2, 3, 2, 2, 2)}, func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Flatten(xs[0], -3, -2) }},

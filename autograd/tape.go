@@ -99,7 +99,7 @@ func (t *Tensor) Detach() *Tensor {
 // Backward computes the gradient of t with respect to every leaf that
 // requires one and adds it to that leaf's Grad. With no argument t must hold
 // one element and its gradient is 1; otherwise grad is dL/dt and must have
-// t's shape.
+// t's shape and dtype.
 func (t *Tensor) Backward(grad ...*Tensor) {
 	if !t.requiresGrad {
 		Fail("Backward", "tensor does not require grad and has no grad_fn")
@@ -116,8 +116,16 @@ func (t *Tensor) Backward(grad ...*Tensor) {
 		}
 	case 1:
 		g = grad[0]
+		if g == nil {
+			Fail("Backward", "gradient is nil (call Backward() with no argument for a one-element output)")
+		}
 		if !sameShape(g.shape, t.shape) {
 			Fail("Backward", "gradient shape %v does not match output shape %v", g.shape, t.shape)
+		}
+		// Each op's backward reads the gradient in its output's dtype; a
+		// mismatch would surface as a misleading error deep in the tape.
+		if g.dtype != t.dtype {
+			Fail("Backward", "gradient has dtype %v, output has dtype %v", g.dtype, t.dtype)
 		}
 	default:
 		Fail("Backward", "takes at most one gradient, got %d", len(grad))

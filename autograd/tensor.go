@@ -26,12 +26,27 @@ type Tensor struct {
 	node         *node // the op that made this tensor; nil for leaves
 }
 
-// numel is the product of shape, panicking on a negative dimension.
+// maxAlloc is the largest allocation Go makes on 64-bit platforms; a
+// bigger tensor would die in make with an untyped runtime panic.
+const maxAlloc = 1 << 48
+
+// numel is the product of shape, panicking on a negative dimension or a
+// product an int cannot hold (which would silently wrap to a small size).
 func numel(op string, shape []int) int {
-	n := 1
 	for _, d := range shape {
 		if d < 0 {
 			Fail(op, "negative dimension in shape %v", shape)
+		}
+	}
+	for _, d := range shape {
+		if d == 0 {
+			return 0
+		}
+	}
+	n := 1
+	for _, d := range shape {
+		if n > math.MaxInt/d {
+			Fail(op, "shape %v has more elements than an int can count", shape)
 		}
 		n *= d
 	}
@@ -39,6 +54,9 @@ func numel(op string, shape []int) int {
 }
 
 func makeData(dtype DType, n int) any {
+	if dtype >= Float32 && dtype <= Int64 && n > maxAlloc/dtype.Size() {
+		Fail("new", "%d elements of %v are more than can be allocated", n, dtype)
+	}
 	switch dtype {
 	case Float32:
 		return make([]float32, n)
@@ -152,13 +170,17 @@ func Scalar(v float32) *Tensor { return &Tensor{dtype: Float32, shape: []int{}, 
 // like torch.arange. dtype may be any type; the values are computed in
 // float64 and converted.
 func Arange(start, end, step float64, dtype DType) *Tensor {
-	if step == 0 || math.IsNaN(start+end+step) {
+	finite := !math.IsNaN(start+end+step) && !math.IsInf(start, 0) && !math.IsInf(end, 0) && !math.IsInf(step, 0)
+	if step == 0 || !finite {
 		Fail("Arange", "step must be non-zero and bounds finite (start=%v end=%v step=%v)", start, end, step)
 	}
-	n := int(math.Ceil((end - start) / step))
-	if n < 0 {
-		n = 0
+	count := math.Ceil((end - start) / step)
+	// Converting a count beyond int's range is implementation-defined in
+	// Go (it gives a negative number on amd64), so check it as a float.
+	if count > maxAlloc {
+		Fail("Arange", "[%v, %v) in steps of %v has %.4g elements, too many to allocate", start, end, step, count)
 	}
+	n := max(int(count), 0)
 	t := Empty(dtype, n)
 	for i := 0; i < n; i++ {
 		t.setFloat(i, start+float64(i)*step)

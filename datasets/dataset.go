@@ -55,6 +55,10 @@ func (s *Images) Get(i int) (Example, error) {
 		return Example{}, fmt.Errorf("datasets: index %d out of range [0, %d)", i, len(s.Labels))
 	}
 	size := s.Channels * s.Height * s.Width
+	// The fields are public, so the sizes may not agree with the data.
+	if s.Channels <= 0 || s.Height <= 0 || s.Width <= 0 || len(s.Pixels)/size < i+1 {
+		return Example{}, fmt.Errorf("datasets: image %d of shape [%d %d %d] lies beyond the %d pixels held", i, s.Channels, s.Height, s.Width, len(s.Pixels))
+	}
 	px := s.Pixels[i*size : (i+1)*size]
 	x := make([]float32, size)
 	for k, p := range px {
@@ -79,16 +83,22 @@ func (s *Subset) Get(i int) (Example, error) {
 	if i < 0 || i >= len(s.Indices) {
 		return Example{}, fmt.Errorf("datasets: subset index %d out of range [0, %d)", i, len(s.Indices))
 	}
+	if s.Dataset == nil {
+		return Example{}, fmt.Errorf("datasets: subset of a nil data set")
+	}
 	return s.Dataset.Get(s.Indices[i])
 }
 
 // Split divides ds at random into a training part and a held-out test part
 // holding round(testFraction·Len) examples. The same seed always gives the
 // same split; each part keeps the examples in their original order. Split
-// panics if testFraction is not in [0, 1].
+// panics if testFraction is not in [0, 1] or ds is nil.
 func Split(ds Dataset, testFraction float64, seed uint64) (train, test *Subset) {
 	if !(testFraction >= 0 && testFraction <= 1) {
 		panic(fmt.Sprintf("datasets: Split: test fraction %v is not in [0, 1]", testFraction))
+	}
+	if ds == nil {
+		panic("datasets: Split: data set is nil")
 	}
 	n := ds.Len()
 	perm := autograd.NewGenerator(seed).Perm(n)

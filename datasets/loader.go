@@ -58,6 +58,10 @@ type DataLoader struct {
 // make no sense.
 func NewDataLoader(ds Dataset, opt LoaderOptions) (*DataLoader, error) {
 	switch {
+	case ds == nil:
+		return nil, fmt.Errorf("datasets: data set is nil")
+	case ds.Len() < 0:
+		return nil, fmt.Errorf("datasets: data set reports %d examples", ds.Len())
 	case opt.BatchSize < 0:
 		return nil, fmt.Errorf("datasets: batch size %d is negative", opt.BatchSize)
 	case opt.Workers < 0:

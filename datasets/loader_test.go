@@ -3,6 +3,7 @@ package datasets_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -308,17 +309,31 @@ func TestLoaderCollateErrors(t *testing.T) {
 
 func TestLoaderOptionErrors(t *testing.T) {
 	tests := []struct {
+		ds   datasets.Dataset
 		opt  datasets.LoaderOptions
 		want string
 	}{
-		{datasets.LoaderOptions{BatchSize: -1}, "batch size -1"},
-		{datasets.LoaderOptions{Workers: -2}, "-2 workers"},
-		{datasets.LoaderOptions{Prefetch: -3}, "prefetch -3"},
+		{newSeqSet(1), datasets.LoaderOptions{BatchSize: -1}, "batch size -1"},
+		{newSeqSet(1), datasets.LoaderOptions{Workers: -2}, "-2 workers"},
+		{newSeqSet(1), datasets.LoaderOptions{Prefetch: -3}, "prefetch -3"},
+		{nil, datasets.LoaderOptions{}, "datasets: data set is nil"},
+		{newSeqSet(-4), datasets.LoaderOptions{BatchSize: 2}, "datasets: data set reports -4 examples"},
 	}
 	for _, tc := range tests {
-		if _, err := datasets.NewDataLoader(newSeqSet(1), tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewDataLoader(%+v): error %v, want %q", tc.opt, err, tc.want)
+		if l, err := datasets.NewDataLoader(tc.ds, tc.opt); err == nil || l != nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewDataLoader(%+v): %v, %v; want error %q", tc.opt, l, err, tc.want)
 		}
+	}
+	// An empty data set is not an error: it has no batches.
+	l, err := datasets.NewDataLoader(newSeqSet(0), datasets.LoaderOptions{BatchSize: 3, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range l.Epoch(0) {
+		t.Error("an empty data set gave a batch")
+	}
+	if l.Len() != 0 {
+		t.Errorf("Len of an empty loader = %d", l.Len())
 	}
 }
 
@@ -349,14 +364,36 @@ func TestSplit(t *testing.T) {
 	if _, err := test.Get(20); err == nil {
 		t.Error("Get past the end: no error")
 	}
-	for _, f := range []float64{-0.1, 1.5} {
+	for _, c := range []struct {
+		ds   datasets.Dataset
+		f    float64
+		want string
+	}{
+		{ds, -0.1, "test fraction -0.1 is not in [0, 1]"},
+		{ds, 1.5, "test fraction 1.5 is not in [0, 1]"},
+		{ds, math.NaN(), "test fraction NaN is not in [0, 1]"},
+		{nil, 0.5, "Split: data set is nil"},
+	} {
 		func() {
 			defer func() {
-				if recover() == nil {
-					t.Errorf("Split(%v) did not panic", f)
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), c.want) {
+					t.Errorf("Split(%v, %v): recovered %v, want a panic mentioning %q", c.ds, c.f, r, c.want)
 				}
 			}()
-			datasets.Split(ds, f, 0)
+			datasets.Split(c.ds, c.f, 0)
 		}()
+	}
+	// The end points give an empty part, not an error.
+	if tr, te := datasets.Split(ds, 0, 1); tr.Len() != 101 || te.Len() != 0 {
+		t.Errorf("Split(0) sizes %d/%d, want 101/0", tr.Len(), te.Len())
+	}
+	if tr, te := datasets.Split(ds, 1, 1); tr.Len() != 0 || te.Len() != 101 {
+		t.Errorf("Split(1) sizes %d/%d, want 0/101", tr.Len(), te.Len())
+	}
+	if _, err := (&datasets.Subset{Indices: []int{0}}).Get(0); err == nil || !strings.Contains(err.Error(), "subset of a nil data set") {
+		t.Errorf("Subset of nil: error %v", err)
+	}
+	if _, err := test.Get(-1); err == nil || !strings.Contains(err.Error(), "subset index -1 out of range [0, 20)") {
+		t.Errorf("Get(-1): error %v", err)
 	}
 }

@@ -224,3 +224,73 @@ func TestCIFAR10Dir(t *testing.T) {
 		t.Errorf("empty directory: error %v", err)
 	}
 }
+
+// Images' fields are public; sizes that disagree with the pixels held are
+// an error from Get, not a slice panic.
+func TestImagesInconsistent(t *testing.T) {
+	tests := []struct {
+		name string
+		set  datasets.Images
+		i    int
+		want string
+	}{
+		{"too few pixels", datasets.Images{Channels: 1, Height: 2, Width: 2, Pixels: make([]uint8, 7), Labels: []int64{0, 1}, Scale: 1},
+			1, "image 1 of shape [1 2 2] lies beyond the 7 pixels held"},
+		{"no pixels", datasets.Images{Channels: 3, Height: 2, Width: 2, Labels: []int64{0}, Scale: 1}, 0, "image 0 of shape [3 2 2] lies beyond the 0 pixels held"},
+		{"zero channels", datasets.Images{Channels: 0, Height: 2, Width: 2, Pixels: make([]uint8, 4), Labels: []int64{0}}, 0, "image 0 of shape [0 2 2]"},
+		{"negative size", datasets.Images{Channels: 1, Height: -2, Width: 2, Pixels: make([]uint8, 4), Labels: []int64{0}}, 0, "image 0 of shape [1 -2 2]"},
+		{"index past the labels", datasets.Images{Channels: 1, Height: 1, Width: 1, Pixels: make([]uint8, 4), Labels: []int64{0}}, 1, "index 1 out of range [0, 1)"},
+		{"negative index", datasets.Images{Channels: 1, Height: 1, Width: 1, Pixels: make([]uint8, 1), Labels: []int64{0}}, -1, "index -1 out of range [0, 1)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ex, err := tc.set.Get(tc.i)
+			if err == nil || ex.Input != nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Get(%d) = %v, %v; want an error containing %q", tc.i, ex.Input, err, tc.want)
+			}
+		})
+	}
+	// The image that is complete still loads.
+	set := datasets.Images{Channels: 1, Height: 2, Width: 2, Pixels: []uint8{0, 51, 102, 255, 9}, Labels: []int64{3, 4}, Scale: 1.0 / 255}
+	ex, err := set.Get(0)
+	if err != nil || ex.Label != 3 || ex.Input.Values()[3] != 1 {
+		t.Errorf("Get(0) = %v, %v", ex, err)
+	}
+}
+
+func TestReadersMissingAndCorruptFiles(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope-images")
+	labels := writeFile(t, dir, "labels", idx(0x801, []uint32{1}, []byte{1}))
+	if _, err := datasets.ReadMNIST(missing, labels); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("ReadMNIST of a missing file: %v", err)
+	}
+	images := writeFile(t, dir, "images", idx(0x803, []uint32{1, 1, 1}, []byte{1}))
+	if _, err := datasets.ReadMNIST(images, filepath.Join(dir, "nope-labels")); err == nil || !strings.Contains(err.Error(), "nope-labels") {
+		t.Errorf("ReadMNIST of a missing labels file: %v", err)
+	}
+	// A gzip magic followed by garbage.
+	bad := writeFile(t, dir, "bad.gz", []byte{0x1f, 0x8b, 0, 0, 1, 2, 3})
+	if _, err := datasets.ReadMNIST(bad, labels); err == nil || !strings.HasPrefix(err.Error(), bad+": gzip") {
+		t.Errorf("ReadMNIST of a corrupt gzip file: %v", err)
+	}
+	if _, err := datasets.ReadCIFAR10(bad); err == nil || !strings.HasPrefix(err.Error(), bad+": gzip") {
+		t.Errorf("ReadCIFAR10 of a corrupt gzip file: %v", err)
+	}
+	if _, err := datasets.ReadCIFAR10(filepath.Join(dir, "nope.bin")); err == nil || !strings.Contains(err.Error(), "nope.bin") {
+		t.Errorf("ReadCIFAR10 of a missing file: %v", err)
+	}
+	// A directory where a file should be.
+	if _, err := datasets.ReadCIFAR10(dir); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("ReadCIFAR10 of a directory: %v", err)
+	}
+	// An IDX file of another element type (0x0D is float32) or rank.
+	if _, err := datasets.ReadMNIST(writeFile(t, dir, "f32", idx(0x0d03, []uint32{1, 1, 1}, make([]byte, 4))), labels); err == nil ||
+		!strings.Contains(err.Error(), "magic 0x00000d03, want 0x00000803 (images)") {
+		t.Errorf("ReadMNIST of float images: %v", err)
+	}
+	if _, err := datasets.ReadMNIST(writeFile(t, dir, "rank2", idx(0x802, []uint32{1, 1}, []byte{1})), labels); err == nil ||
+		!strings.Contains(err.Error(), "magic 0x00000802, want 0x00000803") {
+		t.Errorf("ReadMNIST of 2-D images: %v", err)
+	}
+}

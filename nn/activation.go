@@ -130,6 +130,7 @@ type Dropout struct {
 // generator, seeded from g, so the masks a run sees do not depend on what
 // else consumes g afterwards.
 func NewDropout(g *autograd.Generator, p float64) *Dropout {
+	checkGen("NewDropout", g)
 	if !(p >= 0 && p <= 1) {
 		autograd.Fail("NewDropout", "dropout probability has to be between 0 and 1, but got %v", p)
 	}

@@ -35,7 +35,10 @@ func (s *Sequential) Append(l Layer) *Sequential {
 func (s *Sequential) Len() int { return len(s.layers) }
 
 // At returns layer i.
-func (s *Sequential) At(i int) Layer { return s.layers[i] }
+func (s *Sequential) At(i int) Layer {
+	checkIndex("Sequential.At", i, len(s.layers))
+	return s.layers[i]
+}
 
 // Forward runs x through every layer in order; an empty Sequential returns
 // x.
@@ -74,4 +77,15 @@ func (l *ModuleList) Append(m Module) *ModuleList {
 func (l *ModuleList) Len() int { return len(l.modules) }
 
 // At returns module i.
-func (l *ModuleList) At(i int) Module { return l.modules[i] }
+func (l *ModuleList) At(i int) Module {
+	checkIndex("ModuleList.At", i, len(l.modules))
+	return l.modules[i]
+}
+
+// checkIndex panics with an *autograd.Error, rather than Go's index panic,
+// unless i indexes one of n entries.
+func checkIndex(op string, i, n int) {
+	if i < 0 || i >= n {
+		autograd.Fail(op, "index %d out of range for %d entries", i, n)
+	}
+}

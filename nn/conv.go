@@ -58,6 +58,7 @@ type Conv3d struct {
 // newConvWeight validates a convolution's sizes, registers its parameters
 // on b and initialises them as PyTorch's _ConvNd.reset_parameters does.
 func newConvWeight(op string, g *autograd.Generator, b *Base, in, out, kernel, dims int, opt ConvOptions) ConvOptions {
+	checkGen(op, g)
 	opt = opt.withDefaults()
 	switch {
 	case in <= 0 || out <= 0 || kernel <= 0:

@@ -22,6 +22,7 @@ type Embedding struct {
 
 // NewEmbedding returns an Embedding of num rows of size dim.
 func NewEmbedding(g *autograd.Generator, num, dim int, opt EmbeddingOptions) *Embedding {
+	checkGen("NewEmbedding", g)
 	if num < 0 || dim < 0 {
 		autograd.Fail("NewEmbedding", "negative size: num=%d dim=%d", num, dim)
 	}
@@ -75,6 +76,7 @@ type EmbeddingBag struct {
 
 // NewEmbeddingBag returns an EmbeddingBag of num rows of size dim.
 func NewEmbeddingBag(g *autograd.Generator, num, dim int, opt EmbeddingBagOptions) *EmbeddingBag {
+	checkGen("NewEmbeddingBag", g)
 	if num < 0 || dim < 0 {
 		autograd.Fail("NewEmbeddingBag", "negative size: num=%d dim=%d", num, dim)
 	}

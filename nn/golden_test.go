@@ -168,13 +168,22 @@ func TestLayerGolden(t *testing.T) {
 		return func(m nn.Module, in []*autograd.Tensor) *autograd.Tensor { return l.Forward(in[0]) }
 	}
 	bag := func(m nn.Module, in []*autograd.Tensor) *autograd.Tensor {
-		var w *autograd.Tensor
+		// A 2-D input has no offsets.
+		var offsets, w *autograd.Tensor
+		if len(in) > 1 {
+			offsets = in[1]
+		}
 		if len(in) > 2 {
 			w = in[2]
 		}
-		return m.(*nn.EmbeddingBag).Forward(in[0], in[1], w)
+		return m.(*nn.EmbeddingBag).Forward(in[0], offsets, w)
 	}
-	pad := int64(2)
+	loss := func(m nn.Module, in []*autograd.Tensor) *autograd.Tensor {
+		return m.(interface {
+			Forward(x, target *autograd.Tensor) *autograd.Tensor
+		}).Forward(in[0], in[1])
+	}
+	pad, lastRow := int64(2), int64(-1)
 	cases := []struct {
 		name  string
 		m     nn.Module
@@ -196,6 +205,35 @@ func TestLayerGolden(t *testing.T) {
 		{name: "avgpool_pad", m: nn.NewAvgPool2d(3, nn.AvgPoolOptions{Stride: 2, Padding: 1})},
 		{name: "avgpool_nopad", m: nn.NewAvgPool2d(3, nn.AvgPoolOptions{Stride: 2, Padding: 1, ExcludePad: true})},
 		{name: "maxpool_dilated", m: nn.NewMaxPool2d(2, nn.MaxPoolOptions{Stride: 1, Padding: 1, Dilation: 2, CeilMode: true})},
+		// Defaults the layers fill in (zero options mean PyTorch's
+		// defaults) and options they pass on.
+		{name: "conv_default", m: nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{}), rtol: 1e-4},
+		{name: "conv3d_strided", m: nn.NewConv3d(g, 4, 2, 3, nn.ConvOptions{Stride: 2, Padding: 1, Groups: 2}), rtol: 1e-4},
+		{name: "linear_nobias", m: nn.NewLinear(g, 4, 3, nn.LinearOptions{NoBias: true})},
+		{name: "layernorm_noaffine", m: nn.NewLayerNorm([]int{2, 5}, nn.LayerNormOptions{Eps: 1e-2, NoAffine: true})},
+		{name: "bn3d_train", m: nn.NewBatchNorm3d(2, nn.BatchNormOptions{Eps: 1e-3, Momentum: 0.3}), steps: 2},
+		{name: "bn1d_noaffine", m: nn.NewBatchNorm1d(3, nn.BatchNormOptions{NoAffine: true})},
+		{name: "bn2d_notrack_train", m: nn.NewBatchNorm2d(2, nn.BatchNormOptions{NoTrackRunningStats: true})},
+		{name: "embedding_negpad", m: nn.NewEmbedding(g, 5, 2, nn.EmbeddingOptions{PaddingIdx: &lastRow})},
+		{name: "embedding_bag_max", m: nn.NewEmbeddingBag(g, 7, 3, nn.EmbeddingBagOptions{Mode: "max"}), run: bag},
+		{name: "embedding_bag_2d", m: nn.NewEmbeddingBag(g, 7, 3, nn.EmbeddingBagOptions{Mode: "sum"}), run: bag},
+		{name: "maxpool_default", m: nn.NewMaxPool2d(2, nn.MaxPoolOptions{})},
+		{name: "maxpool_ceil", m: nn.NewMaxPool2d(3, nn.MaxPoolOptions{Stride: 2, CeilMode: true})},
+		{name: "avgpool_default", m: nn.NewAvgPool2d(2, nn.AvgPoolOptions{})},
+		{name: "avgpool_ceil", m: nn.NewAvgPool2d(3, nn.AvgPoolOptions{Stride: 2, Padding: 1, CeilMode: true})},
+		{name: "ce_loss_smooth", m: nn.NewCrossEntropyLoss(autograd.CrossEntropyOptions{LabelSmoothing: 0.1}), run: loss},
+		{name: "mse_loss_sum", m: nn.NewMSELoss(autograd.ReductionSum), run: loss},
+		{name: "bce_loss", m: nn.NewBCEWithLogitsLoss(autograd.ReductionMean), run: loss},
+	}
+	// Every case gen_nn.py wrote must be run here.
+	have := map[string]bool{}
+	for _, c := range cases {
+		have[c.name] = true
+	}
+	for name := range s {
+		if k, ok := strings.CutSuffix(name, ".out"); ok && !strings.HasPrefix(k, "interop") && !have[k] {
+			t.Errorf("gen_nn.py case %q has no Go counterpart", k)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -37,13 +37,26 @@ func fill(op string, t *autograd.Tensor, draw func(i int) float32) *autograd.Ten
 	return t
 }
 
-// Uniform fills t with values drawn from U(lo, hi).
+// checkGen panics unless g is a generator, naming op, so a nil one fails
+// where it is passed rather than deep inside an initialiser.
+func checkGen(op string, g *autograd.Generator) {
+	if g == nil {
+		autograd.Fail(op, "generator is nil")
+	}
+}
+
+// Uniform fills t with values drawn from U(lo, hi); lo must not exceed hi.
 func Uniform(g *autograd.Generator, t *autograd.Tensor, lo, hi float64) *autograd.Tensor {
+	checkGen("Uniform", g)
+	if !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		autograd.Fail("Uniform", "expects a finite range [from, to) with from <= to, got [%v, %v)", lo, hi)
+	}
 	return fill("Uniform", t, func(int) float32 { return float32(g.Uniform(lo, hi)) })
 }
 
 // Normal fills t with values drawn from N(mean, std²).
 func Normal(g *autograd.Generator, t *autograd.Tensor, mean, std float64) *autograd.Tensor {
+	checkGen("Normal", g)
 	if std < 0 || math.IsNaN(std) {
 		autograd.Fail("Normal", "standard deviation %v is not a non-negative number", std)
 	}

@@ -19,6 +19,7 @@ type Linear struct {
 // PyTorch does from g: weight from kaiming_uniform(a=√5), i.e.
 // U(-1/√in, 1/√in), and bias from U(-1/√in, 1/√in).
 func NewLinear(g *autograd.Generator, in, out int, opt LinearOptions) *Linear {
+	checkGen("NewLinear", g)
 	if in < 0 || out < 0 {
 		autograd.Fail("NewLinear", "negative size: in=%d out=%d", in, out)
 	}

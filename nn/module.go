@@ -69,9 +69,13 @@ func (b *Base) RegisterBuffer(name string, t *autograd.Tensor) *autograd.Tensor 
 	return t
 }
 
-// RegisterModule adds a child module under name and returns it.
+// RegisterModule adds a child module under name and returns it. m must not
+// be nil: every walk over the module tree would trip on it later.
 func (b *Base) RegisterModule(name string, m Module) Module {
 	b.checkName("RegisterModule", name)
+	if m == nil {
+		autograd.Fail("RegisterModule", "module %q is nil", name)
+	}
 	b.children = append(b.children, slot[Module]{name, m})
 	return m
 }

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kilnml/kiln/autograd"
 )
@@ -50,6 +51,15 @@ func newBatchNorm(name string, ranks []int, c int, opt BatchNormOptions) *BatchN
 	}
 	if opt.Momentum == 0 {
 		opt.Momentum = 0.1
+	}
+	// Checked here so a bad option fails where it is given, not at the
+	// first Forward (or, for momentum, never: NaN would fill the running
+	// statistics).
+	if !(opt.Eps > 0) || math.IsInf(opt.Eps, 0) {
+		autograd.Fail("New"+name, "eps must be finite and positive, got %v", opt.Eps)
+	}
+	if math.IsNaN(opt.Momentum) || math.IsInf(opt.Momentum, 0) {
+		autograd.Fail("New"+name, "momentum must be a finite number, got %v", opt.Momentum)
 	}
 	bn := &BatchNorm{NumFeatures: c, Eps: opt.Eps, Momentum: opt.Momentum, CumulativeAverage: opt.CumulativeAverage, name: name, ranks: ranks}
 	if !opt.NoAffine {
@@ -166,6 +176,9 @@ func NewLayerNorm(shape []int, opt LayerNormOptions) *LayerNorm {
 	}
 	if opt.Eps == 0 {
 		opt.Eps = 1e-5
+	}
+	if !(opt.Eps > 0) || math.IsInf(opt.Eps, 0) {
+		autograd.Fail("NewLayerNorm", "eps must be finite and positive, got %v", opt.Eps)
 	}
 	l := &LayerNorm{NormalizedShape: append([]int(nil), shape...), Eps: opt.Eps}
 	if !opt.NoAffine {

@@ -1,10 +1,13 @@
 package nn_test
 
 import (
+	"encoding/binary"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
@@ -225,6 +228,16 @@ func TestLoadStateDictErrors(t *testing.T) {
 			[]string{"state.safetensors", "bad JSON header (bytes 8.."}},
 		{"header length past the end", raw(func(b []byte) []byte { b[7] = 1; return b }), nn.LoadOptions{},
 			[]string{"state.safetensors", "at byte 0"}},
+		// 2⁶² float32s are 2⁶⁴ bytes, which wraps to the empty data the
+		// entry claims; loading it once crashed in make.
+		{"shape whose size wraps", raw(func([]byte) []byte {
+			js := `{"fc.bias":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}}`
+			return append(binary.LittleEndian.AppendUint64(nil, uint64(len(js))), js...)
+		}), nn.LoadOptions{}, []string{"state.safetensors", `tensor "fc.bias"`, "more bytes than an int can count"}},
+		{"empty file", raw(func([]byte) []byte { return nil }), nn.LoadOptions{}, []string{"state.safetensors", "file is 0 bytes"}},
+		{"boolean entry", edit(func(f *safetensors.File) {
+			set(f, safetensors.Tensor{Name: "fc.bias", DType: "BOOL", Shape: []int{2}, Data: []byte{1, 0}})
+		}), nn.LoadOptions{}, []string{"unsupported dtype for fc.bias", "BOOL"}},
 		{"nonexistent file", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope.safetensors") },
 			nn.LoadOptions{}, []string{"nope.safetensors", "no such file"}},
 	}
@@ -289,5 +302,75 @@ func TestLoadStateDictConverts(t *testing.T) {
 func putU64(b []byte, v uint64) {
 	for i := range 8 {
 		b[i] = byte(v >> (8 * i))
+	}
+}
+
+func TestLoadTensorsErrors(t *testing.T) {
+	src := nn.StateDict(newTestNet(autograd.NewGenerator(1)))
+	replace := func(name string, x *autograd.Tensor) []nn.NamedTensor {
+		out := slices.Clone(src)
+		for i := range out {
+			if out[i].Name == name {
+				out[i].Tensor = x
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		ts   []nn.NamedTensor
+		opt  nn.LoadOptions
+		want []string
+	}{
+		{"missing", src[1:], nn.LoadOptions{}, []string{`missing key(s) in state dict: "features.0.weight"`}},
+		{"unexpected", append(slices.Clone(src), nn.NamedTensor{Name: "extra", Tensor: autograd.Zeros(1)}), nn.LoadOptions{}, []string{`unexpected key(s) in state dict: "extra"`}},
+		{"shape", replace("fc.weight", autograd.Zeros(4, 2)), nn.LoadOptions{}, []string{"size mismatch for fc.weight", "[4 2]", "[2 4]"}},
+		{"integer into float", replace("fc.bias", autograd.Empty(autograd.Int32, 2)), nn.LoadOptions{}, []string{"dtype mismatch for fc.bias: the state dict holds int32, the current model has float32"}},
+		{"float into integer", replace("bn1.num_batches_tracked", autograd.Scalar(1)), nn.LoadOptions{NonStrict: true}, []string{"dtype mismatch for bn1.num_batches_tracked: the state dict holds float32"}},
+		{"0-d for a vector", replace("fc.bias", autograd.Scalar(1)), nn.LoadOptions{}, []string{"size mismatch for fc.bias", "shape [] from the state dict", "[2]"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dst := newTestNet(autograd.NewGenerator(7))
+			before := nn.StateDict(newTestNet(autograd.NewGenerator(7)))
+			err := nn.LoadTensors(dst, c.ts, c.opt)
+			var se *nn.StateDictError
+			if !errors.As(err, &se) || se.Path != "" {
+				t.Fatalf("error %v, want a *StateDictError without a path", err)
+			}
+			for _, w := range c.want {
+				if !contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			for i, nt := range nn.StateDict(dst) {
+				if !reflect.DeepEqual(nt.Tensor.Values(), before[i].Tensor.Values()) {
+					t.Errorf("failed load changed %s", nt.Name)
+				}
+			}
+		})
+	}
+	err := autograd.Try(func() { nn.LoadTensors(newTestNet(autograd.NewGenerator(1)), replace("fc.bias", nil)) })
+	if err == nil || !contains(err.Error(), `LoadTensors: tensor "fc.bias" is nil`) {
+		t.Errorf("nil tensor: %v", err)
+	}
+}
+
+func TestSaveTensorsErrors(t *testing.T) {
+	dir := t.TempDir()
+	err := nn.SaveTensors(filepath.Join(dir, "nil.safetensors"), []nn.NamedTensor{{Name: "w", Tensor: autograd.Zeros(1)}, {Name: "b"}})
+	if err == nil || !contains(err.Error(), "nil.safetensors") || !contains(err.Error(), `tensor "b" is nil`) {
+		t.Errorf("nil tensor: %v", err)
+	}
+	dup := []nn.NamedTensor{{Name: "w", Tensor: autograd.Zeros(1)}, {Name: "w", Tensor: autograd.Zeros(2)}}
+	if err := nn.SaveTensors(filepath.Join(dir, "dup.safetensors"), dup); err == nil || !contains(err.Error(), `duplicate tensor name "w"`) {
+		t.Errorf("duplicate name: %v", err)
+	}
+	missing := filepath.Join(dir, "no", "such", "dir", "m.safetensors")
+	if err := nn.SaveStateDict(newTestNet(autograd.NewGenerator(1)), missing); err == nil || !contains(err.Error(), missing) {
+		t.Errorf("missing directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("failed saves left %d files behind", len(entries))
 	}
 }

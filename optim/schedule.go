@@ -47,6 +47,15 @@ type schedule struct {
 
 var errNilOptimizer = errors.New("optim: scheduler needs an optimizer, got nil")
 
+// checkFinite rejects a NaN or infinite factor, which would turn every
+// learning rate the schedule sets into NaN or infinity.
+func checkFinite(sched, name string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("optim: %s: %s must be a finite number, got %v", sched, name, v)
+	}
+	return nil
+}
+
 // start attaches the schedule to opt as PyTorch's constructor with
 // last_epoch=-1 does: each group's initial_lr is recorded unless an earlier
 // scheduler did, it becomes the base learning rate, and one Step is taken,
@@ -92,6 +101,14 @@ func (s *schedule) LoadState(st ScheduleState) error {
 	if st.LastEpoch < 0 {
 		return fmt.Errorf("optim: scheduler state has last epoch %d, want at least 0", st.LastEpoch)
 	}
+	for g := range n {
+		if err := checkFinite("scheduler state", fmt.Sprintf("base learning rate of group %d", g), st.BaseLRs[g]); err != nil {
+			return err
+		}
+		if err := checkFinite("scheduler state", fmt.Sprintf("last learning rate of group %d", g), st.LastLR[g]); err != nil {
+			return err
+		}
+	}
 	s.lastEpoch = st.LastEpoch
 	copy(s.baseLRs, st.BaseLRs)
 	copy(s.lastLR, st.LastLR)
@@ -122,6 +139,9 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*StepLR, error) {
 	if stepSize <= 0 {
 		return nil, fmt.Errorf("optim: StepLR: step size must be positive, got %d", stepSize)
 	}
+	if err := checkFinite("StepLR", "gamma", gamma); err != nil {
+		return nil, err
+	}
 	s := &StepLR{stepSize: stepSize, gamma: gamma}
 	s.schedule.start(opt, func(_ int, lr float64) float64 {
 		if s.lastEpoch == 0 || s.lastEpoch%s.stepSize != 0 {
@@ -147,6 +167,9 @@ type MultiStepLR struct {
 func NewMultiStepLR(opt Optimizer, milestones []int, gamma float64) (*MultiStepLR, error) {
 	if opt == nil {
 		return nil, errNilOptimizer
+	}
+	if err := checkFinite("MultiStepLR", "gamma", gamma); err != nil {
+		return nil, err
 	}
 	s := &MultiStepLR{counts: map[int]int{}, gamma: gamma}
 	for _, m := range milestones {
@@ -181,6 +204,9 @@ func NewCosineAnnealingLR(opt Optimizer, tMax int, etaMin float64) (*CosineAnnea
 	}
 	if tMax <= 0 {
 		return nil, fmt.Errorf("optim: CosineAnnealingLR: T_max must be positive, got %d", tMax)
+	}
+	if err := checkFinite("CosineAnnealingLR", "eta_min", etaMin); err != nil {
+		return nil, err
 	}
 	s := &CosineAnnealingLR{tMax: tMax, etaMin: etaMin}
 	s.schedule.start(opt, s.next)

@@ -2,6 +2,7 @@ package optim_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -133,6 +134,14 @@ func TestSchedulersRejectBadInput(t *testing.T) {
 		{"linear start 2", func(o optim.Optimizer) error { _, err := optim.NewLinearLR(o, 2, 1, 5); return err }, "start factor"},
 		{"linear end", func(o optim.Optimizer) error { _, err := optim.NewLinearLR(o, 0.5, 1.5, 5); return err }, "end factor must be in [0, 1], got 1.5"},
 		{"linear iters", func(o optim.Optimizer) error { _, err := optim.NewLinearLR(o, 0.5, 1, -1); return err }, "total iterations must not be negative"},
+		{"linear NaN start", func(o optim.Optimizer) error { _, err := optim.NewLinearLR(o, math.NaN(), 1, 5); return err }, "start factor must be in (0, 1], got NaN"},
+		{"linear NaN end", func(o optim.Optimizer) error { _, err := optim.NewLinearLR(o, 0.5, math.NaN(), 5); return err }, "end factor must be in [0, 1], got NaN"},
+		{"linear nil", func(optim.Optimizer) error { _, err := optim.NewLinearLR(nil, 0.5, 1, 5); return err }, "needs an optimizer"},
+		{"cosine nil", func(optim.Optimizer) error { _, err := optim.NewCosineAnnealingLR(nil, 5, 0); return err }, "needs an optimizer"},
+		{"StepLR negative size", func(o optim.Optimizer) error { _, err := optim.NewStepLR(o, -2, 0.1); return err }, "step size must be positive, got -2"},
+		{"StepLR NaN gamma", func(o optim.Optimizer) error { _, err := optim.NewStepLR(o, 2, math.NaN()); return err }, "StepLR: gamma must be a finite number, got NaN"},
+		{"MultiStepLR infinite gamma", func(o optim.Optimizer) error { _, err := optim.NewMultiStepLR(o, []int{2}, math.Inf(1)); return err }, "MultiStepLR: gamma must be a finite number, got +Inf"},
+		{"cosine NaN eta_min", func(o optim.Optimizer) error { _, err := optim.NewCosineAnnealingLR(o, 5, math.NaN()); return err }, "CosineAnnealingLR: eta_min must be a finite number, got NaN"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,6 +152,36 @@ func TestSchedulersRejectBadInput(t *testing.T) {
 			}
 			if opt.LR(0) != 0.1 {
 				t.Errorf("a rejected scheduler changed the learning rate to %v", opt.LR(0))
+			}
+		})
+	}
+}
+
+func TestSchedulerLoadStateRejects(t *testing.T) {
+	cases := []struct {
+		name string
+		st   optim.ScheduleState
+		want string
+	}{
+		{"too few groups", optim.ScheduleState{LastEpoch: 1, BaseLRs: []float64{0.1}, LastLR: []float64{0.1, 0.05}}, "scheduler state has 1 base and 2 last learning rates, the optimizer has 2 groups"},
+		{"no last rates", optim.ScheduleState{LastEpoch: 1, BaseLRs: []float64{0.1, 0.05}}, "2 base and 0 last learning rates"},
+		{"negative epoch", optim.ScheduleState{LastEpoch: -1, BaseLRs: []float64{0.1, 0.05}, LastLR: []float64{0.1, 0.05}}, "last epoch -1, want at least 0"},
+		{"NaN base", optim.ScheduleState{LastEpoch: 1, BaseLRs: []float64{0.1, math.NaN()}, LastLR: []float64{0.1, 0.05}}, "base learning rate of group 1 must be a finite number, got NaN"},
+		{"infinite last", optim.ScheduleState{LastEpoch: 1, BaseLRs: []float64{0.1, 0.05}, LastLR: []float64{math.Inf(1), 0.05}}, "last learning rate of group 0 must be a finite number, got +Inf"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := optim.NewStepLR(twoGroupSGD(t), 3, 0.5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := s.State()
+			err = s.LoadState(c.st)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+			if after := s.State(); after.LastEpoch != before.LastEpoch || fmt.Sprint(after.BaseLRs, after.LastLR) != fmt.Sprint(before.BaseLRs, before.LastLR) {
+				t.Errorf("a rejected state changed the scheduler from %+v to %+v", before, after)
 			}
 		})
 	}

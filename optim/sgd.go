@@ -287,8 +287,11 @@ func (s *SGD) LoadStateDict(sd *StateDict) error {
 	}
 	bufs := map[*autograd.Tensor]*autograd.Tensor{}
 	for id, st := range sd.State {
-		p := byID[id]
-		bufs[p] = copyState(st["momentum_buffer"], p)
+		// An empty entry (a parameter not yet stepped) means no buffer.
+		if b := st["momentum_buffer"]; b != nil {
+			p := byID[id]
+			bufs[p] = copyState(b, p)
+		}
 	}
 	for g := range s.groups {
 		gr := &s.groups[g]

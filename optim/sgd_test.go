@@ -212,6 +212,14 @@ func TestNewSGDRejectsBadInput(t *testing.T) {
 	}{
 		{"negative lr", []optim.SGDGroup{{ok, optim.SGDOptions{LR: -0.1}}}, "invalid learning rate: -0.1"},
 		{"NaN lr", []optim.SGDGroup{{ok, optim.SGDOptions{LR: math.NaN()}}}, "invalid learning rate: NaN"},
+		{"infinite lr", []optim.SGDGroup{{ok, optim.SGDOptions{LR: math.Inf(1)}}}, "invalid learning rate: +Inf"},
+		{"NaN momentum", []optim.SGDGroup{{ok, optim.SGDOptions{LR: 0.1, Momentum: math.NaN()}}}, "invalid momentum value: NaN"},
+		{"infinite momentum", []optim.SGDGroup{{ok, optim.SGDOptions{LR: 0.1, Momentum: math.Inf(1)}}}, "invalid momentum value: +Inf"},
+		{"NaN weight decay", []optim.SGDGroup{{ok, optim.SGDOptions{LR: 0.1, WeightDecay: math.NaN()}}}, "invalid weight_decay value: NaN"},
+		{"NaN dampening", []optim.SGDGroup{{ok, optim.SGDOptions{LR: 0.1, Momentum: 0.9, Dampening: math.NaN()}}}, "invalid dampening value: NaN"},
+		{"infinite dampening", []optim.SGDGroup{{ok, optim.SGDOptions{LR: 0.1, Dampening: math.Inf(-1)}}}, "invalid dampening value: -Inf"},
+		{"bfloat16 parameter", []optim.SGDGroup{{[]*autograd.Tensor{autograd.Cast(autograd.Ones(2), autograd.BFloat16).SetRequiresGrad(true)}, optim.SGDOptions{LR: 0.1}}},
+			"group 0 parameter 0 is bfloat16; only float32 parameters are supported"},
 		{"negative momentum", []optim.SGDGroup{{ok, optim.SGDOptions{LR: 0.1, Momentum: -1}}}, "invalid momentum value: -1"},
 		{"negative weight decay", []optim.SGDGroup{{ok, optim.SGDOptions{LR: 0.1, WeightDecay: -1e-4}}}, "invalid weight_decay value"},
 		{"nesterov without momentum", []optim.SGDGroup{{ok, optim.SGDOptions{LR: 0.1, Nesterov: true}}}, "Nesterov momentum requires a momentum and zero dampening"},
@@ -231,6 +239,50 @@ func TestNewSGDRejectsBadInput(t *testing.T) {
 				t.Fatalf("got %v, %v; want error containing %q", opt, err, c.want)
 			}
 		})
+	}
+}
+
+func TestSGDGroupIndexOutOfRange(t *testing.T) {
+	opt := twoGroupSGD(t)
+	calls := map[string]func(g int){
+		"SGD.Group":        func(g int) { opt.Group(g) },
+		"SGD.LR":           func(g int) { opt.LR(g) },
+		"SGD.SetLR":        func(g int) { opt.SetLR(g, 1) },
+		"SGD.InitialLR":    func(g int) { opt.InitialLR(g) },
+		"SGD.SetInitialLR": func(g int) { opt.SetInitialLR(g, 1) },
+	}
+	for name, call := range calls {
+		for _, g := range []int{-1, 2} {
+			err := autograd.Try(func() { call(g) })
+			if want := fmt.Sprintf("%s: parameter group %d out of range [0, 2)", name, g); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s(%d): error %v, want %q", name, g, err, want)
+			}
+		}
+	}
+	if opt.LR(0) != 0.1 || opt.LR(1) != 0.05 {
+		t.Errorf("rejected calls changed the learning rates to %v, %v", opt.LR(0), opt.LR(1))
+	}
+}
+
+// An empty state entry, as PyTorch writes for a parameter that has not
+// been stepped, loads as no momentum buffer.
+func TestSGDLoadStateDictEmptyState(t *testing.T) {
+	opt, _ := trainedSGD(t, 2)
+	sd := opt.StateDict()
+	sd.State[0] = map[string]*autograd.Tensor{}
+	fresh, _ := trainedSGD(t, 0)
+	if err := autograd.Try(func() {
+		if err := fresh.LoadStateDict(sd); err != nil {
+			t.Fatal(err)
+		}
+	}); err != nil {
+		t.Fatalf("LoadStateDict panicked: %v", err)
+	}
+	if _, ok := fresh.StateDict().State[0]; ok {
+		t.Error("an empty state entry loaded as a momentum buffer")
+	}
+	if _, ok := fresh.StateDict().State[2]; !ok {
+		t.Error("parameter 2 lost its momentum buffer")
 	}
 }
 
@@ -318,6 +370,10 @@ func TestSGDLoadStateDictRejectsMismatches(t *testing.T) {
 		{"NaN", func(sd *optim.StateDict) { sd.Groups[0].Hyper["momentum"] = math.NaN() }, "param_groups.0.momentum: value is NaN"},
 		{"negative lr", func(sd *optim.StateDict) { sd.Groups[0].Hyper["lr"] = -1 }, "invalid learning rate: -1 (in param_groups.0)"},
 		{"nesterov", func(sd *optim.StateDict) { sd.Groups[1].Hyper["dampening"] = 0.5 }, "Nesterov momentum requires"},
+		{"infinite lr", func(sd *optim.StateDict) { sd.Groups[1].Hyper["lr"] = math.Inf(1) }, "invalid learning rate: +Inf (in param_groups.1)"},
+		{"NaN initial lr", func(sd *optim.StateDict) { sd.Groups[0].Hyper["initial_lr"] = math.NaN() }, "param_groups.0.initial_lr: value is NaN"},
+		{"nil groups' hyper-parameters", func(sd *optim.StateDict) { sd.Groups[0].Hyper = nil }, "param_groups.0.lr: missing hyper-parameter"},
+		{"0-d state for a vector", func(sd *optim.StateDict) { sd.State[0]["momentum_buffer"] = autograd.Scalar(1) }, "state.0.momentum_buffer: shape [] does not match the parameter's shape [3]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

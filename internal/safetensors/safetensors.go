@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -99,10 +100,22 @@ func Decode(b []byte) (*File, error) {
 		if size == 0 {
 			return nil, fmt.Errorf("safetensors: tensor %q: unknown dtype %q", name, e.DType)
 		}
-		count := 1
+		count, empty := 1, false
 		for _, d := range e.Shape {
-			if d < 0 || (d > 0 && count > (1<<62)/d) {
+			if d < 0 {
 				return nil, fmt.Errorf("safetensors: tensor %q: bad shape %v", name, e.Shape)
+			}
+			empty = empty || d == 0
+		}
+		for _, d := range e.Shape {
+			if empty {
+				count = 0
+				break
+			}
+			// An overflowing count*size could wrap around to the size the
+			// offsets give.
+			if count > math.MaxInt/size/d {
+				return nil, fmt.Errorf("safetensors: tensor %q: shape %v of %s has more bytes than an int can count", name, e.Shape, e.DType)
 			}
 			count *= d
 		}
@@ -153,6 +166,9 @@ func Encode(w io.Writer, f *File) error {
 		size := ElemSize(t.DType)
 		count := 1
 		for _, d := range t.Shape {
+			if d < 0 {
+				return fmt.Errorf("safetensors: tensor %q: negative dimension in shape %v", t.Name, t.Shape)
+			}
 			count *= d
 		}
 		if size == 0 || count*size != len(t.Data) {

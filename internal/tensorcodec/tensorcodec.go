@@ -25,16 +25,32 @@ func Decode(e safetensors.Tensor) (*autograd.Tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("unsupported dtype %s", e.DType)
 	}
+	b := e.Data
+	size := safetensors.ElemSize(e.DType)
+	count := 1
 	for _, d := range e.Shape {
 		if d < 0 {
 			return nil, fmt.Errorf("negative dimension in shape %v", e.Shape)
 		}
+		if d == 0 {
+			count = 0
+		}
 	}
-	t := autograd.Empty(dtype, e.Shape...)
-	b := e.Data
-	if need := t.Numel() * safetensors.ElemSize(e.DType); len(b) != need {
+	// The size is checked against the data before anything is allocated,
+	// so a corrupt shape costs an error, not a huge allocation or a crash.
+	for _, d := range e.Shape {
+		if count == 0 {
+			break
+		}
+		if count > math.MaxInt/size/d {
+			return nil, fmt.Errorf("%s %v has more bytes than an int can count", e.DType, e.Shape)
+		}
+		count *= d
+	}
+	if need := count * size; len(b) != need {
 		return nil, fmt.Errorf("%s %v needs %d bytes, has %d", e.DType, e.Shape, need, len(b))
 	}
+	t := autograd.Empty(dtype, e.Shape...)
 	le := binary.LittleEndian
 	switch v := t.Data().(type) {
 	case []float32:

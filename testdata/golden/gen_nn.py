@@ -122,6 +122,27 @@ def layer_cases(out):
     case(out, "avgpool_pad", tnn.AvgPool2d(3, stride=2, padding=1), [torch.randn(1, 2, 5, 5)])
     case(out, "avgpool_nopad", tnn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), [torch.randn(1, 2, 5, 5)])
     case(out, "maxpool_dilated", tnn.MaxPool2d(2, stride=1, padding=1, dilation=2, ceil_mode=True), [torch.randn(1, 2, 5, 5)])
+    # Defaults the layers fill in themselves and the options they pass on. A seed of their
+    # own keeps the cases above unchanged.
+    torch.manual_seed(2)
+    case(out, "conv_default", tnn.Conv2d(3, 4, 3), [torch.randn(2, 3, 6, 5)])
+    case(out, "conv3d_strided", tnn.Conv3d(4, 2, 3, stride=2, padding=1, groups=2), [torch.randn(1, 4, 5, 4, 5)])
+    case(out, "linear_nobias", tnn.Linear(4, 3, bias=False), [torch.randn(5, 4)])
+    case(out, "layernorm_noaffine", tnn.LayerNorm([2, 5], eps=1e-2, elementwise_affine=False), [torch.randn(3, 2, 5)])
+    case(out, "bn3d_train", tnn.BatchNorm3d(2, eps=1e-3, momentum=0.3),
+         [[torch.randn(2, 2, 2, 3, 2) * 2 - 1] for _ in range(2)], steps=2)
+    case(out, "bn1d_noaffine", tnn.BatchNorm1d(3, affine=False), [torch.randn(6, 3) + 1])
+    case(out, "bn2d_notrack_train", tnn.BatchNorm2d(2, track_running_stats=False), [torch.randn(3, 2, 2, 2)])
+    case(out, "embedding_negpad", tnn.Embedding(5, 2, padding_idx=-1), [torch.tensor([4, 0, 4, 2])])
+    case(out, "embedding_bag_max", tnn.EmbeddingBag(7, 3, mode="max"), [torch.tensor([1, 2, 6, 0, 3, 3]), torch.tensor([0, 2, 2])])
+    case(out, "embedding_bag_2d", tnn.EmbeddingBag(7, 3, mode="sum"), [torch.tensor([[1, 2, 6], [0, 3, 3]])])
+    case(out, "maxpool_default", tnn.MaxPool2d(2), [torch.randn(1, 2, 5, 4)])
+    case(out, "maxpool_ceil", tnn.MaxPool2d(3, stride=2, ceil_mode=True), [torch.randn(1, 2, 6, 6)])
+    case(out, "avgpool_default", tnn.AvgPool2d(2), [torch.randn(1, 2, 5, 4)])
+    case(out, "avgpool_ceil", tnn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True), [torch.randn(1, 2, 6, 6)])
+    case(out, "ce_loss_smooth", tnn.CrossEntropyLoss(label_smoothing=0.1), [torch.randn(4, 3), torch.tensor([0, 2, 1, 2])])
+    case(out, "mse_loss_sum", tnn.MSELoss(reduction="sum"), [torch.randn(3, 2), torch.randn(3, 2)])
+    case(out, "bce_loss", tnn.BCEWithLogitsLoss(), [torch.randn(5), torch.rand(5)])
 
 
 def check_kiln():
