@@ -1,0 +1,121 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// AVX2 row primitives in vec_amd64.s. Each takes its slices whole and
+// trusts the lengths vecKit documents; the wrappers below add the row
+// counts the assembly wants.
+
+//go:noescape
+func sumAVX2(x []float32) float64
+
+//go:noescape
+func sqDevAVX2(x []float32, m float64) float64
+
+//go:noescape
+func gradSumsAVX2(g, x []float32, m float64) (sg, sgx float64)
+
+//go:noescape
+func gradSumsWAVX2(dy, w, x []float32, m float64) (sg, sgx float64)
+
+//go:noescape
+func dotAVX2(a, b []float32) float64
+
+//go:noescape
+func colSumAVX2(s []float64, x []float32, rows int)
+
+//go:noescape
+func colSqDevAVX2(s []float64, x []float32, m []float64, rows int)
+
+//go:noescape
+func colGradSumsAVX2(s1, s2 []float64, g, x []float32, m []float64, rows int)
+
+//go:noescape
+func affineAVX2(y, x []float32, a, b float64)
+
+//go:noescape
+func affine2AVX2(y, u, v []float32, p, q, r float64)
+
+//go:noescape
+func colAffineAVX2(y, x []float32, a, b []float64, rows int)
+
+//go:noescape
+func colAffine2AVX2(y, u, v []float32, p, q, r []float64, rows int)
+
+//go:noescape
+func lnApplyAVX2(y, x, w, b []float32, m, rs float64)
+
+//go:noescape
+func lnBackwardAVX2(dx, dy, w, x []float32, rs, q, r float64)
+
+//go:noescape
+func lnColAccAVX2(aw, ab []float64, dy, x []float32, rs, nmrs float64)
+
+//go:noescape
+func accRowAVX2(acc []float64, x []float32)
+
+//go:noescape
+func accRowScaledAVX2(acc []float64, x []float32, k float64)
+
+//go:noescape
+func storeScaledAVX2(y []float32, acc []float64, k float64)
+
+//go:noescape
+func maxRowArgAVX2(y []float32, am []int64, x []float32, r int64)
+
+// The window primitives take their steps in elements; the assembly
+// converts them to bytes.
+
+//go:noescape
+func maxWindowAVX2(y []float32, idx []int32, x []float32, nh, nw, sh, sw int, pos0, ph, pw int32)
+
+//go:noescape
+func sumWindowAVX2(y, x []float32, nh, nw, sh, sw int, div float32)
+
+//go:noescape
+func addWindowAVX2(x []float32, nh, nw, sh, sw int, g []float32, div float32)
+
+var vecAVX2 = &vecKit{
+	sum:       sumAVX2,
+	sqDev:     sqDevAVX2,
+	gradSums:  gradSumsAVX2,
+	gradSumsW: gradSumsWAVX2,
+	dot:       dotAVX2,
+	colSum: func(s []float64, x []float32) {
+		if len(s) > 0 {
+			colSumAVX2(s, x, len(x)/len(s))
+		}
+	},
+	colSqDev: func(s []float64, x []float32, m []float64) {
+		if len(s) > 0 {
+			colSqDevAVX2(s, x, m, len(x)/len(s))
+		}
+	},
+	colGradSums: func(s1, s2 []float64, g, x []float32, m []float64) {
+		if len(s1) > 0 {
+			colGradSumsAVX2(s1, s2, g, x, m, len(g)/len(s1))
+		}
+	},
+	affine:  affineAVX2,
+	affine2: affine2AVX2,
+	colAffine: func(y, x []float32, a, b []float64) {
+		if len(a) > 0 {
+			colAffineAVX2(y, x, a, b, len(y)/len(a))
+		}
+	},
+	colAffine2: func(y, u, v []float32, p, q, r []float64) {
+		if len(p) > 0 {
+			colAffine2AVX2(y, u, v, p, q, r, len(y)/len(p))
+		}
+	},
+	lnApply:      lnApplyAVX2,
+	lnBackward:   lnBackwardAVX2,
+	lnColAcc:     lnColAccAVX2,
+	accRow:       accRowAVX2,
+	accRowScaled: accRowScaledAVX2,
+	storeScaled:  storeScaledAVX2,
+	maxRowArg:    maxRowArgAVX2,
+	maxWindow:    maxWindowAVX2,
+	sumWindow:    sumWindowAVX2,
+	addWindow:    addWindowAVX2,
+}
