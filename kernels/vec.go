@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // Row primitives shared by the memory-bound kernels (norms, pooling,
 // embedding bags, strided reductions). Each works on one row, one run or
@@ -44,6 +47,12 @@ type vecKit struct {
 	// colGradSums: s1[c] += Σ_r g[r][c]; s2[c] += Σ_r g[r][c]·(x[r][c] − m[c]).
 	colGradSums func(s1, s2 []float64, g, x []float32, m []float64)
 
+	// The maps below, like accRowScaled and lnColAcc, round every float64
+	// operation separately, as the kernels' original Go code does when
+	// compiled without fused multiply-add (the default on amd64); the
+	// explicit conversions in the references pin that, and every variant
+	// gives the same bits.
+
 	// affine: y[i] = float32(a·x[i] + b), computed in float64.
 	affine func(y, x []float32, a, b float64)
 	// affine2: y[i] = float32(p·u[i] + q·v[i] + r), computed in float64.
@@ -53,12 +62,15 @@ type vecKit struct {
 	// colAffine2: y[r][c] = float32(p[c]·u[r][c] + q[c]·v[r][c] + r[c]).
 	colAffine2 func(y, u, v []float32, p, q, r []float64)
 
+	// lnNorm: y[i] = float32((x[i] − m)·rs), in float64.
+	lnNorm func(y, x []float32, m, rs float64)
 	// lnApply: y[i] = float32((x[i] − m)·rs·w[i] + b[i]), in float64.
 	lnApply func(y, x, w, b []float32, m, rs float64)
-	// lnBackward: dx[i] = float32(rs·w[i]·dy[i] + q·x[i] + r), in float64.
-	lnBackward func(dx, dy, w, x []float32, rs, q, r float64)
-	// lnColAcc: aw[j] += dy[j]·(x[j]·rs + nmrs); ab[j] += dy[j] (nmrs = −mean·rs).
-	lnColAcc func(aw, ab []float64, dy, x []float32, rs, nmrs float64)
+	// lnBackward: dx[i] = float32(rs·(g − s1 − (x[i] − m)·rs·s2)) with
+	// g = dy[i]·w[i], in float64.
+	lnBackward func(dx, dy, w, x []float32, m, rs, s1, s2 float64)
+	// lnColAcc: aw[j] += dy[j]·(x[j] − m)·rs; ab[j] += dy[j].
+	lnColAcc func(aw, ab []float64, dy, x []float32, m, rs float64)
 
 	// accRow: acc[i] += x[i].
 	accRow func(acc []float64, x []float32)
@@ -98,6 +110,7 @@ var vecGo = vecKit{
 	affine2:      affine2Go,
 	colAffine:    colAffineGo,
 	colAffine2:   colAffine2Go,
+	lnNorm:       lnNormGo,
 	lnApply:      lnApplyGo,
 	lnBackward:   lnBackwardGo,
 	lnColAcc:     lnColAccGo,
@@ -209,14 +222,14 @@ func colGradSumsGo(s1, s2 []float64, g, x []float32, m []float64) {
 func affineGo(y, x []float32, a, b float64) {
 	x = x[:len(y)]
 	for i := range y {
-		y[i] = float32(a*float64(x[i]) + b)
+		y[i] = float32(float64(a*float64(x[i])) + b)
 	}
 }
 
 func affine2Go(y, u, v []float32, p, q, r float64) {
 	u, v = u[:len(y)], v[:len(y)]
 	for i := range y {
-		y[i] = float32(p*float64(u[i]) + q*float64(v[i]) + r)
+		y[i] = float32(float64(p*float64(u[i])) + float64(q*float64(v[i])) + r)
 	}
 }
 
@@ -229,7 +242,7 @@ func colAffineGo(y, x []float32, a, b []float64) {
 	for o := 0; o+C <= len(y); o += C {
 		yr, xr := y[o:o+C], x[o:o+C]
 		for c := range yr {
-			yr[c] = float32(a[c]*float64(xr[c]) + b[c])
+			yr[c] = float32(float64(a[c]*float64(xr[c])) + b[c])
 		}
 	}
 }
@@ -243,30 +256,38 @@ func colAffine2Go(y, u, v []float32, p, q, r []float64) {
 	for o := 0; o+C <= len(y); o += C {
 		yr, ur, vr := y[o:o+C], u[o:o+C], v[o:o+C]
 		for c := range yr {
-			yr[c] = float32(p[c]*float64(ur[c]) + q[c]*float64(vr[c]) + r[c])
+			yr[c] = float32(float64(p[c]*float64(ur[c])) + float64(q[c]*float64(vr[c])) + r[c])
 		}
+	}
+}
+
+func lnNormGo(y, x []float32, m, rs float64) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] = float32((float64(x[i]) - m) * rs)
 	}
 }
 
 func lnApplyGo(y, x, w, b []float32, m, rs float64) {
 	x, w, b = x[:len(y)], w[:len(y)], b[:len(y)]
 	for i := range y {
-		y[i] = float32((float64(x[i])-m)*rs*float64(w[i]) + float64(b[i]))
+		y[i] = float32(float64((float64(x[i])-m)*rs*float64(w[i])) + float64(b[i]))
 	}
 }
 
-func lnBackwardGo(dx, dy, w, x []float32, rs, q, r float64) {
+func lnBackwardGo(dx, dy, w, x []float32, m, rs, s1, s2 float64) {
 	dy, w, x = dy[:len(dx)], w[:len(dx)], x[:len(dx)]
 	for i := range dx {
-		dx[i] = float32(rs*float64(w[i])*float64(dy[i]) + q*float64(x[i]) + r)
+		g := float64(float64(dy[i]) * float64(w[i]))
+		dx[i] = float32(rs * (g - s1 - float64((float64(x[i])-m)*rs*s2)))
 	}
 }
 
-func lnColAccGo(aw, ab []float64, dy, x []float32, rs, nmrs float64) {
+func lnColAccGo(aw, ab []float64, dy, x []float32, m, rs float64) {
 	ab, dy, x = ab[:len(aw)], dy[:len(aw)], x[:len(aw)]
 	for j := range aw {
 		g := float64(dy[j])
-		aw[j] += g * (float64(x[j])*rs + nmrs)
+		aw[j] += float64(g * (float64(x[j]) - m) * rs)
 		ab[j] += g
 	}
 }
@@ -281,7 +302,7 @@ func accRowGo(acc []float64, x []float32) {
 func accRowScaledGo(acc []float64, x []float32, k float64) {
 	x = x[:len(acc)]
 	for i := range acc {
-		acc[i] += k * float64(x[i])
+		acc[i] += float64(k * float64(x[i]))
 	}
 }
 
@@ -341,3 +362,67 @@ func addWindowGo(x []float32, nh, nw, sh, sw int, g []float32, div float32) {
 		}
 	}
 }
+
+// vecChunk is the most elements a kernel hands one primitive call, so an
+// assembly call runs for microseconds, never long enough to delay a
+// garbage collection.
+const vecChunk = 1 << 14
+
+// parJob carries one Parallel call's arguments without a closure: the
+// body is a plain function of the arguments, and fn, bound once when the
+// job is first made, calls it. Jobs are pooled, so a kernel that runs
+// through one allocates nothing per call.
+type parJob[A any] struct {
+	args A
+	body func(a *A, lo, hi int)
+	fn   func(lo, hi int)
+}
+
+// parPool is a pool of jobs for one argument type.
+type parPool[A any] struct{ p sync.Pool }
+
+// run calls body(&args, lo, hi) over [0, n) through Parallel.
+func (pp *parPool[A]) run(n, work int, args A, body func(a *A, lo, hi int)) {
+	j, _ := pp.p.Get().(*parJob[A])
+	if j == nil {
+		j = new(parJob[A])
+		j.fn = func(lo, hi int) { j.body(&j.args, lo, hi) }
+	}
+	j.args, j.body = args, body
+	Parallel(n, work, j.fn)
+	var zero A
+	j.args, j.body = zero, nil // drop the caller's slices
+	pp.p.Put(j)
+}
+
+// scratch is a pooled buffer for per-call temporaries; the pointer
+// travels back to its pool, so returning one allocates nothing.
+type scratch[T any] struct {
+	s    []T
+	pool *sync.Pool
+}
+
+var scratch64Pool, scratchF32Pool, scratch32Pool sync.Pool
+
+func getScratch[T any](pool *sync.Pool, n int) *scratch[T] {
+	b, _ := pool.Get().(*scratch[T])
+	if b == nil {
+		b = &scratch[T]{pool: pool}
+	}
+	if cap(b.s) < n {
+		b.s = make([]T, n)
+	}
+	b.s = b.s[:n]
+	return b
+}
+
+func (b *scratch[T]) put() { b.pool.Put(b) }
+
+// getScratch64 returns a buffer of n float64s with unspecified contents.
+func getScratch64(n int) *scratch[float64] { return getScratch[float64](&scratch64Pool, n) }
+
+// getScratchF32 returns a buffer of n float32s with unspecified contents.
+func getScratchF32(n int) *scratch[float32] { return getScratch[float32](&scratchF32Pool, n) }
+
+// getScratch32 returns a buffer of n int32s with unspecified contents.
+func getScratch32(n int) *scratch[int32] { return getScratch[int32](&scratch32Pool, n) }

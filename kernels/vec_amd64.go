@@ -46,10 +46,13 @@ func colAffine2AVX2(y, u, v []float32, p, q, r []float64, rows int)
 func lnApplyAVX2(y, x, w, b []float32, m, rs float64)
 
 //go:noescape
-func lnBackwardAVX2(dx, dy, w, x []float32, rs, q, r float64)
+func lnNormAVX2(y, x []float32, m, rs float64)
 
 //go:noescape
-func lnColAccAVX2(aw, ab []float64, dy, x []float32, rs, nmrs float64)
+func lnBackwardAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64)
+
+//go:noescape
+func lnColAccAVX2(aw, ab []float64, dy, x []float32, m, rs float64)
 
 //go:noescape
 func accRowAVX2(acc []float64, x []float32)
@@ -108,6 +111,7 @@ var vecAVX2 = &vecKit{
 			colAffine2AVX2(y, u, v, p, q, r, len(y)/len(p))
 		}
 	},
+	lnNorm:       lnNormAVX2,
 	lnApply:      lnApplyAVX2,
 	lnBackward:   lnBackwardAVX2,
 	lnColAcc:     lnColAccAVX2,
