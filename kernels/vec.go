@@ -82,6 +82,11 @@ type vecKit struct {
 	// y[i] = x[i] and am[i] = r.
 	maxRowArg func(y []float32, am []int64, x []float32, r int64)
 
+	// prefetchRows hints that rows idx[i] (of dim floats) of table will
+	// be read soon; it has no effect on results, and the reference does
+	// nothing. Indices must be valid rows.
+	prefetchRows func(table []float32, idx []int64, dim int)
+
 	// The window primitives visit, for channels c < len(y), the taps
 	// x[i·sh + j·sw + c] for i < nh, j < nw, i outer.
 
@@ -118,6 +123,7 @@ var vecGo = vecKit{
 	accRowScaled: accRowScaledGo,
 	storeScaled:  storeScaledGo,
 	maxRowArg:    maxRowArgGo,
+	prefetchRows: func([]float32, []int64, int) {},
 	maxWindow:    maxWindowGo,
 	sumWindow:    sumWindowGo,
 	addWindow:    addWindowGo,

@@ -66,6 +66,9 @@ func storeScaledAVX2(y []float32, acc []float64, k float64)
 //go:noescape
 func maxRowArgAVX2(y []float32, am []int64, x []float32, r int64)
 
+//go:noescape
+func prefetchRowsAVX2(table []float32, idx []int64, dim int)
+
 // The window primitives take their steps in elements; the assembly
 // converts them to bytes.
 
@@ -119,6 +122,7 @@ var vecAVX2 = &vecKit{
 	accRowScaled: accRowScaledAVX2,
 	storeScaled:  storeScaledAVX2,
 	maxRowArg:    maxRowArgAVX2,
+	prefetchRows: prefetchRowsAVX2,
 	maxWindow:    maxWindowAVX2,
 	sumWindow:    sumWindowAVX2,
 	addWindow:    addWindowAVX2,
