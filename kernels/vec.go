@@ -82,6 +82,9 @@ type vecKit struct {
 	// y[i] = x[i] and am[i] = r.
 	maxRowArg func(y []float32, am []int64, x []float32, r int64)
 
+	// transpose: dst[j·ldd + i] = src[i·lds + j] for i < rows, j < cols.
+	transpose func(dst []float32, ldd int, src []float32, lds int, rows, cols int)
+
 	// prefetchRows hints that rows idx[i] (of dim floats) of table will
 	// be read soon; it has no effect on results, and the reference does
 	// nothing. Indices must be valid rows.
@@ -123,6 +126,7 @@ var vecGo = vecKit{
 	accRowScaled: accRowScaledGo,
 	storeScaled:  storeScaledGo,
 	maxRowArg:    maxRowArgGo,
+	transpose:    transposeGo,
 	prefetchRows: func([]float32, []int64, int) {},
 	maxWindow:    maxWindowGo,
 	sumWindow:    sumWindowGo,
@@ -324,6 +328,14 @@ func maxRowArgGo(y []float32, am []int64, x []float32, r int64) {
 	for i, v := range x {
 		if v > y[i] {
 			y[i], am[i] = v, r
+		}
+	}
+}
+
+func transposeGo(dst []float32, ldd int, src []float32, lds int, rows, cols int) {
+	for i := range rows {
+		for j, v := range src[i*lds : i*lds+cols] {
+			dst[j*ldd+i] = v
 		}
 	}
 }

@@ -66,6 +66,34 @@ func storeScaledAVX2(y []float32, acc []float64, k float64)
 //go:noescape
 func maxRowArgAVX2(y []float32, am []int64, x []float32, r int64)
 
+// transpose8AVX2 transposes the 8×8 tiles of a rows×cols block (both
+// multiples of 8).
+//
+//go:noescape
+func transpose8AVX2(dst []float32, ldd int, src []float32, lds int, rows, cols int)
+
+// transposeAVX2 runs the whole tiles in assembly and the ragged edges in Go.
+func transposeAVX2(dst []float32, ldd int, src []float32, lds int, rows, cols int) {
+	r8, c8 := rows&^7, cols&^7
+	if r8 > 0 && c8 > 0 {
+		// The last tile reads src[(r8-1)·lds + c8-1] and writes
+		// dst[(c8-1)·ldd + r8-1]: both must lie inside the slices.
+		_ = src[(r8-1)*lds+c8-1]
+		_ = dst[(c8-1)*ldd+r8-1]
+		transpose8AVX2(dst, ldd, src, lds, r8, c8)
+	}
+	for i := range r8 {
+		for j := c8; j < cols; j++ {
+			dst[j*ldd+i] = src[i*lds+j]
+		}
+	}
+	for i := r8; i < rows; i++ {
+		for j := range cols {
+			dst[j*ldd+i] = src[i*lds+j]
+		}
+	}
+}
+
 //go:noescape
 func prefetchRowsAVX2(table []float32, idx []int64, dim int)
 
@@ -122,6 +150,7 @@ var vecAVX2 = &vecKit{
 	accRowScaled: accRowScaledAVX2,
 	storeScaled:  storeScaledAVX2,
 	maxRowArg:    maxRowArgAVX2,
+	transpose:    transposeAVX2,
 	prefetchRows: prefetchRowsAVX2,
 	maxWindow:    maxWindowAVX2,
 	sumWindow:    sumWindowAVX2,

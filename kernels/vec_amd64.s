@@ -1391,6 +1391,100 @@ madone:
 	VZEROUPPER
 	RET
 
+// func transpose8AVX2(dst []float32, ldd int, src []float32, lds int, rows, cols int)
+// Row blocks of src (8 rows) outer, column blocks inner: each 8×8 tile is
+// loaded as 8 rows, transposed in registers (unpack, shuffle, lane
+// permute) and stored as 8 rows of dst.
+TEXT ·transpose8AVX2(SB), NOSPLIT, $0-80
+	MOVQ dst_base+0(FP), DI
+	MOVQ ldd+24(FP), R8
+	SHLQ $2, R8
+	MOVQ src_base+32(FP), SI
+	MOVQ lds+56(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+64(FP), R10
+	MOVQ cols+72(FP), R11
+	MOVQ R8, R12
+	SHLQ $3, R12 // 8 dst rows
+	MOVQ R9, DX
+	SHLQ $3, DX // 8 src rows
+	TESTQ R10, R10
+	JZ    trdone
+	TESTQ R11, R11
+	JZ    trdone
+trrow:
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R11, CX
+trcol:
+	MOVQ AX, R13
+	VMOVUPS (R13), Y0
+	ADDQ R9, R13
+	VMOVUPS (R13), Y1
+	ADDQ R9, R13
+	VMOVUPS (R13), Y2
+	ADDQ R9, R13
+	VMOVUPS (R13), Y3
+	ADDQ R9, R13
+	VMOVUPS (R13), Y4
+	ADDQ R9, R13
+	VMOVUPS (R13), Y5
+	ADDQ R9, R13
+	VMOVUPS (R13), Y6
+	ADDQ R9, R13
+	VMOVUPS (R13), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y0
+	VUNPCKHPS Y7, Y6, Y1
+	VSHUFPS $0x44, Y10, Y8, Y2
+	VSHUFPS $0xEE, Y10, Y8, Y3
+	VSHUFPS $0x44, Y11, Y9, Y4
+	VSHUFPS $0xEE, Y11, Y9, Y5
+	VSHUFPS $0x44, Y0, Y12, Y6
+	VSHUFPS $0xEE, Y0, Y12, Y7
+	VSHUFPS $0x44, Y1, Y13, Y8
+	VSHUFPS $0xEE, Y1, Y13, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x20, Y8, Y4, Y12
+	VPERM2F128 $0x20, Y9, Y5, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y0
+	VPERM2F128 $0x31, Y7, Y3, Y1
+	VPERM2F128 $0x31, Y8, Y4, Y2
+	VPERM2F128 $0x31, Y9, Y5, Y3
+	MOVQ BX, R13
+	VMOVUPS Y10, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y11, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y12, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y13, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y0, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y1, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y2, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y3, (R13)
+	ADDQ $32, AX
+	ADDQ R12, BX
+	SUBQ $8, CX
+	JNZ  trcol
+	ADDQ DX, SI
+	ADDQ $32, DI
+	SUBQ $8, R10
+	JNZ  trrow
+trdone:
+	VZEROUPPER
+	RET
+
 // func prefetchRowsAVX2(table []float32, idx []int64, dim int)
 // Touches every cache line of each row with PREFETCHT0, which never
 // faults, so the loads of a later row overlap the work on this one.

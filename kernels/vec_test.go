@@ -378,3 +378,30 @@ func TestVecWindows(t *testing.T) {
 func reportGBs(b *testing.B, bytes float64) {
 	b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
+
+func TestVecTranspose(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		k := kitAt(l)
+		r := rand.New(rand.NewPCG(35, 36))
+		sizes := suiteSizes(8)
+		for _, rows := range sizes {
+			for _, cols := range []int{1, 7, 8, 9, 16, 31, 33} {
+				for _, pad := range []int{0, 3} {
+					lds, ldd := cols+pad, rows+pad
+					src := vecRand(r, (rows-1)*lds+cols, 0)
+					n := (cols-1)*ldd + rows
+					got, ok := guarded(t, n)
+					poolGarbage(got)
+					want := make([]float32, n)
+					for i := range want {
+						want[i] = 99 // cells between rows stay as they were
+					}
+					k.transpose(got, ldd, src, lds, rows, cols)
+					transposeGo(want, ldd, src, lds, rows, cols)
+					ok()
+					sameBits32(t, fmt.Sprintf("transpose %d×%d pad %d", rows, cols, pad), got, want)
+				}
+			}
+		}
+	})
+}
