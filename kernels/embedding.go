@@ -409,12 +409,22 @@ func embCopyRows(a *embArgs, lo, hi int) {
 
 func bagSumKit(k *vecKit, dim int, idx, offsets []int64, weight, psw []float32, mean bool, out []float32) {
 	bags := len(offsets)
+	if dim > 0 {
+		// The whole-bag primitive reads rows without Go's bounds checks.
+		rows := int64(len(weight) / dim)
+		for _, r := range idx {
+			if uint64(r) >= uint64(rows) {
+				panic(fmt.Sprintf("kernels: EmbeddingBagSum: index %d outside a table of %d rows", r, rows))
+			}
+		}
+	}
 	a := embArgs{k: k, dim: dim, idx: idx, offsets: offsets, weight: weight, psw: psw, mean: mean, out: out}
 	embJobs.run(bags, len(idx)*dim+bags*dim, a, bagSumBags)
 }
 
 // bagSumBags sums bags [lo, hi) in float64, a block of at most vecChunk
-// features at a time (one block for any usual width).
+// features at a time (one block for any usual width), each bag in one
+// call that holds the sums in registers.
 func bagSumBags(a *embArgs, lo, hi int) {
 	k, dim := a.k, a.dim
 	buf := getScratch64(min(dim, vecChunk))
@@ -431,13 +441,10 @@ func bagSumBags(a *embArgs, lo, hi int) {
 			j1 := min(j0+vecChunk, dim)
 			acc := buf.s[:j1-j0]
 			clear(acc)
-			for i := s; i < e; i++ {
-				row := int(a.idx[i])*dim + j0
-				if a.psw == nil {
-					k.accRow(acc, a.weight[row:row+j1-j0])
-				} else {
-					k.accRowScaled(acc, a.weight[row:row+j1-j0], float64(a.psw[i]))
-				}
+			if a.psw == nil {
+				k.accRows(acc, a.weight[j0:], a.idx[s:e], dim)
+			} else {
+				k.accRowsScaled(acc, a.weight[j0:], a.idx[s:e], a.psw[s:e], dim)
 			}
 			k.storeScaled(a.out[b*dim+j0:b*dim+j1], acc, scale)
 		}

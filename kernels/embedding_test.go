@@ -334,23 +334,26 @@ func BenchmarkEmbeddingBag(b *testing.B) {
 	out := make([]float32, bags*dim)
 	dy := vecRand(r, bags*dim, 0)
 	b.Run("sum", func(b *testing.B) {
+		m := startMeter()
 		for b.Loop() {
 			EmbeddingBagSum(dim, idx, offsets, weight, nil, false, out)
 		}
-		reportGBs(b, float64(4*dim*(len(idx)+bags)))
+		m.report(b, float64(4*dim*(len(idx)+bags)))
 	})
 	b.Run("max", func(b *testing.B) {
 		arg := make([]int64, bags*dim)
+		m := startMeter()
 		for b.Loop() {
 			EmbeddingBagMax(dim, idx, offsets, weight, out, arg)
 		}
-		reportGBs(b, float64(4*dim*(len(idx)+3*bags)))
+		m.report(b, float64(4*dim*(len(idx)+3*bags)))
 	})
 	b.Run("backward", func(b *testing.B) {
 		dw := make([]float32, num*dim)
+		m := startMeter()
 		for b.Loop() {
 			EmbeddingBagBackward(num, dim, idx, offsets, dy, nil, false, dw)
 		}
-		reportGBs(b, float64(4*num*dim))
+		m.report(b, float64(4*num*dim))
 	})
 }

@@ -466,8 +466,10 @@ func lnCheck(op string, rows, n int, lens map[string][2]int) {
 // LayerNormBackward computes the gradients of LayerNormForward for the
 // output gradient dy from x and the saved mean and rstd. Any of dx,
 // dweight, dbias may be nil when not wanted; the others are overwritten.
-// Column sums for dweight and dbias run over rows in order in float64, so
-// they do not change with the number of workers.
+// Column sums for dweight and dbias are accumulated in float64 in an order
+// that depends only on the shape (rows in order in the reference, fixed
+// blocks of rows in order in the vector variants), so they do not change
+// with the number of workers.
 func LayerNormBackward(rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
 	lens := map[string][2]int{"x": {len(x), rows * n}, "dy": {len(dy), rows * n}, "mean": {len(mean), rows}, "rstd": {len(rstd), rows}}
 	if weight != nil {
@@ -786,7 +788,7 @@ func bnApplyRows(a *bnArgs, lo, hi int) {
 
 type lnArgs struct {
 	k                  *vecKit
-	rows, n            int
+	rows, n, block     int
 	x, dy, w, b, y, dx []float32
 	eps                float64
 	mean, rstd, acc    []float64
@@ -795,8 +797,8 @@ type lnArgs struct {
 
 var lnJobs parPool[lnArgs]
 
-// lnColMin is the fewest columns a worker takes in the weight and bias
-// gradients; each walks the rows in order over its columns.
+// lnColMin is the fewest columns a worker takes when adding up the row
+// blocks' weight and bias gradients.
 const lnColMin = 64
 
 // lnForwardKit is the reference's arithmetic on the kit. A missing weight
@@ -851,72 +853,101 @@ func lnForwardRows(a *lnArgs, lo, hi int) {
 	}
 }
 
-// lnBackwardKit is the reference's arithmetic on the kit: dx row by row,
-// the weight and bias gradients as column sums over the rows in order (so
-// they are the reference's bits). A missing weight is supplied as ones.
+// lnBackwardKit is the reference's arithmetic on the kit, in one pass over
+// x and dy: each fixed block of lnBlockRows rows computes its rows' dx and,
+// while they are in cache, adds them into its own weight and bias column
+// sums; the blocks' sums are then added in block order. The order depends
+// only on the shape, so the gradients do not change with the number of
+// workers. A missing weight is supplied as ones.
 func lnBackwardKit(k *vecKit, rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
 	if rows == 0 || n == 0 {
 		lnBackwardGeneric(rows, n, x, dy, weight, mean, rstd, dx, dweight, dbias)
 		return
 	}
 	a := lnArgs{k: k, rows: rows, n: n, x: x, dy: dy, w: weight, dx: dx, mean: mean, rstd: rstd, dweight: dweight, dbias: dbias}
-	if dx != nil {
-		if weight == nil {
-			fill := getScratchF32(n)
-			defer fill.put()
-			a.w = lnFill(fill.s, 1)
-		}
-		lnJobs.run(rows, 4*rows*n, a, lnBackwardRows)
+	if dx != nil && weight == nil {
+		fill := getScratchF32(n)
+		defer fill.put()
+		a.w = lnFill(fill.s, 1)
 	}
-	if dweight == nil && dbias == nil {
-		return
+	a.block = lnBlockRows(rows, n)
+	nb := (rows + a.block - 1) / a.block
+	if dweight != nil || dbias != nil {
+		part := getScratch64(nb * 2 * n)
+		defer part.put()
+		a.acc = part.s
 	}
-	acc := getScratch64(2 * n)
-	defer acc.put()
-	clear(acc.s)
-	a.acc = acc.s
-	lnJobs.run((n+lnColMin-1)/lnColMin, 2*rows*n, a, lnColumns)
-}
-
-func lnBackwardRows(a *lnArgs, lo, hi int) {
-	k, n := a.k, a.n
-	inv := 1 / float64(n)
-	for r := lo; r < hi; r++ {
-		xr, gr, dr := a.x[r*n:(r+1)*n], a.dy[r*n:(r+1)*n], a.dx[r*n:(r+1)*n]
-		m, rs := a.mean[r], a.rstd[r]
-		// s1 = mean(g), s2 = mean(g·xhat) with g = dy·w, xhat = (x − m)·rs.
-		var s1, s2 float64
-		for i := 0; i < n; i += vecChunk {
-			j := min(i+vecChunk, n)
-			t1, t2 := k.gradSumsW(gr[i:j], a.w[i:j], xr[i:j], m)
-			s1 += t1
-			s2 += t2
-		}
-		s1 *= inv
-		s2 *= rs * inv
-		for i := 0; i < n; i += vecChunk {
-			j := min(i+vecChunk, n)
-			k.lnBackward(dr[i:j], gr[i:j], a.w[i:j], xr[i:j], m, rs, s1, s2)
-		}
+	lnJobs.run(nb, 4*rows*n, a, lnBackwardBlocks)
+	if a.acc != nil {
+		lnJobs.run((n+lnColMin-1)/lnColMin, nb*2*n, a, lnReduceColumns)
 	}
 }
 
-// lnColumns accumulates the weight and bias gradients of column blocks
-// [lo, hi) (of lnColMin columns) over all rows, then stores them.
-func lnColumns(a *lnArgs, lo, hi int) {
+// lnBlockRows is the number of rows whose column sums one block keeps: at
+// least 64, more when the partial sums of all blocks would pass 16 MiB.
+func lnBlockRows(rows, n int) int {
+	const maxPartial = 1 << 21 // float64s
+	return max(64, (rows*2*n+maxPartial-1)/maxPartial)
+}
+
+func lnBackwardBlocks(a *lnArgs, lo, hi int) {
 	k, n := a.k, a.n
-	c0, c1 := lo*lnColMin, min(hi*lnColMin, n)
-	for i := c0; i < c1; i += vecChunk / 4 {
-		j := min(i+vecChunk/4, c1)
-		aw, ab := a.acc[i:j], a.acc[n+i:n+j]
-		for r := range a.rows {
-			k.lnColAcc(aw, ab, a.dy[r*n+i:r*n+j], a.x[r*n+i:r*n+j], a.mean[r], a.rstd[r])
+	for blk := lo; blk < hi; blk++ {
+		r0, r1 := blk*a.block, min((blk+1)*a.block, a.rows)
+		var p []float64
+		if a.acc != nil {
+			p = a.acc[blk*2*n : (blk+1)*2*n]
+			clear(p)
+		}
+		for r := r0; r < r1; r++ {
+			xr, gr := a.x[r*n:(r+1)*n], a.dy[r*n:(r+1)*n]
+			m, rs := a.mean[r], a.rstd[r]
+			if a.dx == nil {
+				for i := 0; i < n; i += vecChunk {
+					j := min(i+vecChunk, n)
+					k.lnColAcc(p[i:j], p[n+i:n+j], gr[i:j], xr[i:j], m, rs)
+				}
+				continue
+			}
+			// s1 = mean(g), s2 = mean(g·xhat) with g = dy·w, xhat = (x − m)·rs.
+			var s1, s2 float64
+			for i := 0; i < n; i += vecChunk {
+				j := min(i+vecChunk, n)
+				t1, t2 := k.gradSumsW(gr[i:j], a.w[i:j], xr[i:j], m)
+				s1 += t1
+				s2 += t2
+			}
+			s1 /= float64(n)
+			s2 *= rs / float64(n)
+			dr := a.dx[r*n : (r+1)*n]
+			for i := 0; i < n; i += vecChunk {
+				j := min(i+vecChunk, n)
+				if p == nil {
+					k.lnBackward(dr[i:j], gr[i:j], a.w[i:j], xr[i:j], m, rs, s1, s2)
+				} else {
+					k.lnBackwardAcc(dr[i:j], gr[i:j], a.w[i:j], xr[i:j], m, rs, s1, s2, p[i:j], p[n+i:n+j])
+				}
+			}
+		}
+	}
+}
+
+// lnReduceColumns adds the blocks' column sums in block order for column
+// groups [lo, hi) and stores the gradients.
+func lnReduceColumns(a *lnArgs, lo, hi int) {
+	n := a.n
+	nb := len(a.acc) / (2 * n)
+	for j := lo * lnColMin; j < min(hi*lnColMin, n); j++ {
+		var sw, sb float64
+		for blk := range nb {
+			sw += a.acc[blk*2*n+j]
+			sb += a.acc[blk*2*n+n+j]
 		}
 		if a.dweight != nil {
-			k.storeScaled(a.dweight[i:j], aw, 1)
+			a.dweight[j] = float32(sw)
 		}
 		if a.dbias != nil {
-			k.storeScaled(a.dbias[i:j], ab, 1)
+			a.dbias[j] = float32(sb)
 		}
 	}
 }

@@ -370,6 +370,21 @@ func TestBatchNormThreadIndependent(t *testing.T) {
 	}
 }
 
+// TestLayerNormThreadIndependent checks that the weight and bias
+// gradients, sums over rows, do not depend on the number of workers.
+func TestLayerNormThreadIndependent(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 49))
+	rows, n := 1000, 96
+	x, dy, w := normRandom(r, rows*n, 1), normRandom(r, rows*n, 0), normRandom(r, n, 1)
+	y, mean, rstd := make([]float32, rows*n), make([]float64, rows), make([]float64, rows)
+	LayerNormForward(rows, n, x, w, nil, 1e-5, y, mean, rstd)
+	dw1, db1, dw2, db2 := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	LayerNormBackward(rows, n, x, dy, w, mean, rstd, nil, dw1, db1)
+	withSerialParallel(func() { LayerNormBackward(rows, n, x, dy, w, mean, rstd, nil, dw2, db2) })
+	sameBits32(t, "dweight", dw2, dw1)
+	sameBits32(t, "dbias", db2, db1)
+}
+
 // withSerialParallel runs f with the worker pool limited to the caller.
 func withSerialParallel(f func()) {
 	workers.start()
@@ -385,7 +400,11 @@ func TestLayerNormLevels(t *testing.T) {
 		fwd, bwd := pick(l, lnForwardVariants), pick(l, lnBackwardVariants)
 		sizes := append(suiteSizes(8), vecChunk+31)
 		for _, n := range sizes {
-			for _, rows := range []int{1, 3} {
+			rowCounts := []int{1, 3}
+			if n == 37 {
+				rowCounts = append(rowCounts, 300) // several row blocks
+			}
+			for _, rows := range rowCounts {
 				x, dy := normRandom(r, rows*n, 2), normRandom(r, rows*n, 0)
 				w, b := normRandom(r, n, 1), normRandom(r, n, 0)
 				for _, aff := range [][2]bool{{true, true}, {false, false}, {true, false}, {false, true}} {
@@ -492,6 +511,7 @@ func BenchmarkBatchNormTrain(b *testing.B) {
 				s, layout = BatchNormShape{N * HW, C, 1}, "nhwc"
 			}
 			b.Run(fmt.Sprintf("%dx%dx%dx%d/%s", sh[0], sh[1], sh[2], sh[3], layout), func(b *testing.B) {
+				m := startMeter()
 				for b.Loop() {
 					BatchNormStats(s, x, mean, v)
 					for c := range v {
@@ -500,7 +520,7 @@ func BenchmarkBatchNormTrain(b *testing.B) {
 					BatchNormForward(s, x, mean, v, w, bias, y)
 					BatchNormBackward(s, x, dy, mean, v, w, true, dx, dw, db)
 				}
-				reportGBs(b, float64(16*n))
+				m.report(b, float64(16*n))
 			})
 		}
 	}
@@ -520,10 +540,11 @@ func BenchmarkBatchNormEval(b *testing.B) {
 	}
 	for _, s := range []BatchNormShape{{N * HW, C, 1}, {N, C, HW}} {
 		b.Run(fmt.Sprintf("inner=%d", s.Inner), func(b *testing.B) {
+			m := startMeter()
 			for b.Loop() {
 				BatchNormForward(s, x, mean, invStd, w, bias, y)
 			}
-			reportGBs(b, float64(8*n))
+			m.report(b, float64(8*n))
 		})
 	}
 }
@@ -539,15 +560,17 @@ func BenchmarkLayerNorm(b *testing.B) {
 	dw, db := make([]float32, n), make([]float32, n)
 	mean, rstd := make([]float64, rows), make([]float64, rows)
 	b.Run("forward", func(b *testing.B) {
+		m := startMeter()
 		for b.Loop() {
 			LayerNormForward(rows, n, x, w, bias, 1e-5, y, mean, rstd)
 		}
-		reportGBs(b, float64(8*rows*n))
+		m.report(b, float64(8*rows*n))
 	})
 	b.Run("backward", func(b *testing.B) {
+		m := startMeter()
 		for b.Loop() {
 			LayerNormBackward(rows, n, x, dy, w, mean, rstd, dx, dw, db)
 		}
-		reportGBs(b, float64(12*rows*n))
+		m.report(b, float64(12*rows*n))
 	})
 }

@@ -199,16 +199,18 @@ func BenchmarkMaxPool2d(b *testing.B) {
 		x, y, idx, dx := vecRand(r, nx, 0), make([]float32, ny), make([]int32, ny), make([]float32, nx)
 		layout := map[bool]string{true: "nhwc", false: "nchw"}[cl]
 		b.Run(layout+"/forward", func(b *testing.B) {
+			m := startMeter()
 			for b.Loop() {
 				MaxPool2d(&s, x, y, idx)
 			}
-			reportGBs(b, float64(4*nx+8*ny))
+			m.report(b, float64(4*nx+8*ny))
 		})
 		b.Run(layout+"/backward", func(b *testing.B) {
+			m := startMeter()
 			for b.Loop() {
 				MaxPool2dBackward(&s, y, idx, dx)
 			}
-			reportGBs(b, float64(4*nx+8*ny))
+			m.report(b, float64(4*nx+8*ny))
 		})
 	}
 }
@@ -221,23 +223,26 @@ func BenchmarkAvgPool2d(b *testing.B) {
 	nx, ny := s.N*s.C*s.H*s.W, s.outLen()
 	x, y, dx := vecRand(r, nx, 0), make([]float32, ny), make([]float32, nx)
 	b.Run("3x3s2/forward", func(b *testing.B) {
+		m := startMeter()
 		for b.Loop() {
 			AvgPool2d(&s, true, x, y)
 		}
-		reportGBs(b, float64(4*nx+4*ny))
+		m.report(b, float64(4*nx+4*ny))
 	})
 	b.Run("3x3s2/backward", func(b *testing.B) {
+		m := startMeter()
 		for b.Loop() {
 			AvgPool2dBackward(&s, true, y, dx)
 		}
-		reportGBs(b, float64(4*nx+4*ny))
+		m.report(b, float64(4*nx+4*ny))
 	})
 	g := Pool2dShape{N: 16, C: 2048, H: 7, W: 7, OutH: 1, OutW: 1, ChannelsLast: true}
 	gx, gy := vecRand(r, 16*2048*49, 0), make([]float32, 16*2048)
 	b.Run("global/forward", func(b *testing.B) {
+		m := startMeter()
 		for b.Loop() {
 			AdaptiveAvgPool2d(&g, gx, gy)
 		}
-		reportGBs(b, float64(4*len(gx)+4*len(gy)))
+		m.report(b, float64(4*len(gx)+4*len(gy)))
 	})
 }

@@ -315,29 +315,33 @@ func BenchmarkStrided(b *testing.B) {
 	contig, _ := stridedLayout(shape, []int{0, 1, 2, 3}, 0)
 	cl, _ := stridedLayout(shape, []int{0, 2, 3, 1}, 0)
 	b.Run("copy-cl-to-contiguous", func(b *testing.B) {
+		m := startMeter()
 		for b.Loop() {
 			StridedCopy(dst, src, shape, contig, cl)
 		}
-		reportGBs(b, float64(8*n))
+		m.report(b, float64(8*n))
 	})
 	b.Run("copy-contiguous-to-cl", func(b *testing.B) {
+		m := startMeter()
 		for b.Loop() {
 			StridedCopy(dst, src, shape, cl, contig)
 		}
-		reportGBs(b, float64(8*n))
+		m.report(b, float64(8*n))
 	})
 	b.Run("sum-hw-channels-last", func(b *testing.B) {
 		out := make([]float32, 32*64)
+		m := startMeter()
 		for b.Loop() {
 			StridedSum(out, src, shape, []int{64, 1, 0, 0}, cl, 1)
 		}
-		reportGBs(b, float64(4*n))
+		m.report(b, float64(4*n))
 	})
 	b.Run("sum-all", func(b *testing.B) {
 		out := make([]float32, 1)
+		m := startMeter()
 		for b.Loop() {
 			StridedSum(out, src, shape, []int{0, 0, 0, 0}, contig, 1)
 		}
-		reportGBs(b, float64(4*n))
+		m.report(b, float64(4*n))
 	})
 }

@@ -69,13 +69,20 @@ type vecKit struct {
 	// lnBackward: dx[i] = float32(rs·(g − s1 − (x[i] − m)·rs·s2)) with
 	// g = dy[i]·w[i], in float64.
 	lnBackward func(dx, dy, w, x []float32, m, rs, s1, s2 float64)
-	// lnColAcc: aw[j] += dy[j]·(x[j] − m)·rs; ab[j] += dy[j].
+	// lnColAcc: aw[j] += dy[j]·((x[j] − m)·rs); ab[j] += dy[j].
 	lnColAcc func(aw, ab []float64, dy, x []float32, m, rs float64)
+	// lnBackwardAcc is lnBackward and lnColAcc in one pass over the row.
+	lnBackwardAcc func(dx, dy, w, x []float32, m, rs, s1, s2 float64, aw, ab []float64)
 
 	// accRow: acc[i] += x[i].
 	accRow func(acc []float64, x []float32)
 	// accRowScaled: acc[i] += k·x[i].
 	accRowScaled func(acc []float64, x []float32, k float64)
+	// accRows: acc[j] += table[idx[i]·dim + j] for every i in order, j <
+	// len(acc) (table may start at a column offset).
+	accRows func(acc []float64, table []float32, idx []int64, dim int)
+	// accRowsScaled: acc[j] += float64(w[i])·table[idx[i]·dim + j].
+	accRowsScaled func(acc []float64, table []float32, idx []int64, w []float32, dim int)
 	// storeScaled: y[i] = float32(acc[i]·k).
 	storeScaled func(y []float32, acc []float64, k float64)
 	// maxRowArg: where x[i] > y[i] (strictly; a NaN never wins),
@@ -106,31 +113,34 @@ type vecKit struct {
 
 // vecGo is the pure-Go reference kit.
 var vecGo = vecKit{
-	sum:          sumGo,
-	sqDev:        sqDevGo,
-	gradSums:     gradSumsGo,
-	gradSumsW:    gradSumsWGo,
-	dot:          dotGo,
-	colSum:       colSumGo,
-	colSqDev:     colSqDevGo,
-	colGradSums:  colGradSumsGo,
-	affine:       affineGo,
-	affine2:      affine2Go,
-	colAffine:    colAffineGo,
-	colAffine2:   colAffine2Go,
-	lnNorm:       lnNormGo,
-	lnApply:      lnApplyGo,
-	lnBackward:   lnBackwardGo,
-	lnColAcc:     lnColAccGo,
-	accRow:       accRowGo,
-	accRowScaled: accRowScaledGo,
-	storeScaled:  storeScaledGo,
-	maxRowArg:    maxRowArgGo,
-	transpose:    transposeGo,
-	prefetchRows: func([]float32, []int64, int) {},
-	maxWindow:    maxWindowGo,
-	sumWindow:    sumWindowGo,
-	addWindow:    addWindowGo,
+	sum:           sumGo,
+	sqDev:         sqDevGo,
+	gradSums:      gradSumsGo,
+	gradSumsW:     gradSumsWGo,
+	dot:           dotGo,
+	colSum:        colSumGo,
+	colSqDev:      colSqDevGo,
+	colGradSums:   colGradSumsGo,
+	affine:        affineGo,
+	affine2:       affine2Go,
+	colAffine:     colAffineGo,
+	colAffine2:    colAffine2Go,
+	lnNorm:        lnNormGo,
+	lnApply:       lnApplyGo,
+	lnBackward:    lnBackwardGo,
+	lnColAcc:      lnColAccGo,
+	lnBackwardAcc: lnBackwardAccGo,
+	accRow:        accRowGo,
+	accRowScaled:  accRowScaledGo,
+	storeScaled:   storeScaledGo,
+	accRows:       accRowsGo,
+	accRowsScaled: accRowsScaledGo,
+	maxRowArg:     maxRowArgGo,
+	transpose:     transposeGo,
+	prefetchRows:  func([]float32, []int64, int) {},
+	maxWindow:     maxWindowGo,
+	sumWindow:     sumWindowGo,
+	addWindow:     addWindowGo,
 }
 
 // vecKits lists the kit of each level; vecAVX2 is nil where assembly is
@@ -297,8 +307,20 @@ func lnColAccGo(aw, ab []float64, dy, x []float32, m, rs float64) {
 	ab, dy, x = ab[:len(aw)], dy[:len(aw)], x[:len(aw)]
 	for j := range aw {
 		g := float64(dy[j])
-		aw[j] += float64(g * (float64(x[j]) - m) * rs)
+		aw[j] += float64(g * float64((float64(x[j])-m)*rs))
 		ab[j] += g
+	}
+}
+
+func lnBackwardAccGo(dx, dy, w, x []float32, m, rs, s1, s2 float64, aw, ab []float64) {
+	dy, w, x, aw, ab = dy[:len(dx)], w[:len(dx)], x[:len(dx)], aw[:len(dx)], ab[:len(dx)]
+	for i := range dx {
+		d := float64(dy[i])
+		g := float64(d * float64(w[i]))
+		t := float64((float64(x[i]) - m) * rs)
+		dx[i] = float32(rs * (g - s1 - float64(t*s2)))
+		aw[i] += float64(d * t)
+		ab[i] += d
 	}
 }
 
@@ -313,6 +335,19 @@ func accRowScaledGo(acc []float64, x []float32, k float64) {
 	x = x[:len(acc)]
 	for i := range acc {
 		acc[i] += float64(k * float64(x[i]))
+	}
+}
+
+func accRowsGo(acc []float64, table []float32, idx []int64, dim int) {
+	for _, r := range idx {
+		accRowGo(acc, table[int(r)*dim:])
+	}
+}
+
+func accRowsScaledGo(acc []float64, table []float32, idx []int64, w []float32, dim int) {
+	w = w[:len(idx)]
+	for i, r := range idx {
+		accRowScaledGo(acc, table[int(r)*dim:], float64(w[i]))
 	}
 }
 

@@ -55,10 +55,19 @@ func lnBackwardAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64)
 func lnColAccAVX2(aw, ab []float64, dy, x []float32, m, rs float64)
 
 //go:noescape
+func lnBackwardAccAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64, aw, ab []float64)
+
+//go:noescape
 func accRowAVX2(acc []float64, x []float32)
 
 //go:noescape
 func accRowScaledAVX2(acc []float64, x []float32, k float64)
+
+//go:noescape
+func accRowsAVX2(acc []float64, table []float32, idx []int64, dim int)
+
+//go:noescape
+func accRowsScaledAVX2(acc []float64, table []float32, idx []int64, w []float32, dim int)
 
 //go:noescape
 func storeScaledAVX2(y []float32, acc []float64, k float64)
@@ -142,17 +151,20 @@ var vecAVX2 = &vecKit{
 			colAffine2AVX2(y, u, v, p, q, r, len(y)/len(p))
 		}
 	},
-	lnNorm:       lnNormAVX2,
-	lnApply:      lnApplyAVX2,
-	lnBackward:   lnBackwardAVX2,
-	lnColAcc:     lnColAccAVX2,
-	accRow:       accRowAVX2,
-	accRowScaled: accRowScaledAVX2,
-	storeScaled:  storeScaledAVX2,
-	maxRowArg:    maxRowArgAVX2,
-	transpose:    transposeAVX2,
-	prefetchRows: prefetchRowsAVX2,
-	maxWindow:    maxWindowAVX2,
-	sumWindow:    sumWindowAVX2,
-	addWindow:    addWindowAVX2,
+	lnNorm:        lnNormAVX2,
+	lnApply:       lnApplyAVX2,
+	lnBackward:    lnBackwardAVX2,
+	lnColAcc:      lnColAccAVX2,
+	lnBackwardAcc: lnBackwardAccAVX2,
+	accRow:        accRowAVX2,
+	accRowScaled:  accRowScaledAVX2,
+	storeScaled:   storeScaledAVX2,
+	accRows:       accRowsAVX2,
+	accRowsScaled: accRowsScaledAVX2,
+	maxRowArg:     maxRowArgAVX2,
+	transpose:     transposeAVX2,
+	prefetchRows:  prefetchRowsAVX2,
+	maxWindow:     maxWindowAVX2,
+	sumWindow:     sumWindowAVX2,
+	addWindow:     addWindowAVX2,
 }

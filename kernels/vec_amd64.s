@@ -1130,12 +1130,12 @@ lc8:
 	VCVTPS2PD 16(DX), Y1
 	VSUBPD Y8, Y0, Y0
 	VSUBPD Y8, Y1, Y1
+	VMULPD Y9, Y0, Y0
+	VMULPD Y9, Y1, Y1
 	VCVTPS2PD (SI), Y2
 	VCVTPS2PD 16(SI), Y3
 	VMULPD Y2, Y0, Y0
 	VMULPD Y3, Y1, Y1
-	VMULPD Y9, Y0, Y0
-	VMULPD Y9, Y1, Y1
 	VADDPD (DI), Y0, Y0
 	VADDPD 32(DI), Y1, Y1
 	VMOVUPD Y0, (DI)
@@ -1155,9 +1155,9 @@ lc4:
 	JL   lc1
 	VCVTPS2PD (DX), Y0
 	VSUBPD Y8, Y0, Y0
+	VMULPD Y9, Y0, Y0
 	VCVTPS2PD (SI), Y2
 	VMULPD Y2, Y0, Y0
-	VMULPD Y9, Y0, Y0
 	VADDPD (DI), Y0, Y0
 	VMOVUPD Y0, (DI)
 	VADDPD (R8), Y2, Y2
@@ -1172,9 +1172,9 @@ lc1:
 	JZ    lcdone
 	VCVTSS2SD (DX), X0, X0
 	VSUBSD X8, X0, X0
+	VMULSD X9, X0, X0
 	VCVTSS2SD (SI), X2, X2
 	VMULSD X2, X0, X0
-	VMULSD X9, X0, X0
 	VADDSD (DI), X0, X0
 	VMOVSD X0, (DI)
 	VADDSD (R8), X2, X2
@@ -1186,6 +1186,79 @@ lc1:
 	DECQ CX
 	JMP  lc1
 lcdone:
+	VZEROUPPER
+	RET
+
+// func lnBackwardAccAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64, aw, ab []float64)
+TEXT ·lnBackwardAccAVX2(SB), NOSPLIT, $0-176
+	MOVQ dx_base+0(FP), DI
+	MOVQ dx_len+8(FP), CX
+	MOVQ dy_base+24(FP), SI
+	MOVQ w_base+48(FP), BX
+	MOVQ x_base+72(FP), DX
+	VBROADCASTSD m+96(FP), Y8
+	VBROADCASTSD rs+104(FP), Y9
+	VBROADCASTSD s1+112(FP), Y10
+	VBROADCASTSD s2+120(FP), Y11
+	MOVQ aw_base+128(FP), R8
+	MOVQ ab_base+152(FP), R9
+lk4:
+	CMPQ CX, $4
+	JL   lk1
+	VCVTPS2PD (SI), Y0 // dy
+	VCVTPS2PD (BX), Y2
+	VMULPD Y0, Y2, Y2 // g
+	VSUBPD Y10, Y2, Y2 // g − s1
+	VCVTPS2PD (DX), Y4
+	VSUBPD Y8, Y4, Y4
+	VMULPD Y9, Y4, Y4 // t = (x − m)·rs
+	VMULPD Y11, Y4, Y6
+	VSUBPD Y6, Y2, Y2
+	VMULPD Y9, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS X2, (DI)
+	VMULPD Y4, Y0, Y6 // dy·t
+	VADDPD (R8), Y6, Y6
+	VMOVUPD Y6, (R8)
+	VADDPD (R9), Y0, Y0
+	VMOVUPD Y0, (R9)
+	ADDQ $16, SI
+	ADDQ $16, BX
+	ADDQ $16, DX
+	ADDQ $16, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	SUBQ $4, CX
+	JMP  lk4
+lk1:
+	TESTQ CX, CX
+	JZ    lkdone
+	VCVTSS2SD (SI), X0, X0
+	VCVTSS2SD (BX), X2, X2
+	VMULSD X0, X2, X2
+	VSUBSD X10, X2, X2
+	VCVTSS2SD (DX), X4, X4
+	VSUBSD X8, X4, X4
+	VMULSD X9, X4, X4
+	VMULSD X11, X4, X6
+	VSUBSD X6, X2, X2
+	VMULSD X9, X2, X2
+	VCVTSD2SS X2, X2, X2
+	VMOVSS X2, (DI)
+	VMULSD X4, X0, X6
+	VADDSD (R8), X6, X6
+	VMOVSD X6, (R8)
+	VADDSD (R9), X0, X0
+	VMOVSD X0, (R9)
+	ADDQ $4, SI
+	ADDQ $4, BX
+	ADDQ $4, DX
+	ADDQ $4, DI
+	ADDQ $8, R8
+	ADDQ $8, R9
+	DECQ CX
+	JMP  lk1
+lkdone:
 	VZEROUPPER
 	RET
 
@@ -1289,6 +1362,222 @@ as1:
 	DECQ CX
 	JMP  as1
 asdone:
+	VZEROUPPER
+	RET
+
+// Whole bags: blocks of 32, 4 and 1 columns, each block's float64 sums
+// in registers while the bag's rows (R12 = table + idx·dim·4) stream past,
+// so the rows' loads are independent of each other.
+
+// ADD4 adds the 4 floats at off(R12) into acc (Y8 scratch); MULADD4
+// scales them by Y9 first.
+#define ADD4(off, acc) \
+	VCVTPS2PD off(R12), Y8 \
+	VADDPD Y8, acc, acc
+
+#define MULADD4(off, acc) \
+	VCVTPS2PD off(R12), Y8 \
+	VMULPD Y9, Y8, Y8 \
+	VADDPD Y8, acc, acc
+
+// func accRowsAVX2(acc []float64, table []float32, idx []int64, dim int)
+TEXT ·accRowsAVX2(SB), NOSPLIT, $0-80
+	MOVQ acc_base+0(FP), DI
+	MOVQ acc_len+8(FP), BX
+	MOVQ table_base+24(FP), SI
+	MOVQ idx_base+48(FP), R8
+	MOVQ idx_len+56(FP), R9
+	MOVQ dim+72(FP), DX
+	SHLQ $2, DX
+	TESTQ R9, R9
+	JZ    rsdone
+rs32:
+	CMPQ BX, $32
+	JL   rs4
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD 128(DI), Y4
+	VMOVUPD 160(DI), Y5
+	VMOVUPD 192(DI), Y6
+	VMOVUPD 224(DI), Y7
+	MOVQ R8, R10
+	MOVQ R9, R11
+rs32row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	ADD4(0, Y0)
+	ADD4(16, Y1)
+	ADD4(32, Y2)
+	ADD4(48, Y3)
+	ADD4(64, Y4)
+	ADD4(80, Y5)
+	ADD4(96, Y6)
+	ADD4(112, Y7)
+	ADDQ $8, R10
+	DECQ R11
+	JNZ  rs32row
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, 128(DI)
+	VMOVUPD Y5, 160(DI)
+	VMOVUPD Y6, 192(DI)
+	VMOVUPD Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $128, SI
+	SUBQ $32, BX
+	JMP  rs32
+rs4:
+	CMPQ BX, $4
+	JL   rs1
+	VMOVUPD (DI), Y0
+	MOVQ R8, R10
+	MOVQ R9, R11
+rs4row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	ADD4(0, Y0)
+	ADDQ $8, R10
+	DECQ R11
+	JNZ  rs4row
+	VMOVUPD Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $16, SI
+	SUBQ $4, BX
+	JMP  rs4
+rs1:
+	TESTQ BX, BX
+	JZ    rsdone
+	VMOVSD (DI), X0
+	MOVQ R8, R10
+	MOVQ R9, R11
+rs1row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	VCVTSS2SD (R12), X8, X8
+	VADDSD X8, X0, X0
+	ADDQ $8, R10
+	DECQ R11
+	JNZ  rs1row
+	VMOVSD X0, (DI)
+	ADDQ $8, DI
+	ADDQ $4, SI
+	DECQ BX
+	JMP  rs1
+rsdone:
+	VZEROUPPER
+	RET
+
+// func accRowsScaledAVX2(acc []float64, table []float32, idx []int64, w []float32, dim int)
+TEXT ·accRowsScaledAVX2(SB), NOSPLIT, $0-104
+	MOVQ acc_base+0(FP), DI
+	MOVQ acc_len+8(FP), BX
+	MOVQ table_base+24(FP), SI
+	MOVQ idx_base+48(FP), R8
+	MOVQ idx_len+56(FP), R9
+	MOVQ w_base+72(FP), CX
+	MOVQ dim+96(FP), DX
+	SHLQ $2, DX
+	TESTQ R9, R9
+	JZ    wsdone
+ws32:
+	CMPQ BX, $32
+	JL   ws4
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD 128(DI), Y4
+	VMOVUPD 160(DI), Y5
+	VMOVUPD 192(DI), Y6
+	VMOVUPD 224(DI), Y7
+	MOVQ R8, R10
+	MOVQ R9, R11
+	MOVQ CX, R13
+ws32row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	VCVTSS2SD (R13), X9, X9
+	VBROADCASTSD X9, Y9
+	MULADD4(0, Y0)
+	MULADD4(16, Y1)
+	MULADD4(32, Y2)
+	MULADD4(48, Y3)
+	MULADD4(64, Y4)
+	MULADD4(80, Y5)
+	MULADD4(96, Y6)
+	MULADD4(112, Y7)
+	ADDQ $8, R10
+	ADDQ $4, R13
+	DECQ R11
+	JNZ  ws32row
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, 128(DI)
+	VMOVUPD Y5, 160(DI)
+	VMOVUPD Y6, 192(DI)
+	VMOVUPD Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $128, SI
+	SUBQ $32, BX
+	JMP  ws32
+ws4:
+	CMPQ BX, $4
+	JL   ws1
+	VMOVUPD (DI), Y0
+	MOVQ R8, R10
+	MOVQ R9, R11
+	MOVQ CX, R13
+ws4row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	VCVTSS2SD (R13), X9, X9
+	VBROADCASTSD X9, Y9
+	MULADD4(0, Y0)
+	ADDQ $8, R10
+	ADDQ $4, R13
+	DECQ R11
+	JNZ  ws4row
+	VMOVUPD Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $16, SI
+	SUBQ $4, BX
+	JMP  ws4
+ws1:
+	TESTQ BX, BX
+	JZ    wsdone
+	VMOVSD (DI), X0
+	MOVQ R8, R10
+	MOVQ R9, R11
+	MOVQ CX, R13
+ws1row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	VCVTSS2SD (R13), X9, X9
+	VCVTSS2SD (R12), X8, X8
+	VMULSD X9, X8, X8
+	VADDSD X8, X0, X0
+	ADDQ $8, R10
+	ADDQ $4, R13
+	DECQ R11
+	JNZ  ws1row
+	VMOVSD X0, (DI)
+	ADDQ $8, DI
+	ADDQ $4, SI
+	DECQ BX
+	JMP  ws1
+wsdone:
 	VZEROUPPER
 	RET
 

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The row primitives of every level are checked against the pure-Go kit on
@@ -64,6 +67,18 @@ func guarded64(t *testing.T, init []float64) ([]float64, func()) {
 			}
 		}
 	}
+}
+
+// TestVecKitComplete checks that every kit fills every primitive.
+func TestVecKitComplete(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		v := reflect.ValueOf(*kitAt(l))
+		for i := range v.NumField() {
+			if v.Field(i).IsNil() {
+				t.Errorf("%v kit has no %s", l, v.Type().Field(i).Name)
+			}
+		}
+	})
 }
 
 func TestVecReductions(t *testing.T) {
@@ -181,14 +196,29 @@ func TestVecAffine(t *testing.T) {
 			ab, okb := guarded64(t, init2)
 			k.lnColAcc(aw, ab, v, u, 1.5, -2.25)
 			lnColAccGo(init1, init2, v, u, 1.5, -2.25)
+			okw()
+			okb()
 			// The same operations as the reference, so the same bits.
 			for j := range init1 {
 				if aw[j] != init1[j] || ab[j] != init2[j] {
 					t.Fatalf("lnColAcc %s: element %d = %v %v, want %v %v", name, j, aw[j], ab[j], init1[j], init2[j])
 				}
 			}
-			okw()
-			okb()
+
+			bw, okbw := guarded64(t, init1)
+			bb, okbb := guarded64(t, init2)
+			y, ok = guarded(t, n)
+			k.lnBackwardAcc(y, v, w, u, 1.5, -2.25, s, 0.3, bw, bb)
+			okbw()
+			okbb()
+			ok()
+			lnBackwardAccGo(want, v, w, u, 1.5, -2.25, s, 0.3, init1, init2)
+			sameBits32(t, "lnBackwardAcc "+name, y, want)
+			for j := range init1 {
+				if bw[j] != init1[j] || bb[j] != init2[j] {
+					t.Fatalf("lnBackwardAcc %s: sums %d = %v %v, want %v %v", name, j, bw[j], bb[j], init1[j], init2[j])
+				}
+			}
 		}
 	})
 }
@@ -258,6 +288,45 @@ func TestVecRowAccumulate(t *testing.T) {
 			storeScaledGo(wy, init, 1.0/3)
 			oky()
 			sameBits32(t, "storeScaled "+name, y, wy)
+		}
+	})
+}
+
+func TestVecAccRows(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		k := kitAt(l)
+		r := rand.New(rand.NewPCG(37, 38))
+		for _, dim := range suiteSizes(8) {
+			const num = 6
+			table := vecRand(r, num*dim, 0)
+			for _, n := range []int{0, 1, 5} {
+				idx := make([]int64, n)
+				for i := range idx {
+					idx[i] = int64(r.IntN(num))
+				}
+				w := vecRand(r, n, 0)
+				for _, off := range []int{0, dim / 3} {
+					init := vecRand64(r, dim-off)
+					name := fmt.Sprintf("dim=%d rows=%d offset=%d", dim, n, off)
+					for _, scaled := range []bool{false, true} {
+						got, ok := guarded64(t, init)
+						want := append([]float64(nil), init...)
+						if scaled {
+							k.accRowsScaled(got, table[off:], idx, w, dim)
+							accRowsScaledGo(want, table[off:], idx, w, dim)
+						} else {
+							k.accRows(got, table[off:], idx, dim)
+							accRowsGo(want, table[off:], idx, dim)
+						}
+						ok()
+						for j := range want {
+							if got[j] != want[j] {
+								t.Fatalf("accRows %s scaled=%v: element %d = %v, want %v", name, scaled, j, got[j], want[j])
+							}
+						}
+					}
+				}
+			}
 		}
 	})
 }
@@ -373,10 +442,27 @@ func TestVecWindows(t *testing.T) {
 	})
 }
 
-// reportGBs reports a benchmark's throughput in GB/s for bytes moved per
-// operation (each operand read or written counted once).
-func reportGBs(b *testing.B, bytes float64) {
+// benchMeter records the process CPU time at the start of a benchmark's
+// loop. On a shared machine wall time includes waiting for other tenants'
+// processes; CPU time does not, so both are reported.
+type benchMeter struct{ cpu time.Duration }
+
+func startMeter() benchMeter { return benchMeter{cpuTime()} }
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// report gives the throughput in GB/s for bytes moved per operation (each
+// operand read or written counted once) by wall time, and the process CPU
+// time per operation (all workers together).
+func (m benchMeter) report(b *testing.B, bytes float64) {
 	b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+	b.ReportMetric(float64((cpuTime()-m.cpu).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
 }
 
 func TestVecTranspose(t *testing.T) {
