@@ -193,20 +193,167 @@ func TestEmbeddingBagMaxNaN(t *testing.T) {
 	}
 }
 
-func BenchmarkEmbeddingBag(b *testing.B) {
-	r := rand.New(rand.NewPCG(11, 12))
-	c := newEmbCase(r, 100000, 64, 2048*20, 2048)
-	out := make([]float32, len(c.offsets)*c.dim)
-	dy := normRandom(r, len(out), 0)
-	dw := make([]float32, c.num*c.dim)
-	b.Run("sum", func(b *testing.B) {
-		for b.Loop() {
-			EmbeddingBagSum(c.dim, c.idx, c.offsets, c.weight, nil, false, out)
+// TestEmbeddingLevels runs every variant of the embedding kernels against
+// the reference. All but the per-sample-weight gradient (a dot product per
+// lookup) add the same values in the same order and must give the same
+// bits.
+func TestEmbeddingLevels(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		r := rand.New(rand.NewPCG(61, 62))
+		fwd, bwd := pick(l, embForwardVariants), pick(l, embBackwardVariants)
+		sum, mx := pick(l, bagSumVariants), pick(l, bagMaxVariants)
+		bbwd, mxbwd, wgrad := pick(l, bagBackwardVariants), pick(l, bagMaxBackVariants), pick(l, bagWGradVariants)
+		dims := append(suiteSizes(8), vecChunk+9)
+		for _, dim := range dims {
+			num, n, bags := 13, 40, 11
+			if dim > 1000 {
+				num, n, bags = 3, 5, 2
+			}
+			c := newEmbCase(r, num, dim, n, bags)
+			for i := range c.weight {
+				if r.IntN(60) == 0 {
+					c.weight[i] = float32(math.NaN())
+				}
+			}
+			name := fmt.Sprintf("dim=%d", dim)
+
+			out, ok := guarded(t, n*dim)
+			fwd(dim, c.idx, c.weight, out)
+			ok()
+			want := make([]float32, n*dim)
+			embForwardGeneric(dim, c.idx, c.weight, want)
+			sameBits32(t, "forward "+name, out, want)
+
+			dy := vecRand(r, n*dim, 0)
+			wantDW := make([]float32, num*dim)
+			embBackwardVariants[Generic](num, dim, c.idx, dy, c.idx[0], wantDW)
+			dw, ok := guarded(t, num*dim)
+			poolGarbage(dw)
+			bwd(num, dim, c.idx, dy, c.idx[0], dw)
+			ok()
+			sameBits32(t, "backward "+name, dw, wantDW)
+
+			psw := vecRand(r, n, 0)
+			gy := vecRand(r, bags*dim, 0)
+			for _, mode := range []string{"sum", "mean", "psw"} {
+				var p []float32
+				if mode == "psw" {
+					p = psw
+				}
+				want := make([]float32, bags*dim)
+				bagSumGeneric(dim, c.idx, c.offsets, c.weight, p, mode == "mean", want)
+				out, ok := guarded(t, bags*dim)
+				poolGarbage(out)
+				sum(dim, c.idx, c.offsets, c.weight, p, mode == "mean", out)
+				ok()
+				sameBits32(t, mode+" "+name, out, want)
+
+				bagBackwardGeneric(num, dim, c.idx, c.offsets, gy, p, mode == "mean", wantDW)
+				dw, ok := guarded(t, num*dim)
+				poolGarbage(dw)
+				bbwd(num, dim, c.idx, c.offsets, gy, p, mode == "mean", dw)
+				ok()
+				sameBits32(t, mode+" backward "+name, dw, wantDW)
+			}
+
+			wantArg := make([]int64, bags*dim)
+			bagMaxGeneric(dim, c.idx, c.offsets, c.weight, want[:bags*dim], wantArg)
+			out, ok = guarded(t, bags*dim)
+			arg := make([]int64, bags*dim)
+			mx(dim, c.idx, c.offsets, c.weight, out, arg)
+			ok()
+			sameBits32(t, "max "+name, out, want[:bags*dim])
+			for i := range arg {
+				if arg[i] != wantArg[i] {
+					t.Fatalf("max %s: argmax %d = %d, want %d", name, i, arg[i], wantArg[i])
+				}
+			}
+			bagMaxBackwardGeneric(num, dim, wantArg, gy, wantDW)
+			dw, ok = guarded(t, num*dim)
+			poolGarbage(dw)
+			mxbwd(num, dim, arg, gy, dw)
+			ok()
+			sameBits32(t, "max backward "+name, dw, wantDW)
+
+			wantDP := make([]float32, n)
+			bagWeightsGradGeneric(dim, c.idx, c.offsets, c.weight, gy, wantDP)
+			dp, ok := guarded(t, n)
+			wgrad(dim, c.idx, c.offsets, c.weight, gy, dp)
+			ok()
+			for i := range dp {
+				// NaN table entries make some products NaN in both.
+				if d := math.Abs(float64(dp[i] - wantDP[i])); d > 1e-6*(1+math.Abs(float64(wantDP[i]))) {
+					t.Fatalf("weights grad %s: element %d = %v, want %v", name, i, dp[i], wantDP[i])
+				}
+			}
 		}
 	})
-	b.Run("backward", func(b *testing.B) {
-		for b.Loop() {
-			EmbeddingBagBackward(c.num, c.dim, c.idx, c.offsets, dy, nil, false, dw)
+}
+
+func TestEmbeddingDoesNotAllocate(t *testing.T) {
+	if level == Generic {
+		t.Skip("the pure-Go reference allocates; only the vector path promises not to")
+	}
+	r := rand.New(rand.NewPCG(63, 64))
+	c := newEmbCase(r, 5000, 64, 4096, 512)
+	dim, n, bags := c.dim, len(c.idx), len(c.offsets)
+	out, dy, dw := make([]float32, n*dim), vecRand(r, n*dim, 0), make([]float32, c.num*dim)
+	psw, dp, arg := vecRand(r, n, 0), make([]float32, n), make([]int64, bags*dim)
+	for name, f := range map[string]func(){
+		"EmbeddingForward":        func() { EmbeddingForward(dim, c.idx, c.weight, out) },
+		"EmbeddingBackward":       func() { EmbeddingBackward(c.num, dim, c.idx, dy, -1, dw) },
+		"EmbeddingBagSum":         func() { EmbeddingBagSum(dim, c.idx, c.offsets, c.weight, psw, false, out[:bags*dim]) },
+		"EmbeddingBagMax":         func() { EmbeddingBagMax(dim, c.idx, c.offsets, c.weight, out[:bags*dim], arg) },
+		"EmbeddingBagBackward":    func() { EmbeddingBagBackward(c.num, dim, c.idx, c.offsets, dy[:bags*dim], nil, true, dw) },
+		"EmbeddingBagMaxBackward": func() { EmbeddingBagMaxBackward(c.num, dim, arg, dy[:bags*dim], dw) },
+		"EmbeddingBagWeightsGrad": func() { EmbeddingBagWeightsGrad(dim, c.idx, c.offsets, c.weight, dy[:bags*dim], dp) },
+	} {
+		f()
+		if a := testing.AllocsPerRun(5, f); a != 0 {
+			t.Errorf("%s allocates %v times per call", name, a)
 		}
+	}
+}
+
+// BenchmarkEmbeddingBag times DLRM-style bags on a 1M×64 table: 2048 bags
+// of 8 random rows (16k lookups). GB/s counts the rows read and the
+// output written (forward) or, for the backward pass, the whole dense
+// table gradient written (which dominates it).
+func BenchmarkEmbeddingBag(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	num, dim, bags, per := 1<<20, 64, 2048, 8
+	weight := vecRand(r, num*dim, 0)
+	idx := make([]int64, bags*per)
+	for i := range idx {
+		idx[i] = int64(r.IntN(num))
+	}
+	offsets := make([]int64, bags)
+	for i := range offsets {
+		offsets[i] = int64(i * per)
+	}
+	out := make([]float32, bags*dim)
+	dy := vecRand(r, bags*dim, 0)
+	b.Run("sum", func(b *testing.B) {
+		m := startMeter()
+		for b.Loop() {
+			EmbeddingBagSum(dim, idx, offsets, weight, nil, false, out)
+		}
+		m.report(b, float64(4*dim*(len(idx)+bags)))
+	})
+	b.Run("max", func(b *testing.B) {
+		arg := make([]int64, bags*dim)
+		m := startMeter()
+		for b.Loop() {
+			EmbeddingBagMax(dim, idx, offsets, weight, out, arg)
+		}
+		m.report(b, float64(4*dim*(len(idx)+3*bags)))
+	})
+	b.Run("backward", func(b *testing.B) {
+		dw := make([]float32, num*dim)
+		m := startMeter()
+		for b.Loop() {
+			EmbeddingBagBackward(num, dim, idx, offsets, dy, nil, false, dw)
+		}
+		m.report(b, float64(4*num*dim))
 	})
 }

@@ -179,11 +179,30 @@ func bnChannelSums(s BatchNormShape, kind bnSumKind, a, b []float32, m, s1, s2 [
 }
 
 // BatchNormStats writes each channel's mean and biased variance (the mean
-// squared deviation) of x to mean and variance, accumulating in float64
-// with two passes so that a large mean does not swamp the variance.
+// squared deviation) of x to mean and variance, accumulating in float64.
+// The variance is taken about the mean (never as E[x²] − mean²), so a
+// large mean does not swamp it. The order of the additions depends only on
+// the shape, so results do not change with the number of workers.
 func BatchNormStats(s BatchNormShape, x []float32, mean, variance []float64) {
 	n := s.Outer * s.C * s.Inner
 	s.check("BatchNormStats", map[string][2]int{"x": {len(x), n}, "mean": {len(mean), s.C}, "variance": {len(variance), s.C}})
+	bnStats(s, x, mean, variance)
+}
+
+type bnStatsFunc func(s BatchNormShape, x []float32, mean, variance []float64)
+
+var bnStatsVariants = [levelCount]bnStatsFunc{
+	Generic: bnStatsGeneric,
+	AVX2: func(s BatchNormShape, x []float32, mean, variance []float64) {
+		bnStatsKit(kitAt(AVX2), s, x, mean, variance)
+	},
+}
+
+var bnStats = pick(level, bnStatsVariants)
+
+// bnStatsGeneric is the reference: two passes over x, the second summing
+// squared deviations from the mean of the first.
+func bnStatsGeneric(s BatchNormShape, x []float32, mean, variance []float64) {
 	cnt := float64(s.Count())
 	bnChannelSums(s, bnSumX, x, nil, nil, mean, nil)
 	for c := range s.C {
@@ -195,9 +214,35 @@ func BatchNormStats(s BatchNormShape, x []float32, mean, variance []float64) {
 	}
 }
 
+// bnGradSums overwrites s1 with each channel's Σdy and s2 with its
+// Σdy·(x − mean), in float64 in an order fixed by the shape.
+type bnGradSumsFunc func(s BatchNormShape, x, dy []float32, mean, s1, s2 []float64)
+
+var bnGradSumsVariants = [levelCount]bnGradSumsFunc{
+	Generic: func(s BatchNormShape, x, dy []float32, mean, s1, s2 []float64) {
+		bnChannelSums(s, bnSumGrad, x, dy, mean, s1, s2)
+	},
+	AVX2: func(s BatchNormShape, x, dy []float32, mean, s1, s2 []float64) {
+		bnGradSumsKit(kitAt(AVX2), s, x, dy, mean, s1, s2)
+	},
+}
+
+var bnGradSums = pick(level, bnGradSumsVariants)
+
 // bnApply writes out = p[c]·u + q[c]·v + r[c] elementwise in float64, where
 // c is each element's channel; v and q may be nil.
-func bnApply(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32) {
+type bnApplyFunc func(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32)
+
+var bnApplyVariants = [levelCount]bnApplyFunc{
+	Generic: bnApplyGeneric,
+	AVX2: func(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32) {
+		bnApplyKit(kitAt(AVX2), s, u, v, p, q, r, out)
+	},
+}
+
+var bnApply = pick(level, bnApplyVariants)
+
+func bnApplyGeneric(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32) {
 	C, inner := s.C, s.Inner
 	work := 2 * s.Outer * C * inner
 	if work == 0 {
@@ -255,8 +300,9 @@ func BatchNormForward(s BatchNormShape, x []float32, mean, invStd []float64, wei
 	}
 	s.check("BatchNormForward", lens)
 	// One scale and shift per channel: y = x·alpha + beta.
-	coef := make([]float64, 2*s.C)
-	alpha, beta := coef[:s.C], coef[s.C:]
+	coef := getScratch64(2 * s.C)
+	defer coef.put()
+	alpha, beta := coef.s[:s.C], coef.s[s.C:]
 	for c := range s.C {
 		a := invStd[c]
 		if weight != nil {
@@ -294,10 +340,13 @@ func BatchNormBackward(s BatchNormShape, x, dy []float32, mean, invStd []float64
 	}
 	s.check("BatchNormBackward", lens)
 	C := s.C
-	scratch := make([]float64, 5*C)
+	buf := getScratch64(5 * C)
+	defer buf.put()
+	scratch := buf.s
+	clear(scratch) // r stays 0 without batch statistics
 	sumDy, sumDyXmu := scratch[:C], scratch[C:2*C]
 	if dweight != nil || dbias != nil || (dx != nil && batchStats) {
-		bnChannelSums(s, bnSumGrad, x, dy, mean, sumDy, sumDyXmu)
+		bnGradSums(s, x, dy, mean, sumDy, sumDyXmu)
 	}
 	for c := range C {
 		if dweight != nil {
@@ -346,6 +395,23 @@ func LayerNormForward(rows, n int, x, weight, bias []float32, eps float64, y []f
 		lens["bias"] = [2]int{len(bias), n}
 	}
 	lnCheck("LayerNormForward", rows, n, lens)
+	lnForward(rows, n, x, weight, bias, eps, y, mean, rstd)
+}
+
+type lnForwardFunc func(rows, n int, x, weight, bias []float32, eps float64, y []float32, mean, rstd []float64)
+
+var lnForwardVariants = [levelCount]lnForwardFunc{
+	Generic: lnForwardGeneric,
+	AVX2: func(rows, n int, x, weight, bias []float32, eps float64, y []float32, mean, rstd []float64) {
+		lnForwardKit(kitAt(AVX2), rows, n, x, weight, bias, eps, y, mean, rstd)
+	},
+}
+
+var lnForward = pick(level, lnForwardVariants)
+
+// lnForwardGeneric is the reference: two passes for the statistics, then
+// the normalisation, all in float64.
+func lnForwardGeneric(rows, n int, x, weight, bias []float32, eps float64, y []float32, mean, rstd []float64) {
 	Parallel(rows, 3*rows*n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, yr := x[r*n:(r+1)*n], y[r*n:(r+1)*n]
@@ -400,7 +466,10 @@ func lnCheck(op string, rows, n int, lens map[string][2]int) {
 // LayerNormBackward computes the gradients of LayerNormForward for the
 // output gradient dy from x and the saved mean and rstd. Any of dx,
 // dweight, dbias may be nil when not wanted; the others are overwritten.
-// Column sums for dweight and dbias run over rows in order in float64.
+// Column sums for dweight and dbias are accumulated in float64 in an order
+// that depends only on the shape (rows in order in the reference, fixed
+// blocks of rows in order in the vector variants), so they do not change
+// with the number of workers.
 func LayerNormBackward(rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
 	lens := map[string][2]int{"x": {len(x), rows * n}, "dy": {len(dy), rows * n}, "mean": {len(mean), rows}, "rstd": {len(rstd), rows}}
 	if weight != nil {
@@ -416,6 +485,22 @@ func LayerNormBackward(rows, n int, x, dy, weight []float32, mean, rstd []float6
 		lens["dbias"] = [2]int{len(dbias), n}
 	}
 	lnCheck("LayerNormBackward", rows, n, lens)
+	lnBackward(rows, n, x, dy, weight, mean, rstd, dx, dweight, dbias)
+}
+
+type lnBackwardFunc func(rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32)
+
+var lnBackwardVariants = [levelCount]lnBackwardFunc{
+	Generic: lnBackwardGeneric,
+	AVX2: func(rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
+		lnBackwardKit(kitAt(AVX2), rows, n, x, dy, weight, mean, rstd, dx, dweight, dbias)
+	},
+}
+
+var lnBackward = pick(level, lnBackwardVariants)
+
+// lnBackwardGeneric is the reference.
+func lnBackwardGeneric(rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
 	if dx != nil {
 		Parallel(rows, 4*rows*n, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
@@ -469,4 +554,400 @@ func LayerNormBackward(rows, n int, x, dy, weight []float32, mean, rstd []float6
 			}
 		}
 	})
+}
+
+// The variants below build the kernels from a kit's row primitives. They
+// keep the reference's arithmetic (float64 statistics and maps, per-channel
+// coefficients) but walk memory the way the primitives want it: channels
+// of a channels-last row side by side in vector lanes, every call bounded
+// to vecChunk elements or one bnBlock.
+
+type bnArgs struct {
+	k            *vecKit
+	s            BatchNormShape
+	u, v, out    []float32
+	p, q, r      []float64
+	mean, s1, s2 []float64
+	part         []float64
+	rows         int // rows per block (channels-last)
+}
+
+var bnJobs parPool[bnArgs]
+
+// bnStatsKit computes the statistics with one read of x from memory: each
+// run (a channel's contiguous stretch) or block of channels-last rows is
+// summed and then, while still in cache, its squared deviations from its
+// own mean are summed. The pieces are combined in a fixed order by the
+// parallel-axis rule M2 = Σ M2ᵢ + nᵢ·(meanᵢ − mean)², which is as stable as
+// the two-pass reference.
+func bnStatsKit(k *vecKit, s BatchNormShape, x []float32, mean, variance []float64) {
+	C := s.C
+	cnt := float64(s.Count())
+	if C == 0 {
+		return
+	}
+	if s.Count() == 0 {
+		for c := range C {
+			mean[c], variance[c] = math.NaN(), math.NaN()
+		}
+		return
+	}
+	work := s.Outer * C * s.Inner
+	if s.Inner > 1 {
+		bnJobs.run(C, work, bnArgs{k: k, s: s, u: x, mean: mean, s1: variance}, bnStatsRuns)
+		return
+	}
+	rows := max(1, bnBlock/C)
+	nb := (s.Outer + rows - 1) / rows
+	part := getScratch64(3 * C * nb)
+	defer part.put()
+	bnJobs.run(nb, work, bnArgs{k: k, s: s, u: x, part: part.s, rows: rows}, bnStatsBlocks)
+	clear(mean[:C])
+	for b := range nb {
+		for c, v := range part.s[3*C*b : 3*C*b+C] {
+			mean[c] += v
+		}
+	}
+	for c := range C {
+		mean[c] /= cnt
+	}
+	m2 := variance[:C]
+	clear(m2)
+	for b := range nb {
+		nr := float64(min((b+1)*rows, s.Outer) - b*rows)
+		bm, bq := part.s[3*C*b+C:3*C*b+2*C], part.s[3*C*b+2*C:3*C*(b+1)]
+		for c := range C {
+			d := bm[c] - mean[c]
+			m2[c] += bq[c] + nr*d*d
+		}
+	}
+	for c := range C {
+		m2[c] /= cnt
+	}
+}
+
+// bnStatsRuns handles channels [lo, hi) of the planar layout, folding the
+// runs in order into a running mean and M2 (Chan's update).
+func bnStatsRuns(a *bnArgs, lo, hi int) {
+	k, s := a.k, a.s
+	inner := s.Inner
+	for c := lo; c < hi; c++ {
+		var total, cm, m2, n float64
+		for o := 0; o < s.Outer; o++ {
+			run := a.u[(o*s.C+c)*inner:][:inner]
+			for off := 0; off < inner; off += vecChunk {
+				piece := run[off:min(off+vecChunk, inner)]
+				nb := float64(len(piece))
+				sb := k.sum(piece)
+				mb := sb / nb
+				qb := k.sqDev(piece, mb)
+				total += sb
+				if n == 0 {
+					cm, m2, n = mb, qb, nb
+					continue
+				}
+				d := mb - cm
+				nn := n + nb
+				cm += d * nb / nn
+				m2 += qb + d*d*n*nb/nn
+				n = nn
+			}
+		}
+		// The mean is the plain sum over the count, as in the reference;
+		// M2 about the running mean differs from M2 about it by n·δ², where
+		// δ is a few roundings of the mean: negligible.
+		a.mean[c] = total / n
+		a.s1[c] = m2 / n
+	}
+}
+
+// bnStatsBlocks writes, for each block of channels-last rows, the
+// channel sums, block means and squared deviations about them to its
+// three C-wide slots in part.
+func bnStatsBlocks(a *bnArgs, lo, hi int) {
+	k, s := a.k, a.s
+	C := s.C
+	for b := lo; b < hi; b++ {
+		r0, r1 := b*a.rows, min((b+1)*a.rows, s.Outer)
+		xb := a.u[r0*C : r1*C]
+		sum, bm, bq := a.part[3*C*b:3*C*b+C], a.part[3*C*b+C:3*C*b+2*C], a.part[3*C*b+2*C:3*C*(b+1)]
+		clear(sum)
+		k.colSum(sum, xb)
+		inv := 1 / float64(r1-r0)
+		for c, v := range sum {
+			bm[c] = v * inv
+		}
+		clear(bq)
+		k.colSqDev(bq, xb, bm)
+	}
+}
+
+// bnGradSumsKit is bnChannelSums(bnSumGrad) on the kit: per-channel runs
+// in order for the planar layout, fixed row blocks with partial sums added
+// in block order for channels-last.
+func bnGradSumsKit(k *vecKit, s BatchNormShape, x, dy []float32, mean, s1, s2 []float64) {
+	C := s.C
+	clear(s1[:C])
+	clear(s2[:C])
+	work := s.Outer * C * s.Inner
+	if work == 0 {
+		return
+	}
+	if s.Inner > 1 {
+		bnJobs.run(C, work, bnArgs{k: k, s: s, u: x, v: dy, mean: mean, s1: s1, s2: s2}, bnGradRuns)
+		return
+	}
+	rows := max(1, bnBlock/C)
+	nb := (s.Outer + rows - 1) / rows
+	part := getScratch64(2 * C * nb)
+	defer part.put()
+	bnJobs.run(nb, work, bnArgs{k: k, s: s, u: x, v: dy, mean: mean, part: part.s, rows: rows}, bnGradBlocks)
+	for b := range nb {
+		p := part.s[2*C*b:]
+		for c := range C {
+			s1[c] += p[c]
+			s2[c] += p[C+c]
+		}
+	}
+}
+
+func bnGradRuns(a *bnArgs, lo, hi int) {
+	k, s := a.k, a.s
+	inner := s.Inner
+	for c := lo; c < hi; c++ {
+		var t1, t2 float64
+		for o := 0; o < s.Outer; o++ {
+			off := (o*s.C + c) * inner
+			xr, gr := a.u[off:off+inner], a.v[off:off+inner]
+			for i := 0; i < inner; i += vecChunk {
+				j := min(i+vecChunk, inner)
+				r1, r2 := k.gradSums(gr[i:j], xr[i:j], a.mean[c])
+				t1 += r1
+				t2 += r2
+			}
+		}
+		a.s1[c], a.s2[c] = t1, t2
+	}
+}
+
+func bnGradBlocks(a *bnArgs, lo, hi int) {
+	k, s := a.k, a.s
+	C := s.C
+	for b := lo; b < hi; b++ {
+		r0, r1 := b*a.rows, min((b+1)*a.rows, s.Outer)
+		p1, p2 := a.part[2*C*b:2*C*b+C], a.part[2*C*b+C:2*C*(b+1)]
+		clear(p1)
+		clear(p2)
+		k.colGradSums(p1, p2, a.v[r0*C:r1*C], a.u[r0*C:r1*C], a.mean)
+	}
+}
+
+// bnApplyKit is bnApply on the kit: one affine map per plane in the planar
+// layout, per-channel coefficient vectors over blocks of rows otherwise.
+func bnApplyKit(k *vecKit, s BatchNormShape, u, v []float32, p, q, r []float64, out []float32) {
+	C, inner := s.C, s.Inner
+	work := 2 * s.Outer * C * inner
+	if work == 0 {
+		return
+	}
+	a := bnArgs{k: k, s: s, u: u, v: v, p: p, q: q, r: r, out: out}
+	if inner > 1 {
+		bnJobs.run(s.Outer*C, work, a, bnApplyPlanes)
+		return
+	}
+	a.rows = max(1, vecChunk/C)
+	bnJobs.run((s.Outer+a.rows-1)/a.rows, work, a, bnApplyRows)
+}
+
+func bnApplyPlanes(a *bnArgs, lo, hi int) {
+	k, inner, C := a.k, a.s.Inner, a.s.C
+	for pl := lo; pl < hi; pl++ {
+		c := pl % C
+		for i := pl * inner; i < (pl+1)*inner; i += vecChunk {
+			j := min(i+vecChunk, (pl+1)*inner)
+			if a.v == nil {
+				k.affine(a.out[i:j], a.u[i:j], a.p[c], a.r[c])
+			} else {
+				k.affine2(a.out[i:j], a.u[i:j], a.v[i:j], a.p[c], a.q[c], a.r[c])
+			}
+		}
+	}
+}
+
+func bnApplyRows(a *bnArgs, lo, hi int) {
+	k, C := a.k, a.s.C
+	for b := lo; b < hi; b++ {
+		i, j := b*a.rows*C, min((b+1)*a.rows, a.s.Outer)*C
+		if a.v == nil {
+			k.colAffine(a.out[i:j], a.u[i:j], a.p[:C], a.r[:C])
+		} else {
+			k.colAffine2(a.out[i:j], a.u[i:j], a.v[i:j], a.p[:C], a.q[:C], a.r[:C])
+		}
+	}
+}
+
+type lnArgs struct {
+	k                  *vecKit
+	rows, n, block     int
+	x, dy, w, b, y, dx []float32
+	eps                float64
+	mean, rstd, acc    []float64
+	dweight, dbias     []float32
+}
+
+var lnJobs parPool[lnArgs]
+
+// lnColMin is the fewest columns a worker takes when adding up the row
+// blocks' weight and bias gradients.
+const lnColMin = 64
+
+// lnForwardKit is the reference's arithmetic on the kit. A missing weight
+// or bias alone is supplied as ones or zeros from pooled scratch (the
+// products and sums with them are exact).
+func lnForwardKit(k *vecKit, rows, n int, x, weight, bias []float32, eps float64, y []float32, mean, rstd []float64) {
+	if rows == 0 {
+		return
+	}
+	if (weight == nil) != (bias == nil) {
+		fill := getScratchF32(n)
+		defer fill.put()
+		if weight == nil {
+			weight = lnFill(fill.s, 1)
+		} else {
+			bias = lnFill(fill.s, 0)
+		}
+	}
+	lnJobs.run(rows, 3*rows*n, lnArgs{k: k, rows: rows, n: n, x: x, w: weight, b: bias, y: y, eps: eps, mean: mean, rstd: rstd}, lnForwardRows)
+}
+
+func lnFill(f []float32, v float32) []float32 {
+	for i := range f {
+		f[i] = v
+	}
+	return f
+}
+
+func lnForwardRows(a *lnArgs, lo, hi int) {
+	k, n := a.k, a.n
+	for r := lo; r < hi; r++ {
+		xr, yr := a.x[r*n:(r+1)*n], a.y[r*n:(r+1)*n]
+		var s float64
+		for i := 0; i < n; i += vecChunk {
+			s += k.sum(xr[i:min(i+vecChunk, n)])
+		}
+		m := s / float64(n)
+		var ss float64
+		for i := 0; i < n; i += vecChunk {
+			ss += k.sqDev(xr[i:min(i+vecChunk, n)], m)
+		}
+		rs := 1 / math.Sqrt(ss/float64(n)+a.eps)
+		a.mean[r], a.rstd[r] = m, rs
+		for i := 0; i < n; i += vecChunk {
+			j := min(i+vecChunk, n)
+			if a.w == nil {
+				k.lnNorm(yr[i:j], xr[i:j], m, rs)
+			} else {
+				k.lnApply(yr[i:j], xr[i:j], a.w[i:j], a.b[i:j], m, rs)
+			}
+		}
+	}
+}
+
+// lnBackwardKit is the reference's arithmetic on the kit, in one pass over
+// x and dy: each fixed block of lnBlockRows rows computes its rows' dx and,
+// while they are in cache, adds them into its own weight and bias column
+// sums; the blocks' sums are then added in block order. The order depends
+// only on the shape, so the gradients do not change with the number of
+// workers. A missing weight is supplied as ones.
+func lnBackwardKit(k *vecKit, rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
+	if rows == 0 || n == 0 {
+		lnBackwardGeneric(rows, n, x, dy, weight, mean, rstd, dx, dweight, dbias)
+		return
+	}
+	a := lnArgs{k: k, rows: rows, n: n, x: x, dy: dy, w: weight, dx: dx, mean: mean, rstd: rstd, dweight: dweight, dbias: dbias}
+	if dx != nil && weight == nil {
+		fill := getScratchF32(n)
+		defer fill.put()
+		a.w = lnFill(fill.s, 1)
+	}
+	a.block = lnBlockRows(rows, n)
+	nb := (rows + a.block - 1) / a.block
+	if dweight != nil || dbias != nil {
+		part := getScratch64(nb * 2 * n)
+		defer part.put()
+		a.acc = part.s
+	}
+	lnJobs.run(nb, 4*rows*n, a, lnBackwardBlocks)
+	if a.acc != nil {
+		lnJobs.run((n+lnColMin-1)/lnColMin, nb*2*n, a, lnReduceColumns)
+	}
+}
+
+// lnBlockRows is the number of rows whose column sums one block keeps: at
+// least 64, more when the partial sums of all blocks would pass 16 MiB.
+func lnBlockRows(rows, n int) int {
+	const maxPartial = 1 << 21 // float64s
+	return max(64, (rows*2*n+maxPartial-1)/maxPartial)
+}
+
+func lnBackwardBlocks(a *lnArgs, lo, hi int) {
+	k, n := a.k, a.n
+	for blk := lo; blk < hi; blk++ {
+		r0, r1 := blk*a.block, min((blk+1)*a.block, a.rows)
+		var p []float64
+		if a.acc != nil {
+			p = a.acc[blk*2*n : (blk+1)*2*n]
+			clear(p)
+		}
+		for r := r0; r < r1; r++ {
+			xr, gr := a.x[r*n:(r+1)*n], a.dy[r*n:(r+1)*n]
+			m, rs := a.mean[r], a.rstd[r]
+			if a.dx == nil {
+				for i := 0; i < n; i += vecChunk {
+					j := min(i+vecChunk, n)
+					k.lnColAcc(p[i:j], p[n+i:n+j], gr[i:j], xr[i:j], m, rs)
+				}
+				continue
+			}
+			// s1 = mean(g), s2 = mean(g·xhat) with g = dy·w, xhat = (x − m)·rs.
+			var s1, s2 float64
+			for i := 0; i < n; i += vecChunk {
+				j := min(i+vecChunk, n)
+				t1, t2 := k.gradSumsW(gr[i:j], a.w[i:j], xr[i:j], m)
+				s1 += t1
+				s2 += t2
+			}
+			s1 /= float64(n)
+			s2 *= rs / float64(n)
+			dr := a.dx[r*n : (r+1)*n]
+			for i := 0; i < n; i += vecChunk {
+				j := min(i+vecChunk, n)
+				if p == nil {
+					k.lnBackward(dr[i:j], gr[i:j], a.w[i:j], xr[i:j], m, rs, s1, s2)
+				} else {
+					k.lnBackwardAcc(dr[i:j], gr[i:j], a.w[i:j], xr[i:j], m, rs, s1, s2, p[i:j], p[n+i:n+j])
+				}
+			}
+		}
+	}
+}
+
+// lnReduceColumns adds the blocks' column sums in block order for column
+// groups [lo, hi) and stores the gradients.
+func lnReduceColumns(a *lnArgs, lo, hi int) {
+	n := a.n
+	nb := len(a.acc) / (2 * n)
+	for j := lo * lnColMin; j < min(hi*lnColMin, n); j++ {
+		var sw, sb float64
+		for blk := range nb {
+			sw += a.acc[blk*2*n+j]
+			sb += a.acc[blk*2*n+n+j]
+		}
+		if a.dweight != nil {
+			a.dweight[j] = float32(sw)
+		}
+		if a.dbias != nil {
+			a.dbias[j] = float32(sb)
+		}
+	}
 }

@@ -108,7 +108,79 @@ func MaxPool2d(s *Pool2dShape, x, y []float32, idx []int32) {
 	if s.H*s.W > math.MaxInt32 {
 		panic("kernels: MaxPool2d: plane too large for int32 indices")
 	}
-	work := ny * s.KH * s.KW
+	maxPool(s, x, y, idx)
+}
+
+type (
+	maxPoolFunc     func(s *Pool2dShape, x, y []float32, idx []int32)
+	maxPoolBackFunc func(s *Pool2dShape, dy []float32, idx []int32, dx []float32)
+	avgPoolFunc     func(s *Pool2dShape, countIncludePad bool, x, y []float32)
+	adaptiveFunc    func(s *Pool2dShape, x, y []float32)
+)
+
+// The vector variants take the channels-last layout, where a window's
+// taps are rows of C channels; the planar layout runs the reference.
+var (
+	maxPoolVariants = [levelCount]maxPoolFunc{
+		Generic: maxPoolGeneric,
+		AVX2: func(s *Pool2dShape, x, y []float32, idx []int32) {
+			poolKit(kitAt(AVX2), s, false, x, y, idx, maxPoolGeneric, nil, nil, poolMaxRows)
+		},
+	}
+	maxPoolBackVariants = [levelCount]maxPoolBackFunc{
+		Generic: maxPoolBackwardGeneric,
+		AVX2: func(s *Pool2dShape, dy []float32, idx []int32, dx []float32) {
+			if !s.ChannelsLast {
+				maxPoolBackwardGeneric(s, dy, idx, dx)
+				return
+			}
+			poolBackKit(kitAt(AVX2), s, false, false, dy, idx, dx)
+		},
+	}
+	avgPoolVariants = [levelCount]avgPoolFunc{
+		Generic: avgPoolGeneric,
+		AVX2: func(s *Pool2dShape, countIncludePad bool, x, y []float32) {
+			poolKit(kitAt(AVX2), s, countIncludePad, x, y, nil, nil, avgPoolGeneric, nil, poolAvgRows)
+		},
+	}
+	avgPoolBackVariants = [levelCount]avgPoolFunc{
+		Generic: avgPoolBackwardGeneric,
+		AVX2: func(s *Pool2dShape, countIncludePad bool, dy, dx []float32) {
+			if !s.ChannelsLast {
+				avgPoolBackwardGeneric(s, countIncludePad, dy, dx)
+				return
+			}
+			poolBackKit(kitAt(AVX2), s, countIncludePad, false, dy, nil, dx)
+		},
+	}
+	adaptiveVariants = [levelCount]adaptiveFunc{
+		Generic: adaptiveAvgPoolGeneric,
+		AVX2: func(s *Pool2dShape, x, y []float32) {
+			poolKit(kitAt(AVX2), s, false, x, y, nil, nil, nil, adaptiveAvgPoolGeneric, poolAvgRows)
+		},
+	}
+	adaptiveBackVariants = [levelCount]adaptiveFunc{
+		Generic: adaptiveAvgPoolBackwardGeneric,
+		AVX2: func(s *Pool2dShape, dy, dx []float32) {
+			if !s.ChannelsLast {
+				adaptiveAvgPoolBackwardGeneric(s, dy, dx)
+				return
+			}
+			poolBackKit(kitAt(AVX2), s, false, true, dy, nil, dx)
+		},
+	}
+
+	maxPool          = pick(level, maxPoolVariants)
+	maxPoolBackward  = pick(level, maxPoolBackVariants)
+	avgPool          = pick(level, avgPoolVariants)
+	avgPoolBackward  = pick(level, avgPoolBackVariants)
+	adaptivePool     = pick(level, adaptiveVariants)
+	adaptivePoolBack = pick(level, adaptiveBackVariants)
+)
+
+// maxPoolGeneric is the reference max pooling.
+func maxPoolGeneric(s *Pool2dShape, x, y []float32, idx []int32) {
+	work := s.outLen() * s.KH * s.KW
 	s.overPlanes(work, func(n, c int) {
 		if c >= 0 {
 			xp := x[(n*s.C+c)*s.H*s.W:]
@@ -169,6 +241,12 @@ func MaxPool2d(s *Pool2dShape, x, y []float32, idx []int32) {
 func MaxPool2dBackward(s *Pool2dShape, dy []float32, idx []int32, dx []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("MaxPool2dBackward", true, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}, "idx": {len(idx), ny}})
+	maxPoolBackward(s, dy, idx, dx)
+}
+
+// maxPoolBackwardGeneric is the reference.
+func maxPoolBackwardGeneric(s *Pool2dShape, dy []float32, idx []int32, dx []float32) {
+	ny := s.outLen()
 	planeStep, chanStep := s.layout()
 	s.overPlanes(ny, func(n, c int) {
 		lo, hi := c, c+1
@@ -226,6 +304,12 @@ func (s *Pool2dShape) avgWindow(oh, ow int, countIncludePad bool) (h0, h1, w0, w
 func AvgPool2d(s *Pool2dShape, countIncludePad bool, x, y []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AvgPool2d", true, map[string][2]int{"x": {len(x), nx}, "y": {len(y), ny}})
+	avgPool(s, countIncludePad, x, y)
+}
+
+// avgPoolGeneric is the reference.
+func avgPoolGeneric(s *Pool2dShape, countIncludePad bool, x, y []float32) {
+	ny := s.outLen()
 	planeStep, chanStep := s.layout()
 	s.overPlanes(ny*s.KH*s.KW, func(n, c int) {
 		for oh := range s.OutH {
@@ -254,6 +338,12 @@ func AvgPool2d(s *Pool2dShape, countIncludePad bool, x, y []float32) {
 func AvgPool2dBackward(s *Pool2dShape, countIncludePad bool, dy, dx []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AvgPool2dBackward", true, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}})
+	avgPoolBackward(s, countIncludePad, dy, dx)
+}
+
+// avgPoolBackwardGeneric is the reference.
+func avgPoolBackwardGeneric(s *Pool2dShape, countIncludePad bool, dy, dx []float32) {
+	ny := s.outLen()
 	planeStep, chanStep := s.layout()
 	s.overPlanes(ny*s.KH*s.KW, func(n, c int) {
 		s.eachChannel(n, c, func(c int) {
@@ -307,6 +397,12 @@ func adaptiveRange(o, in, out int) (lo, hi int) {
 func AdaptiveAvgPool2d(s *Pool2dShape, x, y []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AdaptiveAvgPool2d", false, map[string][2]int{"x": {len(x), nx}, "y": {len(y), ny}})
+	adaptivePool(s, x, y)
+}
+
+// adaptiveAvgPoolGeneric is the reference.
+func adaptiveAvgPoolGeneric(s *Pool2dShape, x, y []float32) {
+	nx := s.N * s.C * s.H * s.W
 	planeStep, chanStep := s.layout()
 	s.overPlanes(nx, func(n, c int) {
 		for oh := range s.OutH {
@@ -334,6 +430,12 @@ func AdaptiveAvgPool2d(s *Pool2dShape, x, y []float32) {
 func AdaptiveAvgPool2dBackward(s *Pool2dShape, dy, dx []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AdaptiveAvgPool2dBackward", false, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}})
+	adaptivePoolBack(s, dy, dx)
+}
+
+// adaptiveAvgPoolBackwardGeneric is the reference.
+func adaptiveAvgPoolBackwardGeneric(s *Pool2dShape, dy, dx []float32) {
+	nx := s.N * s.C * s.H * s.W
 	planeStep, chanStep := s.layout()
 	s.overPlanes(nx, func(n, c int) {
 		s.eachChannel(n, c, func(c int) {
@@ -356,4 +458,212 @@ func AdaptiveAvgPool2dBackward(s *Pool2dShape, dy, dx []float32) {
 			}
 		}
 	})
+}
+
+func (s *Pool2dShape) outLen() int { return s.N * s.C * s.OutH * s.OutW }
+
+// The channels-last variants on a kit: every output pixel's window is a
+// few rows of C channels, which the window primitives combine across the
+// channels in vector lanes, in the reference's tap order (so the sums and
+// maxima are the reference's bits).
+
+type poolArgs struct {
+	k               *vecKit
+	s               Pool2dShape
+	countIncludePad bool
+	adaptive        bool
+	x, y            []float32
+	idx             []int32
+	cparts          int // channel ranges per batch item (backward)
+}
+
+var poolJobs parPool[poolArgs]
+
+// poolKit runs rows (one task per output row (n, oh)) for a
+// channels-last shape, or the matching reference for a planar one.
+func poolKit(k *vecKit, s *Pool2dShape, countIncludePad bool, x, y []float32, idx []int32,
+	maxRef maxPoolFunc, avgRef avgPoolFunc, adaptiveRef adaptiveFunc, rows func(a *poolArgs, lo, hi int)) {
+	if !s.ChannelsLast {
+		switch {
+		case maxRef != nil:
+			maxRef(s, x, y, idx)
+		case avgRef != nil:
+			avgRef(s, countIncludePad, x, y)
+		default:
+			adaptiveRef(s, x, y)
+		}
+		return
+	}
+	taps := s.KH * s.KW
+	if adaptiveRef != nil {
+		taps = (s.H/s.OutH + 2) * (s.W/s.OutW + 2)
+	}
+	a := poolArgs{k: k, s: *s, countIncludePad: countIncludePad, adaptive: adaptiveRef != nil, x: x, y: y, idx: idx}
+	poolJobs.run(s.N*s.OutH, s.outLen()*taps, a, rows)
+}
+
+// poolChannelStep is how many channels one window call covers: all of
+// them, unless the window is so large that the call would be long.
+func poolChannelStep(C, taps int) int {
+	if taps*C <= vecChunk || taps == 0 {
+		return C
+	}
+	return max(32, vecChunk/taps&^31)
+}
+
+// windowTaps is the number of taps from lo to hi (exclusive) stepping by
+// dil, 0 when the range is empty.
+func windowTaps(lo, hi, dil int) int {
+	if lo >= hi {
+		return 0
+	}
+	return (hi - lo + dil - 1) / dil
+}
+
+func poolMaxRows(a *poolArgs, lo, hi int) {
+	s, k := &a.s, a.k
+	C := s.C
+	for t := lo; t < hi; t++ {
+		n, oh := t/s.OutH, t%s.OutH
+		hlo, hhi := poolWindow(oh, s.SH, s.PH, s.KH, s.DH, s.H)
+		nh := windowTaps(hlo, hhi, s.DH)
+		for ow := range s.OutW {
+			wlo, whi := poolWindow(ow, s.SW, s.PW, s.KW, s.DW, s.W)
+			nw := windowTaps(wlo, whi, s.DW)
+			o := ((n*s.OutH+oh)*s.OutW + ow) * C
+			pos0, base := int32(-1), 0
+			if nh > 0 && nw > 0 {
+				pos0, base = int32(hlo*s.W+wlo), ((n*s.H+hlo)*s.W+wlo)*C
+			} else {
+				nh, nw = 0, 0
+			}
+			step := poolChannelStep(C, nh*nw)
+			for c := 0; c < C; c += step {
+				e := min(c+step, C)
+				k.maxWindow(a.y[o+c:o+e], a.idx[o+c:o+e], a.x[base+c:], nh, nw, s.DH*s.W*C, s.DW*C, pos0, int32(s.DH*s.W), int32(s.DW))
+			}
+		}
+	}
+}
+
+// avgPoolWindow is the window of output (oh, ow) for average or adaptive
+// pooling as offsets: its first input pixel (h0, w0), its extent and the
+// divisor, with an empty window given as 0×0 and divisor 1 (a zero sum).
+func (a *poolArgs) avgPoolWindow(oh, ow int) (h0, w0, nh, nw int, div float32) {
+	s := &a.s
+	if a.adaptive {
+		h0, h1 := adaptiveRange(oh, s.H, s.OutH)
+		w0, w1 := adaptiveRange(ow, s.W, s.OutW)
+		return h0, w0, h1 - h0, w1 - w0, float32((h1 - h0) * (w1 - w0))
+	}
+	h0, h1, w0, w1, div := s.avgWindow(oh, ow, a.countIncludePad)
+	if h0 >= h1 || w0 >= w1 {
+		return 0, 0, 0, 0, 1
+	}
+	return h0, w0, h1 - h0, w1 - w0, div
+}
+
+func poolAvgRows(a *poolArgs, lo, hi int) {
+	s, k := &a.s, a.k
+	C := s.C
+	for t := lo; t < hi; t++ {
+		n, oh := t/s.OutH, t%s.OutH
+		for ow := range s.OutW {
+			h0, w0, nh, nw, div := a.avgPoolWindow(oh, ow)
+			o := ((n*s.OutH+oh)*s.OutW + ow) * C
+			base := ((n*s.H+h0)*s.W + w0) * C
+			step := poolChannelStep(C, nh*nw)
+			for c := 0; c < C; c += step {
+				e := min(c+step, C)
+				k.sumWindow(a.y[o+c:o+e], a.x[base+c:], nh, nw, s.W*C, C, div)
+			}
+		}
+	}
+}
+
+// poolBackKit runs a channels-last pooling backward pass. Windows overlap,
+// so a task owns whole input planes: a batch item, or a range of its
+// channels when there are fewer items than workers. Within a task the
+// outputs are visited in the reference's order, so every input gradient
+// receives its additions in the same order and gets the same bits.
+func poolBackKit(k *vecKit, s *Pool2dShape, countIncludePad, adaptive bool, dy []float32, idx []int32, dx []float32) {
+	parts := 1
+	if t := Threads(); s.N < t && s.C >= 16 {
+		parts = min((t+s.N-1)/s.N, s.C/8)
+	}
+	a := poolArgs{k: k, s: *s, countIncludePad: countIncludePad, adaptive: adaptive, x: dx, y: dy, idx: idx, cparts: parts}
+	body := poolAvgBackTasks
+	if idx != nil {
+		body = poolMaxBackTasks
+	}
+	poolJobs.run(s.N*parts, s.N*s.C*s.H*s.W+s.outLen()*s.KH*s.KW, a, body)
+}
+
+// poolTaskChannels is the channel range [c0, c1) of backward task t.
+func (a *poolArgs) poolTaskChannels(t int) (n, c0, c1 int) {
+	n, p := t/a.cparts, t%a.cparts
+	C := a.s.C
+	if a.cparts == 1 {
+		return n, 0, C
+	}
+	// Ranges of whole vectors where possible.
+	step := ((C+a.cparts-1)/a.cparts + 7) &^ 7
+	return n, min(p*step, C), min((p+1)*step, C)
+}
+
+// poolClearItem zeroes channels [c0, c1) of batch item n of dx.
+func (a *poolArgs) poolClearItem(n, c0, c1 int) {
+	s := &a.s
+	C, plane := s.C, s.H*s.W
+	d := a.x[n*plane*C : (n+1)*plane*C]
+	if c0 == 0 && c1 == C {
+		clear(d)
+		return
+	}
+	for p := range plane {
+		clear(d[p*C+c0 : p*C+c1])
+	}
+}
+
+func poolMaxBackTasks(a *poolArgs, lo, hi int) {
+	s := &a.s
+	C := s.C
+	for t := lo; t < hi; t++ {
+		n, c0, c1 := a.poolTaskChannels(t)
+		a.poolClearItem(n, c0, c1)
+		d := a.x[n*s.H*s.W*C : (n+1)*s.H*s.W*C]
+		for p := range s.OutH * s.OutW {
+			o := (n*s.OutH*s.OutW + p) * C
+			g, ix := a.y[o+c0:o+c1], a.idx[o+c0:o+c1]
+			for c, i := range ix {
+				if i >= 0 {
+					d[int(i)*C+c0+c] += g[c]
+				}
+			}
+		}
+	}
+}
+
+func poolAvgBackTasks(a *poolArgs, lo, hi int) {
+	s, k := &a.s, a.k
+	C := s.C
+	for t := lo; t < hi; t++ {
+		n, c0, c1 := a.poolTaskChannels(t)
+		a.poolClearItem(n, c0, c1)
+		for oh := range s.OutH {
+			for ow := range s.OutW {
+				h0, w0, nh, nw, div := a.avgPoolWindow(oh, ow)
+				if nh == 0 || nw == 0 {
+					continue
+				}
+				o := ((n*s.OutH+oh)*s.OutW + ow) * C
+				base := ((n*s.H+h0)*s.W + w0) * C
+				step := poolChannelStep(c1-c0, nh*nw)
+				for c := c0; c < c1; c += step {
+					e := min(c+step, c1)
+					k.addWindow(a.x[base+c:], nh, nw, s.W*C, C, a.y[o+c:o+e], div)
+				}
+			}
+		}
+	}
 }

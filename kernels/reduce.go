@@ -27,6 +27,22 @@ func StridedSum(dst, src []float32, shape, dstStrides, srcStrides []int, scale f
 		// must cover it exactly.
 		panic(fmt.Sprintf("kernels: StridedSum: kept dimensions of shape %v with dst strides %v do not lay out %d dst elements densely", shape, dstStrides, len(dst)))
 	}
+	stridedSum(dst, src, shape, dstStrides, srcStrides, outN, scale)
+}
+
+type stridedSumFunc func(dst, src []float32, shape, dstStrides, srcStrides []int, outN int, scale float64)
+
+var stridedSumVariants = [levelCount]stridedSumFunc{
+	Generic: stridedSumGeneric,
+	AVX2: func(dst, src []float32, shape, dstStrides, srcStrides []int, outN int, scale float64) {
+		stridedSumKit(kitAt(AVX2), dst, src, shape, dstStrides, srcStrides, outN, scale)
+	},
+}
+
+var stridedSum = pick(level, stridedSumVariants)
+
+// stridedSumGeneric is the reference.
+func stridedSumGeneric(dst, src []float32, shape, dstStrides, srcStrides []int, outN int, scale float64) {
 	acc := make([]float64, outN)
 	dims, empty := stridedPlan(shape, srcStrides, dstStrides)
 	if !empty {
@@ -102,3 +118,134 @@ func stridedSumInto(acc []float64, src []float32, dims []stridedDim, outN int) {
 // stridedPartialMax bounds the output size for which StridedSum gives each
 // worker its own partial sums (threads × outN float64s).
 const stridedPartialMax = 1 << 14
+
+// stridedSumKit is the reference's walk and split on the kit: contiguous
+// runs summed by the kit's sum, runs that add a contiguous row into
+// contiguous sums by accRow, and rows of such runs stacked one after
+// another in memory (a channels-last spatial sum) folded into one colSum.
+// The float64 sums come out as the reference's except where a run is
+// summed to one value (several vector accumulators there).
+func stridedSumKit(k *vecKit, dst, src []float32, shape, dstStrides, srcStrides []int, outN int, scale float64) {
+	var a stridedArgs
+	dims, empty := stridedPlanTo(a.dims[:0], shape, srcStrides, dstStrides)
+	if len(dims) > stridedMaxDims {
+		stridedSumGeneric(dst, src, shape, dstStrides, srcStrides, outN, scale)
+		return
+	}
+	accBuf := getScratch64(outN)
+	defer accBuf.put()
+	acc := accBuf.s
+	clear(acc)
+	if !empty {
+		a.k, a.nd, a.walk, a.src, a.acc, a.outN = k, len(dims), len(dims), src, acc, outN
+		stridedSumKitInto(&a)
+	}
+	for i := 0; i < outN; i += vecChunk {
+		j := min(i+vecChunk, outN)
+		k.storeScaled(dst[i:j], acc[i:j], scale)
+	}
+}
+
+func stridedSumKitInto(a *stridedArgs) {
+	dims := a.dims[:a.nd]
+	total := 1
+	for _, d := range dims {
+		total *= d.n
+	}
+	nd := a.nd
+	fold := nd >= 2 && dims[nd-1].s0 == 1 && dims[nd-1].s1 == 1 && dims[nd-2].s1 == 0 && dims[nd-2].s0 == dims[nd-1].n
+	a.split = -1
+	if total >= minParallelWork {
+		threads := Threads()
+		kept := stridedSplit(dims, func(d stridedDim) bool { return d.s1 != 0 })
+		if kept >= 0 && (dims[kept].n >= threads || a.outN > stridedPartialMax) {
+			a.split = kept
+			if fold && kept < nd-1 {
+				a.walk = nd - 1
+			}
+			stridedJobs.run(dims[kept].n, total, *a, stridedSumWalk)
+			return
+		}
+		summed := stridedSplit(dims, func(d stridedDim) bool { return d.s1 == 0 })
+		if summed >= 0 && a.outN <= stridedPartialMax {
+			n := dims[summed].n
+			a.split, a.parts = summed, min(threads, n)
+			if fold && summed < nd-1 {
+				a.walk = nd - 1
+			}
+			partial := getScratch64(a.parts * a.outN)
+			defer partial.put()
+			clear(partial.s)
+			acc := a.acc
+			a.acc = partial.s
+			stridedJobs.run(a.parts, total, *a, stridedSumParts)
+			for p := range a.parts {
+				for i, v := range partial.s[p*a.outN : (p+1)*a.outN] {
+					acc[i] += v
+				}
+			}
+			return
+		}
+	}
+	a.split = -1
+	if fold {
+		a.walk = nd - 1
+	}
+	stridedSumWalk(a, 0, 0)
+}
+
+// stridedSumParts sums parts [lo, hi) of the split loop into their own
+// partial sums.
+func stridedSumParts(a *stridedArgs, lo, hi int) {
+	n := a.dims[a.split].n
+	b := *a
+	for p := lo; p < hi; p++ {
+		b.acc = a.acc[p*a.outN : (p+1)*a.outN]
+		stridedSumWalk(&b, p*n/a.parts, (p+1)*n/a.parts)
+	}
+}
+
+// stridedSumWalk adds iterations [lo, hi) of loop a.split (all when the
+// split is negative) into a.acc.
+func stridedSumWalk(a *stridedArgs, lo, hi int) {
+	dims := a.dims[:a.nd]
+	in := dims[a.nd-1]
+	k, src, acc := a.k, a.src, a.acc
+	if a.walk < a.nd {
+		// Each run of the walk is n rows of in.n contiguous values, all
+		// added into the same in.n sums.
+		rows := max(1, vecChunk/in.n)
+		stridedWalk(dims[:a.walk], a.split, lo, hi, func(o0, o1, n int) {
+			for r := 0; r < n; r += rows {
+				nr := min(rows, n-r)
+				k.colSum(acc[o1:o1+in.n], src[o0+r*in.n:o0+(r+nr)*in.n])
+			}
+		})
+		return
+	}
+	stridedWalk(dims, a.split, lo, hi, func(o0, o1, n int) {
+		switch {
+		case in.s1 == 0 && in.s0 == 1:
+			var s float64
+			for i := 0; i < n; i += vecChunk {
+				s += k.sum(src[o0+i : o0+min(i+vecChunk, n)])
+			}
+			acc[o1] += s
+		case in.s1 == 0:
+			var s float64
+			for i := range n {
+				s += float64(src[o0+i*in.s0])
+			}
+			acc[o1] += s
+		case in.s0 == 1 && in.s1 == 1:
+			for i := 0; i < n; i += vecChunk {
+				j := min(i+vecChunk, n)
+				k.accRow(acc[o1+i:o1+j], src[o0+i:o0+j])
+			}
+		default:
+			for i := range n {
+				acc[o1+i*in.s1] += float64(src[o0+i*in.s0])
+			}
+		}
+	})
+}

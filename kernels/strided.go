@@ -18,7 +18,12 @@ type stridedDim struct{ n, s0, s1 int }
 // order) and neighbours that are contiguous in both operands are merged.
 // empty reports a zero-size shape. The plan has at least one loop.
 func stridedPlan(shape, s0, s1 []int) (dims []stridedDim, empty bool) {
-	dims = make([]stridedDim, 0, len(shape))
+	return stridedPlanTo(make([]stridedDim, 0, len(shape)), shape, s0, s1)
+}
+
+// stridedPlanTo is stridedPlan building the loops in dims[:0].
+func stridedPlanTo(dims []stridedDim, shape, s0, s1 []int) ([]stridedDim, bool) {
+	dims = dims[:0]
 	for i, n := range shape {
 		if n == 0 {
 			return nil, true
@@ -160,6 +165,22 @@ func stridedSplit(dims []stridedDim, ok func(stridedDim) bool) int {
 // Strides are in elements and non-negative; offset an operand by slicing it.
 func StridedCopy(dst, src []float32, shape, dstStrides, srcStrides []int) {
 	stridedCheck("StridedCopy", shape, [][]int{dstStrides, srcStrides}, []int{len(dst), len(src)}, []string{"dst", "src"})
+	stridedCopy(dst, src, shape, dstStrides, srcStrides)
+}
+
+type stridedCopyFunc func(dst, src []float32, shape, dstStrides, srcStrides []int)
+
+var stridedCopyVariants = [levelCount]stridedCopyFunc{
+	Generic: stridedCopyGeneric,
+	AVX2: func(dst, src []float32, shape, dstStrides, srcStrides []int) {
+		stridedCopyKit(kitAt(AVX2), dst, src, shape, dstStrides, srcStrides)
+	},
+}
+
+var stridedCopy = pick(level, stridedCopyVariants)
+
+// stridedCopyGeneric is the reference.
+func stridedCopyGeneric(dst, src []float32, shape, dstStrides, srcStrides []int) {
 	dims, empty := stridedPlan(shape, dstStrides, srcStrides)
 	if empty {
 		return
@@ -198,4 +219,100 @@ func StridedCopy(dst, src []float32, shape, dstStrides, srcStrides []int) {
 		return
 	}
 	Parallel(dims[split].n, total, func(lo, hi int) { stridedWalk(dims, split, lo, hi, run) })
+}
+
+// stridedArgs carries a strided kernel's plan (up to stridedMaxDims
+// loops, held by value so a call allocates nothing) to its workers.
+type stridedArgs struct {
+	k          *vecKit
+	dims       [stridedMaxDims]stridedDim
+	nd         int // loops in dims
+	walk       int // loops walked; the rest are folded into each run
+	split      int
+	dst, src   []float32
+	acc        []float64
+	outN       int
+	parts      int // partial sums (summed-loop split)
+	transposed bool
+}
+
+// stridedMaxDims is the most loops the vector variants plan without
+// allocating; longer plans (after merging) take the reference path.
+const stridedMaxDims = 8
+
+var stridedJobs parPool[stridedArgs]
+
+// stridedCopyKit is the reference walk, except that a pair of innermost
+// loops that is contiguous in dst one way and in src the other (a
+// transpose, as in a channels-last conversion) is done in 8×8 tiles by
+// the kit's transpose.
+func stridedCopyKit(k *vecKit, dst, src []float32, shape, dstStrides, srcStrides []int) {
+	var a stridedArgs
+	dims, empty := stridedPlanTo(a.dims[:0], shape, dstStrides, srcStrides)
+	if empty {
+		return
+	}
+	if len(dims) > stridedMaxDims {
+		stridedCopyGeneric(dst, src, shape, dstStrides, srcStrides)
+		return
+	}
+	a.k, a.nd, a.walk, a.dst, a.src = k, len(dims), len(dims), dst, src
+	if nd := len(dims); nd >= 2 {
+		in, out := dims[nd-1], dims[nd-2]
+		if in.s0 == 1 && out.s1 == 1 && in.s1 != 0 && in.n >= 8 && out.n >= 8 {
+			a.transposed, a.walk = true, nd-1
+		}
+	}
+	total := 1
+	for _, d := range dims {
+		total *= d.n
+	}
+	a.split = -1
+	if total >= minParallelWork {
+		a.split = stridedSplit(dims[:a.walk], func(stridedDim) bool { return true })
+	}
+	if a.split < 0 {
+		stridedCopyWalk(&a, 0, 0)
+		return
+	}
+	stridedJobs.run(dims[a.split].n, total, a, stridedCopyWalk)
+}
+
+func stridedCopyWalk(a *stridedArgs, lo, hi int) {
+	dims := a.dims[:a.nd]
+	in := dims[a.nd-1]
+	dst, src, k := a.dst, a.src, a.k
+	if a.transposed {
+		out := dims[a.nd-2]
+		stridedWalk(dims[:a.walk], a.split, lo, hi, func(o0, o1, n int) {
+			// n values of the outer loop by in.n of the inner: src rows
+			// run along the outer loop, dst rows along the inner one.
+			rows := max(8, (vecChunk/max(n, 1))&^7)
+			for b := 0; b < in.n; b += rows {
+				nb := min(rows, in.n-b)
+				k.transpose(dst[o0+b:], out.s0, src[o1+b*in.s1:], in.s1, nb, n)
+			}
+		})
+		return
+	}
+	stridedWalk(dims, a.split, lo, hi, func(o0, o1, n int) {
+		switch {
+		case in.s0 == 1 && in.s1 == 1:
+			copy(dst[o0:o0+n], src[o1:o1+n])
+		case in.s1 == 0:
+			v := src[o1]
+			for k := range n {
+				dst[o0+k*in.s0] = v
+			}
+		case in.s0 == 1:
+			d := dst[o0 : o0+n]
+			for k := range d {
+				d[k] = src[o1+k*in.s1]
+			}
+		default:
+			for k := range n {
+				dst[o0+k*in.s0] = src[o1+k*in.s1]
+			}
+		}
+	})
 }

@@ -207,6 +207,103 @@ func TestStridedKernelsRejectBadOperands(t *testing.T) {
 	}
 }
 
+// stridedLevelShapes are the layouts the vector variants treat specially
+// (transposes between channels-first and channels-last, spatial sums of
+// channels-last data) with channel counts from the suite's sizes, plus
+// random ones.
+func stridedLevelShapes(r *rand.Rand) [][]int {
+	var shapes [][]int
+	for _, c := range suiteSizes(8) {
+		shapes = append(shapes, []int{2, c, 3, 5}, []int{1, c, 9, 8})
+	}
+	shapes = append(shapes, []int{2, 64, 28, 28}, []int{1, 8, 300, 20}, []int{3, 40000})
+	for range 100 {
+		shapes = append(shapes, stridedRandShape(r, 5, []int{1, 2, 3, 5, 8, 9, 17}))
+	}
+	return shapes
+}
+
+func TestStridedLevels(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		r := rand.New(rand.NewPCG(71, 72))
+		cp, sum := pick(l, stridedCopyVariants), pick(l, stridedSumVariants)
+		for _, shape := range stridedLevelShapes(r) {
+			perms := [][]int{r.Perm(len(shape)), r.Perm(len(shape))}
+			if len(shape) == 4 {
+				perms = [][]int{{0, 1, 2, 3}, {0, 2, 3, 1}} // contiguous and channels-last
+				if r.IntN(2) == 0 {
+					perms[0], perms[1] = perms[1], perms[0]
+				}
+			}
+			dstStrides, dstN := stridedLayout(shape, perms[0], 0)
+			srcStrides, srcN := stridedLayout(shape, perms[1], r.IntN(2))
+			src := vecRand(r, srcN, 0)
+			name := fmt.Sprintf("shape %v dst %v src %v", shape, dstStrides, srcStrides)
+
+			want := make([]float32, dstN)
+			poolGarbage(want)
+			stridedCopyGeneric(want, src, shape, dstStrides, srcStrides)
+			got, ok := guarded(t, dstN)
+			poolGarbage(got)
+			cp(got, src, shape, dstStrides, srcStrides)
+			ok()
+			sameBits32(t, "copy "+name, got, want)
+
+			// Sum over a random subset of dimensions into a dense output.
+			red := make([]bool, len(shape))
+			for i := range red {
+				red[i] = r.IntN(2) == 0
+			}
+			if len(shape) == 4 && r.IntN(2) == 0 {
+				red = []bool{false, false, true, true} // spatial sum
+			}
+			sumStrides := make([]int, len(shape))
+			outN := 1
+			for i := len(shape) - 1; i >= 0; i-- {
+				if !red[i] {
+					sumStrides[i] = outN
+					outN *= shape[i]
+				}
+			}
+			wantSum := make([]float32, outN)
+			stridedSumGeneric(wantSum, src, shape, sumStrides, srcStrides, outN, 0.5)
+			gotSum, ok := guarded(t, outN)
+			sum(gotSum, src, shape, sumStrides, srcStrides, outN, 0.5)
+			ok()
+			for i := range wantSum {
+				g, w := float64(gotSum[i]), float64(wantSum[i])
+				if d := math.Abs(g - w); !(d <= 2.5e-7*math.Abs(w)+1e-9) {
+					t.Fatalf("sum %s reduced %v: element %d = %v, want %v", name, red, i, g, w)
+				}
+			}
+		}
+	})
+}
+
+func TestStridedDoesNotAllocate(t *testing.T) {
+	if level == Generic {
+		t.Skip("the pure-Go reference allocates; only the vector path promises not to")
+	}
+	r := rand.New(rand.NewPCG(73, 74))
+	shape := []int{4, 64, 28, 28}
+	n := 4 * 64 * 28 * 28
+	src, dst, out := vecRand(r, n, 0), make([]float32, n), make([]float32, 4*64)
+	contig, _ := stridedLayout(shape, []int{0, 1, 2, 3}, 0)
+	cl, _ := stridedLayout(shape, []int{0, 2, 3, 1}, 0)
+	spatial, all := []int{64, 1, 0, 0}, []int{0, 0, 0, 0}
+	for name, f := range map[string]func(){
+		"copy channels-last to contiguous": func() { StridedCopy(dst, src, shape, contig, cl) },
+		"copy contiguous":                  func() { StridedCopy(dst, src, shape, contig, contig) },
+		"sum spatial channels-last":        func() { StridedSum(out, src, shape, spatial, cl, 1) },
+		"sum all":                          func() { StridedSum(out[:1], src, shape, all, contig, 1) },
+	} {
+		f()
+		if a := testing.AllocsPerRun(5, f); a != 0 {
+			t.Errorf("%s allocates %v times per call", name, a)
+		}
+	}
+}
+
 // BenchmarkStrided times the strided kernels on a 32×64×28×28 batch: a
 // channels-last to contiguous copy (a transposing walk), a spatial sum of
 // the channels-last layout (sums across memory runs) and a full sum.
@@ -218,23 +315,33 @@ func BenchmarkStrided(b *testing.B) {
 	contig, _ := stridedLayout(shape, []int{0, 1, 2, 3}, 0)
 	cl, _ := stridedLayout(shape, []int{0, 2, 3, 1}, 0)
 	b.Run("copy-cl-to-contiguous", func(b *testing.B) {
-		b.SetBytes(int64(8 * n))
+		m := startMeter()
 		for b.Loop() {
 			StridedCopy(dst, src, shape, contig, cl)
 		}
+		m.report(b, float64(8*n))
+	})
+	b.Run("copy-contiguous-to-cl", func(b *testing.B) {
+		m := startMeter()
+		for b.Loop() {
+			StridedCopy(dst, src, shape, cl, contig)
+		}
+		m.report(b, float64(8*n))
 	})
 	b.Run("sum-hw-channels-last", func(b *testing.B) {
-		b.SetBytes(int64(4 * n))
 		out := make([]float32, 32*64)
+		m := startMeter()
 		for b.Loop() {
 			StridedSum(out, src, shape, []int{64, 1, 0, 0}, cl, 1)
 		}
+		m.report(b, float64(4*n))
 	})
 	b.Run("sum-all", func(b *testing.B) {
-		b.SetBytes(int64(4 * n))
 		out := make([]float32, 1)
+		m := startMeter()
 		for b.Loop() {
 			StridedSum(out, src, shape, []int{0, 0, 0, 0}, contig, 1)
 		}
+		m.report(b, float64(4*n))
 	})
 }

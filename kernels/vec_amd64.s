@@ -1,0 +1,2182 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// AVX2 row primitives; see vec.go for what each computes. Float32 data is
+// widened to float64 four lanes at a time (VCVTPS2PD) wherever the
+// reference works in float64. Main loops take 8 or 16 elements, then a
+// 4-element loop, then a scalar loop finishes the tail, so no access goes
+// past a slice. Register use stays within AX-DX, SI, DI, R8-R13 and
+// Y0-Y14.
+
+// Y0 += Y1 + Y2 + Y3 (four float64 accumulators), then X0[0] = the total.
+#define REDUCE4PD \
+	VADDPD Y1, Y0, Y0 \
+	VADDPD Y3, Y2, Y2 \
+	VADDPD Y2, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPD X1, X0, X0 \
+	VHADDPD X0, X0, X0
+
+// func sumAVX2(x []float32) float64
+TEXT ·sumAVX2(SB), NOSPLIT, $0-32
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+sum16:
+	CMPQ CX, $16
+	JL   sum4
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD 16(SI), Y5
+	VCVTPS2PD 32(SI), Y6
+	VCVTPS2PD 48(SI), Y7
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VADDPD Y6, Y2, Y2
+	VADDPD Y7, Y3, Y3
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP  sum16
+sum4:
+	CMPQ CX, $4
+	JL   sumred
+	VCVTPS2PD (SI), Y4
+	VADDPD Y4, Y0, Y0
+	ADDQ $16, SI
+	SUBQ $4, CX
+	JMP  sum4
+sumred:
+	REDUCE4PD
+	TESTQ CX, CX
+	JZ    sumdone
+sum1:
+	VCVTSS2SD (SI), X4, X4
+	VADDSD X4, X0, X0
+	ADDQ $4, SI
+	DECQ CX
+	JNZ  sum1
+sumdone:
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func sqDevAVX2(x []float32, m float64) float64
+TEXT ·sqDevAVX2(SB), NOSPLIT, $0-40
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	VBROADCASTSD m+24(FP), Y8
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+sq16:
+	CMPQ CX, $16
+	JL   sq4
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD 16(SI), Y5
+	VCVTPS2PD 32(SI), Y6
+	VCVTPS2PD 48(SI), Y7
+	VSUBPD Y8, Y4, Y4
+	VSUBPD Y8, Y5, Y5
+	VSUBPD Y8, Y6, Y6
+	VSUBPD Y8, Y7, Y7
+	VFMADD231PD Y4, Y4, Y0
+	VFMADD231PD Y5, Y5, Y1
+	VFMADD231PD Y6, Y6, Y2
+	VFMADD231PD Y7, Y7, Y3
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP  sq16
+sq4:
+	CMPQ CX, $4
+	JL   sqred
+	VCVTPS2PD (SI), Y4
+	VSUBPD Y8, Y4, Y4
+	VFMADD231PD Y4, Y4, Y0
+	ADDQ $16, SI
+	SUBQ $4, CX
+	JMP  sq4
+sqred:
+	REDUCE4PD
+	TESTQ CX, CX
+	JZ    sqdone
+sq1:
+	VCVTSS2SD (SI), X4, X4
+	VSUBSD X8, X4, X4
+	VFMADD231SD X4, X4, X0
+	ADDQ $4, SI
+	DECQ CX
+	JNZ  sq1
+sqdone:
+	VMOVSD X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func gradSumsAVX2(g, x []float32, m float64) (sg, sgx float64)
+TEXT ·gradSumsAVX2(SB), NOSPLIT, $0-72
+	MOVQ g_base+0(FP), SI
+	MOVQ g_len+8(FP), CX
+	MOVQ x_base+24(FP), DX
+	VBROADCASTSD m+48(FP), Y8
+	VXORPD Y0, Y0, Y0 // Σg
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2 // Σg·(x−m)
+	VXORPD Y3, Y3, Y3
+gs8:
+	CMPQ CX, $8
+	JL   gs4
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD 16(SI), Y5
+	VCVTPS2PD (DX), Y6
+	VCVTPS2PD 16(DX), Y7
+	VSUBPD Y8, Y6, Y6
+	VSUBPD Y8, Y7, Y7
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VFMADD231PD Y4, Y6, Y2
+	VFMADD231PD Y5, Y7, Y3
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP  gs8
+gs4:
+	CMPQ CX, $4
+	JL   gsred
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD (DX), Y6
+	VSUBPD Y8, Y6, Y6
+	VADDPD Y4, Y0, Y0
+	VFMADD231PD Y4, Y6, Y2
+	ADDQ $16, SI
+	ADDQ $16, DX
+	SUBQ $4, CX
+gsred:
+	VADDPD Y1, Y0, Y0
+	VADDPD Y3, Y2, Y2
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VHADDPD X0, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VADDPD X3, X2, X2
+	VHADDPD X2, X2, X2
+	TESTQ CX, CX
+	JZ    gsdone
+gs1:
+	VCVTSS2SD (SI), X4, X4
+	VCVTSS2SD (DX), X6, X6
+	VSUBSD X8, X6, X6
+	VADDSD X4, X0, X0
+	VFMADD231SD X4, X6, X2
+	ADDQ $4, SI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  gs1
+gsdone:
+	VMOVSD X0, sg+56(FP)
+	VMOVSD X2, sgx+64(FP)
+	VZEROUPPER
+	RET
+
+// func gradSumsWAVX2(dy, w, x []float32, m float64) (sg, sgx float64)
+TEXT ·gradSumsWAVX2(SB), NOSPLIT, $0-96
+	MOVQ dy_base+0(FP), SI
+	MOVQ dy_len+8(FP), CX
+	MOVQ w_base+24(FP), BX
+	MOVQ x_base+48(FP), DX
+	VBROADCASTSD m+72(FP), Y8
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+gw8:
+	CMPQ CX, $8
+	JL   gw4
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD 16(SI), Y5
+	VCVTPS2PD (BX), Y9
+	VCVTPS2PD 16(BX), Y10
+	VMULPD Y9, Y4, Y4
+	VMULPD Y10, Y5, Y5
+	VCVTPS2PD (DX), Y6
+	VCVTPS2PD 16(DX), Y7
+	VSUBPD Y8, Y6, Y6
+	VSUBPD Y8, Y7, Y7
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VFMADD231PD Y4, Y6, Y2
+	VFMADD231PD Y5, Y7, Y3
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP  gw8
+gw4:
+	CMPQ CX, $4
+	JL   gwred
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD (BX), Y9
+	VMULPD Y9, Y4, Y4
+	VCVTPS2PD (DX), Y6
+	VSUBPD Y8, Y6, Y6
+	VADDPD Y4, Y0, Y0
+	VFMADD231PD Y4, Y6, Y2
+	ADDQ $16, SI
+	ADDQ $16, BX
+	ADDQ $16, DX
+	SUBQ $4, CX
+gwred:
+	VADDPD Y1, Y0, Y0
+	VADDPD Y3, Y2, Y2
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VHADDPD X0, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VADDPD X3, X2, X2
+	VHADDPD X2, X2, X2
+	TESTQ CX, CX
+	JZ    gwdone
+gw1:
+	VCVTSS2SD (SI), X4, X4
+	VCVTSS2SD (BX), X9, X9
+	VMULSD X9, X4, X4
+	VCVTSS2SD (DX), X6, X6
+	VSUBSD X8, X6, X6
+	VADDSD X4, X0, X0
+	VFMADD231SD X4, X6, X2
+	ADDQ $4, SI
+	ADDQ $4, BX
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  gw1
+gwdone:
+	VMOVSD X0, sg+80(FP)
+	VMOVSD X2, sgx+88(FP)
+	VZEROUPPER
+	RET
+
+// func dotAVX2(a, b []float32) float64
+TEXT ·dotAVX2(SB), NOSPLIT, $0-56
+	MOVQ a_base+0(FP), SI
+	MOVQ a_len+8(FP), CX
+	MOVQ b_base+24(FP), DX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+dot16:
+	CMPQ CX, $16
+	JL   dot4
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD 16(SI), Y5
+	VCVTPS2PD 32(SI), Y6
+	VCVTPS2PD 48(SI), Y7
+	VCVTPS2PD (DX), Y8
+	VCVTPS2PD 16(DX), Y9
+	VCVTPS2PD 32(DX), Y10
+	VCVTPS2PD 48(DX), Y11
+	VFMADD231PD Y4, Y8, Y0
+	VFMADD231PD Y5, Y9, Y1
+	VFMADD231PD Y6, Y10, Y2
+	VFMADD231PD Y7, Y11, Y3
+	ADDQ $64, SI
+	ADDQ $64, DX
+	SUBQ $16, CX
+	JMP  dot16
+dot4:
+	CMPQ CX, $4
+	JL   dotred
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD (DX), Y8
+	VFMADD231PD Y4, Y8, Y0
+	ADDQ $16, SI
+	ADDQ $16, DX
+	SUBQ $4, CX
+	JMP  dot4
+dotred:
+	REDUCE4PD
+	TESTQ CX, CX
+	JZ    dotdone
+dot1:
+	VCVTSS2SD (SI), X4, X4
+	VCVTSS2SD (DX), X8, X8
+	VFMADD231SD X4, X8, X0
+	ADDQ $4, SI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  dot1
+dotdone:
+	VMOVSD X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// The col* primitives walk channel blocks of 16, 4 and 1, each block's
+// sums held in registers while the rows stream past (row step R8 bytes).
+
+// func colSumAVX2(s []float64, x []float32, rows int)
+TEXT ·colSumAVX2(SB), NOSPLIT, $0-56
+	MOVQ s_base+0(FP), DI
+	MOVQ s_len+8(FP), BX
+	MOVQ x_base+24(FP), SI
+	MOVQ rows+48(FP), CX
+	TESTQ CX, CX
+	JZ    csdone
+	MOVQ BX, R8
+	SHLQ $2, R8
+cs16:
+	CMPQ BX, $16
+	JL   cs4
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	MOVQ SI, R9
+	MOVQ CX, R10
+cs16row:
+	VCVTPS2PD (R9), Y4
+	VCVTPS2PD 16(R9), Y5
+	VCVTPS2PD 32(R9), Y6
+	VCVTPS2PD 48(R9), Y7
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VADDPD Y6, Y2, Y2
+	VADDPD Y7, Y3, Y3
+	ADDQ R8, R9
+	DECQ R10
+	JNZ  cs16row
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $64, SI
+	SUBQ $16, BX
+	JMP  cs16
+cs4:
+	CMPQ BX, $4
+	JL   cs1
+	VMOVUPD (DI), Y0
+	MOVQ SI, R9
+	MOVQ CX, R10
+cs4row:
+	VCVTPS2PD (R9), Y4
+	VADDPD Y4, Y0, Y0
+	ADDQ R8, R9
+	DECQ R10
+	JNZ  cs4row
+	VMOVUPD Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $16, SI
+	SUBQ $4, BX
+	JMP  cs4
+cs1:
+	TESTQ BX, BX
+	JZ    csdone
+	VMOVSD (DI), X0
+	MOVQ SI, R9
+	MOVQ CX, R10
+cs1row:
+	VCVTSS2SD (R9), X4, X4
+	VADDSD X4, X0, X0
+	ADDQ R8, R9
+	DECQ R10
+	JNZ  cs1row
+	VMOVSD X0, (DI)
+	ADDQ $8, DI
+	ADDQ $4, SI
+	DECQ BX
+	JMP  cs1
+csdone:
+	VZEROUPPER
+	RET
+
+// func colSqDevAVX2(s []float64, x []float32, m []float64, rows int)
+TEXT ·colSqDevAVX2(SB), NOSPLIT, $0-80
+	MOVQ s_base+0(FP), DI
+	MOVQ s_len+8(FP), BX
+	MOVQ x_base+24(FP), SI
+	MOVQ m_base+48(FP), DX
+	MOVQ rows+72(FP), CX
+	TESTQ CX, CX
+	JZ    cqdone
+	MOVQ BX, R8
+	SHLQ $2, R8
+cq16:
+	CMPQ BX, $16
+	JL   cq4
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD (DX), Y8
+	VMOVUPD 32(DX), Y9
+	VMOVUPD 64(DX), Y10
+	VMOVUPD 96(DX), Y11
+	MOVQ SI, R9
+	MOVQ CX, R10
+cq16row:
+	VCVTPS2PD (R9), Y4
+	VCVTPS2PD 16(R9), Y5
+	VCVTPS2PD 32(R9), Y6
+	VCVTPS2PD 48(R9), Y7
+	VSUBPD Y8, Y4, Y4
+	VSUBPD Y9, Y5, Y5
+	VSUBPD Y10, Y6, Y6
+	VSUBPD Y11, Y7, Y7
+	VFMADD231PD Y4, Y4, Y0
+	VFMADD231PD Y5, Y5, Y1
+	VFMADD231PD Y6, Y6, Y2
+	VFMADD231PD Y7, Y7, Y3
+	ADDQ R8, R9
+	DECQ R10
+	JNZ  cq16row
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, DX
+	ADDQ $64, SI
+	SUBQ $16, BX
+	JMP  cq16
+cq4:
+	CMPQ BX, $4
+	JL   cq1
+	VMOVUPD (DI), Y0
+	VMOVUPD (DX), Y8
+	MOVQ SI, R9
+	MOVQ CX, R10
+cq4row:
+	VCVTPS2PD (R9), Y4
+	VSUBPD Y8, Y4, Y4
+	VFMADD231PD Y4, Y4, Y0
+	ADDQ R8, R9
+	DECQ R10
+	JNZ  cq4row
+	VMOVUPD Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, DX
+	ADDQ $16, SI
+	SUBQ $4, BX
+	JMP  cq4
+cq1:
+	TESTQ BX, BX
+	JZ    cqdone
+	VMOVSD (DI), X0
+	VMOVSD (DX), X8
+	MOVQ SI, R9
+	MOVQ CX, R10
+cq1row:
+	VCVTSS2SD (R9), X4, X4
+	VSUBSD X8, X4, X4
+	VFMADD231SD X4, X4, X0
+	ADDQ R8, R9
+	DECQ R10
+	JNZ  cq1row
+	VMOVSD X0, (DI)
+	ADDQ $8, DI
+	ADDQ $8, DX
+	ADDQ $4, SI
+	DECQ BX
+	JMP  cq1
+cqdone:
+	VZEROUPPER
+	RET
+
+// func colGradSumsAVX2(s1, s2 []float64, g, x []float32, m []float64, rows int)
+TEXT ·colGradSumsAVX2(SB), NOSPLIT, $0-128
+	MOVQ s1_base+0(FP), DI
+	MOVQ s1_len+8(FP), BX
+	MOVQ s2_base+24(FP), R11
+	MOVQ g_base+48(FP), SI
+	MOVQ x_base+72(FP), R12
+	MOVQ m_base+96(FP), DX
+	MOVQ rows+120(FP), CX
+	TESTQ CX, CX
+	JZ    cgdone
+	MOVQ BX, R8
+	SHLQ $2, R8
+cg16:
+	CMPQ BX, $16
+	JL   cg4
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD (R11), Y4
+	VMOVUPD 32(R11), Y5
+	VMOVUPD 64(R11), Y6
+	VMOVUPD 96(R11), Y7
+	VMOVUPD (DX), Y8
+	VMOVUPD 32(DX), Y9
+	VMOVUPD 64(DX), Y10
+	VMOVUPD 96(DX), Y11
+	MOVQ SI, R9
+	MOVQ R12, R13
+	MOVQ CX, R10
+cg16row:
+	VCVTPS2PD (R9), Y12
+	VCVTPS2PD (R13), Y13
+	VSUBPD Y8, Y13, Y13
+	VADDPD Y12, Y0, Y0
+	VFMADD231PD Y12, Y13, Y4
+	VCVTPS2PD 16(R9), Y12
+	VCVTPS2PD 16(R13), Y13
+	VSUBPD Y9, Y13, Y13
+	VADDPD Y12, Y1, Y1
+	VFMADD231PD Y12, Y13, Y5
+	VCVTPS2PD 32(R9), Y12
+	VCVTPS2PD 32(R13), Y13
+	VSUBPD Y10, Y13, Y13
+	VADDPD Y12, Y2, Y2
+	VFMADD231PD Y12, Y13, Y6
+	VCVTPS2PD 48(R9), Y12
+	VCVTPS2PD 48(R13), Y13
+	VSUBPD Y11, Y13, Y13
+	VADDPD Y12, Y3, Y3
+	VFMADD231PD Y12, Y13, Y7
+	ADDQ R8, R9
+	ADDQ R8, R13
+	DECQ R10
+	JNZ  cg16row
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, (R11)
+	VMOVUPD Y5, 32(R11)
+	VMOVUPD Y6, 64(R11)
+	VMOVUPD Y7, 96(R11)
+	ADDQ $128, DI
+	ADDQ $128, R11
+	ADDQ $128, DX
+	ADDQ $64, SI
+	ADDQ $64, R12
+	SUBQ $16, BX
+	JMP  cg16
+cg4:
+	CMPQ BX, $4
+	JL   cg1
+	VMOVUPD (DI), Y0
+	VMOVUPD (R11), Y4
+	VMOVUPD (DX), Y8
+	MOVQ SI, R9
+	MOVQ R12, R13
+	MOVQ CX, R10
+cg4row:
+	VCVTPS2PD (R9), Y12
+	VCVTPS2PD (R13), Y13
+	VSUBPD Y8, Y13, Y13
+	VADDPD Y12, Y0, Y0
+	VFMADD231PD Y12, Y13, Y4
+	ADDQ R8, R9
+	ADDQ R8, R13
+	DECQ R10
+	JNZ  cg4row
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y4, (R11)
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $32, DX
+	ADDQ $16, SI
+	ADDQ $16, R12
+	SUBQ $4, BX
+	JMP  cg4
+cg1:
+	TESTQ BX, BX
+	JZ    cgdone
+	VMOVSD (DI), X0
+	VMOVSD (R11), X4
+	VMOVSD (DX), X8
+	MOVQ SI, R9
+	MOVQ R12, R13
+	MOVQ CX, R10
+cg1row:
+	VCVTSS2SD (R9), X12, X12
+	VCVTSS2SD (R13), X13, X13
+	VSUBSD X8, X13, X13
+	VADDSD X12, X0, X0
+	VFMADD231SD X12, X13, X4
+	ADDQ R8, R9
+	ADDQ R8, R13
+	DECQ R10
+	JNZ  cg1row
+	VMOVSD X0, (DI)
+	VMOVSD X4, (R11)
+	ADDQ $8, DI
+	ADDQ $8, R11
+	ADDQ $8, DX
+	ADDQ $4, SI
+	ADDQ $4, R12
+	DECQ BX
+	JMP  cg1
+cgdone:
+	VZEROUPPER
+	RET
+
+// func affineAVX2(y, x []float32, a, b float64)
+TEXT ·affineAVX2(SB), NOSPLIT, $0-64
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	VBROADCASTSD a+48(FP), Y8
+	VBROADCASTSD b+56(FP), Y9
+af16:
+	CMPQ CX, $16
+	JL   af4
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD 32(SI), Y2
+	VCVTPS2PD 48(SI), Y3
+	VMULPD Y8, Y0, Y0
+	VMULPD Y8, Y1, Y1
+	VMULPD Y8, Y2, Y2
+	VMULPD Y8, Y3, Y3
+	VADDPD Y9, Y0, Y0
+	VADDPD Y9, Y1, Y1
+	VADDPD Y9, Y2, Y2
+	VADDPD Y9, Y3, Y3
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VCVTPD2PSY Y2, X2
+	VCVTPD2PSY Y3, X3
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	VMOVUPS X2, 32(DI)
+	VMOVUPS X3, 48(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP  af16
+af4:
+	CMPQ CX, $4
+	JL   af1
+	VCVTPS2PD (SI), Y0
+	VMULPD Y8, Y0, Y0
+	VADDPD Y9, Y0, Y0
+	VCVTPD2PSY Y0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $16, SI
+	ADDQ $16, DI
+	SUBQ $4, CX
+	JMP  af4
+af1:
+	TESTQ CX, CX
+	JZ    afdone
+	VCVTSS2SD (SI), X0, X0
+	VMULSD X8, X0, X0
+	VADDSD X9, X0, X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  af1
+afdone:
+	VZEROUPPER
+	RET
+
+// func affine2AVX2(y, u, v []float32, p, q, r float64)
+TEXT ·affine2AVX2(SB), NOSPLIT, $0-96
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	MOVQ u_base+24(FP), SI
+	MOVQ v_base+48(FP), DX
+	VBROADCASTSD p+72(FP), Y8
+	VBROADCASTSD q+80(FP), Y9
+	VBROADCASTSD r+88(FP), Y10
+a28:
+	CMPQ CX, $8
+	JL   a24
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD (DX), Y2
+	VCVTPS2PD 16(DX), Y3
+	VMULPD Y8, Y0, Y0
+	VMULPD Y8, Y1, Y1
+	VMULPD Y9, Y2, Y2
+	VMULPD Y9, Y3, Y3
+	VADDPD Y2, Y0, Y0
+	VADDPD Y3, Y1, Y1
+	VADDPD Y10, Y0, Y0
+	VADDPD Y10, Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  a28
+a24:
+	CMPQ CX, $4
+	JL   a21
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD (DX), Y2
+	VMULPD Y8, Y0, Y0
+	VMULPD Y9, Y2, Y2
+	VADDPD Y2, Y0, Y0
+	VADDPD Y10, Y0, Y0
+	VCVTPD2PSY Y0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $16, SI
+	ADDQ $16, DX
+	ADDQ $16, DI
+	SUBQ $4, CX
+a21:
+	TESTQ CX, CX
+	JZ    a2done
+	VCVTSS2SD (SI), X0, X0
+	VCVTSS2SD (DX), X2, X2
+	VMULSD X8, X0, X0
+	VMULSD X9, X2, X2
+	VADDSD X2, X0, X0
+	VADDSD X10, X0, X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, DX
+	ADDQ $4, DI
+	DECQ CX
+	JMP  a21
+a2done:
+	VZEROUPPER
+	RET
+
+// func colAffineAVX2(y, x []float32, a, b []float64, rows int)
+TEXT ·colAffineAVX2(SB), NOSPLIT, $0-104
+	MOVQ y_base+0(FP), DI
+	MOVQ x_base+24(FP), SI
+	MOVQ a_base+48(FP), R11
+	MOVQ a_len+56(FP), R12
+	MOVQ b_base+72(FP), R13
+	MOVQ rows+96(FP), CX
+	TESTQ CX, CX
+	JZ    cadone
+carow:
+	MOVQ R11, AX
+	MOVQ R13, DX
+	MOVQ R12, BX
+ca8:
+	CMPQ BX, $8
+	JL   ca4
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VMULPD (AX), Y0, Y0
+	VMULPD 32(AX), Y1, Y1
+	VADDPD (DX), Y0, Y0
+	VADDPD 32(DX), Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $64, AX
+	ADDQ $64, DX
+	SUBQ $8, BX
+	JMP  ca8
+ca4:
+	CMPQ BX, $4
+	JL   ca1
+	VCVTPS2PD (SI), Y0
+	VMULPD (AX), Y0, Y0
+	VADDPD (DX), Y0, Y0
+	VCVTPD2PSY Y0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $16, SI
+	ADDQ $16, DI
+	ADDQ $32, AX
+	ADDQ $32, DX
+	SUBQ $4, BX
+ca1:
+	TESTQ BX, BX
+	JZ    canext
+	VCVTSS2SD (SI), X0, X0
+	VMULSD (AX), X0, X0
+	VADDSD (DX), X0, X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, DI
+	ADDQ $8, AX
+	ADDQ $8, DX
+	DECQ BX
+	JMP  ca1
+canext:
+	DECQ CX
+	JNZ  carow
+cadone:
+	VZEROUPPER
+	RET
+
+// func colAffine2AVX2(y, u, v []float32, p, q, r []float64, rows int)
+TEXT ·colAffine2AVX2(SB), NOSPLIT, $0-152
+	MOVQ y_base+0(FP), DI
+	MOVQ u_base+24(FP), SI
+	MOVQ v_base+48(FP), R8
+	MOVQ p_base+72(FP), R11
+	MOVQ p_len+80(FP), R12
+	MOVQ rows+144(FP), CX
+	TESTQ CX, CX
+	JZ    cbdone
+cbrow:
+	MOVQ R11, AX
+	MOVQ q_base+96(FP), R9
+	MOVQ r_base+120(FP), DX
+	MOVQ R12, BX
+cb8:
+	CMPQ BX, $8
+	JL   cb4
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD (R8), Y4
+	VCVTPS2PD 16(R8), Y5
+	VMULPD (AX), Y0, Y0
+	VMULPD 32(AX), Y1, Y1
+	VMULPD (R9), Y4, Y4
+	VMULPD 32(R9), Y5, Y5
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VADDPD (DX), Y0, Y0
+	VADDPD 32(DX), Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $32, DI
+	ADDQ $64, AX
+	ADDQ $64, R9
+	ADDQ $64, DX
+	SUBQ $8, BX
+	JMP  cb8
+cb4:
+	CMPQ BX, $4
+	JL   cb1
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD (R8), Y4
+	VMULPD (AX), Y0, Y0
+	VMULPD (R9), Y4, Y4
+	VADDPD Y4, Y0, Y0
+	VADDPD (DX), Y0, Y0
+	VCVTPD2PSY Y0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $16, DI
+	ADDQ $32, AX
+	ADDQ $32, R9
+	ADDQ $32, DX
+	SUBQ $4, BX
+cb1:
+	TESTQ BX, BX
+	JZ    cbnext
+	VCVTSS2SD (SI), X0, X0
+	VCVTSS2SD (R8), X4, X4
+	VMULSD (AX), X0, X0
+	VMULSD (R9), X4, X4
+	VADDSD X4, X0, X0
+	VADDSD (DX), X0, X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, R8
+	ADDQ $4, DI
+	ADDQ $8, AX
+	ADDQ $8, R9
+	ADDQ $8, DX
+	DECQ BX
+	JMP  cb1
+cbnext:
+	DECQ CX
+	JNZ  cbrow
+cbdone:
+	VZEROUPPER
+	RET
+
+// func lnNormAVX2(y, x []float32, m, rs float64)
+TEXT ·lnNormAVX2(SB), NOSPLIT, $0-64
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	VBROADCASTSD m+48(FP), Y8
+	VBROADCASTSD rs+56(FP), Y9
+ln8:
+	CMPQ CX, $8
+	JL   ln4
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VSUBPD Y8, Y0, Y0
+	VSUBPD Y8, Y1, Y1
+	VMULPD Y9, Y0, Y0
+	VMULPD Y9, Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  ln8
+ln4:
+	CMPQ CX, $4
+	JL   ln1
+	VCVTPS2PD (SI), Y0
+	VSUBPD Y8, Y0, Y0
+	VMULPD Y9, Y0, Y0
+	VCVTPD2PSY Y0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $16, SI
+	ADDQ $16, DI
+	SUBQ $4, CX
+ln1:
+	TESTQ CX, CX
+	JZ    lndone
+	VCVTSS2SD (SI), X0, X0
+	VSUBSD X8, X0, X0
+	VMULSD X9, X0, X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  ln1
+lndone:
+	VZEROUPPER
+	RET
+
+// func lnApplyAVX2(y, x, w, b []float32, m, rs float64)
+TEXT ·lnApplyAVX2(SB), NOSPLIT, $0-112
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	MOVQ w_base+48(FP), BX
+	MOVQ b_base+72(FP), DX
+	VBROADCASTSD m+96(FP), Y8
+	VBROADCASTSD rs+104(FP), Y9
+la8:
+	CMPQ CX, $8
+	JL   la4
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VSUBPD Y8, Y0, Y0
+	VSUBPD Y8, Y1, Y1
+	VMULPD Y9, Y0, Y0
+	VMULPD Y9, Y1, Y1
+	VCVTPS2PD (BX), Y2
+	VCVTPS2PD 16(BX), Y3
+	VCVTPS2PD (DX), Y4
+	VCVTPS2PD 16(DX), Y5
+	VMULPD Y2, Y0, Y0
+	VMULPD Y3, Y1, Y1
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  la8
+la4:
+	CMPQ CX, $4
+	JL   la1
+	VCVTPS2PD (SI), Y0
+	VSUBPD Y8, Y0, Y0
+	VMULPD Y9, Y0, Y0
+	VCVTPS2PD (BX), Y2
+	VCVTPS2PD (DX), Y4
+	VMULPD Y2, Y0, Y0
+	VADDPD Y4, Y0, Y0
+	VCVTPD2PSY Y0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $16, SI
+	ADDQ $16, BX
+	ADDQ $16, DX
+	ADDQ $16, DI
+	SUBQ $4, CX
+la1:
+	TESTQ CX, CX
+	JZ    ladone
+	VCVTSS2SD (SI), X0, X0
+	VSUBSD X8, X0, X0
+	VMULSD X9, X0, X0
+	VCVTSS2SD (BX), X2, X2
+	VCVTSS2SD (DX), X4, X4
+	VMULSD X2, X0, X0
+	VADDSD X4, X0, X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, BX
+	ADDQ $4, DX
+	ADDQ $4, DI
+	DECQ CX
+	JMP  la1
+ladone:
+	VZEROUPPER
+	RET
+
+// func lnBackwardAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64)
+TEXT ·lnBackwardAVX2(SB), NOSPLIT, $0-128
+	MOVQ dx_base+0(FP), DI
+	MOVQ dx_len+8(FP), CX
+	MOVQ dy_base+24(FP), SI
+	MOVQ w_base+48(FP), BX
+	MOVQ x_base+72(FP), DX
+	VBROADCASTSD m+96(FP), Y8
+	VBROADCASTSD rs+104(FP), Y9
+	VBROADCASTSD s1+112(FP), Y10
+	VBROADCASTSD s2+120(FP), Y11
+lb8:
+	CMPQ CX, $8
+	JL   lb4
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD (BX), Y2
+	VCVTPS2PD 16(BX), Y3
+	VMULPD Y2, Y0, Y0 // g
+	VMULPD Y3, Y1, Y1
+	VSUBPD Y10, Y0, Y0 // g − s1
+	VSUBPD Y10, Y1, Y1
+	VCVTPS2PD (DX), Y4
+	VCVTPS2PD 16(DX), Y5
+	VSUBPD Y8, Y4, Y4
+	VSUBPD Y8, Y5, Y5
+	VMULPD Y9, Y4, Y4
+	VMULPD Y9, Y5, Y5
+	VMULPD Y11, Y4, Y4 // (x − m)·rs·s2
+	VMULPD Y11, Y5, Y5
+	VSUBPD Y4, Y0, Y0
+	VSUBPD Y5, Y1, Y1
+	VMULPD Y9, Y0, Y0
+	VMULPD Y9, Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  lb8
+lb4:
+	CMPQ CX, $4
+	JL   lb1
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD (BX), Y2
+	VMULPD Y2, Y0, Y0
+	VSUBPD Y10, Y0, Y0
+	VCVTPS2PD (DX), Y4
+	VSUBPD Y8, Y4, Y4
+	VMULPD Y9, Y4, Y4
+	VMULPD Y11, Y4, Y4
+	VSUBPD Y4, Y0, Y0
+	VMULPD Y9, Y0, Y0
+	VCVTPD2PSY Y0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $16, SI
+	ADDQ $16, BX
+	ADDQ $16, DX
+	ADDQ $16, DI
+	SUBQ $4, CX
+lb1:
+	TESTQ CX, CX
+	JZ    lbdone
+	VCVTSS2SD (SI), X0, X0
+	VCVTSS2SD (BX), X2, X2
+	VMULSD X2, X0, X0
+	VSUBSD X10, X0, X0
+	VCVTSS2SD (DX), X4, X4
+	VSUBSD X8, X4, X4
+	VMULSD X9, X4, X4
+	VMULSD X11, X4, X4
+	VSUBSD X4, X0, X0
+	VMULSD X9, X0, X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, BX
+	ADDQ $4, DX
+	ADDQ $4, DI
+	DECQ CX
+	JMP  lb1
+lbdone:
+	VZEROUPPER
+	RET
+
+// func lnColAccAVX2(aw, ab []float64, dy, x []float32, m, rs float64)
+TEXT ·lnColAccAVX2(SB), NOSPLIT, $0-112
+	MOVQ aw_base+0(FP), DI
+	MOVQ aw_len+8(FP), CX
+	MOVQ ab_base+24(FP), R8
+	MOVQ dy_base+48(FP), SI
+	MOVQ x_base+72(FP), DX
+	VBROADCASTSD m+96(FP), Y8
+	VBROADCASTSD rs+104(FP), Y9
+lc8:
+	CMPQ CX, $8
+	JL   lc4
+	VCVTPS2PD (DX), Y0
+	VCVTPS2PD 16(DX), Y1
+	VSUBPD Y8, Y0, Y0
+	VSUBPD Y8, Y1, Y1
+	VMULPD Y9, Y0, Y0
+	VMULPD Y9, Y1, Y1
+	VCVTPS2PD (SI), Y2
+	VCVTPS2PD 16(SI), Y3
+	VMULPD Y2, Y0, Y0
+	VMULPD Y3, Y1, Y1
+	VADDPD (DI), Y0, Y0
+	VADDPD 32(DI), Y1, Y1
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VADDPD (R8), Y2, Y2
+	VADDPD 32(R8), Y3, Y3
+	VMOVUPD Y2, (R8)
+	VMOVUPD Y3, 32(R8)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $64, DI
+	ADDQ $64, R8
+	SUBQ $8, CX
+	JMP  lc8
+lc4:
+	CMPQ CX, $4
+	JL   lc1
+	VCVTPS2PD (DX), Y0
+	VSUBPD Y8, Y0, Y0
+	VMULPD Y9, Y0, Y0
+	VCVTPS2PD (SI), Y2
+	VMULPD Y2, Y0, Y0
+	VADDPD (DI), Y0, Y0
+	VMOVUPD Y0, (DI)
+	VADDPD (R8), Y2, Y2
+	VMOVUPD Y2, (R8)
+	ADDQ $16, SI
+	ADDQ $16, DX
+	ADDQ $32, DI
+	ADDQ $32, R8
+	SUBQ $4, CX
+lc1:
+	TESTQ CX, CX
+	JZ    lcdone
+	VCVTSS2SD (DX), X0, X0
+	VSUBSD X8, X0, X0
+	VMULSD X9, X0, X0
+	VCVTSS2SD (SI), X2, X2
+	VMULSD X2, X0, X0
+	VADDSD (DI), X0, X0
+	VMOVSD X0, (DI)
+	VADDSD (R8), X2, X2
+	VMOVSD X2, (R8)
+	ADDQ $4, SI
+	ADDQ $4, DX
+	ADDQ $8, DI
+	ADDQ $8, R8
+	DECQ CX
+	JMP  lc1
+lcdone:
+	VZEROUPPER
+	RET
+
+// func lnBackwardAccAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64, aw, ab []float64)
+TEXT ·lnBackwardAccAVX2(SB), NOSPLIT, $0-176
+	MOVQ dx_base+0(FP), DI
+	MOVQ dx_len+8(FP), CX
+	MOVQ dy_base+24(FP), SI
+	MOVQ w_base+48(FP), BX
+	MOVQ x_base+72(FP), DX
+	VBROADCASTSD m+96(FP), Y8
+	VBROADCASTSD rs+104(FP), Y9
+	VBROADCASTSD s1+112(FP), Y10
+	VBROADCASTSD s2+120(FP), Y11
+	MOVQ aw_base+128(FP), R8
+	MOVQ ab_base+152(FP), R9
+lk4:
+	CMPQ CX, $4
+	JL   lk1
+	VCVTPS2PD (SI), Y0 // dy
+	VCVTPS2PD (BX), Y2
+	VMULPD Y0, Y2, Y2 // g
+	VSUBPD Y10, Y2, Y2 // g − s1
+	VCVTPS2PD (DX), Y4
+	VSUBPD Y8, Y4, Y4
+	VMULPD Y9, Y4, Y4 // t = (x − m)·rs
+	VMULPD Y11, Y4, Y6
+	VSUBPD Y6, Y2, Y2
+	VMULPD Y9, Y2, Y2
+	VCVTPD2PSY Y2, X2
+	VMOVUPS X2, (DI)
+	VMULPD Y4, Y0, Y6 // dy·t
+	VADDPD (R8), Y6, Y6
+	VMOVUPD Y6, (R8)
+	VADDPD (R9), Y0, Y0
+	VMOVUPD Y0, (R9)
+	ADDQ $16, SI
+	ADDQ $16, BX
+	ADDQ $16, DX
+	ADDQ $16, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	SUBQ $4, CX
+	JMP  lk4
+lk1:
+	TESTQ CX, CX
+	JZ    lkdone
+	VCVTSS2SD (SI), X0, X0
+	VCVTSS2SD (BX), X2, X2
+	VMULSD X0, X2, X2
+	VSUBSD X10, X2, X2
+	VCVTSS2SD (DX), X4, X4
+	VSUBSD X8, X4, X4
+	VMULSD X9, X4, X4
+	VMULSD X11, X4, X6
+	VSUBSD X6, X2, X2
+	VMULSD X9, X2, X2
+	VCVTSD2SS X2, X2, X2
+	VMOVSS X2, (DI)
+	VMULSD X4, X0, X6
+	VADDSD (R8), X6, X6
+	VMOVSD X6, (R8)
+	VADDSD (R9), X0, X0
+	VMOVSD X0, (R9)
+	ADDQ $4, SI
+	ADDQ $4, BX
+	ADDQ $4, DX
+	ADDQ $4, DI
+	ADDQ $8, R8
+	ADDQ $8, R9
+	DECQ CX
+	JMP  lk1
+lkdone:
+	VZEROUPPER
+	RET
+
+// func accRowAVX2(acc []float64, x []float32)
+TEXT ·accRowAVX2(SB), NOSPLIT, $0-48
+	MOVQ acc_base+0(FP), DI
+	MOVQ acc_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+ar16:
+	CMPQ CX, $16
+	JL   ar4
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD 32(SI), Y2
+	VCVTPS2PD 48(SI), Y3
+	VADDPD (DI), Y0, Y0
+	VADDPD 32(DI), Y1, Y1
+	VADDPD 64(DI), Y2, Y2
+	VADDPD 96(DI), Y3, Y3
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $16, CX
+	JMP  ar16
+ar4:
+	CMPQ CX, $4
+	JL   ar1
+	VCVTPS2PD (SI), Y0
+	VADDPD (DI), Y0, Y0
+	VMOVUPD Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $4, CX
+	JMP  ar4
+ar1:
+	TESTQ CX, CX
+	JZ    ardone
+	VCVTSS2SD (SI), X0, X0
+	VADDSD (DI), X0, X0
+	VMOVSD X0, (DI)
+	ADDQ $4, SI
+	ADDQ $8, DI
+	DECQ CX
+	JMP  ar1
+ardone:
+	VZEROUPPER
+	RET
+
+// func accRowScaledAVX2(acc []float64, x []float32, k float64)
+TEXT ·accRowScaledAVX2(SB), NOSPLIT, $0-56
+	MOVQ acc_base+0(FP), DI
+	MOVQ acc_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	VBROADCASTSD k+48(FP), Y8
+as16:
+	CMPQ CX, $16
+	JL   as4
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD 32(SI), Y2
+	VCVTPS2PD 48(SI), Y3
+	VMULPD Y8, Y0, Y0
+	VMULPD Y8, Y1, Y1
+	VMULPD Y8, Y2, Y2
+	VMULPD Y8, Y3, Y3
+	VADDPD (DI), Y0, Y0
+	VADDPD 32(DI), Y1, Y1
+	VADDPD 64(DI), Y2, Y2
+	VADDPD 96(DI), Y3, Y3
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $16, CX
+	JMP  as16
+as4:
+	CMPQ CX, $4
+	JL   as1
+	VCVTPS2PD (SI), Y0
+	VMULPD Y8, Y0, Y0
+	VADDPD (DI), Y0, Y0
+	VMOVUPD Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $4, CX
+	JMP  as4
+as1:
+	TESTQ CX, CX
+	JZ    asdone
+	VCVTSS2SD (SI), X0, X0
+	VMULSD X8, X0, X0
+	VADDSD (DI), X0, X0
+	VMOVSD X0, (DI)
+	ADDQ $4, SI
+	ADDQ $8, DI
+	DECQ CX
+	JMP  as1
+asdone:
+	VZEROUPPER
+	RET
+
+// Whole bags: blocks of 32, 4 and 1 columns, each block's float64 sums
+// in registers while the bag's rows (R12 = table + idx·dim·4) stream past,
+// so the rows' loads are independent of each other.
+
+// ADD4 adds the 4 floats at off(R12) into acc (Y8 scratch); MULADD4
+// scales them by Y9 first.
+#define ADD4(off, acc) \
+	VCVTPS2PD off(R12), Y8 \
+	VADDPD Y8, acc, acc
+
+#define MULADD4(off, acc) \
+	VCVTPS2PD off(R12), Y8 \
+	VMULPD Y9, Y8, Y8 \
+	VADDPD Y8, acc, acc
+
+// func accRowsAVX2(acc []float64, table []float32, idx []int64, dim int)
+TEXT ·accRowsAVX2(SB), NOSPLIT, $0-80
+	MOVQ acc_base+0(FP), DI
+	MOVQ acc_len+8(FP), BX
+	MOVQ table_base+24(FP), SI
+	MOVQ idx_base+48(FP), R8
+	MOVQ idx_len+56(FP), R9
+	MOVQ dim+72(FP), DX
+	SHLQ $2, DX
+	TESTQ R9, R9
+	JZ    rsdone
+rs32:
+	CMPQ BX, $32
+	JL   rs4
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD 128(DI), Y4
+	VMOVUPD 160(DI), Y5
+	VMOVUPD 192(DI), Y6
+	VMOVUPD 224(DI), Y7
+	MOVQ R8, R10
+	MOVQ R9, R11
+rs32row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	ADD4(0, Y0)
+	ADD4(16, Y1)
+	ADD4(32, Y2)
+	ADD4(48, Y3)
+	ADD4(64, Y4)
+	ADD4(80, Y5)
+	ADD4(96, Y6)
+	ADD4(112, Y7)
+	ADDQ $8, R10
+	DECQ R11
+	JNZ  rs32row
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, 128(DI)
+	VMOVUPD Y5, 160(DI)
+	VMOVUPD Y6, 192(DI)
+	VMOVUPD Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $128, SI
+	SUBQ $32, BX
+	JMP  rs32
+rs4:
+	CMPQ BX, $4
+	JL   rs1
+	VMOVUPD (DI), Y0
+	MOVQ R8, R10
+	MOVQ R9, R11
+rs4row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	ADD4(0, Y0)
+	ADDQ $8, R10
+	DECQ R11
+	JNZ  rs4row
+	VMOVUPD Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $16, SI
+	SUBQ $4, BX
+	JMP  rs4
+rs1:
+	TESTQ BX, BX
+	JZ    rsdone
+	VMOVSD (DI), X0
+	MOVQ R8, R10
+	MOVQ R9, R11
+rs1row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	VCVTSS2SD (R12), X8, X8
+	VADDSD X8, X0, X0
+	ADDQ $8, R10
+	DECQ R11
+	JNZ  rs1row
+	VMOVSD X0, (DI)
+	ADDQ $8, DI
+	ADDQ $4, SI
+	DECQ BX
+	JMP  rs1
+rsdone:
+	VZEROUPPER
+	RET
+
+// func accRowsScaledAVX2(acc []float64, table []float32, idx []int64, w []float32, dim int)
+TEXT ·accRowsScaledAVX2(SB), NOSPLIT, $0-104
+	MOVQ acc_base+0(FP), DI
+	MOVQ acc_len+8(FP), BX
+	MOVQ table_base+24(FP), SI
+	MOVQ idx_base+48(FP), R8
+	MOVQ idx_len+56(FP), R9
+	MOVQ w_base+72(FP), CX
+	MOVQ dim+96(FP), DX
+	SHLQ $2, DX
+	TESTQ R9, R9
+	JZ    wsdone
+ws32:
+	CMPQ BX, $32
+	JL   ws4
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD 128(DI), Y4
+	VMOVUPD 160(DI), Y5
+	VMOVUPD 192(DI), Y6
+	VMOVUPD 224(DI), Y7
+	MOVQ R8, R10
+	MOVQ R9, R11
+	MOVQ CX, R13
+ws32row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	VCVTSS2SD (R13), X9, X9
+	VBROADCASTSD X9, Y9
+	MULADD4(0, Y0)
+	MULADD4(16, Y1)
+	MULADD4(32, Y2)
+	MULADD4(48, Y3)
+	MULADD4(64, Y4)
+	MULADD4(80, Y5)
+	MULADD4(96, Y6)
+	MULADD4(112, Y7)
+	ADDQ $8, R10
+	ADDQ $4, R13
+	DECQ R11
+	JNZ  ws32row
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, 128(DI)
+	VMOVUPD Y5, 160(DI)
+	VMOVUPD Y6, 192(DI)
+	VMOVUPD Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $128, SI
+	SUBQ $32, BX
+	JMP  ws32
+ws4:
+	CMPQ BX, $4
+	JL   ws1
+	VMOVUPD (DI), Y0
+	MOVQ R8, R10
+	MOVQ R9, R11
+	MOVQ CX, R13
+ws4row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	VCVTSS2SD (R13), X9, X9
+	VBROADCASTSD X9, Y9
+	MULADD4(0, Y0)
+	ADDQ $8, R10
+	ADDQ $4, R13
+	DECQ R11
+	JNZ  ws4row
+	VMOVUPD Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $16, SI
+	SUBQ $4, BX
+	JMP  ws4
+ws1:
+	TESTQ BX, BX
+	JZ    wsdone
+	VMOVSD (DI), X0
+	MOVQ R8, R10
+	MOVQ R9, R11
+	MOVQ CX, R13
+ws1row:
+	MOVQ (R10), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R12
+	VCVTSS2SD (R13), X9, X9
+	VCVTSS2SD (R12), X8, X8
+	VMULSD X9, X8, X8
+	VADDSD X8, X0, X0
+	ADDQ $8, R10
+	ADDQ $4, R13
+	DECQ R11
+	JNZ  ws1row
+	VMOVSD X0, (DI)
+	ADDQ $8, DI
+	ADDQ $4, SI
+	DECQ BX
+	JMP  ws1
+wsdone:
+	VZEROUPPER
+	RET
+
+// func storeScaledAVX2(y []float32, acc []float64, k float64)
+TEXT ·storeScaledAVX2(SB), NOSPLIT, $0-56
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	MOVQ acc_base+24(FP), SI
+	VBROADCASTSD k+48(FP), Y8
+ss16:
+	CMPQ CX, $16
+	JL   ss4
+	VMULPD (SI), Y8, Y0
+	VMULPD 32(SI), Y8, Y1
+	VMULPD 64(SI), Y8, Y2
+	VMULPD 96(SI), Y8, Y3
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VCVTPD2PSY Y2, X2
+	VCVTPD2PSY Y3, X3
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	VMOVUPS X2, 32(DI)
+	VMOVUPS X3, 48(DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP  ss16
+ss4:
+	CMPQ CX, $4
+	JL   ss1
+	VMULPD (SI), Y8, Y0
+	VCVTPD2PSY Y0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $32, SI
+	ADDQ $16, DI
+	SUBQ $4, CX
+	JMP  ss4
+ss1:
+	TESTQ CX, CX
+	JZ    ssdone
+	VMULSD (SI), X8, X0
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $8, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  ss1
+ssdone:
+	VZEROUPPER
+	RET
+
+// func maxRowArgAVX2(y []float32, am []int64, x []float32, r int64)
+TEXT ·maxRowArgAVX2(SB), NOSPLIT, $0-80
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	MOVQ am_base+24(FP), R8
+	MOVQ x_base+48(FP), SI
+	VBROADCASTSD r+72(FP), Y8
+ma8:
+	CMPQ CX, $8
+	JL   ma1
+	VMOVUPS (SI), Y0
+	VMOVUPS (DI), Y1
+	VCMPPS $0x11, Y0, Y1, Y2 // y < x, false for NaN
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS Y1, (DI)
+	VPMOVSXDQ X2, Y3
+	VEXTRACTF128 $1, Y2, X4
+	VPMOVSXDQ X4, Y4
+	VMOVUPD (R8), Y5
+	VMOVUPD 32(R8), Y6
+	VBLENDVPD Y3, Y8, Y5, Y5
+	VBLENDVPD Y4, Y8, Y6, Y6
+	VMOVUPD Y5, (R8)
+	VMOVUPD Y6, 32(R8)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $64, R8
+	SUBQ $8, CX
+	JMP  ma8
+ma1:
+	TESTQ CX, CX
+	JZ    madone
+	VMOVSS (SI), X0
+	VMOVSS (DI), X1
+	VCMPPS $0x11, X0, X1, X2
+	VBLENDVPS X2, X0, X1, X1
+	VMOVSS X1, (DI)
+	VPMOVSXDQ X2, X3
+	VMOVQ (R8), X5
+	VBLENDVPD X3, X8, X5, X5
+	VMOVQ X5, (R8)
+	ADDQ $4, SI
+	ADDQ $4, DI
+	ADDQ $8, R8
+	DECQ CX
+	JMP  ma1
+madone:
+	VZEROUPPER
+	RET
+
+// func transpose8AVX2(dst []float32, ldd int, src []float32, lds int, rows, cols int)
+// Row blocks of src (8 rows) outer, column blocks inner: each 8×8 tile is
+// loaded as 8 rows, transposed in registers (unpack, shuffle, lane
+// permute) and stored as 8 rows of dst.
+TEXT ·transpose8AVX2(SB), NOSPLIT, $0-80
+	MOVQ dst_base+0(FP), DI
+	MOVQ ldd+24(FP), R8
+	SHLQ $2, R8
+	MOVQ src_base+32(FP), SI
+	MOVQ lds+56(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+64(FP), R10
+	MOVQ cols+72(FP), R11
+	MOVQ R8, R12
+	SHLQ $3, R12 // 8 dst rows
+	MOVQ R9, DX
+	SHLQ $3, DX // 8 src rows
+	TESTQ R10, R10
+	JZ    trdone
+	TESTQ R11, R11
+	JZ    trdone
+trrow:
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R11, CX
+trcol:
+	MOVQ AX, R13
+	VMOVUPS (R13), Y0
+	ADDQ R9, R13
+	VMOVUPS (R13), Y1
+	ADDQ R9, R13
+	VMOVUPS (R13), Y2
+	ADDQ R9, R13
+	VMOVUPS (R13), Y3
+	ADDQ R9, R13
+	VMOVUPS (R13), Y4
+	ADDQ R9, R13
+	VMOVUPS (R13), Y5
+	ADDQ R9, R13
+	VMOVUPS (R13), Y6
+	ADDQ R9, R13
+	VMOVUPS (R13), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y0
+	VUNPCKHPS Y7, Y6, Y1
+	VSHUFPS $0x44, Y10, Y8, Y2
+	VSHUFPS $0xEE, Y10, Y8, Y3
+	VSHUFPS $0x44, Y11, Y9, Y4
+	VSHUFPS $0xEE, Y11, Y9, Y5
+	VSHUFPS $0x44, Y0, Y12, Y6
+	VSHUFPS $0xEE, Y0, Y12, Y7
+	VSHUFPS $0x44, Y1, Y13, Y8
+	VSHUFPS $0xEE, Y1, Y13, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x20, Y8, Y4, Y12
+	VPERM2F128 $0x20, Y9, Y5, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y0
+	VPERM2F128 $0x31, Y7, Y3, Y1
+	VPERM2F128 $0x31, Y8, Y4, Y2
+	VPERM2F128 $0x31, Y9, Y5, Y3
+	MOVQ BX, R13
+	VMOVUPS Y10, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y11, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y12, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y13, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y0, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y1, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y2, (R13)
+	ADDQ R8, R13
+	VMOVUPS Y3, (R13)
+	ADDQ $32, AX
+	ADDQ R12, BX
+	SUBQ $8, CX
+	JNZ  trcol
+	ADDQ DX, SI
+	ADDQ $32, DI
+	SUBQ $8, R10
+	JNZ  trrow
+trdone:
+	VZEROUPPER
+	RET
+
+// func prefetchRowsAVX2(table []float32, idx []int64, dim int)
+// Touches every cache line of each row with PREFETCHT0, which never
+// faults, so the loads of a later row overlap the work on this one.
+TEXT ·prefetchRowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ table_base+0(FP), SI
+	MOVQ idx_base+24(FP), BX
+	MOVQ idx_len+32(FP), CX
+	MOVQ dim+48(FP), DX
+	SHLQ $2, DX
+	TESTQ CX, CX
+	JZ    pfdone
+	TESTQ DX, DX
+	JZ    pfdone
+pfrow:
+	MOVQ (BX), AX
+	IMULQ DX, AX
+	LEAQ (SI)(AX*1), R8
+	MOVQ DX, R9
+pfline:
+	PREFETCHT0 (R8)
+	ADDQ $64, R8
+	SUBQ $64, R9
+	JG   pfline
+	ADDQ $8, BX
+	DECQ CX
+	JNZ  pfrow
+pfdone:
+	RET
+
+// Window primitives: channel blocks of 32, 8 and 1; for each block the
+// taps are walked with DX (tap address) and R9 (tap position), rows with
+// R13 and AX. Steps arrive in elements and become bytes (R11, R12).
+
+// MAXTAP(off, v, i) folds the tap at off(DX) into best v and index i
+// (Y8 holds the tap's position): replace where v < tap or tap is NaN.
+#define MAXTAP(off, v, i) \
+	VMOVUPS off(DX), Y9 \
+	VCMPPS $0x11, Y9, v, Y10 \
+	VCMPPS $3, Y9, Y9, Y11 \
+	VORPS Y11, Y10, Y10 \
+	VBLENDVPS Y10, Y9, v, v \
+	VBLENDVPS Y10, Y8, i, i
+
+// func maxWindowAVX2(y []float32, idx []int32, x []float32, nh, nw, sh, sw int, pos0, ph, pw int32)
+TEXT ·maxWindowAVX2(SB), NOSPLIT, $0-116
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), BX
+	MOVQ idx_base+24(FP), R8
+	MOVQ x_base+48(FP), SI
+	MOVQ sh+88(FP), R11
+	SHLQ $2, R11
+	MOVQ sw+96(FP), R12
+	SHLQ $2, R12
+	MOVL $0xff800000, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12 // −Inf
+	MOVL pos0+104(FP), AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+mw32:
+	CMPQ BX, $32
+	JL   mw8
+	VMOVAPS Y12, Y0
+	VMOVAPS Y12, Y1
+	VMOVAPS Y12, Y2
+	VMOVAPS Y12, Y3
+	VMOVAPS Y13, Y4
+	VMOVAPS Y13, Y5
+	VMOVAPS Y13, Y6
+	VMOVAPS Y13, Y7
+	MOVQ SI, R13
+	MOVL pos0+104(FP), AX
+	MOVQ nh+72(FP), CX
+	TESTQ CX, CX
+	JZ    mw32store
+mw32row:
+	MOVQ R13, DX
+	MOVL AX, R9
+	MOVQ nw+80(FP), R10
+	TESTQ R10, R10
+	JZ    mw32rownext
+mw32tap:
+	VMOVD R9, X8
+	VPBROADCASTD X8, Y8
+	MAXTAP(0, Y0, Y4)
+	MAXTAP(32, Y1, Y5)
+	MAXTAP(64, Y2, Y6)
+	MAXTAP(96, Y3, Y7)
+	ADDQ R12, DX
+	ADDL pw+112(FP), R9
+	DECQ R10
+	JNZ  mw32tap
+mw32rownext:
+	ADDQ R11, R13
+	ADDL ph+108(FP), AX
+	DECQ CX
+	JNZ  mw32row
+mw32store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, (R8)
+	VMOVUPS Y5, 32(R8)
+	VMOVUPS Y6, 64(R8)
+	VMOVUPS Y7, 96(R8)
+	ADDQ $128, DI
+	ADDQ $128, R8
+	ADDQ $128, SI
+	SUBQ $32, BX
+	JMP  mw32
+mw8:
+	CMPQ BX, $8
+	JL   mw1
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y4
+	MOVQ SI, R13
+	MOVL pos0+104(FP), AX
+	MOVQ nh+72(FP), CX
+	TESTQ CX, CX
+	JZ    mw8store
+mw8row:
+	MOVQ R13, DX
+	MOVL AX, R9
+	MOVQ nw+80(FP), R10
+	TESTQ R10, R10
+	JZ    mw8rownext
+mw8tap:
+	VMOVD R9, X8
+	VPBROADCASTD X8, Y8
+	MAXTAP(0, Y0, Y4)
+	ADDQ R12, DX
+	ADDL pw+112(FP), R9
+	DECQ R10
+	JNZ  mw8tap
+mw8rownext:
+	ADDQ R11, R13
+	ADDL ph+108(FP), AX
+	DECQ CX
+	JNZ  mw8row
+mw8store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y4, (R8)
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, SI
+	SUBQ $8, BX
+	JMP  mw8
+mw1:
+	TESTQ BX, BX
+	JZ    mwdone
+	VMOVAPS X12, X0
+	VMOVAPS X13, X4
+	MOVQ SI, R13
+	MOVL pos0+104(FP), AX
+	MOVQ nh+72(FP), CX
+	TESTQ CX, CX
+	JZ    mw1store
+mw1row:
+	MOVQ R13, DX
+	MOVL AX, R9
+	MOVQ nw+80(FP), R10
+	TESTQ R10, R10
+	JZ    mw1rownext
+mw1tap:
+	VMOVD R9, X8
+	VMOVSS (DX), X9
+	VCMPPS $0x11, X9, X0, X10
+	VCMPPS $3, X9, X9, X11
+	VORPS X11, X10, X10
+	VBLENDVPS X10, X9, X0, X0
+	VBLENDVPS X10, X8, X4, X4
+	ADDQ R12, DX
+	ADDL pw+112(FP), R9
+	DECQ R10
+	JNZ  mw1tap
+mw1rownext:
+	ADDQ R11, R13
+	ADDL ph+108(FP), AX
+	DECQ CX
+	JNZ  mw1row
+mw1store:
+	VMOVSS X0, (DI)
+	VMOVSS X4, (R8)
+	ADDQ $4, DI
+	ADDQ $4, R8
+	ADDQ $4, SI
+	DECQ BX
+	JMP  mw1
+mwdone:
+	VZEROUPPER
+	RET
+
+// func sumWindowAVX2(y, x []float32, nh, nw, sh, sw int, div float32)
+TEXT ·sumWindowAVX2(SB), NOSPLIT, $0-84
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), BX
+	MOVQ x_base+24(FP), SI
+	MOVQ sh+64(FP), R11
+	SHLQ $2, R11
+	MOVQ sw+72(FP), R12
+	SHLQ $2, R12
+	VBROADCASTSS div+80(FP), Y12
+sw32:
+	CMPQ BX, $32
+	JL   sw8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ SI, R13
+	MOVQ nh+48(FP), CX
+	TESTQ CX, CX
+	JZ    sw32store
+sw32row:
+	MOVQ R13, DX
+	MOVQ nw+56(FP), R10
+	TESTQ R10, R10
+	JZ    sw32rownext
+sw32tap:
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+	ADDQ R12, DX
+	DECQ R10
+	JNZ  sw32tap
+sw32rownext:
+	ADDQ R11, R13
+	DECQ CX
+	JNZ  sw32row
+sw32store:
+	VDIVPS Y12, Y0, Y0
+	VDIVPS Y12, Y1, Y1
+	VDIVPS Y12, Y2, Y2
+	VDIVPS Y12, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $32, BX
+	JMP  sw32
+sw8:
+	CMPQ BX, $8
+	JL   sw1
+	VXORPS Y0, Y0, Y0
+	MOVQ SI, R13
+	MOVQ nh+48(FP), CX
+	TESTQ CX, CX
+	JZ    sw8store
+sw8row:
+	MOVQ R13, DX
+	MOVQ nw+56(FP), R10
+	TESTQ R10, R10
+	JZ    sw8rownext
+sw8tap:
+	VADDPS (DX), Y0, Y0
+	ADDQ R12, DX
+	DECQ R10
+	JNZ  sw8tap
+sw8rownext:
+	ADDQ R11, R13
+	DECQ CX
+	JNZ  sw8row
+sw8store:
+	VDIVPS Y12, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, BX
+	JMP  sw8
+sw1:
+	TESTQ BX, BX
+	JZ    swdone
+	VXORPS X0, X0, X0
+	MOVQ SI, R13
+	MOVQ nh+48(FP), CX
+	TESTQ CX, CX
+	JZ    sw1store
+sw1row:
+	MOVQ R13, DX
+	MOVQ nw+56(FP), R10
+	TESTQ R10, R10
+	JZ    sw1rownext
+sw1tap:
+	VADDSS (DX), X0, X0
+	ADDQ R12, DX
+	DECQ R10
+	JNZ  sw1tap
+sw1rownext:
+	ADDQ R11, R13
+	DECQ CX
+	JNZ  sw1row
+sw1store:
+	VDIVSS X12, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	ADDQ $4, SI
+	DECQ BX
+	JMP  sw1
+swdone:
+	VZEROUPPER
+	RET
+
+// func addWindowAVX2(x []float32, nh, nw, sh, sw int, g []float32, div float32)
+TEXT ·addWindowAVX2(SB), NOSPLIT, $0-84
+	MOVQ x_base+0(FP), SI
+	MOVQ nh+24(FP), CX
+	MOVQ sh+40(FP), R11
+	SHLQ $2, R11
+	MOVQ sw+48(FP), R12
+	SHLQ $2, R12
+	MOVQ g_base+56(FP), DI
+	MOVQ g_len+64(FP), BX
+	VBROADCASTSS div+80(FP), Y12
+	TESTQ CX, CX
+	JZ    adone
+	MOVQ nw+32(FP), R10
+	TESTQ R10, R10
+	JZ    adone
+ad32:
+	CMPQ BX, $32
+	JL   ad8
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VDIVPS Y12, Y0, Y0
+	VDIVPS Y12, Y1, Y1
+	VDIVPS Y12, Y2, Y2
+	VDIVPS Y12, Y3, Y3
+	MOVQ SI, R13
+	MOVQ CX, AX
+ad32row:
+	MOVQ R13, DX
+	MOVQ nw+32(FP), R10
+ad32tap:
+	VADDPS (DX), Y0, Y4
+	VADDPS 32(DX), Y1, Y5
+	VADDPS 64(DX), Y2, Y6
+	VADDPS 96(DX), Y3, Y7
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	VMOVUPS Y6, 64(DX)
+	VMOVUPS Y7, 96(DX)
+	ADDQ R12, DX
+	DECQ R10
+	JNZ  ad32tap
+	ADDQ R11, R13
+	DECQ AX
+	JNZ  ad32row
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $32, BX
+	JMP  ad32
+ad8:
+	CMPQ BX, $8
+	JL   ad1
+	VMOVUPS (DI), Y0
+	VDIVPS Y12, Y0, Y0
+	MOVQ SI, R13
+	MOVQ CX, AX
+ad8row:
+	MOVQ R13, DX
+	MOVQ nw+32(FP), R10
+ad8tap:
+	VADDPS (DX), Y0, Y4
+	VMOVUPS Y4, (DX)
+	ADDQ R12, DX
+	DECQ R10
+	JNZ  ad8tap
+	ADDQ R11, R13
+	DECQ AX
+	JNZ  ad8row
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, BX
+	JMP  ad8
+ad1:
+	TESTQ BX, BX
+	JZ    adone
+	VMOVSS (DI), X0
+	VDIVSS X12, X0, X0
+	MOVQ SI, R13
+	MOVQ CX, AX
+ad1row:
+	MOVQ R13, DX
+	MOVQ nw+32(FP), R10
+ad1tap:
+	VADDSS (DX), X0, X4
+	VMOVSS X4, (DX)
+	ADDQ R12, DX
+	DECQ R10
+	JNZ  ad1tap
+	ADDQ R11, R13
+	DECQ AX
+	JNZ  ad1row
+	ADDQ $4, DI
+	ADDQ $4, SI
+	DECQ BX
+	JMP  ad1
+adone:
+	VZEROUPPER
+	RET
