@@ -17,7 +17,8 @@ import (
 //
 // Channels-last is the layout the kernels are built for: every pixel's
 // channels are contiguous, so the convolution is a few large matrix
-// products over all the batch's pixels. A channels-first call is reordered
+// products over all the batch's pixels. Channels-first calls on large
+// images run natively, image by image; on small images they are reordered
 // to channels-last, computed, and reordered back.
 type ConvShape struct {
 	N, C, O, Groups  int
@@ -106,11 +107,7 @@ func ConvForward(s *ConvShape, x, w, bias, y []float32) {
 		j.forward(x[:s.xLen()], w[:s.wLen()], bias, y[:s.yLen()])
 		return
 	}
-	xl := j.reorder(&j.xlBuf, x, s.N, s.C, s.inSize())
-	wl := j.reorder(&j.wlBuf, w, s.O, j.cg, j.ks)
-	yl := grow(&j.ylBuf, s.yLen())
-	j.forward(xl, wl, bias, yl)
-	j.transposeBatch(y, yl, s.N, s.outSize(), s.O)
+	j.forwardCF(x[:s.xLen()], w[:s.wLen()], bias, y[:s.yLen()])
 }
 
 // ConvBackwardData computes dx, the gradient of the input, from dy and w.
@@ -127,11 +124,7 @@ func ConvBackwardData(s *ConvShape, dy, w, dx []float32) {
 		j.backwardData(dy[:s.yLen()], w[:s.wLen()], dx[:s.xLen()])
 		return
 	}
-	dyl := j.reorder(&j.ylBuf, dy, s.N, s.O, s.outSize())
-	wl := j.reorder(&j.wlBuf, w, s.O, j.cg, j.ks)
-	dxl := grow(&j.xlBuf, s.xLen())
-	j.backwardData(dyl, wl, dxl)
-	j.transposeBatch(dx, dxl, s.N, s.inSize(), s.C)
+	j.backwardDataCF(dy[:s.yLen()], w[:s.wLen()], dx[:s.xLen()])
 }
 
 // ConvBackwardWeight computes dw, the gradient of the weight, from x and dy.
@@ -150,11 +143,7 @@ func ConvBackwardWeight(s *ConvShape, x, dy, dw []float32) {
 		j.backwardWeight(x[:s.xLen()], dy[:s.yLen()], dw)
 		return
 	}
-	xl := j.reorder(&j.xlBuf, x, s.N, s.C, s.inSize())
-	dyl := j.reorder(&j.ylBuf, dy, s.N, s.O, s.outSize())
-	dwl := grow(&j.wlBuf, s.wLen())
-	j.backwardWeight(xl, dyl, dwl)
-	j.transposeBatch(dw, dwl, s.O, j.ks, j.cg)
+	j.backwardWeightCF(x[:s.xLen()], dy[:s.yLen()], dw)
 }
 
 // ConvBackwardBias computes db, the gradient of the bias: dy summed over
@@ -194,6 +183,9 @@ type convJob struct {
 	r0, r1 int       // the current block's output rows
 	beta   float32
 
+	// Channels-first native paths: the current image, group and pixel block.
+	n, g, p0, p1 int
+
 	// col2im: the current block's candidate input rows, in segments.
 	segs             []convSeg
 	firstD, firstH   []int // first output depth/row that reads each input depth/row, or -1
@@ -213,6 +205,7 @@ type convJob struct {
 
 	im2colFn, col2imFn, clearFn, biasFn, sumPartFn, planeFn func(lo, hi int)
 	dwForwardFn, dwDataFn, dwWeightFn, trFn                 func(lo, hi int)
+	im2colCFFn, col2imCFFn, biasCFFn                        func(lo, hi int)
 }
 
 // convSeg is a run of candidate input rows for col2im: image n, input
@@ -225,6 +218,7 @@ var convJobs = sync.Pool{New: func() any {
 	j.im2colFn, j.col2imFn, j.clearFn, j.biasFn = j.im2colRows, j.col2imRows, j.clearUntouched, j.addBiasRows
 	j.sumPartFn, j.planeFn, j.trFn = j.sumParts, j.sumPlaneRange, j.transposeItems
 	j.dwForwardFn, j.dwDataFn, j.dwWeightFn = j.dwForwardRows, j.dwDataRows, j.dwWeightParts
+	j.im2colCFFn, j.col2imCFFn, j.biasCFFn = j.im2colCFRows, j.col2imCFChannels, j.addBiasPlanes
 	return j
 }}
 
@@ -266,7 +260,10 @@ var convSgemm = Sgemm
 // convBlockFloats floats: large enough that its products are big,
 // well-shaped GEMMs that share one weight operand across many pixels (of
 // several batch items when images are small), small enough to stay in the
-// last-level cache between being written and being read by the GEMM.
+// last-level cache between being written and being read by the GEMM. A
+// block is never smaller than the weights either: each block's product
+// packs the weights (or, for the weight gradient, reads and writes them)
+// once, which must stay small next to the block's own traffic.
 var (
 	convBlockFloats = 1 << 19 // 2 MiB
 	convMinPixels   = 256
@@ -275,7 +272,8 @@ var (
 // blockRows returns how many output rows make one block when each output
 // pixel needs perPixel floats of scratch; blocks are equal to within one row.
 func (j *convJob) blockRows(perPixel int) int {
-	r := max(convBlockFloats/max(perPixel*j.ow, 1), (convMinPixels+j.ow-1)/j.ow, 1)
+	pixels := max(convBlockFloats, j.s.wLen()) / max(perPixel, 1)
+	r := max(pixels/j.ow, (convMinPixels+j.ow-1)/j.ow, 1)
 	if r >= j.rows {
 		return j.rows
 	}

@@ -3,7 +3,8 @@
 package kernels
 
 func init() {
-	convVecs[AVX2] = &convVec{addTo: addToAVX2Go, mulAddTo: mulAddToAVX2Go, sum: sumAVX2, transpose: transposeAVX2Go}
+	convVecs[AVX2] = &convVec{addTo: addToAVX2Go, mulAddTo: mulAddToAVX2Go, addConst: addConstAVX2, sum: sumAVX2,
+		transpose: transposeAVX2Go}
 	cv = pick(level, convVecs)
 }
 
@@ -17,6 +18,11 @@ func addToAVX2(dst, src []float32)
 //
 //go:noescape
 func mulAddToAVX2(dst, a, b []float32)
+
+// addConstAVX2 adds c to every element of dst.
+//
+//go:noescape
+func addConstAVX2(dst []float32, c float32)
 
 // sumAVX2 returns the sum of x, accumulated in 32 float32 lanes.
 //

@@ -115,6 +115,53 @@ fmadone:
 	VZEROUPPER
 	RET
 
+// func addConstAVX2(dst []float32, c float32)
+TEXT ·addConstAVX2(SB), NOSPLIT, $0-28
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         dst_len+8(FP), CX
+	VBROADCASTSS c+24(FP), Y4
+	XORQ         AX, AX
+	MOVQ         CX, DX
+	ANDQ         $-32, DX
+
+const32:
+	CMPQ    AX, DX
+	JGE     const8start
+	VADDPS  (DI)(AX*4), Y4, Y0
+	VADDPS  32(DI)(AX*4), Y4, Y1
+	VADDPS  64(DI)(AX*4), Y4, Y2
+	VADDPS  96(DI)(AX*4), Y4, Y3
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS Y3, 96(DI)(AX*4)
+	ADDQ    $32, AX
+	JMP     const32
+
+const8start:
+	MOVQ CX, DX
+	ANDQ $-8, DX
+
+const8:
+	CMPQ    AX, DX
+	JGE     const1
+	VADDPS  (DI)(AX*4), Y4, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     const8
+
+const1:
+	CMPQ   AX, CX
+	JGE    constdone
+	VADDSS (DI)(AX*4), X4, X0
+	VMOVSS X0, (DI)(AX*4)
+	INCQ   AX
+	JMP    const1
+
+constdone:
+	VZEROUPPER
+	RET
+
 // func sumAVX2(x []float32) float32
 TEXT ·sumAVX2(SB), NOSPLIT, $0-28
 	MOVQ   x_base+0(FP), SI

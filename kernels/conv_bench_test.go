@@ -27,10 +27,16 @@ func convBenchOps(s *ConvShape) []struct {
 func benchConv(b *testing.B, s *ConvShape) {
 	for _, op := range convBenchOps(s) {
 		b.Run(op.name, func(b *testing.B) {
+			cpu0 := processCPU()
 			for b.Loop() {
 				op.run()
 			}
-			b.ReportMetric(s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			flops := s.FLOPs() * float64(b.N)
+			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				// Per CPU-second of all threads: the rate of one core.
+				b.ReportMetric(flops/cpu/1e9, "GFLOP/cpu-s")
+			}
 		})
 	}
 }
@@ -65,13 +71,13 @@ func BenchmarkConvResNet50NoGemm(b *testing.B) {
 	}
 }
 
-// BenchmarkConvLayout compares channels-first calls (reordered to
-// channels-last and back) with channels-last ones on a few ResNet-50
-// shapes at batch 16.
+// BenchmarkConvLayout compares channels-first calls with channels-last
+// ones on ResNet-50 shapes of every image size at batch 16.
 func BenchmarkConvLayout(b *testing.B) {
 	for _, sh := range ResNet50ConvShapes(16) {
 		switch sh.Name {
-		case "k7s2_c3_o64_224", "k3s1_c64_o64_56", "k1s1_c64_o256_56", "k3s1_c512_o512_7", "k1s1_c2048_o512_7":
+		case "k7s2_c3_o64_224", "k3s1_c64_o64_56", "k1s1_c64_o256_56", "k3s1_c128_o128_28", "k1s1_c512_o128_28",
+			"k3s1_c256_o256_14", "k1s1_c1024_o256_14", "k3s1_c512_o512_7", "k1s1_c2048_o512_7":
 		default:
 			continue
 		}

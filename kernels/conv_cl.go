@@ -1,5 +1,7 @@
 package kernels
 
+import "slices"
+
 // Dense channels-last convolution. The output pixels of the whole batch
 // are the rows of one matrix: a 1×1 stride-1 convolution is a single GEMM
 // over [N·D'·H'·W', C]×[C, O] on the input in place; any other is cut into
@@ -79,8 +81,9 @@ func (j *convJob) backwardData(dy, w, dx []float32) {
 	// input it read; col2im adds those onto dx. Every input row is zeroed
 	// by the first block that adds to it (rows no output reads are zeroed
 	// here), so dx is written in one pass while in cache.
-	j.firstTouch()
-	Parallel(j.inRows, len(dx), j.clearFn)
+	if j.firstTouch() {
+		Parallel(j.inRows, len(dx), j.clearFn)
+	}
 	rb := j.blockRows(j.gkc)
 	for r0 := 0; r0 < j.rows; r0 += rb {
 		r1 := min(r0+rb, j.rows)
@@ -196,8 +199,9 @@ func (j *convJob) im2colRow(r int) {
 }
 
 // firstTouch records, for each input depth and row, the first output depth
-// and row whose window reads it (-1 when none does).
-func (j *convJob) firstTouch() {
+// and row whose window reads it (-1 when none does), and reports whether
+// some input row is read by no output.
+func (j *convJob) firstTouch() (untouched bool) {
 	s := &j.s
 	j.firstD = grow(&j.firstBuf, s.In[0]+s.In[1])
 	j.firstH = j.firstD[s.In[0]:]
@@ -208,6 +212,7 @@ func (j *convJob) firstTouch() {
 	for i := range s.In[1] {
 		j.firstH[i] = firstOut(i, s.Out[1], s.Kernel[1], s.Stride[1], s.Pad[1], s.Dil[1])
 	}
+	return slices.Contains(j.firstD, -1) || slices.Contains(j.firstH, -1)
 }
 
 // firstOut is the smallest output position along one dimension whose

@@ -189,6 +189,29 @@ func TestConvMatchesNaive(t *testing.T) {
 	})
 }
 
+// convLayouts are the layouts the suite runs each case in: channels-last,
+// and channels-first both natively and reordered through channels-last
+// (chosen by convCFNativePixels, forced here either way).
+var convLayouts = []struct {
+	name         string
+	cl           bool
+	nativePixels int
+}{
+	{"nhwc", true, 0},
+	{"nchw native", false, 1},
+	{"nchw reordered", false, math.MaxInt},
+}
+
+// setCFNative sets convCFNativePixels (unless pixels is 0) and returns a
+// function restoring it.
+func setCFNative(pixels int) func() {
+	old := convCFNativePixels
+	if pixels > 0 {
+		convCFNativePixels = pixels
+	}
+	return func() { convCFNativePixels = old }
+}
+
 func checkConvCase(t *testing.T, r *rand.Rand, c convCase) {
 	t.Helper()
 	s := c.shape(false)
@@ -197,8 +220,10 @@ func checkConvCase(t *testing.T, r *rand.Rand, c convCase) {
 	b := randSlice(r, s.O)
 	dy := randSlice(r, s.N*s.O*s.outSize())
 	y, dx, dw, db := naiveConv(&s, x, w, b, dy)
-	for _, cl := range []bool{false, true} {
-		t.Run(fmt.Sprintf("%s/cl=%v", c.name, cl), func(t *testing.T) {
+	for _, lay := range convLayouts {
+		t.Run(c.name+"/"+lay.name, func(t *testing.T) {
+			defer setCFNative(lay.nativePixels)()
+			cl := lay.cl
 			s := c.shape(cl)
 			xs, ws, dys := x, w, dy
 			wantY, wantDX, wantDW := y, dx, dw
@@ -257,7 +282,18 @@ func TestConvVecMatchesGeneric(t *testing.T) {
 			v.mulAddTo(got, a, b)
 			check()
 			closeTo(t, fmt.Sprintf("mulAddTo %d", n), got, f64s(want))
-			if g, w := v.sum(a), ref.sum(a); math.Abs(float64(g-w)) > 1e-5*float64(n) {
+			want = append(want[:0], d0...)
+			ref.addConst(want, a[0])
+			got, check = guarded(t, n)
+			copy(got, d0)
+			v.addConst(got, a[0])
+			check()
+			closeTo(t, fmt.Sprintf("addConst %d", n), got, f64s(want))
+			scale := 0.0
+			for _, x := range a {
+				scale += math.Abs(float64(x))
+			}
+			if g, w := v.sum(a), ref.sum(a); math.Abs(float64(g-w)) > 1e-6*scale {
 				t.Fatalf("sum %d = %v, want %v", n, g, w)
 			}
 		}
@@ -352,6 +388,69 @@ func TestPoolOutSize(t *testing.T) {
 	for _, c := range cases {
 		if got := PoolOutSize(c.in, c.k, c.s, c.p, c.d, c.ceil); got != c.want {
 			t.Errorf("PoolOutSize%+v = %d, want %d", c, got, c.want)
+		}
+	}
+}
+
+// Once the scratch pools are warm, a convolution allocates nothing of its
+// own. The GEMM is swapped for plain loops here, so what is counted is the
+// convolution code alone (the GEMM has its own allocation test).
+func TestConvAllocs(t *testing.T) {
+	old := convSgemm
+	defer func() { convSgemm = old }()
+	convSgemm = loopSgemm
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, c := range convCases {
+		switch c.name {
+		case "3x3", "pointwise", "1x1 strided", "depthwise", "groups wide", "3d", "batch 13":
+		default:
+			continue
+		}
+		for _, lay := range convLayouts {
+			restore := setCFNative(lay.nativePixels)
+			s := c.shape(lay.cl)
+			x, w, b := randSlice(r, s.xLen()), randSlice(r, s.wLen()), randSlice(r, s.O)
+			y, dx, dw, db := make([]float32, s.yLen()), make([]float32, s.xLen()), make([]float32, s.wLen()), make([]float32, s.O)
+			for _, op := range []struct {
+				name string
+				run  func()
+			}{
+				{"forward", func() { ConvForward(&s, x, w, b, y) }},
+				{"data", func() { ConvBackwardData(&s, y, w, dx) }},
+				{"weight", func() { ConvBackwardWeight(&s, x, y, dw) }},
+				{"bias", func() { ConvBackwardBias(&s, y, db) }},
+			} {
+				if a := testing.AllocsPerRun(10, op.run); a != 0 {
+					t.Errorf("%s, %s, %s: %v allocations per call", c.name, lay.name, op.name, a)
+				}
+			}
+			restore()
+		}
+	}
+}
+
+// loopSgemm is Sgemm as plain loops that allocate nothing.
+func loopSgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	for i := range m {
+		for jj := range n {
+			var sum float32
+			for p := range k {
+				ai, bi := i*lda+p, p*ldb+jj
+				if transA {
+					ai = p*lda + i
+				}
+				if transB {
+					bi = jj*ldb + p
+				}
+				av, bv := a[ai], b[bi]
+				sum += av * bv
+			}
+			sum *= alpha
+			if beta != 0 {
+				sum += beta * c[i*ldc+jj]
+			}
+			c[i*ldc+jj] = sum
 		}
 	}
 }

@@ -12,6 +12,8 @@ type convVec struct {
 	addTo func(dst, src []float32)
 	// mulAddTo adds a·b to dst elementwise.
 	mulAddTo func(dst, a, b []float32)
+	// addConst adds c to every element of dst.
+	addConst func(dst []float32, c float32)
 	// sum returns the sum of x.
 	sum func(x []float32) float32
 	// transpose writes the rows×cols matrix src (row stride lds) to dst as
@@ -21,7 +23,8 @@ type convVec struct {
 
 // convVecs holds the variants by level; the assembly file fills in its own.
 var convVecs = [levelCount]*convVec{
-	Generic: {addTo: addToGeneric, mulAddTo: mulAddToGeneric, sum: sumGeneric, transpose: transposeGeneric},
+	Generic: {addTo: addToGeneric, mulAddTo: mulAddToGeneric, addConst: addConstGeneric, sum: sumGeneric,
+		transpose: transposeGeneric},
 }
 
 // cv is the set in use, picked once; tests switch it level by level.
@@ -38,6 +41,12 @@ func mulAddToGeneric(dst, a, b []float32) {
 	a, b = a[:len(dst)], b[:len(dst)]
 	for i := range dst {
 		dst[i] += a[i] * b[i]
+	}
+}
+
+func addConstGeneric(dst []float32, c float32) {
+	for i := range dst {
+		dst[i] += c
 	}
 }
 
