@@ -89,3 +89,25 @@ func BenchmarkConvLayout(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkConvOther covers the paths ResNet-50 does not use: a
+// MobileNet-style depthwise 3×3 and a 3-D 3×3×3 convolution, channels-last.
+func BenchmarkConvOther(b *testing.B) {
+	one := [3]int{1, 1, 1}
+	shapes := []struct {
+		name string
+		s    ConvShape
+	}{
+		{"depthwise_k3s1_c128_56", ConvShape{N: 16, C: 128, O: 128, Groups: 128, In: [3]int{1, 56, 56},
+			Kernel: [3]int{1, 3, 3}, Stride: one, Pad: [3]int{0, 1, 1}, Dil: one, ChannelsLast: true}},
+		{"conv3d_k3s1_c64_o64_8x28", ConvShape{N: 2, C: 64, O: 64, Groups: 1, In: [3]int{8, 28, 28},
+			Kernel: [3]int{3, 3, 3}, Stride: one, Pad: one, Dil: one, ChannelsLast: true}},
+	}
+	for _, sh := range shapes {
+		s := sh.s
+		for d := range 3 {
+			s.Out[d] = ConvOutSize(s.In[d], s.Kernel[d], s.Stride[d], s.Pad[d], s.Dil[d])
+		}
+		b.Run(sh.name, func(b *testing.B) { benchConv(b, &s) })
+	}
+}

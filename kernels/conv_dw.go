@@ -75,37 +75,49 @@ func (j *convJob) dwData() {
 	Parallel(j.inRows, j.s.work(), j.dwDataFn)
 }
 
-// dwDataRows computes input rows [lo, hi) of dx.
+// dwDataRows computes input rows [lo, hi) of dx. The output depth and row
+// each kernel depth and row maps to are found once per input row; each
+// pixel still adds its contributions in kernel order (kd, kh, kw).
 func (j *convJob) dwDataRows(lo, hi int) {
 	s := &j.s
 	D, H, W, C, O := s.In[0], s.In[1], s.In[2], s.C, s.O
 	OD, OH, OW := s.Out[0], s.Out[1], s.Out[2]
 	KH, KW := s.Kernel[1], s.Kernel[2]
+	sw := s.Stride[2]
 	m := j.og
 	for r := lo; r < hi; r++ {
 		n, id, ih := r/(D*H), r/H%D, r%H
-		for iw := range W {
-			i := r*W + iw
-			dxrow := j.dx[i*C : (i+1)*C]
-			clear(dxrow)
-			for kd := range s.Kernel[0] {
-				t := id + s.Pad[0] - kd*s.Dil[0]
-				if t < 0 || t%s.Stride[0] != 0 || t/s.Stride[0] >= OD {
+		clear(j.dx[r*W*C : (r+1)*W*C])
+		for kd := range s.Kernel[0] {
+			t := id + s.Pad[0] - kd*s.Dil[0]
+			if t < 0 || t%s.Stride[0] != 0 || t/s.Stride[0] >= OD {
+				continue
+			}
+			od := t / s.Stride[0]
+			for kh := range KH {
+				u := ih + s.Pad[1] - kh*s.Dil[1]
+				if u < 0 || u%s.Stride[1] != 0 || u/s.Stride[1] >= OH {
 					continue
 				}
-				od := t / s.Stride[0]
-				for kh := range KH {
-					u := ih + s.Pad[1] - kh*s.Dil[1]
-					if u < 0 || u%s.Stride[1] != 0 || u/s.Stride[1] >= OH {
-						continue
-					}
-					oh := u / s.Stride[1]
+				orow := ((n*OD+od)*OH + u/s.Stride[1]) * OW
+				for iw := range W {
+					i := r*W + iw
+					dxrow := j.dx[i*C : (i+1)*C]
 					for kw := range KW {
 						v := iw + s.Pad[2] - kw*s.Dil[2]
-						if v < 0 || v%s.Stride[2] != 0 || v/s.Stride[2] >= OW {
+						if v < 0 {
+							break // v only falls as kw grows
+						}
+						if sw != 1 {
+							if v%sw != 0 {
+								continue
+							}
+							v /= sw
+						}
+						if v >= OW {
 							continue
 						}
-						p := ((n*OD+od)*OH+oh)*OW + v/s.Stride[2]
+						p := orow + v
 						kp := (kd*KH+kh)*KW + kw
 						dyrow, wrow := j.dy[p*O:(p+1)*O], j.wt[kp*O:(kp+1)*O]
 						if m == 1 {
