@@ -181,23 +181,21 @@ type convJob struct {
 
 	col    []float32 // the current block's im2col matrix
 	r0, r1 int       // the current block's output rows
-	beta   float32
 
 	// Channels-first native paths: the current image, group and pixel block.
 	n, g, p0, p1 int
 
 	// col2im: the current block's candidate input rows, in segments.
 	segs             []convSeg
-	firstD, firstH   []int // first output depth/row that reads each input depth/row, or -1
-	parts, partRows  int   // fixed partition of a reduction, independent of the thread count
-	partial          []float32
-	partial64        []float64
+	firstD, firstH   []int     // first output depth/row that reads each input depth/row, or -1
+	parts, partRows  int       // fixed partition of a reduction, independent of the thread count
+	partial          []float32 // per-part sums of a reduction
 	red, redOut      []float32 // reduction operand (dy for the bias gradient) and result
 	redRows, redCols int
 
 	// Reordering between channels-first and channels-last.
-	trSrc, trDst           []float32
-	trOuter, trRows, trCol int
+	trSrc, trDst  []float32
+	trRows, trCol int
 
 	colBuf, wtBuf, xlBuf, ylBuf, wlBuf, partBuf []float32
 	part64Buf                                   []float64
@@ -238,7 +236,7 @@ func getConvJob(s *ConvShape) *convJob {
 func (j *convJob) release() {
 	j.x, j.w, j.y, j.dy, j.dx, j.dw, j.bias = nil, nil, nil, nil, nil, nil, nil
 	j.wt, j.col, j.red, j.redOut, j.trSrc, j.trDst = nil, nil, nil, nil, nil, nil
-	j.partial, j.partial64 = nil, nil
+	j.partial = nil
 	convJobs.Put(j)
 }
 

@@ -278,7 +278,7 @@ const transposeChunk = 512
 // as [cols][rows].
 func (j *convJob) transposeBatch(dst, src []float32, outer, rows, cols int) {
 	j.trDst, j.trSrc = dst[:outer*rows*cols], src[:outer*rows*cols]
-	j.trOuter, j.trRows, j.trCol = outer, rows, cols
+	j.trRows, j.trCol = rows, cols
 	chunks := (cols + transposeChunk - 1) / transposeChunk
 	Parallel(outer*chunks, outer*rows*cols, j.trFn)
 }
