@@ -240,8 +240,8 @@ func (j *convJob) release() {
 	convJobs.Put(j)
 }
 
-// grow returns (*b)[:n], reallocating when the pooled buffer is too small.
-func grow[T any](b *[]T, n int) []T {
+// growBuf returns (*b)[:n], reallocating when the pooled buffer is too small.
+func growBuf[T any](b *[]T, n int) []T {
 	if cap(*b) < n {
 		*b = make([]T, n)
 	}
@@ -289,9 +289,9 @@ func (j *convJob) sumRows(m []float32, rows int, out []float32) {
 	j.parts = min(64, max(1, rows/256))
 	j.partRows = (rows + j.parts - 1) / j.parts
 	j.parts = (rows + j.partRows - 1) / j.partRows
-	j.partial = grow(&j.partBuf, j.parts*cols)
+	j.partial = growBuf(&j.partBuf, j.parts*cols)
 	Parallel(j.parts, rows*cols, j.sumPartFn)
-	acc := grow(&j.part64Buf, cols)
+	acc := growBuf(&j.part64Buf, cols)
 	clear(acc)
 	for p := range j.parts {
 		for c, v := range j.partial[p*cols : (p+1)*cols] {
@@ -309,7 +309,7 @@ func (j *convJob) sumParts(lo, hi int) {
 		acc := j.partial[p*cols : (p+1)*cols]
 		clear(acc)
 		for r := p * j.partRows; r < min((p+1)*j.partRows, j.redRows); r++ {
-			cv.addTo(acc, j.red[r*cols:(r+1)*cols])
+			convOps.addTo(acc, j.red[r*cols:(r+1)*cols])
 		}
 	}
 }
@@ -328,7 +328,7 @@ func (j *convJob) sumPlaneRange(lo, hi int) {
 	for o := lo; o < hi; o++ {
 		var acc float64
 		for n := range s.N {
-			acc += float64(cv.sum(j.red[(n*s.O+o)*so : (n*s.O+o+1)*so]))
+			acc += float64(convOps.sum(j.red[(n*s.O+o)*so : (n*s.O+o+1)*so]))
 		}
 		j.redOut[o] = float32(acc)
 	}

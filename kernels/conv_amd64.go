@@ -5,7 +5,7 @@ package kernels
 func init() {
 	convVecs[AVX2] = &convVec{addTo: addToAVX2Go, mulAddTo: mulAddToAVX2Go, addConst: addConstAVX2, sum: sumAVX2,
 		transpose: transposeAVX2Go}
-	cv = pick(level, convVecs)
+	convOps = pick(level, convVecs)
 }
 
 // addToAVX2 adds src to dst over len(dst) elements; src must be as long.

@@ -37,7 +37,7 @@ func (j *convJob) forwardCF(x, w, bias, y []float32) {
 	if !j.cfNative() {
 		xl := j.reorder(&j.xlBuf, x, s.N, s.C, s.inSize())
 		wl := j.reorder(&j.wlBuf, w, s.O, j.cg, j.ks)
-		yl := grow(&j.ylBuf, s.yLen())
+		yl := growBuf(&j.ylBuf, s.yLen())
 		j.forward(xl, wl, bias, yl)
 		j.transposeBatch(y, yl, s.N, s.outSize(), s.O)
 		return
@@ -55,7 +55,7 @@ func (j *convJob) forwardCF(x, w, bias, y []float32) {
 			for p0 := 0; p0 < so; p0 += pb {
 				j.n, j.g, j.p0, j.p1 = n, g, p0, min(p0+pb, so)
 				np := j.p1 - p0
-				j.col = grow(&j.colBuf, j.kc*np)
+				j.col = growBuf(&j.colBuf, j.kc*np)
 				Parallel(j.kc, j.kc*np, j.im2colCFFn)
 				convSgemm(false, false, j.og, np, j.kc, 1, wg, j.kc, j.col, np, 0, yg[p0:], so)
 			}
@@ -72,7 +72,7 @@ func (j *convJob) addBiasPlanes(lo, hi int) {
 	so := j.s.outSize()
 	y := j.y[j.n*j.s.O*so:]
 	for o := lo; o < hi; o++ {
-		cv.addConst(y[o*so:(o+1)*so], j.bias[o])
+		convOps.addConst(y[o*so:(o+1)*so], j.bias[o])
 	}
 }
 
@@ -81,7 +81,7 @@ func (j *convJob) backwardDataCF(dy, w, dx []float32) {
 	if !j.cfNative() {
 		dyl := j.reorder(&j.ylBuf, dy, s.N, s.O, s.outSize())
 		wl := j.reorder(&j.wlBuf, w, s.O, j.cg, j.ks)
-		dxl := grow(&j.xlBuf, s.xLen())
+		dxl := growBuf(&j.xlBuf, s.xLen())
 		j.backwardData(dyl, wl, dxl)
 		j.transposeBatch(dx, dxl, s.N, s.inSize(), s.C)
 		return
@@ -101,7 +101,7 @@ func (j *convJob) backwardDataCF(dy, w, dx []float32) {
 			for p0 := 0; p0 < so; p0 += pb {
 				j.n, j.g, j.p0, j.p1 = n, g, p0, min(p0+pb, so)
 				np := j.p1 - p0
-				j.col = grow(&j.colBuf, j.kc*np)
+				j.col = growBuf(&j.colBuf, j.kc*np)
 				convSgemm(true, false, j.kc, np, j.og, 1, wg, j.kc, dyg[p0:], so, 0, j.col, np)
 				Parallel(j.cg, j.kc*np, j.col2imCFFn)
 			}
@@ -114,7 +114,7 @@ func (j *convJob) backwardWeightCF(x, dy, dw []float32) {
 	if !j.cfNative() {
 		xl := j.reorder(&j.xlBuf, x, s.N, s.C, s.inSize())
 		dyl := j.reorder(&j.ylBuf, dy, s.N, s.O, s.outSize())
-		dwl := grow(&j.wlBuf, s.wLen())
+		dwl := growBuf(&j.wlBuf, s.wLen())
 		j.backwardWeight(xl, dyl, dwl)
 		j.transposeBatch(dw, dwl, s.O, j.ks, j.cg)
 		return
@@ -132,7 +132,7 @@ func (j *convJob) backwardWeightCF(x, dy, dw []float32) {
 			for p0 := 0; p0 < so; p0 += pb {
 				j.n, j.g, j.p0, j.p1 = n, g, p0, min(p0+pb, so)
 				np := j.p1 - p0
-				j.col = grow(&j.colBuf, j.kc*np)
+				j.col = growBuf(&j.colBuf, j.kc*np)
 				Parallel(j.kc, j.kc*np, j.im2colCFFn)
 				var beta float32 = 1
 				if n == 0 && p0 == 0 {
@@ -251,7 +251,7 @@ func (j *convJob) col2imCFChannels(lo, hi int) {
 				}
 				in := plane[(id*H+ih)*W:]
 				if sw == 1 {
-					cv.addTo(in[a+off:b+off], seg[a-ow0:b-ow0])
+					convOps.addTo(in[a+off:b+off], seg[a-ow0:b-ow0])
 					continue
 				}
 				for ow := a; ow < b; ow++ {
@@ -265,7 +265,7 @@ func (j *convJob) col2imCFChannels(lo, hi int) {
 // reorder transposes src, outer items of [rows][cols], into (*buf)[:len]
 // as outer items of [cols][rows], and returns it.
 func (j *convJob) reorder(buf *[]float32, src []float32, outer, rows, cols int) []float32 {
-	dst := grow(buf, outer*rows*cols)
+	dst := growBuf(buf, outer*rows*cols)
 	j.transposeBatch(dst, src, outer, rows, cols)
 	return dst
 }
@@ -290,6 +290,6 @@ func (j *convJob) transposeItems(lo, hi int) {
 		o, c0 := t/chunks, t%chunks*transposeChunk
 		c1 := min(c0+transposeChunk, cols)
 		base := o * rows * cols
-		cv.transpose(j.trDst[base+c0*rows:], rows, j.trSrc[base+c0:], cols, rows, c1-c0)
+		convOps.transpose(j.trDst[base+c0*rows:], rows, j.trSrc[base+c0:], cols, rows, c1-c0)
 	}
 }

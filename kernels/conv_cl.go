@@ -20,9 +20,9 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 	}
 	// Each group's [O/g][K] block of w is rearranged once to [K][O/g], so
 	// every block's product reads a plain, row-major right operand.
-	j.wt = grow(&j.wtBuf, len(w))
+	j.wt = growBuf(&j.wtBuf, len(w))
 	for g := range s.Groups {
-		cv.transpose(j.wt[g*j.og*j.kc:], j.og, w[g*j.og*j.kc:], j.kc, j.og, j.kc)
+		convOps.transpose(j.wt[g*j.og*j.kc:], j.og, w[g*j.og*j.kc:], j.kc, j.og, j.kc)
 	}
 	pw := s.pointwise()
 	rb := j.rows
@@ -39,7 +39,7 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 		p0, mb := r0*j.ow, (r1-r0)*j.ow
 		a, lda := x[p0*s.C:], s.C
 		if !pw {
-			j.col = grow(&j.colBuf, mb*j.gkc)
+			j.col = growBuf(&j.colBuf, mb*j.gkc)
 			Parallel(r1-r0, mb*j.gkc, j.im2colFn)
 			a, lda = j.col, j.gkc
 		}
@@ -58,7 +58,7 @@ func (j *convJob) addBiasRows(lo, hi int) {
 	o := j.s.O
 	y := j.y[j.r0*j.ow*o:]
 	for p := lo; p < hi; p++ {
-		cv.addTo(y[p*o:(p+1)*o], j.bias)
+		convOps.addTo(y[p*o:(p+1)*o], j.bias)
 	}
 }
 
@@ -89,7 +89,7 @@ func (j *convJob) backwardData(dy, w, dx []float32) {
 		r1 := min(r0+rb, j.rows)
 		j.r0, j.r1 = r0, r1
 		p0, mb := r0*j.ow, (r1-r0)*j.ow
-		j.col = grow(&j.colBuf, mb*j.gkc)
+		j.col = growBuf(&j.colBuf, mb*j.gkc)
 		for g := range s.Groups {
 			convSgemm(false, false, mb, j.kc, j.og, 1, dy[p0*s.O+g*j.og:], s.O, w[g*j.og*j.kc:], j.kc,
 				0, j.col[g*j.kc:], j.gkc)
@@ -121,7 +121,7 @@ func (j *convJob) backwardWeight(x, dy, dw []float32) {
 		r1 := min(r0+rb, j.rows)
 		j.r0, j.r1 = r0, r1
 		p0, mb := r0*j.ow, (r1-r0)*j.ow
-		j.col = grow(&j.colBuf, mb*j.gkc)
+		j.col = growBuf(&j.colBuf, mb*j.gkc)
 		Parallel(r1-r0, mb*j.gkc, j.im2colFn)
 		for g := range s.Groups {
 			convSgemm(true, false, j.og, j.kc, mb, 1, dy[p0*s.O+g*j.og:], s.O, j.col[g*j.kc:], j.gkc,
@@ -203,7 +203,7 @@ func (j *convJob) im2colRow(r int) {
 // some input row is read by no output.
 func (j *convJob) firstTouch() (untouched bool) {
 	s := &j.s
-	j.firstD = grow(&j.firstBuf, s.In[0]+s.In[1])
+	j.firstD = growBuf(&j.firstBuf, s.In[0]+s.In[1])
 	j.firstH = j.firstD[s.In[0]:]
 	j.firstD = j.firstD[:s.In[0]]
 	for i := range s.In[0] {
@@ -337,7 +337,7 @@ func (j *convJob) col2imSpan(dxrow, cols []float32, kpos0 int) {
 		src := cols[ow*gkc : (ow+1)*gkc]
 		iw0 := ow*s.Stride[2] - s.Pad[2]
 		if s.Groups == 1 && s.Dil[2] == 1 && iw0 >= 0 && iw0+KW <= W {
-			cv.addTo(dxrow[iw0*C:(iw0+KW)*C], src[kpos0*C:])
+			convOps.addTo(dxrow[iw0*C:(iw0+KW)*C], src[kpos0*C:])
 			continue
 		}
 		for kw := range KW {
@@ -346,11 +346,11 @@ func (j *convJob) col2imSpan(dxrow, cols []float32, kpos0 int) {
 				continue
 			}
 			if s.Groups == 1 {
-				cv.addTo(dxrow[iw*C:(iw+1)*C], src[(kpos0+kw)*C:])
+				convOps.addTo(dxrow[iw*C:(iw+1)*C], src[(kpos0+kw)*C:])
 				continue
 			}
 			for g := range s.Groups {
-				cv.addTo(dxrow[iw*C+g*cg:iw*C+(g+1)*cg], src[g*kc+(kpos0+kw)*cg:])
+				convOps.addTo(dxrow[iw*C+g*cg:iw*C+(g+1)*cg], src[g*kc+(kpos0+kw)*cg:])
 			}
 		}
 	}

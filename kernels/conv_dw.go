@@ -8,8 +8,8 @@ package kernels
 // its [kernel positions][O] transpose so that operation is contiguous.
 
 func (j *convJob) dwWeights() {
-	j.wt = grow(&j.wtBuf, j.s.O*j.ks)
-	cv.transpose(j.wt, j.s.O, j.w, j.ks, j.s.O, j.ks)
+	j.wt = growBuf(&j.wtBuf, j.s.O*j.ks)
+	convOps.transpose(j.wt, j.s.O, j.w, j.ks, j.s.O, j.ks)
 }
 
 func (j *convJob) dwForward() {
@@ -53,7 +53,7 @@ func (j *convJob) dwForwardRows(lo, hi int) {
 						kp := (kd*KH+kh)*KW + kw
 						xrow, wrow := j.x[src*C:(src+1)*C], j.wt[kp*O:(kp+1)*O]
 						if m == 1 {
-							cv.mulAddTo(yrow, xrow, wrow)
+							convOps.mulAddTo(yrow, xrow, wrow)
 							continue
 						}
 						for c, xv := range xrow {
@@ -121,7 +121,7 @@ func (j *convJob) dwDataRows(lo, hi int) {
 						kp := (kd*KH+kh)*KW + kw
 						dyrow, wrow := j.dy[p*O:(p+1)*O], j.wt[kp*O:(kp+1)*O]
 						if m == 1 {
-							cv.mulAddTo(dxrow, dyrow, wrow)
+							convOps.mulAddTo(dxrow, dyrow, wrow)
 							continue
 						}
 						for c := range dxrow {
@@ -147,9 +147,9 @@ func (j *convJob) dwWeight() {
 	j.partRows = (j.rows + j.parts - 1) / j.parts
 	j.parts = (j.rows + j.partRows - 1) / j.partRows
 	per := j.ks * s.O
-	j.partial = grow(&j.partBuf, j.parts*per)
+	j.partial = growBuf(&j.partBuf, j.parts*per)
 	Parallel(j.parts, s.work(), j.dwWeightFn)
-	acc := grow(&j.part64Buf, per)
+	acc := growBuf(&j.part64Buf, per)
 	clear(acc)
 	for p := range j.parts {
 		for i, v := range j.partial[p*per : (p+1)*per] {
@@ -198,7 +198,7 @@ func (j *convJob) dwWeightParts(lo, hi int) {
 							kp := (kd*KH+kh)*KW + kw
 							xrow, arow := j.x[src*C:(src+1)*C], acc[kp*O:(kp+1)*O]
 							if m == 1 {
-								cv.mulAddTo(arow, dyrow, xrow)
+								convOps.mulAddTo(arow, dyrow, xrow)
 								continue
 							}
 							for c, xv := range xrow {

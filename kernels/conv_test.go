@@ -142,9 +142,9 @@ var convBlockings = []struct {
 // setConvLevel makes the convolution kernels run their level-l vector
 // loops and returns a function restoring the previous set.
 func setConvLevel(l Level) func() {
-	old := cv
-	cv = pick(l, convVecs)
-	return func() { cv = old }
+	old := convOps
+	convOps = pick(l, convVecs)
+	return func() { convOps = old }
 }
 
 func setConvBlocking(floats, pixels int) func() {

@@ -27,8 +27,8 @@ var convVecs = [levelCount]*convVec{
 		transpose: transposeGeneric},
 }
 
-// cv is the set in use, picked once; tests switch it level by level.
-var cv = pick(level, convVecs)
+// convOps is the set in use, picked once; tests switch it level by level.
+var convOps = pick(level, convVecs)
 
 func addToGeneric(dst, src []float32) {
 	src = src[:len(dst)]
