@@ -1,0 +1,357 @@
+package kernels
+
+import "slices"
+
+// Dense channels-last convolution. The output pixels of the whole batch
+// are the rows of one matrix: a 1×1 stride-1 convolution is a single GEMM
+// over [N·D'·H'·W', C]×[C, O] on the input in place; any other is cut into
+// blocks of whole output rows, each unfolded (im2col) into a scratch matrix
+// whose row for a pixel holds, per group, the C/g channels of every kernel
+// position, and multiplied by the weights, so several small images share
+// one product and a large image never needs its whole im2col matrix.
+
+// forward computes y = conv(x, w) + bias in channels-last layout.
+func (j *convJob) forward(x, w, bias, y []float32) {
+	s := &j.s
+	j.x, j.w, j.bias, j.y = x, w, bias, y
+	if s.depthwise() {
+		j.dwForward()
+		return
+	}
+	// Each group's [O/g][K] block of w is rearranged once to [K][O/g], so
+	// every block's product reads a plain, row-major right operand.
+	j.wt = growBuf(&j.wtBuf, len(w))
+	for g := range s.Groups {
+		convOps.transpose(j.wt[g*j.og*j.kc:], j.og, w[g*j.og*j.kc:], j.kc, j.og, j.kc)
+	}
+	pw := s.pointwise()
+	rb := j.rows
+	switch {
+	case !pw:
+		rb = j.blockRows(j.gkc)
+	case bias != nil:
+		// Blocks keep the output rows in cache for the bias that follows.
+		rb = j.blockRows(s.O)
+	}
+	for r0 := 0; r0 < j.rows; r0 += rb {
+		r1 := min(r0+rb, j.rows)
+		j.r0, j.r1 = r0, r1
+		p0, mb := r0*j.ow, (r1-r0)*j.ow
+		a, lda := x[p0*s.C:], s.C
+		if !pw {
+			j.col = growBuf(&j.colBuf, mb*j.gkc)
+			Parallel(r1-r0, mb*j.gkc, j.im2colFn)
+			a, lda = j.col, j.gkc
+		}
+		for g := range s.Groups {
+			convSgemm(false, false, mb, j.og, j.kc, 1, a[g*j.kc:], lda, j.wt[g*j.kc*j.og:], j.og,
+				0, y[p0*s.O+g*j.og:], s.O)
+		}
+		if bias != nil {
+			Parallel(mb, mb*s.O, j.biasFn)
+		}
+	}
+}
+
+// addBiasRows adds the bias to pixels [lo, hi) of the current block.
+func (j *convJob) addBiasRows(lo, hi int) {
+	o := j.s.O
+	y := j.y[j.r0*j.ow*o:]
+	for p := lo; p < hi; p++ {
+		convOps.addTo(y[p*o:(p+1)*o], j.bias)
+	}
+}
+
+// backwardData computes dx from dy and w in channels-last layout.
+func (j *convJob) backwardData(dy, w, dx []float32) {
+	s := &j.s
+	j.dy, j.w, j.dx = dy, w, dx
+	if s.depthwise() {
+		j.dwData()
+		return
+	}
+	if s.pointwise() {
+		m := j.rows * j.ow
+		for g := range s.Groups {
+			convSgemm(false, false, m, j.cg, j.og, 1, dy[g*j.og:], s.O, w[g*j.og*j.cg:], j.cg, 0, dx[g*j.cg:], s.C)
+		}
+		return
+	}
+	// The block products give, per output pixel, what it sends back to each
+	// input it read; col2im adds those onto dx. Every input row is zeroed
+	// by the first block that adds to it (rows no output reads are zeroed
+	// here), so dx is written in one pass while in cache.
+	if j.firstTouch() {
+		Parallel(j.inRows, len(dx), j.clearFn)
+	}
+	rb := j.blockRows(j.gkc)
+	for r0 := 0; r0 < j.rows; r0 += rb {
+		r1 := min(r0+rb, j.rows)
+		j.r0, j.r1 = r0, r1
+		p0, mb := r0*j.ow, (r1-r0)*j.ow
+		j.col = growBuf(&j.colBuf, mb*j.gkc)
+		for g := range s.Groups {
+			convSgemm(false, false, mb, j.kc, j.og, 1, dy[p0*s.O+g*j.og:], s.O, w[g*j.og*j.kc:], j.kc,
+				0, j.col[g*j.kc:], j.gkc)
+		}
+		Parallel(j.candidates(), mb*j.gkc, j.col2imFn)
+	}
+}
+
+// backwardWeight computes dw from x and dy in channels-last layout: per
+// group one product over all the batch's pixels, accumulated block by
+// block.
+func (j *convJob) backwardWeight(x, dy, dw []float32) {
+	s := &j.s
+	j.x, j.dy, j.dw = x, dy, dw
+	if s.depthwise() {
+		j.dwWeight()
+		return
+	}
+	if s.pointwise() {
+		m := j.rows * j.ow
+		for g := range s.Groups {
+			convSgemm(true, false, j.og, j.cg, m, 1, dy[g*j.og:], s.O, x[g*j.cg:], s.C, 0, dw[g*j.og*j.cg:], j.cg)
+		}
+		return
+	}
+	rb := j.blockRows(j.gkc)
+	var beta float32
+	for r0 := 0; r0 < j.rows; r0 += rb {
+		r1 := min(r0+rb, j.rows)
+		j.r0, j.r1 = r0, r1
+		p0, mb := r0*j.ow, (r1-r0)*j.ow
+		j.col = growBuf(&j.colBuf, mb*j.gkc)
+		Parallel(r1-r0, mb*j.gkc, j.im2colFn)
+		for g := range s.Groups {
+			convSgemm(true, false, j.og, j.kc, mb, 1, dy[p0*s.O+g*j.og:], s.O, j.col[g*j.kc:], j.gkc,
+				beta, dw[g*j.og*j.kc:], j.kc)
+		}
+		beta = 1
+	}
+}
+
+// im2colRows unfolds output rows r0+lo … r0+hi−1 of the current block.
+func (j *convJob) im2colRows(lo, hi int) {
+	for r := j.r0 + lo; r < j.r0+hi; r++ {
+		j.im2colRow(r)
+	}
+}
+
+// im2colRow writes the im2col rows of the OW pixels of output row r:
+// for pixel ow, group g, kernel position (kd, kh, kw) and channel c of the
+// group, element g·K + ((kd·KH + kh)·KW + kw)·C/g + c, zero where the
+// kernel reads padding. With one group a whole kernel row (KW·C values) is
+// contiguous in both x and col, so it is one copy when it lies inside.
+func (j *convJob) im2colRow(r int) {
+	s := &j.s
+	D, H, W, C := s.In[0], s.In[1], s.In[2], s.C
+	OD, OH := s.Out[0], s.Out[1]
+	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
+	n, od, oh := r/(OD*OH), r/OH%OD, r%OH
+	base := j.col[(r-j.r0)*j.ow*j.gkc:]
+	cg, kc := j.cg, j.kc
+	for ow := range j.ow {
+		dst := base[ow*j.gkc : (ow+1)*j.gkc]
+		iw0 := ow*s.Stride[2] - s.Pad[2]
+		for kd := range KD {
+			id := od*s.Stride[0] - s.Pad[0] + kd*s.Dil[0]
+			for kh := range KH {
+				ih := oh*s.Stride[1] - s.Pad[1] + kh*s.Dil[1]
+				kpos0 := (kd*KH + kh) * KW
+				inside := id >= 0 && id < D && ih >= 0 && ih < H
+				inPix := ((n*D+id)*H + ih) * W
+				if s.Groups == 1 {
+					d := dst[kpos0*C : (kpos0+KW)*C]
+					switch {
+					case !inside:
+						clear(d)
+					case s.Dil[2] == 1 && iw0 >= 0 && iw0+KW <= W:
+						copy(d, j.x[(inPix+iw0)*C:])
+					default:
+						for kw := range KW {
+							dk := d[kw*C : (kw+1)*C]
+							if iw := iw0 + kw*s.Dil[2]; iw >= 0 && iw < W {
+								copy(dk, j.x[(inPix+iw)*C:])
+							} else {
+								clear(dk)
+							}
+						}
+					}
+					continue
+				}
+				for kw := range KW {
+					iw := iw0 + kw*s.Dil[2]
+					ok := inside && iw >= 0 && iw < W
+					src := (inPix + iw) * C
+					for g := range s.Groups {
+						dk := dst[g*kc+(kpos0+kw)*cg : g*kc+(kpos0+kw+1)*cg]
+						if ok {
+							copy(dk, j.x[src+g*cg:])
+						} else {
+							clear(dk)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// firstTouch records, for each input depth and row, the first output depth
+// and row whose window reads it (-1 when none does), and reports whether
+// some input row is read by no output.
+func (j *convJob) firstTouch() (untouched bool) {
+	s := &j.s
+	j.firstD = growBuf(&j.firstBuf, s.In[0]+s.In[1])
+	j.firstH = j.firstD[s.In[0]:]
+	j.firstD = j.firstD[:s.In[0]]
+	for i := range s.In[0] {
+		j.firstD[i] = firstOut(i, s.Out[0], s.Kernel[0], s.Stride[0], s.Pad[0], s.Dil[0])
+	}
+	for i := range s.In[1] {
+		j.firstH[i] = firstOut(i, s.Out[1], s.Kernel[1], s.Stride[1], s.Pad[1], s.Dil[1])
+	}
+	return slices.Contains(j.firstD, -1) || slices.Contains(j.firstH, -1)
+}
+
+// firstOut is the smallest output position along one dimension whose
+// window reads input position i, or -1.
+func firstOut(i, out, k, stride, pad, dil int) int {
+	best := -1
+	for kk := range k {
+		t := i + pad - kk*dil
+		if t < 0 || t%stride != 0 {
+			continue
+		}
+		if o := t / stride; o < out && (best < 0 || o < best) {
+			best = o
+		}
+	}
+	return best
+}
+
+// clearUntouched zeroes, among input rows [lo, hi), those no output reads.
+func (j *convJob) clearUntouched(lo, hi int) {
+	s := &j.s
+	rowLen := s.In[2] * s.C
+	for r := lo; r < hi; r++ {
+		if j.firstD[r/s.In[1]%s.In[0]] < 0 || j.firstH[r%s.In[1]] < 0 {
+			clear(j.dx[r*rowLen : (r+1)*rowLen])
+		}
+	}
+}
+
+// candidates lists, as segments, the input rows (n, id, ih) the current
+// block's outputs may read, each once, and returns how many there are.
+// Every input row the block reads is among them, so col2im can split them
+// freely among workers: each input row is written by one worker.
+func (j *convJob) candidates() int {
+	s := &j.s
+	OD, OH := s.Out[0], s.Out[1]
+	per := OD * OH
+	j.segs = j.segs[:0]
+	total := 0
+	for n := j.r0 / per; n <= (j.r1-1)/per; n++ {
+		lo, hi := max(j.r0, n*per)-n*per, min(j.r1, (n+1)*per)-n*per
+		oda, odb := lo/OH, (hi-1)/OH
+		oha, ohb := 0, OH-1
+		if oda == odb {
+			oha, ohb = lo%OH, (hi-1)%OH
+		}
+		id0 := max(0, oda*s.Stride[0]-s.Pad[0])
+		id1 := min(s.In[0]-1, odb*s.Stride[0]-s.Pad[0]+(s.Kernel[0]-1)*s.Dil[0])
+		ih0 := max(0, oha*s.Stride[1]-s.Pad[1])
+		ih1 := min(s.In[1]-1, ohb*s.Stride[1]-s.Pad[1]+(s.Kernel[1]-1)*s.Dil[1])
+		if id0 > id1 || ih0 > ih1 {
+			continue
+		}
+		seg := convSeg{n: n, id0: id0, nd: id1 - id0 + 1, ih0: ih0, nh: ih1 - ih0 + 1, start: total}
+		total += seg.nd * seg.nh
+		j.segs = append(j.segs, seg)
+	}
+	return total
+}
+
+// col2imRows runs col2im for candidates [lo, hi) of the current block.
+func (j *convJob) col2imRows(lo, hi int) {
+	k := 0
+	for k+1 < len(j.segs) && j.segs[k+1].start <= lo {
+		k++
+	}
+	for c := lo; c < hi; c++ {
+		for c >= j.segs[k].start+j.segs[k].nd*j.segs[k].nh {
+			k++
+		}
+		sg := &j.segs[k]
+		i := c - sg.start
+		j.col2imRow(sg.n, sg.id0+i/sg.nh, sg.ih0+i%sg.nh)
+	}
+}
+
+// col2imRow adds onto input row (n, id, ih) of dx what the current block's
+// outputs send back to it, after zeroing the row when this block holds the
+// first output that reads it. Contributions are added in a fixed order
+// (kernel depth and row, output column, kernel column).
+func (j *convJob) col2imRow(n, id, ih int) {
+	s := &j.s
+	D, H, W, C := s.In[0], s.In[1], s.In[2], s.C
+	OD, OH := s.Out[0], s.Out[1]
+	KH, KW := s.Kernel[1], s.Kernel[2]
+	fd, fh := j.firstD[id], j.firstH[ih]
+	if fd < 0 || fh < 0 {
+		return
+	}
+	rowPix := ((n*D+id)*H + ih) * W
+	dxrow := j.dx[rowPix*C : (rowPix+W)*C]
+	if f := (n*OD+fd)*OH + fh; f >= j.r0 && f < j.r1 {
+		clear(dxrow)
+	}
+	for kd := range s.Kernel[0] {
+		t := id + s.Pad[0] - kd*s.Dil[0]
+		if t < 0 || t%s.Stride[0] != 0 || t/s.Stride[0] >= OD {
+			continue
+		}
+		od := t / s.Stride[0]
+		for kh := range KH {
+			u := ih + s.Pad[1] - kh*s.Dil[1]
+			if u < 0 || u%s.Stride[1] != 0 || u/s.Stride[1] >= OH {
+				continue
+			}
+			r := (n*OD+od)*OH + u/s.Stride[1]
+			if r < j.r0 || r >= j.r1 {
+				continue
+			}
+			j.col2imSpan(dxrow, j.col[(r-j.r0)*j.ow*j.gkc:], (kd*KH+kh)*KW)
+		}
+	}
+}
+
+// col2imSpan adds kernel row kpos0 … kpos0+KW−1 of the im2col rows of one
+// output row (starting at cols) onto the input row dxrow.
+func (j *convJob) col2imSpan(dxrow, cols []float32, kpos0 int) {
+	s := &j.s
+	W, C, KW := s.In[2], s.C, s.Kernel[2]
+	cg, kc, gkc := j.cg, j.kc, j.gkc
+	for ow := range j.ow {
+		src := cols[ow*gkc : (ow+1)*gkc]
+		iw0 := ow*s.Stride[2] - s.Pad[2]
+		if s.Groups == 1 && s.Dil[2] == 1 && iw0 >= 0 && iw0+KW <= W {
+			convOps.addTo(dxrow[iw0*C:(iw0+KW)*C], src[kpos0*C:])
+			continue
+		}
+		for kw := range KW {
+			iw := iw0 + kw*s.Dil[2]
+			if iw < 0 || iw >= W {
+				continue
+			}
+			if s.Groups == 1 {
+				convOps.addTo(dxrow[iw*C:(iw+1)*C], src[(kpos0+kw)*C:])
+				continue
+			}
+			for g := range s.Groups {
+				convOps.addTo(dxrow[iw*C+g*cg:iw*C+(g+1)*cg], src[g*kc+(kpos0+kw)*cg:])
+			}
+		}
+	}
+}

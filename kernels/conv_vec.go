@@ -1,0 +1,80 @@
+package kernels
+
+// The short vector loops the convolution paths spend their non-GEMM time
+// in: adding col2im rows back onto the input gradient, adding the bias,
+// summing the bias gradient, and the depthwise stencils. Each has a pure-Go
+// reference and, where assembly pays, faster variants chosen once by level.
+
+// convVec is one level's set of convolution vector loops. Every function
+// works on len(dst) elements; callers pass operands at least that long.
+type convVec struct {
+	// addTo adds src to dst elementwise.
+	addTo func(dst, src []float32)
+	// mulAddTo adds a·b to dst elementwise.
+	mulAddTo func(dst, a, b []float32)
+	// addConst adds c to every element of dst.
+	addConst func(dst []float32, c float32)
+	// sum returns the sum of x.
+	sum func(x []float32) float32
+	// transpose writes the rows×cols matrix src (row stride lds) to dst as
+	// its cols×rows transpose (row stride ldd).
+	transpose func(dst []float32, ldd int, src []float32, lds, rows, cols int)
+}
+
+// convVecs holds the variants by level; the assembly file fills in its own.
+var convVecs = [levelCount]*convVec{
+	Generic: {addTo: addToGeneric, mulAddTo: mulAddToGeneric, addConst: addConstGeneric, sum: sumGeneric,
+		transpose: transposeGeneric},
+}
+
+// convOps is the set in use, picked once; tests switch it level by level.
+var convOps = pick(level, convVecs)
+
+func addToGeneric(dst, src []float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+func mulAddToGeneric(dst, a, b []float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] += a[i] * b[i]
+	}
+}
+
+func addConstGeneric(dst []float32, c float32) {
+	for i := range dst {
+		dst[i] += c
+	}
+}
+
+// sumGeneric accumulates in float64, the exact-as-possible reference the
+// vector variants' float32 lanes are held to.
+func sumGeneric(x []float32) float32 {
+	var acc float64
+	for _, v := range x {
+		acc += float64(v)
+	}
+	return float32(acc)
+}
+
+// transposeTile is the side of the square tiles transposeGeneric walks, so
+// both the rows it reads and the rows it writes stay in L1.
+const transposeTile = 32
+
+func transposeGeneric(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+	for i0 := 0; i0 < rows; i0 += transposeTile {
+		i1 := min(i0+transposeTile, rows)
+		for j0 := 0; j0 < cols; j0 += transposeTile {
+			j1 := min(j0+transposeTile, cols)
+			for i := i0; i < i1; i++ {
+				row := src[i*lds+j0 : i*lds+j1]
+				for j, v := range row {
+					dst[(j0+j)*ldd+i] = v
+				}
+			}
+		}
+	}
+}
