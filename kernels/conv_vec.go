@@ -23,8 +23,8 @@ type convVec struct {
 
 // convVecs holds the variants by level; the assembly file fills in its own.
 var convVecs = [levelCount]*convVec{
-	Generic: {addTo: addToGeneric, mulAddTo: mulAddToGeneric, addConst: addConstGeneric, sum: sumGeneric,
-		transpose: transposeGeneric},
+	Generic: {addTo: addToGeneric, mulAddTo: mulAddToGeneric, addConst: addConstGeneric,
+		sum: func(x []float32) float32 { return float32(vecGo.sum(x)) }, transpose: transposeGo},
 }
 
 // convOps is the set in use, picked once; tests switch it level by level.
@@ -47,34 +47,5 @@ func mulAddToGeneric(dst, a, b []float32) {
 func addConstGeneric(dst []float32, c float32) {
 	for i := range dst {
 		dst[i] += c
-	}
-}
-
-// sumGeneric accumulates in float64, the exact-as-possible reference the
-// vector variants' float32 lanes are held to.
-func sumGeneric(x []float32) float32 {
-	var acc float64
-	for _, v := range x {
-		acc += float64(v)
-	}
-	return float32(acc)
-}
-
-// transposeTile is the side of the square tiles transposeGeneric walks, so
-// both the rows it reads and the rows it writes stay in L1.
-const transposeTile = 32
-
-func transposeGeneric(dst []float32, ldd int, src []float32, lds, rows, cols int) {
-	for i0 := 0; i0 < rows; i0 += transposeTile {
-		i1 := min(i0+transposeTile, rows)
-		for j0 := 0; j0 < cols; j0 += transposeTile {
-			j1 := min(j0+transposeTile, cols)
-			for i := i0; i < i1; i++ {
-				row := src[i*lds+j0 : i*lds+j1]
-				for j, v := range row {
-					dst[(j0+j)*ldd+i] = v
-				}
-			}
-		}
 	}
 }

@@ -367,10 +367,21 @@ func maxRowArgGo(y []float32, am []int64, x []float32, r int64) {
 	}
 }
 
+// transposeTile is the side of the square tiles transposeGo walks, so
+// both the rows it reads and the rows it writes stay in L1.
+const transposeTile = 32
+
 func transposeGo(dst []float32, ldd int, src []float32, lds int, rows, cols int) {
-	for i := range rows {
-		for j, v := range src[i*lds : i*lds+cols] {
-			dst[j*ldd+i] = v
+	for i0 := 0; i0 < rows; i0 += transposeTile {
+		i1 := min(i0+transposeTile, rows)
+		for j0 := 0; j0 < cols; j0 += transposeTile {
+			j1 := min(j0+transposeTile, cols)
+			for i := i0; i < i1; i++ {
+				row := src[i*lds+j0 : i*lds+j1]
+				for j, v := range row {
+					dst[(j0+j)*ldd+i] = v
+				}
+			}
 		}
 	}
 }
