@@ -15,7 +15,7 @@ var (
 // Implemented in gemm_amd64.s.
 
 //go:noescape
-func sgemmKernel6x16(kc int, a, b, c *float32, ldc, panels, rows int, alpha, beta, lo float32, colBias *float32, colBiasStride int, rowBias *float32)
+func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
 
 //go:noescape
 func gemmPackBN16(kc int, b *float32, ldb int, dst *float32, panels int)

@@ -32,48 +32,99 @@
 	VFMADD231PS Y13, Y15, Y11
 
 // The epilogue of one C row (at AX) held in a0, a1, already scaled by
-// alpha: add beta·C (Y13 holds beta; ROWBETA only), the column bias (Y14,
-// Y15), the row bias (roff(R13)), clamp below at lo (ReLU uses 0, no
+// alpha: add beta·C (Y13 holds beta; the BETA forms only), the column bias
+// (at BX), the row bias (roff(R13)), clamp below at lo (ReLU uses 0, no
 // activation −Inf; VMAXPS with the value as second source passes NaN
-// through) and store.
+// through) and store. The M forms are for a tile narrower than 16 columns:
+// they load and store C under the column masks in Y14 and Y15.
 #define ROWBETA(a0, a1) \
 	VFMADD231PS (AX), Y13, a0; \
 	VFMADD231PS 32(AX), Y13, a1
 
-#define ROWEND(a0, a1, roff) \
-	VADDPS Y14, a0, a0; \
-	VADDPS Y15, a1, a1; \
+#define ROWBETAM(a0, a1) \
+	VMASKMOVPS  (AX), Y14, Y12; \
+	VFMADD231PS Y12, Y13, a0; \
+	VMASKMOVPS  32(AX), Y15, Y12; \
+	VFMADD231PS Y12, Y13, a1
+
+#define ROWADD(a0, a1, roff) \
+	VADDPS       (BX), a0, a0; \
+	VADDPS       32(BX), a1, a1; \
 	VBROADCASTSS roff(R13), Y12; \
-	VADDPS Y12, a0, a0; \
-	VADDPS Y12, a1, a1; \
+	VADDPS       Y12, a0, a0; \
+	VADDPS       Y12, a1, a1; \
 	VBROADCASTSS lo+64(FP), Y12; \
-	VMAXPS a0, Y12, a0; \
-	VMAXPS a1, Y12, a1; \
+	VMAXPS       a0, Y12, a0; \
+	VMAXPS       a1, Y12, a1
+
+#define ROWEND(a0, a1, roff) \
+	ROWADD(a0, a1, roff); \
 	VMOVUPS a0, (AX); \
 	VMOVUPS a1, 32(AX)
 
-// func sgemmKernel6x16(kc int, a, b, c *float32, ldc, panels, rows int, alpha, beta, lo float32, colBias *float32, colBiasStride int, rowBias *float32)
+#define ROWENDM(a0, a1, roff) \
+	ROWADD(a0, a1, roff); \
+	VMASKMOVPS a0, Y14, (AX); \
+	VMASKMOVPS a1, Y15, 32(AX)
+
+// ROWS runs the epilogue END (with BETA first, or NOBETA, an empty macro)
+// on the first DI rows of the tile, then jumps to next.
+#define NOBETA(a0, a1)
+
+#define ROWS(BETA, END) \
+	BETA(Y0, Y1); \
+	END(Y0, Y1, 0); \
+	CMPQ DI, $1; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y2, Y3); \
+	END(Y2, Y3, 4); \
+	CMPQ DI, $2; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y4, Y5); \
+	END(Y4, Y5, 8); \
+	CMPQ DI, $3; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y6, Y7); \
+	END(Y6, Y7, 12); \
+	CMPQ DI, $4; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y8, Y9); \
+	END(Y8, Y9, 16); \
+	CMPQ DI, $5; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y10, Y11); \
+	END(Y10, Y11, 20); \
+	JMP  next
+
+// func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
 //
-// For each of panels consecutive packed B panels (kc×16 each, contiguous)
-// it computes the 6×16 product of the packed A panel (kc×6) with it and
-// writes the first rows rows of C (row stride ldc floats) as
-// max(alpha·AB + beta·C + colBias + rowBias, lo); beta = ±0 does not read
-// C. colBias points at 16 floats and advances colBiasStride bytes per
-// panel; rowBias points at rows floats. Biases that are not wanted point at
-// −0 (adding −0 changes nothing, not even the sign of a zero).
-TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-96
+// Computes tiles 6×16 tiles of C. Tile t multiplies the packed A panel at
+// a + t·aStep (kc×6) by the packed B panel at b + t·bStep (kc×16) and
+// writes the first rows rows of the tile at c + t·cStep (row stride ldc
+// floats) as max(alpha·AB + beta·C + colBias + rowBias, lo); beta = ±0
+// does not read C. colBias (16 floats) and rowBias (rows floats) move by
+// their steps per tile too; biases that are not wanted point at −0 (adding
+// −0 changes nothing, not even the sign of a zero). Steps are in bytes.
+// A non-nil mask (16 int32, all bits set for the columns to write) makes
+// the tiles narrower: C is read and written under it, and colBias must
+// then have 16 readable floats too.
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-136
 	MOVQ kc+0(FP), R10
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DX
 	MOVQ c+24(FP), R8
 	MOVQ ldc+32(FP), R9
 	SHLQ $2, R9
-	MOVQ panels+40(FP), R11
+	MOVQ tiles+40(FP), R11
 	MOVQ rows+48(FP), DI
 	MOVQ colBias+72(FP), BX
-	MOVQ colBiasStride+80(FP), CX
+	MOVQ rowBias+80(FP), CX
 
-panel:
+tile:
 	// Ask for the C tile now; it is needed only after the k loop.
 	MOVQ R8, AX
 	PREFETCHT0 (AX)
@@ -107,6 +158,7 @@ panel:
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 	MOVQ SI, R12
+	MOVQ b+16(FP), DX
 	MOVQ R10, R13
 	CMPQ R13, $4
 	JLT  tail
@@ -147,72 +199,41 @@ epilogue:
 	VMULPS       Y12, Y9, Y9
 	VMULPS       Y12, Y10, Y10
 	VMULPS       Y12, Y11, Y11
-	VMOVUPS      (BX), Y14
-	VMOVUPS      32(BX), Y15
-	MOVQ         rowBias+88(FP), R13
+	MOVQ         CX, R13
 	MOVQ         R8, AX
+	MOVQ         mask+128(FP), R12
+	TESTQ        R12, R12
+	JNE          masked
 	MOVL         beta+60(FP), R12
 	TESTL        $0x7fffffff, R12
 	JEQ          nobeta
-
 	VBROADCASTSS beta+60(FP), Y13
-	ROWBETA(Y0, Y1)
-	ROWEND(Y0, Y1, 0)
-	CMPQ         DI, $1
-	JLE          next
-	ADDQ         R9, AX
-	ROWBETA(Y2, Y3)
-	ROWEND(Y2, Y3, 4)
-	CMPQ         DI, $2
-	JLE          next
-	ADDQ         R9, AX
-	ROWBETA(Y4, Y5)
-	ROWEND(Y4, Y5, 8)
-	CMPQ         DI, $3
-	JLE          next
-	ADDQ         R9, AX
-	ROWBETA(Y6, Y7)
-	ROWEND(Y6, Y7, 12)
-	CMPQ         DI, $4
-	JLE          next
-	ADDQ         R9, AX
-	ROWBETA(Y8, Y9)
-	ROWEND(Y8, Y9, 16)
-	CMPQ         DI, $5
-	JLE          next
-	ADDQ         R9, AX
-	ROWBETA(Y10, Y11)
-	ROWEND(Y10, Y11, 20)
-	JMP          next
+	ROWS(ROWBETA, ROWEND)
 
 nobeta:
-	ROWEND(Y0, Y1, 0)
-	CMPQ DI, $1
-	JLE  next
-	ADDQ R9, AX
-	ROWEND(Y2, Y3, 4)
-	CMPQ DI, $2
-	JLE  next
-	ADDQ R9, AX
-	ROWEND(Y4, Y5, 8)
-	CMPQ DI, $3
-	JLE  next
-	ADDQ R9, AX
-	ROWEND(Y6, Y7, 12)
-	CMPQ DI, $4
-	JLE  next
-	ADDQ R9, AX
-	ROWEND(Y8, Y9, 16)
-	CMPQ DI, $5
-	JLE  next
-	ADDQ R9, AX
-	ROWEND(Y10, Y11, 20)
+	ROWS(NOBETA, ROWEND)
+
+masked:
+	VMOVUPS      (R12), Y14
+	VMOVUPS      32(R12), Y15
+	MOVL         beta+60(FP), R12
+	TESTL        $0x7fffffff, R12
+	JEQ          nobetam
+	VBROADCASTSS beta+60(FP), Y13
+	ROWS(ROWBETAM, ROWENDM)
+
+nobetam:
+	ROWS(NOBETA, ROWENDM)
 
 next:
-	ADDQ $64, R8
-	ADDQ CX, BX
+	ADDQ aStep+88(FP), SI
+	MOVQ bStep+96(FP), AX
+	ADDQ AX, b+16(FP)
+	ADDQ cStep+104(FP), R8
+	ADDQ colBiasStep+112(FP), BX
+	ADDQ rowBiasStep+120(FP), CX
 	DECQ R11
-	JNE  panel
+	JNE  tile
 	VZEROUPPER
 	RET
 
@@ -220,49 +241,74 @@ next:
 //
 // Packs panels full 16-column panels of a row-major kc×(16·panels) block
 // of B (row stride ldb floats): panel j holds rows 0..kc-1 of columns
-// 16j..16j+15, one 64-byte row after another, panels back to back.
+// 16j..16j+15, one 64-byte row after another, panels back to back. It
+// walks four rows at a time across all panels, so B is read as a few
+// sequential streams rather than down a column of pages.
 TEXT ·gemmPackBN16(SB), NOSPLIT, $0-40
-	MOVQ kc+0(FP), R10
+	MOVQ kc+0(FP), R12
 	MOVQ b+8(FP), SI
 	MOVQ ldb+16(FP), R9
 	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
 	MOVQ dst+24(FP), DI
+	MOVQ R12, R8
+	SHLQ $6, R8             // panel stride in bytes
+
+pbnRows4:
+	CMPQ R12, $4
+	JLT  pbnRows1
+	MOVQ SI, AX
+	MOVQ DI, BX
 	MOVQ panels+32(FP), R11
 
-pbnPanel:
-	MOVQ SI, AX
-	MOVQ R10, CX
-	CMPQ CX, $2
-	JLT  pbnOne
-
-pbnTwo:
+pbnPanel4:
 	VMOVUPS (AX), Y0
 	VMOVUPS 32(AX), Y1
 	VMOVUPS (AX)(R9*1), Y2
 	VMOVUPS 32(AX)(R9*1), Y3
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	LEAQ    (AX)(R9*2), AX
-	ADDQ    $128, DI
-	SUBQ    $2, CX
-	CMPQ    CX, $2
-	JGE     pbnTwo
+	VMOVUPS (AX)(R9*2), Y4
+	VMOVUPS 32(AX)(R9*2), Y5
+	VMOVUPS (AX)(R10*1), Y6
+	VMOVUPS 32(AX)(R10*1), Y7
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y2, 64(BX)
+	VMOVUPS Y3, 96(BX)
+	VMOVUPS Y4, 128(BX)
+	VMOVUPS Y5, 160(BX)
+	VMOVUPS Y6, 192(BX)
+	VMOVUPS Y7, 224(BX)
+	ADDQ    $64, AX
+	ADDQ    R8, BX
+	DECQ    R11
+	JNE     pbnPanel4
+	LEAQ    (SI)(R9*4), SI
+	ADDQ    $256, DI
+	SUBQ    $4, R12
+	JMP     pbnRows4
 
-pbnOne:
-	TESTQ   CX, CX
-	JEQ     pbnNext
+pbnRows1:
+	TESTQ R12, R12
+	JEQ   pbnDone
+	MOVQ  SI, AX
+	MOVQ  DI, BX
+	MOVQ  panels+32(FP), R11
+
+pbnPanel1:
 	VMOVUPS (AX), Y0
 	VMOVUPS 32(AX), Y1
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	ADDQ    $64, AX
+	ADDQ    R8, BX
+	DECQ    R11
+	JNE     pbnPanel1
+	ADDQ    R9, SI
 	ADDQ    $64, DI
+	DECQ    R12
+	JMP     pbnRows1
 
-pbnNext:
-	ADDQ $64, SI
-	DECQ R11
-	JNE  pbnPanel
+pbnDone:
 	VZEROUPPER
 	RET
 

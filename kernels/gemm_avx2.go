@@ -9,13 +9,15 @@ import (
 
 // The AVX2 GEMM: BLIS-style blocking around the 6×16 assembly micro-kernel.
 //
-//	for each column block jc of NC columns         (one per thread share)
-//	  for each K block pc of KC                     pack B[pc, jc] → L2
-//	    for each 6-row panel ir of A                pack A[ir, pc] → L1
-//	      for each 16-column panel jr in the block  micro-kernel (asm loop)
+//	for each column block jc of NC columns (of this thread's share)
+//	  for each K block pc of KC                     pack B[pc, jc] → L3
+//	    for each row block ic of MC rows            pack A[ic, pc] → L2
+//	      for each 16-column panel jr of the block  (B panel stays in L1)
+//	        for each 6-row panel ir of the block    micro-kernel (asm loop)
 //
-// The A panel stays in L1 while the B block streams from L2; C is read
-// and written once per K block, and the epilogue runs on the last one.
+// Each operand is packed about once; C is read and written once per K
+// block, and the epilogue runs on the last one, a column strip at a time
+// while it is in cache.
 
 // gemmNegZero is the "no bias" operand of the assembly epilogue: adding −0
 // leaves every value, zeros' signs included, as it was.
@@ -27,20 +29,22 @@ var gemmNegZero = func() (z [gemmNR]float32) {
 }()
 
 // gemmScratch is one thread's packing space, pooled so calls do not
-// allocate; every slice starts on a cache line.
+// allocate; every slice starts on a cache line and grows to the largest
+// blocks seen.
 type gemmScratch struct {
-	b    []float32 // a packed KC×NC block of B
-	a    []float32 // one packed A panel and the two floats gemmPackAN6 writes past it
-	tile []float32 // one C tile, for edge tiles narrower than gemmNR
+	b    []float32       // a packed KC×NC block of B
+	a    []float32       // a packed MC×KC block of A and the two floats gemmPackAN6 writes past it
+	bias [gemmNR]float32 // the column bias of a narrow panel, padded
 }
 
-var gemmScratchPool = sync.Pool{New: func() any {
-	return &gemmScratch{
-		b:    alignedFloats(gemmKC * gemmNC),
-		a:    alignedFloats(gemmMR*gemmKC + 8),
-		tile: alignedFloats(gemmMR * gemmNR),
+var gemmScratchPool = sync.Pool{New: func() any { return new(gemmScratch) }}
+
+func growAligned(s []float32, n int) []float32 {
+	if len(s) < n {
+		return alignedFloats(n)
 	}
-}}
+	return s
+}
 
 // gemmCall is one GEMM's arguments, pooled: Parallel takes its part method
 // through a func value bound once, so a call allocates nothing.
@@ -97,18 +101,18 @@ func sgemmPackedAVX2(transA bool, m int, alpha float32, a []float32, lda int, pb
 	gemmCallPool.Put(g)
 }
 
-// gemmColBlock returns the column block for a share of cols columns: at
-// most gemmNC, whole panels, balanced.
-func gemmColBlock(cols int) int {
-	nb := (cols + gemmNC - 1) / gemmNC
-	w := (cols + nb - 1) / nb
-	return (w + gemmNR - 1) / gemmNR * gemmNR
+// gemmBalance returns the block for a share of n: at most max, a multiple
+// of unit, the blocks balanced so the last one is not a sliver.
+func gemmBalance(n, max, unit int) int {
+	nb := (n + max - 1) / max
+	w := (n + nb - 1) / nb
+	return (w + unit - 1) / unit * unit
 }
 
 // start splits the product across the worker pool. Each share packs its
 // own operands, so the split is the one that packs less per thread:
-// sharing columns repacks A once per column block of the share, sharing
-// rows packs the whole of B in every share.
+// sharing columns packs all of A in every share (once per column block),
+// sharing rows packs all of B in every share.
 func (g *gemmCall) start() {
 	np := (g.n + gemmNR - 1) / gemmNR
 	mp := (g.m + gemmMR - 1) / gemmMR
@@ -152,7 +156,13 @@ func (g *gemmCall) part(lo, hi int) {
 
 // block computes C[i0:i1, j0:j1]; j0 is a multiple of gemmNR.
 func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
-	nc := gemmColBlock(j1 - j0)
+	nc := gemmBalance(j1-j0, gemmNC, gemmNR)
+	mc := gemmBalance(i1-i0, gemmMC, gemmMR)
+	kcMax := min(g.kc, g.k)
+	if g.pb == nil {
+		s.b = growAligned(s.b, kcMax*nc)
+	}
+	s.a = growAligned(s.a, mc*kcMax+8)
 	var npad int
 	if g.pb != nil {
 		npad = g.pb.npad()
@@ -172,72 +182,76 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 				beta = 1
 			}
 			last := pc+kc == g.k
-			for ir := i0; ir < i1; ir += gemmMR {
-				rows := min(gemmMR, i1-ir)
-				packAAVX2(g.transA, g.a, g.lda, ir, rows, pc, kc, s.a)
-				g.strip(s, bp, kc, ir, rows, jc, ncw, beta, last)
+			for ic := i0; ic < i1; ic += mc {
+				mcw := min(mc, i1-ic)
+				for ir := 0; ir < mcw; ir += gemmMR {
+					packAAVX2(g.transA, g.a, g.lda, ic+ir, min(gemmMR, mcw-ir), pc, kc, s.a[ir*kc:])
+				}
+				g.macro(s, bp, kc, ic, mcw, jc, ncw, beta, last)
 			}
 		}
 	}
 }
 
-// strip multiplies the packed A panel (rows of C from ir) by the packed
-// B block (ncw columns from jc) into C.
-func (g *gemmCall) strip(s *gemmScratch, bp []float32, kc, ir, rows, jc, ncw int, beta float32, last bool) {
+// macro multiplies the packed A block (mcw rows of C from ic) by the
+// packed B block (ncw columns from jc) into C, one B panel at a time.
+func (g *gemmCall) macro(s *gemmScratch, bp []float32, kc, ic, mcw, jc, ncw int, beta float32, last bool) {
 	ep := &g.ep
-	lo := negInf
-	colBias, colStride, rowBias := &gemmNegZero[0], 0, &gemmNegZero[0]
 	relu := last && ep.Activate && ep.Act.Fn == ActReLU
-	if last {
-		if ep.Bias != nil {
-			if ep.BiasPerRow {
-				rowBias = &ep.Bias[ir]
-			} else {
-				colBias, colStride = &ep.Bias[jc], 4*gemmNR
-			}
-		}
-		if relu {
-			lo = 0
-		}
+	lo := negInf
+	if relu {
+		lo = 0
+	}
+	rowBias, rowStep := &gemmNegZero[0], 0
+	if last && ep.Bias != nil && ep.BiasPerRow {
+		rowBias, rowStep = &ep.Bias[ic], 4*gemmMR
 	}
 	c, ldc := g.c, g.ldc
-	full := ncw / gemmNR
-	if full > 0 {
-		sgemmKernel6x16(kc, &s.a[0], &bp[0], &c[ir*ldc+jc], ldc, full, rows, g.alpha, beta, lo, colBias, colStride, rowBias)
-	}
-	if j := full * gemmNR; j < ncw {
-		// The last panel is narrower than the kernel's tile: compute the
-		// whole tile into scratch and finish the valid part here.
-		t := s.tile
-		sgemmKernel6x16(kc, &s.a[0], &bp[full*kc*gemmNR], &t[0], gemmNR, 1, rows, g.alpha, 0, negInf, &gemmNegZero[0], 0, &gemmNegZero[0])
-		for r := 0; r < rows; r++ {
-			crow := c[(ir+r)*ldc+jc+j : (ir+r)*ldc+jc+ncw]
-			for jj := range crow {
-				v := t[r*gemmNR+jj]
-				if beta != 0 {
-					v += beta * crow[jj]
-				}
-				if last && ep.Bias != nil {
-					if ep.BiasPerRow {
-						v += ep.Bias[ir+r]
-					} else {
-						v += ep.Bias[jc+j+jj]
-					}
-				}
-				if relu && v < 0 {
-					v = 0
-				}
-				crow[jj] = v
+	full, rem := mcw/gemmMR, mcw%gemmMR
+	aStep, cStep := 4*gemmMR*kc, 4*gemmMR*ldc
+	for jr := 0; jr < ncw; jr += gemmNR {
+		w := min(gemmNR, ncw-jr)
+		bpan := &bp[jr*kc]
+		j := jc + jr
+		colBias := &gemmNegZero[0]
+		if last && ep.Bias != nil && !ep.BiasPerRow {
+			colBias = &ep.Bias[j]
+		}
+		var mask *int32
+		if w < gemmNR {
+			// The last panel is narrower than the tile: the kernel writes
+			// C under a column mask, and reads the bias from a padded copy.
+			mask = &gemmMasks[gemmNR-w]
+			if colBias != &gemmNegZero[0] {
+				s.bias = gemmNegZero
+				copy(s.bias[:], ep.Bias[j:j+w])
+				colBias = &s.bias[0]
 			}
 		}
-	}
-	if last && ep.Activate && !relu {
-		for r := 0; r < rows; r++ {
-			crow := c[(ir+r)*ldc+jc : (ir+r)*ldc+jc+ncw]
-			ep.Act.forward(crow, crow)
+		if full > 0 {
+			sgemmKernel6x16(kc, &s.a[0], bpan, &c[ic*ldc+j], ldc, full, gemmMR, g.alpha, beta, lo,
+				colBias, rowBias, aStep, 0, cStep, 0, rowStep, mask)
+		}
+		if rem > 0 {
+			i := full * gemmMR
+			rb := rowBias
+			if rowStep != 0 {
+				rb = &ep.Bias[ic+i]
+			}
+			sgemmKernel6x16(kc, &s.a[i*kc], bpan, &c[(ic+i)*ldc+j], ldc, 1, rem, g.alpha, beta, lo,
+				colBias, rb, 0, 0, 0, 0, 0, mask)
+		}
+		if last && ep.Activate && !relu {
+			for r := 0; r < mcw; r++ {
+				crow := c[(ic+r)*ldc+j : (ic+r)*ldc+j+w]
+				ep.Act.forward(crow, crow)
+			}
 		}
 	}
 }
+
+// gemmMasks[16−w:] is the VMASKMOVPS mask of a tile w columns wide.
+var gemmMasks = [2 * gemmNR]int32{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}
 
 // packBAVX2 packs like packBGo, whole panels in assembly.
 func packBAVX2(transB bool, b []float32, ldb, p0, kc, j0, cols int, dst []float32) {

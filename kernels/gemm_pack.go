@@ -10,14 +10,15 @@ import "unsafe"
 // B is cut into blocks of kc rows (the K blocking); within a block, each
 // gemmNR columns form a panel of kc rows of gemmNR floats, panels back to
 // back. A panel narrower than gemmNR (the last one) is zero-padded, so the
-// micro-kernel always reads whole panels. A is packed one panel of gemmMR
-// rows at a time: element p of row r at [p·gemmMR + r], rows past the edge
-// zero.
+// micro-kernel always reads whole panels. A is packed a block of rows at a
+// time, in panels of gemmMR rows: element p of row r of a panel at
+// [p·gemmMR + r], rows past the edge zero, panels back to back.
 const (
-	gemmMR = 6   // rows of C per micro-kernel tile
-	gemmNR = 16  // columns of C per micro-kernel tile (two AVX2 vectors)
-	gemmKC = 256 // K block: an MR×KC A panel (6 KiB) and a KC×NR B panel (16 KiB) share L1
-	gemmNC = 384 // column block: KC×NC of packed B (384 KiB) stays in the 512 KiB L2
+	gemmMR = 6    // rows of C per micro-kernel tile
+	gemmNR = 16   // columns of C per micro-kernel tile (two AVX2 vectors)
+	gemmKC = 256  // K block: a KC×NR B panel (16 KiB) stays in L1 while A panels stream past it
+	gemmMC = 144  // row block: an MC×KC block of packed A (144 KiB) stays in the 512 KiB L2
+	gemmNC = 4080 // column block: KC×NC of packed B (4 MiB) stays in L3
 )
 
 // gemmKBlock returns the K block for depth k: at most gemmKC, with the
@@ -37,18 +38,23 @@ func gemmKBlock(k int) int {
 func packBGo(transB bool, b []float32, ldb, p0, kc, pFrom, j0, cols int, dst []float32) {
 	for q := 0; q*gemmNR < cols; q++ {
 		w := min(gemmNR, cols-q*gemmNR)
-		pan := dst[q*kc*gemmNR : (q+1)*kc*gemmNR]
+		pan := dst[q*kc*gemmNR+pFrom*gemmNR : (q+1)*kc*gemmNR]
+		if w < gemmNR {
+			clear(pan)
+		}
 		jq := j0 + q*gemmNR
-		for p := pFrom; p < kc; p++ {
-			row := pan[p*gemmNR : (p+1)*gemmNR]
-			if transB {
-				for jj := 0; jj < w; jj++ {
-					row[jj] = b[(jq+jj)*ldb+p0+p]
+		if transB {
+			// Stored row jq+jj of B is column jj of the panel.
+			for jj := 0; jj < w; jj++ {
+				src := b[(jq+jj)*ldb+p0+pFrom : (jq+jj)*ldb+p0+kc]
+				for p, v := range src {
+					pan[p*gemmNR+jj] = v
 				}
-			} else {
-				copy(row[:w], b[(p0+p)*ldb+jq:])
 			}
-			clear(row[w:])
+			continue
+		}
+		for p := 0; p < kc-pFrom; p++ {
+			copy(pan[p*gemmNR:p*gemmNR+w], b[(p0+pFrom+p)*ldb+jq:])
 		}
 	}
 }
@@ -56,16 +62,21 @@ func packBGo(transB bool, b []float32, ldb, p0, kc, pFrom, j0, cols int, dst []f
 // packAGo packs rows [i0, i0+rows) (rows ≤ gemmMR) and depths
 // [p0+pFrom, p0+kc) of op(A) into dst[p·gemmMR + r], zero for r ≥ rows.
 func packAGo(transA bool, a []float32, lda, i0, rows, p0, kc, pFrom int, dst []float32) {
-	for p := pFrom; p < kc; p++ {
-		col := dst[p*gemmMR : (p+1)*gemmMR]
-		for r := 0; r < rows; r++ {
-			if transA {
-				col[r] = a[(p0+p)*lda+i0+r]
-			} else {
-				col[r] = a[(i0+r)*lda+p0+p]
+	d := dst[pFrom*gemmMR : kc*gemmMR]
+	if rows < gemmMR {
+		clear(d)
+	}
+	for r := 0; r < rows; r++ {
+		if transA {
+			for p := range kc - pFrom {
+				d[p*gemmMR+r] = a[(p0+pFrom+p)*lda+i0+r]
 			}
+			continue
 		}
-		clear(col[rows:])
+		src := a[(i0+r)*lda+p0+pFrom : (i0+r)*lda+p0+kc]
+		for p, v := range src {
+			d[p*gemmMR+r] = v
+		}
 	}
 }
 
