@@ -21,6 +21,9 @@ func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta
 func gemmPackBN16(kc int, b *float32, ldb int, dst *float32, panels int)
 
 //go:noescape
+func gemmPackBN16Mask(kc int, b *float32, ldb int, dst *float32, mask *int32)
+
+//go:noescape
 func gemmPackBT16(kc8 int, b *float32, ldb int, dst *float32, panelStride, panels int)
 
 //go:noescape

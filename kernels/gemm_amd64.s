@@ -312,6 +312,37 @@ pbnDone:
 	VZEROUPPER
 	RET
 
+// func gemmPackBN16Mask(kc int, b *float32, ldb int, dst *float32, mask *int32)
+//
+// Packs one panel of fewer than 16 columns of a row-major kc-row block of
+// B: the columns mask selects are read (VMASKMOVPS reads nothing, and
+// cannot fault, outside them) and the rest of each 64-byte row is zero.
+TEXT ·gemmPackBN16Mask(SB), NOSPLIT, $0-40
+	MOVQ    kc+0(FP), CX
+	MOVQ    b+8(FP), SI
+	MOVQ    ldb+16(FP), R9
+	SHLQ    $2, R9
+	MOVQ    dst+24(FP), DI
+	MOVQ    mask+32(FP), AX
+	VMOVUPS (AX), Y14
+	VMOVUPS 32(AX), Y15
+	TESTQ   CX, CX
+	JEQ     pbmDone
+
+pbmLoop:
+	VMASKMOVPS (SI), Y14, Y0
+	VMASKMOVPS 32(SI), Y15, Y1
+	VMOVUPS    Y0, (DI)
+	VMOVUPS    Y1, 32(DI)
+	ADDQ       R9, SI
+	ADDQ       $64, DI
+	DECQ       CX
+	JNE        pbmLoop
+
+pbmDone:
+	VZEROUPPER
+	RET
+
 // TR4 transposes a 4-column strip of 8 rows: rows 0..3 at r0(…), rows
 // 4..7 at r4(…) (row stride R9, three strides R10), columns at byte offset
 // off. Each 128-bit lane holds four rows of one column group, so an

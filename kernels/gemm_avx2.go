@@ -138,8 +138,17 @@ func (g *gemmCall) start() {
 	if g.splitN {
 		units = np
 	}
+	if g.m*g.n*g.k < gemmSerialWork {
+		g.run(0, units)
+		return
+	}
 	Parallel(units, g.m*g.n*g.k, g.run)
 }
+
+// gemmSerialWork is the product size (multiply-adds) below which a GEMM
+// runs on the calling thread: about 10 µs of work, where handing half to
+// a worker costs as much as it saves.
+const gemmSerialWork = 1 << 19
 
 // part computes the share [lo, hi) of column panels or row panels.
 func (g *gemmCall) part(lo, hi int) {
@@ -250,27 +259,38 @@ func (g *gemmCall) macro(s *gemmScratch, bp []float32, kc, ic, mcw, jc, ncw int,
 	}
 }
 
+// gemmPackChunk is the most B panels one packing call handles: about
+// 25 µs of copying at the largest K block.
+const gemmPackChunk = 64
+
 // gemmMasks[16−w:] is the VMASKMOVPS mask of a tile w columns wide.
 var gemmMasks = [2 * gemmNR]int32{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}
 
-// packBAVX2 packs like packBGo, whole panels in assembly.
+// packBAVX2 packs like packBGo, whole panels in assembly, at most
+// gemmPackChunk panels per call so no call runs long unpreempted.
 func packBAVX2(transB bool, b []float32, ldb, p0, kc, j0, cols int, dst []float32) {
 	full := cols / gemmNR
-	if full > 0 {
+	for q := 0; q < full; q += gemmPackChunk {
+		np := min(gemmPackChunk, full-q)
+		j, d := j0+q*gemmNR, dst[q*kc*gemmNR:]
 		if !transB {
-			gemmPackBN16(kc, &b[p0*ldb+j0], ldb, &dst[0], full)
-		} else {
-			kc8 := kc &^ 7
-			if kc8 > 0 {
-				gemmPackBT16(kc8, &b[j0*ldb+p0], ldb, &dst[0], kc*gemmNR, full)
-			}
-			if kc8 < kc {
-				packBGo(true, b, ldb, p0, kc, kc8, j0, full*gemmNR, dst)
-			}
+			gemmPackBN16(kc, &b[p0*ldb+j], ldb, &d[0], np)
+			continue
+		}
+		kc8 := kc &^ 7
+		if kc8 > 0 {
+			gemmPackBT16(kc8, &b[j*ldb+p0], ldb, &d[0], kc*gemmNR, np)
+		}
+		if kc8 < kc {
+			packBGo(true, b, ldb, p0, kc, kc8, j, np*gemmNR, d)
 		}
 	}
 	if j := full * gemmNR; j < cols {
-		packBGo(transB, b, ldb, p0, kc, 0, j0+j, cols-j, dst[full*kc*gemmNR:])
+		if transB {
+			packBGo(true, b, ldb, p0, kc, 0, j0+j, cols-j, dst[full*kc*gemmNR:])
+		} else {
+			gemmPackBN16Mask(kc, &b[p0*ldb+j0+j], ldb, &dst[full*kc*gemmNR], &gemmMasks[gemmNR-(cols-j)])
+		}
 	}
 }
 

@@ -399,7 +399,7 @@ func TestSgemmConformance(t *testing.T) {
 			}
 		}
 		for i, tr := range gemmTrans {
-			for _, mnk := range [][3]int{{67, 400, 600}, {200, 13, 70}, {9, 300, 70}, {130, 97, 513}, {25, 1030, 20}} {
+			for _, mnk := range [][3]int{{67, 400, 600}, {200, 13, 70}, {9, 300, 70}, {130, 97, 513}, {25, 1030, 20}, {3, 2100, 9}} {
 				x := ab[i%len(ab)]
 				runGemmCase(t, l, r, gemmCase{transA: tr[0], transB: tr[1], m: mnk[0], n: mnk[1], k: mnk[2], alpha: x[0], beta: x[1]})
 			}
