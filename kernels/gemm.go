@@ -9,7 +9,11 @@ import (
 // matrices, where op(X) is X or its transpose. op(A) is m×k, op(B) is k×n
 // and C is m×n; lda, ldb and ldc are the row strides of A, B and C as
 // stored. When beta is 0, C is overwritten without being read, so it may
-// hold NaNs.
+// hold NaNs. When alpha is 0 or k is 0, A and B are not read.
+//
+// Large products are split across the worker pool; a call from inside a
+// Parallel task is safe and runs on its own thread when the workers are
+// busy. With the assembly kernels a call allocates nothing.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	sgemmEntry(sgemmImpl, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, Epilogue{})
 }

@@ -7,17 +7,21 @@ import (
 	"sync"
 )
 
-// The AVX2 GEMM: BLIS-style blocking around the 6×16 assembly micro-kernel.
+// The AVX2 GEMM: blocking around the 6×16 assembly micro-kernel.
 //
-//	for each column block jc of NC columns (of this thread's share)
-//	  for each K block pc of KC                     pack B[pc, jc] → L3
-//	    for each row block ic of MC rows            pack A[ic, pc] → L2
-//	      for each 16-column panel jr of the block  (B panel stays in L1)
-//	        for each 6-row panel ir of the block    micro-kernel (asm loop)
+//	for each K block pc of KC
+//	  for each row block ic of MC rows (of this thread's share)   pack A[ic, pc] → L3
+//	    for each column block jc of NC columns                     pack B[pc, jc] → L2
+//	      for each 6-row panel ir of the block                     (A panel stays in L1)
+//	        for each 16-column panel jr of the block               micro-kernel (asm loop)
 //
-// Each operand is packed about once; C is read and written once per K
-// block, and the epilogue runs on the last one, a column strip at a time
-// while it is in cache.
+// Each operand is packed about once (B once per row block, and MC is
+// large). The kernel walks right along a 6-row strip of C, so C is read
+// and written a row segment at a time, sequentially, once per K block; the
+// epilogue runs on the last K block, on each strip while it is in cache.
+// (Walking down a column of tiles instead, with the A block in L2 and the
+// B panel in L1, measured the same on square products and 4-6% slower on
+// wide ones.)
 
 // gemmNegZero is the "no bias" operand of the assembly epilogue: adding −0
 // leaves every value, zeros' signs included, as it was.
@@ -111,8 +115,8 @@ func gemmBalance(n, max, unit int) int {
 
 // start splits the product across the worker pool. Each share packs its
 // own operands, so the split is the one that packs less per thread:
-// sharing columns packs all of A in every share (once per column block),
-// sharing rows packs all of B in every share.
+// sharing columns packs all of A in every share, sharing rows packs all
+// of B in every share (once per row block).
 func (g *gemmCall) start() {
 	np := (g.n + gemmNR - 1) / gemmNR
 	mp := (g.m + gemmMR - 1) / gemmMR
@@ -123,14 +127,14 @@ func (g *gemmCall) start() {
 	case mp < t:
 		g.splitN = true
 	default:
-		blocks := func(cols int) int { return (cols + gemmNC - 1) / gemmNC }
+		blocks := func(rows int) int { return (rows + gemmMC - 1) / gemmMC }
 		colsPer := (np + t - 1) / t * gemmNR
 		rowsPer := (mp + t - 1) / t * gemmMR
-		costN := g.m * g.k * blocks(colsPer)
-		costM := rowsPer * g.k * blocks(g.n)
+		costN := g.m * g.k
+		costM := rowsPer * g.k
 		if g.pb == nil {
-			costN += g.k * colsPer
-			costM += g.k * g.n
+			costN += g.k * colsPer * blocks(g.m)
+			costM += g.k * g.n * blocks(rowsPer)
 		}
 		g.splitN = costN <= costM
 	}
@@ -176,85 +180,73 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 	if g.pb != nil {
 		npad = g.pb.npad()
 	}
-	for jc := j0; jc < j1; jc += nc {
-		ncw := min(nc, j1-jc)
-		for pc := 0; pc < g.k; pc += g.kc {
-			kc := min(g.kc, g.k-pc)
-			bp := s.b
-			if g.pb != nil {
-				bp = g.pb.data[pc*npad+jc*kc:]
-			} else {
-				packBAVX2(g.transB, g.b, g.ldb, pc, kc, jc, ncw, bp)
+	for pc := 0; pc < g.k; pc += g.kc {
+		kc := min(g.kc, g.k-pc)
+		beta := g.beta
+		if pc > 0 {
+			beta = 1
+		}
+		last := pc+kc == g.k
+		for ic := i0; ic < i1; ic += mc {
+			mcw := min(mc, i1-ic)
+			for ir := 0; ir < mcw; ir += gemmMR {
+				packAAVX2(g.transA, g.a, g.lda, ic+ir, min(gemmMR, mcw-ir), pc, kc, s.a[ir*kc:])
 			}
-			beta := g.beta
-			if pc > 0 {
-				beta = 1
-			}
-			last := pc+kc == g.k
-			for ic := i0; ic < i1; ic += mc {
-				mcw := min(mc, i1-ic)
-				for ir := 0; ir < mcw; ir += gemmMR {
-					packAAVX2(g.transA, g.a, g.lda, ic+ir, min(gemmMR, mcw-ir), pc, kc, s.a[ir*kc:])
+			for jc := j0; jc < j1; jc += nc {
+				ncw := min(nc, j1-jc)
+				bp := s.b
+				if g.pb != nil {
+					bp = g.pb.data[pc*npad+jc*kc:]
+				} else {
+					packBAVX2(g.transB, g.b, g.ldb, pc, kc, jc, ncw, bp)
 				}
-				g.macro(s, bp, kc, ic, mcw, jc, ncw, beta, last)
+				for ir := 0; ir < mcw; ir += gemmMR {
+					g.rowStrip(s, bp, kc, ic+ir, min(gemmMR, mcw-ir), s.a[ir*kc:], jc, ncw, beta, last)
+				}
 			}
 		}
 	}
 }
 
-// macro multiplies the packed A block (mcw rows of C from ic) by the
-// packed B block (ncw columns from jc) into C, one B panel at a time.
-func (g *gemmCall) macro(s *gemmScratch, bp []float32, kc, ic, mcw, jc, ncw int, beta float32, last bool) {
+// rowStrip multiplies one packed A panel (rows of C from i) by the packed
+// B block (ncw columns from jc) into C, walking right along the rows.
+func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []float32, jc, ncw int, beta float32, last bool) {
 	ep := &g.ep
 	relu := last && ep.Activate && ep.Act.Fn == ActReLU
 	lo := negInf
 	if relu {
 		lo = 0
 	}
-	rowBias, rowStep := &gemmNegZero[0], 0
-	if last && ep.Bias != nil && ep.BiasPerRow {
-		rowBias, rowStep = &ep.Bias[ic], 4*gemmMR
+	rowBias := &gemmNegZero[0]
+	colBias, colStep := &gemmNegZero[0], 0
+	if last && ep.Bias != nil {
+		if ep.BiasPerRow {
+			rowBias = &ep.Bias[i]
+		} else {
+			colBias, colStep = &ep.Bias[jc], 4*gemmNR
+		}
 	}
 	c, ldc := g.c, g.ldc
-	full, rem := mcw/gemmMR, mcw%gemmMR
-	aStep, cStep := 4*gemmMR*kc, 4*gemmMR*ldc
-	for jr := 0; jr < ncw; jr += gemmNR {
-		w := min(gemmNR, ncw-jr)
-		bpan := &bp[jr*kc]
-		j := jc + jr
-		colBias := &gemmNegZero[0]
-		if last && ep.Bias != nil && !ep.BiasPerRow {
-			colBias = &ep.Bias[j]
+	full := ncw / gemmNR
+	if full > 0 {
+		sgemmKernel6x16(kc, &ap[0], &bp[0], &c[i*ldc+jc], ldc, full, rows, g.alpha, beta, lo,
+			colBias, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil)
+	}
+	if w := ncw - full*gemmNR; w > 0 {
+		j := jc + full*gemmNR
+		cb := &gemmNegZero[0]
+		if colStep != 0 {
+			s.bias = gemmNegZero
+			copy(s.bias[:], ep.Bias[j:j+w])
+			cb = &s.bias[0]
 		}
-		var mask *int32
-		if w < gemmNR {
-			// The last panel is narrower than the tile: the kernel writes
-			// C under a column mask, and reads the bias from a padded copy.
-			mask = &gemmMasks[gemmNR-w]
-			if colBias != &gemmNegZero[0] {
-				s.bias = gemmNegZero
-				copy(s.bias[:], ep.Bias[j:j+w])
-				colBias = &s.bias[0]
-			}
-		}
-		if full > 0 {
-			sgemmKernel6x16(kc, &s.a[0], bpan, &c[ic*ldc+j], ldc, full, gemmMR, g.alpha, beta, lo,
-				colBias, rowBias, aStep, 0, cStep, 0, rowStep, mask)
-		}
-		if rem > 0 {
-			i := full * gemmMR
-			rb := rowBias
-			if rowStep != 0 {
-				rb = &ep.Bias[ic+i]
-			}
-			sgemmKernel6x16(kc, &s.a[i*kc], bpan, &c[(ic+i)*ldc+j], ldc, 1, rem, g.alpha, beta, lo,
-				colBias, rb, 0, 0, 0, 0, 0, mask)
-		}
-		if last && ep.Activate && !relu {
-			for r := 0; r < mcw; r++ {
-				crow := c[(ic+r)*ldc+j : (ic+r)*ldc+j+w]
-				ep.Act.forward(crow, crow)
-			}
+		sgemmKernel6x16(kc, &ap[0], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
+			cb, rowBias, 0, 0, 0, 0, 0, &gemmMasks[gemmNR-w])
+	}
+	if last && ep.Activate && !relu {
+		for r := 0; r < rows; r++ {
+			crow := c[(i+r)*ldc+jc : (i+r)*ldc+jc+ncw]
+			ep.Act.forward(crow, crow)
 		}
 	}
 }

@@ -399,7 +399,7 @@ func TestSgemmConformance(t *testing.T) {
 			}
 		}
 		for i, tr := range gemmTrans {
-			for _, mnk := range [][3]int{{67, 400, 600}, {200, 13, 70}, {9, 300, 70}, {130, 97, 513}, {25, 1030, 20}, {3, 2100, 9}} {
+			for _, mnk := range [][3]int{{67, 400, 600}, {200, 13, 70}, {9, 300, 70}, {130, 97, 513}, {25, 1030, 20}, {3, 2100, 9}, {1100, 21, 9}} {
 				x := ab[i%len(ab)]
 				runGemmCase(t, l, r, gemmCase{transA: tr[0], transB: tr[1], m: mnk[0], n: mnk[1], k: mnk[2], alpha: x[0], beta: x[1]})
 			}
@@ -441,7 +441,7 @@ func TestSgemmPackedConformance(t *testing.T) {
 	forEachLevel(t, func(t *testing.T, l Level) {
 		r := rand.New(rand.NewPCG(9, uint64(l)))
 		for i, tr := range gemmTrans {
-			for _, mnk := range [][3]int{{1, 1, 1}, {5, 15, 8}, {6, 16, 9}, {7, 17, 257}, {13, 33, 1}, {97, 31, 513}, {67, 400, 300}, {200, 13, 70}} {
+			for _, mnk := range [][3]int{{1, 1, 1}, {5, 15, 8}, {6, 16, 9}, {7, 17, 257}, {13, 33, 1}, {97, 31, 513}, {67, 400, 300}, {200, 13, 70}, {1030, 40, 5}} {
 				beta := []float32{0, 1, -0.5}[i%3]
 				runGemmCase(t, l, r, gemmCase{transA: tr[0], transB: tr[1], m: mnk[0], n: mnk[1], k: mnk[2], alpha: 0.5, beta: beta, packed: true})
 			}
