@@ -200,6 +200,10 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 				} else {
 					packBAVX2(g.transB, g.b, g.ldb, pc, kc, jc, ncw, bp)
 				}
+				if ncw <= gemmNR {
+					g.colStrip(s, bp, kc, ic, mcw, jc, ncw, beta, last)
+					continue
+				}
 				for ir := 0; ir < mcw; ir += gemmMR {
 					g.rowStrip(s, bp, kc, ic+ir, min(gemmMR, mcw-ir), s.a[ir*kc:], jc, ncw, beta, last)
 				}
@@ -246,6 +250,53 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 	if last && ep.Activate && !relu {
 		for r := 0; r < rows; r++ {
 			crow := c[(i+r)*ldc+jc : (i+r)*ldc+jc+ncw]
+			ep.Act.forward(crow, crow)
+		}
+	}
+}
+
+// colStrip multiplies the packed A block (mcw rows of C from ic) by a
+// B block of one panel (w ≤ 16 columns from j), walking down C: for a
+// narrow C this takes one kernel call instead of one per A panel.
+func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int, beta float32, last bool) {
+	ep := &g.ep
+	relu := last && ep.Activate && ep.Act.Fn == ActReLU
+	lo := negInf
+	if relu {
+		lo = 0
+	}
+	rowBias, rowStep := &gemmNegZero[0], 0
+	colBias := &gemmNegZero[0]
+	if last && ep.Bias != nil {
+		if ep.BiasPerRow {
+			rowBias, rowStep = &ep.Bias[ic], 4*gemmMR
+		} else {
+			s.bias = gemmNegZero
+			copy(s.bias[:], ep.Bias[j:j+w])
+			colBias = &s.bias[0]
+		}
+	}
+	var mask *int32
+	if w < gemmNR {
+		mask = &gemmMasks[gemmNR-w]
+	}
+	c, ldc := g.c, g.ldc
+	full, rem := mcw/gemmMR, mcw%gemmMR
+	if full > 0 {
+		sgemmKernel6x16(kc, &s.a[0], &bp[0], &c[ic*ldc+j], ldc, full, gemmMR, g.alpha, beta, lo,
+			colBias, rowBias, 4*gemmMR*kc, 0, 4*gemmMR*ldc, 0, rowStep, mask)
+	}
+	if rem > 0 {
+		i := full * gemmMR
+		if rowStep != 0 {
+			rowBias = &ep.Bias[ic+i]
+		}
+		sgemmKernel6x16(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, 1, rem, g.alpha, beta, lo,
+			colBias, rowBias, 0, 0, 0, 0, 0, mask)
+	}
+	if last && ep.Activate && !relu {
+		for r := 0; r < mcw; r++ {
+			crow := c[(ic+r)*ldc+j : (ic+r)*ldc+j+w]
 			ep.Act.forward(crow, crow)
 		}
 	}
