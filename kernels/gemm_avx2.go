@@ -281,10 +281,16 @@ func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int,
 		mask = &gemmMasks[gemmNR-w]
 	}
 	c, ldc := g.c, g.ldc
+	// At most gemmTileChunk tiles per call, so no call runs long unpreempted.
 	full, rem := mcw/gemmMR, mcw%gemmMR
-	if full > 0 {
-		sgemmKernel6x16(kc, &s.a[0], &bp[0], &c[ic*ldc+j], ldc, full, gemmMR, g.alpha, beta, lo,
-			colBias, rowBias, 4*gemmMR*kc, 0, 4*gemmMR*ldc, 0, rowStep, mask)
+	for t := 0; t < full; t += gemmTileChunk {
+		i := t * gemmMR
+		rb := rowBias
+		if rowStep != 0 {
+			rb = &ep.Bias[ic+i]
+		}
+		sgemmKernel6x16(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, min(gemmTileChunk, full-t), gemmMR, g.alpha, beta, lo,
+			colBias, rb, 4*gemmMR*kc, 0, 4*gemmMR*ldc, 0, rowStep, mask)
 	}
 	if rem > 0 {
 		i := full * gemmMR
@@ -301,6 +307,10 @@ func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int,
 		}
 	}
 }
+
+// gemmTileChunk is the most tiles one kernel call walks down C: about
+// 30 µs at the largest K block.
+const gemmTileChunk = 64
 
 // gemmPackChunk is the most B panels one packing call handles: about
 // 25 µs of copying at the largest K block.
