@@ -16,9 +16,9 @@ import "unsafe"
 const (
 	gemmMR = 6    // rows of C per micro-kernel tile
 	gemmNR = 16   // columns of C per micro-kernel tile (two AVX2 vectors)
-	gemmKC = 256  // K block: an MR×KC A panel (6 KiB) and a KC×NR B panel (16 KiB) fit L1
-	gemmNC = 384  // column block: KC×NC of packed B (384 KiB) stays in the 512 KiB L2
-	gemmMC = 1020 // row block: MC×KC of packed A (1 MiB) stays in L3
+	gemmKC = 384  // K block: an MR×KC A panel (9 KiB) and a KC×NR B panel (24 KiB) fit L1
+	gemmNC = 256  // column block: KC×NC of packed B (384 KiB) stays in the 512 KiB L2
+	gemmMC = 1020 // row block: MC×KC of packed A (1.5 MiB) stays in L3
 )
 
 // gemmKBlock returns the K block for depth k: at most gemmKC, with the
