@@ -1,21 +1,135 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Sgemm computes C = alpha*op(A)*op(B) + beta*C for row-major float32
 // matrices, where op(X) is X or its transpose. op(A) is m×k, op(B) is k×n
 // and C is m×n; lda, ldb and ldc are the row strides of A, B and C as
 // stored. When beta is 0, C is overwritten without being read, so it may
-// hold NaNs.
+// hold NaNs. When alpha is 0 or k is 0, A and B are not read.
+//
+// Large products are split across the worker pool; a call from inside a
+// Parallel task is safe and runs on its own thread when the workers are
+// busy. With the assembly kernels a call allocates nothing.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmEntry(sgemmImpl, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, Epilogue{})
+}
+
+// Epilogue is work a GEMM does on each element of C once the product is
+// complete, while the tile is still in cache: the fused "linear + bias +
+// activation" of inference graphs and of convolutions. The zero value does
+// nothing.
+type Epilogue struct {
+	// Bias is added to every element: Bias[j] to column j (n values), or
+	// Bias[i] to row i (m values) when BiasPerRow, as a convolution with
+	// channels as rows needs. Nil adds nothing.
+	Bias       []float32
+	BiasPerRow bool
+	// Act is applied after the bias when Activate is set (Act's zero value
+	// is a function too, Neg). ReLU runs inside the assembly kernel; other
+	// functions run in Go on each finished block of C.
+	Act      Act
+	Activate bool
+}
+
+// SgemmEpilogue computes C = act(alpha*op(A)*op(B) + beta*C + bias) with
+// the bias and activation of ep, in one pass over C. The arguments are
+// Sgemm's.
+func SgemmEpilogue(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
+	sgemmEntry(sgemmImpl, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep)
+}
+
+// sgemmFunc is one variant of the GEMM. Arguments are checked and m, n > 0.
+type sgemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue)
+
+// The variants in use, chosen once from the CPU's level. The tables are in
+// gemm_amd64.go and gemm_noasm.go.
+var (
+	sgemmImpl       = pick(level, sgemmVariants)
+	packBImpl       = pick(level, packBVariants)
+	sgemmPackedImpl = pick(level, sgemmPackedVariants)
+)
+
+func sgemmEntry(impl sgemmFunc, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
 	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	ep.check(m, n)
 	if m == 0 || n == 0 {
 		return
 	}
+	impl(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep)
+}
+
+// sgemmGeneric is the reference variant: the plain loops of sgemmRef over
+// row blocks, then the epilogue on each block.
+func sgemmGeneric(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
 	Parallel(m, m*n*k, func(lo, hi int) {
 		sgemmRef(transA, transB, lo, hi, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		ep.apply(c, ldc, lo, hi, 0, n)
 	})
 }
+
+func (ep *Epilogue) check(m, n int) {
+	if ep.Bias != nil {
+		want, what := n, "columns"
+		if ep.BiasPerRow {
+			want, what = m, "rows"
+		}
+		if len(ep.Bias) < want {
+			panic(fmt.Sprintf("kernels: Sgemm epilogue bias has %d elements for %d %s", len(ep.Bias), want, what))
+		}
+	}
+	if ep.Activate {
+		ep.Act.check("Sgemm epilogue")
+	}
+}
+
+// apply runs the epilogue on rows [i0, i1), columns [j0, j1) of C.
+func (ep *Epilogue) apply(c []float32, ldc, i0, i1, j0, j1 int) {
+	if ep.Bias == nil && !ep.Activate {
+		return
+	}
+	for i := i0; i < i1; i++ {
+		row := c[i*ldc+j0 : i*ldc+j1]
+		if ep.Bias != nil {
+			if ep.BiasPerRow {
+				bi := ep.Bias[i]
+				for j := range row {
+					row[j] += bi
+				}
+			} else {
+				for j, bj := range ep.Bias[j0:j1] {
+					row[j] += bj
+				}
+			}
+		}
+		if ep.Activate {
+			ep.Act.forward(row, row)
+		}
+	}
+}
+
+// gemmScaleC is the whole GEMM when the product vanishes (k = 0 or
+// alpha = 0): C = beta*C, then the epilogue. A and B are not read, as in
+// BLAS, so an Inf there does not turn into NaN.
+func gemmScaleC(m, n int, beta float32, c []float32, ldc int, ep *Epilogue) {
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+		} else if beta != 1 {
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+	ep.apply(c, ldc, 0, m, 0, n)
+}
+
+// negInf is the lower clamp of "no activation" in the assembly epilogue.
+var negInf = float32(math.Inf(-1))
 
 // sgemmRef computes rows [lo, hi) of C. The inner loop runs along a row of
 // B and C so the memory walk is sequential whatever the transposition of A.

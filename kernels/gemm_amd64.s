@@ -1,0 +1,561 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// The AVX2 SGEMM kernels: a 6×16 register-blocked micro-kernel over packed
+// panels and the packing routines that build those panels. The layouts are
+// described in gemm_pack.go.
+
+// One k step of the 6×16 micro-kernel: two vectors of the B panel row,
+// broadcast each of the six A values of the A panel column, twelve FMAs
+// into the accumulators Y0..Y11 (row r in Y(2r), Y(2r+1)).
+#define STEP(boff, aoff) \
+	VMOVUPS boff(DX), Y12; \
+	VMOVUPS boff+32(DX), Y13; \
+	VBROADCASTSS aoff(R12), Y14; \
+	VFMADD231PS Y12, Y14, Y0; \
+	VFMADD231PS Y13, Y14, Y1; \
+	VBROADCASTSS aoff+4(R12), Y15; \
+	VFMADD231PS Y12, Y15, Y2; \
+	VFMADD231PS Y13, Y15, Y3; \
+	VBROADCASTSS aoff+8(R12), Y14; \
+	VFMADD231PS Y12, Y14, Y4; \
+	VFMADD231PS Y13, Y14, Y5; \
+	VBROADCASTSS aoff+12(R12), Y15; \
+	VFMADD231PS Y12, Y15, Y6; \
+	VFMADD231PS Y13, Y15, Y7; \
+	VBROADCASTSS aoff+16(R12), Y14; \
+	VFMADD231PS Y12, Y14, Y8; \
+	VFMADD231PS Y13, Y14, Y9; \
+	VBROADCASTSS aoff+20(R12), Y15; \
+	VFMADD231PS Y12, Y15, Y10; \
+	VFMADD231PS Y13, Y15, Y11
+
+// The epilogue of one C row (at AX) held in a0, a1, already scaled by
+// alpha: add beta·C (Y13 holds beta; the BETA forms only), the column bias
+// (at BX), the row bias (roff(R13)), clamp below at lo (ReLU uses 0, no
+// activation −Inf; VMAXPS with the value as second source passes NaN
+// through) and store. The M forms are for a tile narrower than 16 columns:
+// they load and store C under the column masks in Y14 and Y15.
+#define ROWBETA(a0, a1) \
+	VFMADD231PS (AX), Y13, a0; \
+	VFMADD231PS 32(AX), Y13, a1
+
+#define ROWBETAM(a0, a1) \
+	VMASKMOVPS  (AX), Y14, Y12; \
+	VFMADD231PS Y12, Y13, a0; \
+	VMASKMOVPS  32(AX), Y15, Y12; \
+	VFMADD231PS Y12, Y13, a1
+
+#define ROWADD(a0, a1, roff) \
+	VADDPS       (BX), a0, a0; \
+	VADDPS       32(BX), a1, a1; \
+	VBROADCASTSS roff(R13), Y12; \
+	VADDPS       Y12, a0, a0; \
+	VADDPS       Y12, a1, a1; \
+	VBROADCASTSS lo+64(FP), Y12; \
+	VMAXPS       a0, Y12, a0; \
+	VMAXPS       a1, Y12, a1
+
+#define ROWEND(a0, a1, roff) \
+	ROWADD(a0, a1, roff); \
+	VMOVUPS a0, (AX); \
+	VMOVUPS a1, 32(AX)
+
+#define ROWENDM(a0, a1, roff) \
+	ROWADD(a0, a1, roff); \
+	VMASKMOVPS a0, Y14, (AX); \
+	VMASKMOVPS a1, Y15, 32(AX)
+
+// ROWS runs the epilogue END (with BETA first, or NOBETA, an empty macro)
+// on the first DI rows of the tile, then jumps to next.
+#define NOBETA(a0, a1)
+
+#define ROWS(BETA, END) \
+	BETA(Y0, Y1); \
+	END(Y0, Y1, 0); \
+	CMPQ DI, $1; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y2, Y3); \
+	END(Y2, Y3, 4); \
+	CMPQ DI, $2; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y4, Y5); \
+	END(Y4, Y5, 8); \
+	CMPQ DI, $3; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y6, Y7); \
+	END(Y6, Y7, 12); \
+	CMPQ DI, $4; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y8, Y9); \
+	END(Y8, Y9, 16); \
+	CMPQ DI, $5; \
+	JLE  next; \
+	ADDQ R9, AX; \
+	BETA(Y10, Y11); \
+	END(Y10, Y11, 20); \
+	JMP  next
+
+// func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
+//
+// Computes tiles 6×16 tiles of C. Tile t multiplies the packed A panel at
+// a + t·aStep (kc×6) by the packed B panel at b + t·bStep (kc×16) and
+// writes the first rows rows of the tile at c + t·cStep (row stride ldc
+// floats) as max(alpha·AB + beta·C + colBias + rowBias, lo); beta = ±0
+// does not read C. colBias (16 floats) and rowBias (rows floats) move by
+// their steps per tile too; biases that are not wanted point at −0 (adding
+// −0 changes nothing, not even the sign of a zero). Steps are in bytes.
+// A non-nil mask (16 int32, all bits set for the columns to write) makes
+// the tiles narrower: C is read and written under it, and colBias must
+// then have 16 readable floats too.
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-136
+	MOVQ kc+0(FP), R10
+	MOVQ a+8(FP), SI
+	MOVQ c+24(FP), R8
+	MOVQ ldc+32(FP), R9
+	SHLQ $2, R9
+	MOVQ tiles+40(FP), R11
+	MOVQ rows+48(FP), DI
+	MOVQ colBias+72(FP), BX
+	MOVQ rowBias+80(FP), CX
+
+tile:
+	// Ask for the C tile now; it is needed only after the k loop.
+	MOVQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+	ADDQ R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 60(AX)
+
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ SI, R12
+	MOVQ b+16(FP), DX
+	MOVQ R10, R13
+	CMPQ R13, $4
+	JLT  tail
+
+loop4:
+	STEP(0, 0)
+	STEP(64, 24)
+	STEP(128, 48)
+	STEP(192, 72)
+	ADDQ $96, R12
+	ADDQ $256, DX
+	SUBQ $4, R13
+	CMPQ R13, $4
+	JGE  loop4
+
+tail:
+	TESTQ R13, R13
+	JEQ   epilogue
+
+loop1:
+	STEP(0, 0)
+	ADDQ $24, R12
+	ADDQ $64, DX
+	DECQ R13
+	JNE  loop1
+
+epilogue:
+	VBROADCASTSS alpha+56(FP), Y12
+	VMULPS       Y12, Y0, Y0
+	VMULPS       Y12, Y1, Y1
+	VMULPS       Y12, Y2, Y2
+	VMULPS       Y12, Y3, Y3
+	VMULPS       Y12, Y4, Y4
+	VMULPS       Y12, Y5, Y5
+	VMULPS       Y12, Y6, Y6
+	VMULPS       Y12, Y7, Y7
+	VMULPS       Y12, Y8, Y8
+	VMULPS       Y12, Y9, Y9
+	VMULPS       Y12, Y10, Y10
+	VMULPS       Y12, Y11, Y11
+	MOVQ         CX, R13
+	MOVQ         R8, AX
+	MOVQ         mask+128(FP), R12
+	TESTQ        R12, R12
+	JNE          masked
+	MOVL         beta+60(FP), R12
+	TESTL        $0x7fffffff, R12
+	JEQ          nobeta
+	VBROADCASTSS beta+60(FP), Y13
+	ROWS(ROWBETA, ROWEND)
+
+nobeta:
+	ROWS(NOBETA, ROWEND)
+
+masked:
+	VMOVUPS      (R12), Y14
+	VMOVUPS      32(R12), Y15
+	MOVL         beta+60(FP), R12
+	TESTL        $0x7fffffff, R12
+	JEQ          nobetam
+	VBROADCASTSS beta+60(FP), Y13
+	ROWS(ROWBETAM, ROWENDM)
+
+nobetam:
+	ROWS(NOBETA, ROWENDM)
+
+next:
+	ADDQ aStep+88(FP), SI
+	MOVQ bStep+96(FP), AX
+	ADDQ AX, b+16(FP)
+	ADDQ cStep+104(FP), R8
+	ADDQ colBiasStep+112(FP), BX
+	ADDQ rowBiasStep+120(FP), CX
+	DECQ R11
+	JNE  tile
+	VZEROUPPER
+	RET
+
+// func gemmPackBN16(kc int, b *float32, ldb int, dst *float32, panels int)
+//
+// Packs panels full 16-column panels of a row-major kc×(16·panels) block
+// of B (row stride ldb floats): panel j holds rows 0..kc-1 of columns
+// 16j..16j+15, one 64-byte row after another, panels back to back. It
+// walks eight rows at a time across all panels (then four, then one), so
+// B is read as eight sequential streams rather than down a column of
+// pages; eight streams pack a third faster than four.
+TEXT ·gemmPackBN16(SB), NOSPLIT, $0-40
+	MOVQ kc+0(FP), R12
+	MOVQ b+8(FP), SI
+	MOVQ ldb+16(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ dst+24(FP), DI
+	MOVQ R12, R8
+	SHLQ $6, R8             // panel stride in bytes
+
+pbnRows8:
+	CMPQ R12, $8
+	JLT  pbnRows4
+	MOVQ SI, AX
+	LEAQ (SI)(R9*4), CX
+	MOVQ DI, BX
+	MOVQ panels+32(FP), R11
+
+pbnPanel8:
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS (AX)(R9*1), Y2
+	VMOVUPS 32(AX)(R9*1), Y3
+	VMOVUPS (AX)(R9*2), Y4
+	VMOVUPS 32(AX)(R9*2), Y5
+	VMOVUPS (AX)(R10*1), Y6
+	VMOVUPS 32(AX)(R10*1), Y7
+	VMOVUPS (CX), Y8
+	VMOVUPS 32(CX), Y9
+	VMOVUPS (CX)(R9*1), Y10
+	VMOVUPS 32(CX)(R9*1), Y11
+	VMOVUPS (CX)(R9*2), Y12
+	VMOVUPS 32(CX)(R9*2), Y13
+	VMOVUPS (CX)(R10*1), Y14
+	VMOVUPS 32(CX)(R10*1), Y15
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y2, 64(BX)
+	VMOVUPS Y3, 96(BX)
+	VMOVUPS Y4, 128(BX)
+	VMOVUPS Y5, 160(BX)
+	VMOVUPS Y6, 192(BX)
+	VMOVUPS Y7, 224(BX)
+	VMOVUPS Y8, 256(BX)
+	VMOVUPS Y9, 288(BX)
+	VMOVUPS Y10, 320(BX)
+	VMOVUPS Y11, 352(BX)
+	VMOVUPS Y12, 384(BX)
+	VMOVUPS Y13, 416(BX)
+	VMOVUPS Y14, 448(BX)
+	VMOVUPS Y15, 480(BX)
+	ADDQ    $64, AX
+	ADDQ    $64, CX
+	ADDQ    R8, BX
+	DECQ    R11
+	JNE     pbnPanel8
+	LEAQ    (SI)(R9*8), SI
+	ADDQ    $512, DI
+	SUBQ    $8, R12
+	JMP     pbnRows8
+
+pbnRows4:
+	CMPQ R12, $4
+	JLT  pbnRows1
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ panels+32(FP), R11
+
+pbnPanel4:
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS (AX)(R9*1), Y2
+	VMOVUPS 32(AX)(R9*1), Y3
+	VMOVUPS (AX)(R9*2), Y4
+	VMOVUPS 32(AX)(R9*2), Y5
+	VMOVUPS (AX)(R10*1), Y6
+	VMOVUPS 32(AX)(R10*1), Y7
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y2, 64(BX)
+	VMOVUPS Y3, 96(BX)
+	VMOVUPS Y4, 128(BX)
+	VMOVUPS Y5, 160(BX)
+	VMOVUPS Y6, 192(BX)
+	VMOVUPS Y7, 224(BX)
+	ADDQ    $64, AX
+	ADDQ    R8, BX
+	DECQ    R11
+	JNE     pbnPanel4
+	LEAQ    (SI)(R9*4), SI
+	ADDQ    $256, DI
+	SUBQ    $4, R12
+	JMP     pbnRows4
+
+pbnRows1:
+	TESTQ R12, R12
+	JEQ   pbnDone
+	MOVQ  SI, AX
+	MOVQ  DI, BX
+	MOVQ  panels+32(FP), R11
+
+pbnPanel1:
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	ADDQ    $64, AX
+	ADDQ    R8, BX
+	DECQ    R11
+	JNE     pbnPanel1
+	ADDQ    R9, SI
+	ADDQ    $64, DI
+	DECQ    R12
+	JMP     pbnRows1
+
+pbnDone:
+	VZEROUPPER
+	RET
+
+// func gemmPackBN16Mask(kc int, b *float32, ldb int, dst *float32, mask *int32)
+//
+// Packs one panel of fewer than 16 columns of a row-major kc-row block of
+// B: the columns mask selects are read (VMASKMOVPS reads nothing, and
+// cannot fault, outside them) and the rest of each 64-byte row is zero.
+TEXT ·gemmPackBN16Mask(SB), NOSPLIT, $0-40
+	MOVQ    kc+0(FP), CX
+	MOVQ    b+8(FP), SI
+	MOVQ    ldb+16(FP), R9
+	SHLQ    $2, R9
+	MOVQ    dst+24(FP), DI
+	MOVQ    mask+32(FP), AX
+	VMOVUPS (AX), Y14
+	VMOVUPS 32(AX), Y15
+	TESTQ   CX, CX
+	JEQ     pbmDone
+
+pbmLoop:
+	VMASKMOVPS (SI), Y14, Y0
+	VMASKMOVPS 32(SI), Y15, Y1
+	VMOVUPS    Y0, (DI)
+	VMOVUPS    Y1, 32(DI)
+	ADDQ       R9, SI
+	ADDQ       $64, DI
+	DECQ       CX
+	JNE        pbmLoop
+
+pbmDone:
+	VZEROUPPER
+	RET
+
+// TR4 transposes a 4-column strip of 8 rows: rows 0..3 at r0(…), rows
+// 4..7 at r4(…) (row stride R9, three strides R10), columns at byte offset
+// off. Each 128-bit lane holds four rows of one column group, so an
+// in-lane 4×4 transpose leaves column q of all 8 rows in one register,
+// which is stored at doff + 64q bytes from DI.
+#define TR4(off, r0, r4, doff) \
+	VMOVUPS     off(r0), X0; \
+	VINSERTF128 $1, off(r4), Y0, Y0; \
+	VMOVUPS     off(r0)(R9*1), X1; \
+	VINSERTF128 $1, off(r4)(R9*1), Y1, Y1; \
+	VMOVUPS     off(r0)(R9*2), X2; \
+	VINSERTF128 $1, off(r4)(R9*2), Y2, Y2; \
+	VMOVUPS     off(r0)(R10*1), X3; \
+	VINSERTF128 $1, off(r4)(R10*1), Y3, Y3; \
+	VUNPCKLPS   Y1, Y0, Y4; \
+	VUNPCKHPS   Y1, Y0, Y5; \
+	VUNPCKLPS   Y3, Y2, Y6; \
+	VUNPCKHPS   Y3, Y2, Y7; \
+	VSHUFPS     $0x44, Y6, Y4, Y8; \
+	VSHUFPS     $0xEE, Y6, Y4, Y9; \
+	VSHUFPS     $0x44, Y7, Y5, Y10; \
+	VSHUFPS     $0xEE, Y7, Y5, Y11; \
+	VMOVUPS     Y8, doff(DI); \
+	VMOVUPS     Y9, doff+64(DI); \
+	VMOVUPS     Y10, doff+128(DI); \
+	VMOVUPS     Y11, doff+192(DI)
+
+// func gemmPackBT16(kc8 int, b *float32, ldb int, dst *float32, panelStride, panels int)
+//
+// Packs 16-column panels of op(B) = Bᵀ where B is stored n×k row-major
+// (row stride ldb): panel j takes stored rows 16j..16j+15, and its row p
+// (64 bytes) holds element p of each. kc8, a multiple of 8, rows of each
+// panel are written; panels start panelStride floats apart.
+TEXT ·gemmPackBT16(SB), NOSPLIT, $0-48
+	MOVQ kc8+0(FP), R11
+	MOVQ b+8(FP), SI
+	MOVQ ldb+16(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ dst+24(FP), R8
+	MOVQ panelStride+32(FP), R13
+	SHLQ $2, R13
+
+pbtPanel:
+	TESTQ R11, R11
+	JEQ   pbtNext
+	MOVQ  SI, AX
+	LEAQ  (AX)(R9*4), BX
+	LEAQ  (BX)(R9*4), CX
+	LEAQ  (CX)(R9*4), DX
+	MOVQ  R8, DI
+	MOVQ  R11, R12
+
+pbtLoop:
+	TR4(0, AX, BX, 0)
+	TR4(16, AX, BX, 256)
+	TR4(0, CX, DX, 32)
+	TR4(16, CX, DX, 288)
+	ADDQ $32, AX
+	ADDQ $32, BX
+	ADDQ $32, CX
+	ADDQ $32, DX
+	ADDQ $512, DI
+	SUBQ $8, R12
+	JNE  pbtLoop
+
+pbtNext:
+	LEAQ (SI)(R9*8), SI
+	LEAQ (SI)(R9*8), SI
+	ADDQ R13, R8
+	DECQ panels+40(FP)
+	JNE  pbtPanel
+	VZEROUPPER
+	RET
+
+// func gemmPackAN6(kc8 int, a *float32, lda int, dst *float32)
+//
+// Packs a 6-row panel of a row-major A (row stride lda): element p of row
+// r goes to dst[6p+r], for p < kc8 (a multiple of 8). Each column is
+// stored as 8 floats, the last two of which the next column overwrites:
+// dst needs two floats of room past 6·kc8.
+TEXT ·gemmPackAN6(SB), NOSPLIT, $0-32
+	MOVQ kc8+0(FP), R11
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	LEAQ (AX)(R9*4), BX
+	MOVQ dst+24(FP), DI
+	TESTQ R11, R11
+	JEQ  panDone
+
+panLoop:
+	VMOVUPS     (AX), X0
+	VINSERTF128 $1, (BX), Y0, Y0
+	VMOVUPS     (AX)(R9*1), X1
+	VINSERTF128 $1, (BX)(R9*1), Y1, Y1
+	VMOVUPS     (AX)(R9*2), X2
+	VMOVUPS     (AX)(R10*1), X3
+	VUNPCKLPS   Y1, Y0, Y4
+	VUNPCKHPS   Y1, Y0, Y5
+	VUNPCKLPS   Y3, Y2, Y6
+	VUNPCKHPS   Y3, Y2, Y7
+	VSHUFPS     $0x44, Y6, Y4, Y8
+	VSHUFPS     $0xEE, Y6, Y4, Y9
+	VSHUFPS     $0x44, Y7, Y5, Y10
+	VSHUFPS     $0xEE, Y7, Y5, Y11
+	VMOVUPS     Y8, (DI)
+	VMOVUPS     Y9, 24(DI)
+	VMOVUPS     Y10, 48(DI)
+	VMOVUPS     Y11, 72(DI)
+	VMOVUPS     16(AX), X0
+	VINSERTF128 $1, 16(BX), Y0, Y0
+	VMOVUPS     16(AX)(R9*1), X1
+	VINSERTF128 $1, 16(BX)(R9*1), Y1, Y1
+	VMOVUPS     16(AX)(R9*2), X2
+	VMOVUPS     16(AX)(R10*1), X3
+	VUNPCKLPS   Y1, Y0, Y4
+	VUNPCKHPS   Y1, Y0, Y5
+	VUNPCKLPS   Y3, Y2, Y6
+	VUNPCKHPS   Y3, Y2, Y7
+	VSHUFPS     $0x44, Y6, Y4, Y8
+	VSHUFPS     $0xEE, Y6, Y4, Y9
+	VSHUFPS     $0x44, Y7, Y5, Y10
+	VSHUFPS     $0xEE, Y7, Y5, Y11
+	VMOVUPS     Y8, 96(DI)
+	VMOVUPS     Y9, 120(DI)
+	VMOVUPS     Y10, 144(DI)
+	VMOVUPS     Y11, 168(DI)
+	ADDQ        $32, AX
+	ADDQ        $32, BX
+	ADDQ        $192, DI
+	SUBQ        $8, R11
+	JNE         panLoop
+
+panDone:
+	VZEROUPPER
+	RET
+
+// func gemmPackAT6(kc int, a *float32, lda int, dst *float32)
+//
+// Packs a 6-column strip of a row-major k×m A (op(A) = Aᵀ): the six
+// contiguous floats of row p go to dst[6p..6p+5].
+TEXT ·gemmPackAT6(SB), NOSPLIT, $0-32
+	MOVQ kc+0(FP), R11
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R9
+	SHLQ $2, R9
+	MOVQ dst+24(FP), DI
+	TESTQ R11, R11
+	JEQ  patDone
+
+patLoop:
+	VMOVUPS (AX), X0
+	VMOVQ   16(AX), X1
+	VMOVUPS X0, (DI)
+	VMOVQ   X1, 16(DI)
+	ADDQ    R9, AX
+	ADDQ    $24, DI
+	DECQ    R11
+	JNE     patLoop
+
+patDone:
+	RET

@@ -1,0 +1,368 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import (
+	"math"
+	"sync"
+)
+
+// The AVX2 GEMM: blocking around the 6×16 assembly micro-kernel.
+//
+//	for each K block pc of KC
+//	  for each row block ic of MC rows (of this thread's share)   pack A[ic, pc] → L3
+//	    for each column block jc of NC columns                     pack B[pc, jc] → L2
+//	      for each 6-row panel ir of the block                     (A panel stays in L1)
+//	        for each 16-column panel jr of the block               micro-kernel (asm loop)
+//
+// Each operand is packed about once (B once per row block, and MC is
+// large). The kernel walks right along a 6-row strip of C, so C is read
+// and written a row segment at a time, sequentially, once per K block; the
+// epilogue runs on the last K block, on each strip while it is in cache.
+// (Walking down a column of tiles instead, with the A block in L2 and the
+// B panel in L1, measured the same on square products and 4-6% slower on
+// wide ones.)
+
+// gemmNegZero is the "no bias" operand of the assembly epilogue: adding −0
+// leaves every value, zeros' signs included, as it was.
+var gemmNegZero = func() (z [gemmNR]float32) {
+	for i := range z {
+		z[i] = float32(math.Copysign(0, -1))
+	}
+	return z
+}()
+
+// gemmScratch is one thread's packing space, pooled so calls do not
+// allocate; every slice starts on a cache line and grows to the largest
+// blocks seen.
+type gemmScratch struct {
+	b    []float32       // a packed KC×NC block of B
+	a    []float32       // a packed MC×KC block of A and the two floats gemmPackAN6 writes past it
+	bias [gemmNR]float32 // the column bias of a narrow panel, padded
+}
+
+var gemmScratchPool = sync.Pool{New: func() any { return new(gemmScratch) }}
+
+func growAligned(s []float32, n int) []float32 {
+	if len(s) < n {
+		return alignedFloats(n)
+	}
+	return s
+}
+
+// gemmCall is one GEMM's arguments, pooled: Parallel takes its part method
+// through a func value bound once, so a call allocates nothing.
+type gemmCall struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a              []float32
+	lda            int
+	b              []float32
+	ldb            int
+	c              []float32
+	ldc            int
+	ep             Epilogue
+	pb             *PackedB // B already packed, or nil
+	kc             int      // K block
+	splitN         bool     // threads share columns (else rows)
+	run            func(lo, hi int)
+}
+
+var gemmCallPool = sync.Pool{New: func() any {
+	g := new(gemmCall)
+	g.run = g.part
+	return g
+}}
+
+func sgemmAVX2(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
+	if k == 0 || alpha == 0 {
+		gemmScaleC(m, n, beta, c, ldc, &ep)
+		return
+	}
+	g := gemmCallPool.Get().(*gemmCall)
+	*g = gemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, kc: gemmKBlock(k), run: g.run}
+	g.start()
+	*g = gemmCall{run: g.run} // drop the references to the caller's memory
+	gemmCallPool.Put(g)
+}
+
+func sgemmPackedAVX2(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, ep Epilogue) {
+	if pb.nr != gemmNR {
+		sgemmPackedGeneric(transA, m, alpha, a, lda, pb, beta, c, ldc, ep)
+		return
+	}
+	if pb.k == 0 || alpha == 0 {
+		gemmScaleC(m, pb.n, beta, c, ldc, &ep)
+		return
+	}
+	g := gemmCallPool.Get().(*gemmCall)
+	*g = gemmCall{transA: transA, m: m, n: pb.n, k: pb.k, alpha: alpha, beta: beta,
+		a: a, lda: lda, c: c, ldc: ldc, ep: ep, pb: pb, kc: pb.kc, run: g.run}
+	g.start()
+	*g = gemmCall{run: g.run}
+	gemmCallPool.Put(g)
+}
+
+// gemmBalance returns the block for a share of n: at most max, a multiple
+// of unit, the blocks balanced so the last one is not a sliver.
+func gemmBalance(n, max, unit int) int {
+	nb := (n + max - 1) / max
+	w := (n + nb - 1) / nb
+	return (w + unit - 1) / unit * unit
+}
+
+// start splits the product across the worker pool. Each share packs its
+// own operands, so the split is the one that packs less per thread:
+// sharing columns packs all of A in every share, sharing rows packs all
+// of B in every share (once per row block).
+func (g *gemmCall) start() {
+	np := (g.n + gemmNR - 1) / gemmNR
+	mp := (g.m + gemmMR - 1) / gemmMR
+	t := Threads()
+	switch {
+	case np < t:
+		g.splitN = false
+	case mp < t:
+		g.splitN = true
+	default:
+		blocks := func(rows int) int { return (rows + gemmMC - 1) / gemmMC }
+		colsPer := (np + t - 1) / t * gemmNR
+		rowsPer := (mp + t - 1) / t * gemmMR
+		costN := g.m * g.k
+		costM := rowsPer * g.k
+		if g.pb == nil {
+			costN += g.k * colsPer * blocks(g.m)
+			costM += g.k * g.n * blocks(rowsPer)
+		}
+		g.splitN = costN <= costM
+	}
+	units := mp
+	if g.splitN {
+		units = np
+	}
+	if g.m*g.n*g.k < gemmSerialWork {
+		g.run(0, units)
+		return
+	}
+	Parallel(units, g.m*g.n*g.k, g.run)
+}
+
+// gemmSerialWork is the product size (multiply-adds) below which a GEMM
+// runs on the calling thread: about 10 µs of work, where handing half to
+// a worker costs as much as it saves.
+const gemmSerialWork = 1 << 19
+
+// part computes the share [lo, hi) of column panels or row panels.
+func (g *gemmCall) part(lo, hi int) {
+	i0, i1, j0, j1 := 0, g.m, 0, g.n
+	if g.splitN {
+		j0, j1 = lo*gemmNR, min(hi*gemmNR, g.n)
+	} else {
+		i0, i1 = lo*gemmMR, min(hi*gemmMR, g.m)
+	}
+	s := gemmScratchPool.Get().(*gemmScratch)
+	g.block(s, i0, i1, j0, j1)
+	gemmScratchPool.Put(s)
+}
+
+// block computes C[i0:i1, j0:j1]; j0 is a multiple of gemmNR.
+func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
+	nc := gemmBalance(j1-j0, gemmNC, gemmNR)
+	mc := gemmBalance(i1-i0, gemmMC, gemmMR)
+	kcMax := min(g.kc, g.k)
+	if g.pb == nil {
+		s.b = growAligned(s.b, kcMax*nc)
+	}
+	s.a = growAligned(s.a, mc*kcMax+8)
+	var npad int
+	if g.pb != nil {
+		npad = g.pb.npad()
+	}
+	for pc := 0; pc < g.k; pc += g.kc {
+		kc := min(g.kc, g.k-pc)
+		beta := g.beta
+		if pc > 0 {
+			beta = 1
+		}
+		last := pc+kc == g.k
+		for ic := i0; ic < i1; ic += mc {
+			mcw := min(mc, i1-ic)
+			for ir := 0; ir < mcw; ir += gemmMR {
+				packAAVX2(g.transA, g.a, g.lda, ic+ir, min(gemmMR, mcw-ir), pc, kc, s.a[ir*kc:])
+			}
+			for jc := j0; jc < j1; jc += nc {
+				ncw := min(nc, j1-jc)
+				bp := s.b
+				if g.pb != nil {
+					bp = g.pb.data[pc*npad+jc*kc:]
+				} else {
+					packBAVX2(g.transB, g.b, g.ldb, pc, kc, jc, ncw, bp)
+				}
+				if ncw <= gemmNR {
+					g.colStrip(s, bp, kc, ic, mcw, jc, ncw, beta, last)
+					continue
+				}
+				for ir := 0; ir < mcw; ir += gemmMR {
+					g.rowStrip(s, bp, kc, ic+ir, min(gemmMR, mcw-ir), s.a[ir*kc:], jc, ncw, beta, last)
+				}
+			}
+		}
+	}
+}
+
+// rowStrip multiplies one packed A panel (rows of C from i) by the packed
+// B block (ncw columns from jc) into C, walking right along the rows.
+func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []float32, jc, ncw int, beta float32, last bool) {
+	ep := &g.ep
+	relu := last && ep.Activate && ep.Act.Fn == ActReLU
+	lo := negInf
+	if relu {
+		lo = 0
+	}
+	rowBias := &gemmNegZero[0]
+	colBias, colStep := &gemmNegZero[0], 0
+	if last && ep.Bias != nil {
+		if ep.BiasPerRow {
+			rowBias = &ep.Bias[i]
+		} else {
+			colBias, colStep = &ep.Bias[jc], 4*gemmNR
+		}
+	}
+	c, ldc := g.c, g.ldc
+	full := ncw / gemmNR
+	if full > 0 {
+		sgemmKernel6x16(kc, &ap[0], &bp[0], &c[i*ldc+jc], ldc, full, rows, g.alpha, beta, lo,
+			colBias, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil)
+	}
+	if w := ncw - full*gemmNR; w > 0 {
+		j := jc + full*gemmNR
+		cb := &gemmNegZero[0]
+		if colStep != 0 {
+			s.bias = gemmNegZero
+			copy(s.bias[:], ep.Bias[j:j+w])
+			cb = &s.bias[0]
+		}
+		sgemmKernel6x16(kc, &ap[0], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
+			cb, rowBias, 0, 0, 0, 0, 0, &gemmMasks[gemmNR-w])
+	}
+	if last && ep.Activate && !relu {
+		for r := 0; r < rows; r++ {
+			crow := c[(i+r)*ldc+jc : (i+r)*ldc+jc+ncw]
+			ep.Act.forward(crow, crow)
+		}
+	}
+}
+
+// colStrip multiplies the packed A block (mcw rows of C from ic) by a
+// B block of one panel (w ≤ 16 columns from j), walking down C: for a
+// narrow C this takes one kernel call instead of one per A panel.
+func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int, beta float32, last bool) {
+	ep := &g.ep
+	relu := last && ep.Activate && ep.Act.Fn == ActReLU
+	lo := negInf
+	if relu {
+		lo = 0
+	}
+	rowBias, rowStep := &gemmNegZero[0], 0
+	colBias := &gemmNegZero[0]
+	if last && ep.Bias != nil {
+		if ep.BiasPerRow {
+			rowBias, rowStep = &ep.Bias[ic], 4*gemmMR
+		} else {
+			s.bias = gemmNegZero
+			copy(s.bias[:], ep.Bias[j:j+w])
+			colBias = &s.bias[0]
+		}
+	}
+	var mask *int32
+	if w < gemmNR {
+		mask = &gemmMasks[gemmNR-w]
+	}
+	c, ldc := g.c, g.ldc
+	// At most gemmTileChunk tiles per call, so no call runs long unpreempted.
+	full, rem := mcw/gemmMR, mcw%gemmMR
+	for t := 0; t < full; t += gemmTileChunk {
+		i := t * gemmMR
+		rb := rowBias
+		if rowStep != 0 {
+			rb = &ep.Bias[ic+i]
+		}
+		sgemmKernel6x16(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, min(gemmTileChunk, full-t), gemmMR, g.alpha, beta, lo,
+			colBias, rb, 4*gemmMR*kc, 0, 4*gemmMR*ldc, 0, rowStep, mask)
+	}
+	if rem > 0 {
+		i := full * gemmMR
+		if rowStep != 0 {
+			rowBias = &ep.Bias[ic+i]
+		}
+		sgemmKernel6x16(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, 1, rem, g.alpha, beta, lo,
+			colBias, rowBias, 0, 0, 0, 0, 0, mask)
+	}
+	if last && ep.Activate && !relu {
+		for r := 0; r < mcw; r++ {
+			crow := c[(ic+r)*ldc+j : (ic+r)*ldc+j+w]
+			ep.Act.forward(crow, crow)
+		}
+	}
+}
+
+// gemmTileChunk is the most tiles one kernel call walks down C: about
+// 30 µs at the largest K block.
+const gemmTileChunk = 64
+
+// gemmPackChunk is the most B panels one packing call handles: about
+// 25 µs of copying at the largest K block.
+const gemmPackChunk = 64
+
+// gemmMasks[16−w:] is the VMASKMOVPS mask of a tile w columns wide.
+var gemmMasks = [2 * gemmNR]int32{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}
+
+// packBAVX2 packs like packBGo, whole panels in assembly, at most
+// gemmPackChunk panels per call so no call runs long unpreempted.
+func packBAVX2(transB bool, b []float32, ldb, p0, kc, j0, cols int, dst []float32) {
+	full := cols / gemmNR
+	for q := 0; q < full; q += gemmPackChunk {
+		np := min(gemmPackChunk, full-q)
+		j, d := j0+q*gemmNR, dst[q*kc*gemmNR:]
+		if !transB {
+			gemmPackBN16(kc, &b[p0*ldb+j], ldb, &d[0], np)
+			continue
+		}
+		kc8 := kc &^ 7
+		if kc8 > 0 {
+			gemmPackBT16(kc8, &b[j*ldb+p0], ldb, &d[0], kc*gemmNR, np)
+		}
+		if kc8 < kc {
+			packBGo(true, b, ldb, p0, kc, kc8, j, np*gemmNR, d)
+		}
+	}
+	if j := full * gemmNR; j < cols {
+		if transB {
+			packBGo(true, b, ldb, p0, kc, 0, j0+j, cols-j, dst[full*kc*gemmNR:])
+		} else {
+			gemmPackBN16Mask(kc, &b[p0*ldb+j0+j], ldb, &dst[full*kc*gemmNR], &gemmMasks[gemmNR-(cols-j)])
+		}
+	}
+}
+
+// packAAVX2 packs like packAGo, whole panels in assembly. dst needs two
+// floats of slack past gemmMR·kc.
+func packAAVX2(transA bool, a []float32, lda, i0, rows, p0, kc int, dst []float32) {
+	if rows < gemmMR {
+		packAGo(transA, a, lda, i0, rows, p0, kc, 0, dst)
+		return
+	}
+	if transA {
+		gemmPackAT6(kc, &a[p0*lda+i0], lda, &dst[0])
+		return
+	}
+	kc8 := kc &^ 7
+	if kc8 > 0 {
+		gemmPackAN6(kc8, &a[i0*lda+p0], lda, &dst[0])
+	}
+	if kc8 < kc {
+		packAGo(false, a, lda, i0, rows, p0, kc, kc8, dst)
+	}
+}

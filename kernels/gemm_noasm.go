@@ -1,0 +1,10 @@
+//go:build !amd64 || noasm
+
+package kernels
+
+// Without assembly every GEMM entry point runs its Generic variant.
+var (
+	sgemmVariants       = [levelCount]sgemmFunc{Generic: sgemmGeneric}
+	packBVariants       = [levelCount]packBFunc{Generic: packBGeneric}
+	sgemmPackedVariants = [levelCount]sgemmPackedFunc{Generic: sgemmPackedGeneric}
+)
