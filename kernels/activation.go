@@ -61,7 +61,9 @@ var actCost = [...]int{
 // (evaluated in float64), where PyTorch's are within an ulp or two. Special
 // values follow the vectorised kernels too: NaN in gives NaN out, ReLU and
 // HardTanh pass a NaN through, ReLU's gradient passes at NaN while
-// HardTanh's is 0 there and ELU's NaN.
+// HardTanh's is 0 there and ELU's NaN. The AVX2 variants
+// (activation_amd64.s) make the same roundings and agree with this
+// reference bit for bit (Pow with a general exponent to an ulp).
 type Act struct {
 	Fn   ActFunc
 	A, B float32
@@ -132,7 +134,8 @@ func (a Act) Backward(dx, dy, x, y []float32) {
 }
 
 // The variants of the elementwise kernels, indexed by level: the Generic
-// ones are the reference code below, the others assembly.
+// ones are the reference code below, the others assembly. An AVX-512
+// variant would fill the AVX512 slot; until then pick falls back to AVX2.
 func actForwardFor(l Level) func(a Act, dst, src []float32) {
 	return pick(l, [levelCount]func(Act, []float32, []float32){Generic: Act.forward, AVX2: actForwardAVX2})
 }
