@@ -1,6 +1,10 @@
 package autograd
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kilnml/kiln/kernels"
+)
 
 // broadcastShapes returns the shape two operands broadcast to under NumPy
 // rules, panicking with op's name when they do not.
@@ -130,29 +134,35 @@ func sumToShape(g *Tensor, shape []int, f MemoryFormat) *Tensor {
 	return out
 }
 
-// binaryF32 applies fn elementwise to broadcast float32 operands and returns
-// the result in the format resultFormat chooses.
-func binaryF32(op string, a, b *Tensor, fn func(x, y float32) float32) *Tensor {
+// binaryF32 applies op elementwise to broadcast float32 operands and returns
+// the result in the format resultFormat chooses. Operands laid out like the
+// result go to one vector kernel over the whole slice, a one-element operand
+// to the scalar kernel, and anything else to the broadcast walk, which hands
+// each innermost run to the strided kernel.
+func binaryF32(op string, a, b *Tensor, k kernels.BinOp) *Tensor {
 	checkFloat32(op, a, b)
 	shape := broadcastShapes(op, a.shape, b.shape)
 	f := resultFormat(shape, a, b)
 	out := &Tensor{dtype: Float32, shape: shape, format: f, data: make([]float32, numel(op, shape))}
 	od, ad, bd := out.Float32s(), a.Float32s(), b.Float32s()
-	if sameShape(a.shape, b.shape) && a.format == f && b.format == f {
-		for i := range od {
-			od[i] = fn(ad[i], bd[i])
-		}
+	like := func(t *Tensor) bool { return sameShape(t.shape, shape) && t.format == f }
+	switch {
+	case len(od) == 0:
+		return out
+	case like(a) && like(b):
+		kernels.Binary(k, od, ad, bd)
+		return out
+	case like(a) && len(bd) == 1:
+		kernels.BinaryScalar(k, od, ad, bd[0], false)
+		return out
+	case like(b) && len(ad) == 1:
+		kernels.BinaryScalar(k, od, bd, ad[0], true)
 		return out
 	}
 	strides := [][]int{stridesOf(shape, f), broadcastStrides(a.shape, a.format, shape), broadcastStrides(b.shape, b.format, shape)}
 	walk(shape, physicalOrder(f, len(shape)), strides, func(offs []int, n int, steps []int) {
 		o, i, j := offs[0], offs[1], offs[2]
-		for k := 0; k < n; k++ {
-			od[o] = fn(ad[i], bd[j])
-			o += steps[0]
-			i += steps[1]
-			j += steps[2]
-		}
+		kernels.BinaryStrided(k, n, od[o:], steps[0], ad[i:], steps[1], bd[j:], steps[2])
 	})
 	return out
 }

@@ -4,7 +4,7 @@ import "github.com/kilnml/kiln/kernels"
 
 // Add returns a+b with broadcasting.
 func Add(a, b *Tensor) *Tensor {
-	out := binaryF32("Add", a, b, func(x, y float32) float32 { return x + y })
+	out := binaryF32("Add", a, b, kernels.BinAdd)
 	return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		return []*Tensor{sumToShape(g, a.shape, a.format), sumToShape(g, b.shape, b.format)}
 	})
@@ -12,11 +12,11 @@ func Add(a, b *Tensor) *Tensor {
 
 // Sub returns a-b with broadcasting.
 func Sub(a, b *Tensor) *Tensor {
-	out := binaryF32("Sub", a, b, func(x, y float32) float32 { return x - y })
+	out := binaryF32("Sub", a, b, kernels.BinSub)
 	return record("SubBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		var gb *Tensor
 		if b.requiresGrad {
-			gb = sumToShape(unaryF32("Neg", g, func(x float32) float32 { return -x }), b.shape, b.format)
+			gb = sumToShape(negF32(g), b.shape, b.format)
 		}
 		return []*Tensor{sumToShape(g, a.shape, a.format), gb}
 	})
@@ -24,14 +24,14 @@ func Sub(a, b *Tensor) *Tensor {
 
 // Mul returns a*b elementwise with broadcasting.
 func Mul(a, b *Tensor) *Tensor {
-	out := binaryF32("Mul", a, b, func(x, y float32) float32 { return x * y })
+	out := binaryF32("Mul", a, b, kernels.BinMul)
 	return record("MulBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		var ga, gb *Tensor
 		if a.requiresGrad {
-			ga = sumToShape(binaryF32("Mul", g, b, mulF32), a.shape, a.format)
+			ga = sumToShape(binaryF32("Mul", g, b, kernels.BinMul), a.shape, a.format)
 		}
 		if b.requiresGrad {
-			gb = sumToShape(binaryF32("Mul", g, a, mulF32), b.shape, b.format)
+			gb = sumToShape(binaryF32("Mul", g, a, kernels.BinMul), b.shape, b.format)
 		}
 		return []*Tensor{ga, gb}
 	})
@@ -39,22 +39,30 @@ func Mul(a, b *Tensor) *Tensor {
 
 // Div returns a/b elementwise with broadcasting.
 func Div(a, b *Tensor) *Tensor {
-	out := binaryF32("Div", a, b, func(x, y float32) float32 { return x / y })
+	out := binaryF32("Div", a, b, kernels.BinDiv)
 	return record("DivBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		var ga, gb *Tensor
 		if a.requiresGrad {
-			ga = sumToShape(binaryF32("Div", g, b, func(x, y float32) float32 { return x / y }), a.shape, a.format)
+			ga = sumToShape(binaryF32("Div", g, b, kernels.BinDiv), a.shape, a.format)
 		}
 		if b.requiresGrad {
-			// d(a/b)/db = -a/b² = -out/b
-			t := binaryF32("Div", out, b, func(x, y float32) float32 { return -x / y })
-			gb = sumToShape(binaryF32("Mul", g, t, mulF32), b.shape, b.format)
+			// d(a/b)/db = -a/b² = -out/b, and −(x/y) is (−x)/y exactly.
+			t := binaryF32("Div", out, b, kernels.BinDiv)
+			kernels.Act{Fn: kernels.ActNeg}.Forward(t.Float32s(), t.Float32s())
+			gb = sumToShape(binaryF32("Mul", g, t, kernels.BinMul), b.shape, b.format)
 		}
 		return []*Tensor{ga, gb}
 	})
 }
 
-func mulF32(x, y float32) float32 { return x * y }
+// negF32 returns −g elementwise in g's shape and format, like unaryF32
+// with negation but through the vector kernel.
+func negF32(g *Tensor) *Tensor {
+	checkFloat32("Neg", g)
+	out := actEmptyLike(g)
+	kernels.Act{Fn: kernels.ActNeg}.Forward(out.Float32s(), g.Float32s())
+	return out
+}
 
 // Neg returns −x elementwise, like torch.neg. Like every op of one operand
 // below, it works on x's physical elements, so the result keeps x's memory

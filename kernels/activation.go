@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // ActFunc names an elementwise function of one float32 operand: the
@@ -60,7 +61,9 @@ var actCost = [...]int{
 // (evaluated in float64), where PyTorch's are within an ulp or two. Special
 // values follow the vectorised kernels too: NaN in gives NaN out, ReLU and
 // HardTanh pass a NaN through, ReLU's gradient passes at NaN while
-// HardTanh's is 0 there and ELU's NaN.
+// HardTanh's is 0 there and ELU's NaN. The AVX2 variants
+// (activation_amd64.s) make the same roundings and agree with this
+// reference bit for bit (Pow with a general exponent to an ulp).
 type Act struct {
 	Fn   ActFunc
 	A, B float32
@@ -100,7 +103,10 @@ func (a Act) Forward(dst, src []float32) {
 		panic(fmt.Sprintf("kernels: Act.Forward(%v): dst has %d elements, src %d", a.Fn, len(dst), len(src)))
 	}
 	n := len(src)
-	Parallel(n, n*actCost[a.Fn], func(lo, hi int) { a.forward(dst[lo:hi], src[lo:hi]) })
+	j := actJobs.Get().(*actJob)
+	j.a, j.dst, j.src = a, dst, src
+	Parallel(n, n*actCost[a.Fn], j.fwd)
+	j.release()
 }
 
 // Backward sets dx[i] = dy[i]·f′(x[i]) for the forward y = f(x). It reads x
@@ -115,20 +121,79 @@ func (a Act) Backward(dx, dy, x, y []float32) {
 	if bad {
 		panic(fmt.Sprintf("kernels: Act.Backward(%v): dx has %d elements, dy %d, x %d, y %d", a.Fn, n, len(dy), len(x), len(y)))
 	}
-	var v []float32
+	j := actJobs.Get().(*actJob)
+	j.a, j.dst, j.src = a, dx, dy
 	switch {
 	case a.ReadsOutput():
-		v = y
+		j.v = y
 	case a.readsInput():
-		v = x
+		j.v = x
 	}
-	Parallel(n, n*(actCost[a.Fn]+1), func(lo, hi int) {
-		var vs []float32
-		if v != nil {
-			vs = v[lo:hi]
-		}
-		a.backward(dx[lo:hi], dy[lo:hi], vs)
-	})
+	Parallel(n, n*(actCost[a.Fn]+1), j.bwd)
+	j.release()
+}
+
+// The variants of the elementwise kernels, indexed by level: the Generic
+// ones are the reference code below, the others assembly. An AVX-512
+// variant would fill the AVX512 slot; until then pick falls back to AVX2.
+func actForwardFor(l Level) func(a Act, dst, src []float32) {
+	return pick(l, [levelCount]func(Act, []float32, []float32){Generic: Act.forward, AVX2: actForwardAVX2})
+}
+
+func actBackwardFor(l Level) func(a Act, dx, dy, v []float32) {
+	return pick(l, [levelCount]func(Act, []float32, []float32, []float32){Generic: Act.backward, AVX2: actBackwardAVX2})
+}
+
+func dropoutFor(l Level) func(dst, src []float32, keep []uint8, scale float32) {
+	return pick(l, [levelCount]func([]float32, []float32, []uint8, float32){Generic: dropoutSpan, AVX2: dropoutSpanAVX2})
+}
+
+var (
+	actForwardImpl  = actForwardFor(level)
+	actBackwardImpl = actBackwardFor(level)
+	dropoutImpl     = dropoutFor(level)
+)
+
+// actJob holds one call's operands for the worker pool. Jobs are pooled and
+// their span methods bound once, so a call allocates nothing.
+type actJob struct {
+	a           Act
+	dst, src, v []float32 // Backward: dx, dy and x or y
+	keep        []uint8
+	scale       float32
+	fwd, bwd    func(lo, hi int)
+	drop        func(lo, hi int)
+}
+
+var actJobs = sync.Pool{New: func() any {
+	j := new(actJob)
+	j.fwd, j.bwd, j.drop = j.forward, j.backward, j.dropout
+	return j
+}}
+
+func (j *actJob) forward(lo, hi int) { actForwardImpl(j.a, j.dst[lo:hi], j.src[lo:hi]) }
+
+func (j *actJob) backward(lo, hi int) {
+	var v []float32
+	if j.v != nil {
+		v = j.v[lo:hi]
+	}
+	actBackwardImpl(j.a, j.dst[lo:hi], j.src[lo:hi], v)
+}
+
+func (j *actJob) dropout(lo, hi int) {
+	var k []uint8
+	if j.keep != nil {
+		k = j.keep[lo:hi]
+	}
+	dropoutImpl(j.dst[lo:hi], j.src[lo:hi], k, j.scale)
+}
+
+// release drops the job's references to the caller's slices and returns
+// it to the pool.
+func (j *actJob) release() {
+	j.dst, j.src, j.v, j.keep = nil, nil, nil, nil
+	actJobs.Put(j)
 }
 
 // The constants of PyTorch's GELU kernels, rounded to float32 as they are
@@ -397,18 +462,23 @@ func Dropout(dst, src []float32, keep []uint8, scale float32) {
 	if len(dst) != n || (keep != nil && len(keep) != n) {
 		panic(fmt.Sprintf("kernels: Dropout: dst has %d elements, src %d, keep %d", len(dst), n, len(keep)))
 	}
-	Parallel(n, n, func(lo, hi int) {
-		d, s := dst[lo:hi], src[lo:hi]
-		if keep == nil {
-			for i, x := range s {
-				d[i] = x * scale
-			}
-			return
+	j := actJobs.Get().(*actJob)
+	j.dst, j.src, j.keep, j.scale = dst, src, keep, scale
+	Parallel(n, n, j.drop)
+	j.release()
+}
+
+// dropoutSpan is Dropout's reference kernel on one span.
+func dropoutSpan(dst, src []float32, keep []uint8, scale float32) {
+	dst = dst[:len(src)]
+	if keep == nil {
+		for i, x := range src {
+			dst[i] = x * scale
 		}
-		k := keep[lo:hi]
-		k = k[:len(s)]
-		for i, x := range s {
-			d[i] = x * (float32(k[i]) * scale)
-		}
-	})
+		return
+	}
+	keep = keep[:len(src)]
+	for i, x := range src {
+		dst[i] = x * (float32(keep[i]) * scale)
+	}
 }

@@ -316,18 +316,274 @@ func TestDropoutKernel(t *testing.T) {
 	}
 }
 
+// useActLevel switches Act's kernels to level l's variants until the
+// returned function restores them, so benchmarks can time each level
+// through the public entry points (the worker pool included).
+func useActLevel(l Level) (restore func()) {
+	f, b, d := actForwardImpl, actBackwardImpl, dropoutImpl
+	actForwardImpl, actBackwardImpl, dropoutImpl = actForwardFor(l), actBackwardFor(l), dropoutFor(l)
+	return func() { actForwardImpl, actBackwardImpl, dropoutImpl = f, b, d }
+}
+
+// benchSizes are the element counts the elementwise benchmarks run at: 1M
+// (4 MiB per operand, inside the 32 MiB L3) and 25M (100 MB per operand,
+// from memory, the size of a ResNet-50's parameters).
+var benchSizes = []struct {
+	name string
+	n    int
+}{{"1M", 1 << 20}, {"25M", 25_000_000}}
+
+// reportElems adds an elements-per-second metric beside the MB/s of
+// SetBytes.
+func reportElems(b *testing.B, n int) {
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Melem/s")
+}
+
 func BenchmarkActForward(b *testing.B) {
-	x := make([]float32, 1<<20)
-	for i := range x {
-		x[i] = float32(i%2000)/500 - 2
-	}
-	y := make([]float32, len(x))
-	for _, a := range []Act{{Fn: ActReLU}, {Fn: ActSigmoid}, {Fn: ActGELU}, {Fn: ActGELUTanh}} {
-		b.Run(a.Fn.String(), func(b *testing.B) {
-			b.SetBytes(int64(8 * len(x)))
-			for b.Loop() {
-				a.Forward(y, x)
+	for _, sz := range benchSizes {
+		x := make([]float32, sz.n)
+		for i := range x {
+			x[i] = float32(i%2000)/500 - 2
+		}
+		y := make([]float32, len(x))
+		for _, a := range []Act{{Fn: ActReLU}, {Fn: ActSigmoid}, {Fn: ActTanh}, {Fn: ActGELU}, {Fn: ActGELUTanh}} {
+			for _, l := range availableLevels() {
+				b.Run(fmt.Sprintf("%v/%s/%v", a.Fn, sz.name, l), func(b *testing.B) {
+					defer useActLevel(l)()
+					b.SetBytes(int64(8 * len(x)))
+					for b.Loop() {
+						a.Forward(y, x)
+					}
+					reportElems(b, len(x))
+				})
 			}
-		})
+		}
 	}
+}
+
+func BenchmarkActBackward(b *testing.B) {
+	for _, sz := range benchSizes {
+		x := make([]float32, sz.n)
+		for i := range x {
+			x[i] = float32(i%2000)/500 - 2
+		}
+		dy := make([]float32, len(x))
+		for i := range dy {
+			dy[i] = float32(i%7) - 3
+		}
+		dx := make([]float32, len(x))
+		for _, a := range []Act{{Fn: ActReLU}, {Fn: ActGELU}} {
+			for _, l := range availableLevels() {
+				b.Run(fmt.Sprintf("%v/%s/%v", a.Fn, sz.name, l), func(b *testing.B) {
+					defer useActLevel(l)()
+					b.SetBytes(int64(12 * len(x)))
+					for b.Loop() {
+						a.Backward(dx, dy, x, x)
+					}
+					reportElems(b, len(x))
+				})
+			}
+		}
+	}
+}
+
+// actSpecials are inputs every variant must treat exactly as the
+// reference: signed zeros, subnormals, infinities, NaN, huge values and the
+// edges where exp overflows, underflows and tanh saturates.
+var actSpecials = []float32{
+	0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-40, -1e-40, 1.1754944e-38,
+	float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.MaxFloat32, -math.MaxFloat32,
+	88.72, 88.73, -87.33, -103.9, -104, 8.664339742, 8.6643405, -8.6643405, 3.92, -3.93, 0.75, -0.75,
+	1, -1, 2, -2, 0.5, 1e-7, -1e-7, 1e30, -1e30,
+}
+
+// actSuiteInput returns n inputs for c: mostly uniform in its domain, some
+// spread over all magnitudes, and every tenth a special value, so they land
+// in whole vectors and in tails alike.
+func actSuiteInput(r *rand.Rand, n int, c actCase) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		switch {
+		case r.IntN(10) == 0:
+			x[i] = actSpecials[r.IntN(len(actSpecials))]
+		case r.IntN(4) == 0:
+			x[i] = float32(math.Copysign(math.Exp(r.Float64()*60-30), r.Float64()-0.3))
+		default:
+			x[i] = float32(c.lo + (c.hi-c.lo)*r.Float64())
+		}
+	}
+	return x
+}
+
+// actSame reports whether got and want are the same float32, any NaN
+// matching any NaN.
+func actSame(got, want float32) bool {
+	return math.Float32bits(got) == math.Float32bits(want) || (got != got && want != want)
+}
+
+// actULPs is how many float32 values lie between got and want (0 when
+// actSame), or a large number when only one is NaN or their signs differ.
+func actULPs(got, want float32) int64 {
+	if actSame(got, want) {
+		return 0
+	}
+	if got != got || want != want || math.Signbit(float64(got)) != math.Signbit(float64(want)) {
+		return math.MaxInt64
+	}
+	d := int64(math.Float32bits(got)) - int64(math.Float32bits(want))
+	if d < 0 {
+		d = -d
+	}
+	return d
+}
+
+// actGeneralPow reports whether a is Pow with an exponent none of
+// actPowElem's shortcuts covers. Its variants compute e^(e·ln x) in float64
+// where the reference calls math.Pow; neither is correctly rounded in every
+// case (x^1.5 can be a float32 midpoint exactly), so they may differ by an
+// ulp, where every other function agrees bit for bit.
+func actGeneralPow(a Act) bool {
+	switch a.A {
+	case 0, 1, 2, 3, -2, 0.5, -0.5, -1:
+		return false
+	}
+	return a.Fn == ActPow
+}
+
+// TestActConformance compares every variant of the forward and backward
+// kernels with the reference on suite sizes, with guard cells, on inputs
+// including special values. The variants must agree bit for bit (but for
+// Pow's general exponents, within an ulp): their transcendental functions
+// are correctly rounded like the reference's.
+func TestActConformance(t *testing.T) {
+	cases := append(actCases(),
+		actCase{act: Act{Fn: ActPow, A: 1.5}, lo: -3, hi: 3},
+		actCase{act: Act{Fn: ActPow, A: -3.25}, lo: 0, hi: 3},
+		actCase{act: Act{Fn: ActELU, A: 1}, lo: -3, hi: 3},
+		actCase{act: Act{Fn: ActHardTanh, A: -1, B: 1}, lo: -3, hi: 3},
+	)
+	forEachLevel(t, func(t *testing.T, l Level) {
+		fwd, bwd := actForwardFor(l), actBackwardFor(l)
+		r := rand.New(rand.NewPCG(11, 12))
+		for _, c := range cases {
+			t.Run(c.name(), func(t *testing.T) {
+				for _, n := range suiteSizes(8) {
+					x := actSuiteInput(r, n, c)
+					want := make([]float32, n)
+					c.act.forward(want, x)
+					y, check := guarded(t, n)
+					fwd(c.act, y, x)
+					check()
+					tol := int64(0)
+					if actGeneralPow(c.act) {
+						tol = 1
+					}
+					for i := range y {
+						if actULPs(y[i], want[i]) > tol {
+							t.Fatalf("n=%d: forward(%v) = %v, reference %v", n, x[i], y[i], want[i])
+						}
+					}
+					v := x
+					if c.act.ReadsOutput() {
+						v = want
+					}
+					dy := make([]float32, n)
+					for i := range dy {
+						dy[i] = float32(r.NormFloat64())
+					}
+					wantDx := make([]float32, n)
+					c.act.backward(wantDx, dy, v)
+					dx, check := guarded(t, n)
+					bwd(c.act, dx, dy, v)
+					check()
+					for i := range dx {
+						if actULPs(dx[i], wantDx[i]) > tol {
+							t.Fatalf("n=%d: backward at %v (dy %v) = %v, reference %v", n, v[i], dy[i], dx[i], wantDx[i])
+						}
+					}
+					// In place: dst = src, dx = dy.
+					xy := append([]float32(nil), x...)
+					fwd(c.act, xy, xy)
+					bwd(c.act, dy, dy, v)
+					for i := range x {
+						if actULPs(xy[i], want[i]) > tol || actULPs(dy[i], wantDx[i]) > tol {
+							t.Fatalf("n=%d: in place, element %d: %v and %v, want %v and %v", n, i, xy[i], dy[i], want[i], wantDx[i])
+						}
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestActSweep runs the functions built on the vector exp, log, tanh and
+// erf over a sweep of every 4099th float32 bit pattern (a million values of
+// every sign and magnitude, NaNs, infinities and subnormals included) and
+// checks each variant against the reference bit for bit.
+func TestActSweep(t *testing.T) {
+	const stride = 4099
+	x := make([]float32, 0, 1<<32/stride+1)
+	for b := uint64(0); b < 1<<32; b += stride {
+		x = append(x, math.Float32frombits(uint32(b)))
+	}
+	want := make([]float32, len(x))
+	got := make([]float32, len(x))
+	for _, l := range availableLevels()[1:] {
+		fwd := actForwardFor(l)
+		for _, a := range []Act{{Fn: ActExp}, {Fn: ActLog}, {Fn: ActTanh}, {Fn: ActSigmoid}, {Fn: ActELU, A: 1},
+			{Fn: ActGELU}, {Fn: ActGELUTanh}, {Fn: ActSiLU}} {
+			a.forward(want, x)
+			fwd(a, got, x)
+			for i := range x {
+				if !actSame(got[i], want[i]) {
+					t.Fatalf("%v: %v(%v) = %v, reference %v", l, a.Fn, x[i], got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func TestActDoesNotAllocate(t *testing.T) {
+	n := 1 << 16 // large enough to go through the worker pool
+	x, y, dy := make([]float32, n), make([]float32, n), make([]float32, n)
+	keep := make([]uint8, n)
+	for _, a := range []Act{{Fn: ActReLU}, {Fn: ActGELU}, {Fn: ActPow, A: 2.5}} {
+		if avg := testing.AllocsPerRun(10, func() { a.Forward(y, x) }); avg != 0 {
+			t.Errorf("%v.Forward allocates %v times per call", a.Fn, avg)
+		}
+		if avg := testing.AllocsPerRun(10, func() { a.Backward(dy, dy, x, y) }); avg != 0 {
+			t.Errorf("%v.Backward allocates %v times per call", a.Fn, avg)
+		}
+	}
+	if avg := testing.AllocsPerRun(10, func() { Dropout(y, x, keep, 2) }); avg != 0 {
+		t.Errorf("Dropout allocates %v times per call", avg)
+	}
+}
+
+// TestDropoutConformance compares every variant of the dropout kernel with
+// the reference on suite sizes, with and without a mask.
+func TestDropoutConformance(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		drop := dropoutFor(l)
+		r := rand.New(rand.NewPCG(13, 14))
+		for _, n := range suiteSizes(8) {
+			x := actSuiteInput(r, n, actCase{lo: -3, hi: 3})
+			keep := make([]uint8, n)
+			for i := range keep {
+				keep[i] = uint8(r.IntN(2))
+			}
+			for _, k := range [][]uint8{keep, nil} {
+				want := make([]float32, n)
+				dropoutSpan(want, x, k, 1.25)
+				got, check := guarded(t, n)
+				drop(got, x, k, 1.25)
+				check()
+				for i := range got {
+					if !actSame(got[i], want[i]) {
+						t.Fatalf("n=%d mask %v: element %d = %v, reference %v", n, k != nil, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
 }

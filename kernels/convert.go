@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // BF16FromF32 converts one float32 to bfloat16 bits, rounding to nearest
 // with ties to even. NaNs stay NaN (quiet) rather than rounding into an
@@ -18,23 +21,81 @@ func BF16FromF32(f float32) uint16 {
 // F32FromBF16 widens bfloat16 bits to float32 exactly.
 func F32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// F32ToBF16 converts src into dst with round-to-nearest-even. The slices
-// must have the same length.
+// cvtCost is the rough work per element handed to Parallel.
+const cvtCost = 1
+
+// F32ToBF16 converts src into dst with round-to-nearest-even, exactly as
+// BF16FromF32 does element by element. The slices must have the same
+// length. Large slices are split across the worker pool.
 func F32ToBF16(dst []uint16, src []float32) {
 	if len(dst) != len(src) {
 		panic("kernels: F32ToBF16 length mismatch")
 	}
+	j := cvtJobs.Get().(*cvtJob)
+	j.f32, j.bf16 = src, dst
+	Parallel(len(src), len(src)*cvtCost, j.narrow)
+	j.release()
+}
+
+// BF16ToF32 widens src into dst exactly. The slices must have the same
+// length. Large slices are split across the worker pool.
+func BF16ToF32(dst []float32, src []uint16) {
+	if len(dst) != len(src) {
+		panic("kernels: BF16ToF32 length mismatch")
+	}
+	j := cvtJobs.Get().(*cvtJob)
+	j.f32, j.bf16 = dst, src
+	Parallel(len(src), len(src)*cvtCost, j.widen)
+	j.release()
+}
+
+// The variants by level: the Generic ones are the reference loops.
+func f32ToBF16For(l Level) func(dst []uint16, src []float32) {
+	return pick(l, [levelCount]func([]uint16, []float32){Generic: f32ToBF16Span, AVX2: f32ToBF16AVX2Span})
+}
+
+func bf16ToF32For(l Level) func(dst []float32, src []uint16) {
+	return pick(l, [levelCount]func([]float32, []uint16){Generic: bf16ToF32Span, AVX2: bf16ToF32AVX2Span})
+}
+
+var (
+	f32ToBF16Impl = f32ToBF16For(level)
+	bf16ToF32Impl = bf16ToF32For(level)
+)
+
+// cvtJob holds one conversion's slices for the worker pool; pooled, with
+// its span methods bound once, so a call allocates nothing.
+type cvtJob struct {
+	f32           []float32
+	bf16          []uint16
+	narrow, widen func(lo, hi int)
+}
+
+var cvtJobs = sync.Pool{New: func() any {
+	j := new(cvtJob)
+	j.narrow, j.widen = j.runNarrow, j.runWiden
+	return j
+}}
+
+func (j *cvtJob) runNarrow(lo, hi int) { f32ToBF16Impl(j.bf16[lo:hi], j.f32[lo:hi]) }
+func (j *cvtJob) runWiden(lo, hi int)  { bf16ToF32Impl(j.f32[lo:hi], j.bf16[lo:hi]) }
+
+func (j *cvtJob) release() {
+	j.f32, j.bf16 = nil, nil
+	cvtJobs.Put(j)
+}
+
+// f32ToBF16Span is the reference narrowing loop.
+func f32ToBF16Span(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
 	for i, f := range src {
 		dst[i] = BF16FromF32(f)
 	}
 }
 
-// BF16ToF32 widens src into dst exactly. The slices must have the same
-// length.
-func BF16ToF32(dst []float32, src []uint16) {
-	if len(dst) != len(src) {
-		panic("kernels: BF16ToF32 length mismatch")
-	}
+// bf16ToF32Span is the reference widening loop.
+func bf16ToF32Span(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
 	for i, h := range src {
 		dst[i] = F32FromBF16(h)
 	}

@@ -63,19 +63,35 @@ func SGD(param, grad, buf []float32, c SGDConfig, init bool) {
 	s.Run()
 }
 
-// run updates elements [lo, hi). The flags are turned into loop-invariant
-// numbers (a sign for Maximize, a Nesterov weight) so the common cases run
-// without branches in the loop.
+// run updates elements [lo, hi) with the variant of the dispatch level.
 func (s *SGDStep) run(lo, hi int) {
-	p, g := s.Param[lo:hi], s.Grad[lo:hi]
+	var b []float32
+	if s.Momentum != 0 {
+		b = s.Buf[lo:hi]
+	}
+	sgdSpanImpl(&s.SGDConfig, s.Init, s.Param[lo:hi], s.Grad[lo:hi], b)
+}
+
+// sgdSpanFor returns level l's SGD kernel; the Generic one is the reference.
+func sgdSpanFor(l Level) func(c *SGDConfig, init bool, p, g, b []float32) {
+	return pick(l, [levelCount]func(*SGDConfig, bool, []float32, []float32, []float32){Generic: sgdSpan, AVX2: sgdSpanAVX2})
+}
+
+var sgdSpanImpl = sgdSpanFor(level)
+
+// sgdSpan is the reference update of p, g and (with momentum) b, which
+// have the same length. The flags are turned into loop-invariant numbers (a
+// sign for Maximize, a Nesterov weight) so the common cases run without
+// branches in the loop.
+func sgdSpan(c *SGDConfig, init bool, p, g, b []float32) {
 	g = g[:len(p)]
-	negLR := -float64(s.LR)
-	wd := float64(s.WeightDecay)
+	negLR := -float64(c.LR)
+	wd := float64(c.WeightDecay)
 	sign := float32(1)
-	if s.Maximize {
+	if c.Maximize {
 		sign = -1
 	}
-	if s.Momentum == 0 {
+	if c.Momentum == 0 {
 		for i := range p {
 			d := sign * g[i]
 			if wd != 0 {
@@ -85,21 +101,20 @@ func (s *SGDStep) run(lo, hi int) {
 		}
 		return
 	}
-	b := s.Buf[lo:hi]
 	b = b[:len(p)]
-	m := s.Momentum
-	keep := float64(s.Keep)
+	m := c.Momentum
+	keep := float64(c.Keep)
 	for i := range p {
 		d := sign * g[i]
 		if wd != 0 {
 			d = float32(float64(d) + wd*float64(p[i]))
 		}
 		bi := d
-		if !s.Init {
+		if !init {
 			bi = float32(float64(b[i]*m) + keep*float64(d))
 		}
 		b[i] = bi
-		if s.Nesterov {
+		if c.Nesterov {
 			d = float32(float64(d) + float64(m)*float64(bi))
 		} else {
 			d = bi

@@ -152,3 +152,144 @@ func BenchmarkSoftmax(b *testing.B) {
 		})
 	}
 }
+
+// smClose reports whether a variant's result matches the reference's: the
+// same float32 or one ulp apart (their exponentials are correctly rounded
+// and good to 2e-12, their float64 sums add in different orders), or, for
+// gradients that cancel, within 1e-12.
+func smClose(got, want float32) bool {
+	if actULPs(got, want) <= 1 {
+		return true
+	}
+	d := math.Abs(float64(got) - float64(want))
+	return d <= 1e-12
+}
+
+// smSuiteShapes puts suite sizes along N with Inner = 1 (the row kernels)
+// and along Inner (the column kernels, tails of four included).
+func smSuiteShapes() []SoftmaxShape {
+	var out []SoftmaxShape
+	for _, n := range suiteSizes(8) {
+		out = append(out, SoftmaxShape{Outer: 3, N: n, Inner: 1})
+		if n <= 2*softmaxTile+40 {
+			out = append(out, SoftmaxShape{Outer: 2, N: 5, Inner: n})
+		}
+	}
+	return out
+}
+
+// TestSoftmaxConformance compares every level's softmax, log-softmax and
+// their backward passes with the reference kernels, with guard cells, on
+// rows and columns that include NaN, infinite and huge logits.
+func TestSoftmaxConformance(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		k := smKernelsFor(l)
+		rng := rand.New(rand.NewPCG(51, 52))
+		for _, s := range smSuiteShapes() {
+			n := s.Outer * s.N * s.Inner
+			x, g := make([]float32, n), make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * 4)
+				g[i] = float32(rng.NormFloat64())
+				if rng.IntN(60) == 0 {
+					x[i] = actSpecials[rng.IntN(len(actSpecials))]
+				}
+			}
+			var want, got [4][]float32
+			for kind := range want {
+				want[kind] = make([]float32, n)
+			}
+			run := func(k *smKernels, kind int, out []float32, y []float32) {
+				old := smImpl
+				smImpl = k
+				defer func() { smImpl = old }()
+				smRun(kind, s, x, y, g, out)
+			}
+			for kind := range want {
+				wantOut, check := want[kind], func() {}
+				got[kind], check = guarded(t, n)
+				gotOut := got[kind]
+				switch kind {
+				case smForward, smLogForward:
+					run(&smGeneric, kind, nil, wantOut)
+					run(k, kind, nil, gotOut)
+				case smBackward:
+					run(&smGeneric, kind, wantOut, want[smForward])
+					run(k, kind, gotOut, want[smForward])
+				case smLogBackward:
+					run(&smGeneric, kind, wantOut, want[smLogForward])
+					run(k, kind, gotOut, want[smLogForward])
+				}
+				check()
+				for i := range wantOut {
+					if !smClose(gotOut[i], wantOut[i]) {
+						t.Fatalf("%+v kind %d: element %d (x %v) = %v, reference %v", s, kind, i, x[i], gotOut[i], wantOut[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestSoftmaxDoesNotAllocate(t *testing.T) {
+	for _, s := range []SoftmaxShape{{256, 128, 1}, {4, 64, 300}} {
+		n := s.Outer * s.N * s.Inner
+		x, y, dx := make([]float32, n), make([]float32, n), make([]float32, n)
+		for name, f := range map[string]func(){
+			"Softmax":            func() { Softmax(s, x, y) },
+			"LogSoftmax":         func() { LogSoftmax(s, x, y) },
+			"SoftmaxBackward":    func() { SoftmaxBackward(s, y, x, dx) },
+			"LogSoftmaxBackward": func() { LogSoftmaxBackward(s, y, x, dx) },
+		} {
+			if a := testing.AllocsPerRun(10, f); a != 0 {
+				t.Errorf("%s(%+v) allocates %v times per call", name, s, a)
+			}
+		}
+	}
+}
+
+// useSmLevel switches softmax to level l's kernels until the returned
+// function restores them.
+func useSmLevel(l Level) (restore func()) {
+	old := smImpl
+	smImpl = smKernelsFor(l)
+	return func() { smImpl = old }
+}
+
+// BenchmarkSoftmaxLevels times softmax forward (and backward) over rows of
+// 1024 logits (Inner = 1) and along dim 1 of a row-major [N, 64, 16384]
+// tensor (Inner = 16384), at 1M and 25M elements, for each level.
+func BenchmarkSoftmaxLevels(b *testing.B) {
+	for _, sz := range benchSizes {
+		rows := SoftmaxShape{Outer: sz.n / 1024, N: 1024, Inner: 1}
+		cols := SoftmaxShape{Outer: sz.n / (64 * 16384), N: 64, Inner: 16384}
+		if cols.Outer == 0 {
+			cols = SoftmaxShape{Outer: 1, N: 64, Inner: sz.n / 64}
+		}
+		for _, s := range []SoftmaxShape{rows, cols} {
+			n := s.Outer * s.N * s.Inner
+			rng := rand.New(rand.NewPCG(1, 1))
+			x := softmaxBuf(rng, n, 2)[:n]
+			y, dx := make([]float32, n), make([]float32, n)
+			for _, l := range availableLevels() {
+				name := fmt.Sprintf("%s/%dx%dx%d/%v", sz.name, s.Outer, s.N, s.Inner, l)
+				b.Run("fwd/"+name, func(b *testing.B) {
+					defer useSmLevel(l)()
+					b.SetBytes(int64(8 * n))
+					for b.Loop() {
+						Softmax(s, x, y)
+					}
+					reportElems(b, n)
+				})
+				b.Run("bwd/"+name, func(b *testing.B) {
+					defer useSmLevel(l)()
+					b.SetBytes(int64(12 * n))
+					for b.Loop() {
+						SoftmaxBackward(s, y, x, dx)
+					}
+					reportElems(b, n)
+				})
+			}
+		}
+	}
+}

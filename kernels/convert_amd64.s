@@ -1,0 +1,122 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// AVX2 float32 ↔ bfloat16 conversion. AVX2 has no BF16 instructions, so
+// the rounding is done on the bits as in BF16FromF32: add 0x7fff plus the
+// lowest kept bit and truncate (round to nearest, ties to even), and turn a
+// NaN into its top half with the quiet bit set rather than letting the
+// addition carry it into an infinity.
+
+DATA cvtOne<>+0(SB)/8, $0x0000000100000001
+DATA cvtOne<>+8(SB)/8, $0x0000000100000001
+DATA cvtOne<>+16(SB)/8, $0x0000000100000001
+DATA cvtOne<>+24(SB)/8, $0x0000000100000001
+GLOBL cvtOne<>(SB), RODATA|NOPTR, $32
+
+DATA cvtRound<>+0(SB)/8, $0x00007fff00007fff
+DATA cvtRound<>+8(SB)/8, $0x00007fff00007fff
+DATA cvtRound<>+16(SB)/8, $0x00007fff00007fff
+DATA cvtRound<>+24(SB)/8, $0x00007fff00007fff
+GLOBL cvtRound<>(SB), RODATA|NOPTR, $32
+
+DATA cvtAbs<>+0(SB)/8, $0x7fffffff7fffffff
+DATA cvtAbs<>+8(SB)/8, $0x7fffffff7fffffff
+DATA cvtAbs<>+16(SB)/8, $0x7fffffff7fffffff
+DATA cvtAbs<>+24(SB)/8, $0x7fffffff7fffffff
+GLOBL cvtAbs<>(SB), RODATA|NOPTR, $32
+
+DATA cvtInf<>+0(SB)/8, $0x7f8000007f800000
+DATA cvtInf<>+8(SB)/8, $0x7f8000007f800000
+DATA cvtInf<>+16(SB)/8, $0x7f8000007f800000
+DATA cvtInf<>+24(SB)/8, $0x7f8000007f800000
+GLOBL cvtInf<>(SB), RODATA|NOPTR, $32
+
+DATA cvtQuiet<>+0(SB)/8, $0x0000004000000040
+DATA cvtQuiet<>+8(SB)/8, $0x0000004000000040
+DATA cvtQuiet<>+16(SB)/8, $0x0000004000000040
+DATA cvtQuiet<>+24(SB)/8, $0x0000004000000040
+GLOBL cvtQuiet<>(SB), RODATA|NOPTR, $32
+
+// TOBF16(R, T, U): R = the bfloat16 bits (in the low half of each lane) of
+// the eight float32 in R.
+#define TOBF16(R, T, U) \
+	VPSRLD    $16, R, T;            \
+	VPAND     cvtOne<>(SB), T, T;   \
+	VPADDD    cvtRound<>(SB), R, U; \
+	VPADDD    T, U, U;              \
+	VPSRLD    $16, U, U;            \
+	VPSRLD    $16, R, T;            \
+	VPOR      cvtQuiet<>(SB), T, T; \
+	VPAND     cvtAbs<>(SB), R, R;   \
+	VPCMPGTD  cvtInf<>(SB), R, R;   \
+	VPBLENDVB R, T, U, R
+
+// func f32ToBF16AVX2(dst []uint16, src []float32)
+//
+// Converts the first len(src)&^7 elements; the caller does the rest.
+TEXT ·f32ToBF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SUBQ $16, CX
+	JL   one
+
+loop:
+	VMOVDQU   (SI), Y0
+	VMOVDQU   32(SI), Y1
+	TOBF16(Y0, Y2, Y3)
+	TOBF16(Y1, Y4, Y5)
+	VPACKUSDW Y1, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, (DI)
+	ADDQ      $64, SI
+	ADDQ      $32, DI
+	SUBQ      $16, CX
+	JGE       loop
+
+one:
+	ADDQ      $8, CX
+	JL        done
+	VMOVDQU   (SI), Y0
+	TOBF16(Y0, Y2, Y3)
+	VPACKUSDW Y0, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   X0, (DI)
+
+done:
+	VZEROUPPER
+	RET
+
+// func bf16ToF32AVX2(dst []float32, src []uint16)
+//
+// Widens the first len(src)&^7 elements; the caller does the rest.
+TEXT ·bf16ToF32AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SUBQ $16, CX
+	JL   wone
+
+wloop:
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPSLLD    $16, Y0, Y0
+	VPSLLD    $16, Y1, Y1
+	VMOVDQU   Y0, (DI)
+	VMOVDQU   Y1, 32(DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	SUBQ      $16, CX
+	JGE       wloop
+
+wone:
+	ADDQ      $8, CX
+	JL        wdone
+	VPMOVZXWD (SI), Y0
+	VPSLLD    $16, Y0, Y0
+	VMOVDQU   Y0, (DI)
+
+wdone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,9 @@
+//go:build !amd64 || noasm
+
+package kernels
+
+// Without assembly the conversions have only their Generic variants.
+var (
+	f32ToBF16AVX2Span func(dst []uint16, src []float32)
+	bf16ToF32AVX2Span func(dst []float32, src []uint16)
+)

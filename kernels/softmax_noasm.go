@@ -1,0 +1,6 @@
+//go:build !amd64 || noasm
+
+package kernels
+
+// Without assembly softmax has only its Generic kernels.
+var smAVX2 *smKernels
