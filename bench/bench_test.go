@@ -179,7 +179,7 @@ const python = "/usr/bin/python3"
 // and returns its stdout. It skips the test when the reference is not
 // installed (`make bench-deps`) or with -short: importing torch takes a
 // few seconds, so these tests run in parallel.
-func runPython(t *testing.T, env []string, args ...string) []byte {
+func runPython(t *testing.T, stdin []byte, env []string, args ...string) []byte {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs PyTorch; skipped with -short")
@@ -190,6 +190,7 @@ func runPython(t *testing.T, env []string, args ...string) []byte {
 	t.Parallel()
 	cmd := exec.Command(python, args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -207,26 +208,34 @@ func lastLine(s string) string {
 	return s[strings.LastIndex(s, "\n")+1:]
 }
 
-// TestTorchScriptRunsEveryKind runs the embedded torch_bench.py on the tiny
-// workloads, so the two sides agree on every kind and on the JSON.
+// TestTorchScriptRunsEveryKind serves the tiny workloads with the embedded
+// torch_bench.py, so the two sides agree on every kind and on the protocol.
 func TestTorchScriptRunsEveryKind(t *testing.T) {
-	dir := t.TempDir()
-	script, spec := filepath.Join(dir, "torch_bench.py"), filepath.Join(dir, "spec.json")
-	ws := tinyWorkloads()
-	b, _ := json.Marshal(ws)
+	script := filepath.Join(t.TempDir(), "torch_bench.py")
 	if err := os.WriteFile(script, TorchScript, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(spec, b, 0o644); err != nil {
-		t.Fatal(err)
+	ws := tinyWorkloads()
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	for _, w := range ws {
+		enc.Encode(w)
 	}
-	out := runPython(t, []string{"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"}, script, "--spec", spec, "--threads", "1", "--runs", "1")
+	out := runPython(t, in.Bytes(), []string{"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"}, script, "--threads", "1", "--runs", "1")
+	dec := json.NewDecoder(bytes.NewReader(out))
 	var rep Report
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("header: %v\n%s", err, out)
 	}
-	if rep.Side != "pytorch" || rep.Threads != 1 || len(rep.Results) != len(ws) {
-		t.Fatalf("report side %q threads %d with %d results, want pytorch, 1, %d", rep.Side, rep.Threads, len(rep.Results), len(ws))
+	if rep.Side != "pytorch" || rep.Threads != 1 {
+		t.Fatalf("header side %q threads %d, want pytorch, 1", rep.Side, rep.Threads)
+	}
+	for range ws {
+		var r Result
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("result %d: %v\n%s", len(rep.Results), err, out)
+		}
+		rep.Results = append(rep.Results, r)
 	}
 	for i, r := range rep.Results {
 		if r.Name != ws[i].Name || r.Error != "" || !(r.Median > 0) || len(r.Samples) != 1 {
@@ -256,7 +265,7 @@ with torch.no_grad():
     m(torch.zeros(1, 3, 224, 224))
 print(json.dumps(seen))
 `
-	out := runPython(t, nil, "-c", prog)
+	out := runPython(t, nil, nil, "-c", prog)
 	var seen [][7]int
 	if err := json.Unmarshal(out, &seen); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"runtime"
 	"slices"
@@ -34,6 +33,8 @@ type Result struct {
 }
 
 // Report is what one side (Kiln or PyTorch) at one thread count produces.
+// The sides' processes first send a Report with no results (who they are,
+// their versions), then one Result per Workload they are sent.
 type Report struct {
 	Side    string            `json:"side"`
 	Threads int               `json:"threads"`
@@ -83,37 +84,23 @@ func Median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// RunKiln prepares and times each workload in this process, writing a line
-// per workload to progress. A workload that fails to prepare or panics is
-// reported with its error and the others still run.
-func RunKiln(ws []Workload, runs int, progress io.Writer) []Result {
-	out := make([]Result, 0, len(ws))
-	for i, w := range ws {
-		r := Result{Name: w.Name}
-		func() {
-			defer func() {
-				if e := recover(); e != nil {
-					r.Error = fmt.Sprint(e)
-				}
-			}()
-			run, err := Prepare(w)
-			if err != nil {
-				r.Error = err.Error()
-				return
-			}
-			runtime.GC() // start from a clean heap, not the last workload's garbage
-			r.Median, r.Samples, r.Inner = Measure(run, runs)
-		}()
-		if progress != nil {
-			if r.Error != "" {
-				fmt.Fprintf(progress, "  kiln [%d/%d] %s: error: %s\n", i+1, len(ws), w.Name, r.Error)
-			} else {
-				fmt.Fprintf(progress, "  kiln [%d/%d] %s: %s\n", i+1, len(ws), w.Name, FormatDuration(r.Median))
-			}
+// RunKiln prepares and times w in this process. A workload that fails to
+// prepare or panics comes back with its error.
+func RunKiln(w Workload, runs int) (r Result) {
+	r.Name = w.Name
+	defer func() {
+		if e := recover(); e != nil {
+			r = Result{Name: w.Name, Error: fmt.Sprint(e)}
 		}
-		out = append(out, r)
+	}()
+	run, err := Prepare(w)
+	if err != nil {
+		r.Error = err.Error()
+		return r
 	}
-	return out
+	runtime.GC() // start from a clean heap, not the last workload's garbage
+	r.Median, r.Samples, r.Inner = Measure(run, runs)
+	return r
 }
 
 // FormatDuration prints seconds with a unit that keeps three or four
@@ -130,3 +117,6 @@ func FormatDuration(s float64) string {
 		return fmt.Sprintf("%.3g µs", s*1e6)
 	}
 }
+
+// OK reports whether r holds a time.
+func (r Result) OK() bool { return r.Error == "" && r.Median > 0 }

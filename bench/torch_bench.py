@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """PyTorch side of Kiln's benchmark (bench/cmd/kilnbench runs it).
 
-Reads the workload list the Go driver wrote (JSON), runs each workload with
-PyTorch at the thread count given, and prints a JSON report on stdout;
-progress goes to stderr. The timing method is the one in bench/measure.go:
+Serves the Go driver over stdin/stdout, one JSON value per line: it first
+prints a report header (side, threads, versions, BLAS), then for each
+workload read from stdin runs it with PyTorch at the thread count given and
+prints its result, until stdin ends. The driver sends the same workloads to
+Kiln, alternating, so both sides are timed under the same machine load.
+The timing method is the one in bench/measure.go:
 one warm-up call that also sets how many calls make a sample (enough for
 2 ms), one more warm-up sample when a sample is several calls, then RUNS
 samples; the result is the median per-call time.
@@ -14,14 +17,13 @@ time; torch.set_num_threads alone does not limit it) and this script calls
 torch.set_num_threads(T).
 
   torch_bench.py --info                      # versions and BLAS only
-  torch_bench.py --spec FILE --threads T --runs R
+  torch_bench.py --threads T --runs R        # serve workloads
 """
 
 import argparse
 import ctypes
 import json
 import math
-import os
 import re
 import statistics
 import sys
@@ -169,10 +171,19 @@ def prepare(w):
     raise ValueError("unknown kind %r" % kind)
 
 
+def run_one(w, runs):
+    r = {"name": w["name"]}
+    try:
+        run = prepare(w)
+        r["median_s"], r["samples_s"], r["inner"] = measure(run, runs)
+    except Exception as e:  # report it and go on with the next workload
+        r = {"name": w["name"], "error": "%s: %s" % (type(e).__name__, e)}
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--info", action="store_true")
-    ap.add_argument("--spec")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
@@ -180,26 +191,13 @@ def main():
     import torch
 
     torch.set_num_threads(args.threads)
+    header = {"side": "pytorch", "threads": args.threads, "info": torch_info(), "results": []}
+    print(json.dumps(header), flush=True)
     if args.info:
-        json.dump({"side": "pytorch", "threads": args.threads, "info": torch_info(), "results": []}, sys.stdout)
         return
-    with open(args.spec) as f:
-        workloads = json.load(f)
-    info = torch_info()
-    results = []
-    for i, w in enumerate(workloads):
-        r = {"name": w["name"]}
-        try:
-            run = prepare(w)
-            r["median_s"], r["samples_s"], r["inner"] = measure(run, args.runs)
-            msg = "%.3g ms" % (r["median_s"] * 1e3)
-        except Exception as e:  # report and go on with the other workloads
-            r["error"] = "%s: %s" % (type(e).__name__, e)
-            msg = "error: " + r["error"]
-        run = None
-        print("  pytorch [%d/%d] %s: %s" % (i + 1, len(workloads), w["name"], msg), file=sys.stderr, flush=True)
-        results.append(r)
-    json.dump({"side": "pytorch", "threads": args.threads, "info": info, "results": results}, sys.stdout)
+    for line in sys.stdin:
+        if line.strip():
+            print(json.dumps(run_one(json.loads(line), args.runs)), flush=True)
 
 
 if __name__ == "__main__":
