@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all demo test bench fmt vet golden
+.PHONY: all demo test bench bench-deps fmt vet golden
 
 all: test
 
@@ -13,8 +13,22 @@ test: vet
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -tags noasm ./kernels/...
 
+# Kiln against PyTorch on the same workloads at 1 and 2 threads, one table
+# (see BENCHMARKS.md). BENCHFLAGS: -quick (a representative subset),
+# -out FILE (also write the table), -json FILE, -filter REGEXP.
+BENCHFLAGS ?=
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) run ./bench/cmd/kilnbench $(BENCHFLAGS)
+
+# The PyTorch reference: Debian's torch, with OpenBLAS (without it torch
+# falls back to the reference BLAS, ~4 GFLOP/s: no fair comparison).
+BENCH_DEBS = python3 python3-torch libopenblas0-pthread
+bench-deps:
+	@missing=; for p in $(BENCH_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then echo "bench-deps: $(BENCH_DEBS) already installed"; exit 0; fi; \
+	sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	echo "bench-deps: installing$$missing"; \
+	$$sudo apt-get update && $$sudo apt-get install -y --no-install-recommends $$missing
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -1,0 +1,550 @@
+// Command kilnbench measures Kiln and PyTorch on the same workloads at 1
+// and 2 threads and prints one Markdown report: time and throughput of
+// each, their speed ratio, and each as a share of this machine's measured
+// peak. `make bench` runs it; `make bench-deps` installs the PyTorch
+// reference (Debian's python3-torch with OpenBLAS).
+//
+//	go run ./bench/cmd/kilnbench [-quick] [-out FILE] [-json FILE] [-filter REGEXP]
+//	go run ./bench/cmd/kilnbench -merge a.json,b.json,... [-out FILE]
+//
+// Kiln and PyTorch run in child processes, one pair per thread count:
+// Kiln with KILN_NUM_THREADS and GOMAXPROCS set to the count (its worker
+// pool is sized once at start), PyTorch in /usr/bin/python3 with
+// OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and MKL_NUM_THREADS set and
+// torch.set_num_threads called (torch.set_num_threads alone does not limit
+// OpenBLAS). The two take turns workload by workload, so both sides of a
+// row see the same machine load.
+//
+// -merge renders one report from the -json files of several runs, each
+// row's times being the median over the runs: on a shared machine one run
+// can be disturbed where another is not.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kilnml/kiln/bench"
+	"github.com/kilnml/kiln/kernels"
+	"github.com/klauspost/cpuid/v2"
+)
+
+func main() {
+	var (
+		quick    = flag.Bool("quick", false, "run a representative subset instead of every workload")
+		out      = flag.String("out", "", "also write the report (Markdown) to this file")
+		jsonOut  = flag.String("json", "", "write the raw measurements (peaks, every sample) as JSON to this file")
+		merge    = flag.String("merge", "", "comma-separated -json files of earlier runs: report the per-row median over them instead of running")
+		filter   = flag.String("filter", "", "run only workloads whose name matches this regular expression")
+		threadsF = flag.String("threads", "1,2", "comma-separated thread counts")
+		runs     = flag.Int("runs", bench.DefaultRuns, "timed samples per workload (the median is reported)")
+		python   = flag.String("python", "/usr/bin/python3", "Python interpreter with Debian's python3-torch")
+		peakTime = flag.Duration("peak-time", time.Second, "time spent on each peak measurement")
+		child    = flag.Bool("child", false, "internal: serve the Kiln side (workloads on stdin, results on stdout)")
+	)
+	flag.Parse()
+	var err error
+	switch {
+	case *child:
+		err = childMain(*runs)
+	case *merge != "":
+		err = mergeMain(strings.Split(*merge, ","), *out)
+	default:
+		err = runMain(options{quick: *quick, filter: *filter, threads: *threadsF, runs: *runs,
+			python: *python, peakTime: *peakTime}, *out, *jsonOut)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kilnbench:", err)
+		os.Exit(1)
+	}
+}
+
+// childMain is the Kiln side at one thread count (the parent has set
+// KILN_NUM_THREADS and GOMAXPROCS): a Report header, then one Result per
+// Workload read from stdin, one JSON value per line, until stdin ends.
+func childMain(runs int) error {
+	enc := json.NewEncoder(os.Stdout)
+	err := enc.Encode(bench.Report{Side: "kiln", Threads: kernels.Threads(), Info: map[string]string{
+		"features": kernels.Features(), "gomaxprocs": strconv.Itoa(runtime.GOMAXPROCS(0)),
+	}})
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(os.Stdin)
+	for {
+		var w bench.Workload
+		if err := dec.Decode(&w); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("reading a workload: %w", err)
+		}
+		if err := enc.Encode(bench.RunKiln(w, runs)); err != nil {
+			return err
+		}
+	}
+}
+
+type options struct {
+	quick    bool
+	filter   string
+	threads  string
+	runs     int
+	python   string
+	peakTime time.Duration
+}
+
+// raw is one run's measurements, as -json writes them and -merge reads
+// them.
+type raw struct {
+	Date      string            `json:"date"`
+	ElapsedS  float64           `json:"elapsed_s"`
+	LoadStart string            `json:"load_start"`
+	LoadEnd   string            `json:"load_end"`
+	Quick     bool              `json:"quick"`
+	Filter    string            `json:"filter,omitempty"`
+	Runs      int               `json:"runs"`
+	Threads   []int             `json:"threads"`
+	Kiln      string            `json:"kiln_features"`
+	CPU       string            `json:"cpu"`
+	Go        string            `json:"go"`
+	Torch     map[string]string `json:"torch"`
+	Peaks     bench.Peaks       `json:"peaks"`
+	Workloads []bench.Workload  `json:"workloads"`
+	Reports   []bench.Report    `json:"reports"`
+}
+
+func runMain(o options, out, jsonOut string) error {
+	start := time.Now()
+	if o.runs < 1 {
+		return fmt.Errorf("-runs must be at least 1, got %d", o.runs)
+	}
+	threads, err := parseThreads(o.threads)
+	if err != nil {
+		return err
+	}
+	ws, err := bench.Filter(bench.Workloads(o.quick), o.filter)
+	if err != nil {
+		return fmt.Errorf("-filter: %w", err)
+	}
+	if len(ws) == 0 {
+		return errors.New("no workload matches -filter")
+	}
+
+	// The reference must be usable before anything is timed.
+	tmp, err := os.MkdirTemp("", "kilnbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	script := filepath.Join(tmp, "torch_bench.py")
+	if err := os.WriteFile(script, bench.TorchScript, 0o644); err != nil {
+		return err
+	}
+	torchInfo, err := checkTorch(o.python, script)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(torchInfo["blas"], "OpenBLAS") && torchInfo["blas"] != "MKL" {
+		fmt.Fprintf(os.Stderr, "kilnbench: WARNING: torch uses %s; its GEMM rows are not a fair reference\n", torchInfo["blas"])
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r := raw{
+		Date: start.Format(time.RFC3339), LoadStart: loadAvg(), Quick: o.quick, Filter: o.filter, Runs: o.runs,
+		Threads: threads, Kiln: kernels.Features(), CPU: cpuDescription(), Go: runtime.Version(), Torch: torchInfo,
+		Workloads: ws,
+	}
+	fmt.Fprintf(os.Stderr, "kilnbench: %d workloads × %d thread counts\n", len(ws), len(threads))
+	r.Peaks = measurePeaks(threads, o.peakTime, bench.Peaks{})
+
+	for _, t := range threads {
+		reps, err := runThreads(ws, t, o, self, script)
+		if err != nil {
+			return err
+		}
+		r.Reports = append(r.Reports, reps...)
+	}
+	// A peak is the best the machine does; measuring again at the end
+	// keeps a burst of load at the start from lowering it.
+	r.Peaks = measurePeaks(threads, o.peakTime, r.Peaks)
+	r.LoadEnd = loadAvg()
+	r.ElapsedS = time.Since(start).Seconds()
+
+	if jsonOut != "" {
+		b, err := json.MarshalIndent(r, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := emit(render([]raw{r}), out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "kilnbench: done in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// runThreads runs every workload at t threads. Both sides run as servers
+// and take turns, workload by workload, so a change in the machine's load
+// (it may be shared) hits both sides of a row alike.
+func runThreads(ws []bench.Workload, t int, o options, self, script string) ([]bench.Report, error) {
+	ts, runs := strconv.Itoa(t), strconv.Itoa(o.runs)
+	kiln, err := startSide("Kiln", t, exec.Command(self, "-child", "-runs", runs),
+		"KILN_NUM_THREADS="+ts, "GOMAXPROCS="+ts)
+	if err != nil {
+		return nil, err
+	}
+	defer kiln.close()
+	torch, err := startSide("PyTorch", t, exec.Command(o.python, script, "--threads", ts, "--runs", runs),
+		"OPENBLAS_NUM_THREADS="+ts, "OMP_NUM_THREADS="+ts, "MKL_NUM_THREADS="+ts)
+	if err != nil {
+		return nil, err
+	}
+	defer torch.close()
+	if bt := torch.report.Info["blas_threads"]; bt != "" && bt != ts {
+		fmt.Fprintf(os.Stderr, "kilnbench: WARNING: OpenBLAS reports %s threads, want %d\n", bt, t)
+	}
+	for i, w := range ws {
+		// OpenBLAS's workers spin for a while after a call before they
+		// sleep; let them settle so they do not take a core from Kiln.
+		time.Sleep(200 * time.Millisecond)
+		kr, err := kiln.run(w)
+		if err != nil {
+			return nil, err
+		}
+		tr, err := torch.run(w)
+		if err != nil {
+			return nil, err
+		}
+		row := bench.Row{Workload: w, Threads: t, Kiln: kr, Torch: tr, KilnOK: kr.OK(), TorchOK: tr.OK()}
+		fmt.Fprintf(os.Stderr, "  [%d/%d] %d thread(s) %s: Kiln %s, PyTorch %s, Kiln/PyTorch %s\n", i+1, len(ws), t, w.Name,
+			resultText(kr), resultText(tr), bench.FormatRatio(row.Ratio()))
+	}
+	if err := kiln.close(); err != nil {
+		return nil, err
+	}
+	if err := torch.close(); err != nil {
+		return nil, err
+	}
+	return []bench.Report{kiln.report, torch.report}, nil
+}
+
+func mergeMain(files []string, out string) error {
+	var raws []raw
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var r raw
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		raws = append(raws, r)
+	}
+	if len(raws) == 0 {
+		return errors.New("-merge: no files")
+	}
+	return emit(render(raws), out)
+}
+
+func emit(report, out string) error {
+	fmt.Print(report)
+	if out != "" {
+		return os.WriteFile(out, []byte(report), 0o644)
+	}
+	return nil
+}
+
+// render builds the report of one run, or of several runs of the same
+// workloads with each row's times the median over the runs (and each
+// peak the best).
+func render(raws []raw) string {
+	first := raws[0]
+	peaks := bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{}}
+	results := map[string][]bench.Result{}
+	for _, r := range raws {
+		for _, t := range first.Threads {
+			peaks.FMA[t] = max(peaks.FMA[t], r.Peaks.FMA[t])
+			peaks.Copy[t] = max(peaks.Copy[t], r.Peaks.Copy[t])
+			peaks.Triad[t] = max(peaks.Triad[t], r.Peaks.Triad[t])
+		}
+		for _, rep := range r.Reports {
+			for _, res := range rep.Results {
+				k := key(rep.Side, rep.Threads, res.Name)
+				results[k] = append(results[k], res)
+			}
+		}
+	}
+	var rows []bench.Row
+	for _, w := range first.Workloads {
+		for _, t := range first.Threads {
+			k := combine(results[key("kiln", t, w.Name)])
+			p := combine(results[key("pytorch", t, w.Name)])
+			rows = append(rows, bench.Row{Workload: w, Threads: t, Kiln: k, Torch: p, KilnOK: k.OK(), TorchOK: p.OK()})
+		}
+	}
+	return header(raws, peaks) +
+		"\n### Summary: geometric mean of Kiln/PyTorch speed per group\n\n" + bench.Summary(rows, first.Threads) +
+		"\n### All rows\n\n" + bench.Table(rows, peaks) + errorsSection(rows)
+}
+
+// combine is the median over runs of a row's per-run medians; a run that
+// failed is left out, and the row fails only when every run did.
+func combine(rs []bench.Result) bench.Result {
+	var meds []float64
+	var errs []string
+	for _, r := range rs {
+		if r.OK() {
+			meds = append(meds, r.Median)
+		} else if r.Error != "" {
+			errs = append(errs, r.Error)
+		}
+	}
+	if len(meds) == 0 {
+		if len(errs) == 0 {
+			return bench.Result{}
+		}
+		return bench.Result{Name: rs[0].Name, Error: errs[0]}
+	}
+	return bench.Result{Name: rs[0].Name, Median: bench.Median(meds), Samples: meds}
+}
+
+// measurePeaks measures the ceilings at each thread count and returns the
+// higher of each and the one in prev.
+func measurePeaks(threads []int, d time.Duration, prev bench.Peaks) bench.Peaks {
+	fmt.Fprintln(os.Stderr, "kilnbench: measuring peaks")
+	p := bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{}}
+	for _, t := range threads {
+		p.FMA[t] = max(prev.FMA[t], kernels.MeasurePeakFMA(t, d))
+		p.Copy[t] = max(prev.Copy[t], kernels.MeasureCopyBandwidth(t, d))
+		p.Triad[t] = max(prev.Triad[t], kernels.MeasureTriadBandwidth(t, d))
+		fmt.Fprintf(os.Stderr, "  %d thread(s): FMA %.1f GFLOP/s, copy %.1f GB/s, triad %.1f GB/s (best so far)\n", t, p.FMA[t], p.Copy[t], p.Triad[t])
+	}
+	return p
+}
+
+func key(side string, threads int, name string) string {
+	return side + "\x00" + strconv.Itoa(threads) + "\x00" + name
+}
+
+func parseThreads(s string) ([]int, error) {
+	var ts []int
+	for _, f := range strings.Split(s, ",") {
+		t, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || t < 1 {
+			return nil, fmt.Errorf("-threads: %q is not a positive thread count", f)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+const depsHint = "run `make bench-deps` (installs python3-torch and libopenblas0-pthread with apt)"
+
+// checkTorch makes sure python exists and imports torch, and returns the
+// reference's versions and BLAS.
+func checkTorch(python, script string) (map[string]string, error) {
+	if _, err := os.Stat(python); err != nil {
+		return nil, fmt.Errorf("the PyTorch reference needs %s, which is missing: %s", python, depsHint)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(python, script, "--info")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.LastIndex(msg, "\n"); i >= 0 {
+			msg = msg[i+1:]
+		}
+		if strings.Contains(msg, "No module named 'torch'") {
+			return nil, fmt.Errorf("%s cannot import torch: %s", python, depsHint)
+		}
+		return nil, fmt.Errorf("%s %s --info failed (%v: %s): %s", python, script, err, msg, depsHint)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		return nil, fmt.Errorf("reading torch info: %w", err)
+	}
+	if v := dpkgVersion("python3-torch"); v != "" {
+		rep.Info["torch_deb"] = v
+	}
+	return rep.Info, nil
+}
+
+// side is one side's server process.
+type side struct {
+	name    string
+	threads int
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	enc     *json.Encoder
+	dec     *json.Decoder
+	report  bench.Report
+	closed  bool
+}
+
+// startSide starts cmd with env added to this process's environment,
+// passing its stderr through, and reads its report header.
+func startSide(name string, threads int, cmd *exec.Cmd, env ...string) (*side, error) {
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the %s side: %w", name, err)
+	}
+	s := &side{name: name, threads: threads, cmd: cmd, stdin: stdin, enc: json.NewEncoder(stdin), dec: json.NewDecoder(stdout)}
+	if err := s.dec.Decode(&s.report); err != nil {
+		s.close()
+		return nil, fmt.Errorf("%s side at %d thread(s): reading its header: %w", name, threads, err)
+	}
+	if s.report.Threads != threads {
+		s.close()
+		return nil, fmt.Errorf("%s side runs with %d threads, want %d", name, s.report.Threads, threads)
+	}
+	return s, nil
+}
+
+// run sends w, waits for its result and keeps it in the side's report.
+func (s *side) run(w bench.Workload) (bench.Result, error) {
+	var r bench.Result
+	if err := s.enc.Encode(w); err != nil {
+		return r, fmt.Errorf("%s side at %d thread(s): sending %s: %w", s.name, s.threads, w.Name, err)
+	}
+	if err := s.dec.Decode(&r); err != nil {
+		return r, fmt.Errorf("%s side at %d thread(s): reading the result of %s: %w", s.name, s.threads, w.Name, err)
+	}
+	if r.Name != w.Name {
+		return r, fmt.Errorf("%s side answered %q for %q", s.name, r.Name, w.Name)
+	}
+	s.report.Results = append(s.report.Results, r)
+	return r, nil
+}
+
+// close ends the server (its stdin closes) and waits for it; closing
+// again does nothing.
+func (s *side) close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.stdin.Close()
+	if err := s.cmd.Wait(); err != nil {
+		return fmt.Errorf("%s side at %d thread(s): %w", s.name, s.threads, err)
+	}
+	return nil
+}
+
+func resultText(r bench.Result) string {
+	if r.Error != "" {
+		return "error: " + r.Error
+	}
+	return bench.FormatDuration(r.Median)
+}
+
+func cpuDescription() string {
+	c := cpuid.CPU
+	return fmt.Sprintf("%s (family %d model %d), %d logical CPUs; L1d %d KiB, L2 %d KiB, L3 %d MiB",
+		strings.TrimSpace(c.BrandName), c.Family, c.Model, runtime.NumCPU(), c.Cache.L1D>>10, c.Cache.L2>>10, c.Cache.L3>>20)
+}
+
+func header(raws []raw, peaks bench.Peaks) string {
+	r := raws[0]
+	var b strings.Builder
+	date, _ := time.Parse(time.RFC3339, r.Date)
+	fmt.Fprintf(&b, "## Kiln vs PyTorch, %s\n\n", date.Format("2006-01-02"))
+	fmt.Fprintf(&b, "- CPU: %s\n", r.CPU)
+	fmt.Fprintf(&b, "- Kiln kernels: %s (the pool size of each row is its Threads column)\n", r.Kiln)
+	ti := r.Torch
+	torch := ti["torch"]
+	if d := ti["torch_deb"]; d != "" {
+		torch += " (Debian python3-torch " + d + ")"
+	}
+	fmt.Fprintf(&b, "- %s; PyTorch %s, Python %s\n", strings.Replace(r.Go, "go", "Go ", 1), torch, ti["python"])
+	fmt.Fprintf(&b, "- PyTorch BLAS (GEMM rows): %s; convolutions: oneDNN %s\n", ti["blas"], ti["onednn"])
+	b.WriteString("- Measured peaks (best of the measurements before and after the rows):")
+	for _, t := range r.Threads {
+		fmt.Fprintf(&b, " %d thread(s): FMA %.1f GFLOP/s, copy %.1f GB/s, triad %.1f GB/s;", t, peaks.FMA[t], peaks.Copy[t], peaks.Triad[t])
+	}
+	b.WriteString("\n")
+	scope := "all workloads"
+	if r.Quick {
+		scope = "-quick subset"
+	}
+	if r.Filter != "" {
+		scope += fmt.Sprintf(", -filter %q", r.Filter)
+	}
+	fmt.Fprintf(&b, "- Method: %s; each row: one warm-up call, then the median of %d timed samples (a sample is enough calls for ≥%v)", scope, r.Runs, bench.MinSample)
+	if len(raws) > 1 {
+		fmt.Fprintf(&b, "; times are the median over %d full runs", len(raws))
+	}
+	b.WriteString(". Kiln/PyTorch is PyTorch time ÷ Kiln time (>1: Kiln faster). % peak is against the FMA peak (GFLOP/s rows) or the copy bandwidth (GB/s rows; compulsory traffic, so cache-resident rows can pass 100%)\n")
+	for i, r := range raws {
+		run := "Run"
+		if len(raws) > 1 {
+			run = fmt.Sprintf("Run %d", i+1)
+		}
+		fmt.Fprintf(&b, "- %s: started %s, took %s; load average at start %s, at end %s\n", run, r.Date,
+			(time.Duration(r.ElapsedS) * time.Second).Round(time.Second), r.LoadStart, r.LoadEnd)
+	}
+	return b.String()
+}
+
+func errorsSection(rows []bench.Row) string {
+	var b strings.Builder
+	for _, r := range rows {
+		for _, s := range []struct {
+			name string
+			res  bench.Result
+		}{{"Kiln", r.Kiln}, {"PyTorch", r.Torch}} {
+			if s.res.Error != "" {
+				fmt.Fprintf(&b, "- %s, %s, %d thread(s): %s\n", s.name, r.Workload.Name, r.Threads, s.res.Error)
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\n### Errors\n\n" + b.String()
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func dpkgVersion(pkg string) string {
+	out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", pkg).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

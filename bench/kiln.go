@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/optim"
+)
+
+// Prepare allocates and fills the data of w for Kiln and returns a
+// function that runs it once. Kernels with output arguments (GEMM,
+// convolution, the SGD step) write into buffers allocated here; the
+// autograd ops (activations, softmax, norms) allocate their results on
+// every run, as PyTorch's functional ops do. Backward passes run on a
+// fresh tape each time and the leaf gradients are dropped after each run,
+// like torch.autograd.grad.
+func Prepare(w Workload) (func(), error) {
+	rng := rand.New(rand.NewPCG(1, uint64(len(w.Name))))
+	fill := func(n int) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = rng.Float32()*2 - 1
+		}
+		return s
+	}
+	need := func(n int) error {
+		if len(w.Dims) != n {
+			return fmt.Errorf("bench: %s: %s needs %d dims, got %v", w.Name, w.Kind, n, w.Dims)
+		}
+		for i, d := range w.Dims {
+			// A convolution's last dim is its padding, which may be 0.
+			if d <= 0 && !(d == 0 && i == 7 && n == 8) {
+				return fmt.Errorf("bench: %s: dims must be positive, got %v", w.Name, w.Dims)
+			}
+		}
+		return nil
+	}
+	d := w.Dims
+	switch w.Kind {
+	case KindGemm:
+		if err := need(3); err != nil {
+			return nil, err
+		}
+		m, n, k := d[0], d[1], d[2]
+		a, b, c := fill(m*k), fill(k*n), make([]float32, m*n)
+		return func() { kernels.Sgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n) }, nil
+
+	case KindConvFwd, KindConvBwdData, KindConvBwdWeight:
+		if err := need(8); err != nil {
+			return nil, err
+		}
+		cd, _ := convDimsOf(d)
+		s := cd.kernelShape()
+		oh, ow := cd.OutHW()
+		nx, nw, ny := cd.N*cd.H*cd.W*cd.C, cd.O*cd.K*cd.K*cd.C, cd.N*oh*ow*cd.O
+		switch w.Kind {
+		case KindConvFwd:
+			x, wt, y := fill(nx), fill(nw), make([]float32, ny)
+			return func() { kernels.ConvForward(s, x, wt, nil, y) }, nil
+		case KindConvBwdData:
+			dy, wt, dx := fill(ny), fill(nw), make([]float32, nx)
+			return func() { kernels.ConvBackwardData(s, dy, wt, dx) }, nil
+		default:
+			x, dy, dw := fill(nx), fill(ny), make([]float32, nw)
+			return func() { kernels.ConvBackwardWeight(s, x, dy, dw) }, nil
+		}
+
+	case KindReLU, KindGELU, KindAdd:
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		x := autograd.FromFloat32(fill(d[0]))
+		switch w.Kind {
+		case KindReLU:
+			return func() { autograd.NoGrad(func() { autograd.ReLU(x) }) }, nil
+		case KindGELU:
+			return func() { autograd.NoGrad(func() { autograd.GELU(x, "none") }) }, nil
+		default:
+			y := autograd.FromFloat32(fill(d[0]))
+			return func() { autograd.NoGrad(func() { autograd.Add(x, y) }) }, nil
+		}
+
+	case KindSoftmax:
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		x := autograd.FromFloat32(fill(d[0]*d[1]), d[0], d[1])
+		return func() { autograd.NoGrad(func() { autograd.Softmax(x, 1) }) }, nil
+
+	case KindBatchNorm:
+		if err := need(4); err != nil {
+			return nil, err
+		}
+		n, c, h, wd := d[0], d[1], d[2], d[3]
+		x := autograd.FromFloat32(fill(n*c*h*wd), n, c, h, wd).To(autograd.ChannelsLast).SetRequiresGrad(true)
+		dy := autograd.FromFloat32(fill(n*c*h*wd), n, c, h, wd).To(autograd.ChannelsLast)
+		weight := autograd.FromFloat32(fill(c)).SetRequiresGrad(true)
+		bias := autograd.FromFloat32(fill(c)).SetRequiresGrad(true)
+		rm, rv := autograd.Zeros(c), autograd.Ones(c)
+		return func() {
+			y := autograd.BatchNorm(x, rm, rv, weight, bias, true, 0.1, 1e-5)
+			y.Backward(dy)
+			x.ZeroGrad()
+			weight.ZeroGrad()
+			bias.ZeroGrad()
+		}, nil
+
+	case KindLayerNorm:
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		rows, cols := d[0], d[1]
+		x := autograd.FromFloat32(fill(rows*cols), rows, cols).SetRequiresGrad(true)
+		dy := autograd.FromFloat32(fill(rows*cols), rows, cols)
+		weight := autograd.FromFloat32(fill(cols)).SetRequiresGrad(true)
+		bias := autograd.FromFloat32(fill(cols)).SetRequiresGrad(true)
+		return func() {
+			y := autograd.LayerNorm(x, []int{cols}, weight, bias, 1e-5)
+			y.Backward(dy)
+			x.ZeroGrad()
+			weight.ZeroGrad()
+			bias.ZeroGrad()
+		}, nil
+
+	case KindSGD:
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		p := autograd.FromFloat32(fill(d[0])).SetRequiresGrad(true)
+		p.SetGrad(autograd.FromFloat32(fill(d[0])))
+		opt, err := optim.NewSGD([]*autograd.Tensor{p}, optim.SGDOptions{LR: 0.01, Momentum: 0.9})
+		if err != nil {
+			return nil, err
+		}
+		return opt.Step, nil
+	}
+	return nil, fmt.Errorf("bench: %s: unknown kind %q", w.Name, w.Kind)
+}
+
+// kernelShape is the kernels.ConvShape of a channels-last 2-D
+// convolution.
+func (c ConvDims) kernelShape() *kernels.ConvShape {
+	oh, ow := c.OutHW()
+	return &kernels.ConvShape{
+		N: c.N, C: c.C, O: c.O, Groups: 1,
+		In: [3]int{1, c.H, c.W}, Out: [3]int{1, oh, ow}, Kernel: [3]int{1, c.K, c.K},
+		Stride: [3]int{1, c.Stride, c.Stride}, Pad: [3]int{0, c.Pad, c.Pad}, Dil: [3]int{1, 1, 1},
+		ChannelsLast: true,
+	}
+}

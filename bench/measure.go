@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// Timing method, shared with torch_bench.py (keep the two in step): one
+// warm-up call, whose time sets how many calls make up one sample (enough
+// for MinSample, so microsecond workloads are not timed one call at a
+// time), one more warm-up sample when a sample is several calls, then
+// Runs samples; the result is the median sample divided by the calls per
+// sample.
+const (
+	MinSample   = 2 * time.Millisecond
+	MaxInner    = 1000
+	DefaultRuns = 5
+)
+
+// Result is one workload's timing on one side at one thread count.
+type Result struct {
+	Name string `json:"name"`
+	// Median is the median time of one call in seconds.
+	Median float64 `json:"median_s"`
+	// Samples are the per-call times of every timed sample, in seconds.
+	Samples []float64 `json:"samples_s"`
+	// Inner is how many calls each sample timed.
+	Inner int    `json:"inner"`
+	Error string `json:"error,omitempty"`
+}
+
+// Report is what one side (Kiln or PyTorch) at one thread count produces.
+// The sides' processes first send a Report with no results (who they are,
+// their versions), then one Result per Workload they are sent.
+type Report struct {
+	Side    string            `json:"side"`
+	Threads int               `json:"threads"`
+	Info    map[string]string `json:"info"`
+	Results []Result          `json:"results"`
+}
+
+// Measure times run by the method above and returns the median and the
+// samples, both per call.
+func Measure(run func(), runs int) (median float64, samples []float64, inner int) {
+	t0 := time.Now()
+	run()
+	first := time.Since(t0)
+	inner = 1
+	if first < MinSample {
+		inner = int(min(math.Ceil(float64(MinSample)/float64(max(first, time.Microsecond))), MaxInner))
+	}
+	sample := func() float64 {
+		t0 := time.Now()
+		for range inner {
+			run()
+		}
+		return time.Since(t0).Seconds() / float64(inner)
+	}
+	if inner > 1 {
+		sample()
+	}
+	samples = make([]float64, runs)
+	for i := range samples {
+		samples[i] = sample()
+	}
+	return Median(samples), samples, inner
+}
+
+// Median returns the median of xs (the mean of the middle two for an even
+// count), or NaN for none.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// RunKiln prepares and times w in this process. A workload that fails to
+// prepare or panics comes back with its error.
+func RunKiln(w Workload, runs int) (r Result) {
+	r.Name = w.Name
+	defer func() {
+		if e := recover(); e != nil {
+			r = Result{Name: w.Name, Error: fmt.Sprint(e)}
+		}
+	}()
+	run, err := Prepare(w)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	runtime.GC() // start from a clean heap, not the last workload's garbage
+	r.Median, r.Samples, r.Inner = Measure(run, runs)
+	return r
+}
+
+// FormatDuration prints seconds with a unit that keeps three or four
+// significant digits.
+func FormatDuration(s float64) string {
+	switch {
+	case math.IsNaN(s):
+		return "—"
+	case s >= 1:
+		return fmt.Sprintf("%.2f s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3g ms", s*1e3)
+	default:
+		return fmt.Sprintf("%.3g µs", s*1e6)
+	}
+}
+
+// OK reports whether r holds a time.
+func (r Result) OK() bool { return r.Error == "" && r.Median > 0 }

@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""PyTorch side of Kiln's benchmark (bench/cmd/kilnbench runs it).
+
+Serves the Go driver over stdin/stdout, one JSON value per line: it first
+prints a report header (side, threads, versions, BLAS), then for each
+workload read from stdin runs it with PyTorch at the thread count given and
+prints its result, until stdin ends. The driver sends the same workloads to
+Kiln, alternating, so both sides are timed under the same machine load.
+The timing method is the one in bench/measure.go:
+one warm-up call that also sets how many calls make a sample (enough for
+2 ms), one more warm-up sample when a sample is several calls, then RUNS
+samples; the result is the median per-call time.
+
+Threads: the driver sets OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and
+MKL_NUM_THREADS to T in the environment (OpenBLAS reads its variable at load
+time; torch.set_num_threads alone does not limit it) and this script calls
+torch.set_num_threads(T).
+
+  torch_bench.py --info                      # versions and BLAS only
+  torch_bench.py --threads T --runs R        # serve workloads
+"""
+
+import argparse
+import ctypes
+import json
+import math
+import re
+import statistics
+import sys
+import time
+
+MIN_SAMPLE = 2e-3
+MAX_INNER = 1000
+
+
+def blas_info():
+    """Which BLAS torch's matrix multiply runs on, found from the libraries
+    mapped into this process after a matrix multiply (Debian's torch is
+    built against the generic libblas.so.3, which the alternatives system
+    points at OpenBLAS or at the slow reference BLAS)."""
+    import torch
+
+    a = torch.ones(64, 64)
+    torch.mm(a, a)
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and re.search(r"blas|mkl_|libmkl", parts[-1], re.I):
+                libs.add(parts[-1])
+    info = {"blas_libs": " ".join(sorted(libs))}
+    for path in sorted(libs):
+        try:
+            lib = ctypes.CDLL(path)
+            get_config = lib.openblas_get_config
+        except (OSError, AttributeError):
+            continue
+        get_config.restype = ctypes.c_char_p
+        info["blas"] = get_config().decode()
+        try:
+            info["blas_threads"] = str(lib.openblas_get_num_threads())
+        except AttributeError:
+            pass
+        return info
+    if any("mkl" in p.lower() for p in libs):
+        info["blas"] = "MKL"
+    elif any("/blas/" in p for p in libs):
+        info["blas"] = "reference BLAS (slow: run `make bench-deps` to install libopenblas0-pthread)"
+    else:
+        info["blas"] = "unknown"
+    return info
+
+
+def torch_info():
+    import torch
+
+    info = {"torch": torch.__version__, "python": sys.version.split()[0]}
+    m = re.search(r"MKL-DNN v([\d.]+)", torch.__config__.show())
+    info["onednn"] = m.group(1) if m and torch.backends.mkldnn.is_available() else "unavailable"
+    info["torch_threads"] = str(torch.get_num_threads())
+    info.update(blas_info())
+    return info
+
+
+def measure(run, runs):
+    t0 = time.perf_counter()
+    run()
+    first = time.perf_counter() - t0
+    inner = 1
+    if first < MIN_SAMPLE:
+        inner = int(min(math.ceil(MIN_SAMPLE / max(first, 1e-6)), MAX_INNER))
+
+    def sample():
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            run()
+        return (time.perf_counter() - t0) / inner
+
+    if inner > 1:
+        sample()
+    samples = [sample() for _ in range(runs)]
+    return statistics.median(samples), samples, inner
+
+
+def prepare(w):
+    """Returns a function that runs workload w once, mirroring bench/kiln.go."""
+    import torch
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(1)
+
+    def fill(*shape):
+        return torch.rand(*shape, generator=g) * 2 - 1
+
+    kind, d = w["kind"], w["dims"]
+    if kind == "gemm":
+        m, n, k = d
+        a, b, c = fill(m, k), fill(k, n), torch.empty(m, n)
+        return lambda: torch.mm(a, b, out=c)
+    if kind.startswith("conv_"):
+        N, C, H, W, O, K, s, p = d
+        cl = torch.channels_last
+        oh, ow = (H + 2 * p - K) // s + 1, (W + 2 * p - K) // s + 1
+        weight = fill(O, C, K, K).contiguous(memory_format=cl)
+        if kind == "conv_fwd":
+            x = fill(N, C, H, W).contiguous(memory_format=cl)
+            return lambda: F.conv2d(x, weight, None, s, p)
+        dy = fill(N, O, oh, ow).contiguous(memory_format=cl)
+        x = fill(N, C, H, W).contiguous(memory_format=cl)
+        mask = [True, False, False] if kind == "conv_bwd_data" else [False, True, False]
+        return lambda: torch.ops.aten.convolution_backward(
+            dy, x, weight, None, [s, s], [p, p], [1, 1], False, [0, 0], 1, mask)
+    if kind in ("relu", "gelu", "add"):
+        x = fill(d[0])
+        if kind == "relu":
+            return lambda: torch.relu(x)
+        if kind == "gelu":
+            return lambda: F.gelu(x)
+        y = fill(d[0])
+        return lambda: torch.add(x, y)
+    if kind == "softmax":
+        x = fill(d[0], d[1])
+        return lambda: torch.softmax(x, 1)
+    if kind == "batchnorm":
+        N, C, H, W = d
+        cl = torch.channels_last
+        x = fill(N, C, H, W).contiguous(memory_format=cl).requires_grad_()
+        dy = fill(N, C, H, W).contiguous(memory_format=cl)
+        weight, bias = fill(C).requires_grad_(), fill(C).requires_grad_()
+        rm, rv = torch.zeros(C), torch.ones(C)
+
+        def run():
+            y = F.batch_norm(x, rm, rv, weight, bias, True, 0.1, 1e-5)
+            torch.autograd.grad(y, (x, weight, bias), dy)
+        return run
+    if kind == "layernorm":
+        rows, cols = d
+        x = fill(rows, cols).requires_grad_()
+        dy = fill(rows, cols)
+        weight, bias = fill(cols).requires_grad_(), fill(cols).requires_grad_()
+
+        def run():
+            y = F.layer_norm(x, (cols,), weight, bias, 1e-5)
+            torch.autograd.grad(y, (x, weight, bias), dy)
+        return run
+    if kind == "sgd":
+        p = torch.nn.Parameter(fill(d[0]))
+        p.grad = fill(d[0])
+        opt = torch.optim.SGD([p], lr=0.01, momentum=0.9)
+        return opt.step
+    raise ValueError("unknown kind %r" % kind)
+
+
+def run_one(w, runs):
+    r = {"name": w["name"]}
+    try:
+        run = prepare(w)
+        r["median_s"], r["samples_s"], r["inner"] = measure(run, runs)
+    except Exception as e:  # report it and go on with the next workload
+        r = {"name": w["name"], "error": "%s: %s" % (type(e).__name__, e)}
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--info", action="store_true")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    header = {"side": "pytorch", "threads": args.threads, "info": torch_info(), "results": []}
+    print(json.dumps(header), flush=True)
+    if args.info:
+        return
+    for line in sys.stdin:
+        if line.strip():
+            print(json.dumps(run_one(json.loads(line), args.runs)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

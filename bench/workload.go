@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Kinds of workload. The names are shared with torch_bench.py.
+const (
+	KindGemm          = "gemm"            // Dims m, n, k: C = A·B, row-major, C overwritten
+	KindConvFwd       = "conv_fwd"        // Dims of a ConvDims: y = conv(x, w), no bias
+	KindConvBwdData   = "conv_bwd_data"   // dx from dy and w
+	KindConvBwdWeight = "conv_bwd_weight" // dw from x and dy
+	KindReLU          = "relu"            // Dims n: y = relu(x), new output
+	KindGELU          = "gelu"            // Dims n: exact (erf) GELU, new output
+	KindAdd           = "add"             // Dims n: z = x + y, new output
+	KindSoftmax       = "softmax"         // Dims rows, cols: softmax along each row
+	KindBatchNorm     = "batchnorm"       // Dims N, C, H, W: training BatchNorm2d forward+backward, channels-last
+	KindLayerNorm     = "layernorm"       // Dims rows, cols: LayerNorm over cols, forward+backward
+	KindSGD           = "sgd"             // Dims n: one SGD step with momentum 0.9 on n parameters
+)
+
+// Bound says which ceiling a workload is compared with.
+type Bound string
+
+const (
+	// Compute-bound rows are compared with the FMA peak.
+	Compute Bound = "compute"
+	// Memory-bound rows are compared with the copy bandwidth.
+	Memory Bound = "memory"
+)
+
+// Workload is one benchmark row (at each thread count). It travels to
+// torch_bench.py as JSON, so both sides run exactly the same shapes.
+type Workload struct {
+	Name  string `json:"name"`  // unique, shown in the table
+	Group string `json:"group"` // table section
+	Kind  string `json:"kind"`
+	Dims  []int  `json:"dims"` // meaning depends on Kind (see the Kind constants)
+	// Flops is the floating-point work of one run (multiply-adds count
+	// two); set for compute-bound rows.
+	Flops float64 `json:"flops,omitempty"`
+	// Bytes is the compulsory memory traffic of one run: every operand
+	// read once and every result written once. Set for memory-bound rows;
+	// rows whose data fits in cache can exceed the DRAM copy bandwidth.
+	Bytes float64 `json:"bytes,omitempty"`
+	Bound Bound   `json:"bound"`
+	// Quick marks the representative subset run by -quick.
+	Quick bool `json:"quick,omitempty"`
+}
+
+// ConvDims are the Dims of a convolution workload: a 2-D square-kernel
+// convolution with one group, batch N, C input and O output channels,
+// H×W input, K×K kernel, equal stride and padding in both directions, no
+// dilation. Data are channels-last (NHWC input, OHWI weight).
+type ConvDims struct {
+	N, C, H, W, O, K, Stride, Pad int
+}
+
+func (c ConvDims) dims() []int { return []int{c.N, c.C, c.H, c.W, c.O, c.K, c.Stride, c.Pad} }
+
+// OutHW returns the output height and width.
+func (c ConvDims) OutHW() (int, int) {
+	return (c.H+2*c.Pad-c.K)/c.Stride + 1, (c.W+2*c.Pad-c.K)/c.Stride + 1
+}
+
+// Flops is the work of one direction (forward, backward-data or
+// backward-weight): the same multiply-adds in each.
+func (c ConvDims) Flops() float64 {
+	oh, ow := c.OutHW()
+	return 2 * float64(c.N) * float64(c.O) * float64(oh*ow) * float64(c.C) * float64(c.K*c.K)
+}
+
+func convDimsOf(d []int) (ConvDims, error) {
+	if len(d) != 8 {
+		return ConvDims{}, fmt.Errorf("conv workload needs 8 dims, got %v", d)
+	}
+	return ConvDims{N: d[0], C: d[1], H: d[2], W: d[3], O: d[4], K: d[5], Stride: d[6], Pad: d[7]}, nil
+}
+
+// ConvBatch is the batch size of the ResNet-50 convolution rows.
+const ConvBatch = 16
+
+// Workloads returns every benchmark row, in table order; with quick only
+// the representative subset.
+func Workloads(quick bool) []Workload {
+	var ws []Workload
+	add := func(w Workload) {
+		if !quick || w.Quick {
+			ws = append(ws, w)
+		}
+	}
+	gemm := func(group string, m, n, k int, q bool) {
+		add(Workload{Name: fmt.Sprintf("gemm %d×%d×%d", m, n, k), Group: group, Kind: KindGemm,
+			Dims: []int{m, n, k}, Flops: 2 * float64(m) * float64(n) * float64(k), Bound: Compute, Quick: q})
+	}
+	for _, s := range []int{256, 512, 1024, 2048} {
+		gemm("GEMM square", s, s, s, s == 256 || s == 1024)
+	}
+	gemm("GEMM DL shapes (m×n×k)", 64, 1024, 1024, false)
+	gemm("GEMM DL shapes (m×n×k)", 512, 4096, 512, true)
+	gemm("GEMM DL shapes (m×n×k)", 2048, 512, 256, false)
+	gemm("GEMM DL shapes (m×n×k)", 128, 13, 512, true)
+
+	dirs := []struct{ kind, label, group string }{
+		{KindConvFwd, "fwd", "ResNet-50 conv forward"},
+		{KindConvBwdData, "bwd-data", "ResNet-50 conv backward-data"},
+		{KindConvBwdWeight, "bwd-weight", "ResNet-50 conv backward-weight"},
+	}
+	for _, d := range dirs {
+		for _, l := range ResNet50Convs() {
+			cd := l.Dims(ConvBatch)
+			add(Workload{Name: fmt.Sprintf("%s %s %s", d.label, l.Name, l.Shape()), Group: d.group, Kind: d.kind,
+				Dims: cd.dims(), Flops: cd.Flops(), Bound: Compute, Quick: l.Quick})
+		}
+	}
+
+	const small, large = 1 << 20, 25_000_000
+	elem := func(kind, label string, n int, bytesPerElem float64, q bool) {
+		add(Workload{Name: fmt.Sprintf("%s %s", label, countName(n)), Group: "Elementwise (new output)", Kind: kind,
+			Dims: []int{n}, Bytes: bytesPerElem * float64(n), Bound: Memory, Quick: q})
+	}
+	for _, n := range []int{small, large} {
+		elem(KindReLU, "relu", n, 8, n == large)
+		elem(KindGELU, "gelu", n, 8, n == small)
+		elem(KindAdd, "add", n, 12, n == large)
+	}
+	for _, s := range [][2]int{{4096, 1024}, {32768, 128}} {
+		add(Workload{Name: fmt.Sprintf("softmax %d×%d (rows)", s[0], s[1]), Group: "Softmax", Kind: KindSoftmax,
+			Dims: s[:], Bytes: 8 * float64(s[0]*s[1]), Bound: Memory, Quick: s[1] == 1024})
+	}
+	// Forward reads x and writes y; backward reads x and dy and writes dx.
+	const normBytes = 20
+	for _, s := range [][4]int{{16, 64, 56, 56}, {16, 256, 56, 56}} {
+		n := s[0] * s[1] * s[2] * s[3]
+		add(Workload{Name: fmt.Sprintf("batchnorm2d fwd+bwd %d×%d×%d×%d NHWC", s[0], s[1], s[2], s[3]), Group: "Normalisation",
+			Kind: KindBatchNorm, Dims: s[:], Bytes: normBytes * float64(n), Bound: Memory, Quick: s[1] == 64})
+	}
+	for _, s := range [][2]int{{8192, 1024}} {
+		add(Workload{Name: fmt.Sprintf("layernorm fwd+bwd %d×%d", s[0], s[1]), Group: "Normalisation",
+			Kind: KindLayerNorm, Dims: s[:], Bytes: normBytes * float64(s[0]*s[1]), Bound: Memory, Quick: true})
+	}
+	// Reads parameter, gradient and momentum; writes parameter and momentum.
+	add(Workload{Name: "sgd momentum step " + countName(large), Group: "Optimizer", Kind: KindSGD,
+		Dims: []int{large}, Bytes: 20 * large, Bound: Memory, Quick: true})
+	return ws
+}
+
+func countName(n int) string {
+	switch {
+	case n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dMi", n>>20)
+	}
+	return fmt.Sprint(n)
+}
+
+// Filter returns the workloads whose name matches re (all when re is
+// empty).
+func Filter(ws []Workload, re string) ([]Workload, error) {
+	if re == "" {
+		return ws, nil
+	}
+	r, err := regexp.Compile(re)
+	if err != nil {
+		return nil, err
+	}
+	var out []Workload
+	for _, w := range ws {
+		if r.MatchString(w.Name) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}

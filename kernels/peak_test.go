@@ -1,0 +1,114 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// The peak measurements are timings, so the tests check only that they
+// produce usable numbers; the benchmarks report the values.
+
+func TestMeasurePeaksSane(t *testing.T) {
+	const d = 25 * time.Millisecond
+	for _, threads := range []int{1, 2} {
+		for name, f := range map[string]func(int, time.Duration) float64{
+			"fma": MeasurePeakFMA, "copy": MeasureCopyBandwidth, "triad": MeasureTriadBandwidth,
+		} {
+			v := f(threads, d)
+			if !(v > 0) || math.IsInf(v, 0) {
+				t.Errorf("%s with %d threads = %v, want a positive finite rate", name, threads, v)
+			}
+		}
+	}
+}
+
+// TestFMALoopVariants checks each FMA loop reports the flops it was asked
+// for: the figure every peak is derived from.
+func TestFMALoopVariants(t *testing.T) {
+	want := [levelCount]float64{Generic: 8 * 2, AVX2: 12 * 8 * 2}
+	forEachLevel(t, func(t *testing.T, l Level) {
+		if l > AVX2 {
+			t.Skip("no AVX-512 peak loop; the AVX2 one stands in")
+		}
+		loop := fmaLoopVariants[l]
+		if loop == nil {
+			t.Fatalf("no FMA loop for %v", l)
+		}
+		for _, iters := range []int{1, 7, 1000} {
+			if got := loop(iters); got != float64(iters)*want[l] {
+				t.Errorf("%d rounds: %v flops, want %v", iters, got, float64(iters)*want[l])
+			}
+		}
+	})
+}
+
+// TestTriadConformance runs every triad variant against the Go reference
+// on tail sizes with guarded output.
+func TestTriadConformance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	forEachLevel(t, func(t *testing.T, l Level) {
+		triad := pick(l, triadVariants)
+		for _, n := range suiteSizes(8) {
+			b, c := make([]float32, n), make([]float32, n)
+			for i := range b {
+				b[i], c[i] = rng.Float32()*2-1, rng.Float32()*2-1
+			}
+			want := make([]float32, n)
+			triadGeneric(want, b, c, 0.37)
+			got, check := guarded(t, n)
+			triad(got, b, c, 0.37)
+			check()
+			for i := range want {
+				// A fused multiply-add rounds once, the reference twice.
+				if d := math.Abs(float64(got[i] - want[i])); d > 1e-6*(1+math.Abs(float64(want[i]))) {
+					t.Fatalf("n=%d: a[%d] = %v, want %v", n, i, got[i], want[i])
+				}
+			}
+		}
+	})
+}
+
+func BenchmarkPeakFMA(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(threadsName(threads), func(b *testing.B) {
+			var v float64
+			for b.Loop() {
+				v = MeasurePeakFMA(threads, 100*time.Millisecond)
+			}
+			b.ReportMetric(v, "GFLOP/s")
+		})
+	}
+}
+
+func BenchmarkPeakCopy(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(threadsName(threads), func(b *testing.B) {
+			var v float64
+			for b.Loop() {
+				v = MeasureCopyBandwidth(threads, 200*time.Millisecond)
+			}
+			b.ReportMetric(v, "GB/s")
+		})
+	}
+}
+
+func BenchmarkPeakTriad(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(threadsName(threads), func(b *testing.B) {
+			var v float64
+			for b.Loop() {
+				v = MeasureTriadBandwidth(threads, 200*time.Millisecond)
+			}
+			b.ReportMetric(v, "GB/s")
+		})
+	}
+}
+
+func threadsName(n int) string {
+	if n == 1 {
+		return "1thread"
+	}
+	return string(rune('0'+n)) + "threads"
+}
