@@ -2,7 +2,7 @@
 
 package kernels
 
-// sgdAVX2 updates len(p) elements, a multiple of 4; b is read and written
+// sgdAVX2 updates len(p) elements, a multiple of 8; b is read and written
 // only with momentum (flags&2) and must then be as long as p.
 //
 //go:noescape
@@ -38,7 +38,7 @@ func sgdSpanAsm(c *SGDConfig, init bool, p, g, b []float32) {
 		sign = -1
 	}
 	negLR, wd, keep := -float64(c.LR), float64(c.WeightDecay), float64(c.Keep)
-	n := len(p) &^ 3
+	n := len(p) &^ 7
 	for lo := 0; lo < n; lo += sgdChunk {
 		hi := min(lo+sgdChunk, n)
 		var bs []float32
@@ -50,7 +50,7 @@ func sgdSpanAsm(c *SGDConfig, init bool, p, g, b []float32) {
 	if n == len(p) {
 		return
 	}
-	var tp, tg, tb [4]float32
+	var tp, tg, tb [8]float32
 	k := copy(tp[:], p[n:])
 	copy(tg[:], g[n:])
 	if flags&2 != 0 {

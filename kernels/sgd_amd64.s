@@ -4,16 +4,21 @@
 
 // func sgdAVX2(p, g, b []float32, negLR, wd, keep float64, m, sign float32, flags int)
 //
-// One SGD update of len(p) elements (a multiple of 4) in one pass over p, g
+// One SGD update of len(p) elements (a multiple of 8) in one pass over p, g
 // and b, following SGDStep's reference operation by operation: the float32
 // products (sign·g, b·m) in float32, each "x + α·y" in float64 (where the
 // product of two float32 values is exact, so a fused multiply-add there is
 // the reference's multiply and add) rounded once to float32. flags:
 // 1 weight decay, 2 momentum, 4 first step (b = d), 8 Nesterov.
 //
-// Four elements per step: the float32 operations run on xmm halves and the
-// float64 ones on ymm, so no lane shuffling is needed, which would
-// otherwise make the loop compute-bound on one core.
+// The float32 steps run on four-lane xmm halves and the float64 ones on
+// ymm, so no lanes are shuffled; each combination of options has its own
+// loop without branches, two halves per iteration. Without that the loop
+// is compute-bound on one core rather than memory-bound.
+//
+// Registers: X15 sign, X14 m, Y10 m as float64, Y11 −lr, Y12 keep, Y13 wd;
+// each half uses a float32 d, a float64 p and two temporaries.
+
 TEXT ·sgdAVX2(SB), NOSPLIT, $0-112
 	MOVQ         p_base+0(FP), DI
 	MOVQ         p_len+8(FP), CX
@@ -26,63 +31,351 @@ TEXT ·sgdAVX2(SB), NOSPLIT, $0-112
 	VBROADCASTSS sign+100(FP), X15
 	MOVQ         flags+104(FP), R10
 	VCVTPS2PD    X14, Y10
-	SHRQ         $2, CX
+	SHRQ         $3, CX
 	JZ           done
+	ANDQ         $15, R10
 
-loop:
-	VMULPS    (SI), X15, X0
-	VCVTPS2PD (DI), Y2
-	TESTQ     $1, R10
-	JZ        decayed
+	CMPQ R10, $0
+	JEQ  plain0
+	CMPQ R10, $6
+	JEQ  first0
+	CMPQ R10, $2
+	JEQ  mom0
+	CMPQ R10, $14
+	JEQ  firstnest0
+	CMPQ R10, $10
+	JEQ  nest0
+	CMPQ R10, $1
+	JEQ  plain1
+	CMPQ R10, $7
+	JEQ  first1
+	CMPQ R10, $3
+	JEQ  mom1
+	CMPQ R10, $15
+	JEQ  firstnest1
+	CMPQ R10, $11
+	JEQ  nest1
+	JMP done
 
-	// d = d + wd·p
+plain0:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
 	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y13, Y2, Y4
-	VCVTPD2PSY  Y4, X0
+	VFMADD231PD Y11, Y4, Y2
+	VCVTPD2PSY  Y2, X2
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JNZ         plain0
+	JMP         done
 
-decayed:
-	TESTQ $2, R10
-	JZ    update
-	TESTQ $4, R10
-	JNZ   first
+first0:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
+	VMOVUPS     X0, 0(DX)
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y11, Y4, Y2
+	VCVTPD2PSY  Y2, X2
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VMOVUPS     X1, 16(DX)
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, DX
+	DECQ        CX
+	JNZ         first0
+	JMP         done
 
-	// b = b·m + keep·d
-	VMULPS      (DX), X14, X6
+mom0:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
+	VMULPS      0(DX), X14, X6
 	VCVTPS2PD   X6, Y7
 	VCVTPS2PD   X0, Y4
 	VFMADD231PD Y12, Y4, Y7
 	VCVTPD2PSY  Y7, X6
-	JMP         stored
+	VMOVUPS     X6, 0(DX)
+	VMOVAPS     X6, X0
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y11, Y4, Y2
+	VCVTPD2PSY  Y2, X2
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VMULPS      16(DX), X14, X8
+	VCVTPS2PD   X8, Y9
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y12, Y5, Y9
+	VCVTPD2PSY  Y9, X8
+	VMOVUPS     X8, 16(DX)
+	VMOVAPS     X8, X1
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, DX
+	DECQ        CX
+	JNZ         mom0
+	JMP         done
 
-first:
-	VMOVAPS X0, X6
+firstnest0:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
+	VMOVUPS     X0, 0(DX)
+	VCVTPS2PD   X0, Y4
+	VCVTPS2PD   X0, Y7
+	VFMADD231PD Y10, Y7, Y4
+	VCVTPD2PSY  Y4, X0
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y11, Y4, Y2
+	VCVTPD2PSY  Y2, X2
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VMOVUPS     X1, 16(DX)
+	VCVTPS2PD   X1, Y5
+	VCVTPS2PD   X1, Y9
+	VFMADD231PD Y10, Y9, Y5
+	VCVTPD2PSY  Y5, X1
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, DX
+	DECQ        CX
+	JNZ         firstnest0
+	JMP         done
 
-stored:
-	VMOVUPS X6, (DX)
-	TESTQ   $8, R10
-	JZ      heavy
-
-	// Nesterov: d = d + m·b
+nest0:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
+	VMULPS      0(DX), X14, X6
+	VCVTPS2PD   X6, Y7
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y12, Y4, Y7
+	VCVTPD2PSY  Y7, X6
+	VMOVUPS     X6, 0(DX)
 	VCVTPS2PD   X0, Y4
 	VCVTPS2PD   X6, Y7
 	VFMADD231PD Y10, Y7, Y4
 	VCVTPD2PSY  Y4, X0
-	JMP         update
-
-heavy:
-	VMOVAPS X6, X0
-
-update:
-	// p = p − lr·d
 	VCVTPS2PD   X0, Y4
 	VFMADD231PD Y11, Y4, Y2
 	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, (DI)
-	ADDQ        $16, SI
-	ADDQ        $16, DI
-	ADDQ        $16, DX
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VMULPS      16(DX), X14, X8
+	VCVTPS2PD   X8, Y9
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y12, Y5, Y9
+	VCVTPD2PSY  Y9, X8
+	VMOVUPS     X8, 16(DX)
+	VCVTPS2PD   X1, Y5
+	VCVTPS2PD   X8, Y9
+	VFMADD231PD Y10, Y9, Y5
+	VCVTPD2PSY  Y5, X1
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, DX
 	DECQ        CX
-	JNZ         loop
+	JNZ         nest0
+	JMP         done
+
+plain1:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y13, Y2, Y4
+	VCVTPD2PSY  Y4, X0
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y11, Y4, Y2
+	VCVTPD2PSY  Y2, X2
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y13, Y3, Y5
+	VCVTPD2PSY  Y5, X1
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JNZ         plain1
+	JMP         done
+
+first1:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y13, Y2, Y4
+	VCVTPD2PSY  Y4, X0
+	VMOVUPS     X0, 0(DX)
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y11, Y4, Y2
+	VCVTPD2PSY  Y2, X2
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y13, Y3, Y5
+	VCVTPD2PSY  Y5, X1
+	VMOVUPS     X1, 16(DX)
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, DX
+	DECQ        CX
+	JNZ         first1
+	JMP         done
+
+mom1:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y13, Y2, Y4
+	VCVTPD2PSY  Y4, X0
+	VMULPS      0(DX), X14, X6
+	VCVTPS2PD   X6, Y7
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y12, Y4, Y7
+	VCVTPD2PSY  Y7, X6
+	VMOVUPS     X6, 0(DX)
+	VMOVAPS     X6, X0
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y11, Y4, Y2
+	VCVTPD2PSY  Y2, X2
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y13, Y3, Y5
+	VCVTPD2PSY  Y5, X1
+	VMULPS      16(DX), X14, X8
+	VCVTPS2PD   X8, Y9
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y12, Y5, Y9
+	VCVTPD2PSY  Y9, X8
+	VMOVUPS     X8, 16(DX)
+	VMOVAPS     X8, X1
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, DX
+	DECQ        CX
+	JNZ         mom1
+	JMP         done
+
+firstnest1:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y13, Y2, Y4
+	VCVTPD2PSY  Y4, X0
+	VMOVUPS     X0, 0(DX)
+	VCVTPS2PD   X0, Y4
+	VCVTPS2PD   X0, Y7
+	VFMADD231PD Y10, Y7, Y4
+	VCVTPD2PSY  Y4, X0
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y11, Y4, Y2
+	VCVTPD2PSY  Y2, X2
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y13, Y3, Y5
+	VCVTPD2PSY  Y5, X1
+	VMOVUPS     X1, 16(DX)
+	VCVTPS2PD   X1, Y5
+	VCVTPS2PD   X1, Y9
+	VFMADD231PD Y10, Y9, Y5
+	VCVTPD2PSY  Y5, X1
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, DX
+	DECQ        CX
+	JNZ         firstnest1
+	JMP         done
+
+nest1:
+	VMULPS      0(SI), X15, X0
+	VCVTPS2PD   0(DI), Y2
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y13, Y2, Y4
+	VCVTPD2PSY  Y4, X0
+	VMULPS      0(DX), X14, X6
+	VCVTPS2PD   X6, Y7
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y12, Y4, Y7
+	VCVTPD2PSY  Y7, X6
+	VMOVUPS     X6, 0(DX)
+	VCVTPS2PD   X0, Y4
+	VCVTPS2PD   X6, Y7
+	VFMADD231PD Y10, Y7, Y4
+	VCVTPD2PSY  Y4, X0
+	VCVTPS2PD   X0, Y4
+	VFMADD231PD Y11, Y4, Y2
+	VCVTPD2PSY  Y2, X2
+	VMOVUPS     X2, 0(DI)
+	VMULPS      16(SI), X15, X1
+	VCVTPS2PD   16(DI), Y3
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y13, Y3, Y5
+	VCVTPD2PSY  Y5, X1
+	VMULPS      16(DX), X14, X8
+	VCVTPS2PD   X8, Y9
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y12, Y5, Y9
+	VCVTPD2PSY  Y9, X8
+	VMOVUPS     X8, 16(DX)
+	VCVTPS2PD   X1, Y5
+	VCVTPS2PD   X8, Y9
+	VFMADD231PD Y10, Y9, Y5
+	VCVTPD2PSY  Y5, X1
+	VCVTPS2PD   X1, Y5
+	VFMADD231PD Y11, Y5, Y3
+	VCVTPD2PSY  Y3, X3
+	VMOVUPS     X3, 16(DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, DX
+	DECQ        CX
+	JNZ         nest1
+	JMP         done
 
 done:
 	VZEROUPPER
