@@ -2,20 +2,25 @@
 
 package kernels
 
-// The GEMM variants by level. AVX-512 has no variant of its own yet and
-// falls back to AVX2 (pick); an AVX-512 kernel (e.g. 14×32 with ZMM
-// accumulators) slots in here with its own panel width, which PackedB
-// records so a mismatched layout is read by the Generic consumer.
+// The GEMM variants by level. The AVX-512 GEMM differs from the AVX2 one
+// only in its micro-kernel, which reads the same packed panels, so both
+// share the packers (and a PackedB made at either level serves both).
 var (
-	sgemmVariants       = [levelCount]sgemmFunc{Generic: sgemmGeneric, AVX2: sgemmAVX2}
+	sgemmVariants       = [levelCount]sgemmFunc{Generic: sgemmGeneric, AVX2: sgemmAVX2, AVX512: sgemmAVX512}
 	packBVariants       = [levelCount]packBFunc{Generic: packBGeneric, AVX2: packBAVX2}
-	sgemmPackedVariants = [levelCount]sgemmPackedFunc{Generic: sgemmPackedGeneric, AVX2: sgemmPackedAVX2}
+	sgemmPackedVariants = [levelCount]sgemmPackedFunc{Generic: sgemmPackedGeneric, AVX2: sgemmPackedAVX2, AVX512: sgemmPackedAVX512}
 )
 
 // Implemented in gemm_amd64.s.
 
 //go:noescape
 func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
+
+// sgemmKernel12x16 is sgemmKernel6x16 on ZMM registers with tiles of two
+// A panels (12 rows); it is in gemm_avx512_amd64.s.
+//
+//go:noescape
+func sgemmKernel12x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
 
 //go:noescape
 func gemmPackBN16(kc int, b *float32, ldb int, dst *float32, panels int)

@@ -8,6 +8,11 @@ package kernels
 //go:noescape
 func fmaLoopAVX2(iters int)
 
+// fmaLoopAVX512 is fmaLoopAVX2 on ZMM registers (sixteen lanes).
+//
+//go:noescape
+func fmaLoopAVX512(iters int)
+
 // triadAVX2Blocks computes a[i] = b[i] + s·c[i] for the first
 // len(a)/32·32 elements; b and c must be at least as long.
 //
@@ -19,6 +24,11 @@ func triadAVX2Blocks(a, b, c []float32, s float32)
 func fmaLoopFlopsAVX2(iters int) float64 {
 	fmaLoopAVX2(iters)
 	return float64(iters) * 12 * 8 * 2
+}
+
+func fmaLoopFlopsAVX512(iters int) float64 {
+	fmaLoopAVX512(iters)
+	return float64(iters) * 12 * 16 * 2
 }
 
 // triadAVX2 is triadGeneric with the whole 32-element blocks in assembly
@@ -33,6 +43,6 @@ func triadAVX2(a, b, c []float32, s float32) {
 }
 
 var (
-	fmaLoopVariants = [levelCount]func(int) float64{Generic: fmaLoopGeneric, AVX2: fmaLoopFlopsAVX2}
+	fmaLoopVariants = [levelCount]func(int) float64{Generic: fmaLoopGeneric, AVX2: fmaLoopFlopsAVX2, AVX512: fmaLoopFlopsAVX512}
 	triadVariants   = [levelCount]func(a, b, c []float32, s float32){Generic: triadGeneric, AVX2: triadAVX2}
 )

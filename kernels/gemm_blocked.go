@@ -7,12 +7,14 @@ import (
 	"sync"
 )
 
-// The AVX2 GEMM: blocking around the 6×16 assembly micro-kernel.
+// The assembly GEMMs: blocking around a micro-kernel of mr×16 tiles, the
+// AVX2 one of 6 rows (sgemmKernel6x16) or the AVX-512 one of 12
+// (sgemmKernel12x16, two packed A panels per tile).
 //
 //	for each K block pc of KC
 //	  for each row block ic of MC rows (of this thread's share)   pack A[ic, pc] → L3
 //	    for each column block jc of NC columns                     pack B[pc, jc] → L2
-//	      for each 6-row panel ir of the block                     (A panel stays in L1)
+//	      for each mr-row tile strip ir of the block               (A panels stay in L1)
 //	        for each 16-column panel jr of the block               micro-kernel (asm loop)
 //
 // Each operand is packed about once (B once per row block, and MC is
@@ -64,6 +66,7 @@ type gemmCall struct {
 	ldc            int
 	ep             Epilogue
 	pb             *PackedB // B already packed, or nil
+	mr             int      // rows of a micro-kernel tile: 6 (AVX2) or 12 (AVX-512)
 	kc             int      // K block
 	splitN         bool     // threads share columns (else rows)
 	run            func(lo, hi int)
@@ -76,19 +79,35 @@ var gemmCallPool = sync.Pool{New: func() any {
 }}
 
 func sgemmAVX2(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
+	sgemmBlocked(gemmMR, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep)
+}
+
+func sgemmAVX512(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
+	sgemmBlocked(2*gemmMR, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep)
+}
+
+func sgemmBlocked(mr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
 	if k == 0 || alpha == 0 {
 		gemmScaleC(m, n, beta, c, ldc, &ep)
 		return
 	}
 	g := gemmCallPool.Get().(*gemmCall)
 	*g = gemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, kc: gemmKBlock(k), run: g.run}
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, kc: gemmKBlock(k), mr: mr, run: g.run}
 	g.start()
 	*g = gemmCall{run: g.run} // drop the references to the caller's memory
 	gemmCallPool.Put(g)
 }
 
 func sgemmPackedAVX2(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, ep Epilogue) {
+	sgemmPackedBlocked(gemmMR, transA, m, alpha, a, lda, pb, beta, c, ldc, ep)
+}
+
+func sgemmPackedAVX512(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, ep Epilogue) {
+	sgemmPackedBlocked(2*gemmMR, transA, m, alpha, a, lda, pb, beta, c, ldc, ep)
+}
+
+func sgemmPackedBlocked(mr int, transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, ep Epilogue) {
 	if pb.nr != gemmNR {
 		sgemmPackedGeneric(transA, m, alpha, a, lda, pb, beta, c, ldc, ep)
 		return
@@ -99,10 +118,20 @@ func sgemmPackedAVX2(transA bool, m int, alpha float32, a []float32, lda int, pb
 	}
 	g := gemmCallPool.Get().(*gemmCall)
 	*g = gemmCall{transA: transA, m: m, n: pb.n, k: pb.k, alpha: alpha, beta: beta,
-		a: a, lda: lda, c: c, ldc: ldc, ep: ep, pb: pb, kc: pb.kc, run: g.run}
+		a: a, lda: lda, c: c, ldc: ldc, ep: ep, pb: pb, kc: pb.kc, mr: mr, run: g.run}
 	g.start()
 	*g = gemmCall{run: g.run}
 	gemmCallPool.Put(g)
+}
+
+// kernel runs the micro-kernel of the call's tile height; the arguments
+// are sgemmKernel6x16's.
+func (g *gemmCall) kernel(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32) {
+	if g.mr == gemmMR {
+		sgemmKernel6x16(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, aStep, bStep, cStep, colBiasStep, rowBiasStep, mask)
+		return
+	}
+	sgemmKernel12x16(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, aStep, bStep, cStep, colBiasStep, rowBiasStep, mask)
 }
 
 // gemmBalance returns the block for a share of n: at most max, a multiple
@@ -119,7 +148,7 @@ func gemmBalance(n, max, unit int) int {
 // of B in every share (once per row block).
 func (g *gemmCall) start() {
 	np := (g.n + gemmNR - 1) / gemmNR
-	mp := (g.m + gemmMR - 1) / gemmMR
+	mp := (g.m + g.mr - 1) / g.mr
 	t := Threads()
 	switch {
 	case np < t:
@@ -129,7 +158,7 @@ func (g *gemmCall) start() {
 	default:
 		blocks := func(rows int) int { return (rows + gemmMC - 1) / gemmMC }
 		colsPer := (np + t - 1) / t * gemmNR
-		rowsPer := (mp + t - 1) / t * gemmMR
+		rowsPer := (mp + t - 1) / t * g.mr
 		costN := g.m * g.k
 		costM := rowsPer * g.k
 		if g.pb == nil {
@@ -160,7 +189,7 @@ func (g *gemmCall) part(lo, hi int) {
 	if g.splitN {
 		j0, j1 = lo*gemmNR, min(hi*gemmNR, g.n)
 	} else {
-		i0, i1 = lo*gemmMR, min(hi*gemmMR, g.m)
+		i0, i1 = lo*g.mr, min(hi*g.mr, g.m)
 	}
 	s := gemmScratchPool.Get().(*gemmScratch)
 	g.block(s, i0, i1, j0, j1)
@@ -170,7 +199,7 @@ func (g *gemmCall) part(lo, hi int) {
 // block computes C[i0:i1, j0:j1]; j0 is a multiple of gemmNR.
 func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 	nc := gemmBalance(j1-j0, gemmNC, gemmNR)
-	mc := gemmBalance(i1-i0, gemmMC, gemmMR)
+	mc := gemmBalance(i1-i0, gemmMC, g.mr) // whole tiles, so a tile's second A panel is inside s.a
 	kcMax := min(g.kc, g.k)
 	if g.pb == nil {
 		s.b = growAligned(s.b, kcMax*nc)
@@ -204,8 +233,8 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 					g.colStrip(s, bp, kc, ic, mcw, jc, ncw, beta, last)
 					continue
 				}
-				for ir := 0; ir < mcw; ir += gemmMR {
-					g.rowStrip(s, bp, kc, ic+ir, min(gemmMR, mcw-ir), s.a[ir*kc:], jc, ncw, beta, last)
+				for ir := 0; ir < mcw; ir += g.mr {
+					g.rowStrip(s, bp, kc, ic+ir, min(g.mr, mcw-ir), s.a[ir*kc:], jc, ncw, beta, last)
 				}
 			}
 		}
@@ -233,7 +262,7 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 	c, ldc := g.c, g.ldc
 	full := ncw / gemmNR
 	if full > 0 {
-		sgemmKernel6x16(kc, &ap[0], &bp[0], &c[i*ldc+jc], ldc, full, rows, g.alpha, beta, lo,
+		g.kernel(kc, &ap[0], &bp[0], &c[i*ldc+jc], ldc, full, rows, g.alpha, beta, lo,
 			colBias, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil)
 	}
 	if w := ncw - full*gemmNR; w > 0 {
@@ -244,7 +273,7 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 			copy(s.bias[:], ep.Bias[j:j+w])
 			cb = &s.bias[0]
 		}
-		sgemmKernel6x16(kc, &ap[0], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
+		g.kernel(kc, &ap[0], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
 			cb, rowBias, 0, 0, 0, 0, 0, &gemmMasks[gemmNR-w])
 	}
 	if last && ep.Activate && !relu {
@@ -269,7 +298,7 @@ func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int,
 	colBias := &gemmNegZero[0]
 	if last && ep.Bias != nil {
 		if ep.BiasPerRow {
-			rowBias, rowStep = &ep.Bias[ic], 4*gemmMR
+			rowBias, rowStep = &ep.Bias[ic], 4*g.mr
 		} else {
 			s.bias = gemmNegZero
 			copy(s.bias[:], ep.Bias[j:j+w])
@@ -282,22 +311,22 @@ func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int,
 	}
 	c, ldc := g.c, g.ldc
 	// At most gemmTileChunk tiles per call, so no call runs long unpreempted.
-	full, rem := mcw/gemmMR, mcw%gemmMR
+	full, rem := mcw/g.mr, mcw%g.mr
 	for t := 0; t < full; t += gemmTileChunk {
-		i := t * gemmMR
+		i := t * g.mr
 		rb := rowBias
 		if rowStep != 0 {
 			rb = &ep.Bias[ic+i]
 		}
-		sgemmKernel6x16(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, min(gemmTileChunk, full-t), gemmMR, g.alpha, beta, lo,
-			colBias, rb, 4*gemmMR*kc, 0, 4*gemmMR*ldc, 0, rowStep, mask)
+		g.kernel(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, min(gemmTileChunk, full-t), g.mr, g.alpha, beta, lo,
+			colBias, rb, 4*g.mr*kc, 0, 4*g.mr*ldc, 0, rowStep, mask)
 	}
 	if rem > 0 {
-		i := full * gemmMR
+		i := full * g.mr
 		if rowStep != 0 {
 			rowBias = &ep.Bias[ic+i]
 		}
-		sgemmKernel6x16(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, 1, rem, g.alpha, beta, lo,
+		g.kernel(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, 1, rem, g.alpha, beta, lo,
 			colBias, rowBias, 0, 0, 0, 0, 0, mask)
 	}
 	if last && ep.Activate && !relu {
