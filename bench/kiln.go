@@ -82,6 +82,21 @@ func Prepare(w Workload) (func(), error) {
 			return func() { autograd.NoGrad(func() { autograd.Add(x, y) }) }, nil
 		}
 
+	case KindReLUInto, KindGELUInto, KindAddInto:
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		x, y := fill(d[0]), make([]float32, d[0])
+		switch w.Kind {
+		case KindReLUInto:
+			return func() { kernels.Act{Fn: kernels.ActReLU}.Forward(y, x) }, nil
+		case KindGELUInto:
+			return func() { kernels.Act{Fn: kernels.ActGELU}.Forward(y, x) }, nil
+		default:
+			z := fill(d[0])
+			return func() { kernels.Binary(kernels.BinAdd, y, x, z) }, nil
+		}
+
 	case KindSoftmax:
 		if err := need(2); err != nil {
 			return nil, err

@@ -8,13 +8,17 @@ import (
 	"time"
 )
 
-// Timing method, shared with torch_bench.py (keep the two in step): one
-// warm-up call, whose time sets how many calls make up one sample (enough
-// for MinSample, so microsecond workloads are not timed one call at a
-// time), one more warm-up sample when a sample is several calls, then
-// Runs samples; the result is the median sample divided by the calls per
-// sample.
+// Timing method, shared with torch_bench.py (keep the two in step):
+// calls for at least WarmUp (and at least one), whose mean time sets how
+// many calls make up one sample (enough for MinSample, so microsecond
+// workloads are not timed one call at a time), then Runs samples; the
+// result is the median sample divided by the calls per sample. The
+// warm-up is timed rather than counted because after the pause between
+// rows an idle core has lowered its clock and a parked thread takes a
+// while to wake: a single warm-up call left the first 1 MiB rows 2×
+// slower than the same rows run later.
 const (
+	WarmUp      = 50 * time.Millisecond
 	MinSample   = 2 * time.Millisecond
 	MaxInner    = 1000
 	DefaultRuns = 5
@@ -46,25 +50,23 @@ type Report struct {
 // samples, both per call.
 func Measure(run func(), runs int) (median float64, samples []float64, inner int) {
 	t0 := time.Now()
-	run()
-	first := time.Since(t0)
-	inner = 1
-	if first < MinSample {
-		inner = int(min(math.Ceil(float64(MinSample)/float64(max(first, time.Microsecond))), MaxInner))
+	calls := 0
+	for calls == 0 || time.Since(t0) < WarmUp {
+		run()
+		calls++
 	}
-	sample := func() float64 {
+	perCall := time.Since(t0) / time.Duration(calls)
+	inner = 1
+	if perCall < MinSample {
+		inner = int(min(math.Ceil(float64(MinSample)/float64(max(perCall, time.Microsecond))), MaxInner))
+	}
+	samples = make([]float64, runs)
+	for i := range samples {
 		t0 := time.Now()
 		for range inner {
 			run()
 		}
-		return time.Since(t0).Seconds() / float64(inner)
-	}
-	if inner > 1 {
-		sample()
-	}
-	samples = make([]float64, runs)
-	for i := range samples {
-		samples[i] = sample()
+		samples[i] = time.Since(t0).Seconds() / float64(inner)
 	}
 	return Median(samples), samples, inner
 }

@@ -7,9 +7,9 @@ workload read from stdin runs it with PyTorch at the thread count given and
 prints its result, until stdin ends. The driver sends the same workloads to
 Kiln, alternating, so both sides are timed under the same machine load.
 The timing method is the one in bench/measure.go:
-one warm-up call that also sets how many calls make a sample (enough for
-2 ms), one more warm-up sample when a sample is several calls, then RUNS
-samples; the result is the median per-call time.
+calls for at least 50 ms of warm-up, whose mean time sets how many calls
+make a sample (enough for 2 ms), then RUNS samples; the result is the
+median per-call time.
 
 Threads: the driver sets OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and
 MKL_NUM_THREADS to T in the environment (OpenBLAS reads its variable at load
@@ -29,6 +29,7 @@ import statistics
 import sys
 import time
 
+WARM_UP = 50e-3
 MIN_SAMPLE = 2e-3
 MAX_INNER = 1000
 
@@ -84,11 +85,14 @@ def torch_info():
 
 def measure(run, runs):
     t0 = time.perf_counter()
-    run()
-    first = time.perf_counter() - t0
+    calls = 0
+    while calls == 0 or time.perf_counter() - t0 < WARM_UP:
+        run()
+        calls += 1
+    per_call = (time.perf_counter() - t0) / calls
     inner = 1
-    if first < MIN_SAMPLE:
-        inner = int(min(math.ceil(MIN_SAMPLE / max(first, 1e-6)), MAX_INNER))
+    if per_call < MIN_SAMPLE:
+        inner = int(min(math.ceil(MIN_SAMPLE / max(per_call, 1e-6)), MAX_INNER))
 
     def sample():
         t0 = time.perf_counter()
@@ -96,8 +100,6 @@ def measure(run, runs):
             run()
         return (time.perf_counter() - t0) / inner
 
-    if inner > 1:
-        sample()
     samples = [sample() for _ in range(runs)]
     return statistics.median(samples), samples, inner
 
@@ -138,6 +140,14 @@ def prepare(w):
             return lambda: F.gelu(x)
         y = fill(d[0])
         return lambda: torch.add(x, y)
+    if kind in ("relu_into", "gelu_into", "add_into"):
+        x, y = fill(d[0]), torch.empty(d[0])
+        if kind == "relu_into":
+            return lambda: torch.clamp_min(x, 0, out=y)
+        if kind == "gelu_into":
+            return lambda: torch._C._nn.gelu(x, out=y)
+        z = fill(d[0])
+        return lambda: torch.add(x, z, out=y)
     if kind == "softmax":
         x = fill(d[0], d[1])
         return lambda: torch.softmax(x, 1)

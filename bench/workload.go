@@ -14,6 +14,9 @@ const (
 	KindReLU          = "relu"            // Dims n: y = relu(x), new output
 	KindGELU          = "gelu"            // Dims n: exact (erf) GELU, new output
 	KindAdd           = "add"             // Dims n: z = x + y, new output
+	KindReLUInto      = "relu_into"       // Dims n: relu(x) into a given y: the kernel without allocation
+	KindGELUInto      = "gelu_into"       // Dims n: exact GELU into a given y
+	KindAddInto       = "add_into"        // Dims n: x + y into a given z
 	KindSoftmax       = "softmax"         // Dims rows, cols: softmax along each row
 	KindBatchNorm     = "batchnorm"       // Dims N, C, H, W: training BatchNorm2d forward+backward, channels-last
 	KindLayerNorm     = "layernorm"       // Dims rows, cols: LayerNorm over cols, forward+backward
@@ -124,6 +127,18 @@ func Workloads(quick bool) []Workload {
 		elem(KindReLU, "relu", n, 8, n == large)
 		elem(KindGELU, "gelu", n, 8, n == small)
 		elem(KindAdd, "add", n, 12, n == large)
+	}
+	// The same kernels writing into a preallocated output: what the kernel
+	// itself costs, without the allocator (Go's zeroes and page-faults a
+	// fresh 4 MiB+ block; PyTorch's malloc reuses freed blocks).
+	into := func(kind, label string, n int, bytesPerElem float64, q bool) {
+		add(Workload{Name: fmt.Sprintf("%s %s into y", label, countName(n)), Group: "Elementwise (given output)", Kind: kind,
+			Dims: []int{n}, Bytes: bytesPerElem * float64(n), Bound: Memory, Quick: q})
+	}
+	for _, n := range []int{small, large} {
+		into(KindReLUInto, "relu", n, 8, n == large)
+		into(KindGELUInto, "gelu", n, 8, n == small)
+		into(KindAddInto, "add", n, 12, n == large)
 	}
 	for _, s := range [][2]int{{4096, 1024}, {32768, 128}} {
 		add(Workload{Name: fmt.Sprintf("softmax %d×%d (rows)", s[0], s[1]), Group: "Softmax", Kind: KindSoftmax,

@@ -495,7 +495,7 @@ func header(raws []raw, peaks bench.Peaks) string {
 	if r.Filter != "" {
 		scope += fmt.Sprintf(", -filter %q", r.Filter)
 	}
-	fmt.Fprintf(&b, "- Method: %s; each row: one warm-up call, then the median of %d timed samples (a sample is enough calls for ≥%v)", scope, r.Runs, bench.MinSample)
+	fmt.Fprintf(&b, "- Method: %s; each row: calls for %v of warm-up, then the median of %d timed samples (a sample is enough calls for ≥%v)", scope, bench.WarmUp, r.Runs, bench.MinSample)
 	if len(raws) > 1 {
 		fmt.Fprintf(&b, "; times are the median over %d full runs", len(raws))
 	}
