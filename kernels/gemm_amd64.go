@@ -22,6 +22,12 @@ func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta
 //go:noescape
 func sgemmKernel12x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
 
+// sgemmKernel12x32 is sgemmKernel12x16 on tiles of two B panels (32
+// columns), without a column mask.
+//
+//go:noescape
+func sgemmKernel12x32(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int)
+
 //go:noescape
 func gemmPackBN16(kc int, b *float32, ldb int, dst *float32, panels int)
 

@@ -26,8 +26,9 @@ import (
 // wide ones.)
 
 // gemmNegZero is the "no bias" operand of the assembly epilogue: adding −0
-// leaves every value, zeros' signs included, as it was.
-var gemmNegZero = func() (z [gemmNR]float32) {
+// leaves every value, zeros' signs included, as it was. The widest tile
+// reads two panels' worth.
+var gemmNegZero = func() (z [2 * gemmNR]float32) {
 	for i := range z {
 		z[i] = float32(math.Copysign(0, -1))
 	}
@@ -261,15 +262,27 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 	}
 	c, ldc := g.c, g.ldc
 	full := ncw / gemmNR
-	if full > 0 {
-		g.kernel(kc, &ap[0], &bp[0], &c[i*ldc+jc], ldc, full, rows, g.alpha, beta, lo,
-			colBias, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil)
+	done := 0
+	if g.mr == 2*gemmMR && full >= 2 {
+		// AVX-512: two panels per tile where they come in pairs.
+		done = full &^ 1
+		sgemmKernel12x32(kc, &ap[0], &bp[0], &c[i*ldc+jc], ldc, done/2, rows, g.alpha, beta, lo,
+			colBias, rowBias, 0, 8*kc*gemmNR, 8*gemmNR, 2*colStep, 0)
+	}
+	if full > done {
+		j := jc + done*gemmNR
+		cb := colBias
+		if colStep != 0 {
+			cb = &ep.Bias[j]
+		}
+		g.kernel(kc, &ap[0], &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
+			cb, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil)
 	}
 	if w := ncw - full*gemmNR; w > 0 {
 		j := jc + full*gemmNR
 		cb := &gemmNegZero[0]
 		if colStep != 0 {
-			s.bias = gemmNegZero
+			s.bias = [gemmNR]float32(gemmNegZero[:gemmNR])
 			copy(s.bias[:], ep.Bias[j:j+w])
 			cb = &s.bias[0]
 		}
@@ -300,7 +313,7 @@ func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int,
 		if ep.BiasPerRow {
 			rowBias, rowStep = &ep.Bias[ic], 4*g.mr
 		} else {
-			s.bias = gemmNegZero
+			s.bias = [gemmNR]float32(gemmNegZero[:gemmNR])
 			copy(s.bias[:], ep.Bias[j:j+w])
 			colBias = &s.bias[0]
 		}

@@ -372,7 +372,7 @@ var gemmTrans = [][2]bool{{false, false}, {false, true}, {true, false}, {true, t
 
 // TestSgemmConformance holds every GEMM variant to the naive float64
 // product: all transpositions, alpha/beta (beta 0 with NaN in C), tile
-// edges (multiples of the 6×16 tile ±1), every suite size along each
+// edges (multiples of the 6×16, 12×16 and 12×32 tiles ±1), every suite size along each
 // dimension, several K and column blocks, and shapes the worker pool
 // splits by rows or by columns.
 func TestSgemmConformance(t *testing.T) {
@@ -380,8 +380,8 @@ func TestSgemmConformance(t *testing.T) {
 		r := rand.New(rand.NewPCG(7, uint64(l)))
 		ab := [][2]float32{{1, 0}, {-0.75, 1}, {1.5, -0.5}}
 		for _, tr := range gemmTrans {
-			for _, m := range []int{1, 5, 6, 7, 12, 13} {
-				for _, n := range []int{1, 15, 16, 17, 33} {
+			for _, m := range []int{1, 5, 6, 7, 12, 13, 23} {
+				for _, n := range []int{1, 15, 16, 17, 33, 48, 65} {
 					for _, k := range []int{1, 8, 9, 257} {
 						for _, x := range ab {
 							runGemmCase(t, l, r, gemmCase{transA: tr[0], transB: tr[1], m: m, n: n, k: k, alpha: x[0], beta: x[1]})
