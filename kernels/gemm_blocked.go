@@ -92,12 +92,99 @@ func sgemmBlocked(mr int, transA, transB bool, m, n, k int, alpha float32, a []f
 		gemmScaleC(m, n, beta, c, ldc, &ep)
 		return
 	}
+	if parts := gemmSplitK(m, n, k); parts > 1 {
+		sgemmSplitK(parts, mr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep)
+		return
+	}
 	g := gemmCallPool.Get().(*gemmCall)
 	*g = gemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, kc: gemmKBlock(k), mr: mr, run: g.run}
 	g.start()
 	*g = gemmCall{run: g.run} // drop the references to the caller's memory
 	gemmCallPool.Put(g)
+}
+
+// gemmSplitK returns how many parts to cut K into, one per thread, or 1.
+// A product with a small C and a long K (a convolution's weight gradient:
+// channels × kernel taps, summed over every pixel of the batch) splits
+// badly by rows or columns: each thread would pack the whole of the long
+// operand it shares. Cut along K instead, each thread packs only its own
+// slice of both; the cost is a partial C per extra thread and one pass to
+// add them.
+func gemmSplitK(m, n, k int) int {
+	t := Threads()
+	if t < 2 || m*n > gemmSplitKMaxC || k < 4*max(m, n) || k < t*gemmKC || m*n*k < gemmSerialWork {
+		return 1
+	}
+	return t
+}
+
+// gemmSplitKMaxC bounds the partial products of a K split (floats of C):
+// 1 MiB each.
+const gemmSplitKMaxC = 1 << 18
+
+// gemmSplit is one K-split product's arguments, pooled like gemmCall so a
+// call allocates nothing once the pool is warm.
+type gemmSplit struct {
+	whole   gemmCall  // the product; its c and beta go to the first part
+	step    int       // K per part
+	partial []float32 // the other parts' C, m×n each, grown as needed
+	run     func(lo, hi int)
+}
+
+var gemmSplitPool = sync.Pool{New: func() any {
+	sp := new(gemmSplit)
+	sp.run = sp.parts
+	return sp
+}}
+
+// sgemmSplitK computes the product as parts products over slices of K run
+// in parallel: the first into C with beta, the others into partials that
+// are then added to C; the epilogue runs last.
+func sgemmSplitK(parts, mr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
+	sp := gemmSplitPool.Get().(*gemmSplit)
+	sp.whole = gemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, mr: mr}
+	sp.step = (k + parts - 1) / parts
+	sp.partial = growAligned(sp.partial, (parts-1)*m*n)
+	Parallel(parts, m*n*k, sp.run)
+	for p := 1; p < parts; p++ {
+		part := sp.partial[(p-1)*m*n : p*m*n]
+		for i := 0; i < m; i++ {
+			convOps.addTo(c[i*ldc:i*ldc+n], part[i*n:(i+1)*n])
+		}
+	}
+	sp.whole = gemmCall{}
+	gemmSplitPool.Put(sp)
+	ep.apply(c, ldc, 0, m, 0, n)
+}
+
+// parts computes the parts [lo, hi) of the split, each on this thread.
+func (sp *gemmSplit) parts(lo, hi int) {
+	w := &sp.whole
+	for p := lo; p < hi; p++ {
+		k0 := p * sp.step
+		kp := min(sp.step, w.k-k0)
+		// Element p of K is column p of a stored A and row p of a stored
+		// B, and the other way round when transposed.
+		ap, bp := w.a[k0:], w.b[k0:]
+		if w.transA {
+			ap = w.a[k0*w.lda:]
+		}
+		if !w.transB {
+			bp = w.b[k0*w.ldb:]
+		}
+		cp, ldc, beta := w.c, w.ldc, w.beta
+		if p > 0 {
+			cp, ldc, beta = sp.partial[(p-1)*w.m*w.n:p*w.m*w.n], w.n, 0
+		}
+		g := gemmCallPool.Get().(*gemmCall)
+		*g = gemmCall{transA: w.transA, transB: w.transB, m: w.m, n: w.n, k: kp, alpha: w.alpha, beta: beta,
+			a: ap, lda: w.lda, b: bp, ldb: w.ldb, c: cp, ldc: ldc, kc: gemmKBlock(kp), mr: w.mr, run: g.run}
+		g.serial()
+		*g = gemmCall{run: g.run}
+		gemmCallPool.Put(g)
+	}
 }
 
 func sgemmPackedAVX2(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, ep Epilogue) {
@@ -177,6 +264,12 @@ func (g *gemmCall) start() {
 		return
 	}
 	Parallel(units, g.m*g.n*g.k, g.run)
+}
+
+// serial computes the whole product on the calling thread.
+func (g *gemmCall) serial() {
+	g.splitN = false
+	g.run(0, (g.m+g.mr-1)/g.mr)
 }
 
 // gemmSerialWork is the product size (multiply-adds) below which a GEMM

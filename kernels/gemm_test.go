@@ -374,7 +374,7 @@ var gemmTrans = [][2]bool{{false, false}, {false, true}, {true, false}, {true, t
 // product: all transpositions, alpha/beta (beta 0 with NaN in C), tile
 // edges (multiples of the 6×16, 12×16 and 12×32 tiles ±1), every suite size along each
 // dimension, several K and column blocks, and shapes the worker pool
-// splits by rows or by columns.
+// splits by rows, by columns or (small C, long K) along K.
 func TestSgemmConformance(t *testing.T) {
 	forEachLevel(t, func(t *testing.T, l Level) {
 		r := rand.New(rand.NewPCG(7, uint64(l)))
@@ -399,7 +399,7 @@ func TestSgemmConformance(t *testing.T) {
 			}
 		}
 		for i, tr := range gemmTrans {
-			for _, mnk := range [][3]int{{67, 400, 600}, {200, 13, 70}, {9, 300, 70}, {130, 97, 513}, {25, 1030, 20}, {3, 2100, 9}, {1100, 21, 9}, {500, 16, 5}, {1100, 13, 9}} {
+			for _, mnk := range [][3]int{{67, 400, 600}, {200, 13, 70}, {9, 300, 70}, {130, 97, 513}, {25, 1030, 20}, {3, 2100, 9}, {1100, 21, 9}, {500, 16, 5}, {1100, 13, 9}, {29, 37, 1601}, {5, 70, 900}} {
 				x := ab[i%len(ab)]
 				runGemmCase(t, l, r, gemmCase{transA: tr[0], transB: tr[1], m: mnk[0], n: mnk[1], k: mnk[2], alpha: x[0], beta: x[1]})
 			}
@@ -525,6 +525,10 @@ func TestSgemmAllocs(t *testing.T) {
 			"SgemmEpilogue": func() { SgemmEpilogue(true, false, sz, sz, sz, 1, a, sz, b, sz, 0, c, sz, ep) },
 			"SgemmPacked":   func() { SgemmPacked(false, sz, 1, a, sz, pb, 0, c, sz, ep) },
 		}
+		// A long K with a small C takes the K split on two threads or more.
+		const longK = 2000
+		ka, kb, kcOut := randSlice(r, 30*longK), randSlice(r, longK*20), randSlice(r, 30*20)
+		calls["Sgemm split K"] = func() { Sgemm(false, false, 30, 20, longK, 1, ka, longK, kb, 20, 0, kcOut, 20) }
 		for name, f := range calls {
 			f()
 			if got := testing.AllocsPerRun(20, f); got != 0 {
