@@ -7,18 +7,19 @@ import (
 	"sync"
 )
 
-// The assembly GEMMs: blocking around a micro-kernel of mr×16 tiles, the
-// AVX2 one of 6 rows (sgemmKernel6x16) or the AVX-512 one of 12
-// (sgemmKernel12x16, two packed A panels per tile).
+// The assembly GEMMs: blocking around a micro-kernel of mr-row tiles, the
+// AVX2 one of 6×16 (sgemmKernel6x16) or the AVX-512 ones of 12 rows (two
+// packed A panels per tile) by 32 columns (sgemmKernel12x32, two B
+// panels) or, at an odd or narrow last panel, 16 (sgemmKernel12x16).
 //
 //	for each K block pc of KC
 //	  for each row block ic of MC rows (of this thread's share)   pack A[ic, pc] → L3
 //	    for each column block jc of NC columns                     pack B[pc, jc] → L2
 //	      for each mr-row tile strip ir of the block               (A panels stay in L1)
-//	        for each 16-column panel jr of the block               micro-kernel (asm loop)
+//	        for each 16- or 32-column tile jr of the block         micro-kernel (asm loop)
 //
 // Each operand is packed about once (B once per row block, and MC is
-// large). The kernel walks right along a 6-row strip of C, so C is read
+// large). The kernel walks right along an mr-row strip of C, so C is read
 // and written a row segment at a time, sequentially, once per K block; the
 // epilogue runs on the last K block, on each strip while it is in cache.
 // (Walking down a column of tiles instead, with the A block in L2 and the
