@@ -4,7 +4,10 @@ import "slices"
 
 // Dense channels-last convolution. The output pixels of the whole batch
 // are the rows of one matrix: a 1×1 stride-1 convolution is a single GEMM
-// over [N·D'·H'·W', C]×[C, O] on the input in place; any other is cut into
+// over [N·D'·H'·W', C]×[C, O] on the input in place. Any other forward
+// with one group is a single GEMM too, its im2col matrix packed straight
+// from the input panel by panel (conv_pack_amd64.go) where the assembly
+// GEMM runs; the rest is cut into
 // blocks of whole output rows, each unfolded (im2col) into a scratch matrix
 // whose row for a pixel holds, per group, the C/g channels of every kernel
 // position, and multiplied by the weights, so several small images share
@@ -25,6 +28,9 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 		convOps.transpose(j.wt[g*j.og*j.kc:], j.og, w[g*j.og*j.kc:], j.kc, j.og, j.kc)
 	}
 	pw := s.pointwise()
+	if !pw && j.forwardImplicit() {
+		return
+	}
 	rb := j.rows
 	switch {
 	case !pw:

@@ -68,6 +68,7 @@ type gemmCall struct {
 	ldc            int
 	ep             Epilogue
 	pb             *PackedB // B already packed, or nil
+	ap             gemmAPacker // packs an implicit A, or nil for a stored one
 	mr             int      // rows of a micro-kernel tile: 6 (AVX2) or 12 (AVX-512)
 	kc             int      // K block
 	splitN         bool     // threads share columns (else rows)
@@ -103,6 +104,45 @@ func sgemmBlocked(mr int, transA, transB bool, m, n, k int, alpha float32, a []f
 	g.start()
 	*g = gemmCall{run: g.run} // drop the references to the caller's memory
 	gemmCallPool.Put(g)
+}
+
+// gemmAPacker produces the A operand of a product that is never stored
+// whole, such as a convolution's im2col matrix: packA writes rows
+// [i0, i0+rows) (rows ≤ gemmMR) and depths [p0, p0+kc) in packAGo's
+// layout, zero past rows; dst has two floats of room past 6·kc. Calls for
+// different rows may run concurrently.
+type gemmAPacker interface {
+	packA(dst []float32, i0, rows, p0, kc int)
+}
+
+// sgemmImplicitA computes C = op(A)·B + epilogue, beta 0, with A (m×k)
+// produced panel by panel by ap, on the level's blocked GEMM. It reports
+// false, doing nothing, at a level without one.
+func sgemmImplicitA(ap gemmAPacker, m, n, k int, b []float32, ldb int, c []float32, ldc int, ep Epilogue) bool {
+	mr := gemmMR
+	switch {
+	case level == AVX512:
+		mr = 2 * gemmMR
+	case level < AVX2:
+		return false
+	}
+	checkGemm(false, false, 0, n, k, 0, 0, len(b), ldb, 0, 0)
+	checkGemm(false, false, m, n, 0, 0, 0, 0, 0, len(c), ldc)
+	ep.check(m, n)
+	if m == 0 || n == 0 {
+		return true
+	}
+	if k == 0 {
+		gemmScaleC(m, n, 0, c, ldc, &ep)
+		return true
+	}
+	g := gemmCallPool.Get().(*gemmCall)
+	*g = gemmCall{m: m, n: n, k: k, alpha: 1, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, ap: ap,
+		kc: gemmKBlock(k), mr: mr, run: g.run}
+	g.start()
+	*g = gemmCall{run: g.run}
+	gemmCallPool.Put(g)
+	return true
 }
 
 // gemmSplitK returns how many parts to cut K into, one per thread, or 1.
@@ -314,6 +354,10 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 		for ic := i0; ic < i1; ic += mc {
 			mcw := min(mc, i1-ic)
 			for ir := 0; ir < mcw; ir += gemmMR {
+				if g.ap != nil {
+					g.ap.packA(s.a[ir*kc:], ic+ir, min(gemmMR, mcw-ir), pc, kc)
+					continue
+				}
 				packAAVX2(g.transA, g.a, g.lda, ic+ir, min(gemmMR, mcw-ir), pc, kc, s.a[ir*kc:])
 			}
 			for jc := j0; jc < j1; jc += nc {

@@ -1,0 +1,132 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The channels-last forward convolution without an im2col matrix: the
+// GEMM asks for A a 6-pixel panel at a time and convJob.packA gathers it
+// straight from the input into the packed layout. Writing the im2col
+// matrix and then packing it read and wrote every element twice; this
+// reads the input once per kernel tap and writes the panel once.
+
+// forwardImplicit computes y = conv(x, w) + bias for one group in
+// channels-last layout through the implicit-A GEMM, with the bias in its
+// epilogue. It reports false, doing nothing, where that path does not
+// apply: several groups, no blocked GEMM at this level, or channels not a
+// multiple of 8 (the first layer's 3), whose taps are too short for the
+// vector packer and gather faster as whole im2col rows.
+func (j *convJob) forwardImplicit() bool {
+	s := &j.s
+	if s.Groups != 1 || s.C%8 != 0 || level < AVX2 {
+		return false
+	}
+	return sgemmImplicitA(j, j.rows*j.ow, s.O, j.kc, j.wt, s.O, j.y, s.O, Epilogue{Bias: j.bias})
+}
+
+// packA packs pixels [i0, i0+rows) of the batch (the rows of the implicit
+// im2col matrix) at depths [p0, p0+kc): depth p is channel p mod C of
+// kernel tap p / C, zero where the tap reads padding. Where the six pixels
+// of a full panel read their tap at a constant stride (one output row, no
+// padding) a run of channels is one assembly pack straight from x;
+// elsewhere the rows are copied together first.
+func (j *convJob) packA(dst []float32, i0, rows, p0, kc int) {
+	s := &j.s
+	C := s.C
+	// Each pixel's image and the input coordinates its tap (0, 0, 0)
+	// reads, stepping along the output rather than dividing per pixel.
+	var n, d0, h0, w0 [gemmMR]int
+	OD, OH, OW := s.Out[0], s.Out[1], s.Out[2]
+	ow, oh, od, img := i0%OW, i0/OW%OH, i0/(OW*OH)%OD, i0/(OW*OH*OD)
+	for r := range rows {
+		n[r] = img
+		d0[r] = od*s.Stride[0] - s.Pad[0]
+		h0[r] = oh*s.Stride[1] - s.Pad[1]
+		w0[r] = ow*s.Stride[2] - s.Pad[2]
+		if ow++; ow == OW {
+			ow = 0
+			if oh++; oh == OH {
+				oh = 0
+				if od++; od == OD {
+					od, img = 0, img+1
+				}
+			}
+		}
+	}
+	KH, KW := s.Kernel[1], s.Kernel[2]
+	t := p0 / C
+	kw, kh, kd := t%KW, t/KW%KH, t/(KW*KH)
+	var src [gemmMR]int // input offset of each pixel's tap, −1 for padding
+	for ; t*C < p0+kc; t++ {
+		a, b := max(t*C, p0), min((t+1)*C, p0+kc)
+		for r := range gemmMR {
+			src[r] = -1
+			if r >= rows {
+				continue
+			}
+			id, ih, iw := d0[r]+kd*s.Dil[0], h0[r]+kh*s.Dil[1], w0[r]+kw*s.Dil[2]
+			if id >= 0 && id < s.In[0] && ih >= 0 && ih < s.In[1] && iw >= 0 && iw < s.In[2] {
+				src[r] = (((n[r]*s.In[0]+id)*s.In[1]+ih)*s.In[2] + iw) * C
+			}
+		}
+		if kw++; kw == KW {
+			kw = 0
+			if kh++; kh == KH {
+				kh, kd = 0, kd+1
+			}
+		}
+		d := dst[(a-p0)*gemmMR:]
+		c0, cnt := a-t*C, b-a
+		if n8 := cnt &^ 7; n8 > 0 {
+			if stride := src[1] - src[0]; src[0] >= 0 && stride > 0 && evenlySpaced(src[:], stride) {
+				gemmPackAN6(n8, &j.x[src[0]+c0], stride, &d[0])
+			} else {
+				packRowsAN6(j.x, &src, c0, n8, d)
+			}
+			c0 += n8
+			d = d[n8*gemmMR:]
+			cnt -= n8
+		}
+		for r, o := range src {
+			if o < 0 {
+				for p := range cnt {
+					d[p*gemmMR+r] = 0
+				}
+				continue
+			}
+			for p, v := range j.x[o+c0 : o+c0+cnt] {
+				d[p*gemmMR+r] = v
+			}
+		}
+	}
+}
+
+// packRowsAN6 packs n (a multiple of 8) floats from x at src[r]+c0 for
+// each row r (zeros where src[r] < 0) into dst as gemmPackAN6 does: the
+// rows are first copied side by side into a small buffer on the stack, so
+// a panel whose pixels cross an output row or meet padding still packs
+// with vector code.
+func packRowsAN6(x []float32, src *[gemmMR]int, c0, n int, dst []float32) {
+	const chunk = 256
+	var buf [gemmMR * chunk]float32
+	for c := 0; c < n; c += chunk {
+		w := min(chunk, n-c)
+		for r, o := range src {
+			row := buf[r*w : (r+1)*w]
+			if o < 0 {
+				clear(row)
+			} else {
+				copy(row, x[o+c0+c:])
+			}
+		}
+		gemmPackAN6(w, &buf[0], w, &dst[c*gemmMR])
+	}
+}
+
+// evenlySpaced reports whether every offset is stride past the one before.
+func evenlySpaced(o []int, stride int) bool {
+	for r := 1; r < len(o); r++ {
+		if o[r]-o[r-1] != stride {
+			return false
+		}
+	}
+	return true
+}
