@@ -67,11 +67,11 @@ type gemmCall struct {
 	c              []float32
 	ldc            int
 	ep             Epilogue
-	pb             *PackedB // B already packed, or nil
+	pb             *PackedB    // B already packed, or nil
 	ap             gemmAPacker // packs an implicit A, or nil for a stored one
-	mr             int      // rows of a micro-kernel tile: 6 (AVX2) or 12 (AVX-512)
-	kc             int      // K block
-	splitN         bool     // threads share columns (else rows)
+	mr             int         // rows of a micro-kernel tile: 6 (AVX2) or 12 (AVX-512)
+	kc             int         // K block
+	splitN         bool        // threads share columns (else rows)
 	run            func(lo, hi int)
 }
 
