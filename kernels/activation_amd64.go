@@ -125,10 +125,21 @@ type (
 	actBinaryKernel func(dx, dy, v []float32, a, b, c float32)
 )
 
-// actRun calls k on chunks of src.
+// actRun calls k on chunks of src, streaming the output of a large span.
 func actRun(k actUnaryKernel, dst, src []float32, a, b, c float32) {
 	dst = dst[:len(src)]
-	for lo := 0; lo < len(src); lo += actChunk {
+	lo := 0
+	if len(src) >= streamMinElems {
+		var buf [streamBlock]float32
+		lo = streamHead(dst)
+		k(dst[:lo], src[:lo], a, b, c)
+		for ; lo+streamBlock <= len(src); lo += streamBlock {
+			k(buf[:], src[lo:lo+streamBlock], a, b, c)
+			streamStore(dst[lo:lo+streamBlock], buf[:])
+		}
+		storeFence()
+	}
+	for ; lo < len(src); lo += actChunk {
 		hi := min(lo+actChunk, len(src))
 		k(dst[lo:hi], src[lo:hi], a, b, c)
 	}

@@ -62,19 +62,35 @@ var (
 
 func binarySameAsm(op BinOp, dst, a, b []float32) {
 	a, b = a[:len(dst)], b[:len(dst)]
-	for lo := 0; lo < len(dst); lo += binChunk {
-		hi := min(lo+binChunk, len(dst))
-		d, x, y := dst[lo:hi], a[lo:hi], b[lo:hi]
-		switch op {
-		case BinAdd:
-			binAddAVX2(d, x, y)
-		case BinSub:
-			binSubAVX2(d, x, y)
-		case BinMul:
-			binMulAVX2(d, x, y)
-		case BinDiv:
-			binDivAVX2(d, x, y)
+	lo := 0
+	if len(dst) >= streamMinElems {
+		// See stream_amd64.go.
+		var buf [streamBlock]float32
+		lo = streamHead(dst)
+		binSameSpan(op, dst[:lo], a[:lo], b[:lo])
+		for ; lo+streamBlock <= len(dst); lo += streamBlock {
+			binSameSpan(op, buf[:], a[lo:lo+streamBlock], b[lo:lo+streamBlock])
+			streamStore(dst[lo:lo+streamBlock], buf[:])
 		}
+		storeFence()
+	}
+	for ; lo < len(dst); lo += binChunk {
+		hi := min(lo+binChunk, len(dst))
+		binSameSpan(op, dst[lo:hi], a[lo:hi], b[lo:hi])
+	}
+}
+
+// binSameSpan runs the assembly kernel of op on one span.
+func binSameSpan(op BinOp, d, x, y []float32) {
+	switch op {
+	case BinAdd:
+		binAddAVX2(d, x, y)
+	case BinSub:
+		binSubAVX2(d, x, y)
+	case BinMul:
+		binMulAVX2(d, x, y)
+	case BinDiv:
+		binDivAVX2(d, x, y)
 	}
 }
 
