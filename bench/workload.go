@@ -118,27 +118,37 @@ func Workloads(quick bool) []Workload {
 		}
 	}
 
+	// Each elementwise kernel twice: as the autograd op, which allocates
+	// its result, and writing into a preallocated output, which is what
+	// the kernel itself costs (for 4 MiB and more Go zeroes and
+	// page-faults a fresh block, where PyTorch's malloc reuses a freed one).
 	const small, large = 1 << 20, 25_000_000
-	elem := func(kind, label string, n int, bytesPerElem float64, q bool) {
-		add(Workload{Name: fmt.Sprintf("%s %s", label, countName(n)), Group: "Elementwise (new output)", Kind: kind,
-			Dims: []int{n}, Bytes: bytesPerElem * float64(n), Bound: Memory, Quick: q})
+	elems := []struct {
+		kind, into, label string
+		bytesPerElem      float64
+		quickN            int
+	}{
+		{KindReLU, KindReLUInto, "relu", 8, large},
+		{KindGELU, KindGELUInto, "gelu", 8, small},
+		{KindAdd, KindAddInto, "add", 12, large},
 	}
-	for _, n := range []int{small, large} {
-		elem(KindReLU, "relu", n, 8, n == large)
-		elem(KindGELU, "gelu", n, 8, n == small)
-		elem(KindAdd, "add", n, 12, n == large)
-	}
-	// The same kernels writing into a preallocated output: what the kernel
-	// itself costs, without the allocator (Go's zeroes and page-faults a
-	// fresh 4 MiB+ block; PyTorch's malloc reuses freed blocks).
-	into := func(kind, label string, n int, bytesPerElem float64, q bool) {
-		add(Workload{Name: fmt.Sprintf("%s %s into y", label, countName(n)), Group: "Elementwise (given output)", Kind: kind,
-			Dims: []int{n}, Bytes: bytesPerElem * float64(n), Bound: Memory, Quick: q})
-	}
-	for _, n := range []int{small, large} {
-		into(KindReLUInto, "relu", n, 8, n == large)
-		into(KindGELUInto, "gelu", n, 8, n == small)
-		into(KindAddInto, "add", n, 12, n == large)
+	for _, out := range []struct {
+		given         bool
+		group, suffix string
+	}{
+		{false, "Elementwise (new output)", ""},
+		{true, "Elementwise (given output)", " into y"},
+	} {
+		for _, n := range []int{small, large} {
+			for _, e := range elems {
+				kind := e.kind
+				if out.given {
+					kind = e.into
+				}
+				add(Workload{Name: fmt.Sprintf("%s %s%s", e.label, countName(n), out.suffix), Group: out.group, Kind: kind,
+					Dims: []int{n}, Bytes: e.bytesPerElem * float64(n), Bound: Memory, Quick: n == e.quickN})
+			}
+		}
 	}
 	for _, s := range [][2]int{{4096, 1024}, {32768, 128}} {
 		add(Workload{Name: fmt.Sprintf("softmax %d×%d (rows)", s[0], s[1]), Group: "Softmax", Kind: KindSoftmax,
