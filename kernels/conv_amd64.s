@@ -161,3 +161,67 @@ const1:
 constdone:
 	VZEROUPPER
 	RET
+
+// copyRunsMask<>+32−4r holds r all-ones int32 lanes then zeros: the
+// VMASKMOVPS mask of a run's last r < 8 floats.
+DATA copyRunsMask<>+0(SB)/8, $0xffffffffffffffff
+DATA copyRunsMask<>+8(SB)/8, $0xffffffffffffffff
+DATA copyRunsMask<>+16(SB)/8, $0xffffffffffffffff
+DATA copyRunsMask<>+24(SB)/8, $0xffffffffffffffff
+DATA copyRunsMask<>+32(SB)/8, $0
+DATA copyRunsMask<>+40(SB)/8, $0
+DATA copyRunsMask<>+48(SB)/8, $0
+DATA copyRunsMask<>+56(SB)/8, $0
+GLOBL copyRunsMask<>(SB), RODATA|NOPTR, $64
+
+// func copyRunsAVX2(dst *float32, dstStride int, src *float32, srcStride, count, runLen int)
+//
+// Copies count runs of runLen floats, run i from src + i·srcStride to
+// dst + i·dstStride (strides in floats): whole vectors of eight, then the
+// last runLen mod 8 under a mask, so nothing past a run is touched.
+TEXT ·copyRunsAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ dstStride+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ srcStride+24(FP), R9
+	SHLQ $2, R9
+	MOVQ count+32(FP), CX
+	MOVQ runLen+40(FP), DX
+	MOVQ DX, R10
+	ANDQ $-8, R10           // floats copied by whole vectors
+	MOVQ DX, R11
+	ANDQ $7, R11            // the masked rest
+	LEAQ copyRunsMask<>+32(SB), AX
+	SHLQ $2, R11
+	SUBQ R11, AX
+	VMOVDQU (AX), Y15
+	TESTQ CX, CX
+	JEQ  runsDone
+
+run:
+	XORQ AX, AX
+
+vec:
+	CMPQ    AX, R10
+	JGE     rest
+	VMOVUPS (SI)(AX*4), Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     vec
+
+rest:
+	TESTQ      R11, R11
+	JEQ        next
+	VMASKMOVPS (SI)(AX*4), Y15, Y0
+	VMASKMOVPS Y0, Y15, (DI)(AX*4)
+
+next:
+	ADDQ R9, SI
+	ADDQ R8, DI
+	DECQ CX
+	JNE  run
+
+runsDone:
+	VZEROUPPER
+	RET

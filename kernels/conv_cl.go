@@ -144,6 +144,54 @@ func (j *convJob) im2colRows(lo, hi int) {
 	}
 }
 
+// im2colRowRuns is im2colRow for one group and no horizontal dilation,
+// kernel row by kernel row: the pixels whose kernel row lies inside the
+// image each copy one run of KW·C floats, at a constant stride in x and in
+// col, so one copyRuns call fills them all; only the pixels at the left
+// and right edges go element by element.
+func (j *convJob) im2colRowRuns(n, od, oh int, base []float32) {
+	s := &j.s
+	D, H, W, C := s.In[0], s.In[1], s.In[2], s.C
+	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
+	sw, pw := s.Stride[2], s.Pad[2]
+	run := KW * C
+	// Pixels [lo, hi) read columns iw0 … iw0+KW−1 all inside the row.
+	lo := min((pw+sw-1)/sw, j.ow)
+	hi := max(min(j.ow, (W-KW+pw)/sw+1), lo)
+	for kd := range KD {
+		id := od*s.Stride[0] - s.Pad[0] + kd*s.Dil[0]
+		for kh := range KH {
+			ih := oh*s.Stride[1] - s.Pad[1] + kh*s.Dil[1]
+			off := (kd*KH + kh) * run
+			if id < 0 || id >= D || ih < 0 || ih >= H {
+				for ow := range j.ow {
+					clear(base[ow*j.gkc+off : ow*j.gkc+off+run])
+				}
+				continue
+			}
+			inPix := ((n*D+id)*H + ih) * W
+			if hi > lo {
+				convOps.copyRuns(base[lo*j.gkc+off:], j.gkc, j.x[(inPix+lo*sw-pw)*C:], sw*C, hi-lo, run)
+			}
+			for ow := range j.ow {
+				if ow >= lo && ow < hi {
+					continue
+				}
+				iw0 := ow*sw - pw
+				d := base[ow*j.gkc+off : ow*j.gkc+off+run]
+				for kw := range KW {
+					dk := d[kw*C : (kw+1)*C]
+					if iw := iw0 + kw; iw >= 0 && iw < W {
+						copy(dk, j.x[(inPix+iw)*C:])
+					} else {
+						clear(dk)
+					}
+				}
+			}
+		}
+	}
+}
+
 // im2colRow writes the im2col rows of the OW pixels of output row r:
 // for pixel ow, group g, kernel position (kd, kh, kw) and channel c of the
 // group, element g·K + ((kd·KH + kh)·KW + kw)·C/g + c, zero where the
@@ -156,6 +204,10 @@ func (j *convJob) im2colRow(r int) {
 	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
 	n, od, oh := r/(OD*OH), r/OH%OD, r%OH
 	base := j.col[(r-j.r0)*j.ow*j.gkc:]
+	if s.Groups == 1 && s.Dil[2] == 1 {
+		j.im2colRowRuns(n, od, oh, base)
+		return
+	}
 	cg, kc := j.cg, j.kc
 	for ow := range j.ow {
 		dst := base[ow*j.gkc : (ow+1)*j.gkc]

@@ -296,6 +296,26 @@ func TestConvVecMatchesGeneric(t *testing.T) {
 			if g, w := v.sum(a), ref.sum(a); math.Abs(float64(g-w)) > 1e-6*scale {
 				t.Fatalf("sum %d = %v, want %v", n, g, w)
 			}
+			// Three runs of n floats, strided apart with gaps the copy must
+			// leave alone.
+			const runs = 3
+			src := randSlice(r, runs*(n+5))
+			want = make([]float32, runs*(n+3))
+			for i := range want {
+				want[i] = -7
+			}
+			ref.copyRuns(want, n+3, src, n+5, runs, n)
+			got, check = guarded(t, len(want))
+			for i := range got {
+				got[i] = -7
+			}
+			v.copyRuns(got, n+3, src, n+5, runs, n)
+			check()
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("copyRuns %d: element %d = %v, want %v", n, i, got[i], want[i])
+				}
+			}
 		}
 		// Transposes with row strides wider than the matrices: the gaps
 		// between destination rows must keep their values too.

@@ -1,5 +1,7 @@
 package kernels
 
+import "fmt"
+
 // The short vector loops the convolution paths spend their non-GEMM time
 // in: adding col2im rows back onto the input gradient, adding the bias,
 // summing the bias gradient, and the depthwise stencils. Each has a pure-Go
@@ -19,12 +21,36 @@ type convVec struct {
 	// transpose writes the rows×cols matrix src (row stride lds) to dst as
 	// its cols×rows transpose (row stride ldd).
 	transpose func(dst []float32, ldd int, src []float32, lds, rows, cols int)
+	// copyRuns copies count runs of runLen floats, run i from
+	// src[i·srcStride:] to dst[i·dstStride:]: the rows of an im2col matrix
+	// that one kernel row of a small-channel convolution fills, one call
+	// instead of one copy per pixel.
+	copyRuns func(dst []float32, dstStride int, src []float32, srcStride, count, runLen int)
 }
 
 // convVecs holds the variants by level; the assembly file fills in its own.
 var convVecs = [levelCount]*convVec{
 	Generic: {addTo: addToGeneric, mulAddTo: mulAddToGeneric, addConst: addConstGeneric,
-		sum: func(x []float32) float32 { return float32(vecGo.sum(x)) }, transpose: transposeGo},
+		sum: func(x []float32) float32 { return float32(vecGo.sum(x)) }, transpose: transposeGo, copyRuns: copyRunsGo},
+}
+
+func copyRunsGo(dst []float32, dstStride int, src []float32, srcStride, count, runLen int) {
+	if count <= 0 || runLen <= 0 {
+		return
+	}
+	checkRuns(len(dst), dstStride, len(src), srcStride, count, runLen)
+	for i := range count {
+		copy(dst[i*dstStride:i*dstStride+runLen], src[i*srcStride:i*srcStride+runLen])
+	}
+}
+
+// checkRuns panics unless count runs of runLen fit in slices of ld and ls
+// floats at the given strides.
+func checkRuns(ld, dstStride, ls, srcStride, count, runLen int) {
+	if dstStride < 0 || srcStride < 0 || (count-1)*dstStride+runLen > ld || (count-1)*srcStride+runLen > ls {
+		panic(fmt.Sprintf("kernels: copyRuns: %d runs of %d at strides %d, %d do not fit %d and %d floats",
+			count, runLen, dstStride, srcStride, ld, ls))
+	}
 }
 
 // convOps is the set in use, picked once; tests switch it level by level.
