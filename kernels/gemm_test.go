@@ -399,7 +399,7 @@ func TestSgemmConformance(t *testing.T) {
 			}
 		}
 		for i, tr := range gemmTrans {
-			for _, mnk := range [][3]int{{67, 400, 600}, {200, 13, 70}, {9, 300, 70}, {130, 97, 513}, {25, 1030, 20}, {3, 2100, 9}, {1100, 21, 9}, {500, 16, 5}, {1100, 13, 9}, {29, 37, 1601}, {5, 70, 900}} {
+			for _, mnk := range [][3]int{{67, 400, 600}, {200, 13, 70}, {9, 300, 70}, {130, 97, 513}, {25, 1030, 20}, {3, 2100, 9}, {1100, 21, 9}, {500, 16, 5}, {1100, 13, 9}, {29, 37, 1601}, {5, 70, 900}, {50, 64, 70}, {37, 96, 800}, {25, 32, 9}, {130, 128, 20}} {
 				x := ab[i%len(ab)]
 				runGemmCase(t, l, r, gemmCase{transA: tr[0], transB: tr[1], m: mnk[0], n: mnk[1], k: mnk[2], alpha: x[0], beta: x[1]})
 			}
@@ -422,7 +422,7 @@ func TestSgemmEpilogueConformance(t *testing.T) {
 		for _, packed := range []bool{false, true} {
 			for bias := 0; bias <= 2; bias++ {
 				for _, act := range acts {
-					for _, mnk := range [][3]int{{1, 1, 1}, {7, 17, 9}, {13, 33, 300}, {64, 50, 40}, {6, 400, 3}, {401, 13, 4}} {
+					for _, mnk := range [][3]int{{1, 1, 1}, {7, 17, 9}, {13, 33, 300}, {64, 50, 40}, {6, 400, 3}, {401, 13, 4}, {50, 64, 30}} {
 						tr := gemmTrans[i%len(gemmTrans)]
 						beta := []float32{0, 0.5}[i%2]
 						i++
