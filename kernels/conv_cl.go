@@ -144,20 +144,23 @@ func (j *convJob) im2colRows(lo, hi int) {
 	}
 }
 
-// im2colRowRuns is im2colRow for one group and no horizontal dilation,
-// kernel row by kernel row: the pixels whose kernel row lies inside the
+// im2colRowRuns is im2colRow for one group, kernel row by kernel row:
+// without horizontal dilation, the pixels whose kernel row lies inside the
 // image each copy one run of KW·C floats, at a constant stride in x and in
-// col, so one copyRuns call fills them all; only the pixels at the left
-// and right edges go element by element.
+// col, so one copyRuns call fills them all; the other pixels go kernel
+// position by position.
 func (j *convJob) im2colRowRuns(n, od, oh int, base []float32) {
 	s := &j.s
 	D, H, W, C := s.In[0], s.In[1], s.In[2], s.C
 	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
-	sw, pw := s.Stride[2], s.Pad[2]
+	sw, pw, dw := s.Stride[2], s.Pad[2], s.Dil[2]
 	run := KW * C
-	// Pixels [lo, hi) read columns iw0 … iw0+KW−1 all inside the row.
-	lo := min((pw+sw-1)/sw, j.ow)
-	hi := max(min(j.ow, (W-KW+pw)/sw+1), lo)
+	// Pixels [lo, hi) read columns iw0 … iw0+KW−1, all inside the row.
+	lo, hi := 0, 0
+	if dw == 1 {
+		lo = min((pw+sw-1)/sw, j.ow)
+		hi = max(min(j.ow, (W-KW+pw)/sw+1), lo)
+	}
 	for kd := range KD {
 		id := od*s.Stride[0] - s.Pad[0] + kd*s.Dil[0]
 		for kh := range KH {
@@ -181,7 +184,7 @@ func (j *convJob) im2colRowRuns(n, od, oh int, base []float32) {
 				d := base[ow*j.gkc+off : ow*j.gkc+off+run]
 				for kw := range KW {
 					dk := d[kw*C : (kw+1)*C]
-					if iw := iw0 + kw; iw >= 0 && iw < W {
+					if iw := iw0 + kw*dw; iw >= 0 && iw < W {
 						copy(dk, j.x[(inPix+iw)*C:])
 					} else {
 						clear(dk)
@@ -195,8 +198,8 @@ func (j *convJob) im2colRowRuns(n, od, oh int, base []float32) {
 // im2colRow writes the im2col rows of the OW pixels of output row r:
 // for pixel ow, group g, kernel position (kd, kh, kw) and channel c of the
 // group, element g·K + ((kd·KH + kh)·KW + kw)·C/g + c, zero where the
-// kernel reads padding. With one group a whole kernel row (KW·C values) is
-// contiguous in both x and col, so it is one copy when it lies inside.
+// kernel reads padding. One group goes kernel row by kernel row
+// (im2colRowRuns).
 func (j *convJob) im2colRow(r int) {
 	s := &j.s
 	D, H, W, C := s.In[0], s.In[1], s.In[2], s.C
@@ -204,7 +207,7 @@ func (j *convJob) im2colRow(r int) {
 	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
 	n, od, oh := r/(OD*OH), r/OH%OD, r%OH
 	base := j.col[(r-j.r0)*j.ow*j.gkc:]
-	if s.Groups == 1 && s.Dil[2] == 1 {
+	if s.Groups == 1 {
 		j.im2colRowRuns(n, od, oh, base)
 		return
 	}
@@ -219,25 +222,6 @@ func (j *convJob) im2colRow(r int) {
 				kpos0 := (kd*KH + kh) * KW
 				inside := id >= 0 && id < D && ih >= 0 && ih < H
 				inPix := ((n*D+id)*H + ih) * W
-				if s.Groups == 1 {
-					d := dst[kpos0*C : (kpos0+KW)*C]
-					switch {
-					case !inside:
-						clear(d)
-					case s.Dil[2] == 1 && iw0 >= 0 && iw0+KW <= W:
-						copy(d, j.x[(inPix+iw0)*C:])
-					default:
-						for kw := range KW {
-							dk := d[kw*C : (kw+1)*C]
-							if iw := iw0 + kw*s.Dil[2]; iw >= 0 && iw < W {
-								copy(dk, j.x[(inPix+iw)*C:])
-							} else {
-								clear(dk)
-							}
-						}
-					}
-					continue
-				}
 				for kw := range KW {
 					iw := iw0 + kw*s.Dil[2]
 					ok := inside && iw >= 0 && iw < W

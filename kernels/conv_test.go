@@ -99,12 +99,16 @@ var one3 = [3]int{1, 1, 1}
 // the direct GEMM), 1×1 strided or padded (a gather), k×k im2col with
 // stride, padding and dilation, strides larger than the kernel (input
 // rows and columns no output reads), groups, depthwise with one and two
-// outputs per channel, 3-D versions of each, and channel counts off the
-// vector width.
+// outputs per channel, 3-D versions of each, channel counts off the
+// vector width, and multiples of 8 channels (the forward then packs its
+// im2col panels straight from the input).
 var convCases = []convCase{
 	{"single", 1, 1, 1, 1, one3, one3, one3, [3]int{}, one3},
 	{"3x3", 2, 3, 5, 1, [3]int{1, 7, 5}, [3]int{1, 3, 3}, one3, [3]int{}, one3},
 	{"3x2 stride pad", 3, 3, 4, 1, [3]int{1, 9, 11}, [3]int{1, 3, 2}, [3]int{1, 2, 3}, [3]int{0, 1, 2}, one3},
+	{"dil", 2, 3, 5, 1, [3]int{1, 9, 10}, [3]int{1, 3, 3}, one3, [3]int{0, 2, 1}, [3]int{1, 2, 3}},
+	{"3x3 channels 16 pad", 2, 16, 20, 1, [3]int{1, 9, 10}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"3x3 channels 24 stride 2", 3, 24, 35, 1, [3]int{1, 11, 9}, [3]int{1, 3, 3}, [3]int{1, 2, 2}, [3]int{0, 1, 1}, one3},
 	{"groups dil", 2, 4, 6, 2, [3]int{1, 7, 7}, [3]int{1, 3, 3}, one3, [3]int{0, 2, 1}, [3]int{1, 2, 3}},
 	{"groups wide", 2, 18, 12, 3, [3]int{1, 5, 6}, [3]int{1, 3, 3}, [3]int{1, 2, 1}, [3]int{0, 1, 1}, one3},
 	{"depthwise", 2, 5, 5, 5, [3]int{1, 6, 5}, [3]int{1, 3, 3}, [3]int{1, 2, 2}, [3]int{0, 1, 1}, one3},
