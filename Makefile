@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all demo test bench bench-deps fmt vet golden
+.PHONY: all demo test bench bench-deps fmt vet golden parity
 
 all: test
 
@@ -42,3 +42,10 @@ vet:
 PYTHON_TORCH ?= /usr/bin/python3
 golden:
 	cd testdata/golden && for f in gen_*.py; do echo "== $$f"; $(PYTHON_TORCH) $$f || exit 1; done
+
+# ResNet-50 parity with torchvision (~100 MB, not committed): writes
+# testdata/parity/resnet50.safetensors and runs the parity tests, which
+# `make test` skips while the file is absent. Needs python3-torchvision.
+parity:
+	cd testdata/parity && $(PYTHON_TORCH) gen_resnet.py resnet50
+	$(GO) test -count=1 -run 'MatchesPyTorch' -v ./nn/models
