@@ -115,10 +115,10 @@ type gemmAPacker interface {
 	packA(dst []float32, i0, rows, p0, kc int)
 }
 
-// sgemmImplicitA computes C = op(A)·B + epilogue, beta 0, with A (m×k)
+// sgemmImplicitA computes C = A·op(B) + epilogue, beta 0, with A (m×k)
 // produced panel by panel by ap, on the level's blocked GEMM. It reports
 // false, doing nothing, at a level without one.
-func sgemmImplicitA(ap gemmAPacker, m, n, k int, b []float32, ldb int, c []float32, ldc int, ep Epilogue) bool {
+func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb int, c []float32, ldc int, ep Epilogue) bool {
 	mr := gemmMR
 	switch {
 	case level == AVX512:
@@ -126,7 +126,7 @@ func sgemmImplicitA(ap gemmAPacker, m, n, k int, b []float32, ldb int, c []float
 	case level < AVX2:
 		return false
 	}
-	checkGemm(false, false, 0, n, k, 0, 0, len(b), ldb, 0, 0)
+	checkGemm(false, transB, 0, n, k, 0, 0, len(b), ldb, 0, 0)
 	checkGemm(false, false, m, n, 0, 0, 0, 0, 0, len(c), ldc)
 	ep.check(m, n)
 	if m == 0 || n == 0 {
@@ -137,7 +137,7 @@ func sgemmImplicitA(ap gemmAPacker, m, n, k int, b []float32, ldb int, c []float
 		return true
 	}
 	g := gemmCallPool.Get().(*gemmCall)
-	*g = gemmCall{m: m, n: n, k: k, alpha: 1, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, ap: ap,
+	*g = gemmCall{transB: transB, m: m, n: n, k: k, alpha: 1, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, ap: ap,
 		kc: gemmKBlock(k), mr: mr, run: g.run}
 	g.start()
 	*g = gemmCall{run: g.run}
