@@ -1,7 +1,10 @@
 // Package datasets feeds training loops: the Dataset interface, a DataLoader
 // that batches, shuffles and prefetches in parallel, readers for the MNIST
-// and CIFAR-10 file formats, the small UCI handwritten digits set embedded
-// in the binary, and a synthetic image generator of any size.
+// and CIFAR-10 file formats, ImageFolder for a class-per-folder tree of
+// JPEG and PNG files (decoded in the loader's workers) with torchvision's
+// transforms (RandomResizedCrop, RandomHorizontalFlip, Resize, CenterCrop,
+// Normalize), the small UCI handwritten digits set embedded in the binary,
+// and a synthetic image generator of any size.
 //
 // A Dataset returns single examples: an image as a float32 tensor of shape
 // [C, H, W] and its class. A DataLoader turns a Dataset into batches of shape

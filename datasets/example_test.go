@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/datasets"
 )
 
@@ -68,4 +69,63 @@ func ExampleMNIST() {
 		log.Fatal(err) // e.g. "data/mnist/train-images-idx3-ubyte.gz: truncated: …"
 	}
 	fmt.Println(train.Len()) // 60000
+}
+
+// An ImageNet training set: one folder per class, JPEGs decoded by the
+// loader's workers, each image cropped and flipped afresh every epoch,
+// batches laid out channels-last.
+func ExampleImageFolder() {
+	train, err := datasets.ImageFolder("data/imagenet/train", datasets.ImageFolderOptions{
+		Transform: datasets.Compose(
+			datasets.RandomResizedCrop(224, datasets.ResizedCropOptions{}),
+			datasets.RandomHorizontalFlip(0.5),
+			datasets.Normalize(datasets.ImageNetMean, datasets.ImageNetStd),
+		),
+		Seed:      1,
+		OnCorrupt: datasets.CorruptSkip,
+		Report:    func(path string, err error) { log.Printf("skipped: %v", err) },
+	})
+	if err != nil {
+		log.Fatal(err) // e.g. "datasets: ImageFolder: open data/imagenet/train: no such file or directory"
+	}
+	loader, err := datasets.NewDataLoader(train, datasets.LoaderOptions{
+		BatchSize: 256, Shuffle: true, Seed: 1, DropLast: true, Workers: 8, ChannelsLast: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(train.Classes), train.Len()) // 1000 1281167
+	for batch, err := range loader.Epoch(0) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(batch.Inputs.Shape(), batch.Inputs.Format()) // [256 3 224 224] channels_last
+		break
+	}
+}
+
+// The evaluation transforms of torchvision's ImageNet models, with a
+// custom transform written as a function. None of them is random, so no
+// generator is needed.
+func ExampleCompose() {
+	clip := datasets.TransformFunc(func(x *autograd.Tensor, _ *autograd.Generator) (*autograd.Tensor, error) {
+		out := make([]float32, x.Numel())
+		for k, v := range x.ContiguousFloat32s() {
+			out[k] = min(max(v, 0), 1)
+		}
+		return autograd.FromFloat32(out, x.Shape()...), nil
+	})
+	eval := datasets.Compose(
+		datasets.Resize(256),
+		datasets.CenterCrop(224),
+		clip,
+		datasets.Normalize(datasets.ImageNetMean, datasets.ImageNetStd),
+	)
+	photo := autograd.Full(0.5, 3, 375, 500) // a decoded 500×375 image
+	x, err := eval.Apply(photo, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%v %.4f\n", x.Shape(), x.Float32s()[0])
+	// Output: [3 224 224] 0.0655
 }
