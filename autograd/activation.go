@@ -115,17 +115,27 @@ func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 	checkF32(op, "input", x)
 	out := actEmptyLike(x)
 	a.Forward(out.Float32s(), x.Float32s())
+	// The backward keeps only the slice its derivative reads: ReLU's
+	// output, not its input too, so that input (often a batch norm's
+	// output) can be freed as soon as the forward pass moves on.
+	var xs, ys []float32
+	if a.ReadsOutput() {
+		ys = out.Float32s()
+	} else {
+		xs = x.Float32s()
+	}
+	like := x.meta()
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		gd := actGradData(g, x)
-		gx := actEmptyLike(x)
-		a.Backward(gx.Float32s(), gd, x.Float32s(), out.Float32s())
+		gd := actGradData(g, like)
+		gx := actEmptyLike(like)
+		a.Backward(gx.Float32s(), gd, xs, ys)
 		return []*Tensor{gx}
 	})
 }
 
 // actEmptyLike allocates a float32 tensor with x's shape and format.
 func actEmptyLike(x *Tensor) *Tensor {
-	return &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+	return &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, numel("actEmptyLike", x.shape))}
 }
 
 // actGradIn returns the output gradient g as a float32 tensor in x's memory

@@ -123,12 +123,16 @@ func TestBF16Rounding(t *testing.T) {
 func TestBackwardAccumulatesAndNoGrad(t *testing.T) {
 	x := FromFloat32([]float32{1, 2, 3}).SetRequiresGrad(true)
 	y := Mul(x, x) // dy/dx = 2x, used twice below
-	Add(y, y).Backward(Ones(3))
+	Add(y, y).BackwardRetainGraph(Ones(3))
 	Add(y, y).Backward(Ones(3))
 	for i, v := range x.Grad().Values() {
 		if want := 8 * float64(i+1); v != want {
 			t.Fatalf("grad[%d] = %v, want %v", i, v, want)
 		}
+	}
+	// The second Backward freed y's graph, as PyTorch's does.
+	if err := Try(func() { Add(y, y).Backward(Ones(3)) }); err == nil || !strings.Contains(err.Error(), "freed by an earlier Backward") {
+		t.Errorf("a third Backward through a freed graph: %v", err)
 	}
 	var z *Tensor
 	NoGrad(func() { z = Mul(x, x) })

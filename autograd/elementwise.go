@@ -5,20 +5,22 @@ import "github.com/kilnml/kiln/kernels"
 // Add returns a+b with broadcasting.
 func Add(a, b *Tensor) *Tensor {
 	out := binaryF32("Add", a, b, kernels.BinAdd)
+	am, bm := a.meta(), b.meta() // the gradient needs shapes, not values
 	return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		return []*Tensor{sumToShape(g, a.shape, a.format), sumToShape(g, b.shape, b.format)}
+		return []*Tensor{sumToShape(g, am.shape, am.format), sumToShape(g, bm.shape, bm.format)}
 	})
 }
 
 // Sub returns a-b with broadcasting.
 func Sub(a, b *Tensor) *Tensor {
 	out := binaryF32("Sub", a, b, kernels.BinSub)
+	am, bm, bNeeds := a.meta(), b.meta(), b.requiresGrad
 	return record("SubBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		var gb *Tensor
-		if b.requiresGrad {
-			gb = sumToShape(negF32(g), b.shape, b.format)
+		if bNeeds {
+			gb = sumToShape(negF32(g), bm.shape, bm.format)
 		}
-		return []*Tensor{sumToShape(g, a.shape, a.format), gb}
+		return []*Tensor{sumToShape(g, am.shape, am.format), gb}
 	})
 }
 

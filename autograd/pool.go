@@ -93,7 +93,7 @@ func poolGrad(x, out, g *Tensor, run func(dy, dx []float32)) *Tensor {
 	if g.format != out.format {
 		g = g.reformat(out.format)
 	}
-	gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+	gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, numel("poolGrad", x.shape))}
 	run(g.Float32s(), gx.Float32s())
 	return gx
 }
@@ -108,8 +108,9 @@ func MaxPool2d(x *Tensor, opt PoolOptions) *Tensor {
 	out := poolOutput(&s, x, batched)
 	idx := make([]int32, out.Numel())
 	kernels.MaxPool2d(&s, x.Float32s(), out.Float32s(), idx)
+	xm, om := x.meta(), out.meta()
 	return record("MaxPool2dBackward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		return []*Tensor{poolGrad(x, out, g, func(dy, dx []float32) { kernels.MaxPool2dBackward(&s, dy, idx, dx) })}
+		return []*Tensor{poolGrad(xm, om, g, func(dy, dx []float32) { kernels.MaxPool2dBackward(&s, dy, idx, dx) })}
 	})
 }
 
@@ -123,8 +124,9 @@ func AvgPool2d(x *Tensor, opt PoolOptions) *Tensor {
 	s, batched := poolGeometry("AvgPool2d", x, opt, false)
 	out := poolOutput(&s, x, batched)
 	kernels.AvgPool2d(&s, opt.CountIncludePad, x.Float32s(), out.Float32s())
+	xm, om := x.meta(), out.meta()
 	return record("AvgPool2dBackward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		return []*Tensor{poolGrad(x, out, g, func(dy, dx []float32) {
+		return []*Tensor{poolGrad(xm, om, g, func(dy, dx []float32) {
 			kernels.AvgPool2dBackward(&s, opt.CountIncludePad, dy, dx)
 		})}
 	})
@@ -143,7 +145,8 @@ func AdaptiveAvgPool2d(x *Tensor, outH, outW int) *Tensor {
 	s := kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}
 	out := poolOutput(&s, x, batched)
 	kernels.AdaptiveAvgPool2d(&s, x.Float32s(), out.Float32s())
+	xm, om := x.meta(), out.meta()
 	return record("AdaptiveAvgPool2dBackward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		return []*Tensor{poolGrad(x, out, g, func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })}
+		return []*Tensor{poolGrad(xm, om, g, func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })}
 	})
 }

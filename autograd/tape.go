@@ -4,15 +4,32 @@ import (
 	"sync/atomic"
 )
 
-// node is one recorded operation on the tape: the tensors it read and the
-// function that maps the gradient of its output to gradients of its inputs.
+// node is one recorded operation on the tape: where each of its inputs
+// came from and the function that maps the gradient of its output to
+// gradients of its inputs.
+//
+// A node does not hold its input tensors, only edges to the nodes (or
+// leaves) that made them: an activation stays alive only while a backward
+// closure that needs it does, as in PyTorch, not for as long as the graph.
 type node struct {
 	op     string
-	inputs []*Tensor
+	inputs []edge
 	// backward returns one gradient per input, nil where an input needs
-	// none. It runs with gradient recording off.
+	// none. It runs with gradient recording off, once: Backward drops it
+	// afterwards, freeing what it saved.
 	backward func(grad *Tensor) []*Tensor
 }
+
+// edge is the origin of one input of a node. For an input that needs no
+// gradient both pointers are nil; otherwise node is the op that made it, or
+// leaf the leaf itself.
+type edge struct {
+	node  *node
+	leaf  *Tensor
+	shape []int
+}
+
+func (e edge) live() bool { return e.node != nil || e.leaf != nil }
 
 // noGradDepth counts the NoGrad calls in progress. Grad mode is
 // process-wide, not per goroutine: Go has no goroutine-local state, and
@@ -37,12 +54,22 @@ func record(op string, out *Tensor, inputs []*Tensor, backward func(grad *Tensor
 	if !GradEnabled() {
 		return out
 	}
-	for _, in := range inputs {
-		if in != nil && in.requiresGrad {
-			out.requiresGrad = true
-			out.node = &node{op: op, inputs: inputs, backward: backward}
-			return out
+	var edges []edge
+	for i, in := range inputs {
+		if in == nil || !in.requiresGrad {
+			continue
 		}
+		if edges == nil {
+			edges = make([]edge, len(inputs))
+		}
+		edges[i] = edge{node: in.node, shape: in.shape}
+		if in.node == nil {
+			edges[i].leaf = in
+		}
+	}
+	if edges != nil {
+		out.requiresGrad = true
+		out.node = &node{op: op, inputs: edges, backward: backward}
 	}
 	return out
 }
@@ -100,7 +127,17 @@ func (t *Tensor) Detach() *Tensor {
 // requires one and adds it to that leaf's Grad. With no argument t must hold
 // one element and its gradient is 1; otherwise grad is dL/dt and must have
 // t's shape and dtype.
-func (t *Tensor) Backward(grad ...*Tensor) {
+//
+// As in PyTorch, Backward frees the graph as it goes: what each op saved
+// for its gradient is dropped once used, so a second Backward through the
+// same ops fails. BackwardRetainGraph keeps the graph.
+func (t *Tensor) Backward(grad ...*Tensor) { t.backward(false, grad) }
+
+// BackwardRetainGraph is Backward that keeps the graph for another
+// Backward, PyTorch's backward(retain_graph=True).
+func (t *Tensor) BackwardRetainGraph(grad ...*Tensor) { t.backward(true, grad) }
+
+func (t *Tensor) backward(retain bool, grad []*Tensor) {
 	if !t.requiresGrad {
 		Fail("Backward", "tensor does not require grad and has no grad_fn")
 	}
@@ -130,67 +167,95 @@ func (t *Tensor) Backward(grad ...*Tensor) {
 	default:
 		Fail("Backward", "takes at most one gradient, got %d", len(grad))
 	}
-	NoGrad(func() { runBackward(t, g) })
+	NoGrad(func() { runBackward(t, g, retain) })
 }
 
-func runBackward(root, g *Tensor) {
-	// Order the recorded tensors so each comes after every tensor that
-	// consumed it, then push gradients from the root down.
-	var order []*Tensor
-	seen := map[*Tensor]bool{}
+func runBackward(root, g *Tensor, retain bool) {
+	if root.node == nil {
+		accumulateLeaf(root, g)
+		return
+	}
+	// Order the recorded nodes so each comes after every node that
+	// consumed its output, then push gradients from the root down.
+	var order []*node
+	seen := map[*node]bool{root.node: true}
 	type frame struct {
-		t    *Tensor
+		n    *node
 		next int
 	}
-	stack := []frame{{t: root}}
-	seen[root] = true
+	stack := []frame{{n: root.node}}
 	for len(stack) > 0 {
 		f := &stack[len(stack)-1]
-		if f.t.node == nil || f.next == len(f.t.node.inputs) {
-			order = append(order, f.t)
+		if f.next == len(f.n.inputs) {
+			order = append(order, f.n)
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		in := f.t.node.inputs[f.next]
+		in := f.n.inputs[f.next].node
 		f.next++
-		if in != nil && in.requiresGrad && !seen[in] {
+		if in != nil && !seen[in] {
 			seen[in] = true
-			stack = append(stack, frame{t: in})
+			stack = append(stack, frame{n: in})
 		}
 	}
-	grads := map[*Tensor]*Tensor{root: g}
+	for _, n := range order {
+		if n.backward == nil {
+			Fail("Backward", "the graph through %s was freed by an earlier Backward; run the forward pass again", n.op)
+		}
+	}
+	grads := map[*node]*Tensor{root.node: g}
+	leafGrads := map[*Tensor]*Tensor{}
+	var leaves []*Tensor // in the order their gradients complete
+	add := func(m map[*Tensor]*Tensor, k *Tensor, gi *Tensor) {
+		if prev := m[k]; prev != nil {
+			m[k] = sumGrads(prev, gi)
+		} else {
+			m[k] = gi
+		}
+	}
 	for i := len(order) - 1; i >= 0; i-- {
-		t := order[i]
-		gt := grads[t]
-		delete(grads, t)
-		if gt == nil {
-			continue
+		n := order[i]
+		gn := grads[n]
+		delete(grads, n)
+		ins := n.backward(gn)
+		if !retain {
+			n.backward = nil // free what the op saved, as PyTorch does
 		}
-		if t.node == nil {
-			accumulateLeaf(t, gt)
-			continue
+		if len(ins) != len(n.inputs) {
+			Fail(n.op, "backward returned %d gradients for %d inputs", len(ins), len(n.inputs))
 		}
-		ins := t.node.backward(gt)
-		if len(ins) != len(t.node.inputs) {
-			Fail(t.node.op, "backward returned %d gradients for %d inputs", len(ins), len(t.node.inputs))
-		}
-		for j, in := range t.node.inputs {
+		for j, e := range n.inputs {
 			gi := ins[j]
-			if in == nil || !in.requiresGrad || gi == nil {
+			if !e.live() || gi == nil {
 				continue
 			}
-			if !sameShape(gi.shape, in.shape) {
-				Fail(t.node.op, "backward produced gradient of shape %v for input of shape %v", gi.shape, in.shape)
+			if !sameShape(gi.shape, e.shape) {
+				Fail(n.op, "backward produced gradient of shape %v for input of shape %v", gi.shape, e.shape)
 			}
-			if prev := grads[in]; prev != nil {
-				// A backward may hand the same tensor to several inputs, so
-				// a sum is built in fresh memory rather than in prev.
-				grads[in] = addInto(prev.reformat(prev.format), gi)
+			if e.leaf != nil {
+				if leafGrads[e.leaf] == nil {
+					leaves = append(leaves, e.leaf)
+				}
+				add(leafGrads, e.leaf, gi)
+				continue
+			}
+			if prev := grads[e.node]; prev != nil {
+				grads[e.node] = sumGrads(prev, gi)
 			} else {
-				grads[in] = gi
+				grads[e.node] = gi
 			}
 		}
 	}
+	for _, l := range leaves {
+		accumulateLeaf(l, leafGrads[l])
+	}
+}
+
+// sumGrads returns prev+g for two gradients of one tensor. A backward may
+// hand the same tensor to several inputs, so the sum is built in fresh
+// memory rather than in prev.
+func sumGrads(prev, g *Tensor) *Tensor {
+	return addInto(prev.reformat(prev.format), g)
 }
 
 // accumulateLeaf adds g to leaf t's gradient, giving the gradient t's dtype

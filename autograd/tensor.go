@@ -53,6 +53,13 @@ func numel(op string, shape []int) int {
 	return n
 }
 
+// meta returns a tensor with t's dtype, shape and format but no data, for
+// backward closures that need to know what a gradient must look like
+// without keeping t's storage alive.
+func (t *Tensor) meta() *Tensor {
+	return &Tensor{dtype: t.dtype, shape: t.shape, format: t.format}
+}
+
 func makeData(dtype DType, n int) any {
 	if dtype >= Float32 && dtype <= Int64 && n > maxAlloc/dtype.Size() {
 		Fail("new", "%d elements of %v are more than can be allocated", n, dtype)
