@@ -395,3 +395,51 @@ func ExampleDropout() {
 	// [0 0 2 0 2 2 2 2]
 	// true
 }
+
+// TestAddReLU checks the fused op against autograd.ReLU(autograd.Add(a, b)): the same output
+// and gradients bit for bit, with and without broadcasting, and a
+// finite-difference check away from the kink.
+func TestAddReLU(t *testing.T) {
+	g := autograd.NewGenerator(11)
+	for _, c := range []struct {
+		name   string
+		a, b   []int
+		format autograd.MemoryFormat
+	}{{"same", []int{2, 3, 4, 5}, []int{2, 3, 4, 5}, autograd.Contiguous}, {"same-cl", []int{2, 3, 4, 5}, []int{2, 3, 4, 5}, autograd.ChannelsLast}, {"broadcast", []int{4, 6}, []int{6}, autograd.Contiguous}} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := autograd.Randn(g, c.a...), autograd.Randn(g, c.b...)
+			if c.format != autograd.Contiguous {
+				a, b = a.To(c.format), b.To(c.format)
+			}
+			dy := autograd.Randn(g, c.a...)
+			run := func(fused bool) []*autograd.Tensor {
+				al, bl := a.Detach().SetRequiresGrad(true), b.Detach().SetRequiresGrad(true)
+				var y *autograd.Tensor
+				if fused {
+					y = autograd.AddReLU(al, bl)
+				} else {
+					y = autograd.ReLU(autograd.Add(al, bl))
+				}
+				y.Backward(dy)
+				return []*autograd.Tensor{y, al.Grad(), bl.Grad()}
+			}
+			want, got := run(false), run(true)
+			for i, name := range []string{"output", "a grad", "b grad"} {
+				if got[i].Format() != want[i].Format() || fmt.Sprint(got[i].Values()) != fmt.Sprint(want[i].Values()) {
+					t.Errorf("%s differs from autograd.ReLU(autograd.Add(a, b))", name)
+				}
+			}
+			// Keep a+b at least 0.5 from autograd.ReLU's kink for finite differences.
+			av := autograd.Randn(g, c.a...).Float32s()
+			for i, v := range av {
+				av[i] = float32(math.Copysign(1+0.1*math.Min(math.Abs(float64(v)), 5), float64(v)))
+			}
+			ak := autograd.FromFloat32(av, c.a...)
+			bk := autograd.MulScalar(autograd.Rand(g, c.b...), 0.4)
+			if err := autograd.GradCheck(func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.AddReLU(xs[0], xs[1]) },
+				[]*autograd.Tensor{ak.SetRequiresGrad(true), bk.Detach().SetRequiresGrad(true)}, autograd.GradCheckOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

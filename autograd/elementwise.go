@@ -11,6 +11,21 @@ func Add(a, b *Tensor) *Tensor {
 	})
 }
 
+// AddReLU returns ReLU(Add(a, b)), bit for bit, as one op: the sum is
+// rectified in place and the backward masks the gradient by the output,
+// so no separate sum is kept. It is a residual block's last step.
+func AddReLU(a, b *Tensor) *Tensor {
+	out := binaryF32("AddReLU", a, b, kernels.BinAdd)
+	yd := out.Float32s()
+	kernels.Act{Fn: kernels.ActReLU}.Forward(yd, yd)
+	am, bm, om := a.meta(), b.meta(), out.meta()
+	return record("AddReLUBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+		masked := actEmptyLike(om)
+		kernels.Act{Fn: kernels.ActReLU}.Backward(masked.Float32s(), actGradData(g, om), nil, yd)
+		return []*Tensor{sumToShape(masked, am.shape, am.format), sumToShape(masked, bm.shape, bm.format)}
+	})
+}
+
 // Sub returns a-b with broadcasting.
 func Sub(a, b *Tensor) *Tensor {
 	out := binaryF32("Sub", a, b, kernels.BinSub)

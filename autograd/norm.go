@@ -52,7 +52,20 @@ func normF32s(t *Tensor) []float32 {
 // and bias; the running statistics are buffers, not differentiated, and
 // must not require gradients.
 func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) *Tensor {
-	const op = "BatchNorm"
+	return batchNorm("BatchNorm", x, runningMean, runningVar, weight, bias, training, momentum, eps, false)
+}
+
+// BatchNormReLU is ReLU(BatchNorm(...)) with the same arguments and the
+// same result, bit for bit, computed as one op: the normalised values are
+// rectified while still in cache and never stored on their own, which
+// saves a pass over memory and, in training, an activation (the backward
+// needs only x and the output). Models use it where PyTorch's would run
+// BatchNorm2d then ReLU(inplace=True).
+func BatchNormReLU(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) *Tensor {
+	return batchNorm("BatchNormReLU", x, runningMean, runningVar, weight, bias, training, momentum, eps, true)
+}
+
+func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64, relu bool) *Tensor {
 	checkF32(op, "input", x)
 	if x.NDim() < 2 {
 		Fail(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
@@ -117,10 +130,23 @@ func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, 
 		}
 	}
 	out := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
-	kernels.BatchNormForward(s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
+	forward := kernels.BatchNormForward
+	if relu {
+		forward = kernels.BatchNormReLUForward
+	}
+	forward(s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
+	var yd []float32 // the rectified output, whose sign masks the gradient
+	if relu {
+		yd = out.Float32s()
+	}
 	return record(op+"Backward", out, []*Tensor{x, runningMean, runningVar, weight, bias}, func(g *Tensor) []*Tensor {
 		if g.format != x.format {
 			g = g.reformat(x.format)
+		}
+		if relu {
+			masked := actEmptyLike(g)
+			kernels.Act{Fn: kernels.ActReLU}.Backward(masked.Float32s(), g.Float32s(), nil, yd)
+			g = masked
 		}
 		var gx, gw, gb *Tensor
 		var dx, dw, db []float32

@@ -230,23 +230,28 @@ var bnGradSumsVariants = [levelCount]bnGradSumsFunc{
 var bnGradSums = pick(level, bnGradSumsVariants)
 
 // bnApply writes out = p[c]·u + q[c]·v + r[c] elementwise in float64, where
-// c is each element's channel; v and q may be nil.
-type bnApplyFunc func(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32)
+// c is each element's channel; v and q may be nil. With relu, negative
+// results become 0 (NaN stays NaN), as a ReLU after the map would leave
+// them.
+type bnApplyFunc func(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32, relu bool)
 
 var bnApplyVariants = [levelCount]bnApplyFunc{
 	Generic: bnApplyGeneric,
-	AVX2: func(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32) {
-		bnApplyKit(kitAt(AVX2), s, u, v, p, q, r, out)
+	AVX2: func(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32, relu bool) {
+		bnApplyKit(kitAt(AVX2), s, u, v, p, q, r, out, relu)
 	},
 }
 
 var bnApply = pick(level, bnApplyVariants)
 
-func bnApplyGeneric(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32) {
+func bnApplyGeneric(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32, relu bool) {
 	C, inner := s.C, s.Inner
 	work := 2 * s.Outer * C * inner
 	if work == 0 {
 		return
+	}
+	if relu {
+		defer Act{Fn: ActReLU}.forward(out, out)
 	}
 	if inner > 1 {
 		Parallel(s.Outer*C, work, func(lo, hi int) {
@@ -290,6 +295,17 @@ func bnApplyGeneric(s BatchNormShape, u, v []float32, p, q, r []float64, out []f
 // BatchNormForward writes y = (x − mean)·invStd·weight + bias per channel.
 // A nil weight means 1 and a nil bias 0.
 func BatchNormForward(s BatchNormShape, x []float32, mean, invStd []float64, weight, bias []float32, y []float32) {
+	batchNormForward("BatchNormForward", s, x, mean, invStd, weight, bias, y, false)
+}
+
+// BatchNormReLUForward writes y = max(0, BatchNormForward's y), exactly
+// what the two ops give one after the other, in one pass over memory: each
+// block is rectified while it is still in cache.
+func BatchNormReLUForward(s BatchNormShape, x []float32, mean, invStd []float64, weight, bias []float32, y []float32) {
+	batchNormForward("BatchNormReLUForward", s, x, mean, invStd, weight, bias, y, true)
+}
+
+func batchNormForward(op string, s BatchNormShape, x []float32, mean, invStd []float64, weight, bias []float32, y []float32, relu bool) {
 	n := s.Outer * s.C * s.Inner
 	lens := map[string][2]int{"x": {len(x), n}, "y": {len(y), n}, "mean": {len(mean), s.C}, "invStd": {len(invStd), s.C}}
 	if weight != nil {
@@ -298,7 +314,7 @@ func BatchNormForward(s BatchNormShape, x []float32, mean, invStd []float64, wei
 	if bias != nil {
 		lens["bias"] = [2]int{len(bias), s.C}
 	}
-	s.check("BatchNormForward", lens)
+	s.check(op, lens)
 	// One scale and shift per channel: y = x·alpha + beta.
 	coef := getScratch64(2 * s.C)
 	defer coef.put()
@@ -314,7 +330,7 @@ func BatchNormForward(s BatchNormShape, x []float32, mean, invStd []float64, wei
 			beta[c] += float64(bias[c])
 		}
 	}
-	bnApply(s, x, nil, alpha, nil, beta, y)
+	bnApply(s, x, nil, alpha, nil, beta, y, relu)
 }
 
 // BatchNormBackward computes the gradients of BatchNormForward for the
@@ -375,9 +391,9 @@ func BatchNormBackward(s BatchNormShape, x, dy []float32, mean, invStd []float64
 		}
 	}
 	if batchStats {
-		bnApply(s, dy, x, p, q, r, dx)
+		bnApply(s, dy, x, p, q, r, dx, false)
 	} else {
-		bnApply(s, dy, nil, p, nil, r, dx)
+		bnApply(s, dy, nil, p, nil, r, dx, false)
 	}
 }
 
@@ -569,7 +585,8 @@ type bnArgs struct {
 	p, q, r      []float64
 	mean, s1, s2 []float64
 	part         []float64
-	rows         int // rows per block (channels-last)
+	rows         int  // rows per block (channels-last)
+	relu         bool // rectify each applied block
 }
 
 var bnJobs parPool[bnArgs]
@@ -744,13 +761,13 @@ func bnGradBlocks(a *bnArgs, lo, hi int) {
 
 // bnApplyKit is bnApply on the kit: one affine map per plane in the planar
 // layout, per-channel coefficient vectors over blocks of rows otherwise.
-func bnApplyKit(k *vecKit, s BatchNormShape, u, v []float32, p, q, r []float64, out []float32) {
+func bnApplyKit(k *vecKit, s BatchNormShape, u, v []float32, p, q, r []float64, out []float32, relu bool) {
 	C, inner := s.C, s.Inner
 	work := 2 * s.Outer * C * inner
 	if work == 0 {
 		return
 	}
-	a := bnArgs{k: k, s: s, u: u, v: v, p: p, q: q, r: r, out: out}
+	a := bnArgs{k: k, s: s, u: u, v: v, p: p, q: q, r: r, out: out, relu: relu}
 	if inner > 1 {
 		bnJobs.run(s.Outer*C, work, a, bnApplyPlanes)
 		return
@@ -770,6 +787,9 @@ func bnApplyPlanes(a *bnArgs, lo, hi int) {
 			} else {
 				k.affine2(a.out[i:j], a.u[i:j], a.v[i:j], a.p[c], a.q[c], a.r[c])
 			}
+			if a.relu {
+				actForwardImpl(Act{Fn: ActReLU}, a.out[i:j], a.out[i:j])
+			}
 		}
 	}
 }
@@ -782,6 +802,9 @@ func bnApplyRows(a *bnArgs, lo, hi int) {
 			k.colAffine(a.out[i:j], a.u[i:j], a.p[:C], a.r[:C])
 		} else {
 			k.colAffine2(a.out[i:j], a.u[i:j], a.v[i:j], a.p[:C], a.q[:C], a.r[:C])
+		}
+		if a.relu {
+			actForwardImpl(Act{Fn: ActReLU}, a.out[i:j], a.out[i:j])
 		}
 	}
 }

@@ -299,24 +299,52 @@ func TestBatchNormLevels(t *testing.T) {
 				p[c], q[c], rr[c] = r.NormFloat64(), r.NormFloat64(), r.NormFloat64()
 			}
 			want := make([]float32, n)
-			for _, two := range []bool{false, true} {
+			for _, c := range []struct{ two, relu bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 				var v []float32
 				var qq []float64
-				if two {
+				if c.two {
 					v, qq = dy, q
 				}
-				bnApplyGeneric(s, x, v, p, qq, rr, want)
+				bnApplyGeneric(s, x, v, p, qq, rr, want, c.relu)
 				got, ok := guarded(t, n)
-				apply(s, x, v, p, qq, rr, got)
+				apply(s, x, v, p, qq, rr, got, c.relu)
 				ok()
-				closeScaled(t, fmt.Sprintf("%s apply two=%v", name, two), got, want, 30)
+				closeScaled(t, fmt.Sprintf("%s apply %+v", name, c), got, want, 30)
 				got, ok = guarded(t, n)
-				bnApplyKit(&vecGo, s, x, v, p, qq, rr, got)
+				bnApplyKit(&vecGo, s, x, v, p, qq, rr, got, c.relu)
 				ok()
-				closeScaled(t, fmt.Sprintf("%s go-kit apply two=%v", name, two), got, want, 30)
+				closeScaled(t, fmt.Sprintf("%s go-kit apply %+v", name, c), got, want, 30)
 			}
 		}
 	})
+}
+
+// TestBatchNormReLUForward checks that the fused forward is exactly ReLU
+// after BatchNormForward, NaN included, in both layouts.
+func TestBatchNormReLUForward(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	for _, s := range []BatchNormShape{{1031, 33, 1}, {3, 5, 1001}, {7, 64, 1}} {
+		n := s.Outer * s.C * s.Inner
+		x := normRandom(r, n, 1)
+		x[n/2] = float32(math.NaN())
+		mean, invStd := make([]float64, s.C), make([]float64, s.C)
+		w, b := make([]float32, s.C), make([]float32, s.C)
+		for c := range s.C {
+			mean[c], invStd[c] = r.NormFloat64(), 0.5+r.Float64()
+			w[c], b[c] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		}
+		want := make([]float32, n)
+		BatchNormForward(s, x, mean, invStd, w, b, want)
+		Act{Fn: ActReLU}.Forward(want, want)
+		got, ok := guarded(t, n)
+		BatchNormReLUForward(s, x, mean, invStd, w, b, got)
+		ok()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%+v: element %d = %v, want %v", s, i, got[i], want[i])
+			}
+		}
+	}
 }
 
 // TestBatchNormStatsLargeMean checks that the one-read statistics keep

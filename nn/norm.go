@@ -115,6 +115,18 @@ func (bn *BatchNorm) NumBatchesTracked() *autograd.Tensor {
 // evaluation mode it uses the running statistics (batch statistics when
 // none are tracked). The output keeps x's memory format.
 func (bn *BatchNorm) Forward(x *autograd.Tensor) *autograd.Tensor {
+	return bn.forward(x, autograd.BatchNorm)
+}
+
+// ForwardReLU is ReLU(bn.Forward(x)), bit for bit, as one fused op
+// (autograd.BatchNormReLU): the pattern BatchNorm2d followed by
+// ReLU(inplace=True) that ResNets repeat, in one pass over memory and one
+// saved activation fewer.
+func (bn *BatchNorm) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
+	return bn.forward(x, autograd.BatchNormReLU)
+}
+
+func (bn *BatchNorm) forward(x *autograd.Tensor, op func(x, runningMean, runningVar, weight, bias *autograd.Tensor, training bool, momentum, eps float64) *autograd.Tensor) *autograd.Tensor {
 	ok := false
 	for _, r := range bn.ranks {
 		ok = ok || x.NDim() == r
@@ -136,7 +148,7 @@ func (bn *BatchNorm) Forward(x *autograd.Tensor) *autograd.Tensor {
 			momentum = 1 / float64(batches)
 		}
 	}
-	y := autograd.BatchNorm(x, rm, rv, bn.Weight(), bn.Bias(), training || rm == nil, momentum, bn.Eps)
+	y := op(x, rm, rv, bn.Weight(), bn.Bias(), training || rm == nil, momentum, bn.Eps)
 	if training && count != nil {
 		// Counted after the op so that a rejected input leaves the
 		// counter alone.

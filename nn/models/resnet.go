@@ -62,18 +62,20 @@ func (*BasicBlock) isBlock() {}
 func (*Bottleneck) isBlock() {}
 
 // Forward computes relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)).
+// Each BatchNorm-ReLU pair and the final sum-ReLU run as one fused op,
+// with PyTorch's results bit for bit.
 func (b *BasicBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
-	out := autograd.ReLU(b.BN1.Forward(b.Conv1.Forward(x)))
+	out := b.BN1.ForwardReLU(b.Conv1.Forward(x))
 	out = b.BN2.Forward(b.Conv2.Forward(out))
-	return autograd.ReLU(autograd.Add(out, shortcut(b.Downsample, x)))
+	return autograd.AddReLU(out, shortcut(b.Downsample, x))
 }
 
 // Forward computes the bottleneck branch plus the shortcut, then ReLU.
 func (b *Bottleneck) Forward(x *autograd.Tensor) *autograd.Tensor {
-	out := autograd.ReLU(b.BN1.Forward(b.Conv1.Forward(x)))
-	out = autograd.ReLU(b.BN2.Forward(b.Conv2.Forward(out)))
+	out := b.BN1.ForwardReLU(b.Conv1.Forward(x))
+	out = b.BN2.ForwardReLU(b.Conv2.Forward(out))
 	out = b.BN3.Forward(b.Conv3.Forward(out))
-	return autograd.ReLU(autograd.Add(out, shortcut(b.Downsample, x)))
+	return autograd.AddReLU(out, shortcut(b.Downsample, x))
 }
 
 func shortcut(down *nn.Sequential, x *autograd.Tensor) *autograd.Tensor {
@@ -104,7 +106,7 @@ func (r *ResNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 	if x.NDim() != 4 || x.Shape()[1] != 3 {
 		autograd.Fail("ResNet.Forward", "input must be images [N, 3, H, W], got shape %v", x.Shape())
 	}
-	x = r.MaxPool.Forward(autograd.ReLU(r.BN1.Forward(r.Conv1.Forward(x))))
+	x = r.MaxPool.Forward(r.BN1.ForwardReLU(r.Conv1.Forward(x)))
 	for _, l := range r.Layers {
 		x = l.Forward(x)
 	}
