@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -179,5 +180,39 @@ func TestSetFormatInPlace(t *testing.T) {
 	}
 	if err := Try(func() { Add(w, w).SetFormat(Contiguous) }); err == nil {
 		t.Fatal("SetFormat on non-leaf did not fail")
+	}
+}
+
+// TestLeafGradientsOwnTheirMemory checks that a leaf's gradient never
+// shares memory with the caller's output gradient or with another leaf's,
+// where the tape hands one tensor on unchanged (a reshape) or to two inputs
+// (a sum), while fresh gradients are adopted without a copy.
+func TestLeafGradientsOwnTheirMemory(t *testing.T) {
+	x := FromFloat32([]float32{1, 2, 3, 4}, 2, 2).SetRequiresGrad(true)
+	dy := FromFloat32([]float32{1, 1, 1, 1}, 4)
+	Reshape(x, 4).Backward(dy)
+	if overlaps(x.Grad(), dy) {
+		t.Error("the gradient of a reshaped leaf is the caller's output gradient")
+	}
+
+	a := FromFloat32([]float32{1, -2}, 2).SetRequiresGrad(true)
+	b := FromFloat32([]float32{3, 1}, 2).SetRequiresGrad(true)
+	AddReLU(a, b).Backward(FromFloat32([]float32{5, 7}, 2))
+	if overlaps(a.Grad(), b.Grad()) {
+		t.Error("two leaves of one sum share a gradient tensor")
+	}
+	if fmt.Sprint(a.Grad().Values(), b.Grad().Values()) != "[5 0] [5 0]" {
+		t.Errorf("gradients %v %v, want [5 0] [5 0]", a.Grad().Values(), b.Grad().Values())
+	}
+
+	w := FromFloat32([]float32{2, 3}, 2).SetRequiresGrad(true)
+	y := Mul(w, FromFloat32([]float32{4, 5}, 2))
+	var fresh *Tensor
+	node := y.node
+	back := node.backward
+	node.backward = func(g *Tensor) []*Tensor { r := back(g); fresh = r[0]; return r }
+	y.Backward(Ones(2))
+	if w.Grad() != fresh {
+		t.Error("a fresh gradient was copied instead of adopted")
 	}
 }

@@ -172,7 +172,7 @@ func (t *Tensor) backward(retain bool, grad []*Tensor) {
 
 func runBackward(root, g *Tensor, retain bool) {
 	if root.node == nil {
-		accumulateLeaf(root, g)
+		accumulateLeaf(root, g, false)
 		return
 	}
 	// Order the recorded nodes so each comes after every node that
@@ -204,15 +204,15 @@ func runBackward(root, g *Tensor, retain bool) {
 		}
 	}
 	grads := map[*node]*Tensor{root.node: g}
-	leafGrads := map[*Tensor]*Tensor{}
-	var leaves []*Tensor // in the order their gradients complete
-	add := func(m map[*Tensor]*Tensor, k *Tensor, gi *Tensor) {
-		if prev := m[k]; prev != nil {
-			m[k] = sumGrads(prev, gi)
-		} else {
-			m[k] = gi
-		}
+	type leafGrad struct {
+		g *Tensor
+		// owned: g is memory no one else holds (not the caller's gradient,
+		// nor a pass-through of another op's), so the leaf may adopt it
+		// instead of copying it.
+		owned bool
 	}
+	leafGrads := map[*Tensor]*leafGrad{}
+	var leaves []*Tensor // in the order their gradients complete
 	for i := len(order) - 1; i >= 0; i-- {
 		n := order[i]
 		gn := grads[n]
@@ -233,10 +233,14 @@ func runBackward(root, g *Tensor, retain bool) {
 				Fail(n.op, "backward produced gradient of shape %v for input of shape %v", gi.shape, e.shape)
 			}
 			if e.leaf != nil {
-				if leafGrads[e.leaf] == nil {
+				lg := leafGrads[e.leaf]
+				switch {
+				case lg == nil:
 					leaves = append(leaves, e.leaf)
+					leafGrads[e.leaf] = &leafGrad{g: gi, owned: freshGrad(gi, j, ins, gn, g)}
+				default:
+					lg.g, lg.owned = sumGrads(lg.g, gi), true
 				}
-				add(leafGrads, e.leaf, gi)
 				continue
 			}
 			if prev := grads[e.node]; prev != nil {
@@ -247,8 +251,32 @@ func runBackward(root, g *Tensor, retain bool) {
 		}
 	}
 	for _, l := range leaves {
-		accumulateLeaf(l, leafGrads[l])
+		lg := leafGrads[l]
+		accumulateLeaf(l, lg.g, lg.owned)
 	}
+}
+
+// freshGrad reports whether ins[j], a gradient a backward returned for
+// the incoming gradient gn (the caller's being root), shares memory with
+// neither of those nor with another of the gradients it returned.
+func freshGrad(gi *Tensor, j int, ins []*Tensor, gn, root *Tensor) bool {
+	if overlaps(gi, gn) || overlaps(gi, root) {
+		return false
+	}
+	for k, o := range ins {
+		if k != j && o != nil && overlaps(gi, o) {
+			return false
+		}
+	}
+	return true
+}
+
+// overlaps reports whether a and b's storage share any bytes: views of
+// one array (a reshape passed through) do.
+func overlaps(a, b *Tensor) bool {
+	pa, na := a.storage()
+	pb, nb := b.storage()
+	return na > 0 && nb > 0 && pa < pb+nb && pb < pa+na
 }
 
 // sumGrads returns prev+g for two gradients of one tensor. A backward may
@@ -260,17 +288,21 @@ func sumGrads(prev, g *Tensor) *Tensor {
 
 // accumulateLeaf adds g to leaf t's gradient, giving the gradient t's dtype
 // and memory format so optimizers can walk parameter and gradient together.
-func accumulateLeaf(t, g *Tensor) {
+// A g the tape alone holds (owned) becomes the gradient itself.
+func accumulateLeaf(t, g *Tensor, owned bool) {
 	if g.dtype != t.dtype {
-		g = g.castTo(t.dtype)
+		g, owned = g.castTo(t.dtype), true
 	}
 	if g.format != t.format {
-		g = g.reformat(t.format)
+		g, owned = g.reformat(t.format), true
 	}
 	if t.grad == nil {
-		// The gradient tensor may be shared with the tape (an identity
-		// backward passes its input through), so the leaf gets its own copy.
-		t.grad = g.reformat(g.format)
+		if !owned {
+			// The gradient may be the caller's or pass through the tape
+			// (an identity backward), so the leaf gets its own copy.
+			g = g.reformat(g.format)
+		}
+		t.grad = g
 		return
 	}
 	t.grad = addInto(t.grad, g)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/kilnml/kiln/kernels"
 )
@@ -80,6 +81,33 @@ func makeData(dtype DType, n int) any {
 	}
 	Fail("new", "unknown dtype %v", dtype)
 	return nil
+}
+
+// storage returns the address and byte length of the array behind t's data
+// from its first element to the array's end (its capacity), so two views of
+// one array overlap; (0, 0) for no data.
+func (t *Tensor) storage() (uintptr, uintptr) {
+	span := func(p unsafe.Pointer, n, size int) (uintptr, uintptr) {
+		if n == 0 {
+			return 0, 0
+		}
+		return uintptr(p), uintptr(n * size)
+	}
+	switch d := t.data.(type) {
+	case []float32:
+		return span(unsafe.Pointer(unsafe.SliceData(d)), cap(d), 4)
+	case []uint16:
+		return span(unsafe.Pointer(unsafe.SliceData(d)), cap(d), 2)
+	case []int8:
+		return span(unsafe.Pointer(unsafe.SliceData(d)), cap(d), 1)
+	case []uint8:
+		return span(unsafe.Pointer(unsafe.SliceData(d)), cap(d), 1)
+	case []int32:
+		return span(unsafe.Pointer(unsafe.SliceData(d)), cap(d), 4)
+	case []int64:
+		return span(unsafe.Pointer(unsafe.SliceData(d)), cap(d), 8)
+	}
+	return 0, 0
 }
 
 func dataLen(data any) int {
