@@ -127,7 +127,7 @@ func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 	like := x.meta()
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		gd := actGradData(g, like)
-		gx := actEmptyLike(like)
+		gx := gradLike(like)
 		a.Backward(gx.Float32s(), gd, xs, ys)
 		return []*Tensor{gx}
 	})

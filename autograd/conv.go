@@ -187,14 +187,14 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions) *Tensor {
 		}
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
-			gx = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: xk.format, data: make([]float32, x.Numel())}
+			gx = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: xk.format, data: gradBuffer(x.Numel())}
 			kernels.ConvBackwardData(&s, g.Float32s(), wk.Float32s(), gx.Float32s())
 			if gx.format != x.format {
 				gx = gx.reformat(x.format)
 			}
 		}
 		if w.requiresGrad {
-			gw = &Tensor{dtype: Float32, shape: cloneInts(w.shape), format: layout, data: make([]float32, w.Numel())}
+			gw = &Tensor{dtype: Float32, shape: cloneInts(w.shape), format: layout, data: gradBuffer(w.Numel())}
 			kernels.ConvBackwardWeight(&s, xk.Float32s(), g.Float32s(), gw.Float32s())
 			if gw.format != w.format {
 				gw = gw.reformat(w.format)

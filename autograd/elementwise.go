@@ -20,7 +20,7 @@ func AddReLU(a, b *Tensor) *Tensor {
 	kernels.Act{Fn: kernels.ActReLU}.Forward(yd, yd)
 	am, bm, om := a.meta(), b.meta(), out.meta()
 	return record("AddReLUBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		masked := actEmptyLike(om)
+		masked := gradLike(om)
 		kernels.Act{Fn: kernels.ActReLU}.Backward(masked.Float32s(), actGradData(g, om), nil, yd)
 		return []*Tensor{sumToShape(masked, am.shape, am.format), sumToShape(masked, bm.shape, bm.format)}
 	})

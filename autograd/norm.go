@@ -144,14 +144,14 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 			g = g.reformat(x.format)
 		}
 		if relu {
-			masked := actEmptyLike(g)
+			masked := gradLike(g)
 			kernels.Act{Fn: kernels.ActReLU}.Backward(masked.Float32s(), g.Float32s(), nil, yd)
 			g = masked
 		}
 		var gx, gw, gb *Tensor
 		var dx, dw, db []float32
 		if x.requiresGrad {
-			gx = ZerosLike(x)
+			gx = gradLike(x) // BatchNormBackward writes every element
 			dx = gx.Float32s()
 		}
 		if weight != nil && weight.requiresGrad {

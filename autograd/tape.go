@@ -204,19 +204,20 @@ func runBackward(root, g *Tensor, retain bool) {
 		}
 	}
 	grads := map[*node]*Tensor{root.node: g}
-	type leafGrad struct {
-		g *Tensor
-		// owned: g is memory no one else holds (not the caller's gradient,
-		// nor a pass-through of another op's), so the leaf may adopt it
-		// instead of copying it.
-		owned bool
-	}
 	leafGrads := map[*Tensor]*leafGrad{}
 	var leaves []*Tensor // in the order their gradients complete
 	for i := len(order) - 1; i >= 0; i-- {
 		n := order[i]
 		gn := grads[n]
 		delete(grads, n)
+		if gn == nil {
+			// Every path from the root to n was cut by a backward that
+			// returned no gradient for it.
+			if !retain {
+				n.backward = nil
+			}
+			continue
+		}
 		ins := n.backward(gn)
 		if !retain {
 			n.backward = nil // free what the op saved, as PyTorch does
@@ -249,11 +250,45 @@ func runBackward(root, g *Tensor, retain bool) {
 				grads[e.node] = gi
 			}
 		}
+		if gn.dtype == Float32 && !overlaps(gn, g) && !stillHeld(gn, ins, grads, leafGrads) {
+			releaseGradBuffer(gn.data.([]float32))
+		}
 	}
 	for _, l := range leaves {
 		lg := leafGrads[l]
 		accumulateLeaf(l, lg.g, lg.owned)
 	}
+}
+
+type leafGrad struct {
+	g *Tensor
+	// owned: g is memory no one else holds (not the caller's gradient, nor
+	// a pass-through of another op's), so the leaf may adopt it instead of
+	// copying it.
+	owned bool
+}
+
+// stillHeld reports whether gradient gn, just used by its node's backward,
+// shares memory with a gradient that backward returned or that waits for
+// another node or leaf; if not, nothing refers to it any more and its
+// buffer can be reused.
+func stillHeld(gn *Tensor, ins []*Tensor, grads map[*node]*Tensor, leaves map[*Tensor]*leafGrad) bool {
+	for _, o := range ins {
+		if o != nil && overlaps(gn, o) {
+			return true
+		}
+	}
+	for _, o := range grads {
+		if overlaps(gn, o) {
+			return true
+		}
+	}
+	for _, o := range leaves {
+		if overlaps(gn, o.g) {
+			return true
+		}
+	}
+	return false
 }
 
 // freshGrad reports whether ins[j], a gradient a backward returned for
@@ -283,6 +318,11 @@ func overlaps(a, b *Tensor) bool {
 // hand the same tensor to several inputs, so the sum is built in fresh
 // memory rather than in prev.
 func sumGrads(prev, g *Tensor) *Tensor {
+	if prev.dtype == Float32 {
+		sum := gradLike(prev)
+		copy(sum.Float32s(), prev.Float32s())
+		return addInto(sum, g)
+	}
 	return addInto(prev.reformat(prev.format), g)
 }
 
