@@ -22,7 +22,7 @@ bench:
 
 # The PyTorch reference: Debian's torch, with OpenBLAS (without it torch
 # falls back to the reference BLAS, ~4 GFLOP/s: no fair comparison).
-BENCH_DEBS = python3 python3-torch libopenblas0-pthread
+BENCH_DEBS = python3 python3-torch python3-torchvision libopenblas0-pthread
 bench-deps:
 	@missing=; for p in $(BENCH_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -z "$$missing" ]; then echo "bench-deps: $(BENCH_DEBS) already installed"; exit 0; fi; \

@@ -7,10 +7,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets RunFresh re-execute the test binary as a fresh process.
+func TestMain(m *testing.M) {
+	ServeFresh()
+	os.Exit(m.Run())
+}
+
+// notQuick are the kinds the -quick subset leaves out: whole-model
+// training takes tens of seconds per thread count.
+var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true}
 
 func TestWorkloads(t *testing.T) {
 	all, quick := Workloads(false), Workloads(true)
@@ -30,6 +42,10 @@ func TestWorkloads(t *testing.T) {
 		case Memory:
 			if !(w.Bytes > 0) {
 				t.Errorf("%s: memory-bound with bytes %v", w.Name, w.Bytes)
+			}
+		case Footprint:
+			if w.Flops != 0 || w.Bytes != 0 || w.Quick {
+				t.Errorf("%s: footprint row with flops %v, bytes %v, quick %v", w.Name, w.Flops, w.Bytes, w.Quick)
 			}
 		default:
 			t.Errorf("%s: bound %q", w.Name, w.Bound)
@@ -51,12 +67,77 @@ func TestWorkloads(t *testing.T) {
 		quickKinds[w.Kind] = true
 	}
 	for k := range kinds {
-		if !quickKinds[k] {
+		if !quickKinds[k] && !notQuick[k] {
 			t.Errorf("quick subset has no %s workload", k)
+		}
+		if quickKinds[k] && notQuick[k] {
+			t.Errorf("quick subset has a %s workload", k)
 		}
 	}
 	if f, _ := Filter(all, "^gemm 1024×"); len(f) != 1 {
 		t.Errorf("filter ^gemm 1024× matched %d workloads", len(f))
+	}
+
+	// -filter resnet50 picks exactly the whole-model rows (not the
+	// convolution rows, whose names are the layers').
+	model, _ := Filter(all, "resnet50")
+	if want := 2*len(ResNet50InferBatches) + 2; len(model) != want {
+		t.Errorf("filter resnet50 matched %d workloads, want %d", len(model), want)
+	}
+	for _, w := range model {
+		if w.Group != "ResNet-50" || !strings.HasPrefix(w.Kind, "resnet50_") {
+			t.Errorf("%s: group %q, kind %q", w.Name, w.Group, w.Kind)
+		}
+		if w.Bound == Compute && (w.Images != w.Dims[0] || w.WarmUpCalls < 2) {
+			t.Errorf("%s: %d images, %d warm-up calls for dims %v", w.Name, w.Images, w.WarmUpCalls, w.Dims)
+		}
+		if w.Quick != (w.Kind != KindResNet50Train && w.Kind != KindResNet50TrainMem && w.Dims[0] == 1) {
+			t.Errorf("%s: quick %v; want only the batch-1 inference rows", w.Name, w.Quick)
+		}
+	}
+}
+
+// TestWorkloadJSON: workloads reach torch_bench.py and the fresh process
+// as JSON, so every field must survive the round trip.
+func TestWorkloadJSON(t *testing.T) {
+	all := Workloads(false)
+	b, err := json.Marshal(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []Workload
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(all, back) {
+		t.Error("workloads changed in a JSON round trip")
+	}
+	for _, field := range []string{`"images":16`, `"warmup_calls":2`, `"bound":"footprint"`, `"kind":"resnet50_infer_frozen"`} {
+		if !bytes.Contains(b, []byte(field)) {
+			t.Errorf("JSON lacks %s", field)
+		}
+	}
+}
+
+func TestResNet50Flops(t *testing.T) {
+	fwd, train := ResNet50Flops(224)
+	var want float64
+	for _, c := range ResNet50Convs() {
+		want += float64(c.Uses) * c.Dims(1).Flops()
+	}
+	want += 2 * 2048 * 1000
+	if fwd != want {
+		t.Errorf("forward %v flops, the convolution table and fc give %v", fwd, want)
+	}
+	// The usual figure: about 4.1 G multiply-adds.
+	if fwd < 8.1e9 || fwd > 8.3e9 {
+		t.Errorf("forward %.3g flops, want about 8.2e9", fwd)
+	}
+	if stem := ResNet50Convs()[0].Dims(1).Flops(); train != 3*fwd-stem {
+		t.Errorf("train %v flops, want 3×forward − conv1 = %v", train, 3*fwd-stem)
+	}
+	if small, _ := ResNet50Flops(32); !(small > 0 && small < fwd/40) {
+		t.Errorf("forward at 32² %v flops", small)
 	}
 }
 
@@ -95,10 +176,21 @@ func tinyWorkloads() []Workload {
 		{Name: "batchnorm", Kind: KindBatchNorm, Dims: []int{2, 3, 4, 5}},
 		{Name: "layernorm", Kind: KindLayerNorm, Dims: []int{3, 8}},
 		{Name: "sgd", Kind: KindSGD, Dims: []int{37}},
+		{Name: "resnet50 infer", Kind: KindResNet50Infer, Dims: []int{2, tinyImage}, WarmUpCalls: 2},
+		{Name: "resnet50 infer frozen", Kind: KindResNet50InferFrozen, Dims: []int{1, tinyImage}, WarmUpCalls: 2},
+		{Name: "resnet50 train", Kind: KindResNet50Train, Dims: []int{2, tinyImage}, WarmUpCalls: 2},
 	}
 }
 
+// tinyImage is the smallest image ResNet-50's stem takes (32 → 1×1 after
+// layer4), which keeps the whole-model workloads fast in tests.
+const tinyImage = 32
+
+// tinyFootprint is a tiny peak-memory row: one training step.
+var tinyFootprint = Workload{Name: "resnet50 train peak RSS", Kind: KindResNet50TrainMem, Dims: []int{2, tinyImage, 1}, Bound: Footprint}
+
 func TestPrepareRunsEveryKind(t *testing.T) {
+	t.Parallel() // the ResNet-50 kinds take a few seconds
 	for _, w := range tinyWorkloads() {
 		run, err := Prepare(w)
 		if err != nil {
@@ -112,10 +204,36 @@ func TestPrepareRunsEveryKind(t *testing.T) {
 		{Name: "bad kind", Kind: "nope", Dims: []int{1}},
 		{Name: "bad dims", Kind: KindGemm, Dims: []int{1, 2}},
 		{Name: "zero dim", Kind: KindReLU, Dims: []int{0}},
+		{Name: "resnet50 dims", Kind: KindResNet50Infer, Dims: []int{1}},
+		tinyFootprint, // measured by RunFresh, not timed
 	} {
 		if _, err := Prepare(w); err == nil {
 			t.Errorf("%s: Prepare succeeded", w.Name)
 		}
+	}
+}
+
+// TestRunFresh measures a tiny peak-memory row in a fresh process (this
+// test binary re-executed, see TestMain).
+func TestRunFresh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds ResNet-50 in a fresh process; skipped with -short")
+	}
+	t.Parallel()
+	r := RunKiln(tinyFootprint, 5)
+	if runtime.GOOS != "linux" {
+		if !r.NA() || r.OK() {
+			t.Errorf("off Linux: %+v, want n/a", r)
+		}
+		return
+	}
+	// ResNet-50's parameters alone are 100 MB; gradients and momentum
+	// double and triple that.
+	if !r.OK() || r.Name != tinyFootprint.Name || r.StartRSS <= 0 || r.PeakRSS < r.StartRSS+200<<20 {
+		t.Errorf("fresh process: %+v", r)
+	}
+	if _, err := procStatus("VmNope"); err == nil {
+		t.Error("procStatus found a field that does not exist")
 	}
 }
 
@@ -136,6 +254,11 @@ func TestMeasure(t *testing.T) {
 	if warm := calls - 5; inner != 1 || len(samples) != 5 || warm < 1 || warm > 17 {
 		t.Errorf("slow call: inner %d, %d calls, %d samples; want 1, 6 to 22, 5", inner, calls, len(samples))
 	}
+	calls = 0
+	_, samples, _ = MeasureWarm(func() { calls++; time.Sleep(30 * time.Millisecond) }, 2, 3)
+	if calls != 5 || len(samples) != 2 {
+		t.Errorf("30 ms call with 3 warm-up calls: %d calls, %d samples; want 5, 2", calls, len(samples))
+	}
 	if m := Median([]float64{3, 1, 2, 10}); m != 2.5 {
 		t.Errorf("Median = %v, want 2.5", m)
 	}
@@ -150,6 +273,17 @@ func TestTable(t *testing.T) {
 		{Workload: m, Threads: 1, Kiln: Result{Median: 0.1}, Torch: Result{Median: 0.2}, KilnOK: true, TorchOK: true},
 		{Workload: m, Threads: 2, Kiln: Result{Error: "boom"}, Torch: Result{Median: 0.2}, TorchOK: true},
 	}
+	model := Workload{Name: "resnet50 infer bs16", Group: "ResNet-50", Kind: KindResNet50Infer, Dims: []int{16, 224},
+		Flops: 16e9, Bound: Compute, Images: 16}
+	mem := Workload{Name: "resnet50 peak RSS", Group: "ResNet-50", Kind: KindResNet50TrainMem, Bound: Footprint}
+	rows = append(rows,
+		Row{Workload: model, Threads: 1, Kiln: Result{Median: 0.5}, Torch: Result{Median: 0.4}, KilnOK: true, TorchOK: true},
+		Row{Workload: mem, Threads: 1, Kiln: Result{PeakRSS: 3 << 30, StartRSS: 20 << 20}, Torch: Result{PeakRSS: 2 << 30, StartRSS: 300 << 20}, KilnOK: true, TorchOK: true},
+		Row{Workload: mem, Threads: 2, Kiln: Result{Error: naPrefix + "not Linux"}, Torch: Result{PeakRSS: 2 << 30}, TorchOK: true},
+	)
+	if r := rows[4].MemoryRatio(); r != 1.5 || !math.IsNaN(rows[4].Ratio()) || !math.IsNaN(rows[3].MemoryRatio()) {
+		t.Errorf("memory row: memory ratio %v, speed ratio %v; model row memory ratio %v", r, rows[4].Ratio(), rows[3].MemoryRatio())
+	}
 	if r := rows[0].Ratio(); r != 0.5 {
 		t.Errorf("ratio %v, want 0.5 (Kiln twice as slow)", r)
 	}
@@ -161,6 +295,9 @@ func TestTable(t *testing.T) {
 		"| gemm 2×2×2 | 1 | 100 ms | 20 GFLOP/s | 50 ms | 40 GFLOP/s | 0.50× | 20.0% | 40.0% |",
 		"| relu 1M | 1 | 100 ms | 10 GB/s | 200 ms | 5 GB/s | 2.00× | 50.0% | 25.0% |",
 		"| relu 1M | 2 | error | — | 200 ms | 5 GB/s | — | — | — |",
+		"| resnet50 infer bs16 | 1 | 500 ms | 32 img/s, 32 GFLOP/s | 400 ms | 40 img/s, 40 GFLOP/s | 0.80× | 32.0% | 40.0% |",
+		"| resnet50 peak RSS | 1 | 3.00 GiB | 20 MiB at start | 2.00 GiB | 300 MiB at start | 1.50× memory (lower is better) | — | — |",
+		"| resnet50 peak RSS | 2 | n/a | — | 2.00 GiB | 0 MiB at start | — | — | — |",
 		"| **G** |", "| **E** |",
 	} {
 		if !strings.Contains(tab, want) {
@@ -168,7 +305,7 @@ func TestTable(t *testing.T) {
 		}
 	}
 	sum := Summary(rows, []int{1, 2})
-	for _, want := range []string{"| G | 0.50× (1 rows) | — |", "| E | 2.00× (1 rows) | — |"} {
+	for _, want := range []string{"| G | 0.50× (1 rows) | — |", "| E | 2.00× (1 rows) | — |", "| ResNet-50 | 0.80× (1 rows) | — |"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}
@@ -217,7 +354,7 @@ func TestTorchScriptRunsEveryKind(t *testing.T) {
 	if err := os.WriteFile(script, TorchScript, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ws := tinyWorkloads()
+	ws := append(tinyWorkloads(), tinyFootprint)
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
 	for _, w := range ws {
@@ -240,7 +377,17 @@ func TestTorchScriptRunsEveryKind(t *testing.T) {
 		rep.Results = append(rep.Results, r)
 	}
 	for i, r := range rep.Results {
-		if r.Name != ws[i].Name || r.Error != "" || !(r.Median > 0) || len(r.Samples) != 1 {
+		w := ws[i]
+		switch {
+		case strings.HasPrefix(w.Kind, "resnet50_") && rep.Info["torchvision"] == "":
+			if !strings.Contains(r.Error, "torchvision") {
+				t.Errorf("result %d without torchvision: %+v", i, r)
+			}
+		case w.Bound == Footprint:
+			if r.Name != w.Name || r.Error != "" || r.StartRSS <= 0 || r.PeakRSS < r.StartRSS+200<<20 {
+				t.Errorf("footprint result %d: %+v", i, r)
+			}
+		case r.Name != w.Name || r.Error != "" || !(r.Median > 0) || len(r.Samples) != 1:
 			t.Errorf("result %d: %+v", i, r)
 		}
 	}
@@ -294,6 +441,9 @@ print(json.dumps(seen))
 // GFLOP/s or GB/s. `make bench` gives the full comparison with PyTorch.
 func BenchmarkKiln(b *testing.B) {
 	for _, w := range Workloads(true) {
+		if w.Kind == KindResNet50InferFrozen {
+			continue // the Kiln side of the resnet50_infer row again
+		}
 		b.Run(strings.ReplaceAll(w.Name, " ", "_"), func(b *testing.B) {
 			run, err := Prepare(w)
 			if err != nil {

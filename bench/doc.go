@@ -1,8 +1,11 @@
 // Package bench measures Kiln and PyTorch on the same workloads: GEMM,
 // the convolutions of ResNet-50, activations, softmax, normalisation
-// layers and an optimizer step. It defines the workloads once; the Kiln
+// layers, an optimizer step, and whole-model ResNet-50 inference, training
+// step and training peak memory. It defines the workloads once; the Kiln
 // side runs them in-process (Prepare), the PyTorch side runs them in
 // torch_bench.py (embedded here as TorchScript), which reads the same
-// workload list as JSON. The driver bench/cmd/kilnbench runs both at each
-// thread count and prints one table; `make bench` is the way to call it.
+// workload list as JSON. Peak-memory (Footprint) rows run in fresh
+// processes on both sides (RunFresh, ServeFresh). The driver
+// bench/cmd/kilnbench runs both at each thread count and prints one table;
+// `make bench` is the way to call it.
 package bench

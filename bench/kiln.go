@@ -6,6 +6,8 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/nn"
+	"github.com/kilnml/kiln/nn/models"
 	"github.com/kilnml/kiln/optim"
 )
 
@@ -150,8 +152,52 @@ func Prepare(w Workload) (func(), error) {
 			return nil, err
 		}
 		return opt.Step, nil
+
+	case KindResNet50Infer, KindResNet50InferFrozen:
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		model, x := resNet50Input(d[0], d[1])
+		nn.Eval(model)
+		return func() { autograd.NoGrad(func() { model.Forward(x) }) }, nil
+
+	case KindResNet50Train:
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		return resNet50TrainStep(d[0], d[1])
+
+	case KindResNet50TrainMem:
+		return nil, fmt.Errorf("bench: %s: %s is measured in a fresh process (RunKiln), not timed", w.Name, w.Kind)
 	}
 	return nil, fmt.Errorf("bench: %s: unknown kind %q", w.Name, w.Kind)
+}
+
+// resNet50Input builds ResNet-50 with seeded random weights, channels-last,
+// and a batch of n random channels-last image×image images.
+func resNet50Input(n, image int) (*models.ResNet, *autograd.Tensor) {
+	g := autograd.NewGenerator(1)
+	model := models.ResNet50(g, models.ResNetOptions{ChannelsLast: true})
+	return model, autograd.Randn(g, n, 3, image, image).To(autograd.ChannelsLast)
+}
+
+// resNet50TrainStep returns one training step of ResNet-50 on a fixed
+// batch of n images and labels, as torch_bench.py's resnet50_train_step:
+// drop the gradients, forward in train mode, cross-entropy, backward, SGD
+// with momentum 0.9 and weight decay 1e-4.
+func resNet50TrainStep(n, image int) (func(), error) {
+	model, x := resNet50Input(n, image)
+	nn.Train(model, true)
+	labels := autograd.RandInt(autograd.NewGenerator(2), 0, 1000, n)
+	opt, err := optim.NewSGD(nn.Parameters(model), optim.SGDOptions{LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4})
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		opt.ZeroGrad()
+		autograd.CrossEntropy(model.Forward(x), labels, autograd.CrossEntropyOptions{}).Backward()
+		opt.Step()
+	}, nil
 }
 
 // kernelShape is the kernels.ConvShape of a channels-last 2-D

@@ -5,11 +5,13 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 )
 
 // Timing method, shared with torch_bench.py (keep the two in step):
-// calls for at least WarmUp (and at least one), whose mean time sets how
+// calls for at least WarmUp (and at least one, or the workload's
+// WarmUpCalls), whose mean time sets how
 // many calls make up one sample (enough for MinSample, so microsecond
 // workloads are not timed one call at a time), then Runs samples; the
 // result is the median sample divided by the calls per sample. The
@@ -32,8 +34,14 @@ type Result struct {
 	// Samples are the per-call times of every timed sample, in seconds.
 	Samples []float64 `json:"samples_s"`
 	// Inner is how many calls each sample timed.
-	Inner int    `json:"inner"`
-	Error string `json:"error,omitempty"`
+	Inner int `json:"inner"`
+	// PeakRSS and StartRSS are the results of a Footprint row, in bytes:
+	// the fresh process's peak resident memory, and its resident memory
+	// after start-up (runtime, interpreter, imported libraries) before
+	// the model and data were built.
+	PeakRSS  int64  `json:"peak_rss_bytes,omitempty"`
+	StartRSS int64  `json:"start_rss_bytes,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Report is what one side (Kiln or PyTorch) at one thread count produces.
@@ -46,12 +54,17 @@ type Report struct {
 	Results []Result          `json:"results"`
 }
 
-// Measure times run by the method above and returns the median and the
-// samples, both per call.
+// Measure times run by the method above, with at least one warm-up call,
+// and returns the median and the samples, both per call.
 func Measure(run func(), runs int) (median float64, samples []float64, inner int) {
+	return MeasureWarm(run, runs, 1)
+}
+
+// MeasureWarm is Measure with at least warmCalls untimed calls.
+func MeasureWarm(run func(), runs, warmCalls int) (median float64, samples []float64, inner int) {
 	t0 := time.Now()
 	calls := 0
-	for calls == 0 || time.Since(t0) < WarmUp {
+	for calls < max(warmCalls, 1) || time.Since(t0) < WarmUp {
 		run()
 		calls++
 	}
@@ -86,9 +99,13 @@ func Median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// RunKiln prepares and times w in this process. A workload that fails to
+// RunKiln prepares and times w in this process, or for a Footprint row
+// measures it in a fresh process (RunFresh). A workload that fails to
 // prepare or panics comes back with its error.
 func RunKiln(w Workload, runs int) (r Result) {
+	if w.Bound == Footprint {
+		return RunFresh(w)
+	}
 	r.Name = w.Name
 	defer func() {
 		if e := recover(); e != nil {
@@ -101,7 +118,7 @@ func RunKiln(w Workload, runs int) (r Result) {
 		return r
 	}
 	runtime.GC() // start from a clean heap, not the last workload's garbage
-	r.Median, r.Samples, r.Inner = Measure(run, runs)
+	r.Median, r.Samples, r.Inner = MeasureWarm(run, runs, w.WarmUpCalls)
 	return r
 }
 
@@ -120,5 +137,20 @@ func FormatDuration(s float64) string {
 	}
 }
 
-// OK reports whether r holds a time.
-func (r Result) OK() bool { return r.Error == "" && r.Median > 0 }
+// FormatBytes prints a byte count in MiB or GiB.
+func FormatBytes(b int64) string {
+	const mi, gi = 1 << 20, 1 << 30
+	if b >= gi {
+		return fmt.Sprintf("%.2f GiB", float64(b)/gi)
+	}
+	return fmt.Sprintf("%.0f MiB", float64(b)/mi)
+}
+
+// OK reports whether r holds a time, or a peak memory.
+func (r Result) OK() bool { return r.Error == "" && (r.Median > 0 || r.PeakRSS > 0) }
+
+// NA reports whether r could not be measured on this platform (a
+// Footprint row off Linux): the table shows "n/a", not "error".
+func (r Result) NA() bool { return strings.HasPrefix(r.Error, naPrefix) }
+
+const naPrefix = "n/a: "

@@ -62,3 +62,91 @@ func ResNet50Convs() []ResNet50Conv {
 		{Name: "layer4.1.conv2", C: 512, O: 512, K: 3, Stride: 1, Pad: 1, H: 7, W: 7, Uses: 2},
 	}
 }
+
+// The whole-model ResNet-50 rows: inference at two batch sizes, a training
+// step, and the peak memory of training.
+const (
+	ResNet50Image      = 224 // image side of the table's rows
+	ResNet50TrainBatch = 8
+	// ResNet50MemSteps is how many training steps the peak-memory row
+	// runs in each fresh process: the first allocates the momentum
+	// buffers, the later ones show the steady state.
+	ResNet50MemSteps = 3
+	// ModelWarmUpCalls is the least number of untimed calls of a
+	// whole-model row: one call already outlasts WarmUp, and the first
+	// calls fill pools and caches (and profile a TorchScript graph).
+	ModelWarmUpCalls = 2
+)
+
+// ResNet50InferBatches are the batch sizes of the inference rows.
+var ResNet50InferBatches = []int{1, 16}
+
+// ResNet50Workloads returns the whole-model rows for image×image inputs,
+// in table order, all in group "ResNet-50". Every inference batch has two
+// rows with the same Kiln side (eager, nn.Eval under autograd.NoGrad):
+// "vs torch eager" compares it with model.eval() under torch.no_grad(),
+// "vs torch jit.freeze" with torch.jit.freeze(torch.jit.trace(model, x));
+// Kiln is timed again for the second row so that both sides of each row
+// run under the same machine load. Batch 1 inference is in the -quick
+// subset; the training rows are not (tens of seconds per thread count).
+func ResNet50Workloads(image int) []Workload {
+	fwd, train := ResNet50Flops(image)
+	var ws []Workload
+	for _, n := range ResNet50InferBatches {
+		for _, ref := range []struct{ kind, name string }{
+			{KindResNet50Infer, "torch eager"},
+			{KindResNet50InferFrozen, "torch jit.freeze"},
+		} {
+			ws = append(ws, Workload{Name: fmt.Sprintf("resnet50 infer bs%d %d² vs %s", n, image, ref.name), Group: "ResNet-50",
+				Kind: ref.kind, Dims: []int{n, image}, Flops: float64(n) * fwd, Bound: Compute, Images: n,
+				WarmUpCalls: ModelWarmUpCalls, Quick: n == 1})
+		}
+	}
+	n := ResNet50TrainBatch
+	ws = append(ws,
+		Workload{Name: fmt.Sprintf("resnet50 train step bs%d %d² (SGD momentum)", n, image), Group: "ResNet-50",
+			Kind: KindResNet50Train, Dims: []int{n, image}, Flops: float64(n) * train, Bound: Compute, Images: n,
+			WarmUpCalls: ModelWarmUpCalls},
+		Workload{Name: fmt.Sprintf("resnet50 train peak RSS bs%d %d² (%d steps, fresh process)", n, image, ResNet50MemSteps),
+			Group: "ResNet-50", Kind: KindResNet50TrainMem, Dims: []int{n, image, ResNet50MemSteps}, Bound: Footprint})
+	return ws
+}
+
+// ResNet50Flops returns the floating-point work per image of torchvision's
+// resnet50 at image×image: forward, and a training step (forward plus
+// backward). Only the multiply-adds of the 53 convolutions and the final
+// linear layer count (two flops each), as in the usual figure of about
+// 4.1 G multiply-adds at 224²; batch norm, ReLU, pooling and the residual
+// sums are left out. Backward computes the data and weight gradients of
+// every layer, twice the forward work, except the data gradient of conv1,
+// whose input (the images) needs none.
+func ResNet50Flops(image int) (forward, train float64) {
+	out := func(h, k, stride, pad int) int { return (h+2*pad-k)/stride + 1 }
+	conv := func(c, o, k, stride, pad, h int) int {
+		oh := out(h, k, stride, pad)
+		forward += 2 * float64(c*o*k*k) * float64(oh*oh)
+		return oh
+	}
+	h := conv(3, 64, 7, 2, 3, image)
+	stem := forward
+	h = out(h, 3, 2, 1) // max pool
+	in := 64
+	for i, blocks := range [4]int{3, 4, 6, 3} {
+		width := 64 << i
+		for b := range blocks {
+			stride := 1
+			if b == 0 && i > 0 {
+				stride = 2
+			}
+			conv(in, width, 1, 1, 0, h)
+			h2 := conv(width, width, 3, stride, 1, h)
+			conv(width, 4*width, 1, 1, 0, h2)
+			if b == 0 {
+				conv(in, 4*width, 1, stride, 0, h) // downsample
+			}
+			in, h = 4*width, h2
+		}
+	}
+	forward += 2 * 2048 * 1000 // fc
+	return forward, 3*forward - stem
+}

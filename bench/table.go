@@ -22,30 +22,59 @@ type Row struct {
 }
 
 // Ratio is Kiln's speed relative to PyTorch's (PyTorch time / Kiln time):
-// above 1 Kiln is faster. NaN when either side has no time.
+// above 1 Kiln is faster. NaN when either side has no time, and for
+// Footprint rows (see MemoryRatio).
 func (r Row) Ratio() float64 {
-	if !r.KilnOK || !r.TorchOK {
+	if !r.KilnOK || !r.TorchOK || r.Workload.Bound == Footprint {
 		return math.NaN()
 	}
 	return r.Torch.Median / r.Kiln.Median
 }
 
-// Rate is the throughput of a per-call time t for w: GFLOP/s for
-// compute-bound rows, GB/s for memory-bound ones.
-func Rate(w Workload, t float64) float64 {
-	if w.Bound == Compute {
-		return w.Flops / t / 1e9
+// MemoryRatio is Kiln's peak memory relative to PyTorch's (Kiln / PyTorch)
+// for a Footprint row: below 1 Kiln uses less. NaN for other rows and
+// when either side has no measurement.
+func (r Row) MemoryRatio() float64 {
+	if !r.KilnOK || !r.TorchOK || r.Workload.Bound != Footprint {
+		return math.NaN()
 	}
-	return w.Bytes / t / 1e9
+	return float64(r.Kiln.PeakRSS) / float64(r.Torch.PeakRSS)
+}
+
+// RatioText is the ratio cell of r: the speed ratio, or for a Footprint
+// row the memory ratio marked as such, since there lower is better.
+func (r Row) RatioText() string {
+	if r.Workload.Bound == Footprint {
+		if q := r.MemoryRatio(); !math.IsNaN(q) {
+			return FormatRatio(q) + " memory (lower is better)"
+		}
+		return "—"
+	}
+	return FormatRatio(r.Ratio())
+}
+
+// Rate is the throughput of a per-call time t for w: GFLOP/s for
+// compute-bound rows, GB/s for memory-bound ones, NaN for Footprint rows.
+func Rate(w Workload, t float64) float64 {
+	switch w.Bound {
+	case Compute:
+		return w.Flops / t / 1e9
+	case Memory:
+		return w.Bytes / t / 1e9
+	}
+	return math.NaN()
 }
 
 // PeakFraction is a rate as a fraction of the ceiling that applies to w
 // at threads: the FMA peak for compute-bound rows, the copy bandwidth for
 // memory-bound ones.
 func (p Peaks) PeakFraction(w Workload, threads int, rate float64) float64 {
-	ceil := p.Copy[threads]
-	if w.Bound == Compute {
+	var ceil float64
+	switch w.Bound {
+	case Compute:
 		ceil = p.FMA[threads]
+	case Memory:
+		ceil = p.Copy[threads]
 	}
 	if !(ceil > 0) {
 		return math.NaN()
@@ -61,8 +90,9 @@ func rateUnit(w Workload) string {
 }
 
 // Table renders rows as one Markdown table with a section line for each
-// group, followed by a summary of the geometric-mean ratio per group and
-// thread count.
+// group. Rows that process images show images/s before their GFLOP/s;
+// Footprint rows show each side's peak RSS with its resident memory at
+// start in the rate column, and the memory ratio.
 func Table(rows []Row, peaks Peaks) string {
 	var b strings.Builder
 	b.WriteString("| Workload | Threads | Kiln | Kiln rate | PyTorch | PyTorch rate | Kiln/PyTorch (speed) | Kiln % peak | PyTorch % peak |\n")
@@ -77,7 +107,7 @@ func Table(rows []Row, peaks Peaks) string {
 		kt, kr, kp := side(r.Kiln, r.KilnOK, w, r.Threads, peaks)
 		tt, tr, tp := side(r.Torch, r.TorchOK, w, r.Threads, peaks)
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
-			w.Name, r.Threads, kt, kr, tt, tr, FormatRatio(r.Ratio()), kp, tp)
+			w.Name, r.Threads, kt, kr, tt, tr, r.RatioText(), kp, tp)
 	}
 	return b.String()
 }
@@ -85,13 +115,23 @@ func Table(rows []Row, peaks Peaks) string {
 func side(res Result, ok bool, w Workload, threads int, peaks Peaks) (t, rate, pct string) {
 	if !ok {
 		msg := "—"
-		if res.Error != "" {
+		switch {
+		case res.NA():
+			msg = "n/a"
+		case res.Error != "":
 			msg = "error"
 		}
 		return msg, "—", "—"
 	}
+	if w.Bound == Footprint {
+		return FormatBytes(res.PeakRSS), FormatBytes(res.StartRSS) + " at start", "—"
+	}
 	r := Rate(w, res.Median)
-	return FormatDuration(res.Median), fmt.Sprintf("%.3g %s", r, rateUnit(w)), formatPct(peaks.PeakFraction(w, threads, r))
+	rate = fmt.Sprintf("%.3g %s", r, rateUnit(w))
+	if w.Images > 0 {
+		rate = fmt.Sprintf("%.3g img/s, %s", float64(w.Images)/res.Median, rate)
+	}
+	return FormatDuration(res.Median), rate, formatPct(peaks.PeakFraction(w, threads, r))
 }
 
 func formatPct(f float64) string {
@@ -115,8 +155,9 @@ func FormatRatio(r float64) string {
 	}
 }
 
-// Summary renders the geometric mean of Kiln/PyTorch per group and thread
-// count, in the order groups first appear.
+// Summary renders the geometric mean of Kiln/PyTorch speed per group and
+// thread count, in the order groups first appear; Footprint rows, which
+// have no speed ratio, are left out.
 func Summary(rows []Row, threads []int) string {
 	type key struct {
 		group   string

@@ -7,9 +7,14 @@ workload read from stdin runs it with PyTorch at the thread count given and
 prints its result, until stdin ends. The driver sends the same workloads to
 Kiln, alternating, so both sides are timed under the same machine load.
 The timing method is the one in bench/measure.go:
-calls for at least 50 ms of warm-up, whose mean time sets how many calls
-make a sample (enough for 2 ms), then RUNS samples; the result is the
-median per-call time.
+calls for at least 50 ms of warm-up (and at least the workload's
+warmup_calls), whose mean time sets how many calls make a sample (enough
+for 2 ms), then RUNS samples; the result is the median per-call time.
+
+The ResNet-50 rows use torchvision's resnet50 with seeded random weights,
+channels-last. The peak-memory row (bound "footprint") is not timed: this
+server runs it in a fresh interpreter (this script with --footprint), which
+reports its peak RSS, as the Kiln side does in a fresh kilnbench process.
 
 Threads: the driver sets OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and
 MKL_NUM_THREADS to T in the environment (OpenBLAS reads its variable at load
@@ -18,14 +23,17 @@ torch.set_num_threads(T).
 
   torch_bench.py --info                      # versions and BLAS only
   torch_bench.py --threads T --runs R        # serve workloads
+  torch_bench.py --threads T --footprint W   # one footprint workload (JSON), in this process
 """
 
 import argparse
 import ctypes
 import json
 import math
+import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 
@@ -79,14 +87,20 @@ def torch_info():
     m = re.search(r"MKL-DNN v([\d.]+)", torch.__config__.show())
     info["onednn"] = m.group(1) if m and torch.backends.mkldnn.is_available() else "unavailable"
     info["torch_threads"] = str(torch.get_num_threads())
+    try:
+        import torchvision
+
+        info["torchvision"] = torchvision.__version__
+    except ImportError:
+        info["torchvision"] = ""
     info.update(blas_info())
     return info
 
 
-def measure(run, runs):
+def measure(run, runs, warm_calls=1):
     t0 = time.perf_counter()
     calls = 0
-    while calls == 0 or time.perf_counter() - t0 < WARM_UP:
+    while calls < max(warm_calls, 1) or time.perf_counter() - t0 < WARM_UP:
         run()
         calls += 1
     per_call = (time.perf_counter() - t0) / calls
@@ -178,14 +192,106 @@ def prepare(w):
         p.grad = fill(d[0])
         opt = torch.optim.SGD([p], lr=0.01, momentum=0.9)
         return opt.step
+    if kind in ("resnet50_infer", "resnet50_infer_frozen"):
+        n, image = d
+        model, x = resnet50_input(n, image)
+        model.eval()
+        if kind == "resnet50_infer_frozen":
+            with torch.no_grad():
+                model = torch.jit.freeze(torch.jit.trace(model, x))
+
+        def run():
+            with torch.no_grad():
+                model(x)
+        return run
+    if kind == "resnet50_train":
+        n, image = d
+        return resnet50_train_step(n, image)
     raise ValueError("unknown kind %r" % kind)
 
 
-def run_one(w, runs):
+def resnet50_input(n, image):
+    """torchvision's resnet50 with seeded random weights and a batch of n
+    random images, both channels-last, as resNet50Input in bench/kiln.go."""
+    import torch
+    import torchvision
+
+    cl = torch.channels_last
+    torch.manual_seed(1)
+    model = torchvision.models.resnet50().to(memory_format=cl)
+    x = torch.randn(n, 3, image, image).contiguous(memory_format=cl)
+    return model, x
+
+
+def resnet50_train_step(n, image):
+    """One training step on a fixed batch, as resNet50TrainStep in
+    bench/kiln.go: drop the gradients (Kiln's ZeroGrad drops them, so
+    set_to_none=True, the default only from torch 2.0), train-mode forward,
+    cross-entropy, backward, SGD with momentum 0.9 and weight decay 1e-4."""
+    import torch
+    import torch.nn.functional as F
+
+    model, x = resnet50_input(n, image)
+    model.train()
+    y = torch.randint(0, 1000, (n,), generator=torch.Generator().manual_seed(2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    return step
+
+
+def proc_status_bytes(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                value, unit = line.split()[1:3]
+                assert unit == "kB", line
+                return int(value) * 1024
+    raise ValueError("no %s in /proc/self/status" % field)
+
+
+def footprint(w):
+    """Runs footprint workload w in this (fresh) process: its resident
+    memory after the imports, before building anything, and its peak
+    (ru_maxrss) after the training steps."""
+    import resource
+
+    import torchvision  # noqa: F401 (imported before the start figure)
+
+    r = {"name": w["name"]}
+    if w["kind"] != "resnet50_train_mem":
+        raise ValueError("%r is not a footprint kind" % w["kind"])
+    n, image, steps = w["dims"]
+    start = proc_status_bytes("VmRSS") if sys.platform.startswith("linux") else 0
+    step = resnet50_train_step(n, image)
+    for _ in range(steps):
+        step()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    r["peak_rss_bytes"] = peak if sys.platform == "darwin" else peak * 1024  # KiB on Linux
+    r["start_rss_bytes"] = start
+    return r
+
+
+def run_fresh(w, threads):
+    """Runs footprint workload w in a fresh interpreter (this script with
+    --footprint), with this process's environment and thread count."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--threads", str(threads), "--footprint", json.dumps(w)]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, check=False)
+    if p.returncode != 0:
+        raise RuntimeError("fresh process exited with %d" % p.returncode)
+    return json.loads(p.stdout.decode().strip().splitlines()[-1])
+
+
+def run_one(w, runs, threads):
     r = {"name": w["name"]}
     try:
+        if w.get("bound") == "footprint":
+            return run_fresh(w, threads)
         run = prepare(w)
-        r["median_s"], r["samples_s"], r["inner"] = measure(run, runs)
+        r["median_s"], r["samples_s"], r["inner"] = measure(run, runs, w.get("warmup_calls", 1))
     except Exception as e:  # report it and go on with the next workload
         r = {"name": w["name"], "error": "%s: %s" % (type(e).__name__, e)}
     return r
@@ -196,18 +302,27 @@ def main():
     ap.add_argument("--info", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--footprint", metavar="WORKLOAD_JSON")
     args = ap.parse_args()
 
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.footprint:
+        w = json.loads(args.footprint)
+        try:
+            r = footprint(w)
+        except Exception as e:  # the server reports it as the row's error
+            r = {"name": w["name"], "error": "%s: %s" % (type(e).__name__, e)}
+        print(json.dumps(r), flush=True)
+        return
     header = {"side": "pytorch", "threads": args.threads, "info": torch_info(), "results": []}
     print(json.dumps(header), flush=True)
     if args.info:
         return
     for line in sys.stdin:
         if line.strip():
-            print(json.dumps(run_one(json.loads(line), args.runs)), flush=True)
+            print(json.dumps(run_one(json.loads(line), args.runs, args.threads)), flush=True)
 
 
 if __name__ == "__main__":

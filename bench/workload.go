@@ -21,6 +21,14 @@ const (
 	KindBatchNorm     = "batchnorm"       // Dims N, C, H, W: training BatchNorm2d forward+backward, channels-last
 	KindLayerNorm     = "layernorm"       // Dims rows, cols: LayerNorm over cols, forward+backward
 	KindSGD           = "sgd"             // Dims n: one SGD step with momentum 0.9 on n parameters
+
+	// Whole ResNet-50 (torchvision's resnet50 on the PyTorch side,
+	// models.ResNet50 on Kiln's), seeded random weights, channels-last
+	// weights and images. Kiln always runs eager.
+	KindResNet50Infer       = "resnet50_infer"        // Dims batch, image: eval forward under no-grad; PyTorch eager
+	KindResNet50InferFrozen = "resnet50_infer_frozen" // the same Kiln run; PyTorch torch.jit.freeze(torch.jit.trace(model, x))
+	KindResNet50Train       = "resnet50_train"        // Dims batch, image: zero grad, train-mode forward, cross-entropy, backward, SGD step
+	KindResNet50TrainMem    = "resnet50_train_mem"    // Dims batch, image, steps: peak RSS of that many training steps in a fresh process
 )
 
 // Bound says which ceiling a workload is compared with.
@@ -31,6 +39,10 @@ const (
 	Compute Bound = "compute"
 	// Memory-bound rows are compared with the copy bandwidth.
 	Memory Bound = "memory"
+	// Footprint rows are not timed: each side runs the workload in a
+	// fresh process and reports its peak resident memory (RunFresh).
+	// Their ratio is Kiln/PyTorch memory, lower being better.
+	Footprint Bound = "footprint"
 )
 
 // Workload is one benchmark row (at each thread count). It travels to
@@ -48,6 +60,13 @@ type Workload struct {
 	// rows whose data fits in cache can exceed the DRAM copy bandwidth.
 	Bytes float64 `json:"bytes,omitempty"`
 	Bound Bound   `json:"bound"`
+	// Images is the number of images one run processes, for rows that
+	// also report images/s.
+	Images int `json:"images,omitempty"`
+	// WarmUpCalls is the least number of untimed calls before timing
+	// (besides WarmUp); slow whole-model rows set it, where one call
+	// already outlasts WarmUp.
+	WarmUpCalls int `json:"warmup_calls,omitempty"`
 	// Quick marks the representative subset run by -quick.
 	Quick bool `json:"quick,omitempty"`
 }
@@ -168,6 +187,10 @@ func Workloads(quick bool) []Workload {
 	// Reads parameter, gradient and momentum; writes parameter and momentum.
 	add(Workload{Name: "sgd momentum step " + countName(large), Group: "Optimizer", Kind: KindSGD,
 		Dims: []int{large}, Bytes: 20 * large, Bound: Memory, Quick: true})
+
+	for _, w := range ResNet50Workloads(ResNet50Image) {
+		add(w)
+	}
 	return ws
 }
 

@@ -15,6 +15,11 @@
 // OpenBLAS). The two take turns workload by workload, so both sides of a
 // row see the same machine load.
 //
+// The ResNet-50 peak-memory row is measured in fresh processes instead:
+// the Kiln side re-executes this binary with a hidden first argument
+// (bench.FreshArg), the PyTorch side starts a new python3 running the
+// script in its --footprint mode; both inherit the thread settings above.
+//
 // -merge renders one report from the -json files of several runs, each
 // row's times being the median over the runs: on a shared machine one run
 // can be disturbed where another is not.
@@ -31,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +47,7 @@ import (
 )
 
 func main() {
+	bench.ServeFresh() // the hidden fresh-process mode exits here
 	var (
 		quick    = flag.Bool("quick", false, "run a representative subset instead of every workload")
 		out      = flag.String("out", "", "also write the report (Markdown) to this file")
@@ -158,6 +165,9 @@ func runMain(o options, out, jsonOut string) error {
 	if !strings.HasPrefix(torchInfo["blas"], "OpenBLAS") && torchInfo["blas"] != "MKL" {
 		fmt.Fprintf(os.Stderr, "kilnbench: WARNING: torch uses %s; its GEMM rows are not a fair reference\n", torchInfo["blas"])
 	}
+	if torchInfo["torchvision"] == "" && slices.ContainsFunc(ws, func(w bench.Workload) bool { return strings.HasPrefix(w.Kind, "resnet50_") }) {
+		fmt.Fprintf(os.Stderr, "kilnbench: WARNING: %s cannot import torchvision: the PyTorch side of the ResNet-50 rows will fail (apt install python3-torchvision)\n", o.python)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -233,7 +243,7 @@ func runThreads(ws []bench.Workload, t int, o options, self, script string) ([]b
 		}
 		row := bench.Row{Workload: w, Threads: t, Kiln: kr, Torch: tr, KilnOK: kr.OK(), TorchOK: tr.OK()}
 		fmt.Fprintf(os.Stderr, "  [%d/%d] %d thread(s) %s: Kiln %s, PyTorch %s, Kiln/PyTorch %s\n", i+1, len(ws), t, w.Name,
-			resultText(kr), resultText(tr), bench.FormatRatio(row.Ratio()))
+			resultText(kr), resultText(tr), row.RatioText())
 	}
 	if err := kiln.close(); err != nil {
 		return nil, err
@@ -304,25 +314,32 @@ func render(raws []raw) string {
 		"\n### All rows\n\n" + bench.Table(rows, peaks) + errorsSection(rows)
 }
 
-// combine is the median over runs of a row's per-run medians; a run that
-// failed is left out, and the row fails only when every run did.
+// combine is the median over runs of a row's per-run medians (or peak
+// memories); a run that failed is left out, and the row fails only when
+// every run did.
 func combine(rs []bench.Result) bench.Result {
-	var meds []float64
+	var meds, peaks, starts []float64
 	var errs []string
 	for _, r := range rs {
-		if r.OK() {
+		switch {
+		case r.PeakRSS > 0 && r.OK():
+			peaks = append(peaks, float64(r.PeakRSS))
+			starts = append(starts, float64(r.StartRSS))
+		case r.OK():
 			meds = append(meds, r.Median)
-		} else if r.Error != "" {
+		case r.Error != "":
 			errs = append(errs, r.Error)
 		}
 	}
-	if len(meds) == 0 {
-		if len(errs) == 0 {
-			return bench.Result{}
-		}
+	switch {
+	case len(peaks) > 0:
+		return bench.Result{Name: rs[0].Name, PeakRSS: int64(bench.Median(peaks)), StartRSS: int64(bench.Median(starts))}
+	case len(meds) > 0:
+		return bench.Result{Name: rs[0].Name, Median: bench.Median(meds), Samples: meds}
+	case len(errs) > 0:
 		return bench.Result{Name: rs[0].Name, Error: errs[0]}
 	}
-	return bench.Result{Name: rs[0].Name, Median: bench.Median(meds), Samples: meds}
+	return bench.Result{}
 }
 
 // measurePeaks measures the ceilings at each thread count and returns the
@@ -457,8 +474,11 @@ func (s *side) close() error {
 }
 
 func resultText(r bench.Result) string {
-	if r.Error != "" {
+	switch {
+	case r.Error != "":
 		return "error: " + r.Error
+	case r.PeakRSS > 0:
+		return "peak RSS " + bench.FormatBytes(r.PeakRSS) + " (" + bench.FormatBytes(r.StartRSS) + " at start)"
 	}
 	return bench.FormatDuration(r.Median)
 }
@@ -481,6 +501,9 @@ func header(raws []raw, peaks bench.Peaks) string {
 	if d := ti["torch_deb"]; d != "" {
 		torch += " (Debian python3-torch " + d + ")"
 	}
+	if tv := ti["torchvision"]; tv != "" {
+		torch += ", torchvision " + tv
+	}
 	fmt.Fprintf(&b, "- %s; PyTorch %s, Python %s\n", strings.Replace(r.Go, "go", "Go ", 1), torch, ti["python"])
 	fmt.Fprintf(&b, "- PyTorch BLAS (GEMM rows): %s; convolutions: oneDNN %s\n", ti["blas"], ti["onednn"])
 	b.WriteString("- Measured peaks (best of the measurements before and after the rows):")
@@ -500,6 +523,7 @@ func header(raws []raw, peaks bench.Peaks) string {
 		fmt.Fprintf(&b, "; times are the median over %d full runs", len(raws))
 	}
 	b.WriteString(". Kiln/PyTorch is PyTorch time ÷ Kiln time (>1: Kiln faster). % peak is against the FMA peak (GFLOP/s rows) or the copy bandwidth (GB/s rows; compulsory traffic, so cache-resident rows can pass 100%)\n")
+	b.WriteString(resNet50Note(r.Workloads))
 	for i, r := range raws {
 		run := "Run"
 		if len(raws) > 1 {
@@ -507,6 +531,38 @@ func header(raws []raw, peaks bench.Peaks) string {
 		}
 		fmt.Fprintf(&b, "- %s: started %s, took %s; load average at start %s, at end %s\n", run, r.Date,
 			(time.Duration(r.ElapsedS) * time.Second).Round(time.Second), r.LoadStart, r.LoadEnd)
+	}
+	return b.String()
+}
+
+// resNet50Note explains the whole-model rows, when the run has any.
+func resNet50Note(ws []bench.Workload) string {
+	var model, mem bool
+	for _, w := range ws {
+		switch w.Kind {
+		case bench.KindResNet50Infer, bench.KindResNet50InferFrozen, bench.KindResNet50Train:
+			model = true
+		case bench.KindResNet50TrainMem:
+			mem = true
+		}
+	}
+	var b strings.Builder
+	if model {
+		fwd, train := bench.ResNet50Flops(bench.ResNet50Image)
+		fmt.Fprintf(&b, "- ResNet-50 rows: Kiln's models.ResNet50 and torchvision's resnet50, seeded random weights, "+
+			"channels-last weights and images; at least %d untimed calls before the timed samples. Kiln runs eager in every row "+
+			"(nn.Eval under autograd.NoGrad for inference): \"vs torch eager\" rows compare it with model.eval() under torch.no_grad(), "+
+			"\"vs torch jit.freeze\" rows time the same Kiln model again beside torch.jit.freeze(torch.jit.trace(model, x)). "+
+			"A train step is zero grad (gradients dropped), train-mode forward, cross-entropy on fixed labels, backward and "+
+			"SGD (lr 0.01, momentum 0.9, weight decay 1e-4). img/s is batch ÷ time; GFLOP/s counts the multiply-adds of the "+
+			"convolutions and fc: %.2f GFLOP per %d² image forward, %.2f per image for a train step\n",
+			bench.ModelWarmUpCalls, fwd/1e9, bench.ResNet50Image, train/1e9)
+	}
+	if mem {
+		b.WriteString("- Peak RSS row: each side runs the training steps in a fresh process (kilnbench re-executed, a new python3) " +
+			"at the row's thread count and reports its peak resident memory (Kiln: VmHWM; PyTorch: ru_maxrss), beside its " +
+			"resident memory at start (after start-up and imports, before building the model); its ratio is Kiln ÷ PyTorch " +
+			"memory: below 1 Kiln uses less\n")
 	}
 	return b.String()
 }
