@@ -26,6 +26,23 @@ func AddReLU(a, b *Tensor) *Tensor {
 	})
 }
 
+// AddReLUInPlace sets a = ReLU(a + b) and returns a, for inference where a
+// is a temporary: AddReLU's result without a new tensor. b must have a's
+// shape and format; a must not need a gradient while gradients are
+// recorded.
+func AddReLUInPlace(a, b *Tensor) *Tensor {
+	const op = "AddReLUInPlace"
+	checkFloat32(op, a, b)
+	checkInPlace(op, a)
+	if !sameShape(a.shape, b.shape) || a.format != b.format {
+		Fail(op, "operands must have one shape and format, got %v (%v) and %v (%v)", a.shape, a.format, b.shape, b.format)
+	}
+	ad := a.Float32s()
+	kernels.Binary(kernels.BinAdd, ad, ad, b.Float32s())
+	kernels.Act{Fn: kernels.ActReLU}.Forward(ad, ad)
+	return a
+}
+
 // Sub returns a-b with broadcasting.
 func Sub(a, b *Tensor) *Tensor {
 	out := binaryF32("Sub", a, b, kernels.BinSub)

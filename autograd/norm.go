@@ -52,7 +52,7 @@ func normF32s(t *Tensor) []float32 {
 // and bias; the running statistics are buffers, not differentiated, and
 // must not require gradients.
 func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) *Tensor {
-	return batchNorm("BatchNorm", x, runningMean, runningVar, weight, bias, training, momentum, eps, false)
+	return batchNorm("BatchNorm", x, runningMean, runningVar, weight, bias, training, momentum, eps, false, false)
 }
 
 // BatchNormReLU is ReLU(BatchNorm(...)) with the same arguments and the
@@ -62,10 +62,27 @@ func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, 
 // needs only x and the output). Models use it where PyTorch's would run
 // BatchNorm2d then ReLU(inplace=True).
 func BatchNormReLU(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) *Tensor {
-	return batchNorm("BatchNormReLU", x, runningMean, runningVar, weight, bias, training, momentum, eps, true)
+	return batchNorm("BatchNormReLU", x, runningMean, runningVar, weight, bias, training, momentum, eps, true, false)
 }
 
-func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64, relu bool) *Tensor {
+// BatchNormInPlace is BatchNorm writing its result over x, which it
+// returns, like an in-place op of PyTorch's: for inference, where x is a
+// temporary nothing else reads. With relu it is BatchNormReLU in place. x
+// must not need a gradient: under grad mode an x that requires one is an
+// error, since autograd would need the values it overwrites.
+func BatchNormInPlace(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64, relu bool) *Tensor {
+	return batchNorm("BatchNormInPlace", x, runningMean, runningVar, weight, bias, training, momentum, eps, relu, true)
+}
+
+// checkInPlace fails when an in-place op would overwrite values autograd
+// may need.
+func checkInPlace(op string, x *Tensor) {
+	if x != nil && x.requiresGrad && GradEnabled() {
+		Fail(op, "cannot overwrite a tensor that requires grad (shape %v) while gradients are recorded; use the out-of-place op or NoGrad", x.shape)
+	}
+}
+
+func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64, relu, inPlace bool) *Tensor {
 	checkF32(op, "input", x)
 	if x.NDim() < 2 {
 		Fail(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
@@ -129,12 +146,21 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 			invStd[c] = 1 / math.Sqrt(float64(rv[c])+eps)
 		}
 	}
-	out := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+	var out *Tensor
+	if inPlace {
+		checkInPlace(op, x)
+		out = x
+	} else {
+		out = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+	}
 	forward := kernels.BatchNormForward
 	if relu {
 		forward = kernels.BatchNormReLUForward
 	}
 	forward(s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
+	if inPlace {
+		return out
+	}
 	var yd []float32 // the rectified output, whose sign masks the gradient
 	if relu {
 		yd = out.Float32s()

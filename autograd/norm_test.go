@@ -380,3 +380,39 @@ func TestBatchNormReLU(t *testing.T) {
 		})
 	}
 }
+
+// TestInPlaceInference checks that the in-place ops give the out-of-place
+// results in the input's own memory, and refuse a tensor autograd needs.
+func TestInPlaceInference(t *testing.T) {
+	g := NewGenerator(9)
+	for _, relu := range []bool{false, true} {
+		x := Randn(g, 2, 3, 4, 5).To(ChannelsLast)
+		w, b, rm, rv := Randn(g, 3), Randn(g, 3), Randn(g, 3), normAddScalar(Rand(g, 3), 0.5)
+		want := BatchNorm(x, rm, rv, w, b, false, 0.1, 1e-5)
+		if relu {
+			want = ReLU(want)
+		}
+		got := BatchNormInPlace(x, rm, rv, w, b, false, 0.1, 1e-5, relu)
+		if got != x || fmt.Sprint(got.Float32s()) != fmt.Sprint(want.Float32s()) {
+			t.Errorf("relu=%v: BatchNormInPlace differs from the out-of-place op or did not write x", relu)
+		}
+	}
+	a, b := Randn(g, 2, 3, 4, 5), Randn(g, 2, 3, 4, 5)
+	want := AddReLU(a, b)
+	if got := AddReLUInPlace(a, b); got != a || fmt.Sprint(got.Float32s()) != fmt.Sprint(want.Float32s()) {
+		t.Error("AddReLUInPlace differs from AddReLU or did not write a")
+	}
+	leaf := Randn(g, 2, 3).SetRequiresGrad(true)
+	for name, f := range map[string]func(){
+		"bn":  func() { BatchNormInPlace(leaf, nil, nil, nil, nil, true, 0.1, 1e-5, false) },
+		"add": func() { AddReLUInPlace(leaf, Zeros(2, 3)) },
+	} {
+		if err := Try(f); err == nil || !strings.Contains(err.Error(), "requires grad") {
+			t.Errorf("%s on a leaf that requires grad: %v", name, err)
+		}
+	}
+	if err := Try(func() { AddReLUInPlace(Zeros(2, 3), Zeros(3)) }); err == nil || !strings.Contains(err.Error(), "[2 3]") {
+		t.Errorf("AddReLUInPlace with broadcasting: %v", err)
+	}
+	NoGrad(func() { BatchNormInPlace(leaf, nil, nil, nil, nil, true, 0.1, 1e-5, false) }) // allowed: nothing is recorded
+}

@@ -126,6 +126,16 @@ func (bn *BatchNorm) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
 	return bn.forward(x, autograd.BatchNormReLU)
 }
 
+// ForwardInPlace is Forward (with relu, ForwardReLU) writing its result
+// over x, which it returns (autograd.BatchNormInPlace): for inference on a
+// temporary such as a convolution's output, saving an allocation and a
+// pass over memory. x must not require grad while gradients are recorded.
+func (bn *BatchNorm) ForwardInPlace(x *autograd.Tensor, relu bool) *autograd.Tensor {
+	return bn.forward(x, func(x, rm, rv, w, b *autograd.Tensor, training bool, momentum, eps float64) *autograd.Tensor {
+		return autograd.BatchNormInPlace(x, rm, rv, w, b, training, momentum, eps, relu)
+	})
+}
+
 func (bn *BatchNorm) forward(x *autograd.Tensor, op func(x, runningMean, runningVar, weight, bias *autograd.Tensor, training bool, momentum, eps float64) *autograd.Tensor) *autograd.Tensor {
 	ok := false
 	for _, r := range bn.ranks {

@@ -5,6 +5,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/nn"
@@ -65,22 +66,55 @@ func (*Bottleneck) isBlock() {}
 // Each BatchNorm-ReLU pair and the final sum-ReLU run as one fused op,
 // with PyTorch's results bit for bit.
 func (b *BasicBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
-	out := b.BN1.ForwardReLU(b.Conv1.Forward(x))
-	out = b.BN2.Forward(b.Conv2.Forward(out))
-	return autograd.AddReLU(out, shortcut(b.Downsample, x))
+	out := bnReLU(b.BN1, b.Conv1.Forward(x))
+	out = bn(b.BN2, b.Conv2.Forward(out))
+	return addReLU(out, shortcut(b.Downsample, x))
 }
 
 // Forward computes the bottleneck branch plus the shortcut, then ReLU.
 func (b *Bottleneck) Forward(x *autograd.Tensor) *autograd.Tensor {
-	out := b.BN1.ForwardReLU(b.Conv1.Forward(x))
-	out = b.BN2.ForwardReLU(b.Conv2.Forward(out))
-	out = b.BN3.Forward(b.Conv3.Forward(out))
-	return autograd.AddReLU(out, shortcut(b.Downsample, x))
+	out := bnReLU(b.BN1, b.Conv1.Forward(x))
+	out = bnReLU(b.BN2, b.Conv2.Forward(out))
+	out = bn(b.BN3, b.Conv3.Forward(out))
+	return addReLU(out, shortcut(b.Downsample, x))
+}
+
+// Without gradient recording (inference) a block's convolution outputs
+// are temporaries that only the next op reads, so batch norm, ReLU and the
+// residual sum overwrite them, as torchvision's ReLU(inplace=True) and
+// `out += identity` do; with recording they are the fused out-of-place
+// ops autograd needs.
+
+func bnReLU(n *nn.BatchNorm, x *autograd.Tensor) *autograd.Tensor {
+	if !autograd.GradEnabled() {
+		return n.ForwardInPlace(x, true)
+	}
+	return n.ForwardReLU(x)
+}
+
+func bn(n *nn.BatchNorm, x *autograd.Tensor) *autograd.Tensor {
+	if !autograd.GradEnabled() {
+		return n.ForwardInPlace(x, false)
+	}
+	return n.Forward(x)
+}
+
+func addReLU(out, identity *autograd.Tensor) *autograd.Tensor {
+	if !autograd.GradEnabled() && slices.Equal(out.Shape(), identity.Shape()) && out.Format() == identity.Format() {
+		return autograd.AddReLUInPlace(out, identity)
+	}
+	return autograd.AddReLU(out, identity)
 }
 
 func shortcut(down *nn.Sequential, x *autograd.Tensor) *autograd.Tensor {
 	if down == nil {
 		return x
+	}
+	if down.Len() == 2 {
+		// The downsample's convolution output is a temporary too.
+		if n, ok := down.At(1).(*nn.BatchNorm); ok {
+			return bn(n, down.At(0).Forward(x))
+		}
 	}
 	return down.Forward(x)
 }
@@ -106,7 +140,7 @@ func (r *ResNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 	if x.NDim() != 4 || x.Shape()[1] != 3 {
 		autograd.Fail("ResNet.Forward", "input must be images [N, 3, H, W], got shape %v", x.Shape())
 	}
-	x = r.MaxPool.Forward(r.BN1.ForwardReLU(r.Conv1.Forward(x)))
+	x = r.MaxPool.Forward(bnReLU(r.BN1, r.Conv1.Forward(x)))
 	for _, l := range r.Layers {
 		x = l.Forward(x)
 	}
