@@ -197,6 +197,12 @@ type convJob struct {
 	trSrc, trDst  []float32
 	trRows, trCol int
 
+	// The direct forward path (conv_direct_amd64.go).
+	direct          directState
+	xpBuf, bpBuf    []float32
+	offsBuf         []int
+	padFn, directFn func(lo, hi int)
+
 	colBuf, wtBuf, xlBuf, ylBuf, wlBuf, partBuf []float32
 	part64Buf                                   []float64
 	firstBuf                                    []int
@@ -217,6 +223,7 @@ var convJobs = sync.Pool{New: func() any {
 	j.sumPartFn, j.planeFn, j.trFn = j.sumParts, j.sumPlaneRange, j.transposeItems
 	j.dwForwardFn, j.dwDataFn, j.dwWeightFn = j.dwForwardRows, j.dwDataRows, j.dwWeightParts
 	j.im2colCFFn, j.col2imCFFn, j.biasCFFn = j.im2colCFRows, j.col2imCFChannels, j.addBiasPlanes
+	j.padFn, j.directFn = j.padRows, j.directRows
 	return j
 }}
 
@@ -237,6 +244,7 @@ func (j *convJob) release() {
 	j.x, j.w, j.y, j.dy, j.dx, j.dw, j.bias = nil, nil, nil, nil, nil, nil, nil
 	j.wt, j.col, j.red, j.redOut, j.trSrc, j.trDst = nil, nil, nil, nil, nil, nil
 	j.partial = nil
+	j.direct = directState{}
 	convJobs.Put(j)
 }
 

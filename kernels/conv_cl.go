@@ -26,7 +26,7 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 	// from columns, and rearranging w first cost a pass over every weight
 	// per call, a fifth of a batch-1 ResNet-50 forward.
 	pw := s.pointwise()
-	if !pw && j.forwardImplicit() {
+	if j.forwardDirect() || !pw && j.forwardImplicit() {
 		return
 	}
 	rb := j.rows
@@ -79,6 +79,9 @@ func (j *convJob) backwardData(dy, w, dx []float32) {
 		for g := range s.Groups {
 			convSgemm(false, false, m, j.cg, j.og, 1, dy[g*j.og:], s.O, w[g*j.og*j.cg:], j.cg, 0, dx[g*j.cg:], s.C)
 		}
+		return
+	}
+	if j.backwardDataDirect(dy, w, dx) {
 		return
 	}
 	// The block products give, per output pixel, what it sends back to each

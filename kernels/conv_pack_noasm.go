@@ -5,3 +5,13 @@ package kernels
 // Without assembly there is no blocked GEMM to feed panels to: the
 // forward convolution always unfolds its input (im2col).
 func (j *convJob) forwardImplicit() bool { return false }
+
+// Nor is there a direct kernel.
+func (j *convJob) forwardDirect() bool { return false }
+
+func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool { return false }
+
+type directState struct{}
+
+func (j *convJob) padRows(lo, hi int)    {}
+func (j *convJob) directRows(lo, hi int) {}

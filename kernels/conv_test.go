@@ -129,6 +129,18 @@ var convCases = []convCase{
 	{"3d depthwise", 2, 3, 3, 3, [3]int{4, 3, 5}, [3]int{3, 2, 3}, [3]int{2, 1, 1}, [3]int{1, 1, 1}, one3},
 	{"3d stride over kernel", 1, 2, 3, 1, [3]int{7, 5, 5}, [3]int{2, 1, 2}, [3]int{3, 3, 3}, [3]int{}, one3},
 	{"batch 13", 13, 6, 10, 2, [3]int{1, 11, 9}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	// The direct AVX-512 forward (32-channel multiples, rows of 12 or 24):
+	// odd channels, stride and dilation, a 7×7 stem, and depths and widths
+	// that take several blocks of B.
+	{"direct 3x3", 2, 5, 32, 1, [3]int{1, 9, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"direct stride dilation", 1, 8, 64, 1, [3]int{1, 14, 24}, [3]int{1, 3, 3}, [3]int{1, 2, 2}, [3]int{0, 2, 2}, [3]int{1, 2, 2}},
+	{"direct 7x7", 1, 3, 64, 1, [3]int{1, 9, 47}, [3]int{1, 7, 7}, [3]int{1, 2, 2}, [3]int{0, 3, 3}, one3},
+	{"direct blocks", 1, 200, 192, 1, [3]int{1, 3, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	// Stride-1 backward-data as a direct forward (input channels a
+	// multiple of 32, input rows of 12 or 24).
+	{"direct data 3x3", 2, 32, 16, 1, [3]int{1, 7, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"direct data dilated", 1, 64, 8, 1, [3]int{1, 9, 24}, [3]int{1, 3, 3}, one3, [3]int{0, 2, 2}, [3]int{1, 2, 2}},
+	{"direct data unpadded", 1, 32, 5, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{}, one3},
 }
 
 // convBlockings are block sizes the suite runs every case with: the

@@ -28,6 +28,20 @@ func sgemmKernel12x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, bet
 //go:noescape
 func sgemmKernel12x32(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int)
 
+// sgemmKernel12x32S is sgemmKernel12x32 with A's rows unpacked, lda floats
+// apart (gemm_avx512_amd64.s).
+//
+//go:noescape
+func sgemmKernel12x32S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, lda int)
+
+// convKernel12x32 is the direct convolution micro-kernel
+// (gemm_avx512_amd64.s): 12 output pixels × 32 channels, the depth running
+// over taps kernel taps of ct channels each, A read in place from the
+// padded input at a + offs[t] bytes with rows lda floats apart.
+//
+//go:noescape
+func convKernel12x32(taps int, offs *int, ct int, a *float32, lda int, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, bStep, cStep, colBiasStep int)
+
 //go:noescape
 func gemmPackBN16(kc int, b *float32, ldb int, dst *float32, panels int)
 

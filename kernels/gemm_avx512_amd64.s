@@ -381,6 +381,126 @@ next:
 	ROWEND32(Z22, Z23, 44); \
 	JMP  next32
 
+#define ROWS32T(BETA) \
+	BETA(Z0, Z1); \
+	ROWEND32(Z0, Z1, 0); \
+	CMPQ DI, $1; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z2, Z3); \
+	ROWEND32(Z2, Z3, 4); \
+	CMPQ DI, $2; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z4, Z5); \
+	ROWEND32(Z4, Z5, 8); \
+	CMPQ DI, $3; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z6, Z7); \
+	ROWEND32(Z6, Z7, 12); \
+	CMPQ DI, $4; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z8, Z9); \
+	ROWEND32(Z8, Z9, 16); \
+	CMPQ DI, $5; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z10, Z11); \
+	ROWEND32(Z10, Z11, 20); \
+	CMPQ DI, $6; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z12, Z13); \
+	ROWEND32(Z12, Z13, 24); \
+	CMPQ DI, $7; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z14, Z15); \
+	ROWEND32(Z14, Z15, 28); \
+	CMPQ DI, $8; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z16, Z17); \
+	ROWEND32(Z16, Z17, 32); \
+	CMPQ DI, $9; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z18, Z19); \
+	ROWEND32(Z18, Z19, 36); \
+	CMPQ DI, $10; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z20, Z21); \
+	ROWEND32(Z20, Z21, 40); \
+	CMPQ DI, $11; \
+	JLE  next32t; \
+	ADDQ R9, AX; \
+	BETA(Z22, Z23); \
+	ROWEND32(Z22, Z23, 44); \
+	JMP  next32t
+
+#define ROWS32S(BETA) \
+	BETA(Z0, Z1); \
+	ROWEND32(Z0, Z1, 0); \
+	CMPQ DI, $1; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z2, Z3); \
+	ROWEND32(Z2, Z3, 4); \
+	CMPQ DI, $2; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z4, Z5); \
+	ROWEND32(Z4, Z5, 8); \
+	CMPQ DI, $3; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z6, Z7); \
+	ROWEND32(Z6, Z7, 12); \
+	CMPQ DI, $4; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z8, Z9); \
+	ROWEND32(Z8, Z9, 16); \
+	CMPQ DI, $5; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z10, Z11); \
+	ROWEND32(Z10, Z11, 20); \
+	CMPQ DI, $6; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z12, Z13); \
+	ROWEND32(Z12, Z13, 24); \
+	CMPQ DI, $7; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z14, Z15); \
+	ROWEND32(Z14, Z15, 28); \
+	CMPQ DI, $8; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z16, Z17); \
+	ROWEND32(Z16, Z17, 32); \
+	CMPQ DI, $9; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z18, Z19); \
+	ROWEND32(Z18, Z19, 36); \
+	CMPQ DI, $10; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z20, Z21); \
+	ROWEND32(Z20, Z21, 40); \
+	CMPQ DI, $11; \
+	JLE  next32s; \
+	ADDQ R9, AX; \
+	BETA(Z22, Z23); \
+	ROWEND32(Z22, Z23, 44); \
+	JMP  next32s
+
 // func sgemmKernel12x32(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int)
 //
 // sgemmKernel12x16 on tiles of 32 columns: the B operand of a tile is the
@@ -542,5 +662,326 @@ next32:
 	ADDQ rowBiasStep+120(FP), CX
 	DECQ R11
 	JNE  tile32
+	VZEROUPPER
+	RET
+
+// One k step of sgemmKernel12x32S: A's 12 rows lie lda bytes apart (AX =
+// lda, CX = 3·lda) from R12 (rows 0–3), R14 (rows 4–7) and BX (rows 8–11).
+#define STEP32S(boff, aoff, b0, b1) \
+	VMOVUPS boff(DX), b0; \
+	VMOVUPS boff(DX)(R15*1), b1; \
+	VBROADCASTSS aoff(R12), Z26; \
+	VFMADD231PS Z26, b0, Z0; \
+	VFMADD231PS Z26, b1, Z1; \
+	VBROADCASTSS aoff(R12)(AX*1), Z27; \
+	VFMADD231PS Z27, b0, Z2; \
+	VFMADD231PS Z27, b1, Z3; \
+	VBROADCASTSS aoff(R12)(AX*2), Z28; \
+	VFMADD231PS Z28, b0, Z4; \
+	VFMADD231PS Z28, b1, Z5; \
+	VBROADCASTSS aoff(R12)(CX*1), Z29; \
+	VFMADD231PS Z29, b0, Z6; \
+	VFMADD231PS Z29, b1, Z7; \
+	VBROADCASTSS aoff(R14), Z26; \
+	VFMADD231PS Z26, b0, Z8; \
+	VFMADD231PS Z26, b1, Z9; \
+	VBROADCASTSS aoff(R14)(AX*1), Z27; \
+	VFMADD231PS Z27, b0, Z10; \
+	VFMADD231PS Z27, b1, Z11; \
+	VBROADCASTSS aoff(R14)(AX*2), Z28; \
+	VFMADD231PS Z28, b0, Z12; \
+	VFMADD231PS Z28, b1, Z13; \
+	VBROADCASTSS aoff(R14)(CX*1), Z29; \
+	VFMADD231PS Z29, b0, Z14; \
+	VFMADD231PS Z29, b1, Z15; \
+	VBROADCASTSS aoff(BX), Z26; \
+	VFMADD231PS Z26, b0, Z16; \
+	VFMADD231PS Z26, b1, Z17; \
+	VBROADCASTSS aoff(BX)(AX*1), Z27; \
+	VFMADD231PS Z27, b0, Z18; \
+	VFMADD231PS Z27, b1, Z19; \
+	VBROADCASTSS aoff(BX)(AX*2), Z28; \
+	VFMADD231PS Z28, b0, Z20; \
+	VFMADD231PS Z28, b1, Z21; \
+	VBROADCASTSS aoff(BX)(CX*1), Z29; \
+	VFMADD231PS Z29, b0, Z22; \
+	VFMADD231PS Z29, b1, Z23
+
+// func sgemmKernel12x32S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, lda int)
+//
+// sgemmKernel12x32 reading A unpacked: row r of the 12×kc A block starts
+// r·lda floats after a (rows past rows are read, not used). Copying rows
+// is far cheaper than interleaving them, so a packer that gathers rows
+// (an implicit im2col) feeds this kernel.
+TEXT ·sgemmKernel12x32S(SB), NOSPLIT, $16-136
+	MOVQ kc+0(FP), R10
+	MOVQ a+8(FP), SI
+	MOVQ c+24(FP), R8
+	MOVQ ldc+32(FP), R9
+	SHLQ $2, R9
+	MOVQ tiles+40(FP), R11
+	MOVQ rows+48(FP), DI
+	MOVQ colBias+72(FP), BX
+	MOVQ rowBias+80(FP), CX
+	MOVQ R10, R15
+	SHLQ $6, R15            // 16·kc floats in bytes: the second B panel
+
+tile32s:
+	MOVQ BX, savebx-8(SP)
+	MOVQ CX, savecx-16(SP)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ lda+128(FP), AX
+	SHLQ $2, AX             // lda in bytes
+	LEAQ (AX)(AX*2), CX     // 3·lda
+	MOVQ SI, R12
+	LEAQ (R12)(AX*4), R14   // row 4
+	LEAQ (R14)(AX*4), BX    // row 8
+	MOVQ b+16(FP), DX
+	MOVQ R10, R13
+	CMPQ R13, $4
+	JLT  tail32s
+
+loop32s:
+	STEP32S(0, 0, Z24, Z25)
+	STEP32S(64, 4, Z30, Z31)
+	STEP32S(128, 8, Z24, Z25)
+	STEP32S(192, 12, Z30, Z31)
+	ADDQ $16, R12
+	ADDQ $16, R14
+	ADDQ $16, BX
+	ADDQ $256, DX
+	SUBQ $4, R13
+	CMPQ R13, $4
+	JGE  loop32s
+
+tail32s:
+	TESTQ R13, R13
+	JEQ   epilogue32s
+
+loop32sone:
+	STEP32S(0, 0, Z24, Z25)
+	ADDQ $4, R12
+	ADDQ $4, R14
+	ADDQ $4, BX
+	ADDQ $64, DX
+	DECQ R13
+	JNE  loop32sone
+
+epilogue32s:
+	MOVQ         savebx-8(SP), BX
+	MOVQ         savecx-16(SP), CX
+	VBROADCASTSS alpha+56(FP), Z30
+	VMULPS       Z30, Z0, Z0
+	VMULPS       Z30, Z1, Z1
+	VMULPS       Z30, Z2, Z2
+	VMULPS       Z30, Z3, Z3
+	VMULPS       Z30, Z4, Z4
+	VMULPS       Z30, Z5, Z5
+	VMULPS       Z30, Z6, Z6
+	VMULPS       Z30, Z7, Z7
+	VMULPS       Z30, Z8, Z8
+	VMULPS       Z30, Z9, Z9
+	VMULPS       Z30, Z10, Z10
+	VMULPS       Z30, Z11, Z11
+	VMULPS       Z30, Z12, Z12
+	VMULPS       Z30, Z13, Z13
+	VMULPS       Z30, Z14, Z14
+	VMULPS       Z30, Z15, Z15
+	VMULPS       Z30, Z16, Z16
+	VMULPS       Z30, Z17, Z17
+	VMULPS       Z30, Z18, Z18
+	VMULPS       Z30, Z19, Z19
+	VMULPS       Z30, Z20, Z20
+	VMULPS       Z30, Z21, Z21
+	VMULPS       Z30, Z22, Z22
+	VMULPS       Z30, Z23, Z23
+	VBROADCASTSS lo+64(FP), Z29
+	MOVQ         CX, R13
+	MOVQ         R8, AX
+	MOVL         beta+60(FP), R12
+	TESTL        $0x7fffffff, R12
+	JEQ          nobeta32s
+	VBROADCASTSS beta+60(FP), Z28
+	ROWS32S(ROWBETA32)
+
+nobeta32s:
+	ROWS32S(NOBETA32)
+
+next32s:
+	ADDQ aStep+88(FP), SI
+	MOVQ bStep+96(FP), AX
+	ADDQ AX, b+16(FP)
+	ADDQ cStep+104(FP), R8
+	ADDQ colBiasStep+112(FP), BX
+	ADDQ rowBiasStep+120(FP), CX
+	DECQ R11
+	JNE  tile32s
+	VZEROUPPER
+	RET
+
+// func convKernel12x32(taps int, offs *int, ct int, a *float32, lda int, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, bStep, cStep, colBiasStep int)
+//
+// The direct convolution micro-kernel: sgemmKernel12x32S whose depth runs
+// over kernel taps. For tap t the 12 rows of A are 12 output pixels' input
+// pixels, lda floats apart, from a + offs[t] bytes, each ct channels long;
+// B is the packed block of taps·ct depths. No im2col is gathered at all.
+TEXT ·convKernel12x32(SB), NOSPLIT, $24-136
+	MOVQ taps+0(FP), R10
+	IMULQ ct+16(FP), R10
+	MOVQ R10, R15
+	SHLQ $6, R15            // 16·(taps·ct) floats in bytes: the second B panel
+	MOVQ c+48(FP), R8
+	MOVQ ldc+56(FP), R9
+	SHLQ $2, R9
+	MOVQ tiles+64(FP), R11
+	MOVQ rows+72(FP), DI
+	MOVQ colBias+96(FP), BX
+	MOVQ rowBias+104(FP), CX
+	MOVQ a+24(FP), SI
+
+tile32t:
+	MOVQ BX, savebx-8(SP)
+	MOVQ CX, savecx-16(SP)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ lda+32(FP), AX
+	SHLQ $2, AX             // lda in bytes
+	LEAQ (AX)(AX*2), CX     // 3·lda
+	MOVQ b+40(FP), DX
+	MOVQ offs+8(FP), R10
+	MOVQ taps+0(FP), R13
+	MOVQ R13, tapsleft-24(SP)
+
+tap32t:
+	MOVQ (R10), R12
+	ADDQ SI, R12
+	LEAQ (R12)(AX*4), R14   // row 4
+	LEAQ (R14)(AX*4), BX    // row 8
+	MOVQ ct+16(FP), R13
+	CMPQ R13, $4
+	JLT  tail32t
+
+loop32t:
+	STEP32S(0, 0, Z24, Z25)
+	STEP32S(64, 4, Z30, Z31)
+	STEP32S(128, 8, Z24, Z25)
+	STEP32S(192, 12, Z30, Z31)
+	ADDQ $16, R12
+	ADDQ $16, R14
+	ADDQ $16, BX
+	ADDQ $256, DX
+	SUBQ $4, R13
+	CMPQ R13, $4
+	JGE  loop32t
+
+tail32t:
+	TESTQ R13, R13
+	JEQ   nexttap32t
+
+loop32tone:
+	STEP32S(0, 0, Z24, Z25)
+	ADDQ $4, R12
+	ADDQ $4, R14
+	ADDQ $4, BX
+	ADDQ $64, DX
+	DECQ R13
+	JNE  loop32tone
+
+nexttap32t:
+	ADDQ $8, R10
+	DECQ tapsleft-24(SP)
+	JNE  tap32t
+
+	MOVQ         savebx-8(SP), BX
+	MOVQ         savecx-16(SP), CX
+	VBROADCASTSS alpha+80(FP), Z30
+	VMULPS       Z30, Z0, Z0
+	VMULPS       Z30, Z1, Z1
+	VMULPS       Z30, Z2, Z2
+	VMULPS       Z30, Z3, Z3
+	VMULPS       Z30, Z4, Z4
+	VMULPS       Z30, Z5, Z5
+	VMULPS       Z30, Z6, Z6
+	VMULPS       Z30, Z7, Z7
+	VMULPS       Z30, Z8, Z8
+	VMULPS       Z30, Z9, Z9
+	VMULPS       Z30, Z10, Z10
+	VMULPS       Z30, Z11, Z11
+	VMULPS       Z30, Z12, Z12
+	VMULPS       Z30, Z13, Z13
+	VMULPS       Z30, Z14, Z14
+	VMULPS       Z30, Z15, Z15
+	VMULPS       Z30, Z16, Z16
+	VMULPS       Z30, Z17, Z17
+	VMULPS       Z30, Z18, Z18
+	VMULPS       Z30, Z19, Z19
+	VMULPS       Z30, Z20, Z20
+	VMULPS       Z30, Z21, Z21
+	VMULPS       Z30, Z22, Z22
+	VMULPS       Z30, Z23, Z23
+	VBROADCASTSS lo+88(FP), Z29
+	MOVQ         CX, R13
+	MOVQ         R8, AX
+	MOVL         beta+84(FP), R12
+	TESTL        $0x7fffffff, R12
+	JEQ          nobeta32t
+	VBROADCASTSS beta+84(FP), Z28
+	ROWS32T(ROWBETA32)
+
+nobeta32t:
+	ROWS32T(NOBETA32)
+
+next32t:
+	MOVQ bStep+112(FP), AX
+	ADDQ AX, b+40(FP)
+	ADDQ cStep+120(FP), R8
+	ADDQ colBiasStep+128(FP), BX
+	DECQ R11
+	JNE  tile32t
 	VZEROUPPER
 	RET

@@ -1,0 +1,176 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The direct channels-last convolution (AVX-512): no im2col matrix and no
+// packed A panels. The input is copied once into a zero-bordered buffer;
+// then twelve output pixels of one output row read their input pixels in
+// place, a fixed stride apart, for every kernel tap (convKernel12x32).
+// For narrow layers (64 or 128 channels, a 3×3 kernel) packing A cost a
+// third of the forward pass, as much as a quarter of the multiply-adds'
+// time; here the only extra pass is the border copy.
+
+// convDirectKC bounds the depth (taps × channels) of one block of B, and
+// convDirectB the floats of a packed B block, so the block stays in L2
+// while every output row streams past it.
+const (
+	convDirectKC = 1024
+	convDirectB  = 1 << 17
+)
+
+// directState is the direct path's part of a convJob.
+type directState struct {
+	xp, bp   []float32 // the zero-bordered input, a packed block of B
+	offs     []int     // byte offset of each tap from a pixel's first tap
+	hp, wp   int       // bordered input height and width
+	t0, tb   int       // the block's taps
+	j0, nc   int       // the block's output channels
+	beta, lo float32
+	colBias  *float32
+	biasStep int
+}
+
+// forwardDirect computes y = conv(x, w) + bias on the direct path and
+// reports true, or reports false, doing nothing, where the path does not
+// apply: without AVX-512, several groups, a 3-D convolution, output
+// channels not a multiple of 32, output rows that fill their 12-pixel
+// panels badly, or a 1×1 stride-1 product (a plain GEMM already reads its
+// input in place).
+func (j *convJob) forwardDirect() bool {
+	s := &j.s
+	if level < AVX512 || s.Groups != 1 || s.O%32 != 0 || s.pointwise() ||
+		s.In[0] != 1 || s.Kernel[0] != 1 || s.Out[0] != 1 || s.N == 0 {
+		return false
+	}
+	// A kernel call covers 12 pixels of one output row; a row of OW pixels
+	// wastes the rest of its last call. Where that passes a tenth (rows of
+	// 7, 14 or 28 pixels) the packed implicit GEMM, whose panels run on
+	// across rows, is faster.
+	if OW := s.Out[2]; 10*OW < 9*12*((OW+11)/12) {
+		return false
+	}
+	d := &j.direct
+	C, O := s.C, s.O
+	KH, KW := s.Kernel[1], s.Kernel[2]
+	d.hp, d.wp = s.In[1]+2*s.Pad[1], s.In[2]+2*s.Pad[2]
+	// The last panel of a row may have fewer than 12 pixels; the kernel
+	// still reads 12, past the row's end, so the buffer has that much slack.
+	slack := (12*s.Stride[2] + KW*s.Dil[2]) * C
+	d.xp = growBuf(&j.xpBuf, s.N*d.hp*d.wp*C+slack)
+	clear(d.xp[s.N*d.hp*d.wp*C:])
+	Parallel(s.N*d.hp, s.N*d.hp*d.wp*C, j.padFn)
+
+	taps := KH * KW
+	d.offs = growBuf(&j.offsBuf, taps)
+	for t := range taps {
+		kh, kw := t/KW, t%KW
+		d.offs[t] = 4 * (kh*s.Dil[1]*d.wp + kw*s.Dil[2]) * C
+	}
+	K := taps * C
+	nkb := (K + convDirectKC - 1) / convDirectKC
+	tb := (taps + nkb - 1) / nkb
+	kcMax := tb * C
+	nc := max(32, min(O, convDirectB/kcMax/32*32))
+	d.bp = growBuf(&j.bpBuf, kcMax*nc)
+	work := j.rows * j.ow * 2 * nc * kcMax
+	for t0 := 0; t0 < taps; t0 += tb {
+		d.t0, d.tb = t0, min(tb, taps-t0)
+		kc := d.tb * C
+		last := t0+d.tb == taps
+		d.beta = 1
+		if t0 == 0 {
+			d.beta = 0
+		}
+		d.lo = negInf
+		for j0 := 0; j0 < O; j0 += nc {
+			d.j0, d.nc = j0, min(nc, O-j0)
+			packBAVX2(true, j.w, K, t0*C, kc, j0, d.nc, d.bp)
+			d.colBias, d.biasStep = &gemmNegZero[0], 0
+			if last && j.bias != nil {
+				d.colBias, d.biasStep = &j.bias[j0], 4*2*gemmNR
+			}
+			Parallel(j.rows, work, j.directFn)
+		}
+	}
+	return true
+}
+
+// padRows copies input rows [lo, hi) of the bordered buffer (all images'
+// rows in order), writing zeros in the border.
+func (j *convJob) padRows(lo, hi int) {
+	s, d := &j.s, &j.direct
+	C, H, W := s.C, s.In[1], s.In[2]
+	ph, pw := s.Pad[1], s.Pad[2]
+	for r := lo; r < hi; r++ {
+		n, h := r/d.hp, r%d.hp-ph
+		row := d.xp[r*d.wp*C : (r+1)*d.wp*C]
+		if h < 0 || h >= H {
+			clear(row)
+			continue
+		}
+		clear(row[:pw*C])
+		copy(row[pw*C:(pw+W)*C], j.x[(n*H+h)*W*C:])
+		clear(row[(pw+W)*C:])
+	}
+}
+
+// directRows runs the current block over output rows [lo, hi) (image and
+// output row together), twelve pixels per kernel call.
+func (j *convJob) directRows(lo, hi int) {
+	s, d := &j.s, &j.direct
+	C, O, OH, OW := s.C, s.O, s.Out[1], s.Out[2]
+	sh, sw := s.Stride[1], s.Stride[2]
+	kc := d.tb * C
+	for r := lo; r < hi; r++ {
+		n, oh := r/OH, r%OH
+		in := (n*d.hp + oh*sh) * d.wp
+		for ow0 := 0; ow0 < OW; ow0 += 2 * gemmMR {
+			rows := min(2*gemmMR, OW-ow0)
+			convKernel12x32(d.tb, &d.offs[d.t0], C, &d.xp[(in+ow0*sw)*C], sw*C, &d.bp[0],
+				&j.y[(r*OW+ow0)*O+d.j0], O, d.nc/32, rows, 1, d.beta, d.lo,
+				d.colBias, &gemmNegZero[0], 4*2*gemmNR*kc, 4*2*gemmNR, d.biasStep)
+		}
+	}
+}
+
+// backwardDataDirect computes dx for a stride-1 convolution as the direct
+// forward convolution of dy with the kernel flipped and its channels
+// swapped, padded by dil·(k−1) − pad: the transposed convolution of unit
+// stride is an ordinary one. It reports false, doing nothing, where that
+// convolution is not on the direct path (or the stride is not 1).
+func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool {
+	s := j.s
+	if level < AVX512 || s.Groups != 1 || s.Stride != [3]int{1, 1, 1} || s.pointwise() {
+		return false
+	}
+	t := s
+	t.C, t.O = s.O, s.C
+	t.In, t.Out = s.Out, s.In
+	for d := range 3 {
+		t.Pad[d] = s.Dil[d]*(s.Kernel[d]-1) - s.Pad[d]
+		if t.Pad[d] < 0 {
+			return false
+		}
+	}
+	C, O := s.C, s.O
+	ks := s.kSize()
+	// wt[c][tap][o] = w[o][ks−1−tap][c]: the flipped kernel, channels
+	// swapped.
+	wt := growBuf(&j.wtBuf, len(w))
+	for o := range O {
+		for tap := range ks {
+			src := w[(o*ks+tap)*C : (o*ks+tap+1)*C]
+			ft := ks - 1 - tap
+			for c, v := range src {
+				wt[(c*ks+ft)*O+o] = v
+			}
+		}
+	}
+	saved, rows, ow := j.s, j.rows, j.ow
+	j.s, j.rows, j.ow = t, t.N*t.Out[0]*t.Out[1], t.Out[2]
+	j.x, j.w, j.y, j.bias = dy, wt, dx, nil
+	ok := j.forwardDirect()
+	j.s, j.rows, j.ow = saved, rows, ow
+	j.x, j.w, j.y = nil, nil, nil
+	return ok
+}
