@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
+)
+
+func infer(o *options, stdout, _ io.Writer) error {
+	model, err := loadModel(o)
+	if err != nil {
+		return err
+	}
+	nn.Eval(model)
+	x := autograd.Randn(autograd.NewGenerator(o.Seed+1), o.BatchSize, 3, o.ImageSize, o.ImageSize)
+	if o.ChannelsLast {
+		x = x.To(autograd.ChannelsLast)
+	}
+	source := "random weights"
+	if o.Weights != "" {
+		source = o.Weights
+	}
+	fmt.Fprintf(stdout, "%s (%s), batch %d of 3×%d×%d, %s, %d warm-up and %d timed passes\n",
+		o.Arch, source, o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.Warmup, o.Iters)
+	times := make([]time.Duration, 0, o.Iters)
+	err = autograd.Try(func() {
+		autograd.NoGrad(func() {
+			for i := range o.Warmup + o.Iters {
+				start := time.Now()
+				model.Forward(x)
+				if i >= o.Warmup {
+					times = append(times, time.Since(start))
+				}
+			}
+		})
+	})
+	if err != nil {
+		return err
+	}
+	var total time.Duration
+	for _, d := range times {
+		total += d
+	}
+	slices.Sort(times)
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 }
+	fmt.Fprintf(stdout, "throughput %.1f images/s, latency per batch median %.1f ms, p90 %.1f ms\n",
+		float64(o.BatchSize*len(times))/total.Seconds(), ms(percentile(times, 50)), ms(percentile(times, 90)))
+	return nil
+}
+
+// percentile returns the q-th percentile of sorted durations by the
+// nearest-rank method.
+func percentile(sorted []time.Duration, q int) time.Duration {
+	r := (q*len(sorted) + 99) / 100 // ceil(q/100 · n)
+	return sorted[max(r, 1)-1]
+}

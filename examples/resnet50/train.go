@@ -1,0 +1,206 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/datasets"
+	"github.com/kilnml/kiln/nn"
+	"github.com/kilnml/kiln/nn/models"
+	"github.com/kilnml/kiln/optim"
+)
+
+// trainer holds a training run.
+type trainer struct {
+	o      *options
+	data   *data
+	model  *models.ResNet
+	opt    *optim.SGD
+	sched  optim.Scheduler
+	val    *datasets.DataLoader
+	p      progress // where the run stands
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func train(o *options, stdout, stderr io.Writer) error {
+	var resume *weights
+	if o.Resume != "" {
+		var err error
+		if resume, err = readWeights("resume", o.Resume); err != nil {
+			return err
+		}
+		if err := checkResume(o, resume); err != nil {
+			return err
+		}
+	}
+	d, err := loadData(o, true, o.NumClasses)
+	if err != nil {
+		return err
+	}
+	if o.Data != "synthetic" && o.set["num-classes"] && o.NumClasses != d.classes {
+		return fmt.Errorf("--num-classes %d: --data %s has %d classes", o.NumClasses, o.Data, d.classes)
+	}
+	if d.train.Len() < o.BatchSize {
+		return fmt.Errorf("--batch-size %d: larger than the %d training images (an epoch would have no full batch)", o.BatchSize, d.train.Len())
+	}
+	if resume != nil && resume.ckpt.NumClasses != d.classes {
+		return fmt.Errorf("--resume %s has %d classes, --data %s has %d", o.Resume, resume.ckpt.NumClasses, o.Data, d.classes)
+	}
+	t := &trainer{o: o, data: d, stdout: stdout, stderr: stderr}
+	t.p = progress{Arch: o.Arch, NumClasses: d.classes, BatchSize: o.BatchSize, Seed: o.Seed, ImageSize: o.ImageSize}
+	if t.model, err = newModel(o, d.classes); err != nil {
+		return err
+	}
+	if t.opt, err = optim.NewSGD(nn.Parameters(t.model), optim.SGDOptions{LR: o.LR, Momentum: o.Momentum, WeightDecay: o.WD}); err != nil {
+		return err
+	}
+	if t.sched, err = optim.NewCosineAnnealingLR(t.opt, o.Epochs, 0); err != nil {
+		return err
+	}
+	if resume != nil {
+		if err := resume.loadInto("resume", t.model); err != nil {
+			return err
+		}
+		if err := resume.restore(t.opt, t.sched); err != nil {
+			return err
+		}
+		t.p.Step, t.p.Epoch, t.p.EpochStep = resume.ckpt.Step, resume.ckpt.Epoch, resume.ckpt.EpochStep
+		if t.p.EpochStep >= t.perEpoch() {
+			return fmt.Errorf("--resume %s stopped %d steps into an epoch, but an epoch of this data has %d",
+				o.Resume, t.p.EpochStep, t.perEpoch())
+		}
+	}
+	if t.val, err = evalLoader(o, d.val); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(stdout, "%s, %d classes, %d training and %d held-out images of %d×%d, batch %d, lr %g, %s\n",
+		o.Arch, d.classes, d.train.Len(), d.val.Len(), o.ImageSize, o.ImageSize, o.BatchSize, t.opt.LR(0), layout(o))
+	if resume != nil {
+		fmt.Fprintf(stdout, "resuming from %s at step %d (epoch %d, %d steps into it)\n", o.Resume, t.p.Step, t.p.Epoch+1, t.p.EpochStep)
+	}
+	if !t.more() {
+		fmt.Fprintf(stdout, "nothing to do: %d steps taken, %d of %d epochs done (raise --steps or --epochs)\n", t.p.Step, t.p.Epoch, o.Epochs)
+		return nil
+	}
+	for t.more() {
+		if err := t.epoch(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkResume fails when a checkpoint cannot continue this run.
+func checkResume(o *options, w *weights) error {
+	c := w.ckpt
+	switch {
+	case c == nil:
+		return fmt.Errorf("--resume %s: not a train checkpoint (no %s tensor); a state dict can be evaluated, not resumed", o.Resume, checkpointKey)
+	case c.Arch != o.Arch:
+		return w.checkArch("resume", o.Arch)
+	case c.BatchSize != o.BatchSize:
+		return fmt.Errorf("--resume %s was written with --batch-size %d, not %d: the epoch's position is counted in batches", o.Resume, c.BatchSize, o.BatchSize)
+	case c.Seed != o.Seed:
+		return fmt.Errorf("--resume %s was written with --seed %d, not %d: the data order would change", o.Resume, c.Seed, o.Seed)
+	}
+	return nil
+}
+
+// newModel builds --arch for classes classes, initialised from --seed.
+func newModel(o *options, classes int) (*models.ResNet, error) {
+	return models.ResNetByName(autograd.NewGenerator(o.Seed), o.Arch,
+		models.ResNetOptions{NumClasses: classes, ChannelsLast: o.ChannelsLast, ZeroInitResidual: o.ZeroInit})
+}
+
+func layout(o *options) string {
+	if o.ChannelsLast {
+		return "channels-last"
+	}
+	return "contiguous"
+}
+
+// more reports whether the run has steps left.
+func (t *trainer) more() bool {
+	return t.p.Epoch < t.o.Epochs && (t.o.Steps == 0 || t.p.Step < t.o.Steps)
+}
+
+// perEpoch is the number of (full) batches in an epoch.
+func (t *trainer) perEpoch() int { return t.data.train.Len() / t.o.BatchSize }
+
+// order returns the training images of an epoch in visiting order: a
+// permutation that depends only on --seed and the epoch, so a resumed run
+// can skip straight to where it stopped.
+func (t *trainer) order(epoch int) []int {
+	return autograd.NewGenerator(t.o.Seed ^ (uint64(epoch)+1)*0x9e3779b97f4a7c15).Perm(t.data.train.Len())
+}
+
+// epoch trains the rest of the current epoch, or up to the step limit,
+// then evaluates on the held-out images and writes the checkpoint.
+func (t *trainer) epoch() error {
+	o, p := t.o, &t.p
+	skip := p.EpochStep * o.BatchSize
+	loader, err := datasets.NewDataLoader(&datasets.Subset{Dataset: t.data.train, Indices: t.order(p.Epoch)[skip:]},
+		datasets.LoaderOptions{BatchSize: o.BatchSize, DropLast: true, Workers: o.Workers, ChannelsLast: o.ChannelsLast})
+	if err != nil {
+		return err
+	}
+	if t.data.augmented != nil {
+		t.data.augmented.SetEpoch(p.Epoch)
+	}
+	name := fmt.Sprintf("epoch %d/%d", p.Epoch+1, o.Epochs)
+	batches := loader.Len()
+	if o.Steps > 0 {
+		batches = min(batches, o.Steps-p.Step)
+	}
+	bar := kiln.NewProgress(batches*o.BatchSize, kiln.ProgressOptions{Description: name, Quiet: o.Quiet, Writer: t.stderr})
+	nn.Train(t.model, true)
+	for batch, err := range loader.Epoch(0) {
+		if err != nil {
+			return err
+		}
+		var loss float64
+		var right int
+		if err := autograd.Try(func() { loss, right = t.step(batch) }); err != nil {
+			return fmt.Errorf("step %d: %w", p.Step+1, err)
+		}
+		p.Step++
+		p.EpochStep++
+		bar.Update(len(batch.Indices), loss, right)
+		if !t.more() {
+			break
+		}
+	}
+	bar.Finish()
+	fmt.Fprintln(t.stdout, bar)
+	if p.EpochStep == t.perEpoch() {
+		t.sched.Step()
+		p.Epoch++
+		p.EpochStep = 0
+	}
+	if t.data.val.Len() > 0 {
+		acc, err := accuracy(t.model, t.val)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(t.stdout, "%s held-out %v after %d steps\n", name, acc, p.Step)
+	}
+	if o.Checkpoint != "" {
+		return saveCheckpoint(o.Checkpoint, t.model, t.opt, t.sched, *p)
+	}
+	return nil
+}
+
+// step trains on one batch and returns its mean loss and how many images
+// it classified right.
+func (t *trainer) step(b datasets.Batch) (float64, int) {
+	logits := t.model.Forward(b.Inputs)
+	loss := autograd.CrossEntropy(logits, b.Labels, autograd.CrossEntropyOptions{})
+	t.opt.ZeroGrad()
+	loss.Backward()
+	t.opt.Step()
+	return loss.Item(), topK(logits, b.Labels, 1)
+}
