@@ -38,15 +38,7 @@ type directState struct {
 // input in place).
 func (j *convJob) forwardDirect() bool {
 	s := &j.s
-	if level < AVX512 || s.Groups != 1 || s.O%32 != 0 || s.pointwise() ||
-		s.In[0] != 1 || s.Kernel[0] != 1 || s.Out[0] != 1 || s.N == 0 {
-		return false
-	}
-	// A kernel call covers 12 pixels of one output row; a row of OW pixels
-	// wastes the rest of its last call. Where that passes a tenth (rows of
-	// 7, 14 or 28 pixels) the packed implicit GEMM, whose panels run on
-	// across rows, is faster.
-	if OW := s.Out[2]; 10*OW < 9*12*((OW+11)/12) {
+	if !directFits(s) {
 		return false
 	}
 	d := &j.direct
@@ -93,6 +85,20 @@ func (j *convJob) forwardDirect() bool {
 		}
 	}
 	return true
+}
+
+// directFits reports whether the direct path takes convolution s.
+func directFits(s *ConvShape) bool {
+	if level < AVX512 || s.Groups != 1 || s.O%32 != 0 || s.pointwise() ||
+		s.In[0] != 1 || s.Kernel[0] != 1 || s.Out[0] != 1 || s.N == 0 {
+		return false
+	}
+	// A kernel call covers 12 pixels of one output row; a row of OW pixels
+	// wastes the rest of its last call. Where that passes a tenth (rows of
+	// 7, 14 or 28 pixels) the packed implicit GEMM, whose panels run on
+	// across rows, is faster.
+	OW := s.Out[2]
+	return 10*OW >= 9*12*((OW+11)/12)
 }
 
 // padRows copies input rows [lo, hi) of the bordered buffer (all images'
@@ -152,6 +158,9 @@ func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool {
 			return false
 		}
 	}
+	if !directFits(&t) {
+		return false
+	}
 	C, O := s.C, s.O
 	ks := s.kSize()
 	// wt[c][tap][o] = w[o][ks−1−tap][c]: the flipped kernel, channels
@@ -169,8 +178,8 @@ func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool {
 	saved, rows, ow := j.s, j.rows, j.ow
 	j.s, j.rows, j.ow = t, t.N*t.Out[0]*t.Out[1], t.Out[2]
 	j.x, j.w, j.y, j.bias = dy, wt, dx, nil
-	ok := j.forwardDirect()
+	j.forwardDirect()
 	j.s, j.rows, j.ow = saved, rows, ow
 	j.x, j.w, j.y = nil, nil, nil
-	return ok
+	return true
 }
