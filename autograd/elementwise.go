@@ -15,9 +15,16 @@ func Add(a, b *Tensor) *Tensor {
 // rectified in place and the backward masks the gradient by the output,
 // so no separate sum is kept. It is a residual block's last step.
 func AddReLU(a, b *Tensor) *Tensor {
-	out := binaryF32("AddReLU", a, b, kernels.BinAdd)
+	var out *Tensor
+	if sameShape(a.shape, b.shape) && a.format == b.format {
+		checkFloat32("AddReLU", a, b)
+		out = actEmptyLike(a)
+		kernels.AddReLU(out.Float32s(), a.Float32s(), b.Float32s())
+	} else {
+		out = binaryF32("AddReLU", a, b, kernels.BinAdd)
+		kernels.Act{Fn: kernels.ActReLU}.Forward(out.Float32s(), out.Float32s())
+	}
 	yd := out.Float32s()
-	kernels.Act{Fn: kernels.ActReLU}.Forward(yd, yd)
 	am, bm, om := a.meta(), b.meta(), out.meta()
 	return record("AddReLUBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		masked := gradLike(om)
@@ -38,8 +45,7 @@ func AddReLUInPlace(a, b *Tensor) *Tensor {
 		Fail(op, "operands must have one shape and format, got %v (%v) and %v (%v)", a.shape, a.format, b.shape, b.format)
 	}
 	ad := a.Float32s()
-	kernels.Binary(kernels.BinAdd, ad, ad, b.Float32s())
-	kernels.Act{Fn: kernels.ActReLU}.Forward(ad, ad)
+	kernels.AddReLU(ad, ad, b.Float32s())
 	return a
 }
 

@@ -116,18 +116,46 @@ var (
 // binJob holds one call's operands for the worker pool; pooled, with its
 // span methods bound once, so a call allocates nothing.
 type binJob struct {
-	op           BinOp
-	dst, a, b    []float32
-	s            float32
-	left         bool
-	same, scalar func(lo, hi int)
+	op                    BinOp
+	dst, a, b             []float32
+	s                     float32
+	left                  bool
+	same, scalar, addReLU func(lo, hi int)
 }
 
 var binJobs = sync.Pool{New: func() any {
 	j := new(binJob)
-	j.same, j.scalar = j.runSame, j.runScalar
+	j.same, j.scalar, j.addReLU = j.runSame, j.runScalar, j.runAddReLU
 	return j
 }}
+
+// AddReLU sets dst[i] = max(0, a[i] + b[i]), exactly Binary(BinAdd)
+// followed by ReLU, in one pass over memory: each L1-sized stretch is
+// rectified right after it is summed. dst may be a or b.
+func AddReLU(dst, a, b []float32) {
+	n := len(dst)
+	if len(a) != n || len(b) != n {
+		panic(fmt.Sprintf("kernels: AddReLU: dst has %d elements, a %d, b %d", n, len(a), len(b)))
+	}
+	j := binJobs.Get().(*binJob)
+	j.dst, j.a, j.b = dst, a, b
+	Parallel(n, n*(binCost+1), j.addReLU)
+	j.release()
+}
+
+// addReLUChunk is the stretch AddReLU sums and rectifies at a time: small
+// enough to stay in L1 between the two, too small for streaming stores.
+const addReLUChunk = 2048
+
+func (j *binJob) runAddReLU(lo, hi int) {
+	relu := Act{Fn: ActReLU}
+	for i := lo; i < hi; i += addReLUChunk {
+		k := min(i+addReLUChunk, hi)
+		d := j.dst[i:k]
+		binarySameImpl(BinAdd, d, j.a[i:k], j.b[i:k])
+		actForwardImpl(relu, d, d)
+	}
+}
 
 func (j *binJob) runSame(lo, hi int) { binarySameImpl(j.op, j.dst[lo:hi], j.a[lo:hi], j.b[lo:hi]) }
 

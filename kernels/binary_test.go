@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -219,5 +220,31 @@ func BenchmarkBinary(b *testing.B) {
 			}
 			reportElems(b, n)
 		})
+	}
+}
+
+// TestAddReLU checks the fused kernel against Binary then ReLU, bit for
+// bit (NaN and signed zeros included), on every suite size, in place and
+// not, with guards around the output.
+func TestAddReLU(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, n := range append(suiteSizes(16), 3*addReLUChunk+5, 1<<16+3) {
+		a, b := randSlice(r, n), randSlice(r, n)
+		if n > 2 {
+			a[1], b[2] = float32(math.NaN()), float32(math.Copysign(0, -1))
+		}
+		want := make([]float32, n)
+		Binary(BinAdd, want, a, b)
+		Act{Fn: ActReLU}.Forward(want, want)
+		got, ok := guarded(t, n)
+		AddReLU(got, a, b)
+		ok()
+		inPlace := append([]float32(nil), a...)
+		AddReLU(inPlace, inPlace, b)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(inPlace[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: element %d = %v (in place %v), want %v", n, i, got[i], inPlace[i], want[i])
+			}
+		}
 	}
 }
