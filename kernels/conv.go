@@ -198,10 +198,10 @@ type convJob struct {
 	trRows, trCol int
 
 	// The direct forward path (conv_direct_amd64.go).
-	direct          directState
-	xpBuf, bpBuf    []float32
-	offsBuf         []int
-	padFn, directFn func(lo, hi int)
+	direct                           directState
+	xpBuf, bpBuf, wpartBuf           []float32
+	offsBuf                          []int
+	padFn, directFn, wPartFn, wRedFn func(lo, hi int)
 
 	colBuf, wtBuf, xlBuf, ylBuf, wlBuf, partBuf []float32
 	part64Buf                                   []float64
@@ -223,7 +223,7 @@ var convJobs = sync.Pool{New: func() any {
 	j.sumPartFn, j.planeFn, j.trFn = j.sumParts, j.sumPlaneRange, j.transposeItems
 	j.dwForwardFn, j.dwDataFn, j.dwWeightFn = j.dwForwardRows, j.dwDataRows, j.dwWeightParts
 	j.im2colCFFn, j.col2imCFFn, j.biasCFFn = j.im2colCFRows, j.col2imCFChannels, j.addBiasPlanes
-	j.padFn, j.directFn = j.padRows, j.directRows
+	j.padFn, j.directFn, j.wPartFn, j.wRedFn = j.padRows, j.directRows, j.weightParts, j.weightReduce
 	return j
 }}
 

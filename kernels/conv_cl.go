@@ -122,6 +122,9 @@ func (j *convJob) backwardWeight(x, dy, dw []float32) {
 		}
 		return
 	}
+	if j.backwardWeightDirect(x, dy, dw) {
+		return
+	}
 	rb := j.blockRows(j.gkc)
 	var beta float32
 	for r0 := 0; r0 < j.rows; r0 += rb {

@@ -28,6 +28,7 @@ type directState struct {
 	beta, lo float32
 	colBias  *float32
 	biasStep int
+	parts    int // fixed partition of the weight gradient's pixel rows
 }
 
 // forwardDirect computes y = conv(x, w) + bias on the direct path and
@@ -182,4 +183,84 @@ func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool {
 	j.s, j.rows, j.ow = saved, rows, ow
 	j.x, j.w, j.y = nil, nil, nil
 	return true
+}
+
+// backwardWeightDirect computes dw on the direct path and reports true, or
+// reports false, doing nothing, where it does not apply (as for the
+// forward, and also dilated kernels and rows under 24 pixels).
+//
+// For kernel row kh, the (kernel column, channel) pairs an output pixel
+// reads are one run of KW·C floats of the bordered input, so dwᵀ's rows
+// kh·KW·C … are that run and its depth is the output pixels: twelve run
+// elements times 32 output channels per sgemmKernel12x32D call, over the
+// pixels of one output row, with dy's row packed once as the B operand. No
+// im2col matrix is written. Each of a fixed number of parts of the output
+// rows sums into its own dwᵀ; the parts are added in order, so the result
+// does not depend on the thread count.
+func (j *convJob) backwardWeightDirect(x, dy, dw []float32) bool {
+	s := &j.s
+	if !directFits(s) || s.Dil[1] != 1 || s.Dil[2] != 1 || s.Out[2] < 24 {
+		return false
+	}
+	d := &j.direct
+	C, O := s.C, s.O
+	K := s.kSize() * C
+	d.hp, d.wp = s.In[1]+2*s.Pad[1], s.In[2]+2*s.Pad[2]
+	slack := (12*s.Stride[2] + s.Kernel[2]) * C
+	j.x = x
+	d.xp = growBuf(&j.xpBuf, s.N*d.hp*d.wp*C+slack)
+	clear(d.xp[s.N*d.hp*d.wp*C:])
+	Parallel(s.N*d.hp, s.N*d.hp*d.wp*C, j.padFn)
+	d.parts = min(Threads(), j.rows)
+	part := K * O
+	j.dy, j.dw = dy, dw
+	j.partial = growBuf(&j.wpartBuf, d.parts*(part+j.ow*O))
+	Parallel(d.parts, j.rows*j.ow*2*K*O, j.wPartFn)
+	Parallel(O, K*O*d.parts, j.wRedFn)
+	return true
+}
+
+// weightParts sums parts [lo, hi) of the output rows into their dwᵀ.
+func (j *convJob) weightParts(lo, hi int) {
+	s, d := &j.s, &j.direct
+	C, O, OH, OW := s.C, s.O, s.Out[1], s.Out[2]
+	KH, KW := s.Kernel[1], s.Kernel[2]
+	sh, sw := s.Stride[1], s.Stride[2]
+	K, run := s.kSize()*C, KW*C
+	stride := K*O + OW*O
+	for p := lo; p < hi; p++ {
+		acc := j.partial[p*stride : p*stride+K*O]
+		bp := j.partial[p*stride+K*O : (p+1)*stride]
+		clear(acc)
+		r0, r1 := p*j.rows/d.parts, (p+1)*j.rows/d.parts
+		for r := r0; r < r1; r++ {
+			n, oh := r/OH, r%OH
+			packBAVX2(false, j.dy[r*OW*O:], O, 0, OW, 0, O, bp)
+			for kh := range KH {
+				base := ((n*d.hp + oh*sh + kh) * d.wp) * C
+				for e := 0; e < run; e += 2 * gemmMR {
+					sgemmKernel12x32D(OW, &d.xp[base+e], &bp[0], &acc[(kh*run+e)*O], O, O/32, min(2*gemmMR, run-e),
+						1, 1, negInf, &gemmNegZero[0], &gemmNegZero[0], 0, 4*2*gemmNR*OW, 4*2*gemmNR, 0, 0, sw*C)
+				}
+			}
+		}
+	}
+}
+
+// weightReduce adds the parts' dwᵀ in order into dw, output channels
+// [lo, hi).
+func (j *convJob) weightReduce(lo, hi int) {
+	s, d := &j.s, &j.direct
+	O, K := s.O, s.kSize()*s.C
+	stride := K*O + j.ow*O
+	for o := lo; o < hi; o++ {
+		row := j.dw[o*K : (o+1)*K]
+		for k := range row {
+			v := j.partial[k*O+o]
+			for p := 1; p < d.parts; p++ {
+				v += j.partial[p*stride+k*O+o]
+			}
+			row[k] = v
+		}
+	}
 }

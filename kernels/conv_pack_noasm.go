@@ -11,6 +11,11 @@ func (j *convJob) forwardDirect() bool { return false }
 
 func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool { return false }
 
+func (j *convJob) backwardWeightDirect(x, dy, dw []float32) bool { return false }
+
+func (j *convJob) weightParts(lo, hi int)  {}
+func (j *convJob) weightReduce(lo, hi int) {}
+
 type directState struct{}
 
 func (j *convJob) padRows(lo, hi int)    {}

@@ -141,6 +141,10 @@ var convCases = []convCase{
 	{"direct data 3x3", 2, 32, 16, 1, [3]int{1, 7, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"direct data dilated", 1, 64, 8, 1, [3]int{1, 9, 24}, [3]int{1, 3, 3}, one3, [3]int{0, 2, 2}, [3]int{1, 2, 2}},
 	{"direct data unpadded", 1, 32, 5, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{}, one3},
+	// The direct weight gradient (rows of 24 or more pixels): runs of
+	// kernel columns × channels that are and are not multiples of 12.
+	{"direct weight 3x3", 2, 20, 64, 1, [3]int{1, 5, 24}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"direct weight stride", 1, 7, 32, 1, [3]int{1, 6, 49}, [3]int{1, 5, 5}, [3]int{1, 2, 2}, [3]int{0, 2, 2}, one3},
 }
 
 // convBlockings are block sizes the suite runs every case with: the

@@ -34,6 +34,12 @@ func sgemmKernel12x32(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, bet
 //go:noescape
 func sgemmKernel12x32S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, lda int)
 
+// sgemmKernel12x32D is sgemmKernel12x32 with A's 12 rows consecutive
+// floats and its depths ldk floats apart (gemm_avx512_amd64.s).
+//
+//go:noescape
+func sgemmKernel12x32D(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, ldk int)
+
 // convKernel12x32 is the direct convolution micro-kernel
 // (gemm_avx512_amd64.s): 12 output pixels × 32 channels, the depth running
 // over taps kernel taps of ct channels each, A read in place from the

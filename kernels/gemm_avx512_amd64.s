@@ -381,6 +381,66 @@ next:
 	ROWEND32(Z22, Z23, 44); \
 	JMP  next32
 
+#define ROWS32D(BETA) \
+	BETA(Z0, Z1); \
+	ROWEND32(Z0, Z1, 0); \
+	CMPQ DI, $1; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z2, Z3); \
+	ROWEND32(Z2, Z3, 4); \
+	CMPQ DI, $2; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z4, Z5); \
+	ROWEND32(Z4, Z5, 8); \
+	CMPQ DI, $3; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z6, Z7); \
+	ROWEND32(Z6, Z7, 12); \
+	CMPQ DI, $4; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z8, Z9); \
+	ROWEND32(Z8, Z9, 16); \
+	CMPQ DI, $5; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z10, Z11); \
+	ROWEND32(Z10, Z11, 20); \
+	CMPQ DI, $6; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z12, Z13); \
+	ROWEND32(Z12, Z13, 24); \
+	CMPQ DI, $7; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z14, Z15); \
+	ROWEND32(Z14, Z15, 28); \
+	CMPQ DI, $8; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z16, Z17); \
+	ROWEND32(Z16, Z17, 32); \
+	CMPQ DI, $9; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z18, Z19); \
+	ROWEND32(Z18, Z19, 36); \
+	CMPQ DI, $10; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z20, Z21); \
+	ROWEND32(Z20, Z21, 40); \
+	CMPQ DI, $11; \
+	JLE  next32d; \
+	ADDQ R9, AX; \
+	BETA(Z22, Z23); \
+	ROWEND32(Z22, Z23, 44); \
+	JMP  next32d
+
 #define ROWS32T(BETA) \
 	BETA(Z0, Z1); \
 	ROWEND32(Z0, Z1, 0); \
@@ -983,5 +1043,154 @@ next32t:
 	ADDQ colBiasStep+128(FP), BX
 	DECQ R11
 	JNE  tile32t
+	VZEROUPPER
+	RET
+
+// func sgemmKernel12x32D(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, ldk int)
+//
+// sgemmKernel12x32 reading A unpacked the other way: the 12 rows of a
+// depth step are 12 consecutive floats, and successive depths lie ldk
+// floats apart. A convolution's weight gradient has that shape: rows are a
+// run of (kernel column, channel) pairs of one input pixel, depths are the
+// output pixels of a row.
+TEXT ·sgemmKernel12x32D(SB), NOSPLIT, $0-136
+	MOVQ kc+0(FP), R10
+	MOVQ a+8(FP), SI
+	MOVQ c+24(FP), R8
+	MOVQ ldc+32(FP), R9
+	SHLQ $2, R9
+	MOVQ tiles+40(FP), R11
+	MOVQ rows+48(FP), DI
+	MOVQ colBias+72(FP), BX
+	MOVQ rowBias+80(FP), CX
+	MOVQ R10, R15
+	SHLQ $6, R15            // 16·kc floats in bytes: the second B panel
+
+tile32d:
+	MOVQ       R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ       R9, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ SI, R12
+	LEAQ 24(SI), R14        // rows 6–11 follow rows 0–5
+	MOVQ ldk+128(FP), AX
+	SHLQ $2, AX             // the depth stride in bytes
+	MOVQ b+16(FP), DX
+	MOVQ R10, R13
+	TESTQ R13, R13
+	JEQ   epilogue32d
+
+loop32d:
+	STEP32(0, 0, Z24, Z25)
+	ADDQ AX, R12
+	ADDQ AX, R14
+	ADDQ $64, DX
+	DECQ R13
+	JNE  loop32d
+
+epilogue32d:
+	VBROADCASTSS alpha+56(FP), Z30
+	VMULPS       Z30, Z0, Z0
+	VMULPS       Z30, Z1, Z1
+	VMULPS       Z30, Z2, Z2
+	VMULPS       Z30, Z3, Z3
+	VMULPS       Z30, Z4, Z4
+	VMULPS       Z30, Z5, Z5
+	VMULPS       Z30, Z6, Z6
+	VMULPS       Z30, Z7, Z7
+	VMULPS       Z30, Z8, Z8
+	VMULPS       Z30, Z9, Z9
+	VMULPS       Z30, Z10, Z10
+	VMULPS       Z30, Z11, Z11
+	VMULPS       Z30, Z12, Z12
+	VMULPS       Z30, Z13, Z13
+	VMULPS       Z30, Z14, Z14
+	VMULPS       Z30, Z15, Z15
+	VMULPS       Z30, Z16, Z16
+	VMULPS       Z30, Z17, Z17
+	VMULPS       Z30, Z18, Z18
+	VMULPS       Z30, Z19, Z19
+	VMULPS       Z30, Z20, Z20
+	VMULPS       Z30, Z21, Z21
+	VMULPS       Z30, Z22, Z22
+	VMULPS       Z30, Z23, Z23
+	VBROADCASTSS lo+64(FP), Z29
+	MOVQ         CX, R13
+	MOVQ         R8, AX
+	MOVL         beta+60(FP), R12
+	TESTL        $0x7fffffff, R12
+	JEQ          nobeta32d
+	VBROADCASTSS beta+60(FP), Z28
+	ROWS32D(ROWBETA32)
+
+nobeta32d:
+	ROWS32D(NOBETA32)
+
+next32d:
+	ADDQ aStep+88(FP), SI
+	MOVQ bStep+96(FP), AX
+	ADDQ AX, b+16(FP)
+	ADDQ cStep+104(FP), R8
+	ADDQ colBiasStep+112(FP), BX
+	ADDQ rowBiasStep+120(FP), CX
+	DECQ R11
+	JNE  tile32d
 	VZEROUPPER
 	RET
