@@ -216,3 +216,19 @@ func TestLeafGradientsOwnTheirMemory(t *testing.T) {
 		t.Error("a fresh gradient was copied instead of adopted")
 	}
 }
+
+// TestGradientSumsDoNotClobber sums gradients of a tensor read by several
+// ops, some of them handing one gradient tensor to two inputs, and checks
+// the results against values worked out by hand.
+func TestGradientSumsDoNotClobber(t *testing.T) {
+	x := FromFloat32([]float32{1, -2, 3}, 3).SetRequiresGrad(true)
+	h := Mul(x, FromFloat32([]float32{1, 1, 1}, 3)) // a non-leaf read three times below
+	y := Add(AddReLU(h, h), Mul(h, h))              // d/dh: 2·[2h>0] + 2h
+	y.Backward(Ones(3))
+	want := []float64{2 + 2, 0 - 4, 2 + 6}
+	for i, v := range x.Grad().Values() {
+		if v != want[i] {
+			t.Fatalf("grad %v, want %v", x.Grad().Values(), want)
+		}
+	}
+}

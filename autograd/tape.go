@@ -245,7 +245,14 @@ func runBackward(root, g *Tensor, retain bool) {
 				continue
 			}
 			if prev := grads[e.node]; prev != nil {
-				grads[e.node] = sumGrads(prev, gi)
+				delete(grads, e.node)
+				if prev.dtype == Float32 && gi.dtype == Float32 && prev.format == gi.format &&
+					!overlaps(prev, g) && !overlaps(prev, gn) && !overlaps(prev, gi) && !stillHeld(prev, ins, grads, leafGrads) {
+					// prev is memory only this sum holds: add in place.
+					grads[e.node] = addInto(prev, gi)
+				} else {
+					grads[e.node] = sumGrads(prev, gi)
+				}
 			} else {
 				grads[e.node] = gi
 			}
