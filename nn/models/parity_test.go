@@ -58,7 +58,9 @@ func checkEvalLogits(t *testing.T, m *ResNet, set golden.Set, format autograd.Me
 	if fmt.Sprint(got.Shape()) != fmt.Sprint(want.Shape()) {
 		t.Fatalf("logits shape %v, PyTorch %v", got.Shape(), want.Shape())
 	}
-	if r := maxRelative(got.Values(), want.Values()); r > 1e-4 {
+	r := maxRelative(got.Values(), want.Values())
+	t.Logf("eval logits: max |Kiln − PyTorch| / max |PyTorch| = %.2g", r)
+	if r > 1e-4 {
 		t.Errorf("eval logits differ from PyTorch's by %.3g relative (max over the batch), want <= 1e-4", r)
 	}
 }
@@ -100,9 +102,10 @@ func TestResNet50EvalMatchesPyTorch(t *testing.T) {
 // and a weight update by up to 4% (‖Δ‖ relative to the update's size). So
 // the losses are held to the 1e-4 and the statistics of the first
 // step, which depend on the forward pass alone, to its 1e-5; after three
-// steps, statistics and weights are held to 10% of their change, which
-// catches any systematic error in a gradient or in the step while leaving
-// room for those flips.
+// steps, statistics and weights are held to 20% of their change (flips
+// have moved this run's contiguous layout by up to 6.5%, its channels-last
+// layout by 1%), which catches a systematic error in a gradient or in the
+// step while leaving room for them on other machines.
 func TestResNet18TrainingMatchesPyTorch(t *testing.T) {
 	set := golden.Load(t, parityFile("resnet18"))
 	for _, format := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast} {
@@ -131,8 +134,8 @@ func TestResNet18TrainingMatchesPyTorch(t *testing.T) {
 					checkTrained(t, m, set, "stats0.", "after the first step", false, 1e-5, 40)
 				}
 			}
-			checkTrained(t, m, set, "final.", "after 3 steps", true, 0.1, 80)
-			checkTrained(t, m, set, "sample.", "after 3 steps (every 101st element)", true, 0.1, 10)
+			checkTrained(t, m, set, "final.", "after 3 steps", true, 0.2, 80)
+			checkTrained(t, m, set, "sample.", "after 3 steps (every 101st element)", true, 0.2, 10)
 		})
 	}
 }
@@ -144,13 +147,16 @@ func TestResNet18TrainingMatchesPyTorch(t *testing.T) {
 // Otherwise it is the largest element difference relative to max|want|.
 func checkTrained(t *testing.T, m *ResNet, set golden.Set, prefix, when string, update bool, tol float64, least int) {
 	t.Helper()
-	checked := 0
+	checked, worst, worstName, stats := 0, 0.0, "", 0.0
 	for _, nt := range nn.StateDict(m) {
 		want, ok := set[prefix+nt.Name]
 		if !ok {
 			continue
 		}
 		checked++
+		if strings.Contains(nt.Name, "running_") {
+			stats = math.Max(stats, maxRelative(nt.Tensor.Values(), want.Values()))
+		}
 		got := nt.Tensor.Values()
 		r := maxRelative(got, want.Values())
 		if update {
@@ -163,7 +169,11 @@ func checkTrained(t *testing.T, m *ResNet, set golden.Set, prefix, when string, 
 		if r > tol {
 			t.Errorf("%s %s differs from PyTorch's by %.3g relative, want <= %g", nt.Name, when, r, tol)
 		}
+		if r > worst {
+			worst, worstName = r, nt.Name
+		}
 	}
+	t.Logf("%s: worst %s %.2g; BN running statistics at most %.2g (max-relative)", when, worstName, worst, stats)
 	if checked < least {
 		t.Errorf("compared only %d tensors %s with PyTorch's, want at least %d", checked, when, least)
 	}
