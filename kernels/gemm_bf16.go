@@ -1,0 +1,79 @@
+package kernels
+
+// GemmBF16 computes C = alpha·op(A)·op(B) + beta·C for bfloat16 A and B
+// (uint16 bits, as autograd stores them) and float32 C, accumulating in
+// float32: the mixed-precision product of BF16 training and inference. The
+// arguments are Sgemm's; with beta 0, C is not read.
+//
+// On CPUs with AVX512_BF16 the product runs on VDPBF16PS (twice the FP32
+// rate): each instruction adds two products per lane, the odd depth first,
+// each sum rounded to float32, and subnormal inputs and results are
+// flushed to zero, as the hardware does. Elsewhere a pure-Go reference
+// widens each value (exactly) and sums in float32, depth by depth, so the
+// two differ in summation order only.
+func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		gemmScaleC(m, n, beta, c, ldc, &Epilogue{})
+		return
+	}
+	g := sbgemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
+	if !sbgemmAsm() {
+		Parallel(m, m*n*k, g.generic)
+		return
+	}
+	g.blocked()
+}
+
+// sbgemmCall is one GemmBF16 call.
+type sbgemmCall struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a, b           []uint16
+	lda, ldb       int
+	c              []float32
+	ldc            int
+
+	// The current block: depth pairs [p0, p0+kp), columns [j0, j0+nc),
+	// its beta (1 after the first depth block), A's row panels and B
+	// packed.
+	p0, kp, j0, nc int
+	beta2          float32
+	ap, bp         []uint16
+}
+
+func (g *sbgemmCall) aAt(i, p int) uint16 {
+	if g.transA {
+		return g.a[p*g.lda+i]
+	}
+	return g.a[i*g.lda+p]
+}
+
+func (g *sbgemmCall) bAt(p, j int) uint16 {
+	if g.transB {
+		return g.b[j*g.ldb+p]
+	}
+	return g.b[p*g.ldb+j]
+}
+
+// generic is the reference for rows [lo, hi).
+func (g *sbgemmCall) generic(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		row := g.c[i*g.ldc : i*g.ldc+g.n]
+		for j := range row {
+			var s float32
+			for p := 0; p < g.k; p++ {
+				s += F32FromBF16(g.aAt(i, p)) * F32FromBF16(g.bAt(p, j))
+			}
+			if g.beta == 0 {
+				row[j] = g.alpha * s
+			} else {
+				row[j] = g.alpha*s + g.beta*row[j]
+			}
+		}
+	}
+}

@@ -1,0 +1,177 @@
+//go:build !noasm
+
+package kernels
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// sbgemmKernel12x32 is the BF16 GEMM micro-kernel (gemm_bf16_amd64.s).
+//
+//go:noescape
+func sbgemmKernel12x32(kp int, a, b *uint16, c *float32, ldc, tiles, rows int, alpha, beta float32)
+
+// sbgemmAsm reports whether the assembly BF16 GEMM runs on this CPU.
+func sbgemmAsm() bool { return level == AVX512 && caps.bf16 }
+
+// Blocking of the assembly path, in depth pairs and columns: a 12-row A
+// panel of sbgemmKC pairs (12 KiB) and a 32-column B tile (32 KiB) fit L1;
+// a B block of sbgemmNC columns (256 KiB) stays in L2.
+const (
+	sbgemmKC = 256
+	sbgemmNC = 256
+	sbgemmMR = 12
+)
+
+func (g *sbgemmCall) blocked() {
+	pairs := (g.k + 1) / 2
+	kcp := gemmBalance(pairs, sbgemmKC, 1)
+	nc := gemmBalance(g.n, sbgemmNC, 32)
+	panels := (g.m + sbgemmMR - 1) / sbgemmMR
+	buf := sbgemmBufPool.Get().(*sbgemmBufs)
+	defer sbgemmBufPool.Put(buf)
+	g.bp = growBuf(&buf.b, kcp*((nc+31)&^31)*2)
+	g.ap = growBuf(&buf.a, panels*kcp*2*sbgemmMR)
+	for p0 := 0; p0 < pairs; p0 += kcp {
+		g.p0, g.kp = p0, min(kcp, pairs-p0)
+		// A's panels for this depth block are packed once, for every column
+		// block.
+		Parallel(panels, g.m*g.kp*2, g.packAPanels)
+		g.beta2 = g.beta
+		if p0 > 0 {
+			g.beta2 = 1
+		}
+		for j0 := 0; j0 < g.n; j0 += nc {
+			g.j0, g.nc = j0, min(nc, g.n-j0)
+			g.packB()
+			Parallel(panels, g.m*g.nc*2*g.kp, g.rowPanels)
+		}
+	}
+	g.ap, g.bp = nil, nil
+}
+
+// sbgemmBufs are a call's packed A (every row panel of a depth block) and
+// packed B block.
+type sbgemmBufs struct{ a, b []uint16 }
+
+var (
+	sbgemmBufPool  = sync.Pool{New: func() any { return new(sbgemmBufs) }}
+	sbgemmTilePool = sync.Pool{New: func() any { return new([sbgemmMR * 32]float32) }}
+)
+
+// packB packs B's current block: per 16-column panel, per depth pair, the
+// pair of each column side by side as one 32-bit word (zeros past K and
+// past the last column, whose tile is padded to 32).
+func (g *sbgemmCall) packB() {
+	ncPad := (g.nc + 31) &^ 31
+	out := words(g.bp[:ncPad*g.kp*2])
+	for p := 0; p < g.kp; p++ {
+		k0 := 2 * (g.p0 + p)
+		for q := 0; q < ncPad/16; q++ {
+			dst := out[q*g.kp*16+p*16 : q*g.kp*16+p*16+16]
+			j0 := g.j0 + q*16
+			w := max(0, min(16, g.j0+g.nc-j0))
+			for col := range w {
+				lo, hi := g.bAt(k0, j0+col), uint16(0)
+				if k0+1 < g.k {
+					hi = g.bAt(k0+1, j0+col)
+				}
+				dst[col] = uint32(lo) | uint32(hi)<<16
+			}
+			clear(dst[w:])
+		}
+	}
+}
+
+// words views an even-length bfloat16 slice as the 32-bit pairs the
+// kernel reads.
+func words(s []uint16) []uint32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&s[0])), len(s)/2)
+}
+
+// packAPanels packs row panels [lo, hi) of A's current depth block: per
+// depth pair, each of the 12 rows' pair side by side (zeros past the rows
+// and past K). A row-major A's pairs are already 32-bit words.
+func (g *sbgemmCall) packAPanels(lo, hi int) {
+	stride := g.kp * 2 * sbgemmMR
+	odd := g.k%2 == 1 && g.p0+g.kp == (g.k+1)/2 // the last pair has no second element
+	for pn := lo; pn < hi; pn++ {
+		dst := words(g.ap[pn*stride : (pn+1)*stride])
+		clear(dst)
+		i0 := pn * sbgemmMR
+		for r := range min(sbgemmMR, g.m-i0) {
+			i := i0 + r
+			full := g.kp
+			if odd {
+				full--
+			}
+			if !g.transA && g.lda%2 == 0 {
+				row := words(g.a[i*g.lda+2*g.p0 : i*g.lda+2*(g.p0+full)])
+				for p, v := range row {
+					dst[p*sbgemmMR+r] = v
+				}
+			} else {
+				for p := range full {
+					k0 := 2 * (g.p0 + p)
+					dst[p*sbgemmMR+r] = uint32(g.aAt(i, k0)) | uint32(g.aAt(i, k0+1))<<16
+				}
+			}
+			if odd {
+				dst[full*sbgemmMR+r] = uint32(g.aAt(i, 2*(g.p0+full)))
+			}
+		}
+	}
+}
+
+// rowPanels multiplies row panels [lo, hi) by the packed B block, a
+// 32-column tile at a time over a chunk of panels: the tile (32 KiB) stays
+// in L1 while the chunk's A panels stream from L2.
+func (g *sbgemmCall) rowPanels(lo, hi int) {
+	full := g.nc / 32
+	stride := g.kp * 2 * sbgemmMR
+	chunk := max(1, (sbgemmChunkBytes/2)/stride)
+	for c0 := lo; c0 < hi; c0 += chunk {
+		c1 := min(c0+chunk, hi)
+		for t := range full {
+			for pn := c0; pn < c1; pn++ {
+				i0 := pn * sbgemmMR
+				sbgemmKernel12x32(g.kp, &g.ap[pn*stride], &g.bp[t*g.kp*64], &g.c[i0*g.ldc+g.j0+32*t], g.ldc, 1,
+					min(sbgemmMR, g.m-i0), g.alpha, g.beta2)
+			}
+		}
+		if w := g.nc - 32*full; w > 0 {
+			for pn := c0; pn < c1; pn++ {
+				g.edgeTile(pn, full, w)
+			}
+		}
+	}
+}
+
+// sbgemmChunkBytes bounds the A panels a worker runs one B tile over.
+const sbgemmChunkBytes = 384 << 10
+
+// edgeTile computes the last, partial tile (w < 32 columns from tile full)
+// of row panel pn through a scratch tile.
+func (g *sbgemmCall) edgeTile(pn, full, w int) {
+	stride := g.kp * 2 * sbgemmMR
+	i0 := pn * sbgemmMR
+	rows := min(sbgemmMR, g.m-i0)
+	tile := sbgemmTilePool.Get().(*[sbgemmMR * 32]float32)
+	defer sbgemmTilePool.Put(tile)
+	sbgemmKernel12x32(g.kp, &g.ap[pn*stride], &g.bp[full*g.kp*64], &tile[0], 32, 1, rows, g.alpha, 0)
+	c := g.c[i0*g.ldc+g.j0+32*full:]
+	for r := range rows {
+		dst := c[r*g.ldc : r*g.ldc+w]
+		for j, v := range tile[r*32 : r*32+w] {
+			if g.beta2 == 0 {
+				dst[j] = v
+			} else {
+				dst[j] = v + g.beta2*dst[j]
+			}
+		}
+	}
+}

@@ -1,0 +1,11 @@
+//go:build !amd64 || noasm
+
+package kernels
+
+func sbgemmKernel12x32(kp int, a, b *uint16, c *float32, ldc, tiles, rows int, alpha, beta float32) {
+	panic("kernels: no BF16 GEMM kernel in this build")
+}
+
+func sbgemmAsm() bool { return false }
+
+func (g *sbgemmCall) blocked() { panic("kernels: no BF16 GEMM kernel in this build") }
