@@ -32,7 +32,7 @@ func (g *sbgemmCall) blocked() {
 	buf := sbgemmBufPool.Get().(*sbgemmBufs)
 	defer sbgemmBufPool.Put(buf)
 	g.bp = growBuf(&buf.b, kcp*((nc+31)&^31)*2)
-	g.ap = growBuf(&buf.a, panels*kcp*2*sbgemmMR)
+	g.ap = growBuf(&buf.a, panels*(kcp*2*sbgemmMR+4))
 	for p0 := 0; p0 < pairs; p0 += kcp {
 		g.p0, g.kp = p0, min(kcp, pairs-p0)
 		// A's panels for this depth block are packed once, for every column
@@ -51,6 +51,10 @@ func (g *sbgemmCall) blocked() {
 	g.ap, g.bp = nil, nil
 }
 
+// apStride is the length of a packed A panel: 12 rows of kp pairs and two
+// words of slack that gemmPackAN6 may write past the second half.
+func (g *sbgemmCall) apStride() int { return g.kp*2*sbgemmMR + 4 }
+
 // sbgemmBufs are a call's packed A (every row panel of a depth block) and
 // packed B block.
 type sbgemmBufs struct{ a, b []uint16 }
@@ -65,19 +69,35 @@ var (
 // past the last column, whose tile is padded to 32).
 func (g *sbgemmCall) packB() {
 	ncPad := (g.nc + 31) &^ 31
+	Parallel(ncPad/16, ncPad*g.kp*2, g.packBPanels)
+}
+
+// packBPanels packs B's 16-column panels [lo, hi) of the current block.
+func (g *sbgemmCall) packBPanels(lo, hi int) {
+	ncPad := (g.nc + 31) &^ 31
 	out := words(g.bp[:ncPad*g.kp*2])
-	for p := 0; p < g.kp; p++ {
-		k0 := 2 * (g.p0 + p)
-		for q := 0; q < ncPad/16; q++ {
+	for q := lo; q < hi; q++ {
+		for p := 0; p < g.kp; p++ {
+			k0 := 2 * (g.p0 + p)
 			dst := out[q*g.kp*16+p*16 : q*g.kp*16+p*16+16]
 			j0 := g.j0 + q*16
 			w := max(0, min(16, g.j0+g.nc-j0))
-			for col := range w {
-				lo, hi := g.bAt(k0, j0+col), uint16(0)
-				if k0+1 < g.k {
-					hi = g.bAt(k0+1, j0+col)
+			if w > 0 && !g.transB && k0+1 < g.k {
+				// Two rows of B, interleaved.
+				r0 := g.b[k0*g.ldb+j0 : k0*g.ldb+j0+w]
+				r1 := g.b[(k0+1)*g.ldb+j0 : (k0+1)*g.ldb+j0+w]
+				d := dst[:len(r0)]
+				for col, v := range r0 {
+					d[col] = uint32(v) | uint32(r1[col])<<16
 				}
-				dst[col] = uint32(lo) | uint32(hi)<<16
+			} else {
+				for col := range w {
+					lo, hi := g.bAt(k0, j0+col), uint16(0)
+					if k0+1 < g.k {
+						hi = g.bAt(k0+1, j0+col)
+					}
+					dst[col] = uint32(lo) | uint32(hi)<<16
+				}
 			}
 			clear(dst[w:])
 		}
@@ -93,35 +113,45 @@ func words(s []uint16) []uint32 {
 	return unsafe.Slice((*uint32)(unsafe.Pointer(&s[0])), len(s)/2)
 }
 
-// packAPanels packs row panels [lo, hi) of A's current depth block: per
-// depth pair, each of the 12 rows' pair side by side (zeros past the rows
-// and past K). A row-major A's pairs are already 32-bit words.
+// packAPanels packs row panels [lo, hi) of A's current depth block as
+// the kernel reads them: two halves of 6 rows, each per depth pair the 6
+// rows' pairs side by side as 32-bit words (zeros past the rows and past
+// K). A row-major A with an even leading dimension already holds its
+// pairs as words, so gemmPackAN6 packs whole runs of them.
 func (g *sbgemmCall) packAPanels(lo, hi int) {
-	stride := g.kp * 2 * sbgemmMR
-	odd := g.k%2 == 1 && g.p0+g.kp == (g.k+1)/2 // the last pair has no second element
+	stride := g.apStride()
+	full := g.kp
+	if g.k%2 == 1 && g.p0+g.kp == (g.k+1)/2 {
+		full-- // the last pair has no second element
+	}
+	fast := !g.transA && g.lda%2 == 0
 	for pn := lo; pn < hi; pn++ {
 		dst := words(g.ap[pn*stride : (pn+1)*stride])
-		clear(dst)
 		i0 := pn * sbgemmMR
-		for r := range min(sbgemmMR, g.m-i0) {
-			i := i0 + r
-			full := g.kp
-			if odd {
-				full--
-			}
-			if !g.transA && g.lda%2 == 0 {
-				row := words(g.a[i*g.lda+2*g.p0 : i*g.lda+2*(g.p0+full)])
-				for p, v := range row {
-					dst[p*sbgemmMR+r] = v
-				}
-			} else {
-				for p := range full {
-					k0 := 2 * (g.p0 + p)
-					dst[p*sbgemmMR+r] = uint32(g.aAt(i, k0)) | uint32(g.aAt(i, k0+1))<<16
+		rows := min(sbgemmMR, g.m-i0)
+		for h := range 2 {
+			half := dst[h*6*g.kp : (h+1)*6*g.kp]
+			r0 := i0 + 6*h
+			n := max(0, min(6, rows-6*h))
+			done := 0
+			if fast && n == 6 {
+				if done = full &^ 7; done > 0 {
+					aw := words(g.a[r0*g.lda+2*g.p0:])
+					gemmPackAN6(done, (*float32)(unsafe.Pointer(&aw[0])), g.lda/2, (*float32)(unsafe.Pointer(&half[0])))
 				}
 			}
-			if odd {
-				dst[full*sbgemmMR+r] = uint32(g.aAt(i, 2*(g.p0+full)))
+			for p := done; p < g.kp; p++ {
+				k0 := 2 * (g.p0 + p)
+				for r := range 6 {
+					var w uint32
+					if r < n {
+						w = uint32(g.aAt(r0+r, k0))
+						if k0+1 < g.k {
+							w |= uint32(g.aAt(r0+r, k0+1)) << 16
+						}
+					}
+					half[p*6+r] = w
+				}
 			}
 		}
 	}
@@ -132,7 +162,7 @@ func (g *sbgemmCall) packAPanels(lo, hi int) {
 // in L1 while the chunk's A panels stream from L2.
 func (g *sbgemmCall) rowPanels(lo, hi int) {
 	full := g.nc / 32
-	stride := g.kp * 2 * sbgemmMR
+	stride := g.apStride()
 	chunk := max(1, (sbgemmChunkBytes/2)/stride)
 	for c0 := lo; c0 < hi; c0 += chunk {
 		c1 := min(c0+chunk, hi)
@@ -157,7 +187,7 @@ const sbgemmChunkBytes = 384 << 10
 // edgeTile computes the last, partial tile (w < 32 columns from tile full)
 // of row panel pn through a scratch tile.
 func (g *sbgemmCall) edgeTile(pn, full, w int) {
-	stride := g.kp * 2 * sbgemmMR
+	stride := g.apStride()
 	i0 := pn * sbgemmMR
 	rows := min(sbgemmMR, g.m-i0)
 	tile := sbgemmTilePool.Get().(*[sbgemmMR * 32]float32)

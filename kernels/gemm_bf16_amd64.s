@@ -31,29 +31,30 @@
 	VPBROADCASTD 20(BX), Z27; \
 	VDPBF16PS_Z(10, 24, 27); \
 	VDPBF16PS_Z(11, 25, 27); \
-	VPBROADCASTD 24(BX), Z26; \
+	VPBROADCASTD 0(R14), Z26; \
 	VDPBF16PS_Z(12, 24, 26); \
 	VDPBF16PS_Z(13, 25, 26); \
-	VPBROADCASTD 28(BX), Z27; \
+	VPBROADCASTD 4(R14), Z27; \
 	VDPBF16PS_Z(14, 24, 27); \
 	VDPBF16PS_Z(15, 25, 27); \
-	VPBROADCASTD 32(BX), Z26; \
+	VPBROADCASTD 8(R14), Z26; \
 	VDPBF16PS_Z(16, 24, 26); \
 	VDPBF16PS_Z(17, 25, 26); \
-	VPBROADCASTD 36(BX), Z27; \
+	VPBROADCASTD 12(R14), Z27; \
 	VDPBF16PS_Z(18, 24, 27); \
 	VDPBF16PS_Z(19, 25, 27); \
-	VPBROADCASTD 40(BX), Z26; \
+	VPBROADCASTD 16(R14), Z26; \
 	VDPBF16PS_Z(20, 24, 26); \
 	VDPBF16PS_Z(21, 25, 26); \
-	VPBROADCASTD 44(BX), Z27; \
+	VPBROADCASTD 20(R14), Z27; \
 	VDPBF16PS_Z(22, 24, 27); \
 	VDPBF16PS_Z(23, 25, 27)
 
 // func sbgemmKernel12x32(kp int, a, b *uint16, c *float32, ldc, tiles, rows int, alpha, beta float32)
 //
-// kp pairs of depth; a is the packed A panel (12 rows' pairs per depth
-// pair, 48 bytes), b the first packed B panel of the first tile (64 bytes
+// kp pairs of depth; a is the packed A panel: two 6-row halves, each 6
+// rows' pairs per depth pair (24 bytes), the second 24·kp bytes after the
+// first — gemmPackAN6's layout, pairs taken as 32-bit words; b the first packed B panel of the first tile (64 bytes
 // per depth pair; the tile's second panel follows at 64·kp bytes, the
 // next tile at 128·kp). C = alpha·A·B + beta·C for the first rows rows
 // (beta 0 reads no C) of tiles tiles of 32 columns.
@@ -98,6 +99,9 @@ sbtile:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 	MOVQ a+8(FP), BX
+	LEAQ (R10)(R10*2), R14
+	SHLQ $3, R14            // 24·kp bytes: the second half of the panel
+	ADDQ BX, R14
 	MOVQ DX, SI             // this tile's B
 	MOVQ R10, R13
 	TESTQ R13, R13
@@ -105,7 +109,8 @@ sbtile:
 
 sbloop:
 	SBSTEP
-	ADDQ $48, BX
+	ADDQ $24, BX
+	ADDQ $24, R14
 	ADDQ $64, DX
 	DECQ R13
 	JNE  sbloop
