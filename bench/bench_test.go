@@ -165,6 +165,7 @@ func tinyWorkloads() []Workload {
 	conv := ConvDims{N: 2, C: 3, H: 9, W: 7, O: 5, K: 3, Stride: 2, Pad: 1}
 	return []Workload{
 		{Name: "gemm", Kind: KindGemm, Dims: []int{5, 7, 3}},
+		{Name: "gemm bf16", Kind: KindGemmBF16, Dims: []int{5, 7, 3}},
 		{Name: "conv fwd", Kind: KindConvFwd, Dims: conv.dims()},
 		{Name: "conv bwd data", Kind: KindConvBwdData, Dims: conv.dims()},
 		{Name: "conv bwd weight", Kind: KindConvBwdWeight, Dims: conv.dims()},

@@ -49,6 +49,16 @@ func Prepare(w Workload) (func(), error) {
 		a, b, c := fill(m*k), fill(k*n), make([]float32, m*n)
 		return func() { kernels.Sgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n) }, nil
 
+	case KindGemmBF16:
+		if err := need(3); err != nil {
+			return nil, err
+		}
+		m, n, k := d[0], d[1], d[2]
+		a, b, c := make([]uint16, m*k), make([]uint16, k*n), make([]float32, m*n)
+		kernels.F32ToBF16(a, fill(m*k))
+		kernels.F32ToBF16(b, fill(k*n))
+		return func() { kernels.GemmBF16(false, false, m, n, k, 1, a, k, b, n, 0, c, n) }, nil
+
 	case KindConvFwd, KindConvBwdData, KindConvBwdWeight:
 		if err := need(8); err != nil {
 			return nil, err

@@ -133,6 +133,13 @@ def prepare(w):
         m, n, k = d
         a, b, c = fill(m, k), fill(k, n), torch.empty(m, n)
         return lambda: torch.mm(a, b, out=c)
+    if kind == "gemm_bf16":
+        # torch.mm has no bf16-in, float32-out form; its bf16 result is the
+        # nearest it comes (oneDNN accumulates in float32 either way).
+        m, n, k = d
+        a, b = fill(m, k).bfloat16(), fill(k, n).bfloat16()
+        c = torch.empty(m, n, dtype=torch.bfloat16)
+        return lambda: torch.mm(a, b, out=c)
     if kind.startswith("conv_"):
         N, C, H, W, O, K, s, p = d
         cl = torch.channels_last

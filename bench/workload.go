@@ -8,6 +8,7 @@ import (
 // Kinds of workload. The names are shared with torch_bench.py.
 const (
 	KindGemm          = "gemm"            // Dims m, n, k: C = A·B, row-major, C overwritten
+	KindGemmBF16      = "gemm_bf16"       // Dims m, n, k: C = A·B with bfloat16 A and B, C float32 (PyTorch: bf16 C)
 	KindConvFwd       = "conv_fwd"        // Dims of a ConvDims: y = conv(x, w), no bias
 	KindConvBwdData   = "conv_bwd_data"   // dx from dy and w
 	KindConvBwdWeight = "conv_bwd_weight" // dw from x and dy
@@ -123,6 +124,10 @@ func Workloads(quick bool) []Workload {
 	gemm("GEMM DL shapes (m×n×k)", 512, 4096, 512, true)
 	gemm("GEMM DL shapes (m×n×k)", 2048, 512, 256, false)
 	gemm("GEMM DL shapes (m×n×k)", 128, 13, 512, true)
+	for _, sz := range []int{1024, 2048} {
+		add(Workload{Name: fmt.Sprintf("gemm bf16 %d×%d×%d", sz, sz, sz), Group: "GEMM BF16", Kind: KindGemmBF16,
+			Dims: []int{sz, sz, sz}, Flops: 2 * float64(sz) * float64(sz) * float64(sz), Bound: Compute, Quick: sz == 1024})
+	}
 
 	dirs := []struct{ kind, label, group string }{
 		{KindConvFwd, "fwd", "ResNet-50 conv forward"},
