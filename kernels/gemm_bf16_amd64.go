@@ -12,6 +12,12 @@ import (
 //go:noescape
 func sbgemmKernel12x32(kp int, a, b *uint16, c *float32, ldc, tiles, rows int, alpha, beta float32)
 
+// sbPackPanel packs one 16-column panel of B for pairs depth pairs
+// (gemm_bf16_amd64.s).
+//
+//go:noescape
+func sbPackPanel(dst *uint32, src *uint16, ldb, pairs int)
+
 // sbgemmAsm reports whether the assembly BF16 GEMM runs on this CPU.
 func sbgemmAsm() bool { return level == AVX512 && caps.bf16 }
 
@@ -77,7 +83,16 @@ func (g *sbgemmCall) packBPanels(lo, hi int) {
 	ncPad := (g.nc + 31) &^ 31
 	out := words(g.bp[:ncPad*g.kp*2])
 	for q := lo; q < hi; q++ {
-		for p := 0; p < g.kp; p++ {
+		p := 0
+		if j0 := g.j0 + q*16; !g.transB && j0+16 <= g.j0+g.nc {
+			// Whole pairs of a full panel in assembly; the rest below.
+			whole := min(g.kp, g.k/2-g.p0)
+			if whole > 0 {
+				sbPackPanel(&out[q*g.kp*16], &g.b[2*g.p0*g.ldb+j0], g.ldb, whole)
+				p = whole
+			}
+		}
+		for ; p < g.kp; p++ {
 			k0 := 2 * (g.p0 + p)
 			dst := out[q*g.kp*16+p*16 : q*g.kp*16+p*16+16]
 			j0 := g.j0 + q*16

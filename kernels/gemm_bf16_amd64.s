@@ -266,3 +266,30 @@ sbnext:
 	JNE  sbtile
 	VZEROUPPER
 	RET
+
+// func sbPackPanel(dst *uint32, src *uint16, ldb, pairs int)
+//
+// One 16-column panel of B for GemmBF16: for each of pairs depth pairs,
+// the 16 bfloat16s of row 2p (at src) and row 2p+1 (ldb further) become
+// 16 words low | high<<16 at dst, 64 bytes per pair.
+TEXT ·sbPackPanel(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldb+16(FP), BX
+	SHLQ $1, BX             // a row in bytes
+	MOVQ pairs+24(FP), CX
+	TESTQ CX, CX
+	JEQ  sbpdone
+sbploop:
+	VPMOVZXWD (SI), Z0
+	VPMOVZXWD (SI)(BX*1), Z1
+	VPSLLD    $16, Z1, Z1
+	VPORD     Z1, Z0, Z0
+	VMOVDQU32 Z0, (DI)
+	LEAQ      (SI)(BX*2), SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNE       sbploop
+sbpdone:
+	VZEROUPPER
+	RET
