@@ -229,3 +229,150 @@ func sortedKeys[K int | string, V any](m map[K]V) []K {
 	slices.Sort(keys)
 	return keys
 }
+
+// checkLoadSteps is checkLoad for optimizers whose state includes PyTorch's
+// "step": a one-element float tensor (0-d in PyTorch 1.13) that checkLoad,
+// which wants every state tensor shaped like its parameter, does not
+// accept. It checks the steps itself, each a whole number from 0 to 2²⁴
+// (exact in float32), and returns them by parameter number.
+func checkLoadSteps(opt string, sd *StateDict, groups [][]*autograd.Tensor, stateNames ...string) (map[int]*autograd.Tensor, map[int]float32, error) {
+	if sd == nil {
+		return nil, nil, fmt.Errorf("optim: %s: nil state dict", opt)
+	}
+	rest := &StateDict{State: map[int]map[string]*autograd.Tensor{}, Groups: sd.Groups}
+	steps := map[int]float32{}
+	for id, st := range sd.State {
+		m := map[string]*autograd.Tensor{}
+		for name, t := range st {
+			if name != "step" {
+				m[name] = t
+				continue
+			}
+			key := fmt.Sprintf("state.%d.step", id)
+			switch {
+			case t == nil:
+				return nil, nil, fmt.Errorf("optim: %s: %s: nil tensor", opt, key)
+			case !t.DType().IsFloat() && t.DType() != autograd.Int64:
+				return nil, nil, fmt.Errorf("optim: %s: %s: dtype %v, want a number", opt, key, t.DType())
+			case t.Numel() != 1:
+				return nil, nil, fmt.Errorf("optim: %s: %s: shape %v, want a single number", opt, key, t.Shape())
+			}
+			v := t.Item()
+			if !(v >= 0 && v <= 1<<24) || v != math.Trunc(v) {
+				return nil, nil, fmt.Errorf("optim: %s: %s: %v is not a step count", opt, key, v)
+			}
+			steps[id] = float32(v)
+		}
+		rest.State[id] = m
+	}
+	byID, err := checkLoad(opt, rest, groups, append([]string{"step"}, stateNames...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return byID, steps, nil
+}
+
+// lrGroups implements the Optimizer methods that concern only the groups'
+// parameters and learning rates, for optimizers that embed it (Adam,
+// Adagrad).
+type lrGroups struct {
+	name    string // the optimizer's name, for errors
+	params  [][]*autograd.Tensor
+	lr      []*float64 // each group's LR option
+	initial []initialLR
+}
+
+// initialLR is a group's param_group["initial_lr"], once a scheduler set it.
+type initialLR struct {
+	lr float64
+	ok bool
+}
+
+// newLRGroups returns the lrGroups of n groups; group returns a group's LR
+// option, which must stay where it is, and its parameters.
+func newLRGroups(name string, n int, group func(g int) (*float64, []*autograd.Tensor)) lrGroups {
+	b := lrGroups{name: name, params: make([][]*autograd.Tensor, n), lr: make([]*float64, n), initial: make([]initialLR, n)}
+	for g := range n {
+		b.lr[g], b.params[g] = group(g)
+	}
+	return b
+}
+
+// ZeroGrad drops every parameter's gradient.
+func (b *lrGroups) ZeroGrad() {
+	for _, ps := range b.params {
+		for _, p := range ps {
+			p.ZeroGrad()
+		}
+	}
+}
+
+// NumGroups returns the number of parameter groups.
+func (b *lrGroups) NumGroups() int { return len(b.params) }
+
+// LR returns group's learning rate.
+func (b *lrGroups) LR(group int) float64 {
+	checkGroup(b.name+".LR", group, len(b.params))
+	return *b.lr[group]
+}
+
+// SetLR sets group's learning rate. Like PyTorch it does not validate lr;
+// schedulers call it on every step.
+func (b *lrGroups) SetLR(group int, lr float64) {
+	checkGroup(b.name+".SetLR", group, len(b.params))
+	*b.lr[group] = lr
+}
+
+// InitialLR returns group's initial learning rate, if a scheduler set one.
+func (b *lrGroups) InitialLR(group int) (float64, bool) {
+	checkGroup(b.name+".InitialLR", group, len(b.params))
+	return b.initial[group].lr, b.initial[group].ok
+}
+
+// SetInitialLR records group's initial learning rate.
+func (b *lrGroups) SetInitialLR(group int, lr float64) {
+	checkGroup(b.name+".SetInitialLR", group, len(b.params))
+	b.initial[group] = initialLR{lr, true}
+}
+
+// putInitialLR adds group's initial_lr to hyper, if a scheduler set one.
+func (b *lrGroups) putInitialLR(group int, hyper map[string]float64) {
+	if b.initial[group].ok {
+		hyper["initial_lr"] = b.initial[group].lr
+	}
+}
+
+// readGroups reads every group's hyper-parameters from sd (whose group
+// count checkLoad has checked) with read, and its optional initial_lr,
+// failing on an unknown or unread key or when check rejects the options.
+func readGroups[O any](opt string, sd *StateDict, read func(r *hyperReader) O, check func(o O, group int) error) ([]O, []initialLR, error) {
+	opts := make([]O, len(sd.Groups))
+	initial := make([]initialLR, len(sd.Groups))
+	for g, gs := range sd.Groups {
+		r := newHyperReader(opt, g, gs.Hyper)
+		opts[g] = read(r)
+		initial[g].lr, initial[g].ok = r.optional("initial_lr")
+		if err := r.done(); err != nil {
+			return nil, nil, err
+		}
+		if err := check(opts[g], g); err != nil {
+			return nil, nil, fmt.Errorf("%w (in param_groups.%d)", err, g)
+		}
+	}
+	return opts, initial, nil
+}
+
+// checkGroups validates a new optimizer's groups: each group's options with
+// check (which also returns the group's parameters), then the parameter
+// lists with checkParams.
+func checkGroups[G any](opt string, groups []G, check func(gr G, group int) ([]*autograd.Tensor, error)) error {
+	lists := make([][]*autograd.Tensor, len(groups))
+	for g, gr := range groups {
+		ps, err := check(gr, g)
+		if err != nil {
+			return err
+		}
+		lists[g] = ps
+	}
+	return checkParams(opt, lists)
+}
