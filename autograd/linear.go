@@ -181,8 +181,18 @@ func BMM(a, b *Tensor) *Tensor {
 // give x·wᵀ + b of shape [..., out]. All leading dimensions of x are rows of
 // one GEMM (with w transposed), and so are the gradients. x may be in any
 // memory format; the result is contiguous, as in PyTorch.
+//
+// The operands are all float32 or all bfloat16; under WithAutocast float32
+// ones are cast to bfloat16 first. BF16 operands multiply on
+// kernels.GemmBF16 (float32 accumulation, the bias added in float32) and
+// give a bfloat16 result, as PyTorch's bf16 linear does; their gradients
+// are computed the same way.
 func Linear(x, w, b *Tensor) *Tensor {
 	const op = "Linear"
+	x, w, b = autocastBF16(x), autocastBF16(w), autocastBF16(b)
+	if x != nil && x.dtype == BFloat16 {
+		return linearBF16(x, w, b)
+	}
 	checkF32(op, "input", x)
 	checkF32(op, "weight", w)
 	if b != nil {
@@ -231,4 +241,93 @@ func Linear(x, w, b *Tensor) *Tensor {
 		}
 		return []*Tensor{gx, gw, gb}
 	})
+}
+
+// linearBF16 is Linear on bfloat16 operands.
+func linearBF16(x, w, b *Tensor) *Tensor {
+	const op = "Linear"
+	checkBF16 := func(what string, t *Tensor) {
+		if t == nil {
+			Fail(op, "%s is nil", what)
+		}
+		if t.dtype != BFloat16 {
+			Fail(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", what, t.dtype)
+		}
+	}
+	checkBF16("weight", w)
+	if b != nil {
+		checkBF16("bias", b)
+	}
+	if w.NDim() != 2 {
+		Fail(op, "weight must be 2-D [out, in], got shape %v", w.shape)
+	}
+	outF, inF := w.shape[0], w.shape[1]
+	if x.NDim() == 0 || x.shape[x.NDim()-1] != inF {
+		Fail(op, "input %v does not end in the %d features weight %v expects", x.shape, inF, w.shape)
+	}
+	if b != nil && (b.NDim() != 1 || b.shape[0] != outF) {
+		Fail(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
+	}
+	outShape := append(cloneInts(x.shape[:x.NDim()-1]), outF)
+	rows := numel(op, outShape[:len(outShape)-1])
+	xd, wd := bf16RowMajor(x), bf16RowMajor(w)
+	acc := make([]float32, rows*outF)
+	beta := float32(0)
+	if b != nil && rows > 0 {
+		bias := make([]float32, outF)
+		kernels.BF16ToF32(bias, b.BFloat16s())
+		for r := range rows {
+			copy(acc[r*outF:(r+1)*outF], bias)
+		}
+		beta = 1
+	}
+	kernels.GemmBF16(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, acc, outF)
+	out := &Tensor{dtype: BFloat16, shape: outShape, data: bf16Of(acc)}
+	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
+		if g.dtype != BFloat16 {
+			g = g.castTo(BFloat16)
+		}
+		gd := bf16RowMajor(g)
+		var gx, gw, gb *Tensor
+		if x.requiresGrad {
+			d := make([]float32, rows*inF)
+			kernels.GemmBF16(false, false, rows, inF, outF, 1, gd, outF, wd, inF, 0, d, inF)
+			gx = &Tensor{dtype: BFloat16, shape: cloneInts(x.shape), data: bf16Of(d)}
+			if x.format != Contiguous {
+				gx = gx.reformat(x.format)
+			}
+		}
+		if w.requiresGrad {
+			d := make([]float32, outF*inF)
+			kernels.GemmBF16(true, false, outF, inF, rows, 1, gd, outF, xd, inF, 0, d, inF)
+			gw = &Tensor{dtype: BFloat16, shape: cloneInts(w.shape), data: bf16Of(d)}
+		}
+		if b != nil && b.requiresGrad {
+			sum := make([]float32, outF)
+			row := make([]float32, outF)
+			for r := range rows {
+				kernels.BF16ToF32(row, gd[r*outF:(r+1)*outF])
+				for j, v := range row {
+					sum[j] += v
+				}
+			}
+			gb = &Tensor{dtype: BFloat16, shape: []int{outF}, data: bf16Of(sum)}
+		}
+		return []*Tensor{gx, gw, gb}
+	})
+}
+
+// bf16RowMajor is linearRowMajor for bfloat16 tensors.
+func bf16RowMajor(t *Tensor) []uint16 {
+	if t.format == Contiguous {
+		return t.BFloat16s()
+	}
+	return t.reformat(Contiguous).BFloat16s()
+}
+
+// bf16Of rounds float32 results to bfloat16, to nearest even.
+func bf16Of(f []float32) []uint16 {
+	h := make([]uint16, len(f))
+	kernels.F32ToBF16(h, f)
+	return h
 }

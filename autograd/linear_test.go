@@ -3,6 +3,7 @@ package autograd_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
@@ -305,4 +306,70 @@ func ExampleLinear() {
 	// Output:
 	// [2 3] [3 -1 14 7 -1 18]
 	// [4 6 4 6 4 6]
+}
+
+// TestLinearBF16 checks the bfloat16 Linear against the float32 one on the
+// same (bfloat16-representable) values: the products are exact and both sum
+// in float32, so after rounding to bfloat16 they differ by at most an ulp
+// of bfloat16 (2⁻⁸ relative); the gradients likewise.
+func TestLinearBF16(t *testing.T) {
+	g := autograd.NewGenerator(21)
+	bf := func(shape ...int) *autograd.Tensor {
+		return autograd.Cast(autograd.Randn(g, shape...), autograd.BFloat16)
+	}
+	x, w, b := bf(5, 3, 24), bf(17, 24), bf(17)
+	dy := bf(5, 3, 17)
+	run := func(dtype autograd.DType) []*autograd.Tensor {
+		xl := autograd.Cast(x, dtype).Detach().SetRequiresGrad(true)
+		wl := autograd.Cast(w, dtype).Detach().SetRequiresGrad(true)
+		bl := autograd.Cast(b, dtype).Detach().SetRequiresGrad(true)
+		y := autograd.Linear(xl, wl, bl)
+		if y.DType() != dtype {
+			t.Fatalf("%v Linear gave %v", dtype, y.DType())
+		}
+		y.Backward(autograd.Cast(dy, dtype))
+		return []*autograd.Tensor{y, xl.Grad(), wl.Grad(), bl.Grad()}
+	}
+	want, got := run(autograd.Float32), run(autograd.BFloat16)
+	for i, name := range []string{"output", "x grad", "w grad", "b grad"} {
+		gv, wv := got[i].Values(), want[i].Values()
+		for j := range wv {
+			if d := math.Abs(gv[j] - wv[j]); d > 0x1p-7*math.Abs(wv[j])+1e-6 {
+				t.Fatalf("%s[%d] = %v in BF16, %v in FP32", name, j, gv[j], wv[j])
+			}
+		}
+	}
+	if err := autograd.Try(func() { autograd.Linear(x, autograd.Randn(g, 17, 24), nil) }); err == nil || !strings.Contains(err.Error(), "weight has dtype float32 but the input is bfloat16") {
+		t.Errorf("mixed dtypes: %v", err)
+	}
+}
+
+// TestAutocastLinear: under autocast a float32 Linear computes in BF16,
+// returns bfloat16, and its float32 leaves get float32 gradients close to
+// the float32 ones.
+func TestAutocastLinear(t *testing.T) {
+	g := autograd.NewGenerator(22)
+	x := autograd.Randn(g, 8, 32)
+	w := autograd.Randn(g, 16, 32).SetRequiresGrad(true)
+	var y *autograd.Tensor
+	autograd.WithAutocast(func() { y = autograd.Linear(x, w, nil) })
+	if y.DType() != autograd.BFloat16 || autograd.AutocastEnabled() {
+		t.Fatalf("autocast Linear gave %v (autocast still on: %v)", y.DType(), autograd.AutocastEnabled())
+	}
+	autograd.Sum(autograd.Cast(y, autograd.Float32), nil, false).Backward()
+	if w.Grad() == nil || w.Grad().DType() != autograd.Float32 {
+		t.Fatalf("float32 weight's gradient: %v", w.Grad())
+	}
+	// The gradient of sum(x·wᵀ) is, in every row of w, the column sums of
+	// x: BF16 rounding of x and of the output moves it by well under 2%.
+	xs := x.Values()
+	for j, v := range w.Grad().Values() {
+		var s float64
+		for r := range 8 {
+			s += xs[r*32+j%32]
+		}
+		if math.Abs(v-s) > 0.02*math.Abs(s)+0.05 {
+			t.Fatalf("w grad[%d] = %v, want about %v", j, v, s)
+		}
+	}
 }

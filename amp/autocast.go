@@ -1,0 +1,16 @@
+package amp
+
+import "github.com/kilnml/kiln/autograd"
+
+// Autocast runs f with BF16 autocast on, like torch.autocast("cpu",
+// dtype=torch.bfloat16): the ops of the policy cast float32 operands to
+// bfloat16 (to nearest even) and compute in BF16 with float32
+// accumulation, returning bfloat16 results, so activations stay BF16
+// between them; every other op runs in its input dtype. The casts are
+// differentiable, so float32 parameters get float32 gradients, while the
+// BF16 tops of split parameters (SplitModule) get BF16 ones.
+//
+// The policy today covers Linear; convolutions, Matmul and BMM join it as
+// their BF16 kernels land. Norms, softmax and losses stay float32 by the
+// issue's policy, which for them means: feed them float32 (Cast) inputs.
+func Autocast(f func()) { autograd.WithAutocast(f) }

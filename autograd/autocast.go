@@ -1,0 +1,31 @@
+package autograd
+
+import "sync/atomic"
+
+// autocastDepth counts the WithAutocast calls in progress. Like grad mode
+// it is process-wide: Go has no goroutine-local state.
+var autocastDepth atomic.Int32
+
+// WithAutocast runs f with BF16 autocast on: the ops of the policy (today
+// Linear; convolutions and matrix products follow) cast float32 operands
+// to bfloat16 (rounding to nearest even, differentiably, so gradients
+// reach float32 parameters in float32) and compute in BF16 with float32
+// accumulation, giving bfloat16 results; every other op runs in its input
+// dtype. amp.Autocast is the public front door.
+func WithAutocast(f func()) {
+	autocastDepth.Add(1)
+	defer autocastDepth.Add(-1)
+	f()
+}
+
+// AutocastEnabled reports whether BF16 autocast is on.
+func AutocastEnabled() bool { return autocastDepth.Load() > 0 }
+
+// autocastBF16 returns t cast to bfloat16 when autocast is on and t is
+// float32, else t.
+func autocastBF16(t *Tensor) *Tensor {
+	if t != nil && t.dtype == Float32 && AutocastEnabled() {
+		return Cast(t, BFloat16)
+	}
+	return t
+}
