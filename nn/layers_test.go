@@ -77,7 +77,7 @@ func TestBadInputs(t *testing.T) {
 		{"Conv2d input smaller than the kernel", func() { conv.Forward(autograd.Zeros(1, 3, 2, 8)) }, []string{"Conv2d: kernel 3×3", "larger than the padded input 2×8"}},
 		{"Conv3d 3-D input", func() { nn.NewConv3d(g, 2, 2, 1, nn.ConvOptions{}).Forward(autograd.Zeros(2, 4, 4)) }, []string{"Conv3d: expected 4-D (unbatched) or 5-D (batched) input, got shape [2 4 4]"}},
 		{"Linear 0-d input", func() { nn.NewLinear(g, 4, 2, nn.LinearOptions{}).Forward(autograd.Scalar(1)) }, []string{"Linear: input must have at least 1 dimension"}},
-		{"Linear bfloat16 input", func() { nn.NewLinear(g, 4, 2, nn.LinearOptions{}).Forward(autograd.Empty(autograd.BFloat16, 4)) }, []string{"Linear: input has dtype bfloat16"}},
+		{"Linear bfloat16 input", func() { nn.NewLinear(g, 4, 2, nn.LinearOptions{}).Forward(autograd.Empty(autograd.BFloat16, 4)) }, []string{"weight has dtype float32 but the input is bfloat16"}},
 		{"BatchNorm2d int64 input", func() { bn2.Forward(autograd.Empty(autograd.Int64, 2, 3, 2, 2)) }, []string{"BatchNorm: input has dtype int64"}},
 		{"BatchNorm2d wrong channels", func() { bn2.Forward(autograd.Zeros(2, 4, 2, 2)) }, []string{"BatchNorm: weight has shape [3], want [4] for input [2 4 2 2]"}},
 		{"BatchNorm1d one value per channel", func() { nn.NewBatchNorm1d(3, nn.BatchNormOptions{}).Forward(autograd.Zeros(1, 3)) }, []string{"Expected more than 1 value per channel when training"}},
