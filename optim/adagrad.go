@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -97,19 +98,21 @@ type Adagrad struct {
 
 type adagradGroup struct {
 	AdagradGroup
-	state []adagradState // one per parameter
+	splits []*amp.SplitParam // per parameter, nil unless split
+	state  []adagradState    // one per parameter
 }
 
 type adagradState struct {
 	step   *autograd.Tensor // 0-d float32 step count
 	sum    *autograd.Tensor
 	kernel kernels.AdagradStep
+	split  kernels.AdagradSplitStep // for a split parameter
 }
 
 // newAdagradState returns the state PyTorch gives a parameter: step 0 and
 // a sum filled with the initial accumulator value.
 func newAdagradState(p *autograd.Tensor, initial float64) adagradState {
-	return adagradState{step: autograd.Scalar(0), sum: autograd.ZerosLike(p).Fill(float32(initial))}
+	return adagradState{step: autograd.Scalar(0), sum: zerosState(p).Fill(float32(initial))}
 }
 
 // NewAdagrad returns an Adagrad optimizer over params as one group.
@@ -122,7 +125,35 @@ func NewAdagrad(params []*autograd.Tensor, opt AdagradOptions) (*Adagrad, error)
 // parameters, or when a parameter is nil, not a float32 leaf, or in two
 // groups.
 func NewAdagradGroups(groups ...AdagradGroup) (*Adagrad, error) {
-	err := checkGroups("Adagrad", groups, func(gr AdagradGroup, g int) ([]*autograd.Tensor, error) {
+	return newAdagrad(nil, groups)
+}
+
+// NewAdagradSplit returns an Adagrad optimizer, as one group, over the
+// split parameters of sm (amp.SplitModule): its parameters are the
+// bfloat16 Tops, in sm.Params order, and each step updates the FP32
+// master that Top and Bottom stand for, bit for bit as NewAdagrad would
+// update the FP32 parameters with the same gradients
+// (kernels.AdagradSplitStep). The sums stay FP32, and state dicts number
+// the parameters as the unsplit model's optimizer does, so either can load
+// the other's.
+func NewAdagradSplit(sm *amp.SplitModel, opt AdagradOptions) (*Adagrad, error) {
+	return NewAdagradSplitGroups(sm, AdagradGroup{Params: splitTops(sm), AdagradOptions: opt})
+}
+
+// NewAdagradSplitGroups is NewAdagradGroups for a model split by
+// amp.SplitModule: the groups' parameters may be the bfloat16 Tops of sm's
+// split parameters, updated as NewAdagradSplit describes, beside float32
+// ones. It fails as NewAdagradGroups does, and when a bfloat16 parameter
+// is not the Top of one of sm's split parameters.
+func NewAdagradSplitGroups(sm *amp.SplitModel, groups ...AdagradGroup) (*Adagrad, error) {
+	if sm == nil {
+		return nil, fmt.Errorf("optim: Adagrad: split model is nil")
+	}
+	return newAdagrad(sm, groups)
+}
+
+func newAdagrad(sm *amp.SplitModel, groups []AdagradGroup) (*Adagrad, error) {
+	splits, err := checkSplitGroups("Adagrad", sm, groups, func(gr AdagradGroup, g int) ([]*autograd.Tensor, error) {
 		return gr.Params, gr.check(g)
 	})
 	if err != nil {
@@ -135,7 +166,7 @@ func NewAdagradGroups(groups ...AdagradGroup) (*Adagrad, error) {
 		for i, p := range gr.Params {
 			state[i] = newAdagradState(p, gr.InitialAccumulatorValue)
 		}
-		a.groups[g] = adagradGroup{AdagradGroup: gr, state: state}
+		a.groups[g] = adagradGroup{AdagradGroup: gr, splits: splits[g], state: state}
 	}
 	a.lrGroups = newLRGroups("Adagrad", len(groups), func(g int) (*float64, []*autograd.Tensor) {
 		return &a.groups[g].LR, a.groups[g].Params
@@ -153,7 +184,8 @@ func (a *Adagrad) Step() {
 				continue
 			}
 			st := &g.state[i]
-			if grad.Format() != p.Format() {
+			sp := g.splits[i]
+			if sp == nil && grad.Format() != p.Format() {
 				grad = copyState(grad, p)
 			}
 			if st.sum.Format() != p.Format() {
@@ -162,6 +194,14 @@ func (a *Adagrad) Step() {
 			// PyTorch counts steps in a float32 tensor.
 			step := st.step.Float32s()
 			step[0]++
+			if sp != nil {
+				k := &st.split
+				k.Top, k.Bottom, k.Grad, k.Sum = p.BFloat16s(), sp.Bottom, splitGrad(grad, p), st.sum.Float32s()
+				k.AdagradConfig = g.config(float64(step[0]))
+				k.Run()
+				k.Grad = kernels.SplitGrad{}
+				continue
+			}
 			k := &st.kernel
 			k.Param, k.Grad, k.Sum = p.Float32s(), grad.Float32s(), st.sum.Float32s()
 			k.AdagradConfig = g.config(float64(step[0]))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -124,7 +125,8 @@ type Adam struct {
 
 type adamGroup struct {
 	AdamGroup
-	state []adamState // one per parameter
+	splits []*amp.SplitParam // per parameter, nil unless split
+	state  []adamState       // one per parameter
 }
 
 type adamState struct {
@@ -132,6 +134,7 @@ type adamState struct {
 	expAvg, expAvgSq *autograd.Tensor
 	maxExpAvgSq      *autograd.Tensor // with AMSGrad
 	kernel           kernels.AdamStep
+	split            kernels.AdamSplitStep // for a split parameter
 }
 
 // NewAdam returns an Adam optimizer over params as one group.
@@ -143,7 +146,43 @@ func NewAdam(params []*autograd.Tensor, opt AdamOptions) (*Adam, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewAdamGroups(groups ...AdamGroup) (*Adam, error) {
-	return newAdam("Adam", false, groups)
+	return newAdam("Adam", false, nil, groups)
+}
+
+// NewAdamSplit returns an Adam optimizer, as one group, over the split
+// parameters of sm (amp.SplitModule): its parameters are the bfloat16
+// Tops, in sm.Params order, and each step updates the FP32 master that
+// Top and Bottom stand for, bit for bit as NewAdam would update the FP32
+// parameters with the same gradients (kernels.AdamSplitStep). The moments
+// stay FP32, and state dicts number the parameters as the unsplit model's
+// optimizer does, so either can load the other's.
+func NewAdamSplit(sm *amp.SplitModel, opt AdamOptions) (*Adam, error) {
+	return NewAdamSplitGroups(sm, AdamGroup{Params: splitTops(sm), AdamOptions: opt})
+}
+
+// NewAdamSplitGroups is NewAdamGroups for a model split by
+// amp.SplitModule: the groups' parameters may be the bfloat16 Tops of sm's
+// split parameters, updated as NewAdamSplit describes, beside float32
+// ones. It fails as NewAdamGroups does, and when a bfloat16 parameter is
+// not the Top of one of sm's split parameters.
+func NewAdamSplitGroups(sm *amp.SplitModel, groups ...AdamGroup) (*Adam, error) {
+	if sm == nil {
+		return nil, fmt.Errorf("optim: Adam: split model is nil")
+	}
+	return newAdam("Adam", false, sm, groups)
+}
+
+// NewAdamWSplit is NewAdamSplit for AdamW.
+func NewAdamWSplit(sm *amp.SplitModel, opt AdamOptions) (*Adam, error) {
+	return NewAdamWSplitGroups(sm, AdamGroup{Params: splitTops(sm), AdamOptions: opt})
+}
+
+// NewAdamWSplitGroups is NewAdamSplitGroups for AdamW.
+func NewAdamWSplitGroups(sm *amp.SplitModel, groups ...AdamGroup) (*Adam, error) {
+	if sm == nil {
+		return nil, fmt.Errorf("optim: AdamW: split model is nil")
+	}
+	return newAdam("AdamW", true, sm, groups)
 }
 
 // NewAdamW returns an AdamW optimizer (Adam with decoupled weight decay)
@@ -155,11 +194,11 @@ func NewAdamW(params []*autograd.Tensor, opt AdamOptions) (*Adam, error) {
 // NewAdamWGroups returns an AdamW optimizer over parameter groups, failing
 // as NewAdamGroups does.
 func NewAdamWGroups(groups ...AdamGroup) (*Adam, error) {
-	return newAdam("AdamW", true, groups)
+	return newAdam("AdamW", true, nil, groups)
 }
 
-func newAdam(name string, decoupled bool, groups []AdamGroup) (*Adam, error) {
-	err := checkGroups(name, groups, func(gr AdamGroup, g int) ([]*autograd.Tensor, error) {
+func newAdam(name string, decoupled bool, sm *amp.SplitModel, groups []AdamGroup) (*Adam, error) {
+	splits, err := checkSplitGroups(name, sm, groups, func(gr AdamGroup, g int) ([]*autograd.Tensor, error) {
 		return gr.Params, gr.check(name, g)
 	})
 	if err != nil {
@@ -168,7 +207,7 @@ func newAdam(name string, decoupled bool, groups []AdamGroup) (*Adam, error) {
 	a := &Adam{decoupled: decoupled, groups: make([]adamGroup, len(groups))}
 	for g, gr := range groups {
 		gr.Params = append([]*autograd.Tensor(nil), gr.Params...)
-		a.groups[g] = adamGroup{AdamGroup: gr, state: make([]adamState, len(gr.Params))}
+		a.groups[g] = adamGroup{AdamGroup: gr, splits: splits[g], state: make([]adamState, len(gr.Params))}
 	}
 	a.lrGroups = newLRGroups(name, len(groups), func(g int) (*float64, []*autograd.Tensor) {
 		return &a.groups[g].LR, a.groups[g].Params
@@ -190,18 +229,19 @@ func (a *Adam) Step() {
 				continue
 			}
 			st := &g.state[i]
-			if grad.Format() != p.Format() {
+			sp := g.splits[i]
+			if sp == nil && grad.Format() != p.Format() {
 				// The kernel needs the gradient in the parameter's
 				// physical order.
 				grad = copyState(grad, p)
 			}
 			if st.step == nil {
 				st.step = autograd.Scalar(0)
-				st.expAvg = autograd.ZerosLike(p)
-				st.expAvgSq = autograd.ZerosLike(p)
+				st.expAvg = zerosState(p)
+				st.expAvgSq = zerosState(p)
 			}
 			if g.AMSGrad && st.maxExpAvgSq == nil {
-				st.maxExpAvgSq = autograd.ZerosLike(p)
+				st.maxExpAvgSq = zerosState(p)
 			}
 			for _, s := range []*autograd.Tensor{st.expAvg, st.expAvgSq, st.maxExpAvgSq} {
 				if s != nil && s.Format() != p.Format() {
@@ -211,6 +251,19 @@ func (a *Adam) Step() {
 			// PyTorch counts steps in a float32 tensor.
 			step := st.step.Float32s()
 			step[0]++
+			if sp != nil {
+				k := &st.split
+				k.Top, k.Bottom, k.Grad = p.BFloat16s(), sp.Bottom, splitGrad(grad, p)
+				k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()
+				k.MaxExpAvgSq = nil
+				if g.AMSGrad {
+					k.MaxExpAvgSq = st.maxExpAvgSq.Float32s()
+				}
+				k.AdamConfig = g.config(a.decoupled, float64(step[0]))
+				k.Run()
+				k.Grad = kernels.SplitGrad{}
+				continue
+			}
 			k := &st.kernel
 			k.Param, k.Grad = p.Float32s(), grad.Float32s()
 			k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()

@@ -5,7 +5,9 @@ import (
 	"math"
 	"slices"
 
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/kernels"
 )
 
 // Optimizer updates parameters from their gradients. Its parameters are
@@ -63,31 +65,104 @@ type GroupState struct {
 }
 
 // checkParams validates the parameter lists of an optimizer's groups as
-// PyTorch's Optimizer constructor does, plus Kiln's own limits.
+// PyTorch's Optimizer constructor does, plus Kiln's own limits: every
+// parameter is a float32 leaf.
 func checkParams(opt string, groups [][]*autograd.Tensor) error {
+	_, err := checkSplitParams(opt, groups, nil)
+	return err
+}
+
+// checkSplitParams is checkParams for optimizers that also take split
+// parameters: a bfloat16 parameter of group g must be the Top of one of
+// models[g]'s split parameters (models may be nil or shorter than groups:
+// no split model). It returns each parameter's split, nil for a float32
+// parameter.
+func checkSplitParams(opt string, groups [][]*autograd.Tensor, models []*amp.SplitModel) ([][]*amp.SplitParam, error) {
 	seen := map[*autograd.Tensor]int{}
+	tops := map[*amp.SplitModel]map[*autograd.Tensor]*amp.SplitParam{}
+	splits := make([][]*amp.SplitParam, len(groups))
 	total := 0
 	for g, ps := range groups {
+		var sm *amp.SplitModel
+		if g < len(models) {
+			sm = models[g]
+		}
+		if sm != nil && tops[sm] == nil {
+			m := map[*autograd.Tensor]*amp.SplitParam{}
+			for _, ns := range sm.Params() {
+				m[ns.Param.Top] = ns.Param
+			}
+			tops[sm] = m
+		}
+		splits[g] = make([]*amp.SplitParam, len(ps))
 		for i, p := range ps {
 			switch {
 			case p == nil:
-				return fmt.Errorf("optim: %s: group %d parameter %d is nil", opt, g, i)
+				return nil, fmt.Errorf("optim: %s: group %d parameter %d is nil", opt, g, i)
 			case p.GradFn() != "":
-				return fmt.Errorf("optim: %s: group %d parameter %d is the result of %s; can't optimize a non-leaf tensor", opt, g, i, p.GradFn())
+				return nil, fmt.Errorf("optim: %s: group %d parameter %d is the result of %s; can't optimize a non-leaf tensor", opt, g, i, p.GradFn())
+			case p.DType() == autograd.BFloat16 && sm != nil:
+				sp := tops[sm][p]
+				if sp == nil {
+					return nil, fmt.Errorf("optim: %s: group %d parameter %d is bfloat16 but not the Top of one of the split model's parameters, so it has no Bottom (FP32 master) to update", opt, g, i)
+				}
+				splits[g][i] = sp
 			case p.DType() != autograd.Float32:
-				return fmt.Errorf("optim: %s: group %d parameter %d is %v; only float32 parameters are supported", opt, g, i, p.DType())
+				what := "only float32 parameters are supported (bfloat16 Tops of split parameters need the Split constructors)"
+				if sm != nil {
+					what = "only float32 parameters and the bfloat16 Tops of split parameters are supported"
+				}
+				return nil, fmt.Errorf("optim: %s: group %d parameter %d is %v; %s", opt, g, i, p.DType(), what)
 			}
 			if prev, dup := seen[p]; dup {
-				return fmt.Errorf("optim: %s: group %d parameter %d already appears in group %d; some parameters appear in more than one parameter group", opt, g, i, prev)
+				return nil, fmt.Errorf("optim: %s: group %d parameter %d already appears in group %d; some parameters appear in more than one parameter group", opt, g, i, prev)
 			}
 			seen[p] = g
 			total++
 		}
 	}
 	if total == 0 {
-		return fmt.Errorf("optim: %s: optimizer got an empty parameter list", opt)
+		return nil, fmt.Errorf("optim: %s: optimizer got an empty parameter list", opt)
 	}
-	return nil
+	return splits, nil
+}
+
+// splitTops returns the Tops of sm's split parameters, in sm.Params order
+// (nn.NamedParameters order, so optimizer state numbers match those of the
+// unsplit model's parameters). A nil sm has none.
+func splitTops(sm *amp.SplitModel) []*autograd.Tensor {
+	if sm == nil {
+		return nil
+	}
+	ps := sm.Params()
+	tops := make([]*autograd.Tensor, len(ps))
+	for i, ns := range ps {
+		tops[i] = ns.Param.Top
+	}
+	return tops
+}
+
+// splitGrad returns a split parameter's gradient for the kernels, in p's
+// memory format: a bfloat16 or float32 gradient as it is, any other dtype
+// converted to float32.
+func splitGrad(grad, p *autograd.Tensor) kernels.SplitGrad {
+	if grad.Format() != p.Format() || (grad.DType() != autograd.BFloat16 && grad.DType() != autograd.Float32) {
+		grad = copyState(grad, p)
+	}
+	if grad.DType() == autograd.BFloat16 {
+		return kernels.SplitGrad{BF16: grad.BFloat16s()}
+	}
+	return kernels.SplitGrad{F32: grad.Float32s()}
+}
+
+// zerosState returns a float32 state tensor of zeros in p's shape and
+// memory format; a split parameter's Top is bfloat16, its state FP32.
+func zerosState(p *autograd.Tensor) *autograd.Tensor {
+	t := autograd.Zeros(p.Shape()...)
+	if f := p.Format(); f != autograd.Contiguous {
+		t.SetFormat(f)
+	}
+	return t
 }
 
 // checkGroup panics with an *autograd.Error unless group indexes one of n
@@ -145,10 +220,11 @@ func checkLoad(opt string, sd *StateDict, groups [][]*autograd.Tensor, stateName
 	return byID, nil
 }
 
-// copyState returns a copy of src in p's dtype and memory format, so the
-// kernels can walk state and parameter in the same physical order.
+// copyState returns a float32 copy of src in p's shape and memory format,
+// so the kernels can walk state and parameter in the same physical order.
+// (State is float32 for split parameters too, whose Tops are bfloat16.)
 func copyState(src, p *autograd.Tensor) *autograd.Tensor {
-	t := autograd.ZerosLike(p)
+	t := zerosState(p)
 	t.CopyFrom(src)
 	return t
 }
@@ -366,13 +442,25 @@ func readGroups[O any](opt string, sd *StateDict, read func(r *hyperReader) O, c
 // check (which also returns the group's parameters), then the parameter
 // lists with checkParams.
 func checkGroups[G any](opt string, groups []G, check func(gr G, group int) ([]*autograd.Tensor, error)) error {
+	_, err := checkSplitGroups(opt, nil, groups, check)
+	return err
+}
+
+// checkSplitGroups is checkGroups for optimizers over a split model sm
+// (nil for none): bfloat16 parameters must be Tops of sm's split
+// parameters. It returns each parameter's split, nil for float32 ones.
+func checkSplitGroups[G any](opt string, sm *amp.SplitModel, groups []G, check func(gr G, group int) ([]*autograd.Tensor, error)) ([][]*amp.SplitParam, error) {
 	lists := make([][]*autograd.Tensor, len(groups))
+	var models []*amp.SplitModel
 	for g, gr := range groups {
 		ps, err := check(gr, g)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		lists[g] = ps
+		if sm != nil {
+			models = append(models, sm)
+		}
 	}
-	return checkParams(opt, lists)
+	return checkSplitParams(opt, lists, models)
 }

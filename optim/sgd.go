@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -66,6 +67,9 @@ func (o SGDOptions) config() kernels.SGDConfig {
 //	opt, err := optim.NewSGDGroups(
 //		optim.SGDGroup{Params: backbone, SGDOptions: base},
 //		optim.SGDGroup{Params: classifier, SGDOptions: head})
+//
+// With NewSGDSplitGroups, Params may hold the bfloat16 Tops of split
+// parameters.
 type SGDGroup struct {
 	Params []*autograd.Tensor
 	SGDOptions
@@ -90,6 +94,7 @@ type SGD struct {
 
 type sgdGroup struct {
 	SGDGroup
+	splits       []*amp.SplitParam // per parameter, nil unless split
 	initialLR    float64
 	hasInitialLR bool
 	state        []sgdState // one per parameter
@@ -98,6 +103,9 @@ type sgdGroup struct {
 type sgdState struct {
 	buf  *autograd.Tensor // momentum buffer, nil until the first step with momentum
 	step kernels.SGDStep
+	// split is the step of a split parameter, whose Top is the parameter
+	// and Bottom its low half.
+	split kernels.SGDSplitStep
 }
 
 // NewSGD returns an SGD optimizer over params as one group.
@@ -105,24 +113,59 @@ func NewSGD(params []*autograd.Tensor, opt SGDOptions) (*SGD, error) {
 	return NewSGDGroups(SGDGroup{Params: params, SGDOptions: opt})
 }
 
+// NewSGDSplit returns an SGD optimizer, as one group, over the split
+// parameters of sm (amp.SplitModule): its parameters are the bfloat16
+// Tops, in sm.Params order, and each step updates the FP32 master that
+// Top and Bottom stand for, bit for bit as NewSGD would update the FP32
+// parameters with the same gradients (kernels.SGDSplitStep). Momentum
+// buffers stay FP32, and state dicts number the parameters as the
+// unsplit model's optimizer does, so either can load the other's.
+func NewSGDSplit(sm *amp.SplitModel, opt SGDOptions) (*SGD, error) {
+	if sm == nil {
+		return nil, fmt.Errorf("optim: SGD: split model is nil")
+	}
+	return NewSGDSplitGroups(sm, SGDGroup{Params: splitTops(sm), SGDOptions: opt})
+}
+
 // NewSGDGroups returns an SGD optimizer over parameter groups. It fails
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewSGDGroups(groups ...SGDGroup) (*SGD, error) {
+	return newSGD(nil, groups)
+}
+
+// NewSGDSplitGroups is NewSGDGroups for a model split by amp.SplitModule:
+// the groups' parameters may be the bfloat16 Tops of sm's split
+// parameters, updated as NewSGDSplit describes, beside float32 ones. It
+// fails as NewSGDGroups does, and when a bfloat16 parameter is not the Top
+// of one of sm's split parameters.
+func NewSGDSplitGroups(sm *amp.SplitModel, groups ...SGDGroup) (*SGD, error) {
+	if sm == nil {
+		return nil, fmt.Errorf("optim: SGD: split model is nil")
+	}
+	return newSGD(sm, groups)
+}
+
+func newSGD(sm *amp.SplitModel, groups []SGDGroup) (*SGD, error) {
 	lists := make([][]*autograd.Tensor, len(groups))
+	var models []*amp.SplitModel
 	for g, gr := range groups {
 		if err := gr.check(g); err != nil {
 			return nil, err
 		}
 		lists[g] = gr.Params
+		if sm != nil {
+			models = append(models, sm)
+		}
 	}
-	if err := checkParams("SGD", lists); err != nil {
+	splits, err := checkSplitParams("SGD", lists, models)
+	if err != nil {
 		return nil, err
 	}
 	s := &SGD{groups: make([]sgdGroup, len(groups))}
 	for g, gr := range groups {
 		gr.Params = append([]*autograd.Tensor(nil), gr.Params...)
-		s.groups[g] = sgdGroup{SGDGroup: gr, state: make([]sgdState, len(gr.Params))}
+		s.groups[g] = sgdGroup{SGDGroup: gr, splits: splits[g], state: make([]sgdState, len(gr.Params))}
 	}
 	return s, nil
 }
@@ -138,25 +181,34 @@ func (s *SGD) Step() {
 				continue
 			}
 			st := &g.state[i]
-			if grad.Format() != p.Format() {
+			sp := g.splits[i]
+			if sp == nil && grad.Format() != p.Format() {
 				// The tape gives a leaf's gradient the leaf's format; a
 				// gradient set by hand may differ, and the kernel needs
 				// the same physical order.
 				grad = copyState(grad, p)
 			}
 			init := false
+			var buf []float32
 			if cfg.Momentum != 0 {
 				switch {
 				case st.buf == nil:
-					st.buf = autograd.ZerosLike(p)
+					st.buf = zerosState(p)
 					init = true
 				case st.buf.Format() != p.Format():
 					st.buf.SetFormat(p.Format())
 				}
-				st.step.Buf = st.buf.Float32s()
-			} else {
-				st.step.Buf = nil
+				buf = st.buf.Float32s()
 			}
+			if sp != nil {
+				k := &st.split
+				k.Top, k.Bottom, k.Grad, k.Buf = p.BFloat16s(), sp.Bottom, splitGrad(grad, p), buf
+				k.SGDConfig, k.Init = cfg, init
+				k.Run()
+				k.Grad = kernels.SplitGrad{}
+				continue
+			}
+			st.step.Buf = buf
 			st.step.Param = p.Float32s()
 			st.step.Grad = grad.Float32s()
 			st.step.SGDConfig = cfg

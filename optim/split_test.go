@@ -1,0 +1,270 @@
+package optim_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/kilnml/kiln/amp"
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/nn"
+	"github.com/kilnml/kiln/optim"
+)
+
+// splitNet holds parameters of odd sizes, to exercise vector bodies and
+// scalar tails.
+type splitNet struct{ nn.Base }
+
+var splitNetSizes = []int{1, 7, 4095, 4097, 12305}
+
+func newSplitNet(seed uint64) *splitNet {
+	m := &splitNet{}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for i, n := range splitNetSizes {
+		v := make([]float32, n)
+		for j := range v {
+			v[j] = float32(rng.NormFloat64())
+		}
+		p := autograd.FromFloat32(v)
+		p.SetRequiresGrad(true)
+		m.RegisterParameter(fmt.Sprintf("p%d", i), p)
+	}
+	return m
+}
+
+// splitPair is an FP32 model and an identical split one, with optimizers
+// made by mk and mkSplit.
+type splitPair struct {
+	fp32      []*autograd.Tensor
+	sm        *amp.SplitModel
+	opt, sopt optim.Optimizer
+	rng       *rand.Rand
+}
+
+func newSplitPair(t *testing.T, mk func([]*autograd.Tensor) (optim.Optimizer, error), mkSplit func(*amp.SplitModel) (optim.Optimizer, error)) *splitPair {
+	t.Helper()
+	a := newSplitNet(1)
+	sm, err := amp.SplitModule(newSplitNet(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &splitPair{fp32: nn.Parameters(a), sm: sm, rng: rand.New(rand.NewPCG(9, 9))}
+	if sp.opt, err = mk(sp.fp32); err != nil {
+		t.Fatal(err)
+	}
+	if sp.sopt, err = mkSplit(sm); err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// step gives both models the same bfloat16 gradients (the FP32 model gets
+// them widened) and steps both optimizers.
+func (sp *splitPair) step() {
+	for i, ns := range sp.sm.Params() {
+		n := ns.Param.Top.Numel()
+		g16 := make([]uint16, n)
+		g32 := make([]float32, n)
+		for j := range g16 {
+			g16[j] = kernels.BF16FromF32(float32(sp.rng.NormFloat64() * 0.1))
+			g32[j] = kernels.F32FromBF16(g16[j])
+		}
+		ns.Param.Top.SetGrad(autograd.FromBFloat16(g16, ns.Param.Top.Shape()...))
+		sp.fp32[i].SetGrad(autograd.FromFloat32(g32, sp.fp32[i].Shape()...))
+	}
+	sp.opt.Step()
+	sp.sopt.Step()
+}
+
+// check requires the split masters and the optimizer state to be bit for
+// bit the FP32 ones.
+func (sp *splitPair) check(t *testing.T, what string) {
+	t.Helper()
+	for i, ns := range sp.sm.Params() {
+		got, want := ns.Param.Join().Float32s(), sp.fp32[i].Float32s()
+		if err := sameBits(got, want); err != "" {
+			t.Fatalf("%s: %s (%d elements): master %s", what, ns.Name, len(want), err)
+		}
+	}
+	sd, ssd := sp.opt.StateDict(), sp.sopt.StateDict()
+	if len(sd.State) != len(ssd.State) {
+		t.Fatalf("%s: %d state entries, FP32 %d", what, len(ssd.State), len(sd.State))
+	}
+	for id, st := range sd.State {
+		for name, ten := range st {
+			s := ssd.State[id][name]
+			if s == nil || s.DType() != autograd.Float32 {
+				t.Fatalf("%s: state.%d.%s missing or not float32 in the split optimizer", what, id, name)
+			}
+			if err := sameBits(s.Float32s(), ten.Float32s()); err != "" {
+				t.Fatalf("%s: state.%d.%s: %s", what, id, name, err)
+			}
+		}
+	}
+}
+
+func sameBits(got, want []float32) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d elements, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			return fmt.Sprintf("element %d is %v (%#08x), want %v (%#08x)", i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+	return ""
+}
+
+type splitCase struct {
+	name    string
+	mk      func([]*autograd.Tensor) (optim.Optimizer, error)
+	mkSplit func(*amp.SplitModel) (optim.Optimizer, error)
+}
+
+func splitCases() []splitCase {
+	sgd := optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-3, Nesterov: true}
+	sgdPlain := optim.SGDOptions{LR: 0.1, Maximize: true}
+	adam := optim.DefaultAdamOptions()
+	adam.WeightDecay, adam.AMSGrad = 1e-2, true
+	adamw := optim.DefaultAdamWOptions()
+	ada := optim.DefaultAdagradOptions()
+	ada.LRDecay, ada.WeightDecay, ada.InitialAccumulatorValue = 1e-3, 1e-2, 0.1
+	return []splitCase{
+		{"SGD", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewSGD(p, sgd) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewSGDSplit(sm, sgd) }},
+		{"SGDPlain", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewSGD(p, sgdPlain) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewSGDSplit(sm, sgdPlain) }},
+		{"Adam", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdam(p, adam) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdamSplit(sm, adam) }},
+		{"AdamW", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdamW(p, adamw) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdamWSplit(sm, adamw) }},
+		{"Adagrad", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdagrad(p, ada) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdagradSplit(sm, ada) }},
+	}
+}
+
+// TestSplitOptimizersMatchFP32: for the same sequence of bfloat16
+// gradients, every optimizer's split-BF16 step gives FP32 masters and state
+// identical bit for bit to its FP32 step on the joined values.
+func TestSplitOptimizersMatchFP32(t *testing.T) {
+	for _, c := range splitCases() {
+		t.Run(c.name, func(t *testing.T) {
+			sp := newSplitPair(t, c.mk, c.mkSplit)
+			for s := range 5 {
+				sp.step()
+				sp.check(t, fmt.Sprintf("step %d", s+1))
+			}
+		})
+	}
+}
+
+// TestSplitOptimizerStateDictRoundTrip: optimizer state dicts of the split
+// and FP32 forms are interchangeable (FP32 state, same numbering), and
+// training on from a swapped state stays bit for bit the same.
+func TestSplitOptimizerStateDictRoundTrip(t *testing.T) {
+	for _, c := range splitCases() {
+		t.Run(c.name, func(t *testing.T) {
+			sp := newSplitPair(t, c.mk, c.mkSplit)
+			sp.step()
+			sp.step()
+			// Fresh optimizers on both sides, each loading the other
+			// form's state.
+			fresh := newSplitPair(t, c.mk, c.mkSplit)
+			if err := fresh.sopt.LoadStateDict(sp.opt.StateDict()); err != nil {
+				t.Fatal(err)
+			}
+			if err := fresh.opt.LoadStateDict(sp.sopt.StateDict()); err != nil {
+				t.Fatal(err)
+			}
+			sp.opt, sp.sopt = fresh.opt, fresh.sopt
+			// Parameters come through the split model's state dict, the
+			// joined FP32 values, into a new split model.
+			sm2, err := amp.SplitModule(newSplitNet(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sm2.LoadTensors(sp.sm.StateDict()); err != nil {
+				t.Fatal(err)
+			}
+			// The fresh optimizers were made over fresh's models: give them
+			// the trained values (the split ones through sm2).
+			for i, ns := range fresh.sm.Params() {
+				ns.Param.SplitFrom(sm2.Params()[i].Param.Join().Float32s())
+				copy(fresh.fp32[i].Float32s(), sp.fp32[i].Float32s())
+			}
+			sp.sm, sp.fp32 = fresh.sm, fresh.fp32
+			for s := range 3 {
+				sp.step()
+				sp.check(t, fmt.Sprintf("step %d after reload", s+3))
+			}
+		})
+	}
+}
+
+func TestSplitOptimizerErrors(t *testing.T) {
+	sm, err := amp.SplitModule(newSplitNet(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := amp.SplitModule(newSplitNet(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := sm.Params()[0].Param.Top
+	loose := autograd.FromBFloat16([]uint16{0x3f80, 0x4000})
+	loose.SetRequiresGrad(true)
+	fp := leaf(1, 2)
+	opts := optim.SGDOptions{LR: 0.1}
+	for _, c := range []struct {
+		name string
+		err  func() error
+		want string
+	}{
+		{"top without split model", func() error { _, err := optim.NewSGD([]*autograd.Tensor{top}, opts); return err }, "split"},
+		{"bf16 not a top", func() error {
+			_, err := optim.NewSGDSplitGroups(sm, optim.SGDGroup{Params: []*autograd.Tensor{loose}, SGDOptions: opts})
+			return err
+		}, "not the Top"},
+		{"top of another model", func() error {
+			_, err := optim.NewAdamSplitGroups(sm, optim.AdamGroup{Params: []*autograd.Tensor{other.Params()[1].Param.Top}, AdamOptions: optim.DefaultAdamOptions()})
+			return err
+		}, "not the Top"},
+		{"top in two groups", func() error {
+			_, err := optim.NewAdagradSplitGroups(sm,
+				optim.AdagradGroup{Params: []*autograd.Tensor{top}, AdagradOptions: optim.DefaultAdagradOptions()},
+				optim.AdagradGroup{Params: []*autograd.Tensor{top}, AdagradOptions: optim.DefaultAdagradOptions()})
+			return err
+		}, "more than one parameter group"},
+		{"nil split model", func() error { _, err := optim.NewAdamWSplit(nil, optim.DefaultAdamWOptions()); return err }, "nil"},
+		{"adam top without split model", func() error {
+			_, err := optim.NewAdamW([]*autograd.Tensor{top}, optim.DefaultAdamWOptions())
+			return err
+		}, "float32"},
+	} {
+		err := c.err()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
+		}
+	}
+
+	// FP32 parameters and Tops may share an optimizer and a group.
+	mixed, err := optim.NewSGDSplitGroups(sm,
+		optim.SGDGroup{Params: []*autograd.Tensor{fp, top}, SGDOptions: opts},
+		optim.SGDGroup{Params: []*autograd.Tensor{sm.Params()[1].Param.Top}, SGDOptions: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setGrad(fp, 1, 1)
+	top.SetGrad(autograd.FromBFloat16([]uint16{0x3f80})) // 1
+	before := sm.Params()[0].Param.Join().Float32s()[0]
+	mixed.Step()
+	if got := fp.Float32s(); got[0] != float32(1-0.1) || got[1] != float32(2-0.1) {
+		t.Errorf("FP32 parameter after a mixed step: %v", got)
+	}
+	if got, want := sm.Params()[0].Param.Join().Float32s()[0], float32(float64(before)-0.1); got != want {
+		t.Errorf("split parameter after a mixed step: %v, want %v", got, want)
+	}
+}
