@@ -47,7 +47,8 @@
 // better-rounded BF16 weight; Refresh recomputes the Copy after the master
 // changes.
 //
-// The split and join loops are plain Go for now; they are the natural
-// candidates for a vectorised kernel in package kernels, fused into the
-// optimizers' single pass over each parameter.
+// The fused optimizers do not go through SplitParam.Step: optim's split
+// forms (optim.NewSGDSplit and its siblings) take a SplitModel and join,
+// step and split each span in one pass with vectorised kernels. The loops
+// here serve the state dicts, MasterCopy and custom update functions.
 package amp
