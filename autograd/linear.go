@@ -30,11 +30,22 @@ func linearGrad(t *Tensor, data []float32) *Tensor {
 // may be in any memory format (channels-last ones are read through a
 // row-major copy); the result is contiguous, as in PyTorch. Products run on
 // kernels.Sgemm, accumulating in float32 as PyTorch's CPU GEMM does.
+// Bfloat16 operands (both; under WithAutocast float32 ones are cast) run on
+// kernels.GemmBF16 and give a bfloat16 result.
 func Matmul(a, b *Tensor) *Tensor { return matmul("Matmul", a, b) }
 
 func matmul(op string, a, b *Tensor) *Tensor {
-	checkF32(op, "first operand", a)
-	checkF32(op, "second operand", b)
+	a, b = autocastBF16(a), autocastBF16(b)
+	bf16 := a != nil && a.dtype == BFloat16
+	if bf16 {
+		if b == nil || b.dtype != BFloat16 {
+			checkF32(op, "second operand", b) // names nil
+			Fail(op, "second operand has dtype %v but the first is bfloat16; cast it, or use amp.Autocast", b.dtype)
+		}
+	} else {
+		checkF32(op, "first operand", a)
+		checkF32(op, "second operand", b)
+	}
 	if a.NDim() == 0 || b.NDim() == 0 {
 		Fail(op, "both arguments need at least 1 dimension, got shapes %v and %v", a.shape, b.shape)
 	}
@@ -61,6 +72,9 @@ func matmul(op string, a, b *Tensor) *Tensor {
 	}
 	if b.NDim() > 1 {
 		outShape = append(outShape, m)
+	}
+	if bf16 {
+		return matmulBF16(op, a, b, outShape, batch, aBatch, bBatch, n, k, m)
 	}
 	out := &Tensor{dtype: Float32, shape: outShape, data: make([]float32, numel(op, outShape))}
 	ad, bd, od := linearRowMajor(a), linearRowMajor(b), out.Float32s()
@@ -105,6 +119,59 @@ func matmul(op string, a, b *Tensor) *Tensor {
 			d := make([]float32, len(bd))
 			kernels.SgemmBatched(true, false, k, m, n, 1, ad, aOff, k, gd, cOff, m, 0, d, bOff, m)
 			gb = linearGrad(b, d)
+		}
+		return []*Tensor{ga, gb}
+	})
+}
+
+// matmulBF16 is matmul on bfloat16 operands: one GemmBF16 per batch
+// matrix, float32 accumulation, the result and the gradients rounded to
+// bfloat16 once (gradients of broadcast matrices are summed in float32
+// first).
+func matmulBF16(op string, a, b *Tensor, outShape, batch, aBatch, bBatch []int, n, k, m int) *Tensor {
+	ad, bd := bf16RowMajor(a), bf16RowMajor(b)
+	aOff := matmulOffsets(aBatch, batch, n*k)
+	bOff := matmulOffsets(bBatch, batch, k*m)
+	cOff := matmulOffsets(batch, batch, n*m)
+	acc := make([]float32, numel(op, outShape))
+	for i := range cOff {
+		kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
+	}
+	out := &Tensor{dtype: BFloat16, shape: outShape, data: bf16Of(acc)}
+	return record(op+"Backward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+		if g.dtype != BFloat16 {
+			g = g.castTo(BFloat16)
+		}
+		gd := bf16RowMajor(g)
+		// grad runs one product per batch into dst at offs, adding where a
+		// broadcast matrix was already written.
+		grad := func(like *Tensor, offs []int, size int, product func(i int, dst []float32, beta float32)) *Tensor {
+			d := make([]float32, size)
+			seen := map[int]bool{}
+			for i, o := range offs {
+				var beta float32
+				if seen[o] {
+					beta = 1
+				}
+				seen[o] = true
+				product(i, d[o:], beta)
+			}
+			t := &Tensor{dtype: BFloat16, shape: cloneInts(like.shape), data: bf16Of(d)}
+			if like.format != Contiguous {
+				t = t.reformat(like.format)
+			}
+			return t
+		}
+		var ga, gb *Tensor
+		if a.requiresGrad {
+			ga = grad(a, aOff, len(ad), func(i int, dst []float32, beta float32) {
+				kernels.GemmBF16(false, true, n, k, m, 1, gd[cOff[i]:], m, bd[bOff[i]:], m, beta, dst, k)
+			})
+		}
+		if b.requiresGrad {
+			gb = grad(b, bOff, len(bd), func(i int, dst []float32, beta float32) {
+				kernels.GemmBF16(true, false, k, m, n, 1, ad[aOff[i]:], k, gd[cOff[i]:], m, beta, dst, m)
+			})
 		}
 		return []*Tensor{ga, gb}
 	})
@@ -162,8 +229,10 @@ func matmulOffsets(shape, batch []int, mat int) []int {
 // size (no broadcasting; use Matmul for that).
 func BMM(a, b *Tensor) *Tensor {
 	const op = "BMM"
-	checkF32(op, "first operand", a)
-	checkF32(op, "second operand", b)
+	if a == nil || b == nil {
+		checkF32(op, "first operand", a)
+		checkF32(op, "second operand", b)
+	}
 	if a.NDim() != 3 {
 		Fail(op, "first operand must be a 3-D [batch, n, k] tensor, got shape %v", a.shape)
 	}

@@ -266,7 +266,7 @@ func TestLinearBadInputs(t *testing.T) {
 		{"bmm rank b", func() { autograd.BMM(autograd.Zeros(2, 3, 4), autograd.Zeros(1, 2, 4, 5)) }, "BMM: second operand must be a 3-D"},
 		{"bmm batch", func() { autograd.BMM(autograd.Zeros(2, 3, 4), autograd.Zeros(3, 4, 5)) }, "BMM: second operand must have shape [2 4 m] to multiply first operand [2 3 4], got [3 4 5]"},
 		{"bmm inner", func() { autograd.BMM(autograd.Zeros(2, 3, 4), autograd.Zeros(2, 5, 5)) }, "got [2 5 5]"},
-		{"bmm dtype", func() { autograd.BMM(autograd.Empty(autograd.BFloat16, 2, 3, 4), autograd.Zeros(2, 4, 5)) }, "BMM: first operand has dtype bfloat16"},
+		{"bmm dtype", func() { autograd.BMM(autograd.Empty(autograd.BFloat16, 2, 3, 4), autograd.Zeros(2, 4, 5)) }, "BMM: second operand has dtype float32 but the first is bfloat16"},
 		{"linear nil weight", func() { autograd.Linear(x, nil, nil) }, "Linear: weight is nil"},
 		{"linear nil input", func() { autograd.Linear(nil, w, nil) }, "Linear: input is nil"},
 		{"linear dtype", func() { autograd.Linear(autograd.Empty(autograd.Int32, 3, 4), w, nil) }, "Linear: input has dtype int32"},
@@ -371,5 +371,53 @@ func TestAutocastLinear(t *testing.T) {
 		if math.Abs(v-s) > 0.02*math.Abs(s)+0.05 {
 			t.Fatalf("w grad[%d] = %v, want about %v", j, v, s)
 		}
+	}
+}
+
+// TestMatmulBF16 checks bfloat16 Matmul and BMM (with broadcasting) against
+// the float32 ops on the same values, within a bfloat16 ulp, and that
+// autocast reaches them.
+func TestMatmulBF16(t *testing.T) {
+	g := autograd.NewGenerator(23)
+	bf := func(shape ...int) *autograd.Tensor {
+		return autograd.Cast(autograd.Randn(g, shape...), autograd.BFloat16)
+	}
+	for _, c := range []struct {
+		name string
+		a, b []int
+		f    func(a, b *autograd.Tensor) *autograd.Tensor
+	}{
+		{"matmul 2d", []int{5, 9}, []int{9, 7}, autograd.Matmul},
+		{"matmul broadcast", []int{3, 5, 9}, []int{9, 7}, autograd.Matmul},
+		{"matmul batch broadcast", []int{2, 1, 4, 6}, []int{3, 6, 5}, autograd.Matmul},
+		{"bmm", []int{3, 4, 6}, []int{3, 6, 5}, autograd.BMM},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := bf(c.a...), bf(c.b...)
+			run := func(dtype autograd.DType) []*autograd.Tensor {
+				al := autograd.Cast(a, dtype).Detach().SetRequiresGrad(true)
+				bl := autograd.Cast(b, dtype).Detach().SetRequiresGrad(true)
+				y := c.f(al, bl)
+				y.Backward(autograd.Cast(autograd.OnesLike(y), dtype))
+				return []*autograd.Tensor{y, al.Grad(), bl.Grad()}
+			}
+			want, got := run(autograd.Float32), run(autograd.BFloat16)
+			for i, name := range []string{"output", "a grad", "b grad"} {
+				if got[i].DType() != autograd.BFloat16 {
+					t.Fatalf("%s has dtype %v", name, got[i].DType())
+				}
+				gv, wv := got[i].Values(), want[i].Values()
+				for j := range wv {
+					if d := math.Abs(gv[j] - wv[j]); d > 0x1p-7*math.Abs(wv[j])+1e-5 {
+						t.Fatalf("%s[%d] = %v in BF16, %v in FP32", name, j, gv[j], wv[j])
+					}
+				}
+			}
+			var y *autograd.Tensor
+			autograd.WithAutocast(func() { y = c.f(autograd.Cast(a, autograd.Float32), autograd.Cast(b, autograd.Float32)) })
+			if y.DType() != autograd.BFloat16 {
+				t.Errorf("under autocast the product is %v", y.DType())
+			}
+		})
 	}
 }
