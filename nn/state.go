@@ -96,6 +96,26 @@ func encodeTensor(name string, t *autograd.Tensor) (safetensors.Tensor, error) {
 	return e, nil
 }
 
+// ReadTensors reads every tensor of a safetensors file, in the file's
+// order, without loading them into a module: for programs that sort a
+// checkpoint's entries themselves or inspect a state dict. Errors name the
+// file and, for a tensor that cannot be decoded, the tensor.
+func ReadTensors(path string) ([]NamedTensor, error) {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("nn: %w", err)
+	}
+	ts := make([]NamedTensor, 0, len(f.Tensors))
+	for _, e := range f.Tensors {
+		t, err := tensorcodec.Decode(e)
+		if err != nil {
+			return nil, fmt.Errorf("nn: %s: tensor %q: %w", path, e.Name, err)
+		}
+		ts = append(ts, NamedTensor{Name: e.Name, Tensor: t})
+	}
+	return ts, nil
+}
+
 // LoadOptions configures LoadStateDict and LoadTensors.
 type LoadOptions struct {
 	// NonStrict ignores missing and unexpected keys, like

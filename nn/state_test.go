@@ -3,11 +3,13 @@ package nn_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
@@ -372,5 +374,27 @@ func TestSaveTensorsErrors(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("failed saves left %d files behind", len(entries))
+	}
+}
+
+func TestReadTensors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.safetensors")
+	in := []nn.NamedTensor{{Name: "b", Tensor: autograd.FromFloat32([]float32{1, 2, 3}, 3)}, {Name: "a", Tensor: autograd.FromInt64([]int64{7}, 1)}}
+	if err := nn.SaveTensors(path, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := nn.ReadTensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, nt := range out {
+		got[nt.Name] = fmt.Sprint(nt.Tensor.DType(), nt.Tensor.Values())
+	}
+	if got["b"] != "float32 [1 2 3]" || got["a"] != "int64 [7]" || len(out) != 2 {
+		t.Errorf("read back %v", got)
+	}
+	if _, err := nn.ReadTensors(filepath.Join(t.TempDir(), "missing.safetensors")); err == nil || !strings.Contains(err.Error(), "missing.safetensors") {
+		t.Errorf("missing file: %v", err)
 	}
 }

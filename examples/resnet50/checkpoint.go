@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln/autograd"
-	"github.com/kilnml/kiln/internal/safetensors"
-	"github.com/kilnml/kiln/internal/tensorcodec"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/optim"
 )
@@ -81,16 +79,17 @@ type weights struct {
 // readWeights reads path, a train checkpoint or a state dict; flag names
 // the flag that gave the file, for messages.
 func readWeights(flag, path string) (*weights, error) {
-	f, err := safetensors.ReadFile(path)
+	all, err := nn.ReadTensors(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading --%s: %w", flag, err)
 	}
 	w := &weights{path: path, state: map[int]map[string]*autograd.Tensor{}}
-	if info, ok := f.Get(checkpointKey); ok {
+	if i := slices.IndexFunc(all, func(nt nn.NamedTensor) bool { return nt.Name == checkpointKey }); i >= 0 {
 		w.ckpt = &progress{}
-		err := fmt.Errorf("stored as %s, want U8", info.DType)
-		if info.DType == "U8" {
-			err = json.Unmarshal(info.Data, w.ckpt)
+		t := all[i].Tensor
+		err := fmt.Errorf("stored as %v, want uint8", t.DType())
+		if t.DType() == autograd.Uint8 {
+			err = json.Unmarshal(t.Uint8s(), w.ckpt)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--%s %s: bad %s tensor: %w", flag, path, checkpointKey, err)
@@ -100,26 +99,22 @@ func readWeights(flag, path string) (*weights, error) {
 	prefix := modelPrefix
 	if w.ckpt == nil {
 		prefix = ""
-		if len(f.Tensors) > 0 && !slices.ContainsFunc(f.Tensors, func(e safetensors.Tensor) bool { return !strings.HasPrefix(e.Name, "module.") }) {
+		if len(all) > 0 && !slices.ContainsFunc(all, func(nt nn.NamedTensor) bool { return !strings.HasPrefix(nt.Name, "module.") }) {
 			prefix = "module."
 		}
 	}
-	for _, e := range f.Tensors {
-		if e.Name == checkpointKey {
+	for _, nt := range all {
+		if nt.Name == checkpointKey {
 			continue
 		}
-		t, err := tensorcodec.Decode(e)
-		if err != nil {
-			return nil, fmt.Errorf("--%s %s: tensor %s: %w", flag, path, e.Name, err)
-		}
-		name, isModel := strings.CutPrefix(e.Name, prefix)
+		name, isModel := strings.CutPrefix(nt.Name, prefix)
 		if w.ckpt != nil && !isModel {
-			if err := w.addState(e.Name, t); err != nil {
+			if err := w.addState(nt.Name, nt.Tensor); err != nil {
 				return nil, fmt.Errorf("--%s %s: %w", flag, path, err)
 			}
 			continue
 		}
-		w.tensors = append(w.tensors, nn.NamedTensor{Name: name, Tensor: t})
+		w.tensors = append(w.tensors, nn.NamedTensor{Name: name, Tensor: nt.Tensor})
 	}
 	return w, nil
 }
