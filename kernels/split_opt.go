@@ -145,7 +145,16 @@ func (s *SGDSplitStep) Run() {
 	Parallel(n, n*sgdCost, s.span)
 }
 
+// sgdSplitFusedImpl, where the dispatch level has one, updates a prefix
+// of [lo, hi) in one fused pass (no scratch) and returns where it stopped.
+var sgdSplitFusedImpl = sgdSplitFusedFor(level)
+
 func (s *SGDSplitStep) run(lo, hi int) {
+	if sgdSplitFusedImpl != nil {
+		if lo = sgdSplitFusedImpl(s, lo, hi); lo == hi {
+			return
+		}
+	}
 	sc := splitScratches.Get().(*splitScratch)
 	for a := lo; a < hi; a += splitSpan {
 		b := min(a+splitSpan, hi)
@@ -221,7 +230,15 @@ func (s *AdagradSplitStep) Run() {
 	Parallel(n, n*adagradCost, s.span)
 }
 
+// adagradSplitFusedImpl is sgdSplitFusedImpl for Adagrad.
+var adagradSplitFusedImpl = adagradSplitFusedFor(level)
+
 func (s *AdagradSplitStep) run(lo, hi int) {
+	if adagradSplitFusedImpl != nil {
+		if lo = adagradSplitFusedImpl(s, lo, hi); lo == hi {
+			return
+		}
+	}
 	sc := splitScratches.Get().(*splitScratch)
 	for a := lo; a < hi; a += splitSpan {
 		b := min(a+splitSpan, hi)
