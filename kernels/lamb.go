@@ -159,14 +159,13 @@ func combineLanes(acc *[8]float64) (x, y float64) {
 }
 
 // lambMomentsFor and lambApplyFor return level l's pass 1 and pass 2
-// kernels; the Generic ones are the reference, and AVX-512 machines run
-// the AVX2 ones.
+// kernels; the Generic ones are the reference.
 func lambMomentsFor(l Level) func(c *LambConfig, p, g, m, v []float32, acc *[8]float64) {
-	return pick(l, [levelCount]func(*LambConfig, []float32, []float32, []float32, []float32, *[8]float64){Generic: lambMomentsSpan, AVX2: lambMomentsAVX2Span})
+	return pick(l, [levelCount]func(*LambConfig, []float32, []float32, []float32, []float32, *[8]float64){Generic: lambMomentsSpan, AVX2: lambMomentsAVX2Span, AVX512: lambMomentsAVX512Span})
 }
 
 func lambApplyFor(l Level) func(c *LambConfig, negScale float32, p, m, v []float32) {
-	return pick(l, [levelCount]func(*LambConfig, float32, []float32, []float32, []float32){Generic: lambApplySpan, AVX2: lambApplyAVX2Span})
+	return pick(l, [levelCount]func(*LambConfig, float32, []float32, []float32, []float32){Generic: lambApplySpan, AVX2: lambApplyAVX2Span, AVX512: lambApplyAVX512Span})
 }
 
 var (

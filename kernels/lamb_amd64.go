@@ -79,3 +79,50 @@ func sumSquares2Asm(a, b []float32, acc *[8]float64) {
 		sumSquares2(a[n:], b[n:], acc)
 	}
 }
+
+// lambMomentsAVX512 is lambMomentsAVX2 sixteen elements at a time;
+// len(p) is a multiple of 16.
+//
+//go:noescape
+func lambMomentsAVX512(p, g, m, v []float32, acc *[8]float64, k1, wd float64, b1, b2, k2, bc1, bc2, eps float32, flags int)
+
+// lambApplyAVX512 is lambApplyAVX2 sixteen elements at a time; len(p) is
+// a multiple of 16.
+//
+//go:noescape
+func lambApplyAVX512(p, m, v []float32, wd, negScale float64, bc1, bc2, eps float32, flags int)
+
+var (
+	lambMomentsAVX512Span = lambMomentsAsm512
+	lambApplyAVX512Span   = lambApplyAsm512
+)
+
+// lambMomentsAsm512 is lambMomentsSpan in AVX-512: whole vectors of
+// sixteen, then the rest through the AVX2 variant, which continues the
+// same lanes since sixteen is a multiple of 4.
+func lambMomentsAsm512(c *LambConfig, p, g, m, v []float32, acc *[8]float64) {
+	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
+	n := len(p) &^ 15
+	if n > 0 {
+		lambMomentsAVX512(p[:n], g[:n], m[:n], v[:n], acc, float64(c.Keep1), float64(c.WeightDecay),
+			c.Beta1, c.Beta2, c.Keep2, c.BiasCorrection1, c.BiasCorrection2, c.Eps, lambFlags(c))
+	}
+	if n < len(p) {
+		lambMomentsAsm(c, p[n:], g[n:], m[n:], v[n:], acc)
+	}
+}
+
+// lambApplyAsm512 is lambApplySpan in AVX-512, the rest through the AVX2
+// variant.
+func lambApplyAsm512(c *LambConfig, negScale float32, p, m, v []float32) {
+	m, v = m[:len(p)], v[:len(p)]
+	n := len(p) &^ 15
+	for lo := 0; lo < n; lo += lambApplyChunk {
+		hi := min(lo+lambApplyChunk, n)
+		lambApplyAVX512(p[lo:hi], m[lo:hi], v[lo:hi], float64(c.WeightDecay), float64(negScale),
+			c.BiasCorrection1, c.BiasCorrection2, c.Eps, lambFlags(c))
+	}
+	if n < len(p) {
+		lambApplyAsm(c, negScale, p[n:], m[n:], v[n:])
+	}
+}

@@ -1,0 +1,170 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// The Lamb passes in AVX-512, sixteen elements per iteration: float32 work
+// on zmm, float64 work on two zmm halves (elements 0–7 and 8–15), following
+// lambMomentsAVX2 and lambApplyAVX2 operation by operation. The squares are
+// added to the same four-lane ymm accumulators as there, a quarter of the
+// sixteen elements at a time and in element order, so lane j still sums
+// the elements i with i mod 4 = j in the same order.
+//
+// Every load of an iteration comes before its stores: the arrays are often
+// allocated at the same offset modulo 4 KiB, and a load behind a store to
+// an address with the same low twelve bits waits for that store.
+
+// func lambMomentsAVX512(p, g, m, v []float32, acc *[8]float64, k1, wd float64, b1, b2, k2, bc1, bc2, eps float32, flags int)
+//
+// Registers: Z15 Keep1 and Z14 wd as float64, Z13 β1, Z12 β2, Z11 Keep2,
+// Z10 bias correction 1, Z9 bias correction 2, Z8 eps, Y7 and Y6 the p²
+// and u² lanes.
+TEXT ·lambMomentsAVX512(SB), NOSPLIT, $0-152
+	MOVQ         p_base+0(FP), DI
+	MOVQ         p_len+8(FP), CX
+	MOVQ         g_base+24(FP), SI
+	MOVQ         m_base+48(FP), DX
+	MOVQ         v_base+72(FP), R8
+	MOVQ         acc+96(FP), R9
+	VBROADCASTSD k1+104(FP), Z15
+	VBROADCASTSD wd+112(FP), Z14
+	VBROADCASTSS b1+120(FP), Z13
+	VBROADCASTSS b2+124(FP), Z12
+	VBROADCASTSS k2+128(FP), Z11
+	VBROADCASTSS bc1+132(FP), Z10
+	VBROADCASTSS bc2+136(FP), Z9
+	VBROADCASTSS eps+140(FP), Z8
+	MOVQ         flags+144(FP), R10
+	VMOVUPD      (R9), Y7
+	VMOVUPD      32(R9), Y6
+	SHRQ         $4, CX
+	JZ           mdone
+
+mloop:
+	VMOVUPS       (SI), Z0
+	VCVTPS2PD     (SI), Z18   // g, low half
+	VCVTPS2PD     32(SI), Z19 // g, high half
+	VMULPS        (DX), Z13, Z1 // m·β1
+	VMULPS        (R8), Z12, Z3 // v·β2
+	VCVTPS2PD     (DI), Z5   // p, low half
+	VCVTPS2PD     32(DI), Z2 // p, high half
+	VCVTPS2PD     Y1, Z16
+	VEXTRACTF64X4 $1, Z1, Y17
+	VCVTPS2PD     Y17, Z17
+	VFMADD231PD   Z15, Z18, Z16 // m·β1 + Keep1·g
+	VFMADD231PD   Z15, Z19, Z17
+	VCVTPD2PS     Z16, Y1
+	VCVTPD2PS     Z17, Y17
+	VINSERTF64X4  $1, Y17, Z1, Z1
+	VMOVUPS       Z1, (DX)
+	VCVTPS2PD     Y3, Z20
+	VEXTRACTF64X4 $1, Z3, Y21
+	VCVTPS2PD     Y21, Z21
+	VMULPS        Z11, Z0, Z4 // Keep2·g
+	VCVTPS2PD     Y4, Z22
+	VEXTRACTF64X4 $1, Z4, Y23
+	VCVTPS2PD     Y23, Z23
+	VFMADD231PD   Z22, Z18, Z20 // v·β2 + (Keep2·g)·g
+	VFMADD231PD   Z23, Z19, Z21
+	VCVTPD2PS     Z20, Y3
+	VCVTPD2PS     Z21, Y21
+	VINSERTF64X4  $1, Y21, Z3, Z3
+	VMOVUPS       Z3, (R8)
+	VDIVPS        Z9, Z3, Z3 // v / bc2
+	VSQRTPS       Z3, Z3
+	VADDPS        Z8, Z3, Z3 // + eps
+	VDIVPS        Z10, Z1, Z1 // m / bc1
+	VDIVPS        Z3, Z1, Z1
+	VCVTPS2PD     Y1, Z24
+	VEXTRACTF64X4 $1, Z1, Y25
+	VCVTPS2PD     Y25, Z25
+	TESTQ         $1, R10
+	JZ            mnowd
+	VFMADD231PD   Z14, Z5, Z24 // a + wd·p
+	VFMADD231PD   Z14, Z2, Z25
+	VCVTPD2PS     Z24, Y24
+	VCVTPD2PS     Z25, Y25
+	VCVTPS2PD     Y24, Z24
+	VCVTPS2PD     Y25, Z25
+
+mnowd:
+	VEXTRACTF64X4 $1, Z5, Y26
+	VEXTRACTF64X4 $1, Z2, Y27
+	VEXTRACTF64X4 $1, Z24, Y28
+	VEXTRACTF64X4 $1, Z25, Y29
+	VFMADD231PD   Y5, Y5, Y7 // p² lanes, elements 0–3
+	VFMADD231PD   Y24, Y24, Y6 // u² lanes
+	VFMADD231PD   Y26, Y26, Y7 // elements 4–7
+	VFMADD231PD   Y28, Y28, Y6
+	VFMADD231PD   Y2, Y2, Y7 // elements 8–11
+	VFMADD231PD   Y25, Y25, Y6
+	VFMADD231PD   Y27, Y27, Y7 // elements 12–15
+	VFMADD231PD   Y29, Y29, Y6
+	ADDQ          $64, DI
+	ADDQ          $64, SI
+	ADDQ          $64, DX
+	ADDQ          $64, R8
+	DECQ          CX
+	JNZ           mloop
+
+mdone:
+	VMOVUPD Y7, (R9)
+	VMOVUPD Y6, 32(R9)
+	VZEROUPPER
+	RET
+
+// func lambApplyAVX512(p, m, v []float32, wd, negScale float64, bc1, bc2, eps float32, flags int)
+//
+// Registers: Z14 wd and Z7 the scale as float64, Z10 and Z9 the bias
+// corrections, Z8 eps.
+TEXT ·lambApplyAVX512(SB), NOSPLIT, $0-112
+	MOVQ         p_base+0(FP), DI
+	MOVQ         p_len+8(FP), CX
+	MOVQ         m_base+24(FP), DX
+	MOVQ         v_base+48(FP), R8
+	VBROADCASTSD wd+72(FP), Z14
+	VBROADCASTSD negScale+80(FP), Z7
+	VBROADCASTSS bc1+88(FP), Z10
+	VBROADCASTSS bc2+92(FP), Z9
+	VBROADCASTSS eps+96(FP), Z8
+	MOVQ         flags+104(FP), R10
+	SHRQ         $4, CX
+	JZ           adone
+
+aloop:
+	VMOVUPS       (R8), Z3
+	VDIVPS        Z9, Z3, Z3 // v / bc2
+	VSQRTPS       Z3, Z3
+	VADDPS        Z8, Z3, Z3 // + eps
+	VMOVUPS       (DX), Z1
+	VDIVPS        Z10, Z1, Z1 // m / bc1
+	VDIVPS        Z3, Z1, Z1
+	VCVTPS2PD     (DI), Z5   // p, low half
+	VCVTPS2PD     32(DI), Z6 // p, high half
+	VCVTPS2PD     Y1, Z16
+	VEXTRACTF64X4 $1, Z1, Y17
+	VCVTPS2PD     Y17, Z17
+	TESTQ         $1, R10
+	JZ            anowd
+	VFMADD231PD   Z14, Z5, Z16 // a + wd·p
+	VFMADD231PD   Z14, Z6, Z17
+	VCVTPD2PS     Z16, Y16
+	VCVTPD2PS     Z17, Y17
+	VCVTPS2PD     Y16, Z16
+	VCVTPS2PD     Y17, Z17
+
+anowd:
+	VFMADD231PD Z7, Z16, Z5 // p + scale·u
+	VFMADD231PD Z7, Z17, Z6
+	VCVTPD2PS   Z5, Y5
+	VCVTPD2PS   Z6, Y6
+	VMOVUPS     Y5, (DI)
+	VMOVUPS     Y6, 32(DI)
+	ADDQ        $64, DI
+	ADDQ        $64, DX
+	ADDQ        $64, R8
+	DECQ        CX
+	JNZ         aloop
+
+adone:
+	VZEROUPPER
+	RET
