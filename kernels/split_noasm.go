@@ -13,3 +13,6 @@ func sgdSplitFusedFor(Level) func(s *SGDSplitStep, lo, hi int) int { return nil 
 
 // adagradSplitFusedFor has no fused variant to offer without assembly.
 func adagradSplitFusedFor(Level) func(s *AdagradSplitStep, lo, hi int) int { return nil }
+
+// adamSplitFusedFor has no fused variant to offer without assembly.
+func adamSplitFusedFor(Level) func(s *AdamSplitStep, lo, hi int) int { return nil }

@@ -192,7 +192,15 @@ func (s *AdamSplitStep) Run() {
 	Parallel(n, n*adamCost, s.span)
 }
 
+// adamSplitFusedImpl is sgdSplitFusedImpl for Adam.
+var adamSplitFusedImpl = adamSplitFusedFor(level)
+
 func (s *AdamSplitStep) run(lo, hi int) {
+	if adamSplitFusedImpl != nil {
+		if lo = adamSplitFusedImpl(s, lo, hi); lo == hi {
+			return
+		}
+	}
 	sc := splitScratches.Get().(*splitScratch)
 	for a := lo; a < hi; a += splitSpan {
 		b := min(a+splitSpan, hi)
