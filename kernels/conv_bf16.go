@@ -1,0 +1,319 @@
+package kernels
+
+import "sync"
+
+// BF16 convolution: bfloat16 operands (uint16 bits), float32 accumulation
+// and float32 results (callers round to BF16 where they want it).
+//
+// Channels-last with one group runs on GemmBF16 (VDPBF16PS where the CPU
+// has AVX512_BF16): an im2col row of channels-last data holds its depth in
+// (kd, kh, kw, c) order, the weight's own order, so the plain uint16
+// im2col rows and the weight rows are GemmBF16 operands as they stand
+// (GemmBF16 pairs consecutive depths). A 1×1 stride-1 convolution reads
+// the input in place. Where the direct kernel applies (conv_bf16_amd64.go)
+// the forward reads the input in place for every tap too.
+//
+// Every other case (channels-first, groups, a CPU without AVX512_BF16,
+// the noasm build) widens the operands to float32, exactly, and runs the
+// FP32 convolution: the same products, summed in another order.
+
+// convBF16Native reports whether s runs on the BF16 kernels rather than
+// the widened FP32 reference.
+func convBF16Native(s *ConvShape) bool {
+	return sbgemmAsm() && s.ChannelsLast && s.Groups == 1
+}
+
+// ConvForwardBF16 computes y = conv(x, w) + bias for bfloat16 x and w
+// (ConvForward's layouts), accumulating in float32. bias (length O) may
+// be nil. y is overwritten.
+func ConvForwardBF16(s *ConvShape, x, w []uint16, bias []float32, y []float32) {
+	nb := 0
+	if bias != nil {
+		nb = s.O
+	}
+	s.check("ConvForwardBF16", convLen{"x", len(x), s.xLen()}, convLen{"w", len(w), s.wLen()},
+		convLen{"y", len(y), s.yLen()}, convLen{"bias", len(bias), nb})
+	if s.N == 0 {
+		return
+	}
+	x, w, y = x[:s.xLen()], w[:s.wLen()], y[:s.yLen()]
+	if bias != nil {
+		bias = bias[:s.O]
+	}
+	if !convBF16Native(s) {
+		ConvForward(s, widenBF16(x), widenBF16(w), bias, y)
+		return
+	}
+	c := getConvBF16(s)
+	defer c.release()
+	c.forward(x, w, bias, y)
+}
+
+// ConvBackwardDataBF16 computes dx, the gradient of the input, from
+// bfloat16 dy and w. dx is overwritten.
+func ConvBackwardDataBF16(s *ConvShape, dy, w []uint16, dx []float32) {
+	s.check("ConvBackwardDataBF16", convLen{"dx", len(dx), s.xLen()}, convLen{"w", len(w), s.wLen()},
+		convLen{"dy", len(dy), s.yLen()})
+	if s.N == 0 {
+		return
+	}
+	dy, w, dx = dy[:s.yLen()], w[:s.wLen()], dx[:s.xLen()]
+	if !convBF16Native(s) {
+		ConvBackwardData(s, widenBF16(dy), widenBF16(w), dx)
+		return
+	}
+	c := getConvBF16(s)
+	defer c.release()
+	c.backwardData(dy, w, dx)
+}
+
+// ConvBackwardWeightBF16 computes dw, the gradient of the weight, from
+// bfloat16 x and dy. dw is overwritten.
+func ConvBackwardWeightBF16(s *ConvShape, x, dy []uint16, dw []float32) {
+	s.check("ConvBackwardWeightBF16", convLen{"x", len(x), s.xLen()}, convLen{"dw", len(dw), s.wLen()},
+		convLen{"dy", len(dy), s.yLen()})
+	dw = dw[:s.wLen()]
+	if s.N == 0 {
+		clear(dw)
+		return
+	}
+	x, dy = x[:s.xLen()], dy[:s.yLen()]
+	if !convBF16Native(s) {
+		ConvBackwardWeight(s, widenBF16(x), widenBF16(dy), dw)
+		return
+	}
+	c := getConvBF16(s)
+	defer c.release()
+	c.backwardWeight(x, dy, dw)
+}
+
+// widenBF16 returns v widened exactly to float32 (a new slice: the
+// reference path allocates).
+func widenBF16(v []uint16) []float32 {
+	out := make([]float32, len(v))
+	BF16ToF32(out, v)
+	return out
+}
+
+// convBF16 is one BF16 convolution call on the native path.
+type convBF16 struct {
+	s      ConvShape
+	k      int // depth of an im2col row: taps × C
+	pix    int // output pixels of the batch
+	x, dy  []uint16
+	y, dx  []float32
+	bias   []float32
+	p0, mb int // the current block of output pixels
+	col16  []uint16
+	col32  []float32
+	dyT    []uint16
+	direct directBF16
+
+	colBuf16, xpBuf, bpBuf, dyTBuf, tailBuf []uint16
+	colBuf32                                []float32
+	offsBuf                                 []int
+
+	im2colFn, col2imFn, biasFn, padFn, directFn, transFn, pointFn func(lo, hi int)
+}
+
+var convBF16Pool = sync.Pool{New: func() any {
+	c := new(convBF16)
+	c.im2colFn = c.im2colPixels
+	c.col2imFn = c.col2imChannels
+	c.biasFn = c.addBias
+	c.padFn = c.padRows
+	c.directFn = c.directRows
+	c.transFn = c.transposeDy
+	c.pointFn = c.pointPanels
+	return c
+}}
+
+func getConvBF16(s *ConvShape) *convBF16 {
+	c := convBF16Pool.Get().(*convBF16)
+	c.s = *s
+	c.k = s.kSize() * s.C
+	c.pix = s.N * s.outSize()
+	return c
+}
+
+func (c *convBF16) release() {
+	c.x, c.dy, c.y, c.dx, c.bias, c.col16, c.col32, c.dyT = nil, nil, nil, nil, nil, nil, nil, nil
+	convBF16Pool.Put(c)
+}
+
+// convBF16BlockBytes bounds an im2col block.
+var convBF16BlockBytes = 4 << 20
+
+// blockPixels is the number of output pixels per im2col block, for
+// elemBytes bytes per element of the block's matrix: even, so the weight
+// gradient's depth pairs (pixels) line up from block to block.
+func (c *convBF16) blockPixels(elemBytes int) int {
+	mb := max(96, convBF16BlockBytes/(elemBytes*c.k))
+	mb = (mb + 1) &^ 1
+	return min(mb, c.pix)
+}
+
+func (c *convBF16) forward(x, w []uint16, bias, y []float32) {
+	s := &c.s
+	c.x, c.bias, c.y = x, bias, y
+	if c.forwardDirect(w) {
+		return
+	}
+	if s.pointwise() {
+		GemmBF16(false, true, c.pix, s.O, s.C, 1, x, s.C, w, s.C, 0, y, s.O)
+		if bias != nil {
+			c.p0, c.mb = 0, c.pix
+			Parallel(c.pix, c.pix*s.O, c.biasFn)
+		}
+		return
+	}
+	mb := c.blockPixels(2)
+	for p0 := 0; p0 < c.pix; p0 += mb {
+		c.p0, c.mb = p0, min(mb, c.pix-p0)
+		c.col16 = growBuf(&c.colBuf16, c.mb*c.k)
+		Parallel(c.mb, c.mb*c.k, c.im2colFn)
+		GemmBF16(false, true, c.mb, s.O, c.k, 1, c.col16, c.k, w, c.k, 0, y[p0*s.O:], s.O)
+		if bias != nil {
+			Parallel(c.mb, c.mb*s.O, c.biasFn)
+		}
+	}
+}
+
+// addBias adds the bias to pixels [lo, hi) of the current block.
+func (c *convBF16) addBias(lo, hi int) {
+	o := c.s.O
+	y := c.y[c.p0*o:]
+	for p := lo; p < hi; p++ {
+		convOps.addTo(y[p*o:(p+1)*o], c.bias)
+	}
+}
+
+// pixelOrigin splits output pixel p into its image and the input position
+// of its first tap.
+func (c *convBF16) pixelOrigin(p int) (n, id0, ih0, iw0 int) {
+	s := &c.s
+	OD, OH, OW := s.Out[0], s.Out[1], s.Out[2]
+	ow, oh, od := p%OW, p/OW%OH, p/(OW*OH)%OD
+	n = p / (OW * OH * OD)
+	return n, od*s.Stride[0] - s.Pad[0], oh*s.Stride[1] - s.Pad[1], ow*s.Stride[2] - s.Pad[2]
+}
+
+// im2colPixels writes the im2col rows of pixels [lo, hi) of the current
+// block: per tap (kd, kh, kw) the pixel's C channels, zeros in padding.
+func (c *convBF16) im2colPixels(lo, hi int) {
+	s := &c.s
+	D, H, W, C := s.In[0], s.In[1], s.In[2], s.C
+	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
+	for p := lo; p < hi; p++ {
+		dst := c.col16[p*c.k : (p+1)*c.k]
+		n, id0, ih0, iw0 := c.pixelOrigin(c.p0 + p)
+		t := 0
+		for kd := range KD {
+			id := id0 + kd*s.Dil[0]
+			for kh := range KH {
+				ih := ih0 + kh*s.Dil[1]
+				in := id >= 0 && id < D && ih >= 0 && ih < H
+				row := ((n*D+id)*H + ih) * W
+				if in && s.Dil[2] == 1 && iw0 >= 0 && iw0+KW <= W {
+					// The whole kernel row lies inside: one run.
+					copy(dst[t*C:(t+KW)*C], c.x[(row+iw0)*C:(row+iw0+KW)*C])
+					t += KW
+					continue
+				}
+				for kw := range KW {
+					iw := iw0 + kw*s.Dil[2]
+					d := dst[t*C : (t+1)*C]
+					if in && iw >= 0 && iw < W {
+						copy(d, c.x[(row+iw)*C:])
+					} else {
+						clear(d)
+					}
+					t++
+				}
+			}
+		}
+	}
+}
+
+func (c *convBF16) backwardData(dy, w []uint16, dx []float32) {
+	s := &c.s
+	if s.pointwise() {
+		GemmBF16(false, false, c.pix, s.C, s.O, 1, dy, s.O, w, s.C, 0, dx, s.C)
+		return
+	}
+	c.dx = dx
+	clear(dx)
+	mb := c.blockPixels(4)
+	for p0 := 0; p0 < c.pix; p0 += mb {
+		c.p0, c.mb = p0, min(mb, c.pix-p0)
+		c.col32 = growBuf(&c.colBuf32, c.mb*c.k)
+		GemmBF16(false, false, c.mb, c.k, s.O, 1, dy[p0*s.O:], s.O, w, c.k, 0, c.col32, c.k)
+		// Workers take disjoint channel ranges, so no two write one element.
+		Parallel((s.C+15)/16, c.mb*c.k, c.col2imFn)
+	}
+}
+
+// col2imChannels adds the current block's columns onto dx for channel
+// chunks [lo, hi) (16 channels each).
+func (c *convBF16) col2imChannels(lo, hi int) {
+	s := &c.s
+	D, H, W, C := s.In[0], s.In[1], s.In[2], s.C
+	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
+	c0, c1 := lo*16, min(hi*16, C)
+	for p := range c.mb {
+		src := c.col32[p*c.k : (p+1)*c.k]
+		n, id0, ih0, iw0 := c.pixelOrigin(c.p0 + p)
+		t := 0
+		for kd := range KD {
+			id := id0 + kd*s.Dil[0]
+			for kh := range KH {
+				ih := ih0 + kh*s.Dil[1]
+				in := id >= 0 && id < D && ih >= 0 && ih < H
+				row := ((n*D+id)*H + ih) * W
+				for kw := range KW {
+					iw := iw0 + kw*s.Dil[2]
+					if in && iw >= 0 && iw < W {
+						convOps.addTo(c.dx[(row+iw)*C+c0:(row+iw)*C+c1], src[t*C+c0:t*C+c1])
+					}
+					t++
+				}
+			}
+		}
+	}
+}
+
+// backwardWeight computes dw = dyᵀ·im2col(x), block by block of output
+// pixels; dy's block is transposed first so that GemmBF16 reads its A
+// pairs (consecutive pixels) as words.
+func (c *convBF16) backwardWeight(x, dy []uint16, dw []float32) {
+	s := &c.s
+	c.x, c.dy = x, dy
+	mb := c.blockPixels(2)
+	var beta float32
+	for p0 := 0; p0 < c.pix; p0 += mb {
+		c.p0, c.mb = p0, min(mb, c.pix-p0)
+		c.dyT = growBuf(&c.dyTBuf, s.O*c.mb)
+		Parallel(s.O, s.O*c.mb, c.transFn)
+		a, lda := c.x[p0*s.C:], s.C
+		if !s.pointwise() {
+			c.col16 = growBuf(&c.colBuf16, c.mb*c.k)
+			Parallel(c.mb, c.mb*c.k, c.im2colFn)
+			a, lda = c.col16, c.k
+		}
+		GemmBF16(false, false, s.O, c.k, c.mb, 1, c.dyT, c.mb, a, lda, beta, dw, c.k)
+		beta = 1
+	}
+}
+
+// transposeDy writes rows [lo, hi) (output channels) of the current
+// block's dyᵀ.
+func (c *convBF16) transposeDy(lo, hi int) {
+	O := c.s.O
+	dy := c.dy[c.p0*O : (c.p0+c.mb)*O]
+	for o := lo; o < hi; o++ {
+		row := c.dyT[o*c.mb : (o+1)*c.mb]
+		for p := range row {
+			row[p] = dy[p*O+o]
+		}
+	}
+}

@@ -1,0 +1,224 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The direct channels-last BF16 forward, on the model of forwardDirect:
+// the input is copied once into a zero-bordered buffer (channels padded to
+// an even count, so every tap's channels are whole pairs), and twelve
+// output pixels of one output row read their channel pairs in place for
+// every kernel tap (convBF16Kernel12x32). No im2col matrix is written.
+
+// convBF16Kernel12x32 is the direct BF16 micro-kernel (conv_bf16_amd64.s).
+//
+//go:noescape
+func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32)
+
+// Blocking of the direct BF16 path: at most convBF16KP channel pairs of
+// depth per block of B, and convBF16B words in a packed block, which
+// stays in L2 while every output row streams past it.
+const (
+	convBF16KP = 512
+	convBF16B  = 1 << 17
+)
+
+// directBF16 is the direct path's state.
+type directBF16 struct {
+	xp        []uint16 // the zero-bordered input, cp2 channels per pixel
+	bp        []uint32 // the packed block of B
+	w         []uint16
+	offs      []int
+	cp2       int // channels per bordered pixel (C rounded up to even)
+	hp, wp    int
+	t0, tb    int // the block's taps
+	j0, nc    int // the block's output channels
+	beta      int
+	last      bool
+	pointwise bool     // a 1×1 stride-1 product read in place
+	tail      []uint16 // the last, partial panel's pixels, with slack
+}
+
+var convBF16Zero [32]float32
+
+// directFitsBF16 reports whether the direct BF16 forward takes s.
+func directFitsBF16(s *ConvShape) bool {
+	if !sbgemmAsm() || s.Groups != 1 || s.O%32 != 0 || s.pointwise() ||
+		s.In[0] != 1 || s.Kernel[0] != 1 || s.Out[0] != 1 || s.N == 0 {
+		return false
+	}
+	OW := s.Out[2]
+	return 10*OW >= 9*12*((OW+11)/12)
+}
+
+// forwardDirect runs the forward on the direct path and reports true, or
+// reports false, doing nothing, where the path does not apply.
+func (c *convBF16) forwardDirect(w []uint16) bool {
+	s := &c.s
+	d := &c.direct
+	C, O := s.C, s.O
+	KH, KW := s.Kernel[1], s.Kernel[2]
+	d.cp2 = (C + 1) &^ 1
+	d.pointwise = pointwiseFitsBF16(s)
+	switch {
+	case d.pointwise:
+		// The input itself: every pixel a row of the product, panels of 12
+		// running on across rows and images; the last, partial panel reads
+		// a copy with slack.
+		d.xp = c.x
+		d.hp, d.wp = s.In[1], s.In[2]
+		tail := c.pix % 12
+		d.tail = growBuf(&c.tailBuf, 12*C)
+		clear(d.tail)
+		copy(d.tail, c.x[(c.pix-tail)*C:])
+	case directFitsBF16(s):
+		d.hp, d.wp = s.In[1]+2*s.Pad[1], s.In[2]+2*s.Pad[2]
+		slack := (12*s.Stride[2] + KW*s.Dil[2]) * d.cp2
+		d.xp = growBuf(&c.xpBuf, s.N*d.hp*d.wp*d.cp2+slack)
+		clear(d.xp[s.N*d.hp*d.wp*d.cp2:])
+		Parallel(s.N*d.hp, s.N*d.hp*d.wp*d.cp2, c.padFn)
+	default:
+		return false
+	}
+
+	taps := KH * KW
+	cp := d.cp2 / 2
+	d.offs = growBuf(&c.offsBuf, taps)
+	for t := range taps {
+		kh, kw := t/KW, t%KW
+		d.offs[t] = 2 * (kh*s.Dil[1]*d.wp + kw*s.Dil[2]) * d.cp2
+	}
+	nkb := (taps*cp + convBF16KP - 1) / convBF16KP
+	tb := (taps + nkb - 1) / nkb
+	nc := max(32, min(O, convBF16B/(tb*cp)/32*32))
+	d.bp = words(growBuf(&c.bpBuf, 2*tb*cp*nc))
+	d.w = w
+	rows := s.N * s.Out[1]
+	for t0 := 0; t0 < taps; t0 += tb {
+		d.t0, d.tb = t0, min(tb, taps-t0)
+		d.beta = 1
+		if t0 == 0 {
+			d.beta = 0
+		}
+		d.last = t0+d.tb == taps
+		for j0 := 0; j0 < O; j0 += nc {
+			d.j0, d.nc = j0, min(nc, O-j0)
+			Parallel(d.nc/16, d.nc*d.tb*cp, c.packDirectB)
+			if d.pointwise {
+				Parallel((c.pix+11)/12, c.pix*2*d.nc*C, c.pointFn)
+			} else {
+				Parallel(rows, rows*s.Out[2]*2*d.nc*d.tb*d.cp2, c.directFn)
+			}
+		}
+	}
+	d.w, d.xp, d.tail = nil, nil, nil
+	return true
+}
+
+// pointwiseFitsBF16 reports whether the pointwise forward of s runs on the
+// direct kernel, reading the input in place (even channels).
+func pointwiseFitsBF16(s *ConvShape) bool {
+	return sbgemmAsm() && s.Groups == 1 && s.O%32 == 0 && s.C%2 == 0 && s.pointwise() && s.N > 0
+}
+
+// pointPanels runs the current block of a pointwise forward over panels
+// [lo, hi) of 12 pixels.
+func (c *convBF16) pointPanels(lo, hi int) {
+	s, d := &c.s, &c.direct
+	C, O := s.C, s.O
+	cp := C / 2
+	tile := 2 * d.tb * cp * 16
+	for pn := lo; pn < hi; pn++ {
+		p0 := pn * 12
+		rows := min(12, c.pix-p0)
+		a := &d.xp[p0*C]
+		if rows < 12 {
+			a = &d.tail[0]
+		}
+		for t := range d.nc / 32 {
+			bias := &convBF16Zero[0]
+			if d.last && c.bias != nil {
+				bias = &c.bias[d.j0+32*t]
+			}
+			convBF16Kernel12x32(1, &d.offs[0], cp, a, 2*C, &d.bp[t*tile], &c.y[p0*O+d.j0+32*t], O, rows, d.beta, bias)
+		}
+	}
+}
+
+// padRows copies input rows [lo, hi) into the bordered buffer.
+func (c *convBF16) padRows(lo, hi int) {
+	s, d := &c.s, &c.direct
+	C, H, W, C2 := s.C, s.In[1], s.In[2], d.cp2
+	ph, pw := s.Pad[1], s.Pad[2]
+	for r := lo; r < hi; r++ {
+		n, h := r/d.hp, r%d.hp-ph
+		row := d.xp[r*d.wp*C2 : (r+1)*d.wp*C2]
+		if h < 0 || h >= H {
+			clear(row)
+			continue
+		}
+		clear(row[:pw*C2])
+		src := c.x[(n*H+h)*W*C : (n*H+h+1)*W*C]
+		if C2 == C {
+			copy(row[pw*C2:(pw+W)*C2], src)
+		} else {
+			for iw := range W {
+				dst := row[(pw+iw)*C2 : (pw+iw+1)*C2]
+				copy(dst, src[iw*C:(iw+1)*C])
+				dst[C] = 0
+			}
+		}
+		clear(row[(pw+W)*C2:])
+	}
+}
+
+// packDirectB packs 16-column panels [lo, hi) of the current block of B:
+// per panel, per tap, per channel pair, each column's pair as one word
+// (the odd channel past C zero).
+func (c *convBF16) packDirectB(lo, hi int) {
+	s, d := &c.s, &c.direct
+	C := s.C
+	taps := s.kSize()
+	cp := d.cp2 / 2
+	per := d.tb * cp * 16
+	for q := lo; q < hi; q++ {
+		dst := d.bp[q*per : (q+1)*per]
+		for col := range 16 {
+			o := d.j0 + q*16 + col
+			for t := range d.tb {
+				src := d.w[(o*taps+d.t0+t)*C : (o*taps+d.t0+t+1)*C]
+				base := t * cp * 16
+				for p := range C / 2 {
+					dst[base+p*16+col] = uint32(src[2*p]) | uint32(src[2*p+1])<<16
+				}
+				if C%2 == 1 {
+					dst[base+(cp-1)*16+col] = uint32(src[C-1])
+				}
+			}
+		}
+	}
+}
+
+// directRows runs the current block over output rows [lo, hi) (image and
+// output row together), twelve pixels and 32 channels per kernel call.
+func (c *convBF16) directRows(lo, hi int) {
+	s, d := &c.s, &c.direct
+	O, OH, OW := s.O, s.Out[1], s.Out[2]
+	sh, sw := s.Stride[1], s.Stride[2]
+	cp := d.cp2 / 2
+	tile := 2 * d.tb * cp * 16
+	for r := lo; r < hi; r++ {
+		n, oh := r/OH, r%OH
+		in := (n*d.hp + oh*sh) * d.wp
+		for ow0 := 0; ow0 < OW; ow0 += 12 {
+			rows := min(12, OW-ow0)
+			a := &d.xp[(in+ow0*sw)*d.cp2]
+			for t := range d.nc / 32 {
+				bias := &convBF16Zero[0]
+				if d.last && c.bias != nil {
+					bias = &c.bias[d.j0+32*t]
+				}
+				convBF16Kernel12x32(d.tb, &d.offs[d.t0], cp, a, 2*sw*d.cp2, &d.bp[t*tile],
+					&c.y[(r*OW+ow0)*O+d.j0+32*t], O, rows, d.beta, bias)
+			}
+		}
+	}
+}

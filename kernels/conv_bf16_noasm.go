@@ -1,0 +1,15 @@
+//go:build !amd64 || noasm
+
+package kernels
+
+// directBF16 is empty without the assembly kernels.
+type directBF16 struct{}
+
+func (c *convBF16) forwardDirect(w []uint16) bool { return false }
+func (c *convBF16) padRows(lo, hi int)            {}
+func (c *convBF16) packDirectB(lo, hi int)        {}
+func (c *convBF16) directRows(lo, hi int)         {}
+
+func directFitsBF16(s *ConvShape) bool { return false }
+
+func (c *convBF16) pointPanels(lo, hi int) {}

@@ -1,0 +1,208 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// convBF16Cases adds to the conv suite's cases the direct BF16 forward's
+// edges: even and odd channels, rows of 12 and 24 pixels and partial
+// panels, stride, dilation, several tap blocks and column blocks.
+var convBF16Cases = []convCase{
+	{"bf16 direct 3x3 even", 2, 8, 32, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 direct 3x3 odd", 2, 5, 64, 1, [3]int{1, 5, 24}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 direct stride dil", 1, 6, 32, 1, [3]int{1, 14, 24}, [3]int{1, 3, 3}, [3]int{1, 2, 2}, [3]int{0, 2, 2}, [3]int{1, 2, 2}},
+	{"bf16 direct 7x7 stem", 1, 3, 64, 1, [3]int{1, 9, 47}, [3]int{1, 7, 7}, [3]int{1, 2, 2}, [3]int{0, 3, 3}, one3},
+	{"bf16 direct tap blocks", 1, 200, 64, 1, [3]int{1, 3, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 direct column blocks", 1, 130, 576, 1, [3]int{1, 2, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 direct partial panel", 1, 4, 32, 1, [3]int{1, 3, 23}, [3]int{1, 1, 3}, one3, [3]int{0, 0, 1}, one3},
+	{"bf16 pointwise", 1, 6, 32, 1, [3]int{1, 1, 5}, one3, one3, [3]int{}, one3},
+	{"bf16 pointwise wide", 2, 70, 64, 1, [3]int{1, 5, 7}, one3, one3, [3]int{}, one3},
+}
+
+// randBF16 returns n random bfloat16 values and the same values as float32.
+func randBF16(r *rand.Rand, n int) ([]uint16, []float32) {
+	h, f := make([]uint16, n), make([]float32, n)
+	for i := range h {
+		h[i] = BF16FromF32(float32(r.NormFloat64()))
+		f[i] = F32FromBF16(h[i])
+	}
+	return h, f
+}
+
+// closeBF16 checks got against want within a few float32 ulps of the sum
+// of the products' magnitudes (mag): the products are exact, the sums are
+// taken in another order.
+func closeBF16(t *testing.T, what string, got, want []float32, mag []float64) {
+	t.Helper()
+	for i := range want {
+		tol := 32 * 0x1p-24 * mag[i]
+		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol) {
+			t.Fatalf("%s: element %d = %v, want %v (tolerance %g)", what, i, got[i], want[i], tol)
+		}
+	}
+}
+
+func checkConvBF16Case(t *testing.T, r *rand.Rand, c convCase, cl bool) {
+	t.Helper()
+	s := c.shape(cl)
+	xh, x := randBF16(r, s.xLen())
+	wh, w := randBF16(r, s.wLen())
+	dyh, dy := randBF16(r, s.yLen())
+	b := randSlice(r, s.O)
+	// Magnitudes: the naive convolution of the absolute values (in the
+	// channels-first order naiveConv uses).
+	sf := c.shape(false)
+	xa, wa, dya := absAll(x), absAll(w), absAll(dy)
+	if cl {
+		xa = toChannelsFirst(xa, s.N, s.C)
+		wa = toChannelsFirst(wa, s.O, s.cg())
+		dya = toChannelsFirst(dya, s.N, s.O)
+	}
+	magY, magDX, magDW, _ := naiveConv(&sf, xa, wa, absAll(b), dya)
+	if cl {
+		magY, magDX, magDW = toChannelsLast(magY, s.N, s.O), toChannelsLast(magDX, s.N, s.C), toChannelsLast(magDW, s.O, s.cg())
+	}
+
+	wantY := make([]float32, s.yLen())
+	ConvForward(&s, x, w, b, wantY)
+	gotY, checkY := guardedNaN(t, s.yLen())
+	ConvForwardBF16(&s, xh, wh, b, gotY)
+	checkY()
+	closeBF16(t, "y", gotY, wantY, magY)
+
+	ConvForward(&s, x, w, nil, wantY)
+	gotY, checkY = guardedNaN(t, s.yLen())
+	ConvForwardBF16(&s, xh, wh, nil, gotY)
+	checkY()
+	closeBF16(t, "y without bias", gotY, wantY, magY)
+
+	wantDX := make([]float32, s.xLen())
+	ConvBackwardData(&s, dy, w, wantDX)
+	gotDX, checkDX := guardedNaN(t, s.xLen())
+	ConvBackwardDataBF16(&s, dyh, wh, gotDX)
+	checkDX()
+	closeBF16(t, "dx", gotDX, wantDX, magDX)
+
+	wantDW := make([]float32, s.wLen())
+	ConvBackwardWeight(&s, x, dy, wantDW)
+	gotDW, checkDW := guardedNaN(t, s.wLen())
+	ConvBackwardWeightBF16(&s, xh, dyh, gotDW)
+	checkDW()
+	closeBF16(t, "dw", gotDW, wantDW, magDW)
+}
+
+// toChannelsFirst undoes toChannelsLast: [A][rest...][B] to [A][B][rest...].
+func toChannelsFirst(v []float32, a, b int) []float32 {
+	rest := len(v) / (a * b)
+	out := make([]float32, len(v))
+	for i := range a {
+		for j := range b {
+			for r := range rest {
+				out[(i*b+j)*rest+r] = v[(i*rest+r)*b+j]
+			}
+		}
+	}
+	return out
+}
+
+// The BF16 convolutions agree with the FP32 ones on the same
+// (bfloat16-representable) values, on every suite shape, channels-last
+// (the native path for one group) and channels-first, with the im2col
+// blocks at their size and cut small, and write nothing outside their
+// outputs.
+func TestConvBF16MatchesFP32(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	cases := append(append([]convCase{}, convCases...), convBF16Cases...)
+	direct := 0
+	for _, blockBytes := range []int{convBF16BlockBytes, 1} {
+		t.Run(fmt.Sprintf("block %d", blockBytes), func(t *testing.T) {
+			defer func(old int) { convBF16BlockBytes = old }(convBF16BlockBytes)
+			convBF16BlockBytes = blockBytes
+			for _, c := range cases {
+				for _, cl := range []bool{true, false} {
+					t.Run(fmt.Sprintf("%s/cl=%v", c.name, cl), func(t *testing.T) {
+						s := c.shape(cl)
+						if cl && directFitsBF16(&s) {
+							direct++
+						}
+						checkConvBF16Case(t, r, c, cl)
+					})
+				}
+			}
+		})
+	}
+	t.Logf("native BF16 kernels: %v; direct forward cases: %d", sbgemmAsm(), direct/2)
+}
+
+func TestConvBF16Empty(t *testing.T) {
+	c := convCases[1]
+	c.n = 0
+	s := c.shape(true)
+	dw := make([]float32, s.wLen())
+	for i := range dw {
+		dw[i] = 1
+	}
+	ConvForwardBF16(&s, nil, make([]uint16, s.wLen()), nil, nil)
+	ConvBackwardDataBF16(&s, nil, make([]uint16, s.wLen()), nil)
+	ConvBackwardWeightBF16(&s, nil, nil, dw)
+	for _, v := range dw {
+		if v != 0 {
+			t.Fatal("dw not cleared for an empty batch")
+		}
+	}
+	if !panics(func() { ConvForwardBF16(&s, nil, nil, nil, nil) }) {
+		t.Fatal("short weight accepted")
+	}
+}
+
+// BenchmarkConvBF16ResNet50 times the BF16 forward beside the FP32 one at
+// some ResNet-50 shapes (batch 16, channels-last, with bias).
+func BenchmarkConvBF16ResNet50(b *testing.B) {
+	shapes := []struct {
+		name                   string
+		c, o, hw, k, stride, p int
+	}{
+		{"3x3 64 56", 64, 64, 56, 3, 1, 1},
+		{"1x1 256-64 56", 256, 64, 56, 1, 1, 0},
+		{"3x3 256 14", 256, 256, 14, 3, 1, 1},
+		{"3x3 128 28", 128, 128, 28, 3, 1, 1},
+		{"7x7 stem", 3, 64, 224, 7, 2, 3},
+	}
+	for _, sh := range shapes {
+		s := ConvShape{N: 16, C: sh.c, O: sh.o, Groups: 1, In: [3]int{1, sh.hw, sh.hw}, Kernel: [3]int{1, sh.k, sh.k},
+			Stride: [3]int{1, sh.stride, sh.stride}, Pad: [3]int{0, sh.p, sh.p}, Dil: one3, ChannelsLast: true}
+		for d := range 3 {
+			s.Out[d] = ConvOutSize(s.In[d], s.Kernel[d], s.Stride[d], s.Pad[d], s.Dil[d])
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		xh, x := randBF16(r, s.xLen())
+		wh, w := randBF16(r, s.wLen())
+		dyh, dy := randBF16(r, s.yLen())
+		bias := randSlice(r, s.O)
+		y := make([]float32, s.yLen())
+		dx := make([]float32, s.xLen())
+		dw := make([]float32, s.wLen())
+		ops := []struct {
+			name string
+			run  func()
+		}{
+			{"fwd fp32", func() { ConvForward(&s, x, w, bias, y) }},
+			{"fwd bf16", func() { ConvForwardBF16(&s, xh, wh, bias, y) }},
+			{"data fp32", func() { ConvBackwardData(&s, dy, w, dx) }},
+			{"data bf16", func() { ConvBackwardDataBF16(&s, dyh, wh, dx) }},
+			{"weight fp32", func() { ConvBackwardWeight(&s, x, dy, dw) }},
+			{"weight bf16", func() { ConvBackwardWeightBF16(&s, xh, dyh, dw) }},
+		}
+		for _, op := range ops {
+			b.Run(sh.name+"/"+op.name, func(b *testing.B) {
+				for b.Loop() {
+					op.run()
+				}
+				b.ReportMetric(s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
