@@ -10,7 +10,6 @@ import "github.com/kilnml/kiln/autograd"
 // differentiable, so float32 parameters get float32 gradients, while the
 // BF16 tops of split parameters (SplitModule) get BF16 ones.
 //
-// The policy today covers Linear, Matmul and BMM; convolutions join it as
-// their BF16 kernels land. Norms, softmax and losses stay float32 by the
+// The policy covers Linear, Matmul, BMM, Conv2d and Conv3d. Norms, softmax and losses stay float32 by the
 // issue's policy, which for them means: feed them float32 (Cast) inputs.
 func Autocast(f func()) { autograd.WithAutocast(f) }

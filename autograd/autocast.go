@@ -6,8 +6,8 @@ import "sync/atomic"
 // it is process-wide: Go has no goroutine-local state.
 var autocastDepth atomic.Int32
 
-// WithAutocast runs f with BF16 autocast on: the ops of the policy (today
-// Linear, Matmul and BMM; convolutions follow) cast float32 operands
+// WithAutocast runs f with BF16 autocast on: the ops of the policy (Linear,
+// Matmul, BMM, Conv2d and Conv3d) cast float32 operands
 // to bfloat16 (rounding to nearest even, differentiably, so gradients
 // reach float32 parameters in float32) and compute in BF16 with float32
 // accumulation, giving bfloat16 results; every other op runs in its input

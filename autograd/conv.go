@@ -22,6 +22,10 @@ type ConvOptions struct {
 // [O] or nil. x and w may each be contiguous or channels-last. As in
 // PyTorch the result is channels-last when x or w is, and is then computed
 // natively in NHWC; the gradients come back in the formats of x and w.
+//
+// Bfloat16 operands (all; under WithAutocast float32 ones are cast) run on
+// kernels.ConvForwardBF16 and its backwards, accumulating in float32, and
+// give a bfloat16 result.
 func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv2d", 2, x, w, b, opt) }
 
 // Conv3d applies a 3-D convolution, like torch.nn.functional.conv3d: x is
@@ -54,10 +58,24 @@ func convSpatialArg(op, name string, v []int, nsp, def int) []int {
 // convGeometry validates a convolution's operands and options and returns
 // the kernel shape (with ChannelsLast unset) and whether x is batched.
 func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels.ConvShape, bool) {
-	checkF32(op, "input", x)
-	checkF32(op, "weight", w)
-	if b != nil {
-		checkF32(op, "bias", b)
+	if x != nil && x.dtype == BFloat16 {
+		for _, o := range []struct {
+			what string
+			t    *Tensor
+		}{{"weight", w}, {"bias", b}} {
+			if o.t != nil && o.t.dtype != BFloat16 {
+				Fail(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", o.what, o.t.dtype)
+			}
+		}
+		if w == nil {
+			Fail(op, "weight is nil")
+		}
+	} else {
+		checkF32(op, "input", x)
+		checkF32(op, "weight", w)
+		if b != nil {
+			checkF32(op, "bias", b)
+		}
 	}
 	batched := x.NDim() == nsp+2
 	if !batched && x.NDim() != nsp+1 {
@@ -147,6 +165,7 @@ func convDims(d []int) string {
 }
 
 func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions) *Tensor {
+	x, w, b = autocastBF16(x), autocastBF16(w), autocastBF16(b)
 	s, batched := convGeometry(op, nsp, x, w, b, opt)
 	clFormat := ChannelsLast
 	if nsp == 3 {
@@ -168,16 +187,19 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions) *Tensor {
 	if w.format != layout {
 		wk = w.reformat(layout)
 	}
-	var bias []float32
-	if b != nil {
-		bias = b.Float32s()
-	}
 	outShape := []int{s.N, s.O}
 	for j := 3 - nsp; j < 3; j++ {
 		outShape = append(outShape, s.Out[j])
 	}
 	if !batched {
 		outShape = outShape[1:]
+	}
+	if x.dtype == BFloat16 {
+		return convBF16(op, s, x, w, b, xk, wk, layout, outShape)
+	}
+	var bias []float32
+	if b != nil {
+		bias = b.Float32s()
 	}
 	out := &Tensor{dtype: Float32, shape: outShape, format: layout, data: make([]float32, numel(op, outShape))}
 	kernels.ConvForward(&s, xk.Float32s(), wk.Float32s(), bias, out.Float32s())
@@ -203,6 +225,59 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions) *Tensor {
 		if b != nil && b.requiresGrad {
 			gb = Zeros(s.O)
 			kernels.ConvBackwardBias(&s, g.Float32s(), gb.Float32s())
+		}
+		return []*Tensor{gx, gw, gb}
+	})
+}
+
+// convBF16 is a convolution on bfloat16 operands: kernels.ConvForwardBF16
+// and its backwards accumulate in float32 (the bias too); the result and
+// the gradients are rounded to bfloat16 once.
+func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout MemoryFormat, outShape []int) *Tensor {
+	var bias []float32
+	if b != nil {
+		bias = make([]float32, s.O)
+		kernels.BF16ToF32(bias, b.BFloat16s())
+	}
+	acc := make([]float32, numel(op, outShape))
+	kernels.ConvForwardBF16(&s, xk.BFloat16s(), wk.BFloat16s(), bias, acc)
+	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: bf16Of(acc)}
+	xm, wm := x.meta(), w.meta()
+	xNeeds, wNeeds, bNeeds := x.requiresGrad, w.requiresGrad, b != nil && b.requiresGrad
+	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
+		if g.dtype != BFloat16 {
+			g = g.castTo(BFloat16)
+		}
+		if g.format != layout {
+			g = g.reformat(layout)
+		}
+		gd := g.BFloat16s()
+		// grad wraps a float32 result in layout as a bfloat16 gradient in
+		// the format of like.
+		grad := func(like *Tensor, d []float32) *Tensor {
+			t := &Tensor{dtype: BFloat16, shape: cloneInts(like.shape), format: layout, data: bf16Of(d)}
+			if t.format != like.format {
+				t = t.reformat(like.format)
+			}
+			return t
+		}
+		var gx, gw, gb *Tensor
+		if xNeeds {
+			d := make([]float32, numel(op, xm.shape))
+			kernels.ConvBackwardDataBF16(&s, gd, wk.BFloat16s(), d)
+			gx = grad(xm, d)
+		}
+		if wNeeds {
+			d := make([]float32, numel(op, wm.shape))
+			kernels.ConvBackwardWeightBF16(&s, xk.BFloat16s(), gd, d)
+			gw = grad(wm, d)
+		}
+		if bNeeds {
+			dy := make([]float32, len(gd))
+			kernels.BF16ToF32(dy, gd)
+			db := make([]float32, s.O)
+			kernels.ConvBackwardBias(&s, dy, db)
+			gb = &Tensor{dtype: BFloat16, shape: []int{s.O}, data: bf16Of(db)}
 		}
 		return []*Tensor{gx, gw, gb}
 	})
