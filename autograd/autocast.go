@@ -10,8 +10,9 @@ var autocastDepth atomic.Int32
 // Matmul, BMM, Conv2d and Conv3d) cast float32 operands
 // to bfloat16 (rounding to nearest even, differentiably, so gradients
 // reach float32 parameters in float32) and compute in BF16 with float32
-// accumulation, giving bfloat16 results; every other op runs in its input
-// dtype. amp.Autocast is the public front door.
+// accumulation, giving bfloat16 results; norms, softmax and losses cast
+// bfloat16 inputs to float32 and compute in float32; every other op runs
+// in its input dtype. amp.Autocast is the public front door.
 func WithAutocast(f func()) {
 	autocastDepth.Add(1)
 	defer autocastDepth.Add(-1)
@@ -26,6 +27,16 @@ func AutocastEnabled() bool { return autocastDepth.Load() > 0 }
 func autocastBF16(t *Tensor) *Tensor {
 	if t != nil && t.dtype == Float32 && AutocastEnabled() {
 		return Cast(t, BFloat16)
+	}
+	return t
+}
+
+// autocastF32 returns t cast to float32 when autocast is on and t is
+// bfloat16, else t: the ops the policy keeps in float32 (norms, softmax,
+// losses) take BF16 activations this way.
+func autocastF32(t *Tensor) *Tensor {
+	if t != nil && t.dtype == BFloat16 && AutocastEnabled() {
+		return Cast(t, Float32)
 	}
 	return t
 }

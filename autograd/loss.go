@@ -68,6 +68,7 @@ type CrossEntropyOptions struct {
 // channels-last gradient, as in PyTorch. Probability (float) targets and
 // class weights are not supported.
 func CrossEntropy(logits, target *Tensor, opt CrossEntropyOptions) *Tensor {
+	logits = autocastF32(logits)
 	const op = "CrossEntropy"
 	lossCheckReduction(op, opt.Reduction)
 	switch {

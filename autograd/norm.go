@@ -83,6 +83,9 @@ func checkInPlace(op string, x *Tensor) {
 }
 
 func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64, relu, inPlace bool) *Tensor {
+	if cast := autocastF32(x); cast != x {
+		x, inPlace = cast, false // the float32 copy is the op's own input now
+	}
 	checkF32(op, "input", x)
 	if x.NDim() < 2 {
 		Fail(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
@@ -201,6 +204,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 // copy and, as in PyTorch, the result is contiguous. Gradients flow to x,
 // weight and bias.
 func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float64) *Tensor {
+	x = autocastF32(x)
 	const op = "LayerNorm"
 	checkF32(op, "input", x)
 	if len(normalizedShape) == 0 {

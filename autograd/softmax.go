@@ -55,6 +55,7 @@ func softmaxSplit(shape []int, f MemoryFormat, dim int) (outer, n, inner int) {
 }
 
 func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
+	x = autocastF32(x)
 	checkF32(op, "input", x)
 	d := softmaxDim(op, x.shape, dim)
 	xc := x

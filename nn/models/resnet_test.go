@@ -1,9 +1,11 @@
 package models
 
 import (
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/nn"
 )
@@ -109,5 +111,41 @@ func TestResNetErrors(t *testing.T) {
 	}
 	if _, err := ResNetByName(g, "resnet19", ResNetOptions{}); err == nil || !strings.Contains(err.Error(), "resnet19") {
 		t.Errorf("ResNetByName(resnet19): %v", err)
+	}
+}
+
+// TestResNetAutocast runs a ResNet-18 training step under BF16 autocast:
+// convolutions and the classifier in BF16, batch norms and the loss in
+// float32, float32 gradients for every parameter, and a loss close to the
+// float32 one.
+func TestResNetAutocast(t *testing.T) {
+	g := autograd.NewGenerator(4)
+	m := ResNet18(g, ResNetOptions{NumClasses: 5, ChannelsLast: true})
+	x := autograd.Randn(g, 4, 3, 32, 32).To(autograd.ChannelsLast)
+	y := autograd.FromInt64([]int64{0, 1, 2, 3}, 4)
+	want := autograd.CrossEntropy(m.Forward(x), y, autograd.CrossEntropyOptions{}).Item()
+	nn.ZeroGrad(m)
+	var loss *autograd.Tensor
+	var logits *autograd.Tensor
+	amp.Autocast(func() {
+		logits = m.Forward(x)
+		loss = autograd.CrossEntropy(logits, y, autograd.CrossEntropyOptions{})
+	})
+	loss.Backward()
+	if logits.DType() != autograd.BFloat16 {
+		t.Errorf("logits under autocast are %v", logits.DType())
+	}
+	if got := loss.Item(); math.Abs(got-want) > 0.05*math.Abs(want) {
+		t.Errorf("autocast loss %v, float32 loss %v", got, want)
+	}
+	for _, p := range nn.NamedParameters(m) {
+		if gr := p.Tensor.Grad(); gr == nil || gr.DType() != autograd.Float32 {
+			t.Fatalf("%s: gradient %v", p.Name, gr)
+		}
+	}
+	var inf *autograd.Tensor
+	autograd.NoGrad(func() { amp.Autocast(func() { inf = nn.Eval(m).Forward(x) }) })
+	if inf.DType() != autograd.BFloat16 {
+		t.Errorf("inference logits under autocast are %v", inf.DType())
 	}
 }
