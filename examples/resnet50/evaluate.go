@@ -139,7 +139,7 @@ func accuracyWith(model nn.Layer, loader *datasets.DataLoader, update func(n int
 // right.
 func topK(logits, labels *autograd.Tensor, k int) int {
 	classes := logits.Dim(1)
-	scores := logits.ContiguousFloat32s()
+	scores := autograd.Cast(logits, autograd.Float32).ContiguousFloat32s()
 	n := 0
 	for i, label := range labels.Int64s() {
 		if label < 0 || label >= int64(classes) {

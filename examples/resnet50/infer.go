@@ -24,14 +24,14 @@ func infer(o *options, stdout, _ io.Writer) error {
 	if o.Weights != "" {
 		source = o.Weights
 	}
-	fmt.Fprintf(stdout, "%s (%s), batch %d of 3×%d×%d, %s, %d warm-up and %d timed passes\n",
-		o.Arch, source, o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.Warmup, o.Iters)
+	fmt.Fprintf(stdout, "%s (%s), batch %d of 3×%d×%d, %s, %s, %d warm-up and %d timed passes\n",
+		o.Arch, source, o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.DType, o.Warmup, o.Iters)
 	times := make([]time.Duration, 0, o.Iters)
 	err = autograd.Try(func() {
 		autograd.NoGrad(func() {
 			for i := range o.Warmup + o.Iters {
 				start := time.Now()
-				model.Forward(x)
+				o.autocast(func() { model.Forward(x) })
 				if i >= o.Warmup {
 					times = append(times, time.Since(start))
 				}

@@ -11,6 +11,11 @@
 //	go run ./examples/resnet50 train --data synthetic --arch resnet18 --image-size 32 --batch-size 64 --lr 0.05 --epochs 4 --train-size 2560 --val-size 500
 //	go run ./examples/resnet50 train --data ~/imagenet --epochs 90 --checkpoint r50.safetensors
 //	go run ./examples/resnet50 train --data ~/imagenet --epochs 90 --checkpoint r50.safetensors --resume r50.safetensors
+//	go run ./examples/resnet50 train --data synthetic --steps 20 --dtype bf16
+//
+// With --dtype bf16 (train and infer) the model runs under amp.Autocast:
+// convolutions and the classifier in BF16 with float32 accumulation, batch
+// norms and the loss in float32, float32 master weights.
 //
 // evaluate prints the top-1 and top-5 accuracy of weights on held-out
 // images; the weights are a train checkpoint or a plain state dict with
@@ -107,6 +112,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kilnml/kiln/amp"
 	"io"
 	"os"
 	"slices"
@@ -129,7 +135,7 @@ type command struct {
 
 var commands = []command{
 	{"train", "train a ResNet and report held-out accuracy after each epoch",
-		[]string{"data", "arch", "batch-size", "epochs", "steps", "lr", "momentum", "wd", "channels-last",
+		[]string{"data", "arch", "batch-size", "epochs", "steps", "lr", "momentum", "wd", "channels-last", "dtype",
 			"image-size", "workers", "seed", "checkpoint", "resume", "num-classes", "train-size", "val-size",
 			"val-fraction", "zero-init-residual", "quiet"},
 		train},
@@ -138,7 +144,7 @@ var commands = []command{
 			"val-fraction", "quiet"},
 		evaluate},
 	{"infer", "time eval-mode forward passes over a random batch",
-		[]string{"arch", "weights", "batch-size", "image-size", "warmup", "iters", "channels-last", "seed"},
+		[]string{"arch", "weights", "batch-size", "image-size", "warmup", "iters", "channels-last", "dtype", "seed"},
 		infer},
 }
 
@@ -230,6 +236,7 @@ type options struct {
 	Warmup, Iters                           int
 	LR, Momentum, WD, ValFraction           float64
 	ChannelsLast, Quiet, ZeroInit           bool
+	DType                                   string
 	Seed                                    uint64
 	set                                     map[string]bool // flags given on the command line
 }
@@ -300,6 +307,9 @@ var flagDefs = map[string]func(fs *flag.FlagSet, o *options){
 	"channels-last": func(fs *flag.FlagSet, o *options) {
 		fs.BoolVar(&o.ChannelsLast, "channels-last", true, "lay images and weights out channels-last (NHWC), Kiln's fastest layout")
 	},
+	"dtype": func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.DType, "dtype", "float32", "float32, or bf16: convolutions and linear layers in BF16 under amp.Autocast (float32 master weights, norms and loss)")
+	},
 	"zero-init-residual": func(fs *flag.FlagSet, o *options) {
 		fs.BoolVar(&o.ZeroInit, "zero-init-residual", true, "start each residual block's last batch norm at 0, so blocks begin as identities")
 	},
@@ -327,6 +337,8 @@ func (o *options) check(names []string) error {
 		return nil
 	}
 	switch {
+	case has("dtype") && o.DType != "float32" && o.DType != "bf16":
+		return usagef("--dtype %q: want float32 or bf16", o.DType)
 	case has("arch") && !slices.Contains(archs, o.Arch):
 		return usagef("--arch %q: unknown architecture (want %s)", o.Arch, strings.Join(archs, ", "))
 	case has("data") && o.Data == "":
@@ -351,4 +363,14 @@ func (o *options) check(names []string) error {
 		o.LR = 0.1 * float64(o.BatchSize) / 256
 	}
 	return nil
+}
+
+// autocast runs f under BF16 autocast when --dtype bf16 asks for it, else
+// as it is.
+func (o *options) autocast(f func()) {
+	if o.DType == "bf16" {
+		amp.Autocast(f)
+		return
+	}
+	f()
 }

@@ -158,6 +158,18 @@ func TestInfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	runOK(t, "infer", "--arch", "resnet18", "--image-size", "32", "--batch-size", "1", "--warmup", "0", "--iters", "1", "--weights", w)
+	if log := runOK(t, "infer", "--arch", "resnet18", "--image-size", "32", "--batch-size", "2", "--warmup", "0", "--iters", "1", "--dtype", "bf16"); !strings.Contains(log, "bf16") {
+		t.Errorf("infer --dtype bf16 does not say so:\n%s", log)
+	}
+}
+
+// TestTrainBF16 takes a few autocast training steps and checks they report
+// a finite held-out accuracy.
+func TestTrainBF16(t *testing.T) {
+	log := runOK(t, cmdline("train", tiny, "--steps", "2", "--dtype", "bf16")...)
+	if !strings.Contains(log, "top-1") {
+		t.Errorf("train --dtype bf16 reports no held-out accuracy:\n%s", log)
+	}
 }
 
 func TestFlagErrors(t *testing.T) {
@@ -193,6 +205,7 @@ func TestFlagErrors(t *testing.T) {
 		{"negative lr", []string{"train", "--data", "synthetic", "--lr", "-1"}, 2, "--lr -1: must be a finite number"},
 		{"val fraction", []string{"train", "--data", "synthetic", "--val-fraction", "1"}, 2, "--val-fraction 1"},
 		{"zero iters", []string{"infer", "--iters", "0"}, 2, "--iters 0: must be at least 1"},
+		{"bad dtype", []string{"infer", "--dtype", "fp16"}, 2, `--dtype "fp16": want float32 or bf16`},
 		{"no weights", []string{"evaluate", "--data", "synthetic"}, 2, "--weights is required"},
 		{"missing data", []string{"train", "--data", filepath.Join(dir, "nowhere")}, 1, "--data: stat " + filepath.Join(dir, "nowhere")},
 		{"data is a file", []string{"evaluate", "--arch", "resnet18", "--data", garbage, "--weights", sd}, 1, "not a folder"},

@@ -182,7 +182,9 @@ func (t *trainer) epoch() error {
 		p.EpochStep = 0
 	}
 	if t.data.val.Len() > 0 {
-		acc, err := accuracy(t.model, t.val)
+		var acc accuracies
+		var err error
+		t.o.autocast(func() { acc, err = accuracy(t.model, t.val) })
 		if err != nil {
 			return err
 		}
@@ -197,8 +199,11 @@ func (t *trainer) epoch() error {
 // step trains on one batch and returns its mean loss and how many images
 // it classified right.
 func (t *trainer) step(b datasets.Batch) (float64, int) {
-	logits := t.model.Forward(b.Inputs)
-	loss := autograd.CrossEntropy(logits, b.Labels, autograd.CrossEntropyOptions{})
+	var logits, loss *autograd.Tensor
+	t.o.autocast(func() {
+		logits = t.model.Forward(b.Inputs)
+		loss = autograd.CrossEntropy(logits, b.Labels, autograd.CrossEntropyOptions{})
+	})
 	t.opt.ZeroGrad()
 	loss.Backward()
 	t.opt.Step()
