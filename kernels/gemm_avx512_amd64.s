@@ -376,245 +376,65 @@ next:
 	VMOVUPS      a0, (AX); \
 	VMOVUPS      a1, 64(AX)
 
-#define ROWS32(BETA) \
+#define ROWS32(BETA, NEXT) \
 	BETA(Z0, Z1); \
 	ROWEND32(Z0, Z1, 0); \
 	CMPQ DI, $1; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z2, Z3); \
 	ROWEND32(Z2, Z3, 4); \
 	CMPQ DI, $2; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z4, Z5); \
 	ROWEND32(Z4, Z5, 8); \
 	CMPQ DI, $3; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z6, Z7); \
 	ROWEND32(Z6, Z7, 12); \
 	CMPQ DI, $4; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z8, Z9); \
 	ROWEND32(Z8, Z9, 16); \
 	CMPQ DI, $5; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z10, Z11); \
 	ROWEND32(Z10, Z11, 20); \
 	CMPQ DI, $6; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z12, Z13); \
 	ROWEND32(Z12, Z13, 24); \
 	CMPQ DI, $7; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z14, Z15); \
 	ROWEND32(Z14, Z15, 28); \
 	CMPQ DI, $8; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z16, Z17); \
 	ROWEND32(Z16, Z17, 32); \
 	CMPQ DI, $9; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z18, Z19); \
 	ROWEND32(Z18, Z19, 36); \
 	CMPQ DI, $10; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z20, Z21); \
 	ROWEND32(Z20, Z21, 40); \
 	CMPQ DI, $11; \
-	JLE  next32; \
+	JLE  NEXT; \
 	ADDQ R9, AX; \
 	BETA(Z22, Z23); \
 	ROWEND32(Z22, Z23, 44); \
-	JMP  next32
-
-#define ROWS32D(BETA) \
-	BETA(Z0, Z1); \
-	ROWEND32(Z0, Z1, 0); \
-	CMPQ DI, $1; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z2, Z3); \
-	ROWEND32(Z2, Z3, 4); \
-	CMPQ DI, $2; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z4, Z5); \
-	ROWEND32(Z4, Z5, 8); \
-	CMPQ DI, $3; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z6, Z7); \
-	ROWEND32(Z6, Z7, 12); \
-	CMPQ DI, $4; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z8, Z9); \
-	ROWEND32(Z8, Z9, 16); \
-	CMPQ DI, $5; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z10, Z11); \
-	ROWEND32(Z10, Z11, 20); \
-	CMPQ DI, $6; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z12, Z13); \
-	ROWEND32(Z12, Z13, 24); \
-	CMPQ DI, $7; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z14, Z15); \
-	ROWEND32(Z14, Z15, 28); \
-	CMPQ DI, $8; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z16, Z17); \
-	ROWEND32(Z16, Z17, 32); \
-	CMPQ DI, $9; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z18, Z19); \
-	ROWEND32(Z18, Z19, 36); \
-	CMPQ DI, $10; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z20, Z21); \
-	ROWEND32(Z20, Z21, 40); \
-	CMPQ DI, $11; \
-	JLE  next32d; \
-	ADDQ R9, AX; \
-	BETA(Z22, Z23); \
-	ROWEND32(Z22, Z23, 44); \
-	JMP  next32d
-
-#define ROWS32T(BETA) \
-	BETA(Z0, Z1); \
-	ROWEND32(Z0, Z1, 0); \
-	CMPQ DI, $1; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z2, Z3); \
-	ROWEND32(Z2, Z3, 4); \
-	CMPQ DI, $2; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z4, Z5); \
-	ROWEND32(Z4, Z5, 8); \
-	CMPQ DI, $3; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z6, Z7); \
-	ROWEND32(Z6, Z7, 12); \
-	CMPQ DI, $4; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z8, Z9); \
-	ROWEND32(Z8, Z9, 16); \
-	CMPQ DI, $5; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z10, Z11); \
-	ROWEND32(Z10, Z11, 20); \
-	CMPQ DI, $6; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z12, Z13); \
-	ROWEND32(Z12, Z13, 24); \
-	CMPQ DI, $7; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z14, Z15); \
-	ROWEND32(Z14, Z15, 28); \
-	CMPQ DI, $8; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z16, Z17); \
-	ROWEND32(Z16, Z17, 32); \
-	CMPQ DI, $9; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z18, Z19); \
-	ROWEND32(Z18, Z19, 36); \
-	CMPQ DI, $10; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z20, Z21); \
-	ROWEND32(Z20, Z21, 40); \
-	CMPQ DI, $11; \
-	JLE  next32t; \
-	ADDQ R9, AX; \
-	BETA(Z22, Z23); \
-	ROWEND32(Z22, Z23, 44); \
-	JMP  next32t
-
-#define ROWS32S(BETA) \
-	BETA(Z0, Z1); \
-	ROWEND32(Z0, Z1, 0); \
-	CMPQ DI, $1; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z2, Z3); \
-	ROWEND32(Z2, Z3, 4); \
-	CMPQ DI, $2; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z4, Z5); \
-	ROWEND32(Z4, Z5, 8); \
-	CMPQ DI, $3; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z6, Z7); \
-	ROWEND32(Z6, Z7, 12); \
-	CMPQ DI, $4; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z8, Z9); \
-	ROWEND32(Z8, Z9, 16); \
-	CMPQ DI, $5; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z10, Z11); \
-	ROWEND32(Z10, Z11, 20); \
-	CMPQ DI, $6; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z12, Z13); \
-	ROWEND32(Z12, Z13, 24); \
-	CMPQ DI, $7; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z14, Z15); \
-	ROWEND32(Z14, Z15, 28); \
-	CMPQ DI, $8; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z16, Z17); \
-	ROWEND32(Z16, Z17, 32); \
-	CMPQ DI, $9; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z18, Z19); \
-	ROWEND32(Z18, Z19, 36); \
-	CMPQ DI, $10; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z20, Z21); \
-	ROWEND32(Z20, Z21, 40); \
-	CMPQ DI, $11; \
-	JLE  next32s; \
-	ADDQ R9, AX; \
-	BETA(Z22, Z23); \
-	ROWEND32(Z22, Z23, 44); \
-	JMP  next32s
+	JMP  NEXT
 
 // func sgemmKernel12x32(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int)
 //
@@ -717,10 +537,10 @@ epilogue32:
 	TESTL        $0x7fffffff, R12
 	JEQ          nobeta32
 	VBROADCASTSS beta+60(FP), Z28
-	ROWS32(ROWBETA32)
+	ROWS32(ROWBETA32, next32)
 
 nobeta32:
-	ROWS32(NOBETA32)
+	ROWS32(NOBETA32, next32)
 
 next32:
 	ADDQ aStep+88(FP), SI
@@ -848,10 +668,10 @@ epilogue32s:
 	TESTL        $0x7fffffff, R12
 	JEQ          nobeta32s
 	VBROADCASTSS beta+60(FP), Z28
-	ROWS32S(ROWBETA32)
+	ROWS32(ROWBETA32, next32s)
 
 nobeta32s:
-	ROWS32S(NOBETA32)
+	ROWS32(NOBETA32, next32s)
 
 next32s:
 	ADDQ aStep+88(FP), SI
@@ -948,10 +768,10 @@ nexttap32t:
 	TESTL        $0x7fffffff, R12
 	JEQ          nobeta32t
 	VBROADCASTSS beta+84(FP), Z28
-	ROWS32T(ROWBETA32)
+	ROWS32(ROWBETA32, next32t)
 
 nobeta32t:
-	ROWS32T(NOBETA32)
+	ROWS32(NOBETA32, next32t)
 
 next32t:
 	MOVQ bStep+112(FP), AX
@@ -1049,10 +869,10 @@ epilogue32d:
 	TESTL        $0x7fffffff, R12
 	JEQ          nobeta32d
 	VBROADCASTSS beta+60(FP), Z28
-	ROWS32D(ROWBETA32)
+	ROWS32(ROWBETA32, next32d)
 
 nobeta32d:
-	ROWS32D(NOBETA32)
+	ROWS32(NOBETA32, next32d)
 
 next32d:
 	ADDQ aStep+88(FP), SI
