@@ -66,6 +66,9 @@ func GELU(x *Tensor, approximate string) *Tensor {
 // PyTorch returns its input) and g is not used; p = 1 gives x·0 and draws
 // nothing. p outside [0, 1] is an error.
 func Dropout(x *Tensor, p float64, training bool, g *Generator) *Tensor {
+	if x != nil && x.dtype == BFloat16 {
+		return viaFloat32(x, func(x *Tensor) *Tensor { return Dropout(x, p, training, g) })
+	}
 	const op = "Dropout"
 	checkF32(op, "input", x)
 	if !(p >= 0 && p <= 1) {
@@ -112,6 +115,9 @@ func actDropoutMask(x *Tensor, q float64, g *Generator) []uint8 {
 // actApply runs the elementwise kernel a over x's physical elements, so the
 // result keeps x's shape and memory format, and records a's backward.
 func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
+	if x != nil && x.dtype == BFloat16 {
+		return viaFloat32(x, func(x *Tensor) *Tensor { return actApply(op, x, a) })
+	}
 	checkF32(op, "input", x)
 	out := actEmptyLike(x)
 	a.Forward(out.Float32s(), x.Float32s())

@@ -40,3 +40,16 @@ func autocastF32(t *Tensor) *Tensor {
 	}
 	return t
 }
+
+// viaFloat32 runs a float32-only op f on a bfloat16 x by widening x
+// (exactly), running f and rounding the result back to bfloat16, all
+// differentiably: for ops like ReLU and pooling, whose results are some of
+// their inputs or exact averages of few, this is what a native BF16 kernel
+// would give, at the cost of two conversions. Other dtypes go straight to
+// f.
+func viaFloat32(x *Tensor, f func(x *Tensor) *Tensor) *Tensor {
+	if x == nil || x.dtype != BFloat16 {
+		return f(x)
+	}
+	return Cast(f(Cast(x, Float32)), BFloat16)
+}

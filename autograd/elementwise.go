@@ -131,6 +131,9 @@ func Pow(x *Tensor, exponent float32) *Tensor {
 // AddScalar returns x + v elementwise, like torch.add(x, v).
 func AddScalar(x *Tensor, v float32) *Tensor {
 	const op = "AddScalar"
+	if x != nil && x.dtype == BFloat16 {
+		return viaFloat32(x, func(x *Tensor) *Tensor { return AddScalar(x, v) })
+	}
 	checkF32(op, "input", x)
 	out := actEmptyLike(x)
 	kernels.Act{Fn: kernels.ActAddScalar, A: v}.Forward(out.Float32s(), x.Float32s())

@@ -104,6 +104,9 @@ func poolGrad(x, out, g *Tensor, run func(dy, dx []float32)) *Tensor {
 // window is its maximum. The gradient flows to the position of each
 // window's maximum (the first one on ties).
 func MaxPool2d(x *Tensor, opt PoolOptions) *Tensor {
+	if x != nil && x.dtype == BFloat16 {
+		return viaFloat32(x, func(x *Tensor) *Tensor { return MaxPool2d(x, opt) })
+	}
 	s, batched := poolGeometry("MaxPool2d", x, opt, true)
 	out := poolOutput(&s, x, batched)
 	idx := make([]int32, out.Numel())
@@ -121,6 +124,9 @@ func MaxPool2d(x *Tensor, opt PoolOptions) *Tensor {
 // only the input positions. Dilation must be nil or 1. The result keeps x's
 // format.
 func AvgPool2d(x *Tensor, opt PoolOptions) *Tensor {
+	if x != nil && x.dtype == BFloat16 {
+		return viaFloat32(x, func(x *Tensor) *Tensor { return AvgPool2d(x, opt) })
+	}
 	s, batched := poolGeometry("AvgPool2d", x, opt, false)
 	out := poolOutput(&s, x, batched)
 	kernels.AvgPool2d(&s, opt.CountIncludePad, x.Float32s(), out.Float32s())
@@ -137,6 +143,9 @@ func AvgPool2d(x *Tensor, opt PoolOptions) *Tensor {
 // of input length in covers [floor(i·in/out), ceil((i+1)·in/out)). The
 // result keeps x's format.
 func AdaptiveAvgPool2d(x *Tensor, outH, outW int) *Tensor {
+	if x != nil && x.dtype == BFloat16 {
+		return viaFloat32(x, func(x *Tensor) *Tensor { return AdaptiveAvgPool2d(x, outH, outW) })
+	}
 	const op = "AdaptiveAvgPool2d"
 	n, c, h, w, batched := poolInput(op, x)
 	if outH <= 0 || outW <= 0 {

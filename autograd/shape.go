@@ -105,6 +105,11 @@ func Reshape(x *Tensor, shape ...int) *Tensor { return shapeReshape("Reshape", x
 func View(x *Tensor, shape ...int) *Tensor { return shapeReshape("View", x, shape, true) }
 
 func shapeReshape(op string, x *Tensor, shape []int, view bool) *Tensor {
+	if x != nil && x.dtype == BFloat16 && !view {
+		// A bfloat16 reshape goes through a float32 copy (exact both ways);
+		// a view of bfloat16 storage is not supported.
+		return viaFloat32(x, func(x *Tensor) *Tensor { return shapeReshape(op, x, shape, view) })
+	}
 	checkF32(op, "input", x)
 	target := shapeInfer(op, x, shape)
 	var out *Tensor
@@ -149,6 +154,9 @@ func shapeUnreshape(g, x *Tensor) *Tensor {
 // PyTorch.
 func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 	const op = "Flatten"
+	if x != nil && x.dtype == BFloat16 {
+		return viaFloat32(x, func(x *Tensor) *Tensor { return Flatten(x, startDim, endDim) })
+	}
 	checkF32(op, "input", x)
 	nd := x.NDim()
 	s, e := shapeDim(op, x, startDim), shapeDim(op, x, endDim)
