@@ -241,7 +241,7 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 	}
 	acc := make([]float32, numel(op, outShape))
 	kernels.ConvForwardBF16(&s, xk.BFloat16s(), wk.BFloat16s(), bias, acc)
-	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: bf16Of(acc)}
+	out := bf16Tensor(outShape, layout, layout, acc)
 	xm, wm := x.meta(), w.meta()
 	xNeeds, wNeeds, bNeeds := x.requiresGrad, w.requiresGrad, b != nil && b.requiresGrad
 	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
@@ -252,32 +252,23 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 			g = g.reformat(layout)
 		}
 		gd := g.BFloat16s()
-		// grad wraps a float32 result in layout as a bfloat16 gradient in
-		// the format of like.
-		grad := func(like *Tensor, d []float32) *Tensor {
-			t := &Tensor{dtype: BFloat16, shape: cloneInts(like.shape), format: layout, data: bf16Of(d)}
-			if t.format != like.format {
-				t = t.reformat(like.format)
-			}
-			return t
-		}
 		var gx, gw, gb *Tensor
 		if xNeeds {
 			d := make([]float32, numel(op, xm.shape))
 			kernels.ConvBackwardDataBF16(&s, gd, wk.BFloat16s(), d)
-			gx = grad(xm, d)
+			gx = bf16Tensor(xm.shape, layout, xm.format, d)
 		}
 		if wNeeds {
 			d := make([]float32, numel(op, wm.shape))
 			kernels.ConvBackwardWeightBF16(&s, xk.BFloat16s(), gd, d)
-			gw = grad(wm, d)
+			gw = bf16Tensor(wm.shape, layout, wm.format, d)
 		}
 		if bNeeds {
 			dy := make([]float32, len(gd))
 			kernels.BF16ToF32(dy, gd)
 			db := make([]float32, s.O)
 			kernels.ConvBackwardBias(&s, dy, db)
-			gb = &Tensor{dtype: BFloat16, shape: []int{s.O}, data: bf16Of(db)}
+			gb = bf16Tensor([]int{s.O}, Contiguous, Contiguous, db)
 		}
 		return []*Tensor{gx, gw, gb}
 	})

@@ -137,7 +137,7 @@ func matmulBF16(op string, a, b *Tensor, outShape, batch, aBatch, bBatch []int, 
 	for i := range cOff {
 		kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
 	}
-	out := &Tensor{dtype: BFloat16, shape: outShape, data: bf16Of(acc)}
+	out := bf16Tensor(outShape, Contiguous, Contiguous, acc)
 	return record(op+"Backward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		if g.dtype != BFloat16 {
 			g = g.castTo(BFloat16)
@@ -156,11 +156,7 @@ func matmulBF16(op string, a, b *Tensor, outShape, batch, aBatch, bBatch []int, 
 				seen[o] = true
 				product(i, d[o:], beta)
 			}
-			t := &Tensor{dtype: BFloat16, shape: cloneInts(like.shape), data: bf16Of(d)}
-			if like.format != Contiguous {
-				t = t.reformat(like.format)
-			}
-			return t
+			return bf16Tensor(like.shape, Contiguous, like.format, d)
 		}
 		var ga, gb *Tensor
 		if a.requiresGrad {
@@ -351,7 +347,7 @@ func linearBF16(x, w, b *Tensor) *Tensor {
 		beta = 1
 	}
 	kernels.GemmBF16(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, acc, outF)
-	out := &Tensor{dtype: BFloat16, shape: outShape, data: bf16Of(acc)}
+	out := bf16Tensor(outShape, Contiguous, Contiguous, acc)
 	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
 		if g.dtype != BFloat16 {
 			g = g.castTo(BFloat16)
@@ -361,15 +357,12 @@ func linearBF16(x, w, b *Tensor) *Tensor {
 		if x.requiresGrad {
 			d := make([]float32, rows*inF)
 			kernels.GemmBF16(false, false, rows, inF, outF, 1, gd, outF, wd, inF, 0, d, inF)
-			gx = &Tensor{dtype: BFloat16, shape: cloneInts(x.shape), data: bf16Of(d)}
-			if x.format != Contiguous {
-				gx = gx.reformat(x.format)
-			}
+			gx = bf16Tensor(x.shape, Contiguous, x.format, d)
 		}
 		if w.requiresGrad {
 			d := make([]float32, outF*inF)
 			kernels.GemmBF16(true, false, outF, inF, rows, 1, gd, outF, xd, inF, 0, d, inF)
-			gw = &Tensor{dtype: BFloat16, shape: cloneInts(w.shape), data: bf16Of(d)}
+			gw = bf16Tensor(w.shape, Contiguous, w.format, d)
 		}
 		if b != nil && b.requiresGrad {
 			sum := make([]float32, outF)
@@ -380,7 +373,7 @@ func linearBF16(x, w, b *Tensor) *Tensor {
 					sum[j] += v
 				}
 			}
-			gb = &Tensor{dtype: BFloat16, shape: []int{outF}, data: bf16Of(sum)}
+			gb = bf16Tensor([]int{outF}, Contiguous, Contiguous, sum)
 		}
 		return []*Tensor{gx, gw, gb}
 	})
@@ -394,9 +387,15 @@ func bf16RowMajor(t *Tensor) []uint16 {
 	return t.reformat(Contiguous).BFloat16s()
 }
 
-// bf16Of rounds float32 results to bfloat16, to nearest even.
-func bf16Of(f []float32) []uint16 {
+// bf16Tensor rounds float32 results, laid out in format from, to a
+// bfloat16 tensor of shape in format to (to nearest even; reordered when
+// the formats differ): the result or gradient of a BF16 op.
+func bf16Tensor(shape []int, from, to MemoryFormat, f []float32) *Tensor {
 	h := make([]uint16, len(f))
 	kernels.F32ToBF16(h, f)
-	return h
+	t := &Tensor{dtype: BFloat16, shape: cloneInts(shape), format: from, data: h}
+	if to != from {
+		t = t.reformat(to)
+	}
+	return t
 }

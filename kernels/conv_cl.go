@@ -122,7 +122,7 @@ func (j *convJob) backwardWeight(x, dy, dw []float32) {
 		}
 		return
 	}
-	if j.backwardWeightDirect(x, dy, dw) {
+	if j.backwardWeightDirect() {
 		return
 	}
 	rb := j.blockRows(j.gkc)

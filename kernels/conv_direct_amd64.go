@@ -45,13 +45,7 @@ func (j *convJob) forwardDirect() bool {
 	d := &j.direct
 	C, O := s.C, s.O
 	KH, KW := s.Kernel[1], s.Kernel[2]
-	d.hp, d.wp = s.In[1]+2*s.Pad[1], s.In[2]+2*s.Pad[2]
-	// The last panel of a row may have fewer than 12 pixels; the kernel
-	// still reads 12, past the row's end, so the buffer has that much slack.
-	slack := (12*s.Stride[2] + KW*s.Dil[2]) * C
-	d.xp = growBuf(&j.xpBuf, s.N*d.hp*d.wp*C+slack)
-	clear(d.xp[s.N*d.hp*d.wp*C:])
-	Parallel(s.N*d.hp, s.N*d.hp*d.wp*C, j.padFn)
+	j.padInput()
 
 	taps := KH * KW
 	d.offs = growBuf(&j.offsBuf, taps)
@@ -86,6 +80,19 @@ func (j *convJob) forwardDirect() bool {
 		}
 	}
 	return true
+}
+
+// padInput copies j.x into the zero-bordered buffer d.xp. The last panel
+// of a row may have fewer than 12 pixels; the kernels still read 12, past
+// the row's end, so the buffer has that much slack.
+func (j *convJob) padInput() {
+	s, d := &j.s, &j.direct
+	C := s.C
+	d.hp, d.wp = s.In[1]+2*s.Pad[1], s.In[2]+2*s.Pad[2]
+	slack := (12*s.Stride[2] + s.Kernel[2]*s.Dil[2]) * C
+	d.xp = growBuf(&j.xpBuf, s.N*d.hp*d.wp*C+slack)
+	clear(d.xp[s.N*d.hp*d.wp*C:])
+	Parallel(s.N*d.hp, s.N*d.hp*d.wp*C, j.padFn)
 }
 
 // directFits reports whether the direct path takes convolution s.
@@ -185,7 +192,8 @@ func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool {
 	return true
 }
 
-// backwardWeightDirect computes dw on the direct path and reports true, or
+// backwardWeightDirect computes j.dw from j.x and j.dy on the direct path
+// and reports true, or
 // reports false, doing nothing, where it does not apply (as for the
 // forward, and also dilated kernels and rows under 24 pixels).
 //
@@ -197,7 +205,7 @@ func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool {
 // im2col matrix is written. Each of a fixed number of parts of the output
 // rows sums into its own dwᵀ; the parts are added in order, so the result
 // does not depend on the thread count.
-func (j *convJob) backwardWeightDirect(x, dy, dw []float32) bool {
+func (j *convJob) backwardWeightDirect() bool {
 	s := &j.s
 	if !directFits(s) || s.Dil[1] != 1 || s.Dil[2] != 1 || s.Out[2] < 24 {
 		return false
@@ -205,15 +213,9 @@ func (j *convJob) backwardWeightDirect(x, dy, dw []float32) bool {
 	d := &j.direct
 	C, O := s.C, s.O
 	K := s.kSize() * C
-	d.hp, d.wp = s.In[1]+2*s.Pad[1], s.In[2]+2*s.Pad[2]
-	slack := (12*s.Stride[2] + s.Kernel[2]) * C
-	j.x = x
-	d.xp = growBuf(&j.xpBuf, s.N*d.hp*d.wp*C+slack)
-	clear(d.xp[s.N*d.hp*d.wp*C:])
-	Parallel(s.N*d.hp, s.N*d.hp*d.wp*C, j.padFn)
+	j.padInput()
 	d.parts = min(Threads(), j.rows)
 	part := K * O
-	j.dy, j.dw = dy, dw
 	j.partial = growBuf(&j.wpartBuf, d.parts*(part+j.ow*O))
 	Parallel(d.parts, j.rows*j.ow*2*K*O, j.wPartFn)
 	Parallel(O, K*O*d.parts, j.wRedFn)

@@ -11,7 +11,7 @@ func (j *convJob) forwardDirect() bool { return false }
 
 func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool { return false }
 
-func (j *convJob) backwardWeightDirect(x, dy, dw []float32) bool { return false }
+func (j *convJob) backwardWeightDirect() bool { return false }
 
 func (j *convJob) weightParts(lo, hi int)  {}
 func (j *convJob) weightReduce(lo, hi int) {}
