@@ -89,3 +89,14 @@ func checkIndex(op string, i, n int) {
 		autograd.Fail(op, "index %d out of range for %d entries", i, n)
 	}
 }
+
+// replace puts l in place of layer i, under the same name.
+func (s *Sequential) replace(i int, l Layer) {
+	name := strconv.Itoa(i)
+	for j := range s.children {
+		if s.children[j].name == name {
+			s.children[j].val = l
+		}
+	}
+	s.layers[i] = l
+}

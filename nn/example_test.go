@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -82,4 +83,43 @@ func ExampleTo() {
 	nn.To(conv, autograd.ChannelsLast)
 	fmt.Println(conv.Weight() == w, w.Format(), w.Strides())
 	// Output: true channels_last [27 1 9 3]
+}
+
+// FoldBatchNorm bakes an eval model's BatchNorms into the convolutions
+// before them: outputs stay the same, the BatchNorms' state leaves the
+// state dict and each convolution gains a bias, as after PyTorch's fusion.
+func ExampleFoldBatchNorm() {
+	g := autograd.NewGenerator(1)
+	model := nn.NewSequential(
+		nn.NewConv2d(g, 3, 8, 3, nn.ConvOptions{Padding: 1, NoBias: true}),
+		nn.NewBatchNorm2d(8, nn.BatchNormOptions{}),
+		nn.NewReLU(),
+	)
+	bn := model.At(1).(*nn.BatchNorm)
+	nn.Uniform(g, bn.RunningVar(), 0.5, 2)
+	nn.Uniform(g, bn.Weight(), 0.5, 2)
+
+	if _, err := nn.FoldBatchNorm(model); err != nil {
+		fmt.Println(err)
+	}
+	nn.Eval(model)
+	x := autograd.Randn(g, 1, 3, 16, 16)
+	before := model.Forward(x).Values()
+	n, err := nn.FoldBatchNorm(model)
+	fmt.Println(n, err)
+	after := model.Forward(x).Values()
+	worst := 0.0
+	for i := range before {
+		worst = max(worst, math.Abs(after[i]-before[i]))
+	}
+	fmt.Println(worst < 1e-5)
+	for _, nt := range nn.StateDict(model) {
+		fmt.Println(nt.Name)
+	}
+	// Output:
+	// nn.FoldBatchNorm: the model is in training mode; folding needs an eval model: call nn.Eval(m) first
+	// 1 <nil>
+	// true
+	// 0.weight
+	// 0.bias
 }

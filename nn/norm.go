@@ -40,6 +40,9 @@ type BatchNorm struct {
 	CumulativeAverage bool
 	name              string
 	ranks             []int // accepted input ranks
+	// folded is set by FoldBatchNorm once the layer before has absorbed
+	// the normalisation.
+	folded bool
 }
 
 func newBatchNorm(name string, ranks []int, c int, opt BatchNormOptions) *BatchNorm {
@@ -113,9 +116,10 @@ func (bn *BatchNorm) NumBatchesTracked() *autograd.Tensor {
 // Forward normalises x. In training mode it uses the batch's statistics,
 // updates the running ones and counts the batch in num_batches_tracked; in
 // evaluation mode it uses the running statistics (batch statistics when
-// none are tracked). The output keeps x's memory format.
+// none are tracked). The output keeps x's memory format. Once folded (see
+// FoldBatchNorm) it returns x.
 func (bn *BatchNorm) Forward(x *autograd.Tensor) *autograd.Tensor {
-	return bn.forward(x, autograd.BatchNorm)
+	return bn.forward(x, false, false)
 }
 
 // ForwardReLU is ReLU(bn.Forward(x)), bit for bit, as one fused op
@@ -123,7 +127,7 @@ func (bn *BatchNorm) Forward(x *autograd.Tensor) *autograd.Tensor {
 // ReLU(inplace=True) that ResNets repeat, in one pass over memory and one
 // saved activation fewer.
 func (bn *BatchNorm) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
-	return bn.forward(x, autograd.BatchNormReLU)
+	return bn.forward(x, true, false)
 }
 
 // ForwardInPlace is Forward (with relu, ForwardReLU) writing its result
@@ -131,12 +135,21 @@ func (bn *BatchNorm) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
 // temporary such as a convolution's output, saving an allocation and a
 // pass over memory. x must not require grad while gradients are recorded.
 func (bn *BatchNorm) ForwardInPlace(x *autograd.Tensor, relu bool) *autograd.Tensor {
-	return bn.forward(x, func(x, rm, rv, w, b *autograd.Tensor, training bool, momentum, eps float64) *autograd.Tensor {
-		return autograd.BatchNormInPlace(x, rm, rv, w, b, training, momentum, eps, relu)
-	})
+	return bn.forward(x, relu, true)
 }
 
-func (bn *BatchNorm) forward(x *autograd.Tensor, op func(x, runningMean, runningVar, weight, bias *autograd.Tensor, training bool, momentum, eps float64) *autograd.Tensor) *autograd.Tensor {
+// Folded reports whether FoldBatchNorm has folded bn into the layer before
+// it, leaving bn the identity with no parameters or buffers.
+func (bn *BatchNorm) Folded() bool { return bn.folded }
+
+// fold makes bn the identity and unregisters its state, which the layer
+// before now carries.
+func (bn *BatchNorm) fold() {
+	bn.folded = true
+	bn.params, bn.buffers = nil, nil
+}
+
+func (bn *BatchNorm) forward(x *autograd.Tensor, relu, inPlace bool) *autograd.Tensor {
 	ok := false
 	for _, r := range bn.ranks {
 		ok = ok || x.NDim() == r
@@ -148,6 +161,9 @@ func (bn *BatchNorm) forward(x *autograd.Tensor, op func(x, runningMean, running
 		}
 		autograd.Fail(bn.name, "expected %s input (got %dD input of shape %v)", want, x.NDim(), x.Shape())
 	}
+	if bn.folded {
+		return foldedForward(x, relu, inPlace)
+	}
 	rm, rv, count := bn.RunningMean(), bn.RunningVar(), bn.NumBatchesTracked()
 	training := bn.Training()
 	momentum := bn.Momentum
@@ -158,13 +174,37 @@ func (bn *BatchNorm) forward(x *autograd.Tensor, op func(x, runningMean, running
 			momentum = 1 / float64(batches)
 		}
 	}
-	y := op(x, rm, rv, bn.Weight(), bn.Bias(), training || rm == nil, momentum, bn.Eps)
+	w, b, batchStats := bn.Weight(), bn.Bias(), training || rm == nil
+	var y *autograd.Tensor
+	switch {
+	case inPlace:
+		y = autograd.BatchNormInPlace(x, rm, rv, w, b, batchStats, momentum, bn.Eps, relu)
+	case relu:
+		y = autograd.BatchNormReLU(x, rm, rv, w, b, batchStats, momentum, bn.Eps)
+	default:
+		y = autograd.BatchNorm(x, rm, rv, w, b, batchStats, momentum, bn.Eps)
+	}
 	if training && count != nil {
 		// Counted after the op so that a rejected input leaves the
 		// counter alone.
 		count.Int64s()[0] = batches
 	}
 	return y
+}
+
+// foldedForward is a folded BatchNorm's identity, followed by ReLU when
+// asked. The in-place ReLU is an eval batch norm with mean 0, variance 1,
+// eps 0 and no affine, exact for every x (x·1 + -0), since autograd has
+// no other in-place ReLU; it also keeps ForwardInPlace's checks.
+func foldedForward(x *autograd.Tensor, relu, inPlace bool) *autograd.Tensor {
+	switch {
+	case !relu:
+		return x
+	case !inPlace:
+		return autograd.ReLU(x)
+	}
+	c := x.Shape()[1]
+	return autograd.BatchNormInPlace(x, autograd.Zeros(c), autograd.Ones(c), nil, nil, false, 0, 0, true)
 }
 
 // LayerNormOptions configures NewLayerNorm. The zero value is PyTorch's

@@ -62,6 +62,16 @@ type Bottleneck struct {
 func (*BasicBlock) isBlock() {}
 func (*Bottleneck) isBlock() {}
 
+// FoldPairs declares the convolution-BatchNorm pairs that Forward chains
+// outside a Sequential, for nn.FoldBatchNorm; the downsample Sequential's
+// pair is found without help.
+func (*BasicBlock) FoldPairs() [][2]string { return [][2]string{{"conv1", "bn1"}, {"conv2", "bn2"}} }
+
+// FoldPairs declares the block's three convolution-BatchNorm pairs.
+func (*Bottleneck) FoldPairs() [][2]string {
+	return [][2]string{{"conv1", "bn1"}, {"conv2", "bn2"}, {"conv3", "bn3"}}
+}
+
 // Forward computes relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)).
 // Each BatchNorm-ReLU pair and the final sum-ReLU run as one fused op,
 // with PyTorch's results bit for bit.
@@ -133,6 +143,10 @@ type ResNet struct {
 	AvgPool *nn.AdaptiveAvgPool2d
 	FC      *nn.Linear
 }
+
+// FoldPairs declares the stem's convolution-BatchNorm pair; the blocks
+// declare their own.
+func (*ResNet) FoldPairs() [][2]string { return [][2]string{{"conv1", "bn1"}} }
 
 // Forward maps images [N, 3, H, W] (any H, W ≥ 32 for the standard stem)
 // to logits [N, NumClasses].
