@@ -68,7 +68,7 @@ func embeddingIndices(op, what string, t *Tensor, num int) []int64 {
 // gradient of weight adds the output gradient's rows into the rows that
 // were read (dense, accumulated in float64); indices get none.
 func Embedding(indices, weight *Tensor) *Tensor {
-	return embeddingLookup("Embedding", indices, weight, -1)
+	return embeddingLookup("Embedding", indices, weight, -1, false)
 }
 
 // EmbeddingPadding is Embedding with torch's padding_idx: the row
@@ -76,6 +76,31 @@ func Embedding(indices, weight *Tensor) *Tensor {
 // receives no gradient.
 func EmbeddingPadding(indices, weight *Tensor, paddingIdx int64) *Tensor {
 	const op = "EmbeddingPadding"
+	return embeddingLookup(op, indices, weight, paddingRow(op, weight, paddingIdx), false)
+}
+
+// EmbeddingSparse is Embedding with torch's sparse=True: when weight is a
+// leaf, Backward gives it a row-sparse gradient (Tensor.SparseGrad: the
+// rows that were read, each once, duplicates summed in float32 in index
+// order) instead of a dense [num, dim] one, so an optimizer step touches
+// only those rows. A weight made by another op gets the dense gradient,
+// which is what flows through that op. A leaf cannot hold both kinds:
+// Backward panics when a sparse gradient meets a dense one.
+func EmbeddingSparse(indices, weight *Tensor) *Tensor {
+	return embeddingLookup("EmbeddingSparse", indices, weight, -1, true)
+}
+
+// EmbeddingSparsePadding is EmbeddingSparse with padding_idx, as
+// EmbeddingPadding is Embedding: the padding row is not in the sparse
+// gradient.
+func EmbeddingSparsePadding(indices, weight *Tensor, paddingIdx int64) *Tensor {
+	const op = "EmbeddingSparsePadding"
+	return embeddingLookup(op, indices, weight, paddingRow(op, weight, paddingIdx), true)
+}
+
+// paddingRow validates a padding index against weight's rows and returns
+// it non-negative.
+func paddingRow(op string, weight *Tensor, paddingIdx int64) int64 {
 	num, _ := embeddingTable(op, weight)
 	if paddingIdx < -int64(num) || paddingIdx >= int64(num) {
 		Fail(op, "padding index %d is out of range for a table of %d rows", paddingIdx, num)
@@ -83,10 +108,10 @@ func EmbeddingPadding(indices, weight *Tensor, paddingIdx int64) *Tensor {
 	if paddingIdx < 0 {
 		paddingIdx += int64(num)
 	}
-	return embeddingLookup(op, indices, weight, paddingIdx)
+	return paddingIdx
 }
 
-func embeddingLookup(op string, indices, weight *Tensor, skip int64) *Tensor {
+func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool) *Tensor {
 	num, dim := embeddingTable(op, weight)
 	idx := embeddingIndices(op, "indices", indices, num)
 	out := Zeros(append(cloneInts(indices.shape), dim)...)
@@ -98,8 +123,13 @@ func embeddingLookup(op string, indices, weight *Tensor, skip int64) *Tensor {
 		if g.format != Contiguous {
 			g = g.reformat(Contiguous)
 		}
+		dy := g.Float32s()
+		if sparse && weight.IsLeaf() {
+			accumulateSparse(op+"Backward", weight, idx, skip, func(i int) []float32 { return dy[i*dim : (i+1)*dim] })
+			return []*Tensor{nil, nil}
+		}
 		gw := Zeros(num, dim)
-		kernels.EmbeddingBackward(num, dim, idx, g.Float32s(), skip, gw.Float32s())
+		kernels.EmbeddingBackward(num, dim, idx, dy, skip, gw.Float32s())
 		return []*Tensor{nil, gw}
 	})
 }
@@ -174,7 +204,24 @@ func embeddingBagOffsets(op string, input, offsets *Tensor, num int) (idx, start
 // perSampleWeights (the dot product of the bag's output gradient with the
 // row).
 func EmbeddingBag(input, offsets, weight *Tensor, mode EmbeddingBagMode, perSampleWeights *Tensor) *Tensor {
-	const op = "EmbeddingBag"
+	return embeddingBag("EmbeddingBag", input, offsets, weight, mode, perSampleWeights, false)
+}
+
+// EmbeddingBagSparse is EmbeddingBag with torch's sparse=True: a leaf
+// weight gets a row-sparse gradient, as EmbeddingSparse describes, holding
+// the rows of non-empty bags. Each position's row is its bag's output
+// gradient scaled in float32 (by its per-sample weight, or by the
+// reciprocal of the bag's size for BagMean), the rows of a repeated index
+// summed in index order. As in PyTorch, BagMax has no sparse form.
+func EmbeddingBagSparse(input, offsets, weight *Tensor, mode EmbeddingBagMode, perSampleWeights *Tensor) *Tensor {
+	const op = "EmbeddingBagSparse"
+	if mode == BagMax {
+		Fail(op, "mode max does not support sparse gradients (PyTorch: \"max mode does not support sparse weights\"); use BagSum or BagMean, or EmbeddingBag")
+	}
+	return embeddingBag(op, input, offsets, weight, mode, perSampleWeights, true)
+}
+
+func embeddingBag(op string, input, offsets, weight *Tensor, mode EmbeddingBagMode, perSampleWeights *Tensor, sparse bool) *Tensor {
 	if mode != BagSum && mode != BagMean && mode != BagMax {
 		Fail(op, "unknown mode %v; want BagSum, BagMean or BagMax", mode)
 	}
@@ -204,7 +251,10 @@ func EmbeddingBag(input, offsets, weight *Tensor, mode EmbeddingBagMode, perSamp
 	return record(op+"Backward", out, []*Tensor{input, offsets, weight, perSampleWeights}, func(g *Tensor) []*Tensor {
 		dy := g.ContiguousFloat32s()
 		var gw, gp *Tensor
-		if weight.requiresGrad {
+		switch {
+		case weight.requiresGrad && sparse && weight.IsLeaf():
+			accumulateBagSparse(op+"Backward", weight, idx, starts, dy, psw, mode == BagMean)
+		case weight.requiresGrad:
 			gw = Zeros(num, dim)
 			if mode == BagMax {
 				kernels.EmbeddingBagMaxBackward(num, dim, argmax, dy, gw.Float32s())
@@ -218,4 +268,44 @@ func EmbeddingBag(input, offsets, weight *Tensor, mode EmbeddingBagMode, perSamp
 		}
 		return []*Tensor{nil, nil, gw, gp}
 	})
+}
+
+// accumulateBagSparse adds EmbeddingBagSparse's row-sparse gradient to
+// the leaf weight.
+func accumulateBagSparse(op string, weight *Tensor, idx, starts []int64, dy, psw []float32, mean bool) {
+	dim := weight.shape[1]
+	bag := make([]int, len(idx))
+	for b := range starts {
+		for i := range bagLen(starts, b, len(idx)) {
+			bag[int(starts[b])+i] = b
+		}
+	}
+	row := make([]float32, dim)
+	accumulateSparse(op, weight, idx, -1, func(i int) []float32 {
+		b := bag[i]
+		src := dy[b*dim : (b+1)*dim]
+		switch {
+		case psw != nil:
+			for j, v := range src {
+				row[j] = v * psw[i]
+			}
+		case mean:
+			// PyTorch multiplies by the reciprocal of the bag's size.
+			inv := 1 / float32(bagLen(starts, b, len(idx)))
+			for j, v := range src {
+				row[j] = v * inv
+			}
+		default:
+			copy(row, src)
+		}
+		return row
+	})
+}
+
+// bagLen is the number of positions in bag b of n.
+func bagLen(starts []int64, b, n int) int {
+	if b+1 < len(starts) {
+		return int(starts[b+1] - starts[b])
+	}
+	return n - int(starts[b])
 }

@@ -102,20 +102,23 @@ func (t *Tensor) GradFn() string {
 	return t.node.op
 }
 
-// Grad returns the gradient accumulated into a leaf by Backward, or nil.
+// Grad returns the dense gradient accumulated into a leaf by Backward, or
+// nil. It is nil for a leaf whose gradient is sparse (see SparseGrad), so
+// code that only understands dense gradients cannot mistake a handful of
+// rows for the whole table.
 func (t *Tensor) Grad() *Tensor { return t.grad }
 
-// SetGrad replaces t's gradient; nil clears it.
+// SetGrad replaces t's gradient, dense or sparse; nil clears it.
 func (t *Tensor) SetGrad(g *Tensor) {
 	if g != nil && (!sameShape(g.shape, t.shape) || g.dtype != t.dtype) {
 		Fail("SetGrad", "gradient %v %v does not match tensor %v %v", g.shape, g.dtype, t.shape, t.dtype)
 	}
-	t.grad = g
+	t.grad, t.sparseGrad = g, nil
 }
 
-// ZeroGrad drops t's gradient, as PyTorch's zero_grad(set_to_none=True)
-// does.
-func (t *Tensor) ZeroGrad() { t.grad = nil }
+// ZeroGrad drops t's gradient, dense or sparse, as PyTorch's
+// zero_grad(set_to_none=True) does.
+func (t *Tensor) ZeroGrad() { t.grad, t.sparseGrad = nil, nil }
 
 // Detach returns a tensor that shares t's data but is cut off from the
 // tape and requires no gradient.
@@ -337,6 +340,9 @@ func sumGrads(prev, g *Tensor) *Tensor {
 // and memory format so optimizers can walk parameter and gradient together.
 // A g the tape alone holds (owned) becomes the gradient itself.
 func accumulateLeaf(t, g *Tensor, owned bool) {
+	if t.sparseGrad != nil {
+		errMixedDense(t)
+	}
 	if g.dtype != t.dtype {
 		g, owned = g.castTo(t.dtype), true
 	}

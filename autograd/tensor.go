@@ -24,7 +24,8 @@ type Tensor struct {
 
 	requiresGrad bool
 	grad         *Tensor
-	node         *node // the op that made this tensor; nil for leaves
+	sparseGrad   *sparseEntries // instead of grad, after a sparse embedding lookup
+	node         *node          // the op that made this tensor; nil for leaves
 }
 
 // maxAlloc is the largest allocation Go makes on 64-bit platforms; a

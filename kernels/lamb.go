@@ -82,11 +82,19 @@ func (s *LambStep) Run() {
 	if s.pass1 == nil {
 		s.pass1, s.pass2 = s.runPass1, s.runPass2
 	}
-	Parallel(s.sums.reset(n), n*lambCost, s.pass1)
-	sp, su := s.sums.total()
-	s.TrustRatio = TrustRatio(math.Sqrt(sp), math.Sqrt(su))
-	s.negScale = float32(-s.LR * s.TrustRatio)
-	Parallel(n, n*lambCost, s.pass2)
+	s.TrustRatio = lambPasses(&s.sums, n, s.LR, &s.negScale, s.pass1, s.pass2)
+}
+
+// lambPasses runs pass 1 over the blocks of n elements, takes the trust
+// ratio from the two summed norms, sets negScale to −lr·trust and runs
+// pass 2; it returns the ratio. LambStep and LambSplitStep share it.
+func lambPasses(sums *blockSums, n int, lr float64, negScale *float32, pass1, pass2 func(lo, hi int)) float64 {
+	Parallel(sums.reset(n), n*lambCost, pass1)
+	sp, su := sums.total()
+	trust := TrustRatio(math.Sqrt(sp), math.Sqrt(su))
+	*negScale = float32(-lr * trust)
+	Parallel(n, n*lambCost, pass2)
+	return trust
 }
 
 // TrustRatio returns num/den, or 1 when either is 0, the layer-wise trust

@@ -63,15 +63,21 @@ func (s *LARSStep) Run() {
 	if s.pass1 == nil {
 		s.pass1 = s.runPass1
 	}
-	Parallel(s.sums.reset(n), n*larsCost, s.pass1)
-	sp, sg := s.sums.total()
-	s.TrustRatio = LARSTrustRatio(math.Sqrt(sp), math.Sqrt(sg), s.Eeta, s.WeightDecay, s.Eps)
+	s.TrustRatio = larsTrust(&s.sums, n, &s.LARSConfig, s.pass1)
 	k := &s.sgd
 	k.Param, k.Grad, k.Buf, k.Init = s.Param, s.Grad, s.Buf, s.Init
 	k.SGDConfig = s.SGD
 	k.LR = float32(s.LR * s.TrustRatio)
 	k.Run()
 	k.Grad = nil // do not keep a freed gradient alive
+}
+
+// larsTrust runs the norm pass over the blocks of n elements and returns
+// the trust ratio. LARSStep and LARSSplitStep share it.
+func larsTrust(sums *blockSums, n int, c *LARSConfig, pass1 func(lo, hi int)) float64 {
+	Parallel(sums.reset(n), n*larsCost, pass1)
+	sp, sg := sums.total()
+	return LARSTrustRatio(math.Sqrt(sp), math.Sqrt(sg), c.Eeta, c.WeightDecay, c.Eps)
 }
 
 // LARSTrustRatio returns η·pNorm/(gNorm + wd·pNorm + eps), or 1 when pNorm

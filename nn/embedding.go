@@ -8,6 +8,10 @@ type EmbeddingOptions struct {
 	// receives no gradient (padding_idx). Negative values count from the
 	// end, as in PyTorch.
 	PaddingIdx *int64
+	// Sparse gives the weight a row-sparse gradient (sparse=True): only
+	// the rows a batch read, for SGD and Adagrad to update. See
+	// autograd.EmbeddingSparse.
+	Sparse bool
 }
 
 // Embedding looks up rows of a [Num, Dim] table by Int64 index
@@ -18,6 +22,8 @@ type Embedding struct {
 	Num, Dim int
 	// PaddingIdx is the normalised (non-negative) padding row, or nil.
 	PaddingIdx *int64
+	// Sparse is EmbeddingOptions.Sparse.
+	Sparse bool
 }
 
 // NewEmbedding returns an Embedding of num rows of size dim.
@@ -26,7 +32,7 @@ func NewEmbedding(g *autograd.Generator, num, dim int, opt EmbeddingOptions) *Em
 	if num < 0 || dim < 0 {
 		autograd.Fail("NewEmbedding", "negative size: num=%d dim=%d", num, dim)
 	}
-	e := &Embedding{Num: num, Dim: dim}
+	e := &Embedding{Num: num, Dim: dim, Sparse: opt.Sparse}
 	if opt.PaddingIdx != nil {
 		p := *opt.PaddingIdx
 		if p < -int64(num) || p >= int64(num) {
@@ -51,8 +57,13 @@ func (e *Embedding) Weight() *autograd.Tensor { return e.param("weight") }
 // Forward returns the rows named by indices (Int64, any shape), shaped
 // [indices..., Dim].
 func (e *Embedding) Forward(indices *autograd.Tensor) *autograd.Tensor {
-	if e.PaddingIdx != nil {
+	switch {
+	case e.PaddingIdx != nil && e.Sparse:
+		return autograd.EmbeddingSparsePadding(indices, e.Weight(), *e.PaddingIdx)
+	case e.PaddingIdx != nil:
 		return autograd.EmbeddingPadding(indices, e.Weight(), *e.PaddingIdx)
+	case e.Sparse:
+		return autograd.EmbeddingSparse(indices, e.Weight())
 	}
 	return autograd.Embedding(indices, e.Weight())
 }
@@ -62,6 +73,9 @@ type EmbeddingBagOptions struct {
 	// Mode reduces each bag: "mean" (PyTorch's default, also meant by
 	// ""), "sum" or "max".
 	Mode string
+	// Sparse gives the weight a row-sparse gradient (sparse=True), as
+	// EmbeddingOptions.Sparse does; mode "max" has none, as in PyTorch.
+	Sparse bool
 }
 
 // EmbeddingBag sums, averages or takes the maximum of bags of rows of a
@@ -72,6 +86,8 @@ type EmbeddingBag struct {
 	Base
 	Num, Dim int
 	Mode     autograd.EmbeddingBagMode
+	// Sparse is EmbeddingBagOptions.Sparse.
+	Sparse bool
 }
 
 // NewEmbeddingBag returns an EmbeddingBag of num rows of size dim.
@@ -85,7 +101,10 @@ func NewEmbeddingBag(g *autograd.Generator, num, dim int, opt EmbeddingBagOption
 	if !ok {
 		autograd.Fail("NewEmbeddingBag", "mode must be \"sum\", \"mean\" or \"max\", got %q", opt.Mode)
 	}
-	e := &EmbeddingBag{Num: num, Dim: dim, Mode: mode}
+	if opt.Sparse && mode == autograd.BagMax {
+		autograd.Fail("NewEmbeddingBag", "mode \"max\" does not support sparse gradients (Sparse); use \"sum\" or \"mean\"")
+	}
+	e := &EmbeddingBag{Num: num, Dim: dim, Mode: mode, Sparse: opt.Sparse}
 	Normal(g, e.RegisterParameter("weight", autograd.Zeros(num, dim)), 0, 1)
 	return e
 }
@@ -98,5 +117,8 @@ func (e *EmbeddingBag) Weight() *autograd.Tensor { return e.param("weight") }
 // [bags, size] Int64 tensor with nil offsets. perSampleWeights, same shape
 // as input, weighs each row (BagSum only) and may be nil.
 func (e *EmbeddingBag) Forward(input, offsets, perSampleWeights *autograd.Tensor) *autograd.Tensor {
+	if e.Sparse {
+		return autograd.EmbeddingBagSparse(input, offsets, e.Weight(), e.Mode, perSampleWeights)
+	}
 	return autograd.EmbeddingBag(input, offsets, e.Weight(), e.Mode, perSampleWeights)
 }

@@ -91,6 +91,12 @@ type AdagradGroup struct {
 // every parameter's sum is allocated when the optimizer is made. State
 // tensors take their parameter's memory format and follow it if the
 // parameter is reordered.
+//
+// A sparse gradient (autograd.Tensor.SparseGrad, from a sparse embedding)
+// updates only its rows, parameter and sum, with the roundings of
+// PyTorch's sparse Adagrad (kernels.AdagradSparse); the step count still
+// advances. WeightDecay must be 0 for such parameters, as in PyTorch:
+// Step panics otherwise.
 type Adagrad struct {
 	lrGroups
 	groups []adagradGroup
@@ -179,12 +185,24 @@ func (a *Adagrad) Step() {
 	for gi := range a.groups {
 		g := &a.groups[gi]
 		for i, p := range g.Params {
-			grad := p.Grad()
-			if grad == nil {
+			grad, sg := p.Grad(), p.SparseGrad()
+			if grad == nil && sg == nil {
 				continue
 			}
 			st := &g.state[i]
 			sp := g.splits[i]
+			if sg != nil {
+				checkSparseDecay("Adagrad", gi, i, g.WeightDecay)
+				step := st.step.Float32s()
+				step[0]++
+				cfg := g.config(float64(step[0]))
+				if sp != nil {
+					kernels.AdagradSparseSplit(p.BFloat16s(), sp.Bottom, st.sum.Float32s(), sparseRows(sg), cfg)
+				} else {
+					kernels.AdagradSparse(p.Float32s(), st.sum.Float32s(), sparseRows(sg), cfg)
+				}
+				continue
+			}
 			if sp == nil && grad.Format() != p.Format() {
 				grad = copyState(grad, p)
 			}

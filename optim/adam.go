@@ -224,6 +224,7 @@ func (a *Adam) Step() {
 	for gi := range a.groups {
 		g := &a.groups[gi]
 		for i, p := range g.Params {
+			rejectSparse(a.name, gi, i, p)
 			grad := p.Grad()
 			if grad == nil {
 				continue

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -102,13 +103,15 @@ type Lamb struct {
 
 type lambGroup struct {
 	LambGroup
-	state []lambState // one per parameter
+	splits []*amp.SplitParam // per parameter, nil unless split
+	state  []lambState       // one per parameter
 }
 
 type lambState struct {
 	step             *autograd.Tensor // 0-d float32 step count, nil until the first step
 	expAvg, expAvgSq *autograd.Tensor
 	kernel           kernels.LambStep
+	split            kernels.LambSplitStep // for a split parameter
 }
 
 // NewLamb returns a Lamb optimizer over params as one group.
@@ -120,7 +123,35 @@ func NewLamb(params []*autograd.Tensor, opt LambOptions) (*Lamb, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewLambGroups(groups ...LambGroup) (*Lamb, error) {
-	err := checkGroups("Lamb", groups, func(gr LambGroup, g int) ([]*autograd.Tensor, error) {
+	return newLamb(nil, groups)
+}
+
+// NewLambSplit returns a Lamb optimizer, as one group, over the split
+// parameters of sm (amp.SplitModule): its parameters are the bfloat16
+// Tops, in sm.Params order, and each step updates the FP32 master that
+// Top and Bottom stand for, bit for bit as NewLamb would update the FP32
+// parameters with the same gradients (kernels.LambSplitStep: the trust
+// ratio's norms are taken over the joined FP32 values). The moments stay
+// FP32, and state dicts number the parameters as the unsplit model's
+// optimizer does, so either can load the other's.
+func NewLambSplit(sm *amp.SplitModel, opt LambOptions) (*Lamb, error) {
+	return NewLambSplitGroups(sm, LambGroup{Params: splitTops(sm), LambOptions: opt})
+}
+
+// NewLambSplitGroups is NewLambGroups for a model split by
+// amp.SplitModule: the groups' parameters may be the bfloat16 Tops of sm's
+// split parameters, updated as NewLambSplit describes, beside float32
+// ones. It fails as NewLambGroups does, and when a bfloat16 parameter is
+// not the Top of one of sm's split parameters.
+func NewLambSplitGroups(sm *amp.SplitModel, groups ...LambGroup) (*Lamb, error) {
+	if sm == nil {
+		return nil, fmt.Errorf("optim: Lamb: split model is nil")
+	}
+	return newLamb(sm, groups)
+}
+
+func newLamb(sm *amp.SplitModel, groups []LambGroup) (*Lamb, error) {
+	splits, err := checkSplitGroups("Lamb", sm, groups, func(gr LambGroup, g int) ([]*autograd.Tensor, error) {
 		return gr.Params, gr.check(g)
 	})
 	if err != nil {
@@ -129,7 +160,7 @@ func NewLambGroups(groups ...LambGroup) (*Lamb, error) {
 	l := &Lamb{groups: make([]lambGroup, len(groups))}
 	for g, gr := range groups {
 		gr.Params = append([]*autograd.Tensor(nil), gr.Params...)
-		l.groups[g] = lambGroup{LambGroup: gr, state: make([]lambState, len(gr.Params))}
+		l.groups[g] = lambGroup{LambGroup: gr, splits: splits[g], state: make([]lambState, len(gr.Params))}
 	}
 	l.lrGroups = newLRGroups("Lamb", len(groups), func(g int) (*float64, []*autograd.Tensor) {
 		return &l.groups[g].LR, l.groups[g].Params
@@ -142,20 +173,22 @@ func (l *Lamb) Step() {
 	for gi := range l.groups {
 		g := &l.groups[gi]
 		for i, p := range g.Params {
+			rejectSparse("Lamb", gi, i, p)
 			grad := p.Grad()
 			if grad == nil {
 				continue
 			}
 			st := &g.state[i]
-			if grad.Format() != p.Format() {
+			sp := g.splits[i]
+			if sp == nil && grad.Format() != p.Format() {
 				// The kernel needs the gradient in the parameter's
 				// physical order.
 				grad = copyState(grad, p)
 			}
 			if st.step == nil {
 				st.step = autograd.Scalar(0)
-				st.expAvg = autograd.ZerosLike(p)
-				st.expAvgSq = autograd.ZerosLike(p)
+				st.expAvg = zerosState(p)
+				st.expAvgSq = zerosState(p)
 			}
 			for _, s := range []*autograd.Tensor{st.expAvg, st.expAvgSq} {
 				if s.Format() != p.Format() {
@@ -164,6 +197,15 @@ func (l *Lamb) Step() {
 			}
 			step := st.step.Float32s()
 			step[0]++
+			if sp != nil {
+				k := &st.split
+				k.Top, k.Bottom, k.Grad = p.BFloat16s(), sp.Bottom, splitGrad(grad, p)
+				k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()
+				k.LambConfig = g.config(float64(step[0]))
+				k.Run()
+				k.Grad = kernels.SplitGrad{}
+				continue
+			}
 			k := &st.kernel
 			k.Param, k.Grad = p.Float32s(), grad.Float32s()
 			k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()

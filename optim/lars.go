@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -105,12 +106,14 @@ type LARS struct {
 
 type larsGroup struct {
 	LARSGroup
-	state []larsState // one per parameter
+	splits []*amp.SplitParam // per parameter, nil unless split
+	state  []larsState       // one per parameter
 }
 
 type larsState struct {
 	buf    *autograd.Tensor // momentum buffer, nil until the first step with momentum
 	kernel kernels.LARSStep
+	split  kernels.LARSSplitStep // for a split parameter
 }
 
 // NewLARS returns a LARS optimizer over params as one group.
@@ -122,7 +125,35 @@ func NewLARS(params []*autograd.Tensor, opt LARSOptions) (*LARS, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewLARSGroups(groups ...LARSGroup) (*LARS, error) {
-	err := checkGroups("LARS", groups, func(gr LARSGroup, g int) ([]*autograd.Tensor, error) {
+	return newLARS(nil, groups)
+}
+
+// NewLARSSplit returns a LARS optimizer, as one group, over the split
+// parameters of sm (amp.SplitModule): its parameters are the bfloat16
+// Tops, in sm.Params order, and each step updates the FP32 master that
+// Top and Bottom stand for, bit for bit as NewLARS would update the FP32
+// parameters with the same gradients (kernels.LARSSplitStep: the trust
+// ratio's norms are taken over the joined FP32 values). Momentum buffers
+// stay FP32, and state dicts number the parameters as the unsplit model's
+// optimizer does, so either can load the other's.
+func NewLARSSplit(sm *amp.SplitModel, opt LARSOptions) (*LARS, error) {
+	return NewLARSSplitGroups(sm, LARSGroup{Params: splitTops(sm), LARSOptions: opt})
+}
+
+// NewLARSSplitGroups is NewLARSGroups for a model split by
+// amp.SplitModule: the groups' parameters may be the bfloat16 Tops of sm's
+// split parameters, updated as NewLARSSplit describes, beside float32
+// ones. It fails as NewLARSGroups does, and when a bfloat16 parameter is
+// not the Top of one of sm's split parameters.
+func NewLARSSplitGroups(sm *amp.SplitModel, groups ...LARSGroup) (*LARS, error) {
+	if sm == nil {
+		return nil, fmt.Errorf("optim: LARS: split model is nil")
+	}
+	return newLARS(sm, groups)
+}
+
+func newLARS(sm *amp.SplitModel, groups []LARSGroup) (*LARS, error) {
+	splits, err := checkSplitGroups("LARS", sm, groups, func(gr LARSGroup, g int) ([]*autograd.Tensor, error) {
 		return gr.Params, gr.check(g)
 	})
 	if err != nil {
@@ -131,7 +162,7 @@ func NewLARSGroups(groups ...LARSGroup) (*LARS, error) {
 	l := &LARS{groups: make([]larsGroup, len(groups))}
 	for g, gr := range groups {
 		gr.Params = append([]*autograd.Tensor(nil), gr.Params...)
-		l.groups[g] = larsGroup{LARSGroup: gr, state: make([]larsState, len(gr.Params))}
+		l.groups[g] = larsGroup{LARSGroup: gr, splits: splits[g], state: make([]larsState, len(gr.Params))}
 	}
 	l.lrGroups = newLRGroups("LARS", len(groups), func(g int) (*float64, []*autograd.Tensor) {
 		return &l.groups[g].LR, l.groups[g].Params
@@ -145,27 +176,38 @@ func (l *LARS) Step() {
 		g := &l.groups[gi]
 		cfg := g.config()
 		for i, p := range g.Params {
+			rejectSparse("LARS", gi, i, p)
 			grad := p.Grad()
 			if grad == nil {
 				continue
 			}
 			st := &g.state[i]
-			if grad.Format() != p.Format() {
+			sp := g.splits[i]
+			if sp == nil && grad.Format() != p.Format() {
 				grad = copyState(grad, p)
 			}
-			k := &st.kernel
-			k.Init = false
-			k.Buf = nil
+			init := false
+			var buf []float32
 			if g.Momentum != 0 {
 				switch {
 				case st.buf == nil:
-					st.buf = autograd.ZerosLike(p)
-					k.Init = true
+					st.buf = zerosState(p)
+					init = true
 				case st.buf.Format() != p.Format():
 					st.buf.SetFormat(p.Format())
 				}
-				k.Buf = st.buf.Float32s()
+				buf = st.buf.Float32s()
 			}
+			if sp != nil {
+				k := &st.split
+				k.Top, k.Bottom, k.Grad, k.Buf, k.Init = p.BFloat16s(), sp.Bottom, splitGrad(grad, p), buf, init
+				k.LARSConfig = cfg
+				k.Run()
+				k.Grad = kernels.SplitGrad{}
+				continue
+			}
+			k := &st.kernel
+			k.Init, k.Buf = init, buf
 			k.Param, k.Grad = p.Float32s(), grad.Float32s()
 			k.LARSConfig = cfg
 			k.Run()

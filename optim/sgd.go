@@ -88,6 +88,12 @@ type SGDGroup struct {
 // and momentum buffer (kernels.SGDStep); steps after the first allocate
 // nothing. Momentum buffers take their parameter's memory format and follow
 // it if the parameter is reordered (autograd's SetFormat).
+//
+// A sparse gradient (autograd.Tensor.SparseGrad, from a sparse embedding)
+// updates only its rows when Momentum is 0; with momentum the step is the
+// dense one on the densified gradient, which is what PyTorch's sparse
+// momentum buffer amounts to. WeightDecay must be 0 for such parameters,
+// as in PyTorch: Step panics otherwise.
 type SGD struct {
 	groups []sgdGroup
 }
@@ -177,11 +183,26 @@ func (s *SGD) Step() {
 		cfg := g.config()
 		for i, p := range g.Params {
 			grad := p.Grad()
+			sp := g.splits[i]
+			if sg := p.SparseGrad(); sg != nil {
+				checkSparseDecay("SGD", gi, i, g.WeightDecay)
+				if cfg.Momentum == 0 {
+					if sp != nil {
+						kernels.SGDSparseSplit(p.BFloat16s(), sp.Bottom, sparseRows(sg), cfg)
+					} else {
+						kernels.SGDSparse(p.Float32s(), sparseRows(sg), cfg)
+					}
+					continue
+				}
+				// A momentum buffer decays every row on every step (PyTorch's
+				// sparse buffer grows to every row ever touched and is then
+				// dense in all but name), so the step is the dense one.
+				grad = sg.Dense()
+			}
 			if grad == nil {
 				continue
 			}
 			st := &g.state[i]
-			sp := g.splits[i]
 			if sp == nil && grad.Format() != p.Format() {
 				// The tape gives a leaf's gradient the leaf's format; a
 				// gradient set by hand may differ, and the kernel needs

@@ -132,6 +132,12 @@ func splitCases() []splitCase {
 	adamw := optim.DefaultAdamWOptions()
 	ada := optim.DefaultAdagradOptions()
 	ada.LRDecay, ada.WeightDecay, ada.InitialAccumulatorValue = 1e-3, 1e-2, 0.1
+	lamb := optim.DefaultLambOptions()
+	lamb.LR, lamb.WeightDecay = 1e-2, 1e-2
+	lambPlain := optim.DefaultLambOptions()
+	lars := optim.LARSOptions{LR: 0.1, Momentum: 0.9, WeightDecay: 1e-4, Eeta: 0.02, Eps: 1e-8, Dampening: 0.1}
+	larsNesterov := optim.LARSOptions{LR: 0.5, Momentum: 0.9, Nesterov: true, Eeta: 1e-3}
+	larsPlain := optim.DefaultLARSOptions()
 	return []splitCase{
 		{"SGD", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewSGD(p, sgd) },
 			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewSGDSplit(sm, sgd) }},
@@ -143,6 +149,16 @@ func splitCases() []splitCase {
 			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdamWSplit(sm, adamw) }},
 		{"Adagrad", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdagrad(p, ada) },
 			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdagradSplit(sm, ada) }},
+		{"Lamb", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLamb(p, lamb) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLambSplit(sm, lamb) }},
+		{"LambPlain", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLamb(p, lambPlain) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLambSplit(sm, lambPlain) }},
+		{"LARS", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLARS(p, lars) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLARSSplit(sm, lars) }},
+		{"LARSNesterov", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLARS(p, larsNesterov) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLARSSplit(sm, larsNesterov) }},
+		{"LARSPlain", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLARS(p, larsPlain) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLARSSplit(sm, larsPlain) }},
 	}
 }
 
@@ -243,6 +259,19 @@ func TestSplitOptimizerErrors(t *testing.T) {
 			_, err := optim.NewAdamW([]*autograd.Tensor{top}, optim.DefaultAdamWOptions())
 			return err
 		}, "float32"},
+		{"lamb top without split model", func() error {
+			_, err := optim.NewLamb([]*autograd.Tensor{top}, optim.DefaultLambOptions())
+			return err
+		}, "bfloat16 Tops of split parameters need the Split constructors"},
+		{"lamb nil split model", func() error { _, err := optim.NewLambSplit(nil, optim.DefaultLambOptions()); return err }, "Lamb: split model is nil"},
+		{"lars bf16 not a top", func() error {
+			_, err := optim.NewLARSSplitGroups(sm, optim.LARSGroup{Params: []*autograd.Tensor{loose}, LARSOptions: optim.DefaultLARSOptions()})
+			return err
+		}, "not the Top"},
+		{"lars nil split model", func() error {
+			_, err := optim.NewLARSSplitGroups(nil, optim.LARSGroup{Params: []*autograd.Tensor{fp}, LARSOptions: optim.DefaultLARSOptions()})
+			return err
+		}, "LARS: split model is nil"},
 	} {
 		err := c.err()
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -1,0 +1,177 @@
+package autograd
+
+import (
+	"slices"
+)
+
+// SparseGrad is a row-sparse gradient of a 2-D [num, dim] tensor, what
+// PyTorch keeps for an embedding table looked up with sparse=True: only the
+// rows that were read carry a gradient. It is always coalesced: Indices are
+// sorted and unique, and Values holds row k's gradient for row Indices[k],
+// duplicates already summed.
+//
+// A tensor holding a SparseGrad has no dense Grad (Grad returns nil);
+// SparseGrad returns it, and Dense turns it into the [num, dim] tensor a
+// dense gradient would have been. Make one with NewSparseGrad, which also
+// records num.
+type SparseGrad struct {
+	// Indices are the rows that have a gradient, ascending, each once.
+	Indices []int64
+	// Values is a contiguous float32 [len(Indices), dim] tensor.
+	Values *Tensor
+
+	num int // rows of the dense tensor
+}
+
+// NewSparseGrad returns the coalesced row-sparse gradient of a [num, dim]
+// tensor whose row indices[k] receives values' row k: indices may repeat
+// and come in any order; rows of a repeated index are summed in float32 in
+// the order they appear, as PyTorch's coalesce() sums them. values must be
+// a float32 [len(indices), dim] tensor and every index must lie in
+// [0, num).
+func NewSparseGrad(num int, indices []int64, values *Tensor) *SparseGrad {
+	const op = "NewSparseGrad"
+	checkF32(op, "values", values)
+	if num < 0 {
+		Fail(op, "negative row count %d", num)
+	}
+	if values.NDim() != 2 || values.shape[0] != len(indices) {
+		Fail(op, "values have shape %v, want [%d, dim] (one row per index)", values.shape, len(indices))
+	}
+	for i, v := range indices {
+		if v < 0 || v >= int64(num) {
+			Fail(op, "index %d (at position %d) is out of range for a tensor of %d rows", v, i, num)
+		}
+	}
+	dim := values.shape[1]
+	src := values.ContiguousFloat32s()
+	return coalesceRows(num, dim, indices, func(i int) []float32 { return src[i*dim : (i+1)*dim] })
+}
+
+// coalesceRows builds the SparseGrad of a [num, dim] tensor in which
+// position i of idx adds row(i) into row idx[i], in order.
+func coalesceRows(num, dim int, idx []int64, row func(i int) []float32) *SparseGrad {
+	rows := slices.Clone(idx)
+	slices.Sort(rows)
+	rows = slices.Compact(rows)
+	vals := Zeros(len(rows), dim)
+	vd := vals.Float32s()
+	for i, v := range idx {
+		k, _ := slices.BinarySearch(rows, v)
+		dst := vd[k*dim : (k+1)*dim]
+		for j, x := range row(i) {
+			dst[j] += x
+		}
+	}
+	return &SparseGrad{Indices: slices.Clip(rows), Values: vals, num: num}
+}
+
+// Shape returns the shape of the dense tensor the gradient belongs to,
+// [num, dim].
+func (s *SparseGrad) Shape() []int { return []int{s.num, s.Values.shape[1]} }
+
+// Dense returns the gradient as a float32 [num, dim] tensor, zero in the
+// rows without a gradient.
+func (s *SparseGrad) Dense() *Tensor {
+	dim := s.Values.shape[1]
+	d := Zeros(s.num, dim)
+	dd, vd := d.Float32s(), s.Values.Float32s()
+	for k, r := range s.Indices {
+		copy(dd[int(r)*dim:(int(r)+1)*dim], vd[k*dim:(k+1)*dim])
+	}
+	return d
+}
+
+// sparseEntries is a leaf's sparse gradient as Backward accumulates it:
+// row idx[k] receives vals[k·dim:(k+1)·dim], rows repeating, in the order
+// the lookups produced them (PyTorch's uncoalesced gradient). Coalescing
+// once, when the gradient is read, sums each row's entries in that order,
+// as PyTorch's coalesce() does for one lookup. (For several, PyTorch first
+// adds the uncoalesced gradients with a merge meant for sorted indices,
+// which reorders those sums; Kiln keeps lookup order.)
+type sparseEntries struct {
+	num, dim int
+	idx      []int64
+	vals     []float32
+	// coalesced caches the coalesced gradient; nil when entries were
+	// added since. Its memory is then also idx and vals.
+	coalesced *SparseGrad
+}
+
+func (e *sparseEntries) coalesce() *SparseGrad {
+	if e.coalesced == nil {
+		dim := e.dim
+		e.coalesced = coalesceRows(e.num, dim, e.idx, func(i int) []float32 { return e.vals[i*dim : (i+1)*dim] })
+		e.idx, e.vals = e.coalesced.Indices, e.coalesced.Values.Float32s()
+	}
+	return e.coalesced
+}
+
+// SparseGrad returns the row-sparse gradient accumulated into a leaf by
+// Backward through sparse embedding lookups (EmbeddingSparse,
+// EmbeddingBagSparse), or nil. The result is coalesced and is t's own
+// gradient, not a copy.
+func (t *Tensor) SparseGrad() *SparseGrad {
+	if t.sparseGrad == nil {
+		return nil
+	}
+	return t.sparseGrad.coalesce()
+}
+
+// SetSparseGrad replaces t's gradient with g, which must have t's shape;
+// nil clears it. t must be a 2-D float32 or bfloat16 tensor (a split
+// parameter's Top is bfloat16; its gradient rows stay float32). Setting a
+// sparse gradient drops a dense one.
+func (t *Tensor) SetSparseGrad(g *SparseGrad) {
+	if g == nil {
+		t.sparseGrad = nil
+		return
+	}
+	checkSparseTarget("SetSparseGrad", t, g.Shape())
+	t.grad = nil
+	t.sparseGrad = &sparseEntries{num: g.num, dim: g.Values.shape[1], idx: g.Indices, vals: g.Values.Float32s(), coalesced: g}
+}
+
+// checkSparseTarget panics unless a sparse gradient of shape can be the
+// gradient of t.
+func checkSparseTarget(op string, t *Tensor, shape []int) {
+	if t.dtype != Float32 && t.dtype != BFloat16 {
+		Fail(op, "a sparse gradient needs a float32 or bfloat16 tensor, not %v", t.dtype)
+	}
+	if !sameShape(shape, t.shape) {
+		Fail(op, "sparse gradient of shape %v does not match tensor %v", shape, t.shape)
+	}
+}
+
+// accumulateSparse appends to leaf t's sparse gradient, t being a float32
+// [num, dim] table, the entries of a lookup: position i of idx sends
+// row(i) to row idx[i], positions whose index is skip (padding_idx) none.
+// The rows are copied: they may live in a gradient buffer the tape reuses.
+//
+// A leaf holds one kind of gradient: PyTorch would densify a mix, but a
+// dense [num, dim] gradient is what a sparse lookup exists to avoid, so a
+// mix is an error naming the op that caused it.
+func accumulateSparse(op string, t *Tensor, idx []int64, skip int64, row func(i int) []float32) {
+	if t.grad != nil {
+		Fail(op, "tensor %v already has a dense gradient; it cannot also receive a sparse one (use one kind of lookup per parameter, or call ZeroGrad between them)", t.shape)
+	}
+	e := t.sparseGrad
+	if e == nil {
+		e = &sparseEntries{num: t.shape[0], dim: t.shape[1]}
+		t.sparseGrad = e
+	}
+	e.coalesced = nil
+	e.idx, e.vals = slices.Clip(e.idx), slices.Clip(e.vals) // never write into a returned SparseGrad
+	for i, r := range idx {
+		if r != skip {
+			e.idx = append(e.idx, r)
+			e.vals = append(e.vals, row(i)...)
+		}
+	}
+}
+
+// errMixedDense is the panic of accumulateLeaf for a leaf that holds a
+// sparse gradient.
+func errMixedDense(t *Tensor) {
+	Fail("Backward", "tensor %v has a sparse gradient (from a sparse embedding lookup); it cannot also receive a dense one (use one kind of lookup per parameter, or call ZeroGrad between them)", t.shape)
+}

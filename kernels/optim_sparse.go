@@ -1,0 +1,169 @@
+package kernels
+
+import "math"
+
+// Row-sparse forms of the SGD and Adagrad steps, for embedding tables whose
+// gradient names a few rows (PyTorch's sparse=True). The table is a
+// row-major [num, dim] matrix, so each touched row is a contiguous dim-long
+// span: the update of a row is the dense step's span routine run on that
+// span, and rows are shared out across the worker pool. Rows must be
+// unique (a coalesced gradient), which is what makes them safe to update
+// in parallel.
+
+// SparseRows names the rows of a [num, dim] table that a sparse step
+// updates, and their gradient.
+type SparseRows struct {
+	// Dim is the row length.
+	Dim int
+	// Rows are the row numbers, ascending, each at most once (a
+	// coalesced gradient).
+	Rows []int64
+	// Values holds row Rows[k]'s gradient at [k·Dim, (k+1)·Dim).
+	Values []float32
+}
+
+// check panics unless the rows fit a table of n elements and ascend.
+func (r SparseRows) check(name string, n int) {
+	if r.Dim < 0 || (r.Dim == 0 && n != 0) || (r.Dim > 0 && n%r.Dim != 0) {
+		panic("kernels: " + name + ": table length is not a multiple of the row length")
+	}
+	if len(r.Values) != len(r.Rows)*r.Dim {
+		panic("kernels: " + name + ": values do not hold one row per row index")
+	}
+	var num int64
+	if r.Dim > 0 {
+		num = int64(n / r.Dim)
+	}
+	prev := int64(-1)
+	for _, i := range r.Rows {
+		switch {
+		case r.Dim == 0:
+		case i < 0 || i >= num:
+			panic("kernels: " + name + ": row index out of range")
+		case i <= prev:
+			// Unique rows are what lets workers update them in parallel.
+			panic("kernels: " + name + ": row indices are not ascending and unique")
+		}
+		prev = i
+	}
+}
+
+// span returns row k's element range in the table and its gradient.
+func (r SparseRows) span(k int) (lo, hi int, g []float32) {
+	lo = int(r.Rows[k]) * r.Dim
+	return lo, lo + r.Dim, r.Values[k*r.Dim : (k+1)*r.Dim]
+}
+
+// forRows runs fn on every row across the worker pool; cost is the work
+// per element.
+func (r SparseRows) forRows(cost int, fn func(k int)) {
+	Parallel(len(r.Rows), len(r.Values)*cost, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			fn(k)
+		}
+	})
+}
+
+// SGDSparse applies SGD without momentum to the rows of param named by
+// rows: each row as SGDStep.Run would update it with the row's gradient.
+// Rows not named are left alone, exactly what the dense step does with a
+// zero gradient and no weight decay. c.Momentum must be 0: a momentum
+// buffer decays every row, so it needs the dense step.
+func SGDSparse(param []float32, rows SparseRows, c SGDConfig) {
+	rows.check("SGDSparse", len(param))
+	if c.Momentum != 0 {
+		panic("kernels: SGDSparse: momentum needs the dense step")
+	}
+	rows.forRows(sgdCost, func(k int) {
+		lo, hi, g := rows.span(k)
+		sgdSpanImpl(&c, false, param[lo:hi], g, nil)
+	})
+}
+
+// AdagradSparse applies Adagrad to the rows of param and sum named by
+// rows with the roundings of PyTorch 1.13's sparse branch of
+// _single_tensor_adagrad, which differ from the dense step's: the square
+// is rounded before it is added, and the learning rate multiplies the
+// quotient,
+//
+//	d = ±grad                          (− when Maximize)
+//	s = s + float32(d·d)
+//	p = p + NegLR·(d / (√s + Eps))     (fused)
+//
+// c.WeightDecay must be 0 (PyTorch rejects it with sparse gradients).
+func AdagradSparse(param, sum []float32, rows SparseRows, c AdagradConfig) {
+	rows.check("AdagradSparse", len(param))
+	if len(sum) != len(param) {
+		panic("kernels: AdagradSparse: param and sum differ in length")
+	}
+	checkSparseAdagrad("AdagradSparse", c)
+	rows.forRows(adagradCost, func(k int) {
+		lo, hi, g := rows.span(k)
+		adagradSparseSpan(&c, param[lo:hi], g, sum[lo:hi])
+	})
+}
+
+func checkSparseAdagrad(name string, c AdagradConfig) {
+	if c.WeightDecay != 0 {
+		panic("kernels: " + name + ": weight decay is not defined for sparse gradients")
+	}
+}
+
+// adagradSparseSpan is AdagradSparse's update of one row.
+func adagradSparseSpan(c *AdagradConfig, p, g, s []float32) {
+	g, s = g[:len(p)], s[:len(p)]
+	sign := float32(1)
+	if c.Maximize {
+		sign = -1
+	}
+	negLR := float64(c.NegLR)
+	for i := range p {
+		d := sign * g[i]
+		// The conversion rounds the square, so the compiler cannot fuse
+		// it into the add.
+		si := s[i] + float32(d*d)
+		s[i] = si
+		q := d / (float32(math.Sqrt(float64(si))) + c.Eps)
+		p[i] = float32(float64(p[i]) + negLR*float64(q))
+	}
+}
+
+// SGDSparseSplit is SGDSparse on a split parameter (see SGDSplitStep): the
+// named rows of the FP32 master that top and bottom stand for come out bit
+// for bit as SGDSparse would leave them.
+func SGDSparseSplit(top, bottom []uint16, rows SparseRows, c SGDConfig) {
+	rows.check("SGDSparseSplit", len(top))
+	if len(bottom) != len(top) {
+		panic("kernels: SGDSparseSplit: top and bottom differ in length")
+	}
+	if c.Momentum != 0 {
+		panic("kernels: SGDSparseSplit: momentum needs the dense step")
+	}
+	rows.forRows(sgdCost, func(k int) {
+		lo, hi, g := rows.span(k)
+		s := SGDSplitStep{Top: top[lo:hi], Bottom: bottom[lo:hi], Grad: SplitGrad{F32: g}, SGDConfig: c}
+		s.run(0, hi-lo)
+	})
+}
+
+// AdagradSparseSplit is AdagradSparse on a split parameter, as
+// SGDSparseSplit is SGDSparse.
+func AdagradSparseSplit(top, bottom []uint16, sum []float32, rows SparseRows, c AdagradConfig) {
+	rows.check("AdagradSparseSplit", len(top))
+	if len(bottom) != len(top) || len(sum) != len(top) {
+		panic("kernels: AdagradSparseSplit: top, bottom and sum differ in length")
+	}
+	checkSparseAdagrad("AdagradSparseSplit", c)
+	rows.forRows(adagradCost, func(k int) {
+		lo, hi, g := rows.span(k)
+		sc := splitScratches.Get().(*splitScratch)
+		for a := lo; a < hi; a += splitSpan {
+			b := min(a+splitSpan, hi)
+			p := sc.p[:b-a]
+			joinBF16Impl(p, top[a:b], bottom[a:b])
+			adagradSparseSpan(&c, p, g[a-lo:b-lo], sum[a:b])
+			splitBF16Impl(top[a:b], bottom[a:b], p)
+		}
+		splitScratches.Put(sc)
+	})
+}
