@@ -116,7 +116,7 @@ func actDropoutMask(x *Tensor, q float64, g *Generator) []uint8 {
 // result keeps x's shape and memory format, and records a's backward.
 func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 	if x != nil && x.dtype == BFloat16 {
-		return viaFloat32(x, func(x *Tensor) *Tensor { return actApply(op, x, a) })
+		return actApplyBF16(op, x, a)
 	}
 	checkF32(op, "input", x)
 	out := actEmptyLike(x)
@@ -137,6 +137,64 @@ func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 		a.Backward(gx.Float32s(), gd, xs, ys)
 		return []*Tensor{gx}
 	})
+}
+
+// actApplyBF16 is actApply on a bfloat16 x: the kernel computes in
+// float32 and rounds the result, and the gradient, to bfloat16 once.
+func actApplyBF16(op string, x *Tensor, a kernels.Act) *Tensor {
+	out := bf16EmptyLike(x)
+	a.ForwardBF16(out.BFloat16s(), x.BFloat16s())
+	var v []uint16
+	switch {
+	case a.ReadsOutput():
+		v = out.BFloat16s()
+	case a.ReadsInput():
+		v = x.BFloat16s()
+	}
+	like := x.meta()
+	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		gx := bf16EmptyLike(like)
+		a.BackwardBF16(gx.BFloat16s(), bf16GradData(g, like), v)
+		return []*Tensor{gx}
+	})
+}
+
+// ReLUInPlace sets x = max(x, 0) and returns x, for inference where x is a
+// temporary (torch.relu_). x must not need a gradient while gradients are
+// recorded.
+func ReLUInPlace(x *Tensor) *Tensor {
+	const op = "ReLUInPlace"
+	if x == nil {
+		Fail(op, "input is nil")
+	}
+	checkInPlace(op, x)
+	relu := kernels.Act{Fn: kernels.ActReLU}
+	switch x.dtype {
+	case Float32:
+		relu.Forward(x.Float32s(), x.Float32s())
+	case BFloat16:
+		relu.ForwardBF16(x.BFloat16s(), x.BFloat16s())
+	default:
+		Fail(op, "input has dtype %v; %s supports float32 and bfloat16", x.dtype, op)
+	}
+	return x
+}
+
+// bf16EmptyLike allocates a bfloat16 tensor with x's shape and format.
+func bf16EmptyLike(x *Tensor) *Tensor {
+	return &Tensor{dtype: BFloat16, shape: cloneInts(x.shape), format: x.format, data: make([]uint16, numel("bf16EmptyLike", x.shape))}
+}
+
+// bf16GradData returns the output gradient g as bfloat16 data in x's
+// memory format, converting only where g is not already.
+func bf16GradData(g, x *Tensor) []uint16 {
+	if g.dtype != BFloat16 {
+		g = g.castTo(BFloat16)
+	}
+	if g.format != x.format {
+		g = g.reformat(x.format)
+	}
+	return g.BFloat16s()
 }
 
 // actEmptyLike allocates a float32 tensor with x's shape and format.

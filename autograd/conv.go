@@ -239,7 +239,7 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 		bias = make([]float32, s.O)
 		kernels.BF16ToF32(bias, b.BFloat16s())
 	}
-	acc := make([]float32, numel(op, outShape))
+	acc := gradBuffer(numel(op, outShape))
 	kernels.ConvForwardBF16(&s, xk.BFloat16s(), wk.BFloat16s(), bias, acc)
 	out := bf16Tensor(outShape, layout, layout, acc)
 	xm, wm := x.meta(), w.meta()
@@ -254,12 +254,12 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 		gd := g.BFloat16s()
 		var gx, gw, gb *Tensor
 		if xNeeds {
-			d := make([]float32, numel(op, xm.shape))
+			d := gradBuffer(numel(op, xm.shape))
 			kernels.ConvBackwardDataBF16(&s, gd, wk.BFloat16s(), d)
 			gx = bf16Tensor(xm.shape, layout, xm.format, d)
 		}
 		if wNeeds {
-			d := make([]float32, numel(op, wm.shape))
+			d := gradBuffer(numel(op, wm.shape))
 			kernels.ConvBackwardWeightBF16(&s, xk.BFloat16s(), gd, d)
 			gw = bf16Tensor(wm.shape, layout, wm.format, d)
 		}

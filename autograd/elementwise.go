@@ -15,6 +15,9 @@ func Add(a, b *Tensor) *Tensor {
 // rectified in place and the backward masks the gradient by the output,
 // so no separate sum is kept. It is a residual block's last step.
 func AddReLU(a, b *Tensor) *Tensor {
+	if a != nil && b != nil && (a.dtype == BFloat16 || b.dtype == BFloat16) {
+		return addReLUBF16(a, b)
+	}
 	var out *Tensor
 	if sameShape(a.shape, b.shape) && a.format == b.format {
 		checkFloat32("AddReLU", a, b)
@@ -39,14 +42,46 @@ func AddReLU(a, b *Tensor) *Tensor {
 // recorded.
 func AddReLUInPlace(a, b *Tensor) *Tensor {
 	const op = "AddReLUInPlace"
-	checkFloat32(op, a, b)
+	if a == nil || b == nil {
+		Fail(op, "operand is nil")
+	}
 	checkInPlace(op, a)
 	if !sameShape(a.shape, b.shape) || a.format != b.format {
 		Fail(op, "operands must have one shape and format, got %v (%v) and %v (%v)", a.shape, a.format, b.shape, b.format)
 	}
-	ad := a.Float32s()
-	kernels.AddReLU(ad, ad, b.Float32s())
+	switch {
+	case a.dtype == BFloat16 && b.dtype == BFloat16:
+		ad := a.BFloat16s()
+		kernels.AddReLUBF16(ad, ad, b.BFloat16s())
+	default:
+		checkFloat32(op, a, b)
+		ad := a.Float32s()
+		kernels.AddReLU(ad, ad, b.Float32s())
+	}
 	return a
+}
+
+// addReLUBF16 is AddReLU with a bfloat16 operand. Two bfloat16 operands
+// of one shape and format run natively, the sum computed in float32 and
+// rounded once; otherwise bfloat16 meets float32 as in PyTorch's type
+// promotion (or broadcasts) through float32.
+func addReLUBF16(a, b *Tensor) *Tensor {
+	if a.dtype != b.dtype || !sameShape(a.shape, b.shape) || a.format != b.format {
+		out := AddReLU(Cast(a, Float32), Cast(b, Float32))
+		if a.dtype == b.dtype {
+			out = Cast(out, BFloat16)
+		}
+		return out
+	}
+	out := bf16EmptyLike(a)
+	kernels.AddReLUBF16(out.BFloat16s(), a.BFloat16s(), b.BFloat16s())
+	yd := out.BFloat16s()
+	om := out.meta()
+	return record("AddReLUBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+		masked := bf16EmptyLike(om)
+		kernels.Act{Fn: kernels.ActReLU}.BackwardBF16(masked.BFloat16s(), bf16GradData(g, om), yd)
+		return []*Tensor{masked, masked}
+	})
 }
 
 // Sub returns a-b with broadcasting.

@@ -133,7 +133,7 @@ func matmulBF16(op string, a, b *Tensor, outShape, batch, aBatch, bBatch []int, 
 	aOff := matmulOffsets(aBatch, batch, n*k)
 	bOff := matmulOffsets(bBatch, batch, k*m)
 	cOff := matmulOffsets(batch, batch, n*m)
-	acc := make([]float32, numel(op, outShape))
+	acc := gradBuffer(numel(op, outShape))
 	for i := range cOff {
 		kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
 	}
@@ -336,7 +336,7 @@ func linearBF16(x, w, b *Tensor) *Tensor {
 	outShape := append(cloneInts(x.shape[:x.NDim()-1]), outF)
 	rows := numel(op, outShape[:len(outShape)-1])
 	xd, wd := bf16RowMajor(x), bf16RowMajor(w)
-	acc := make([]float32, rows*outF)
+	acc := gradBuffer(rows * outF)
 	beta := float32(0)
 	if b != nil && rows > 0 {
 		bias := make([]float32, outF)
@@ -355,12 +355,12 @@ func linearBF16(x, w, b *Tensor) *Tensor {
 		gd := bf16RowMajor(g)
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
-			d := make([]float32, rows*inF)
+			d := gradBuffer(rows * inF)
 			kernels.GemmBF16(false, false, rows, inF, outF, 1, gd, outF, wd, inF, 0, d, inF)
 			gx = bf16Tensor(x.shape, Contiguous, x.format, d)
 		}
 		if w.requiresGrad {
-			d := make([]float32, outF*inF)
+			d := gradBuffer(outF * inF)
 			kernels.GemmBF16(true, false, outF, inF, rows, 1, gd, outF, xd, inF, 0, d, inF)
 			gw = bf16Tensor(w.shape, Contiguous, w.format, d)
 		}
@@ -389,10 +389,12 @@ func bf16RowMajor(t *Tensor) []uint16 {
 
 // bf16Tensor rounds float32 results, laid out in format from, to a
 // bfloat16 tensor of shape in format to (to nearest even; reordered when
-// the formats differ): the result or gradient of a BF16 op.
+// the formats differ): the result or gradient of a BF16 op. f is scratch
+// from gradBuffer (or fresh) and goes back to the pool.
 func bf16Tensor(shape []int, from, to MemoryFormat, f []float32) *Tensor {
 	h := make([]uint16, len(f))
 	kernels.F32ToBF16(h, f)
+	releaseGradBuffer(f)
 	t := &Tensor{dtype: BFloat16, shape: cloneInts(shape), format: from, data: h}
 	if to != from {
 		t = t.reformat(to)

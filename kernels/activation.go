@@ -80,8 +80,8 @@ func (a Act) ReadsOutput() bool {
 	return false
 }
 
-// readsInput reports whether Backward reads x.
-func (a Act) readsInput() bool {
+// ReadsInput reports whether Backward reads x.
+func (a Act) ReadsInput() bool {
 	switch a.Fn {
 	case ActNeg, ActAddScalar, ActMulScalar:
 		return false
@@ -117,7 +117,7 @@ func (a Act) Forward(dst, src []float32) {
 func (a Act) Backward(dx, dy, x, y []float32) {
 	a.check("Act.Backward")
 	n := len(dx)
-	bad := len(dy) != n || (a.readsInput() && len(x) != n) || (a.ReadsOutput() && len(y) != n)
+	bad := len(dy) != n || (a.ReadsInput() && len(x) != n) || (a.ReadsOutput() && len(y) != n)
 	if bad {
 		panic(fmt.Sprintf("kernels: Act.Backward(%v): dx has %d elements, dy %d, x %d, y %d", a.Fn, n, len(dy), len(x), len(y)))
 	}
@@ -126,7 +126,7 @@ func (a Act) Backward(dx, dy, x, y []float32) {
 	switch {
 	case a.ReadsOutput():
 		j.v = y
-	case a.readsInput():
+	case a.ReadsInput():
 		j.v = x
 	}
 	Parallel(n, n*(actCost[a.Fn]+1), j.bwd)

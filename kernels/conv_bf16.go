@@ -41,7 +41,7 @@ func ConvForwardBF16(s *ConvShape, x, w []uint16, bias []float32, y []float32) {
 		bias = bias[:s.O]
 	}
 	if !convBF16Native(s) {
-		ConvForward(s, widenBF16(x), widenBF16(w), bias, y)
+		convWidened(x, w, func(xf, wf []float32) { ConvForward(s, xf, wf, bias, y) })
 		return
 	}
 	c := getConvBF16(s)
@@ -59,7 +59,7 @@ func ConvBackwardDataBF16(s *ConvShape, dy, w []uint16, dx []float32) {
 	}
 	dy, w, dx = dy[:s.yLen()], w[:s.wLen()], dx[:s.xLen()]
 	if !convBF16Native(s) {
-		ConvBackwardData(s, widenBF16(dy), widenBF16(w), dx)
+		convWidened(dy, w, func(dyf, wf []float32) { ConvBackwardData(s, dyf, wf, dx) })
 		return
 	}
 	c := getConvBF16(s)
@@ -79,7 +79,7 @@ func ConvBackwardWeightBF16(s *ConvShape, x, dy []uint16, dw []float32) {
 	}
 	x, dy = x[:s.xLen()], dy[:s.yLen()]
 	if !convBF16Native(s) {
-		ConvBackwardWeight(s, widenBF16(x), widenBF16(dy), dw)
+		convWidened(x, dy, func(xf, dyf []float32) { ConvBackwardWeight(s, xf, dyf, dw) })
 		return
 	}
 	c := getConvBF16(s)
@@ -87,12 +87,13 @@ func ConvBackwardWeightBF16(s *ConvShape, x, dy []uint16, dw []float32) {
 	c.backwardWeight(x, dy, dw)
 }
 
-// widenBF16 returns v widened exactly to float32 (a new slice: the
-// reference path allocates).
-func widenBF16(v []uint16) []float32 {
-	out := make([]float32, len(v))
-	BF16ToF32(out, v)
-	return out
+// convWidened runs f on pooled float32 copies of a and b, widened
+// exactly: the reference path of the BF16 convolution.
+func convWidened(a, b []uint16, f func(af, bf []float32)) {
+	af, bf := widenedOperand(a), widenedOperand(b)
+	f(*af, *bf)
+	widenBufs.Put(af)
+	widenBufs.Put(bf)
 }
 
 // convBF16 is one BF16 convolution call on the native path.

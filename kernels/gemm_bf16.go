@@ -1,5 +1,7 @@
 package kernels
 
+import "sync"
+
 // GemmBF16 computes C = alpha·op(A)·op(B) + beta·C for bfloat16 A and B
 // (uint16 bits, as autograd stores them) and float32 C, accumulating in
 // float32: the mixed-precision product of BF16 training and inference. The
@@ -21,11 +23,46 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 		return
 	}
 	g := sbgemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
-	if !sbgemmAsm() {
+	switch {
+	case sbgemmAsm():
+		g.blocked()
+	case level > Generic:
+		g.widened()
+	default:
 		Parallel(m, m*n*k, g.generic)
-		return
 	}
-	g.blocked()
+}
+
+// widened runs the product on a CPU with float32 assembly but no
+// AVX512_BF16: both operands are widened (exactly) into pooled float32
+// copies and Sgemm's kernels sum the same products, so a BF16 model runs
+// there at about its FP32 speed rather than at the reference loop's.
+func (g *sbgemmCall) widened() {
+	ar, ac := g.m, g.k
+	if g.transA {
+		ar, ac = ac, ar
+	}
+	br, bc := g.k, g.n
+	if g.transB {
+		br, bc = bc, br
+	}
+	a := widenedOperand(g.a[:(ar-1)*g.lda+ac])
+	b := widenedOperand(g.b[:(br-1)*g.ldb+bc])
+	Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, *a, g.lda, *b, g.ldb, g.beta, g.c, g.ldc)
+	widenBufs.Put(a)
+	widenBufs.Put(b)
+}
+
+// widenBufs holds the float32 copies of widened operands between calls.
+var widenBufs = sync.Pool{New: func() any { return new([]float32) }}
+
+// widenedOperand returns a pooled float32 copy of v (put it back in
+// widenBufs when done).
+func widenedOperand(v []uint16) *[]float32 {
+	b := widenBufs.Get().(*[]float32)
+	*b = growBuf(b, len(v))
+	BF16ToF32(*b, v)
+	return b
 }
 
 // sbgemmCall is one GemmBF16 call.

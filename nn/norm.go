@@ -193,9 +193,7 @@ func (bn *BatchNorm) forward(x *autograd.Tensor, relu, inPlace bool) *autograd.T
 }
 
 // foldedForward is a folded BatchNorm's identity, followed by ReLU when
-// asked. The in-place ReLU is an eval batch norm with mean 0, variance 1,
-// eps 0 and no affine, exact for every x (x·1 + -0), since autograd has
-// no other in-place ReLU; it also keeps ForwardInPlace's checks.
+// asked (in place for ForwardInPlace, as the unfolded op would be).
 func foldedForward(x *autograd.Tensor, relu, inPlace bool) *autograd.Tensor {
 	switch {
 	case !relu:
@@ -203,8 +201,7 @@ func foldedForward(x *autograd.Tensor, relu, inPlace bool) *autograd.Tensor {
 	case !inPlace:
 		return autograd.ReLU(x)
 	}
-	c := x.Shape()[1]
-	return autograd.BatchNormInPlace(x, autograd.Zeros(c), autograd.Ones(c), nil, nil, false, 0, 0, true)
+	return autograd.ReLUInPlace(x)
 }
 
 // LayerNormOptions configures NewLayerNorm. The zero value is PyTorch's

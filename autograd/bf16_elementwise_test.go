@@ -1,0 +1,124 @@
+package autograd_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/kilnml/kiln/autograd"
+)
+
+// bf16Via runs f on bfloat16 inputs through float32: widen, f, round back,
+// all differentiably. The native bfloat16 ops must give exactly this,
+// values and gradients.
+func bf16Via(f func(xs ...*autograd.Tensor) *autograd.Tensor, xs ...*autograd.Tensor) *autograd.Tensor {
+	wide := make([]*autograd.Tensor, len(xs))
+	for i, x := range xs {
+		wide[i] = autograd.Cast(x, autograd.Float32)
+	}
+	return autograd.Cast(f(wide...), autograd.BFloat16)
+}
+
+// TestBF16ElementwiseOps checks the native bfloat16 activations and
+// residual sums against the float32 route, values and gradients bit for
+// bit, in both memory formats.
+func TestBF16ElementwiseOps(t *testing.T) {
+	ops := []struct {
+		name string
+		f    func(xs ...*autograd.Tensor) *autograd.Tensor
+		n    int
+		// savesOutput: the backward reads the saved bfloat16 output, as
+		// PyTorch's does, not the float32 route's unrounded one, so only
+		// the forward is compared bit for bit and the gradient within a
+		// few bfloat16 ulps (1−y loses relative precision as y nears 1).
+		savesOutput bool
+	}{
+		{"ReLU", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.ReLU(xs[0]) }, 1, false},
+		{"Sigmoid", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Sigmoid(xs[0]) }, 1, true},
+		{"SiLU", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.SiLU(xs[0]) }, 1, false},
+		{"GELU", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.GELU(xs[0], "tanh") }, 1, false},
+		{"AddReLU", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.AddReLU(xs[0], xs[1]) }, 2, false},
+	}
+	for _, format := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast} {
+		for _, op := range ops {
+			t.Run(fmt.Sprintf("%s/%v", op.name, format), func(t *testing.T) {
+				g := autograd.NewGenerator(3)
+				var xs, ref []*autograd.Tensor
+				for range op.n {
+					x := autograd.Cast(autograd.Randn(g, 2, 5, 3, 7).To(format), autograd.BFloat16)
+					xs = append(xs, x.Detach().SetRequiresGrad(true))
+					ref = append(ref, x.Detach().SetRequiresGrad(true))
+				}
+				dy := autograd.Cast(autograd.Randn(g, 2, 5, 3, 7), autograd.BFloat16)
+				got := op.f(xs...)
+				want := bf16Via(op.f, ref...)
+				if got.DType() != autograd.BFloat16 || got.Format() != format {
+					t.Fatalf("result is %v %v, want bfloat16 %v", got.DType(), got.Format(), format)
+				}
+				sameValues(t, "forward", got, want)
+				got.Backward(dy)
+				want.Backward(dy)
+				for i := range xs {
+					if xs[i].Grad().DType() != autograd.BFloat16 {
+						t.Fatalf("gradient %d is %v, want bfloat16", i, xs[i].Grad().DType())
+					}
+					if op.savesOutput {
+						withinULPs(t, fmt.Sprintf("gradient %d", i), xs[i].Grad(), ref[i].Grad())
+					} else {
+						sameValues(t, fmt.Sprintf("gradient %d", i), xs[i].Grad(), ref[i].Grad())
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestBF16InPlace checks the in-place inference forms on bfloat16 data.
+func TestBF16InPlace(t *testing.T) {
+	g := autograd.NewGenerator(4)
+	a := autograd.Cast(autograd.Randn(g, 3, 4, 5, 6).To(autograd.ChannelsLast), autograd.BFloat16)
+	b := autograd.Cast(autograd.Randn(g, 3, 4, 5, 6).To(autograd.ChannelsLast), autograd.BFloat16)
+	want := autograd.AddReLU(a, b)
+	autograd.NoGrad(func() {
+		got := a.Clone()
+		if autograd.AddReLUInPlace(got, b) != got {
+			t.Fatal("AddReLUInPlace returned another tensor")
+		}
+		sameValues(t, "AddReLUInPlace", got, want)
+		r := a.Clone()
+		autograd.ReLUInPlace(r)
+		sameValues(t, "ReLUInPlace", r, autograd.ReLU(a))
+	})
+	mixed := autograd.Try(func() { autograd.AddReLUInPlace(a.Clone(), autograd.Cast(b, autograd.Float32)) })
+	if mixed == nil {
+		t.Error("AddReLUInPlace of bfloat16 and float32 operands: no error")
+	}
+	if err := autograd.Try(func() { autograd.ReLUInPlace(autograd.Empty(autograd.Int64, 3)) }); err == nil {
+		t.Error("ReLUInPlace on int64: no error")
+	}
+	x := autograd.Cast(autograd.Randn(g, 3), autograd.BFloat16).SetRequiresGrad(true)
+	if err := autograd.Try(func() { autograd.ReLUInPlace(x) }); err == nil {
+		t.Error("ReLUInPlace on a tensor that requires grad: no error")
+	}
+}
+
+// sameValues fails unless got and want hold the same values bit for bit
+// (in logical order).
+func sameValues(t *testing.T, what string, got, want *autograd.Tensor) {
+	t.Helper()
+	if g, w := fmt.Sprint(got.Values()), fmt.Sprint(want.Values()); g != w {
+		t.Errorf("%s: got %v, want %v", what, g, w)
+	}
+}
+
+// withinULPs fails unless got and want differ by at most four bfloat16
+// ulps of want (2⁻⁵ relative) plus a tiny absolute slack.
+func withinULPs(t *testing.T, what string, got, want *autograd.Tensor) {
+	t.Helper()
+	g, w := got.Values(), want.Values()
+	for i := range w {
+		if d := math.Abs(g[i] - w[i]); d > math.Abs(w[i])/32+1e-30 {
+			t.Fatalf("%s[%d]: got %v, want %v", what, i, g[i], w[i])
+		}
+	}
+}

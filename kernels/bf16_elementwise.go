@@ -1,0 +1,150 @@
+package kernels
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Elementwise kernels on bfloat16 data. Each runs the float32 span code of
+// its float32 twin on short stretches widened exactly into stack buffers
+// (they stay in L1) and rounds the results to nearest even: the result of
+// computing in float32 and rounding once, which is what PyTorch's bf16
+// CPU kernels give too. Memory sees only the 16-bit data.
+
+// bf16Stretch is the number of elements widened at a time.
+const bf16Stretch = 512
+
+// bf16Job holds one call's operands for the worker pool; pooled, with its
+// span methods bound once, so a call allocates nothing.
+type bf16Job struct {
+	act                 Act
+	op                  BinOp
+	dst, a, b           []uint16
+	actFwd, actBwd, bin func(lo, hi int)
+	addReLU             func(lo, hi int)
+}
+
+var bf16Jobs = sync.Pool{New: func() any {
+	j := new(bf16Job)
+	j.actFwd, j.actBwd, j.bin, j.addReLU = j.runActForward, j.runActBackward, j.runBinary, j.runAddReLU
+	return j
+}}
+
+func (j *bf16Job) release() {
+	j.dst, j.a, j.b = nil, nil, nil
+	bf16Jobs.Put(j)
+}
+
+// ForwardBF16 is Forward on bfloat16 data: dst[i] = f(src[i]) computed in
+// float32 and rounded to nearest even. dst may be src.
+func (a Act) ForwardBF16(dst, src []uint16) {
+	a.check("Act.ForwardBF16")
+	if len(dst) != len(src) {
+		panic(fmt.Sprintf("kernels: Act.ForwardBF16(%v): dst has %d elements, src %d", a.Fn, len(dst), len(src)))
+	}
+	n := len(src)
+	j := bf16Jobs.Get().(*bf16Job)
+	j.act, j.dst, j.a = a, dst, src
+	Parallel(n, n*(actCost[a.Fn]+1), j.actFwd)
+	j.release()
+}
+
+// BackwardBF16 is Backward on bfloat16 data: dx[i] = dy[i]·f′ at v[i],
+// v being the forward's output where ReadsOutput says so, else its input
+// (nil for the functions that read neither). dx may be dy.
+func (a Act) BackwardBF16(dx, dy, v []uint16) {
+	a.check("Act.BackwardBF16")
+	n := len(dx)
+	reads := a.ReadsOutput() || a.ReadsInput()
+	if len(dy) != n || (reads && len(v) != n) {
+		panic(fmt.Sprintf("kernels: Act.BackwardBF16(%v): dx has %d elements, dy %d, v %d", a.Fn, n, len(dy), len(v)))
+	}
+	if !reads {
+		v = nil
+	}
+	j := bf16Jobs.Get().(*bf16Job)
+	j.act, j.dst, j.a, j.b = a, dx, dy, v
+	Parallel(n, n*(actCost[a.Fn]+2), j.actBwd)
+	j.release()
+}
+
+// BinaryBF16 is Binary on bfloat16 operands of one length: dst = a op b,
+// computed in float32 and rounded to nearest even. dst may be a or b.
+func BinaryBF16(op BinOp, dst, a, b []uint16) {
+	op.check("BinaryBF16")
+	n := len(dst)
+	if len(a) != n || len(b) != n {
+		panic(fmt.Sprintf("kernels: BinaryBF16(%v): dst has %d elements, a %d, b %d", op, n, len(a), len(b)))
+	}
+	j := bf16Jobs.Get().(*bf16Job)
+	j.op, j.dst, j.a, j.b = op, dst, a, b
+	Parallel(n, n*(binCost+2), j.bin)
+	j.release()
+}
+
+// AddReLUBF16 is AddReLU on bfloat16 operands: dst = max(0, a + b), the
+// sum rounded to bfloat16 (rounding commutes with the rectifier). dst may
+// be a or b.
+func AddReLUBF16(dst, a, b []uint16) {
+	n := len(dst)
+	if len(a) != n || len(b) != n {
+		panic(fmt.Sprintf("kernels: AddReLUBF16: dst has %d elements, a %d, b %d", n, len(a), len(b)))
+	}
+	j := bf16Jobs.Get().(*bf16Job)
+	j.dst, j.a, j.b = dst, a, b
+	Parallel(n, n*(binCost+3), j.addReLU)
+	j.release()
+}
+
+func (j *bf16Job) runActForward(lo, hi int) {
+	var x [bf16Stretch]float32
+	for i := lo; i < hi; i += bf16Stretch {
+		k := min(i+bf16Stretch, hi)
+		f := x[:k-i]
+		bf16ToF32Impl(f, j.a[i:k])
+		actForwardImpl(j.act, f, f)
+		f32ToBF16Impl(j.dst[i:k], f)
+	}
+}
+
+func (j *bf16Job) runActBackward(lo, hi int) {
+	var g, v [bf16Stretch]float32
+	for i := lo; i < hi; i += bf16Stretch {
+		k := min(i+bf16Stretch, hi)
+		fg := g[:k-i]
+		bf16ToF32Impl(fg, j.a[i:k])
+		var fv []float32
+		if j.b != nil {
+			fv = v[:k-i]
+			bf16ToF32Impl(fv, j.b[i:k])
+		}
+		actBackwardImpl(j.act, fg, fg, fv)
+		f32ToBF16Impl(j.dst[i:k], fg)
+	}
+}
+
+func (j *bf16Job) runBinary(lo, hi int) {
+	var fa, fb [bf16Stretch]float32
+	for i := lo; i < hi; i += bf16Stretch {
+		k := min(i+bf16Stretch, hi)
+		x, y := fa[:k-i], fb[:k-i]
+		bf16ToF32Impl(x, j.a[i:k])
+		bf16ToF32Impl(y, j.b[i:k])
+		binarySameImpl(j.op, x, x, y)
+		f32ToBF16Impl(j.dst[i:k], x)
+	}
+}
+
+func (j *bf16Job) runAddReLU(lo, hi int) {
+	var fa, fb [bf16Stretch]float32
+	relu := Act{Fn: ActReLU}
+	for i := lo; i < hi; i += bf16Stretch {
+		k := min(i+bf16Stretch, hi)
+		x, y := fa[:k-i], fb[:k-i]
+		bf16ToF32Impl(x, j.a[i:k])
+		bf16ToF32Impl(y, j.b[i:k])
+		binarySameImpl(BinAdd, x, x, y)
+		actForwardImpl(relu, x, x)
+		f32ToBF16Impl(j.dst[i:k], x)
+	}
+}

@@ -1,0 +1,105 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestBF16Elementwise checks every bfloat16 elementwise kernel against its
+// definition, element by element: widen exactly, run the float32 reference
+// on the one element, round to nearest even. Sizes cross the stretch and
+// vector widths; guards catch writes past the end.
+func TestBF16Elementwise(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	ref := func(a Act, x float32) float32 {
+		d := []float32{0}
+		a.forward(d, []float32{x})
+		return d[0]
+	}
+	refBack := func(a Act, dy, v float32) float32 {
+		d := []float32{0}
+		a.backward(d, []float32{dy}, []float32{v})
+		return d[0]
+	}
+	acts := []Act{{Fn: ActReLU}, {Fn: ActSigmoid}, {Fn: ActTanh}, {Fn: ActHardTanh, A: -1, B: 1}}
+	for _, n := range append(suiteSizes(16), bf16Stretch-1, bf16Stretch+3, 3*bf16Stretch+17, 40001) {
+		a, af := randBF16(r, n)
+		b, bf := randBF16(r, n)
+		for _, act := range acts {
+			dst, check := guarded16(t, n)
+			act.ForwardBF16(dst, a)
+			check()
+			for i := range n {
+				if want := BF16FromF32(ref(act, af[i])); dst[i] != want {
+					t.Fatalf("%v.ForwardBF16 n=%d [%d]: f(%g) = %#x, want %#x", act.Fn, n, i, af[i], dst[i], want)
+				}
+			}
+			v, vf := a, af
+			if act.ReadsOutput() {
+				v = append([]uint16(nil), dst...)
+				vf = make([]float32, n)
+				for i := range v {
+					vf[i] = F32FromBF16(v[i])
+				}
+			}
+			dx, check := guarded16(t, n)
+			act.BackwardBF16(dx, b, v)
+			check()
+			for i := range n {
+				if want := BF16FromF32(refBack(act, bf[i], vf[i])); dx[i] != want {
+					t.Fatalf("%v.BackwardBF16 n=%d [%d]: got %#x, want %#x", act.Fn, n, i, dx[i], want)
+				}
+			}
+		}
+		for op := range binOpCount {
+			dst, check := guarded16(t, n)
+			BinaryBF16(op, dst, a, b)
+			check()
+			for i := range n {
+				d := []float32{0}
+				binarySame(op, d, af[i:i+1], bf[i:i+1])
+				if want := BF16FromF32(d[0]); dst[i] != want {
+					t.Fatalf("BinaryBF16(%v) n=%d [%d]: got %#x, want %#x", op, n, i, dst[i], want)
+				}
+			}
+		}
+		dst, check := guarded16(t, n)
+		AddReLUBF16(dst, a, b)
+		check()
+		for i := range n {
+			if want := BF16FromF32(max(0, af[i]+bf[i])); dst[i] != want {
+				t.Fatalf("AddReLUBF16 n=%d [%d]: got %#x, want %#x", n, i, dst[i], want)
+			}
+		}
+		// In place: dst is the first operand.
+		AddReLUBF16(a, a, b)
+		for i := range n {
+			if a[i] != dst[i] {
+				t.Fatalf("AddReLUBF16 in place n=%d [%d]: %#x, out of place %#x", n, i, a[i], dst[i])
+			}
+		}
+	}
+}
+
+func TestBF16ElementwisePanics(t *testing.T) {
+	cases := []struct {
+		name string
+		f    func()
+	}{
+		{"forward lengths", func() { Act{Fn: ActReLU}.ForwardBF16(make([]uint16, 3), make([]uint16, 4)) }},
+		{"backward lengths", func() { Act{Fn: ActReLU}.BackwardBF16(make([]uint16, 3), make([]uint16, 3), make([]uint16, 2)) }},
+		{"binary lengths", func() { BinaryBF16(BinAdd, make([]uint16, 3), make([]uint16, 3), make([]uint16, 2)) }},
+		{"add relu lengths", func() { AddReLUBF16(make([]uint16, 3), make([]uint16, 1), make([]uint16, 3)) }},
+		{"unknown op", func() { BinaryBF16(binOpCount, nil, nil, nil) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			c.f()
+		})
+	}
+}
