@@ -47,6 +47,15 @@
 // better-rounded BF16 weight; Refresh recomputes the Copy after the master
 // changes.
 //
+// # Choosing parameters
+//
+// SplitModuleFunc, MasterCopyModule and CastModule (the inference form:
+// bfloat16 weights rounded to nearest even, no FP32 kept) convert only the
+// parameters a ParamFilter selects. AutocastParams selects what IPEX
+// converts: the weights and biases of Conv2d, Conv3d and Linear, the layers
+// Autocast runs in BF16. BatchNorm parameters stay float32, and the split
+// optimizers update them in FP32 beside the split ones, in the same groups.
+//
 // The fused optimizers do not go through SplitParam.Step: optim's split
 // forms (optim.NewSGDSplit and its siblings) take a SplitModel and join,
 // step and split each span in one pass with vectorised kernels. The loops

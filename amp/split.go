@@ -211,12 +211,7 @@ func NewMasterCopy(p *autograd.Tensor) *MasterCopy {
 	if p.DType() != autograd.Float32 {
 		autograd.Fail("amp.NewMasterCopy", "tensor is %v; the master must be float32", p.DType())
 	}
-	m := &MasterCopy{Master: p, Copy: emptyLike(autograd.BFloat16, p)}
-	m.Refresh()
-	if p.RequiresGrad() {
-		m.Copy.SetRequiresGrad(true)
-	}
-	return m
+	return &MasterCopy{Master: p, Copy: rounded(p)}
 }
 
 // Refresh rounds Master into Copy (to nearest even), after Master changed.
@@ -235,8 +230,9 @@ func (m *MasterCopy) Step(grad *autograd.Tensor, step func(off int, param, grad 
 	}
 }
 
-// SplitModel is a module whose float32 parameters have been swapped for
-// the Tops of their splits (see SplitModule).
+// SplitModel is a module whose float32 parameters (or those a filter
+// selected) have been swapped for the Tops of their splits (see
+// SplitModule and SplitModuleFunc).
 type SplitModel struct {
 	module nn.Module
 	params []NamedSplit
@@ -248,11 +244,6 @@ type SplitModel struct {
 type NamedSplit struct {
 	Name  string
 	Param *SplitParam
-}
-
-// setter is what every module has through its embedded nn.Base.
-type setter interface {
-	SetParameter(name string, t *autograd.Tensor) bool
 }
 
 // SplitModule splits every parameter of m and its descendants and
@@ -268,58 +259,35 @@ type setter interface {
 // parameter is not a float32 leaf. Make the optimizer after splitting, from
 // the split parameters: the FP32 tensors m held before are no longer m's.
 func SplitModule(m nn.Module) (*SplitModel, error) {
-	if m == nil {
-		return nil, fmt.Errorf("amp: SplitModule: module is nil")
+	return splitModule("SplitModule", m, nil)
+}
+
+// SplitModuleFunc is SplitModule for the parameters keep selects; the
+// others stay float32 parameters of m, which the split optimizers update
+// in FP32 beside the split ones. SplitModuleFunc(m, AutocastParams) splits
+// what IPEX's split_master_weight_for_bf16 splits: convolution and linear
+// weights and biases. A tied tensor must be selected under all its names
+// or none.
+func SplitModuleFunc(m nn.Module, keep ParamFilter) (*SplitModel, error) {
+	if keep == nil {
+		return nil, fmt.Errorf("amp: SplitModuleFunc: filter is nil (use SplitModule to split every parameter)")
 	}
-	type slot struct {
-		mod         setter
-		local, full string
-		orig        *autograd.Tensor
-	}
-	var slots []slot
-	for _, nm := range nn.NamedModules(m) {
-		// A module's own parameters come first in NamedParameters, before
-		// its children's.
-		all := nn.NamedParameters(nm.Module)
-		own := len(all)
-		for _, c := range nn.Children(nm.Module) {
-			own -= len(nn.NamedParameters(c.Module))
-		}
-		if own == 0 {
-			continue
-		}
-		set, ok := nm.Module.(setter)
-		if !ok {
-			return nil, fmt.Errorf("amp: SplitModule: module %q (%T) cannot have its parameters replaced", nm.Name, nm.Module)
-		}
-		for _, p := range all[:own] {
-			full := p.Name
-			if nm.Name != "" {
-				full = nm.Name + "." + p.Name
-			}
-			switch t := p.Tensor; {
-			case t == nil:
-				return nil, fmt.Errorf("amp: SplitModule: parameter %q is nil", full)
-			case t.DType() != autograd.Float32:
-				return nil, fmt.Errorf("amp: SplitModule: parameter %q is %v; only float32 parameters can be split", full, t.DType())
-			case !t.IsLeaf():
-				return nil, fmt.Errorf("amp: SplitModule: parameter %q is the result of %s, not a leaf", full, t.GradFn())
-			}
-			slots = append(slots, slot{set, p.Name, full, p.Tensor})
-		}
+	return splitModule("SplitModuleFunc", m, keep)
+}
+
+func splitModule(op string, m nn.Module, keep ParamFilter) (*SplitModel, error) {
+	slots, err := selectParams(op, "split", m, keep)
+	if err != nil {
+		return nil, err
 	}
 	sm := &SplitModel{module: m, byName: map[string]*SplitParam{}, byTop: map[*autograd.Tensor]*SplitParam{}}
-	byOrig := map[*autograd.Tensor]*SplitParam{}
-	for _, s := range slots {
-		sp, seen := byOrig[s.orig]
-		if !seen {
-			sp = Split(s.orig)
-			byOrig[s.orig] = sp
-			sm.byTop[sp.Top] = sp
-			sm.params = append(sm.params, NamedSplit{s.full, sp})
-		}
-		sm.byName[s.full] = sp
-		s.mod.SetParameter(s.local, sp.Top)
+	for _, nt := range replaceParams(slots, func(name string, p *autograd.Tensor) *autograd.Tensor {
+		sp := Split(p)
+		sm.byTop[sp.Top] = sp
+		sm.params = append(sm.params, NamedSplit{name, sp})
+		return sp.Top
+	}) {
+		sm.byName[nt.Name] = sm.byTop[nt.Tensor]
 	}
 	return sm, nil
 }

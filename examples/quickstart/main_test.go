@@ -22,3 +22,21 @@ func TestQuickstartLearns(t *testing.T) {
 		t.Errorf("epoch log = %q, want three lines ending with epoch 3's", lines)
 	}
 }
+
+// TestQuickstartLearnsBF16 trains the same three epochs in BF16 (split
+// master weights and the split SGD through kiln.Optimize, forwards under
+// autocast) and wants the same bar.
+func TestQuickstartLearnsBF16(t *testing.T) {
+	var log bytes.Buffer
+	acc, err := run(&log, config{Epochs: 3, BatchSize: 32, LR: 0.05, Seed: 1, Quiet: true, DType: "bf16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("BF16 held-out accuracy after 3 epochs: %.3f", acc)
+	if acc < 0.9 {
+		t.Errorf("held-out accuracy %.3f after 3 epochs in BF16, want at least 0.9", acc)
+	}
+	if _, err := run(&log, config{Epochs: 1, BatchSize: 32, LR: 0.05, Seed: 1, Quiet: true, DType: "fp8"}); err == nil || !strings.Contains(err.Error(), `unknown dtype "fp8"`) {
+		t.Errorf("dtype fp8: error %v", err)
+	}
+}

@@ -1,0 +1,181 @@
+package amp
+
+import (
+	"fmt"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
+)
+
+// A ParamFilter chooses the parameters a module conversion (SplitModuleFunc,
+// CastModule, MasterCopyModule) applies to. owner is the module that
+// registered the parameter, named by its dotted path from the root ("" for
+// the root), and param the parameter's name within it ("weight").
+type ParamFilter func(owner nn.NamedModule, param string) bool
+
+// AutocastParams selects the weights and biases of the layers Autocast runs
+// in BF16: Conv2d, Conv3d and Linear. It is the split IPEX makes: those
+// layers compute in BF16 anyway, while BatchNorm keeps FP32 weights and
+// statistics (autograd's batch norm takes float32 parameters, and Autocast
+// widens its input), and embedding tables stay FP32 because autograd's
+// lookups read float32 tables only.
+func AutocastParams(owner nn.NamedModule, param string) bool {
+	switch owner.Module.(type) {
+	case *nn.Conv2d, *nn.Conv3d, *nn.Linear:
+		return param == "weight" || param == "bias"
+	}
+	return false
+}
+
+// paramSlot is one name under which a module registered a selected
+// parameter.
+type paramSlot struct {
+	mod         setter
+	local, full string
+	orig        *autograd.Tensor
+}
+
+// setter is what every module has through its embedded nn.Base.
+type setter interface {
+	SetParameter(name string, t *autograd.Tensor) bool
+}
+
+// selectParams lists the parameters of m and its descendants that keep
+// selects (all of them for a nil keep), checking that each is a float32
+// leaf. A tensor registered under several names (tied weights) must be
+// selected under all of them or none: converting it for one module would
+// hand the others a tensor they were not chosen to take. op prefixes the
+// errors, which name the parameter, and verb says what op does to one
+// ("split").
+func selectParams(op, verb string, m nn.Module, keep ParamFilter) ([]paramSlot, error) {
+	if m == nil {
+		return nil, fmt.Errorf("amp: %s: module is nil", op)
+	}
+	var slots []paramSlot
+	skipped := map[*autograd.Tensor]string{}
+	for _, nm := range nn.NamedModules(m) {
+		// A module's own parameters come first in NamedParameters, before
+		// its children's.
+		all := nn.NamedParameters(nm.Module)
+		own := len(all)
+		for _, c := range nn.Children(nm.Module) {
+			own -= len(nn.NamedParameters(c.Module))
+		}
+		for _, p := range all[:own] {
+			full := p.Name
+			if nm.Name != "" {
+				full = nm.Name + "." + p.Name
+			}
+			t := p.Tensor
+			if keep != nil && !keep(nm, p.Name) {
+				if t != nil {
+					skipped[t] = full
+				}
+				continue
+			}
+			set, ok := nm.Module.(setter)
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("amp: %s: module %q (%T) cannot have its parameters replaced", op, nm.Name, nm.Module)
+			case t == nil:
+				return nil, fmt.Errorf("amp: %s: parameter %q is nil", op, full)
+			case t.DType() != autograd.Float32:
+				return nil, fmt.Errorf("amp: %s: parameter %q is %v; only float32 parameters can be %s", op, full, t.DType(), verb)
+			case !t.IsLeaf():
+				return nil, fmt.Errorf("amp: %s: parameter %q is the result of %s, not a leaf", op, full, t.GradFn())
+			}
+			slots = append(slots, paramSlot{set, p.Name, full, t})
+		}
+	}
+	for _, s := range slots {
+		if other, ok := skipped[s.orig]; ok {
+			return nil, fmt.Errorf("amp: %s: parameters %q and %q are one tied tensor, but only %q is selected", op, s.full, other, s.full)
+		}
+	}
+	return slots, nil
+}
+
+// replaceParams registers, under each slot's name, the tensor convert
+// returns for the slot's parameter. convert is called once per distinct
+// tensor, in slot order, with the first name the tensor has; every name of
+// a tied tensor gets the same replacement. It returns the replacement under
+// each slot's full name.
+func replaceParams(slots []paramSlot, convert func(name string, orig *autograd.Tensor) *autograd.Tensor) []nn.NamedTensor {
+	done := map[*autograd.Tensor]*autograd.Tensor{}
+	out := make([]nn.NamedTensor, len(slots))
+	for i, s := range slots {
+		t, ok := done[s.orig]
+		if !ok {
+			t = convert(s.full, s.orig)
+			done[s.orig] = t
+		}
+		s.mod.SetParameter(s.local, t)
+		out[i] = nn.NamedTensor{Name: s.full, Tensor: t}
+	}
+	return out
+}
+
+// rounded returns a new bfloat16 leaf holding p rounded to nearest even, in
+// p's shape and memory format, requiring a gradient when p does.
+func rounded(p *autograd.Tensor) *autograd.Tensor {
+	t := emptyLike(autograd.BFloat16, p)
+	t.CopyFrom(p)
+	if p.RequiresGrad() {
+		t.SetRequiresGrad(true)
+	}
+	return t
+}
+
+// CastModule replaces the float32 parameters of m and its descendants that
+// keep selects (every one for a nil keep) with bfloat16 copies rounded to
+// nearest even, keeping each one's shape, memory format and requires-grad
+// flag, and returns how many tensors it converted (a tied tensor counts
+// once). It is the inference form of BF16, like module.to(torch.bfloat16)
+// on the selected layers: the FP32 values are gone, so train with
+// SplitModuleFunc or MasterCopyModule instead. Run the model under
+// Autocast, which casts the float32 activations meeting the BF16 weights.
+//
+// It returns an error naming the parameter, and changes nothing, when a
+// selected parameter is not a float32 leaf, or when a tied tensor is
+// selected under one name and not another.
+func CastModule(m nn.Module, keep ParamFilter) (int, error) {
+	slots, err := selectParams("CastModule", "cast", m, keep)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	replaceParams(slots, func(_ string, p *autograd.Tensor) *autograd.Tensor {
+		n++
+		return rounded(p)
+	})
+	return n, nil
+}
+
+// NamedMasterCopy pairs a parameter's dotted name with its master copy.
+type NamedMasterCopy struct {
+	Name  string
+	Param *MasterCopy
+}
+
+// MasterCopyModule is SplitModuleFunc for the master-copy mode: each
+// selected float32 parameter p becomes the Master of a MasterCopy, and its
+// bfloat16 Copy is registered in p's place, so the model computes with (and
+// accumulates gradients into) the Copies while p stays the FP32 parameter
+// of record, still held by any optimizer made over it. It returns the
+// copies in nn.NamedParameters order, each once. After an update of the
+// masters, call Refresh on each.
+//
+// It fails, changing nothing, as CastModule does.
+func MasterCopyModule(m nn.Module, keep ParamFilter) ([]NamedMasterCopy, error) {
+	slots, err := selectParams("MasterCopyModule", "given a master copy", m, keep)
+	if err != nil {
+		return nil, err
+	}
+	var out []NamedMasterCopy
+	replaceParams(slots, func(name string, p *autograd.Tensor) *autograd.Tensor {
+		mc := NewMasterCopy(p)
+		out = append(out, NamedMasterCopy{name, mc})
+		return mc.Copy
+	})
+	return out, nil
+}
