@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 // notQuick are the kinds the -quick subset leaves out: whole-model
 // training takes tens of seconds per thread count.
-var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true}
+var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true, KindResNet50TrainBF16: true}
 
 func TestWorkloads(t *testing.T) {
 	all, quick := Workloads(false), Workloads(true)
@@ -81,14 +81,15 @@ func TestWorkloads(t *testing.T) {
 	// -filter resnet50 picks exactly the whole-model rows (not the
 	// convolution rows, whose names are the layers').
 	model, _ := Filter(all, "resnet50")
-	if want := 2*len(ResNet50InferBatches) + 2; len(model) != want {
+	if want := 2*len(ResNet50InferBatches) + 4; len(model) != want {
 		t.Errorf("filter resnet50 matched %d workloads, want %d", len(model), want)
 	}
 	for _, w := range model {
 		if w.Group != "ResNet-50" || !strings.HasPrefix(w.Kind, "resnet50_") {
 			t.Errorf("%s: group %q, kind %q", w.Name, w.Group, w.Kind)
 		}
-		if w.Bound == Compute && (w.Images != w.Dims[0] || w.WarmUpCalls < 2) {
+		bf16 := w.Kind == KindResNet50InferBF16 || w.Kind == KindResNet50TrainBF16
+		if w.Bound == Compute && (w.Images != w.Dims[0] || w.WarmUpCalls < 2 && !bf16 || bf16 && (w.WarmUpCalls < 1 || w.Runs < 1)) {
 			t.Errorf("%s: %d images, %d warm-up calls for dims %v", w.Name, w.Images, w.WarmUpCalls, w.Dims)
 		}
 		if w.Quick != (w.Kind != KindResNet50Train && w.Kind != KindResNet50TrainMem && w.Dims[0] == 1) {
@@ -180,6 +181,8 @@ func tinyWorkloads() []Workload {
 		{Name: "resnet50 infer", Kind: KindResNet50Infer, Dims: []int{2, tinyImage}, WarmUpCalls: 2},
 		{Name: "resnet50 infer frozen", Kind: KindResNet50InferFrozen, Dims: []int{1, tinyImage}, WarmUpCalls: 2},
 		{Name: "resnet50 train", Kind: KindResNet50Train, Dims: []int{2, tinyImage}, WarmUpCalls: 2},
+		{Name: "resnet50 bf16 infer", Kind: KindResNet50InferBF16, Dims: []int{2, tinyImage}, WarmUpCalls: 1, Runs: 1},
+		{Name: "resnet50 bf16 train", Kind: KindResNet50TrainBF16, Dims: []int{2, tinyImage}, WarmUpCalls: 1, Runs: 1},
 	}
 }
 

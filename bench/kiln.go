@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/nn"
@@ -177,6 +179,23 @@ func Prepare(w Workload) (func(), error) {
 		}
 		return resNet50TrainStep(d[0], d[1])
 
+	case KindResNet50InferBF16:
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		model, x := resNet50Input(d[0], d[1])
+		nn.Eval(model)
+		if _, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16)); err != nil {
+			return nil, err
+		}
+		return func() { autograd.NoGrad(func() { amp.Autocast(func() { model.Forward(x) }) }) }, nil
+
+	case KindResNet50TrainBF16:
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		return resNet50TrainStepBF16(d[0], d[1])
+
 	case KindResNet50TrainMem:
 		return nil, fmt.Errorf("bench: %s: %s is measured in a fresh process (RunKiln), not timed", w.Name, w.Kind)
 	}
@@ -206,6 +225,32 @@ func resNet50TrainStep(n, image int) (func(), error) {
 	return func() {
 		opt.ZeroGrad()
 		autograd.CrossEntropy(model.Forward(x), labels, autograd.CrossEntropyOptions{}).Backward()
+		opt.Step()
+	}, nil
+}
+
+// resNet50TrainStepBF16 is resNet50TrainStep in BF16, as torch_bench.py's
+// autocast step: kiln.Optimize splits the convolution and linear weights
+// into BF16 halves and swaps in the split SGD; the step runs under
+// amp.Autocast.
+func resNet50TrainStepBF16(n, image int) (func(), error) {
+	model, x := resNet50Input(n, image)
+	nn.Train(model, true)
+	labels := autograd.RandInt(autograd.NewGenerator(2), 0, 1000, n)
+	sgd, err := optim.NewSGD(nn.Parameters(model), optim.SGDOptions{LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4})
+	if err != nil {
+		return nil, err
+	}
+	o, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16), kiln.WithOptimizer(sgd))
+	if err != nil {
+		return nil, err
+	}
+	opt := o.Optimizer
+	return func() {
+		opt.ZeroGrad()
+		var loss *autograd.Tensor
+		amp.Autocast(func() { loss = autograd.CrossEntropy(model.Forward(x), labels, autograd.CrossEntropyOptions{}) })
+		loss.Backward()
 		opt.Step()
 	}, nil
 }

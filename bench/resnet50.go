@@ -108,9 +108,24 @@ func ResNet50Workloads(image int) []Workload {
 			Kind: KindResNet50Train, Dims: []int{n, image}, Flops: float64(n) * train, Bound: Compute, Images: n,
 			WarmUpCalls: ModelWarmUpCalls},
 		Workload{Name: fmt.Sprintf("resnet50 train peak RSS bs%d %d² (%d steps, fresh process)", n, image, ResNet50MemSteps),
-			Group: "ResNet-50", Kind: KindResNet50TrainMem, Dims: []int{n, image, ResNet50MemSteps}, Bound: Footprint})
+			Group: "ResNet-50", Kind: KindResNet50TrainMem, Dims: []int{n, image, ResNet50MemSteps}, Bound: Footprint},
+		Workload{Name: fmt.Sprintf("resnet50 bf16 infer bs%d %d² vs torch bf16", ResNet50BF16InferBatch, image), Group: "ResNet-50",
+			Kind: KindResNet50InferBF16, Dims: []int{ResNet50BF16InferBatch, image}, Flops: float64(ResNet50BF16InferBatch) * fwd,
+			Bound: Compute, Images: ResNet50BF16InferBatch, WarmUpCalls: 1, Runs: ResNet50BF16Runs},
+		Workload{Name: fmt.Sprintf("resnet50 bf16 train step bs%d %d² vs torch autocast", n, image), Group: "ResNet-50",
+			Kind: KindResNet50TrainBF16, Dims: []int{n, image}, Flops: float64(n) * train, Bound: Compute, Images: n,
+			WarmUpCalls: 1, Runs: ResNet50BF16Runs})
 	return ws
 }
+
+// The BF16 rows: inference at batch 16, a training step at the FP32
+// row's batch. PyTorch 1.13 without IPEX runs BF16 on a reference path on
+// CPUs without AVX512_BF16 (minutes a call at these sizes), so these rows
+// take one warm-up call and few samples on both sides.
+const (
+	ResNet50BF16InferBatch = 16
+	ResNet50BF16Runs       = 2
+)
 
 // ResNet50Flops returns the floating-point work per image of torchvision's
 // resnet50 at image×image: forward, and a training step (forward plus

@@ -214,6 +214,22 @@ def prepare(w):
     if kind == "resnet50_train":
         n, image = d
         return resnet50_train_step(n, image)
+    if kind == "resnet50_infer_bf16":
+        # PyTorch's plain BF16 inference: the model and the images in
+        # bfloat16 (without IPEX, oneDNN's BF16 kernels where the CPU has
+        # AVX512_BF16, a slow reference elsewhere).
+        n, image = d
+        model, x = resnet50_input(n, image)
+        model = model.eval().bfloat16()
+        x = x.bfloat16()
+
+        def run():
+            with torch.no_grad():
+                model(x)
+        return run
+    if kind == "resnet50_train_bf16":
+        n, image = d
+        return resnet50_train_step(n, image, autocast=True)
     raise ValueError("unknown kind %r" % kind)
 
 
@@ -230,7 +246,7 @@ def resnet50_input(n, image):
     return model, x
 
 
-def resnet50_train_step(n, image):
+def resnet50_train_step(n, image, autocast=False):
     """One training step on a fixed batch, as resNet50TrainStep in
     bench/kiln.go: drop the gradients (Kiln's ZeroGrad drops them, so
     set_to_none=True, the default only from torch 2.0), train-mode forward,
@@ -245,7 +261,9 @@ def resnet50_train_step(n, image):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
+        with torch.cpu.amp.autocast(enabled=autocast):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
         opt.step()
     return step
 
@@ -298,7 +316,7 @@ def run_one(w, runs, threads):
         if w.get("bound") == "footprint":
             return run_fresh(w, threads)
         run = prepare(w)
-        r["median_s"], r["samples_s"], r["inner"] = measure(run, runs, w.get("warmup_calls", 1))
+        r["median_s"], r["samples_s"], r["inner"] = measure(run, w.get("runs") or runs, w.get("warmup_calls", 1))
     except Exception as e:  # report it and go on with the next workload
         r = {"name": w["name"], "error": "%s: %s" % (type(e).__name__, e)}
     return r

@@ -30,6 +30,8 @@ const (
 	KindResNet50InferFrozen = "resnet50_infer_frozen" // the same Kiln run; PyTorch torch.jit.freeze(torch.jit.trace(model, x))
 	KindResNet50Train       = "resnet50_train"        // Dims batch, image: zero grad, train-mode forward, cross-entropy, backward, SGD step
 	KindResNet50TrainMem    = "resnet50_train_mem"    // Dims batch, image, steps: peak RSS of that many training steps in a fresh process
+	KindResNet50InferBF16   = "resnet50_infer_bf16"   // Dims batch, image: BF16 inference (Kiln: kiln.Optimize with BF16 weights, under amp.Autocast; PyTorch: model.bfloat16())
+	KindResNet50TrainBF16   = "resnet50_train_bf16"   // Dims batch, image: the train step in BF16 (Kiln: split master weights from kiln.Optimize, under amp.Autocast; PyTorch: torch.cpu.amp.autocast)
 )
 
 // Bound says which ceiling a workload is compared with.
@@ -68,6 +70,10 @@ type Workload struct {
 	// (besides WarmUp); slow whole-model rows set it, where one call
 	// already outlasts WarmUp.
 	WarmUpCalls int `json:"warmup_calls,omitempty"`
+	// Runs, when set, is the number of timed samples of this row in place
+	// of the run's own count: for rows whose PyTorch side takes minutes a
+	// call on CPUs without native BF16.
+	Runs int `json:"runs,omitempty"`
 	// Quick marks the representative subset run by -quick.
 	Quick bool `json:"quick,omitempty"`
 }

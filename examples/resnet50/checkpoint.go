@@ -43,7 +43,7 @@ type progress struct {
 }
 
 // saveCheckpoint writes model, opt's state and p to path atomically.
-func saveCheckpoint(path string, model nn.Module, opt optim.Optimizer, sched optim.Scheduler, p progress) error {
+func saveCheckpoint(path string, model []nn.NamedTensor, opt optim.Optimizer, sched optim.Scheduler, p progress) error {
 	sd := opt.StateDict()
 	p.Version, p.Optimizer, p.Scheduler = 1, sd.Groups, sched.State()
 	info, err := json.Marshal(p)
@@ -51,7 +51,7 @@ func saveCheckpoint(path string, model nn.Module, opt optim.Optimizer, sched opt
 		return err
 	}
 	ts := []nn.NamedTensor{{Name: checkpointKey, Tensor: autograd.FromUint8(info, len(info))}}
-	for _, nt := range nn.StateDict(model) {
+	for _, nt := range model {
 		ts = append(ts, nn.NamedTensor{Name: modelPrefix + nt.Name, Tensor: nt.Tensor})
 	}
 	for id, st := range sd.State {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/nn"
 )
@@ -16,6 +17,13 @@ func infer(o *options, stdout, _ io.Writer) error {
 		return err
 	}
 	nn.Eval(model)
+	if o.DType == "bf16" {
+		// Batch norms folded into the convolutions, whose weights (and
+		// the classifier's) become BF16 once rather than at every call.
+		if _, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16), kiln.ChannelsLast(o.ChannelsLast)); err != nil {
+			return err
+		}
+	}
 	x := autograd.Randn(autograd.NewGenerator(o.Seed+1), o.BatchSize, 3, o.ImageSize, o.ImageSize)
 	if o.ChannelsLast {
 		x = x.To(autograd.ChannelsLast)

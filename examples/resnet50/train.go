@@ -14,11 +14,14 @@ import (
 
 // trainer holds a training run.
 type trainer struct {
-	o      *options
-	data   *data
-	model  *models.ResNet
-	opt    *optim.SGD
-	sched  optim.Scheduler
+	o     *options
+	data  *data
+	model *models.ResNet
+	opt   *optim.SGD
+	sched optim.Scheduler
+	// bf16 is what kiln.Optimize made of the model for --dtype bf16 (split
+	// master weights), nil in float32.
+	bf16   *kiln.Optimized
 	val    *datasets.DataLoader
 	p      progress // where the run stands
 	stdout io.Writer
@@ -71,6 +74,11 @@ func train(o *options, stdout, stderr io.Writer) error {
 		if t.p.EpochStep >= t.perEpoch() {
 			return fmt.Errorf("--resume %s stopped %d steps into an epoch, but an epoch of this data has %d",
 				o.Resume, t.p.EpochStep, t.perEpoch())
+		}
+	}
+	if o.DType == "bf16" {
+		if err := t.splitBF16(); err != nil {
+			return err
 		}
 	}
 	if t.val, err = evalLoader(o, d.val); err != nil {
@@ -191,7 +199,7 @@ func (t *trainer) epoch() error {
 		fmt.Fprintf(t.stdout, "%s held-out %v after %d steps\n", name, acc, p.Step)
 	}
 	if o.Checkpoint != "" {
-		return saveCheckpoint(o.Checkpoint, t.model, t.opt, t.sched, *p)
+		return saveCheckpoint(o.Checkpoint, t.modelState(), t.opt, t.sched, *p)
 	}
 	return nil
 }
@@ -208,4 +216,43 @@ func (t *trainer) step(b datasets.Batch) (float64, int) {
 	loss.Backward()
 	t.opt.Step()
 	return loss.Item(), topK(logits, b.Labels, 1)
+}
+
+// splitBF16 turns the FP32 model and optimizer (resumed or fresh) into BF16
+// training with kiln.Optimize: the convolution and linear weights become
+// split master weights (BF16 tops the model computes with, low halves kept
+// beside them) and the SGD the split, fused one, carrying over its state.
+// The schedule is rebuilt on the new optimizer with the old one's state.
+func (t *trainer) splitBF16() error {
+	res, err := kiln.Optimize(t.model, kiln.DType(autograd.BFloat16), kiln.ChannelsLast(t.o.ChannelsLast), kiln.WithOptimizer(t.opt))
+	if err != nil {
+		return err
+	}
+	sgd, ok := res.Optimizer.(*optim.SGD)
+	if !ok {
+		return fmt.Errorf("kiln.Optimize returned a %T, want *optim.SGD", res.Optimizer)
+	}
+	// Building a schedule sets the learning rate; the state dict taken
+	// before puts the resumed one back.
+	sd, schedState := sgd.StateDict(), t.sched.State()
+	sched, err := optim.NewCosineAnnealingLR(sgd, t.o.Epochs, 0)
+	if err != nil {
+		return err
+	}
+	if err := sgd.LoadStateDict(sd); err != nil {
+		return err
+	}
+	if err := sched.LoadState(schedState); err != nil {
+		return err
+	}
+	t.opt, t.sched, t.bf16 = sgd, sched, res
+	return nil
+}
+
+// modelState is the model's state dict in FP32 (split weights joined).
+func (t *trainer) modelState() []nn.NamedTensor {
+	if t.bf16 != nil {
+		return t.bf16.StateDict()
+	}
+	return nn.StateDict(t.model)
 }
