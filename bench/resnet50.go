@@ -121,10 +121,10 @@ func ResNet50Workloads(image int) []Workload {
 // The BF16 rows: inference at batch 16, a training step at the FP32
 // row's batch. PyTorch 1.13 without IPEX runs BF16 on a reference path on
 // CPUs without AVX512_BF16 (minutes a call at these sizes), so these rows
-// take one warm-up call and few samples on both sides.
+// take one warm-up call and one timed call on both sides.
 const (
 	ResNet50BF16InferBatch = 16
-	ResNet50BF16Runs       = 2
+	ResNet50BF16Runs       = 1
 )
 
 // ResNet50Flops returns the floating-point work per image of torchvision's
