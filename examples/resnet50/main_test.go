@@ -75,12 +75,37 @@ func TestTrainLearns(t *testing.T) {
 // resumes it across the epoch boundary (where the schedule steps): the
 // checkpoint it ends with is byte for byte the one of a run that never
 // stopped, momentum buffers, batch-norm statistics and progress included.
+// In BF16 the checkpoint holds the joined FP32 master weights, and a
+// resumed run splits them again into the same halves.
 func TestResumeMatchesUninterrupted(t *testing.T) {
+	for _, dtype := range []string{"float32", "bf16"} {
+		t.Run(dtype, func(t *testing.T) {
+			full, fullLog := resumeRoundTrip(t, "--dtype", dtype)
+			if dtype != "float32" {
+				return
+			}
+			fullAcc, _ := lastHeldOut(t, fullLog)
+			// evaluate finds train's held-out images and accuracy again.
+			log := runOK(t, "evaluate", "--data", "synthetic", "--arch", "resnet18", "--image-size", "32", "--val-size", "8",
+				"--batch-size", "8", "--weights", full, "--quiet")
+			if !strings.Contains(log, fullAcc) {
+				t.Errorf("evaluate of the checkpoint says\n%s\nwant %s as train reported", log, fullAcc)
+			}
+		})
+	}
+}
+
+// resumeRoundTrip runs train for 6 steps at once and as 3 + 3 with a resume
+// (extra flags on each), checks the two end the same, and returns the
+// uninterrupted run's checkpoint and log.
+func resumeRoundTrip(t *testing.T, extra ...string) (string, string) {
+	t.Helper()
 	dir := t.TempDir()
 	full, part := filepath.Join(dir, "full.safetensors"), filepath.Join(dir, "part.safetensors")
-	fullLog := runOK(t, cmdline("train", tiny, "--steps", "6", "--checkpoint", full)...)
-	runOK(t, cmdline("train", tiny, "--steps", "3", "--checkpoint", part)...)
-	resumedLog := runOK(t, cmdline("train", tiny, "--steps", "6", "--checkpoint", part, "--resume", part)...)
+	args := func(a ...string) []string { return append(cmdline("train", tiny, a...), extra...) }
+	fullLog := runOK(t, args("--steps", "6", "--checkpoint", full)...)
+	runOK(t, args("--steps", "3", "--checkpoint", part)...)
+	resumedLog := runOK(t, args("--steps", "6", "--checkpoint", part, "--resume", part)...)
 	if !strings.Contains(resumedLog, "resuming from "+part+" at step 3 (epoch 1, 3 steps into it)") {
 		t.Errorf("the resumed run does not say where it resumes:\n%s", resumedLog)
 	}
@@ -100,18 +125,11 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if fullAcc != resumedAcc {
 		t.Errorf("held-out after resuming: %s, uninterrupted: %s", resumedAcc, fullAcc)
 	}
-
 	// Nothing is left to do at the step limit.
-	if log := runOK(t, cmdline("train", tiny, "--steps", "6", "--resume", part)...); !strings.Contains(log, "nothing to do") {
+	if log := runOK(t, args("--steps", "6", "--resume", part)...); !strings.Contains(log, "nothing to do") {
 		t.Errorf("resuming a finished run:\n%s", log)
 	}
-
-	// evaluate finds train's held-out images and accuracy again.
-	log := runOK(t, "evaluate", "--data", "synthetic", "--arch", "resnet18", "--image-size", "32", "--val-size", "8",
-		"--batch-size", "8", "--weights", full, "--quiet")
-	if !strings.Contains(log, fullAcc) {
-		t.Errorf("evaluate of the checkpoint says\n%s\nwant %s as train reported", log, fullAcc)
-	}
+	return full, fullLog
 }
 
 // TestEvaluateStateDict evaluates a plain state dict as torchvision's
