@@ -10,6 +10,8 @@ import "github.com/kilnml/kiln/autograd"
 // differentiable, so float32 parameters get float32 gradients, while the
 // BF16 tops of split parameters (SplitModule) get BF16 ones.
 //
-// The policy covers Linear, Matmul, BMM, Conv2d and Conv3d. Norms, softmax and losses stay float32 by the
-// issue's policy, which for them means: feed them float32 (Cast) inputs.
+// The policy covers Linear, Matmul, BMM, Conv2d and Conv3d. Layer norm,
+// softmax and losses widen BF16 inputs and compute in float32; batch norm
+// computes in float32 with its float32 parameters and statistics and
+// returns a BF16 input's dtype, as PyTorch's CPU autocast does.
 func Autocast(f func()) { autograd.WithAutocast(f) }

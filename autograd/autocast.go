@@ -10,9 +10,11 @@ var autocastDepth atomic.Int32
 // Matmul, BMM, Conv2d and Conv3d) cast float32 operands
 // to bfloat16 (rounding to nearest even, differentiably, so gradients
 // reach float32 parameters in float32) and compute in BF16 with float32
-// accumulation, giving bfloat16 results; norms, softmax and losses cast
-// bfloat16 inputs to float32 and compute in float32; every other op runs
-// in its input dtype. amp.Autocast is the public front door.
+// accumulation, giving bfloat16 results; layer norm, softmax and losses
+// cast bfloat16 inputs to float32 and compute in float32; batch norm
+// computes in float32 with float32 parameters but keeps a bfloat16 input's
+// dtype for its result, as PyTorch's CPU autocast does; every other op
+// runs in its input dtype. amp.Autocast is the public front door.
 func WithAutocast(f func()) {
 	autocastDepth.Add(1)
 	defer autocastDepth.Add(-1)
@@ -32,8 +34,8 @@ func autocastBF16(t *Tensor) *Tensor {
 }
 
 // autocastF32 returns t cast to float32 when autocast is on and t is
-// bfloat16, else t: the ops the policy keeps in float32 (norms, softmax,
-// losses) take BF16 activations this way.
+// bfloat16, else t: the ops the policy keeps in float32 (layer norm,
+// softmax, losses) take BF16 activations this way.
 func autocastF32(t *Tensor) *Tensor {
 	if t != nil && t.dtype == BFloat16 && AutocastEnabled() {
 		return Cast(t, Float32)

@@ -122,3 +122,57 @@ func withinULPs(t *testing.T, what string, got, want *autograd.Tensor) {
 		}
 	}
 }
+
+// TestBatchNormBF16 checks batch norm on bfloat16 input with float32
+// parameters (PyTorch's mixed CPU batch norm, what autocast runs) against
+// the float32 route: output, input and parameter gradients and running
+// statistics bit for bit, training and evaluation, both layouts, with and
+// without the fused ReLU.
+func TestBatchNormBF16(t *testing.T) {
+	for _, format := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast} {
+		for _, training := range []bool{true, false} {
+			for _, relu := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/training=%v/relu=%v", format, training, relu), func(t *testing.T) {
+					g := autograd.NewGenerator(5)
+					x := autograd.Cast(autograd.Randn(g, 3, 4, 5, 6).To(format), autograd.BFloat16)
+					dy := autograd.Cast(autograd.Randn(g, 3, 4, 5, 6), autograd.BFloat16)
+					type side struct{ x, w, b, rm, rv *autograd.Tensor }
+					mk := func() side {
+						r := autograd.NewGenerator(6)
+						return side{x.Detach().SetRequiresGrad(true), autograd.Randn(r, 4).SetRequiresGrad(true),
+							autograd.Randn(r, 4).SetRequiresGrad(true), autograd.Randn(r, 4), autograd.Rand(r, 4)}
+					}
+					bn := func(s side, in *autograd.Tensor) *autograd.Tensor {
+						if relu {
+							return autograd.BatchNormReLU(in, s.rm, s.rv, s.w, s.b, training, 0.1, 1e-5)
+						}
+						return autograd.BatchNorm(in, s.rm, s.rv, s.w, s.b, training, 0.1, 1e-5)
+					}
+					native, via := mk(), mk()
+					got := bn(native, native.x)
+					want := autograd.Cast(bn(via, autograd.Cast(via.x, autograd.Float32)), autograd.BFloat16)
+					if got.DType() != autograd.BFloat16 || got.Format() != format {
+						t.Fatalf("result is %v %v, want bfloat16 %v", got.DType(), got.Format(), format)
+					}
+					sameValues(t, "output", got, want)
+					sameValues(t, "running mean", native.rm, via.rm)
+					sameValues(t, "running var", native.rv, via.rv)
+					got.Backward(dy)
+					want.Backward(dy)
+					sameValues(t, "input gradient", native.x.Grad(), via.x.Grad())
+					sameValues(t, "weight gradient", native.w.Grad(), via.w.Grad())
+					sameValues(t, "bias gradient", native.b.Grad(), via.b.Grad())
+					autograd.NoGrad(func() {
+						in := x.Clone()
+						s := mk()
+						bn2 := autograd.BatchNormInPlace(in, s.rm, s.rv, s.w, s.b, training, 0.1, 1e-5, relu)
+						if bn2 != in {
+							t.Fatal("BatchNormInPlace returned another tensor")
+						}
+						sameValues(t, "in place", in, want)
+					})
+				})
+			}
+		}
+	}
+}

@@ -62,10 +62,6 @@ func (t *Tensor) setInt(i int, v int64) {
 	}
 }
 
-func bf16Add(a, b uint16) uint16 {
-	return kernels.BF16FromF32(kernels.F32FromBF16(a) + kernels.F32FromBF16(b))
-}
-
 // Cast returns t converted to dtype, like t.to(dtype). Between floating
 // types it is differentiable: the gradient is cast back.
 func Cast(t *Tensor, dtype DType) *Tensor {

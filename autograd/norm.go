@@ -51,6 +51,10 @@ func normF32s(t *Tensor) []float32 {
 // with no reordering copy, and the result keeps x's format, as in PyTorch. Gradients flow to x, weight
 // and bias; the running statistics are buffers, not differentiated, and
 // must not require gradients.
+//
+// A bfloat16 x (with float32 parameters and statistics, PyTorch's mixed
+// CPU batch norm) is normalised in float32 and gives a bfloat16 result
+// and input gradient, each rounded once.
 func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) *Tensor {
 	return batchNorm("BatchNorm", x, runningMean, runningVar, weight, bias, training, momentum, eps, false, false)
 }
@@ -83,72 +87,14 @@ func checkInPlace(op string, x *Tensor) {
 }
 
 func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64, relu, inPlace bool) *Tensor {
-	if cast := autocastF32(x); cast != x {
-		x, inPlace = cast, false // the float32 copy is the op's own input now
+	if x != nil && x.dtype == BFloat16 {
+		return batchNormBF16(op, x, runningMean, runningVar, weight, bias, training, momentum, eps, relu, inPlace)
 	}
 	checkF32(op, "input", x)
-	if x.NDim() < 2 {
-		Fail(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
-	}
-	C := x.shape[1]
-	normCheckChannelVec(op, "weight", weight, C, x)
-	normCheckChannelVec(op, "bias", bias, C, x)
-	normCheckChannelVec(op, "running mean", runningMean, C, x)
-	normCheckChannelVec(op, "running variance", runningVar, C, x)
-	for _, r := range []*Tensor{runningMean, runningVar} {
-		if r != nil && r.requiresGrad {
-			Fail(op, "running statistics are updated in place and cannot require gradients")
-		}
-	}
-	normEps(op, eps)
-	if training && (runningMean != nil || runningVar != nil) && (math.IsNaN(momentum) || math.IsInf(momentum, 0)) {
-		Fail(op, "momentum must be a finite number, got %v", momentum)
-	}
-	spatial := 1
-	for _, d := range x.shape[2:] {
-		spatial *= d
-	}
-	s := kernels.BatchNormShape{Outer: x.shape[0], C: C, Inner: spatial}
-	if x.format != Contiguous {
-		// NHWC: every pixel is a row holding one value of each channel.
-		s = kernels.BatchNormShape{Outer: x.shape[0] * spatial, C: C, Inner: 1}
-	}
-	stats := make([]float64, 2*C)
-	mean, invStd := stats[:C], stats[C:]
+	s := bnShape(op, x, runningMean, runningVar, weight, bias, training, momentum, eps)
 	xd := x.Float32s()
-	if training {
-		n := s.Count()
-		if n <= 1 {
-			Fail(op, "Expected more than 1 value per channel when training, got input of shape %v", x.shape)
-		}
-		variance := invStd // overwritten by invStd below
-		kernels.BatchNormStats(s, xd, mean, variance)
-		unbias := float64(n) / float64(n-1)
-		if runningMean != nil {
-			rm := runningMean.Float32s()
-			for c := range C {
-				rm[c] = float32((1-momentum)*float64(rm[c]) + momentum*mean[c])
-			}
-		}
-		if runningVar != nil {
-			rv := runningVar.Float32s()
-			for c := range C {
-				rv[c] = float32((1-momentum)*float64(rv[c]) + momentum*variance[c]*unbias)
-			}
-		}
-		for c := range C {
-			invStd[c] = 1 / math.Sqrt(variance[c]+eps)
-		}
-	} else {
-		if runningMean == nil || runningVar == nil {
-			Fail(op, "running mean and variance are required when not training (input %v)", x.shape)
-		}
-		rm, rv := runningMean.Float32s(), runningVar.Float32s()
-		for c := range C {
-			mean[c] = float64(rm[c])
-			invStd[c] = 1 / math.Sqrt(float64(rv[c])+eps)
-		}
-	}
+	mean, invStd := bnStatistics(op, s, xd, x.shape, runningMean, runningVar, training, momentum, eps)
+	C := s.C
 	var out *Tensor
 	if inPlace {
 		checkInPlace(op, x)
@@ -192,6 +138,149 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 			db = gb.Float32s()
 		}
 		kernels.BatchNormBackward(s, xd, g.Float32s(), mean, invStd, normF32s(weight), training, dx, dw, db)
+		return []*Tensor{gx, nil, nil, gw, gb}
+	})
+}
+
+// bnShape validates batch norm's operands (x of any float dtype) and
+// returns the kernels' view of x.
+func bnShape(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) kernels.BatchNormShape {
+	if x.NDim() < 2 {
+		Fail(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
+	}
+	C := x.shape[1]
+	normCheckChannelVec(op, "weight", weight, C, x)
+	normCheckChannelVec(op, "bias", bias, C, x)
+	normCheckChannelVec(op, "running mean", runningMean, C, x)
+	normCheckChannelVec(op, "running variance", runningVar, C, x)
+	for _, r := range []*Tensor{runningMean, runningVar} {
+		if r != nil && r.requiresGrad {
+			Fail(op, "running statistics are updated in place and cannot require gradients")
+		}
+	}
+	normEps(op, eps)
+	if training && (runningMean != nil || runningVar != nil) && (math.IsNaN(momentum) || math.IsInf(momentum, 0)) {
+		Fail(op, "momentum must be a finite number, got %v", momentum)
+	}
+	if !training && (runningMean == nil || runningVar == nil) {
+		Fail(op, "running mean and variance are required when not training (input %v)", x.shape)
+	}
+	spatial := 1
+	for _, d := range x.shape[2:] {
+		spatial *= d
+	}
+	if x.format != Contiguous {
+		// NHWC: every pixel is a row holding one value of each channel.
+		return kernels.BatchNormShape{Outer: x.shape[0] * spatial, C: C, Inner: 1}
+	}
+	return kernels.BatchNormShape{Outer: x.shape[0], C: C, Inner: spatial}
+}
+
+// bnStatistics returns the per-channel mean and 1/sqrt(var+eps) that
+// normalise x (float32 data of shape, in s's order): the batch's, updating
+// the running statistics, when training, else the running ones.
+func bnStatistics(op string, s kernels.BatchNormShape, xd []float32, shape []int, runningMean, runningVar *Tensor, training bool, momentum, eps float64) (mean, invStd []float64) {
+	C := s.C
+	stats := make([]float64, 2*C)
+	mean, invStd = stats[:C], stats[C:]
+	if !training {
+		rm, rv := runningMean.Float32s(), runningVar.Float32s()
+		for c := range C {
+			mean[c] = float64(rm[c])
+			invStd[c] = 1 / math.Sqrt(float64(rv[c])+eps)
+		}
+		return mean, invStd
+	}
+	n := s.Count()
+	if n <= 1 {
+		Fail(op, "Expected more than 1 value per channel when training, got input of shape %v", shape)
+	}
+	variance := invStd // overwritten by invStd below
+	kernels.BatchNormStats(s, xd, mean, variance)
+	unbias := float64(n) / float64(n-1)
+	if runningMean != nil {
+		rm := runningMean.Float32s()
+		for c := range C {
+			rm[c] = float32((1-momentum)*float64(rm[c]) + momentum*mean[c])
+		}
+	}
+	if runningVar != nil {
+		rv := runningVar.Float32s()
+		for c := range C {
+			rv[c] = float32((1-momentum)*float64(rv[c]) + momentum*variance[c]*unbias)
+		}
+	}
+	for c := range C {
+		invStd[c] = 1 / math.Sqrt(variance[c]+eps)
+	}
+	return mean, invStd
+}
+
+// batchNormBF16 is batchNorm on a bfloat16 x with float32 parameters and
+// running statistics, as PyTorch's CPU batch norm takes it (autocast
+// leaves batch norm to its input's dtype): x is widened exactly into
+// scratch, normalised in float32 and the result rounded to bfloat16 once.
+// The backward widens x and the gradient again and rounds the input's
+// gradient, so only bfloat16 activations stay alive between the passes.
+func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64, relu, inPlace bool) *Tensor {
+	s := bnShape(op, x, runningMean, runningVar, weight, bias, training, momentum, eps)
+	if inPlace {
+		checkInPlace(op, x)
+	}
+	n := x.Numel()
+	xd := x.BFloat16s()
+	xf := gradBuffer(n)
+	kernels.BF16ToF32(xf, xd)
+	mean, invStd := bnStatistics(op, s, xf, x.shape, runningMean, runningVar, training, momentum, eps)
+	forward := kernels.BatchNormForward
+	if relu {
+		forward = kernels.BatchNormReLUForward
+	}
+	forward(s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
+	out := x
+	if !inPlace {
+		out = bf16EmptyLike(x)
+	}
+	kernels.F32ToBF16(out.BFloat16s(), xf)
+	releaseGradBuffer(xf)
+	if inPlace {
+		return out
+	}
+	var yd []uint16 // the rectified output, whose sign masks the gradient
+	if relu {
+		yd = out.BFloat16s()
+	}
+	like, xNeeds := x.meta(), x.requiresGrad
+	C := s.C
+	return record(op+"Backward", out, []*Tensor{x, runningMean, runningVar, weight, bias}, func(g *Tensor) []*Tensor {
+		gd := bf16GradData(g, like)
+		if relu {
+			masked := make([]uint16, n)
+			kernels.Act{Fn: kernels.ActReLU}.BackwardBF16(masked, gd, yd)
+			gd = masked
+		}
+		gf, xf := gradBuffer(n), gradBuffer(n)
+		kernels.BF16ToF32(gf, gd)
+		kernels.BF16ToF32(xf, xd)
+		var gx, gw, gb *Tensor
+		var dx, dw, db []float32
+		if xNeeds {
+			dx = gradBuffer(n) // BatchNormBackward writes every element
+		}
+		if weight != nil && weight.requiresGrad {
+			gw = Zeros(C)
+			dw = gw.Float32s()
+		}
+		if bias != nil && bias.requiresGrad {
+			gb = Zeros(C)
+			db = gb.Float32s()
+		}
+		kernels.BatchNormBackward(s, xf, gf, mean, invStd, normF32s(weight), training, dx, dw, db)
+		releaseGradBuffer(gf)
+		releaseGradBuffer(xf)
+		if xNeeds {
+			gx = bf16Tensor(like.shape, like.format, like.format, dx)
+		}
 		return []*Tensor{gx, nil, nil, gw, gb}
 	})
 }

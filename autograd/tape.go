@@ -2,6 +2,8 @@ package autograd
 
 import (
 	"sync/atomic"
+
+	"github.com/kilnml/kiln/kernels"
 )
 
 // node is one recorded operation on the tape: where each of its inputs
@@ -372,16 +374,10 @@ func addInto(a, b *Tensor) *Tensor {
 	}
 	switch ad := a.data.(type) {
 	case []float32:
-		bd := b.data.([]float32)
-		for i := range ad {
-			ad[i] += bd[i]
-		}
+		kernels.Binary(kernels.BinAdd, ad, ad, b.data.([]float32))
 	case []uint16:
 		// BF16 gradients are summed in float32 and rounded once.
-		bd := b.data.([]uint16)
-		for i := range ad {
-			ad[i] = bf16Add(ad[i], bd[i])
-		}
+		kernels.BinaryBF16(kernels.BinAdd, ad, ad, b.data.([]uint16))
 	default:
 		Fail("Backward", "cannot accumulate %v gradients", a.dtype)
 	}
