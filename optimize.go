@@ -42,6 +42,7 @@ type config struct {
 	level                                     OptLevel
 	dtype                                     autograd.DType
 	fold, dropout, channelsLast, splitMasters *bool
+	prepack                                   *bool
 	opt                                       optim.Optimizer
 	optSet                                    bool
 }
@@ -76,6 +77,15 @@ func RemoveDropout(on bool) Option { return func(c *config) { c.dropout = &on } 
 // computes channels-last and returns a channels-last result whatever its
 // input's format; feeding channels-last inputs saves the reorder.
 func ChannelsLast(on bool) Option { return func(c *config) { c.channelsLast = &on } }
+
+// Prepack has the convolutions of an evaluation model pack their weights
+// once, at the first forward without gradient recording, into the panels
+// the GEMM reads, instead of packing them in every call (IPEX's
+// weights_prepack; nn.Conv2d.Prepack). Float32 channels-last weights of
+// ungrouped convolutions have a packed form; the packed copies follow
+// changes made through nn (LoadStateDict, training), not direct writes into
+// the weights. Evaluation models only, float32 only.
+func Prepack(on bool) Option { return func(c *config) { c.prepack = &on } }
 
 // SplitMasterWeights chooses how a training model keeps its FP32 master
 // weights under DType(autograd.BFloat16), IPEX's
@@ -146,8 +156,8 @@ func (o *Optimized) StateDict() []nn.NamedTensor {
 // Optimize prepares model for fast CPU inference or training in one call,
 // like IPEX's ipex.optimize. The model's training flag chooses the mode: an
 // evaluation model (nn.Eval) gets the inference rewrites, BatchNorm
-// folding, dropout removal, channels-last weights and an optional BF16
-// cast, in that order; a training model gets channels-last weights and,
+// folding, dropout removal, channels-last weights, and then either weight
+// prepacking (float32) or the BF16 cast, in that order; a training model gets channels-last weights and,
 // with DType(autograd.BFloat16), BF16 weights with FP32 masters and the
 // matching fused optimizer. The level (O1 by default) turns on every
 // rewrite that applies to the mode; options set knobs one by one.
@@ -155,15 +165,14 @@ func (o *Optimized) StateDict() []nn.NamedTensor {
 // The model is changed in place, keeping the identity of every tensor it
 // does not replace. An option that does not apply to the model's mode or to
 // the other options is an error rather than a silent no-op: FoldBatchNorm,
-// RemoveDropout and DType-cast need an evaluation model, WithOptimizer and
+// RemoveDropout, Prepack and DType-cast need an evaluation model, WithOptimizer and
 // SplitMasterWeights a training one, SplitMasterWeights the bfloat16 dtype,
 // and BF16 training the optimizer. These checks, and the optimizer's kind,
 // are checked before anything changes; a rewrite that fails itself (a
 // BatchNorm pair nn.FoldBatchNorm cannot fold) returns its error with the
-// rewrites before it left in place.
-//
-// Prepacked weights, IPEX's weights_prepack, are not offered yet: Kiln's
-// kernels have no prepacked weight format.
+// rewrites before it left in place. Prepack has no bfloat16 form yet:
+// asked for with DType(autograd.BFloat16) it is an error, and O1 leaves it
+// off for BF16 models.
 func Optimize(model nn.Module, opts ...Option) (*Optimized, error) {
 	c := config{level: O1, dtype: autograd.Float32}
 	for _, o := range opts {
@@ -211,6 +220,9 @@ func optimize(model nn.Module, c *config) (*Optimized, error) {
 	if c.on(c.channelsLast) {
 		add("ChannelsLast: %s reordered", count(toChannelsLast(model), "tensor"))
 	}
+	if !training && !bf16 && c.on(c.prepack) {
+		add("Prepack: %s prepacked", count(prepackConvs(model), "convolution"))
+	}
 	if !bf16 {
 		return res, nil
 	}
@@ -253,6 +265,19 @@ func optimize(model nn.Module, c *config) (*Optimized, error) {
 	return res, nil
 }
 
+// prepackConvs turns weight prepacking on for every convolution of model
+// and returns how many there are.
+func prepackConvs(model nn.Module) int {
+	n := 0
+	for _, nm := range nn.NamedModules(model) {
+		if p, ok := nm.Module.(interface{ Prepack() }); ok {
+			p.Prepack()
+			n++
+		}
+	}
+	return n
+}
+
 // on reports whether a knob is on: its explicit setting, else the level's.
 func (c *config) on(knob *bool) bool {
 	if knob != nil {
@@ -282,6 +307,12 @@ func (c *config) check(training bool) error {
 		return errors.New("SplitMasterWeights needs a training model (nn.Train); for inference DType(autograd.BFloat16) casts the weights")
 	case c.splitMasters != nil && !bf16:
 		return fmt.Errorf("SplitMasterWeights needs DType(autograd.BFloat16); the dtype is %v, whose weights are their own masters", c.dtype)
+	case training && c.prepack != nil && *c.prepack:
+		return errors.New("Prepack needs an evaluation model (nn.Eval): packed weights do not follow optimizer steps")
+	case bf16 && c.prepack != nil && *c.prepack:
+		return errors.New("Prepack has no bfloat16 form yet; use it with float32, or leave it to the level")
+	case c.prepack != nil && *c.prepack && c.channelsLast != nil && !*c.channelsLast:
+		return errors.New("Prepack needs channels-last weights (ChannelsLast), the layout the packed panels are read from")
 	case training && bf16 && !c.optSet:
 		return errors.New("BF16 training needs the optimizer (WithOptimizer): it is rebuilt to update the FP32 master weights behind the bfloat16 ones")
 	}

@@ -26,13 +26,60 @@ type ConvOptions struct {
 // Bfloat16 operands (all; under WithAutocast float32 ones are cast) run on
 // kernels.ConvForwardBF16 and its backwards, accumulating in float32, and
 // give a bfloat16 result.
-func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv2d", 2, x, w, b, opt) }
+func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv2d", 2, x, w, b, opt, nil) }
 
 // Conv3d applies a 3-D convolution, like torch.nn.functional.conv3d: x is
 // [N, C, D, H, W] (or unbatched [C, D, H, W]), w is
 // [O, C/groups, kd, kh, kw] and b is [O] or nil. Channels-last-3d x or w
 // gives a channels-last-3d result, as Conv2d does in two dimensions.
-func Conv3d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv3d", 3, x, w, b, opt) }
+func Conv3d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv3d", 3, x, w, b, opt, nil) }
+
+// PackedConvWeight is a convolution weight with its panels packed once for
+// the forward (kernels.PackConvWeights), for inference, where the same
+// filters meet every input. It does not follow later changes to the
+// weight's values: pack again after them.
+type PackedConvWeight struct {
+	w  *Tensor
+	cw *kernels.ConvWeights // nil where no forward path reads packed weights
+}
+
+// PackConvWeight packs w, a weight of Conv2d or Conv3d with groups (0
+// meaning 1), for ConvPacked. Only float32 channels-last weights of
+// ungrouped convolutions have a packed form on CPUs with an assembly GEMM;
+// for any other w the result holds w alone and ConvPacked is the plain
+// convolution.
+func PackConvWeight(w *Tensor, groups int) *PackedConvWeight {
+	if w == nil {
+		Fail("PackConvWeight", "weight is nil")
+	}
+	p := &PackedConvWeight{w: w}
+	nsp := w.NDim() - 2
+	if w.dtype != Float32 || groups > 1 || nsp < 2 || nsp > 3 || w.format == Contiguous {
+		return p
+	}
+	s := kernels.ConvShape{C: w.shape[1], O: w.shape[0], Groups: 1, Kernel: [3]int{1, 1, 1}, ChannelsLast: true}
+	for i := range nsp {
+		s.Kernel[3-nsp+i] = w.shape[2+i]
+	}
+	p.cw = kernels.PackConvWeights(&s, w.Float32s())
+	return p
+}
+
+// Weight returns the weight tensor that was packed.
+func (p *PackedConvWeight) Weight() *Tensor { return p.w }
+
+// ConvPacked is Conv2d (4-D or 3-D x) or Conv3d (5-D x) with the weight
+// p.Weight(), reading its packed panels where the forward multiplies by
+// them; the result, and the gradients, are the plain convolution's.
+func ConvPacked(x *Tensor, p *PackedConvWeight, b *Tensor, opt ConvOptions) *Tensor {
+	if p == nil {
+		Fail("ConvPacked", "packed weight is nil")
+	}
+	if p.w.NDim() == 5 {
+		return convNd("Conv3d", 3, x, p.w, b, opt, p.cw)
+	}
+	return convNd("Conv2d", 2, x, p.w, b, opt, p.cw)
+}
 
 // convSpatialArg expands an option to one value per spatial dimension: def
 // when v is empty, v[0] everywhere when it has one element.
@@ -164,7 +211,7 @@ func convDims(d []int) string {
 	return strings.Join(parts, "×")
 }
 
-func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions) *Tensor {
+func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernels.ConvWeights) *Tensor {
 	x, w, b = autocastBF16(x), autocastBF16(w), autocastBF16(b)
 	s, batched := convGeometry(op, nsp, x, w, b, opt)
 	clFormat := ChannelsLast
@@ -202,7 +249,11 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions) *Tensor {
 		bias = b.Float32s()
 	}
 	out := &Tensor{dtype: Float32, shape: outShape, format: layout, data: make([]float32, numel(op, outShape))}
-	kernels.ConvForward(&s, xk.Float32s(), wk.Float32s(), bias, out.Float32s())
+	if packed != nil && wk == w && packed.Fits(&s) {
+		kernels.ConvForwardPacked(&s, xk.Float32s(), wk.Float32s(), packed, bias, out.Float32s())
+	} else {
+		kernels.ConvForward(&s, xk.Float32s(), wk.Float32s(), bias, out.Float32s())
+	}
 	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
 		if g.format != layout {
 			g = g.reformat(layout)

@@ -88,7 +88,9 @@ func (s *ConvShape) wLen() int { return s.O * s.cg() * s.kSize() }
 
 // ConvForward computes y = conv(x, w) + bias. bias (length O) may be nil.
 // y is overwritten.
-func ConvForward(s *ConvShape, x, w, bias, y []float32) {
+func ConvForward(s *ConvShape, x, w, bias, y []float32) { convForward(s, x, w, nil, bias, y) }
+
+func convForward(s *ConvShape, x, w []float32, packed *PackedB, bias, y []float32) {
 	nb := 0
 	if bias != nil {
 		nb = s.O
@@ -100,6 +102,7 @@ func ConvForward(s *ConvShape, x, w, bias, y []float32) {
 	}
 	j := getConvJob(s)
 	defer j.release()
+	j.packed = packed
 	if bias != nil {
 		bias = bias[:s.O]
 	}
@@ -178,6 +181,7 @@ type convJob struct {
 
 	x, w, y, dy, dx, dw, bias []float32
 	wt                        []float32 // weights rearranged for this call
+	packed                    *PackedB  // the forward's weights prepacked (ConvWeights), or nil
 
 	col    []float32 // the current block's im2col matrix
 	r0, r1 int       // the current block's output rows
@@ -243,7 +247,7 @@ func getConvJob(s *ConvShape) *convJob {
 func (j *convJob) release() {
 	j.x, j.w, j.y, j.dy, j.dx, j.dw, j.bias = nil, nil, nil, nil, nil, nil, nil
 	j.wt, j.col, j.red, j.redOut, j.trSrc, j.trDst = nil, nil, nil, nil, nil, nil
-	j.partial = nil
+	j.partial, j.packed = nil, nil
 	j.direct = directState{}
 	convJobs.Put(j)
 }

@@ -48,6 +48,10 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 			a, lda = j.col, j.gkc
 		}
 		for g := range s.Groups {
+			if j.packed != nil { // one group: PackConvWeights packs no other
+				SgemmPacked(false, mb, 1, a, lda, j.packed, 0, y[p0*s.O:], s.O, Epilogue{})
+				continue
+			}
 			convSgemm(false, true, mb, j.og, j.kc, 1, a[g*j.kc:], lda, w[g*j.og*j.kc:], j.kc,
 				0, y[p0*s.O+g*j.og:], s.O)
 		}

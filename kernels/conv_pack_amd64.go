@@ -19,7 +19,7 @@ func (j *convJob) forwardImplicit() bool {
 	if s.Groups != 1 || s.C%8 != 0 || level < AVX2 {
 		return false
 	}
-	return sgemmImplicitA(j, true, j.rows*j.ow, s.O, j.kc, j.w, j.kc, j.y, s.O, Epilogue{Bias: j.bias})
+	return sgemmImplicitA(j, true, j.rows*j.ow, s.O, j.kc, j.w, j.kc, j.packed, j.y, s.O, Epilogue{Bias: j.bias})
 }
 
 // packA packs pixels [i0, i0+rows) of the batch (the rows of the implicit

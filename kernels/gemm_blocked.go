@@ -116,9 +116,10 @@ type gemmAPacker interface {
 }
 
 // sgemmImplicitA computes C = A·op(B) + epilogue, beta 0, with A (m×k)
-// produced panel by panel by ap, on the level's blocked GEMM. It reports
-// false, doing nothing, at a level without one.
-func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb int, c []float32, ldc int, ep Epilogue) bool {
+// produced panel by panel by ap, on the level's blocked GEMM; B is read
+// from pb when it is non-nil (packed by PackB), else packed from b. It
+// reports false, doing nothing, at a level without a blocked GEMM.
+func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb int, pb *PackedB, c []float32, ldc int, ep Epilogue) bool {
 	mr := gemmMR
 	switch {
 	case level == AVX512:
@@ -137,7 +138,7 @@ func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb i
 		return true
 	}
 	g := gemmCallPool.Get().(*gemmCall)
-	*g = gemmCall{transB: transB, m: m, n: n, k: k, alpha: 1, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, ap: ap,
+	*g = gemmCall{transB: transB, m: m, n: n, k: k, alpha: 1, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, ap: ap, pb: pb,
 		kc: gemmKBlock(k), mr: mr, run: g.run}
 	g.start()
 	*g = gemmCall{run: g.run}

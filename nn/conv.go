@@ -44,6 +44,7 @@ type Conv2d struct {
 	Base
 	In, Out, Kernel int
 	Options         ConvOptions // with defaults filled in
+	prepacked
 }
 
 // Conv3d is a 3-D convolution over [N, C, D, H, W] inputs, like
@@ -53,6 +54,7 @@ type Conv3d struct {
 	Base
 	In, Out, Kernel int
 	Options         ConvOptions // with defaults filled in
+	prepacked
 }
 
 // newConvWeight validates a convolution's sizes, registers its parameters
@@ -108,7 +110,12 @@ func (c *Conv2d) Weight() *autograd.Tensor { return c.param("weight") }
 func (c *Conv2d) Bias() *autograd.Tensor { return c.param("bias") }
 
 // Forward convolves x [N, in, H, W]; the output keeps x's memory format.
+// After Prepack, an evaluation forward without gradient recording reads
+// the packed weights.
 func (c *Conv2d) Forward(x *autograd.Tensor) *autograd.Tensor {
+	if w := c.packedWeight(&c.Base, c.Weight(), c.Options.Groups); w != nil {
+		return autograd.ConvPacked(x, w, c.Bias(), c.Options.op())
+	}
 	return autograd.Conv2d(x, c.Weight(), c.Bias(), c.Options.op())
 }
 
@@ -119,6 +126,59 @@ func (c *Conv3d) Weight() *autograd.Tensor { return c.param("weight") }
 func (c *Conv3d) Bias() *autograd.Tensor { return c.param("bias") }
 
 // Forward convolves x [N, in, D, H, W]; the output keeps x's memory format.
+// After Prepack, an evaluation forward without gradient recording reads
+// the packed weights.
 func (c *Conv3d) Forward(x *autograd.Tensor) *autograd.Tensor {
+	if w := c.packedWeight(&c.Base, c.Weight(), c.Options.Groups); w != nil {
+		return autograd.ConvPacked(x, w, c.Bias(), c.Options.op())
+	}
 	return autograd.Conv3d(x, c.Weight(), c.Bias(), c.Options.op())
+}
+
+// prepacked is a convolution's opt-in to packed weights for inference
+// (IPEX's weight prepacking): the GEMM panels of the weight are packed at
+// the first evaluation forward without gradient recording and reused by
+// the following ones, instead of being packed in every call.
+//
+// The packed copy is dropped whenever the weights may change through nn:
+// a forward that records gradients or runs in training mode (an optimizer
+// step may follow), LoadStateDict, FoldBatchNorm, or a new weight tensor.
+// Writing into the weight's values directly leaves it stale: call Prepack
+// again after that.
+type prepacked struct {
+	on     bool
+	packed *autograd.PackedConvWeight
+}
+
+// Prepack turns weight prepacking on (see Forward) and drops any packed
+// copy, so the next evaluation forward packs the current weights.
+func (p *prepacked) Prepack() { p.on, p.packed = true, nil }
+
+// Prepacked reports whether Prepack was called.
+func (p *prepacked) Prepacked() bool { return p.on }
+
+// dropPacked forgets the packed copy (the weights changed).
+func (p *prepacked) dropPacked() { p.packed = nil }
+
+// packedWeight returns the packed weight for this forward, packing w if
+// needed, or nil where the plain convolution runs.
+func (p *prepacked) packedWeight(b *Base, w *autograd.Tensor, groups int) *autograd.PackedConvWeight {
+	if !p.on || b.Training() || autograd.GradEnabled() {
+		p.packed = nil
+		return nil
+	}
+	if p.packed == nil || p.packed.Weight() != w {
+		p.packed = autograd.PackConvWeight(w, groups)
+	}
+	return p.packed
+}
+
+// dropPackedWeights forgets the packed weights of every convolution in m,
+// after nn has changed weights in place.
+func dropPackedWeights(m Module) {
+	for _, nm := range NamedModules(m) {
+		if d, ok := nm.Module.(interface{ dropPacked() }); ok {
+			d.dropPacked()
+		}
+	}
 }

@@ -75,6 +75,7 @@ func FoldBatchNorm(m Module) (int, error) {
 	for _, p := range pairs {
 		p.fold()
 	}
+	dropPackedWeights(m)
 	return len(pairs), nil
 }
 

@@ -22,5 +22,6 @@ func To[M Module](m M, f autograd.MemoryFormat) M {
 			nt.Tensor.SetFormat(f)
 		}
 	}
+	dropPackedWeights(m)
 	return m
 }

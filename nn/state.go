@@ -267,6 +267,7 @@ func load(m Module, path string, srcs map[string]source, opts []LoadOptions) err
 	for _, p := range todo {
 		p.dst.CopyFrom(p.src)
 	}
+	dropPackedWeights(m)
 	return nil
 }
 

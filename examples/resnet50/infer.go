@@ -17,12 +17,15 @@ func infer(o *options, stdout, _ io.Writer) error {
 		return err
 	}
 	nn.Eval(model)
+	// Batch norms folded into the convolutions; in float32 the weights
+	// are packed once for the GEMM, in BF16 they (and the classifier's)
+	// become bfloat16 once rather than at every call.
+	dtype := autograd.Float32
 	if o.DType == "bf16" {
-		// Batch norms folded into the convolutions, whose weights (and
-		// the classifier's) become BF16 once rather than at every call.
-		if _, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16), kiln.ChannelsLast(o.ChannelsLast)); err != nil {
-			return err
-		}
+		dtype = autograd.BFloat16
+	}
+	if _, err := kiln.Optimize(model, kiln.DType(dtype), kiln.ChannelsLast(o.ChannelsLast)); err != nil {
+		return err
 	}
 	x := autograd.Randn(autograd.NewGenerator(o.Seed+1), o.BatchSize, 3, o.ImageSize, o.ImageSize)
 	if o.ChannelsLast {
