@@ -10,8 +10,9 @@
 // Optimize prepares a model for fast CPU inference or training in one
 // call, like Intel's ipex.optimize. For an evaluation model it folds
 // batch norms into the layers before them, removes dropout, lays
-// convolution weights out channels-last and, with DType(autograd.BFloat16),
-// casts convolution and linear weights to BF16:
+// convolution weights out channels-last and packs them once for the GEMM
+// (Prepack) or, with DType(autograd.BFloat16), casts convolution and
+// linear weights to BF16:
 //
 //	nn.Eval(model)
 //	res, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16))
