@@ -176,3 +176,57 @@ func TestBatchNormBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryBF16Promotion checks Add, Sub, Mul and Div with bfloat16
+// operands against PyTorch's type promotion: bfloat16 with bfloat16 (or a
+// 0-d float32 tensor) stays bfloat16, with a float32 tensor it becomes
+// float32; values are the float32 op's, rounded once for bfloat16 results,
+// and each operand's gradient has its own dtype.
+func TestBinaryBF16Promotion(t *testing.T) {
+	ops := []struct {
+		name string
+		f    func(a, b *autograd.Tensor) *autograd.Tensor
+	}{{"Add", autograd.Add}, {"Sub", autograd.Sub}, {"Mul", autograd.Mul}, {"Div", autograd.Div}}
+	g := autograd.NewGenerator(8)
+	bf := func(shape ...int) *autograd.Tensor {
+		return autograd.Cast(autograd.AddScalar(autograd.Rand(g, shape...), 0.5), autograd.BFloat16)
+	}
+	f32 := func(shape ...int) *autograd.Tensor { return autograd.AddScalar(autograd.Rand(g, shape...), 0.5) }
+	cases := []struct {
+		name string
+		a, b *autograd.Tensor
+		want autograd.DType
+	}{
+		{"bf16 same shape", bf(2, 3, 4, 5), bf(2, 3, 4, 5), autograd.BFloat16},
+		{"bf16 channels-last", bf(2, 3, 4, 5).To(autograd.ChannelsLast), bf(2, 3, 4, 5).To(autograd.ChannelsLast), autograd.BFloat16},
+		{"bf16 broadcast", bf(2, 3), bf(3), autograd.BFloat16},
+		{"bf16 and 0-d float32", bf(2, 3), autograd.Scalar(1.5), autograd.BFloat16},
+		{"float32 and bf16", f32(2, 3), bf(2, 3), autograd.Float32},
+		{"bf16 and float32 vector", bf(2, 3), f32(3), autograd.Float32},
+	}
+	for _, op := range ops {
+		for _, c := range cases {
+			t.Run(op.name+"/"+c.name, func(t *testing.T) {
+				a, b := c.a.Detach().SetRequiresGrad(true), c.b.Detach().SetRequiresGrad(true)
+				ra, rb := c.a.Detach().SetRequiresGrad(true), c.b.Detach().SetRequiresGrad(true)
+				got := op.f(a, b)
+				want := op.f(autograd.Cast(ra, autograd.Float32), autograd.Cast(rb, autograd.Float32))
+				if c.want == autograd.BFloat16 {
+					want = autograd.Cast(want, autograd.BFloat16)
+				}
+				if got.DType() != c.want {
+					t.Fatalf("result is %v, want %v", got.DType(), c.want)
+				}
+				sameValues(t, "value", got, want)
+				autograd.Sum(autograd.Cast(got, autograd.Float32), nil, false).Backward()
+				autograd.Sum(autograd.Cast(want, autograd.Float32), nil, false).Backward()
+				for i, p := range [][2]*autograd.Tensor{{a, ra}, {b, rb}} {
+					if p[0].Grad().DType() != p[0].DType() {
+						t.Errorf("gradient %d is %v for a %v operand", i, p[0].Grad().DType(), p[0].DType())
+					}
+					sameValues(t, fmt.Sprintf("gradient %d", i), p[0].Grad(), p[1].Grad())
+				}
+			})
+		}
+	}
+}

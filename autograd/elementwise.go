@@ -2,8 +2,12 @@ package autograd
 
 import "github.com/kilnml/kiln/kernels"
 
-// Add returns a+b with broadcasting.
+// Add returns a+b with broadcasting. Bfloat16 operands follow PyTorch's
+// type promotion (see binaryBF16).
 func Add(a, b *Tensor) *Tensor {
+	if out, ok := binaryBF16(a, b, kernels.BinAdd, Add); ok {
+		return out
+	}
 	out := binaryF32("Add", a, b, kernels.BinAdd)
 	am, bm := a.meta(), b.meta() // the gradient needs shapes, not values
 	return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
@@ -84,8 +88,11 @@ func addReLUBF16(a, b *Tensor) *Tensor {
 	})
 }
 
-// Sub returns a-b with broadcasting.
+// Sub returns a-b with broadcasting, promoting bfloat16 as Add does.
 func Sub(a, b *Tensor) *Tensor {
+	if out, ok := binaryBF16(a, b, kernels.BinSub, Sub); ok {
+		return out
+	}
 	out := binaryF32("Sub", a, b, kernels.BinSub)
 	am, bm, bNeeds := a.meta(), b.meta(), b.requiresGrad
 	return record("SubBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
@@ -97,8 +104,12 @@ func Sub(a, b *Tensor) *Tensor {
 	})
 }
 
-// Mul returns a*b elementwise with broadcasting.
+// Mul returns a*b elementwise with broadcasting, promoting bfloat16 as Add
+// does.
 func Mul(a, b *Tensor) *Tensor {
+	if out, ok := binaryBF16(a, b, kernels.BinMul, Mul); ok {
+		return out
+	}
 	out := binaryF32("Mul", a, b, kernels.BinMul)
 	return record("MulBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		var ga, gb *Tensor
@@ -112,8 +123,12 @@ func Mul(a, b *Tensor) *Tensor {
 	})
 }
 
-// Div returns a/b elementwise with broadcasting.
+// Div returns a/b elementwise with broadcasting, promoting bfloat16 as Add
+// does.
 func Div(a, b *Tensor) *Tensor {
+	if out, ok := binaryBF16(a, b, kernels.BinDiv, Div); ok {
+		return out
+	}
 	out := binaryF32("Div", a, b, kernels.BinDiv)
 	return record("DivBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		var ga, gb *Tensor
@@ -128,6 +143,32 @@ func Div(a, b *Tensor) *Tensor {
 		}
 		return []*Tensor{ga, gb}
 	})
+}
+
+// binaryBF16 runs a binary op with a bfloat16 operand as PyTorch's type
+// promotion does, reporting false when neither operand is bfloat16. Two
+// bfloat16 operands, or a bfloat16 tensor and a 0-dimensional float32
+// one, give a bfloat16 result computed in float32 and rounded once;
+// bfloat16 with a float32 tensor of any other rank gives float32. Sums of
+// two bfloat16 tensors of one shape and format (residual connections) run
+// natively; the rest goes through the float32 op f on widened operands,
+// differentiably.
+func binaryBF16(a, b *Tensor, k kernels.BinOp, f func(a, b *Tensor) *Tensor) (*Tensor, bool) {
+	if a == nil || b == nil || (a.dtype != BFloat16 && b.dtype != BFloat16) {
+		return nil, false
+	}
+	scalar := func(t *Tensor) bool { return t.dtype == Float32 && t.NDim() == 0 }
+	bf16 := (a.dtype == BFloat16 || scalar(a)) && (b.dtype == BFloat16 || scalar(b))
+	if k == kernels.BinAdd && a.dtype == BFloat16 && b.dtype == BFloat16 && sameShape(a.shape, b.shape) && a.format == b.format {
+		out := bf16EmptyLike(a)
+		kernels.BinaryBF16(kernels.BinAdd, out.BFloat16s(), a.BFloat16s(), b.BFloat16s())
+		return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor { return []*Tensor{g, g} }), true
+	}
+	out := f(Cast(a, Float32), Cast(b, Float32))
+	if bf16 {
+		out = Cast(out, BFloat16)
+	}
+	return out, true
 }
 
 // negF32 returns −g elementwise in g's shape and format, like unaryF32
