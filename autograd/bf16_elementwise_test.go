@@ -230,3 +230,56 @@ func TestBinaryBF16Promotion(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16ThroughFloat32 checks the ops without bfloat16 kernels of their
+// own on bfloat16 input: they give a bfloat16 result equal to the float32
+// op's rounded once, and a bfloat16 gradient equal to the float32 route's;
+// under autocast the float32-policy losses take bfloat16 input.
+func TestBF16ThroughFloat32(t *testing.T) {
+	ops := []struct {
+		name string
+		f    func(x *autograd.Tensor) *autograd.Tensor
+	}{
+		{"Sum", func(x *autograd.Tensor) *autograd.Tensor { return autograd.Sum(x, []int{1, 2}, false) }},
+		{"Mean", func(x *autograd.Tensor) *autograd.Tensor { return autograd.Mean(x, nil, false) }},
+		{"Transpose", func(x *autograd.Tensor) *autograd.Tensor { return autograd.Transpose(x, 1, 3) }},
+		{"Permute", func(x *autograd.Tensor) *autograd.Tensor { return autograd.Permute(x, 0, 2, 3, 1) }},
+		{"Split", func(x *autograd.Tensor) *autograd.Tensor { return autograd.Split(x, 2, 1)[1] }},
+		{"SplitSizes", func(x *autograd.Tensor) *autograd.Tensor { return autograd.SplitSizes(x, []int{1, 2}, 1)[0] }},
+		{"Softmax", func(x *autograd.Tensor) *autograd.Tensor { return autograd.Softmax(x, 3) }},
+		{"LogSoftmax", func(x *autograd.Tensor) *autograd.Tensor { return autograd.LogSoftmax(x, 1) }},
+	}
+	g := autograd.NewGenerator(10)
+	x0 := autograd.Cast(autograd.Randn(g, 2, 3, 4, 5), autograd.BFloat16)
+	for _, op := range ops {
+		t.Run(op.name, func(t *testing.T) {
+			x, ref := x0.Detach().SetRequiresGrad(true), x0.Detach().SetRequiresGrad(true)
+			got := op.f(x)
+			want := autograd.Cast(op.f(autograd.Cast(ref, autograd.Float32)), autograd.BFloat16)
+			if got.DType() != autograd.BFloat16 {
+				t.Fatalf("result is %v, want bfloat16", got.DType())
+			}
+			sameValues(t, "value", got, want)
+			autograd.Sum(autograd.Cast(got, autograd.Float32), nil, false).Backward()
+			autograd.Sum(autograd.Cast(want, autograd.Float32), nil, false).Backward()
+			if x.Grad().DType() != autograd.BFloat16 {
+				t.Fatalf("gradient is %v", x.Grad().DType())
+			}
+			sameValues(t, "gradient", x.Grad(), ref.Grad())
+		})
+	}
+	autograd.WithAutocast(func() {
+		for _, loss := range []struct {
+			name string
+			f    func(x, y *autograd.Tensor, r autograd.Reduction) *autograd.Tensor
+		}{{"MSELoss", autograd.MSELoss}, {"BCEWithLogits", autograd.BCEWithLogits}} {
+			y := autograd.Cast(autograd.Rand(g, 2, 3, 4, 5), autograd.BFloat16)
+			got := loss.f(x0, y, autograd.ReductionMean)
+			want := loss.f(autograd.Cast(x0, autograd.Float32), autograd.Cast(y, autograd.Float32), autograd.ReductionMean)
+			if got.DType() != autograd.Float32 {
+				t.Errorf("%s under autocast is %v, want float32", loss.name, got.DType())
+			}
+			sameValues(t, loss.name, got, want)
+		}
+	})
+}

@@ -209,6 +209,7 @@ type lossKernels struct {
 // starts from the target, its MSE from the input).
 func lossPointwise(op string, x, target *Tensor, r Reduction, layoutOfX bool, k lossKernels) *Tensor {
 	lossCheckReduction(op, r)
+	x, target = autocastF32(x), autocastF32(target)
 	switch {
 	case x == nil:
 		Fail(op, "input is nil")

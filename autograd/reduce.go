@@ -80,6 +80,11 @@ func reduceStrides(reduced []bool, keepDim bool, outStrides []int) []int {
 }
 
 func reduceSum(op string, x *Tensor, dims []int, keepDim, mean bool) *Tensor {
+	if x != nil && x.dtype == BFloat16 {
+		// As PyTorch: accumulated in float32, the result rounded to
+		// bfloat16.
+		return viaFloat32(x, func(x *Tensor) *Tensor { return reduceSum(op, x, dims, keepDim, mean) })
+	}
 	checkF32(op, "input", x)
 	reduced, outShape, count := reducePlan(op, x, dims, keepDim)
 	scale := 1.0

@@ -192,6 +192,9 @@ func shapeDim(op string, x *Tensor, d int) int {
 // Permute's rules for memory decide whether the result is copied.
 func Transpose(x *Tensor, dim0, dim1 int) *Tensor {
 	const op = "Transpose"
+	if x != nil && x.dtype == BFloat16 {
+		return viaFloat32(x, func(x *Tensor) *Tensor { return Transpose(x, dim0, dim1) })
+	}
 	checkF32(op, "input", x)
 	d0, d1 := shapeDim(op, x, dim0), shapeDim(op, x, dim1)
 	perm := make([]int, x.NDim())
@@ -213,6 +216,9 @@ func Transpose(x *Tensor, dim0, dim1 int) *Tensor {
 // PyTorch would return a strided view.
 func Permute(x *Tensor, dims ...int) *Tensor {
 	const op = "Permute"
+	if x != nil && x.dtype == BFloat16 {
+		return viaFloat32(x, func(x *Tensor) *Tensor { return Permute(x, dims...) })
+	}
 	checkF32(op, "input", x)
 	if len(dims) != x.NDim() {
 		Fail(op, "dims %v has %d entries for a %d-D tensor of shape %v", dims, len(dims), x.NDim(), x.shape)
@@ -342,6 +348,9 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 // chunk; the tape adds them up.
 func Split(x *Tensor, splitSize int, dim int) []*Tensor {
 	const op = "Split"
+	if x != nil && x.dtype == BFloat16 {
+		return splitBF16(x, func(x *Tensor) []*Tensor { return Split(x, splitSize, dim) })
+	}
 	checkF32(op, "input", x)
 	if x.NDim() == 0 {
 		Fail(op, "cannot split a 0-d tensor")
@@ -366,6 +375,9 @@ func Split(x *Tensor, splitSize int, dim int) []*Tensor {
 // a list. Chunks behave as Split's do.
 func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
 	const op = "SplitSizes"
+	if x != nil && x.dtype == BFloat16 {
+		return splitBF16(x, func(x *Tensor) []*Tensor { return SplitSizes(x, sizes, dim) })
+	}
 	checkF32(op, "input", x)
 	if x.NDim() == 0 {
 		Fail(op, "cannot split a 0-d tensor")
@@ -424,4 +436,14 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 		off += size
 	}
 	return chunks
+}
+
+// splitBF16 runs a split on a bfloat16 x through float32, exactly (the
+// pieces are copies), as viaFloat32 does for one result.
+func splitBF16(x *Tensor, split func(x *Tensor) []*Tensor) []*Tensor {
+	parts := split(Cast(x, Float32))
+	for i, p := range parts {
+		parts[i] = Cast(p, BFloat16)
+	}
+	return parts
 }

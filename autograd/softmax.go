@@ -56,6 +56,10 @@ func softmaxSplit(shape []int, f MemoryFormat, dim int) (outer, n, inner int) {
 
 func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 	x = autocastF32(x)
+	if x != nil && x.dtype == BFloat16 {
+		// Outside autocast bfloat16 stays bfloat16, computed in float32.
+		return viaFloat32(x, func(x *Tensor) *Tensor { return softmaxOp(op, x, dim, log) })
+	}
 	checkF32(op, "input", x)
 	d := softmaxDim(op, x.shape, dim)
 	xc := x
