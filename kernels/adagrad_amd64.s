@@ -58,3 +58,46 @@ nowd:
 done:
 	VZEROUPPER
 	RET
+
+// func adagradSparseAVX2(p, g, s []float32, negLR float64, eps, sign float32)
+//
+// AdagradSparse's update of len(p) elements (a multiple of 4), operation
+// by operation as adagradSparseSpan: the square rounded to float32 before
+// it is added (PyTorch's sparse branch squares, then adds), the square
+// root and division in float32, and p + (−lr)·q in float64 (the product of
+// two float32 values is exact there) rounded once to float32.
+//
+// Registers: X15 sign, X9 eps, Y8 −lr as float64.
+TEXT ·adagradSparseAVX2(SB), NOSPLIT, $0-88
+	MOVQ         p_base+0(FP), DI
+	MOVQ         p_len+8(FP), CX
+	MOVQ         g_base+24(FP), SI
+	MOVQ         s_base+48(FP), DX
+	VBROADCASTSD negLR+72(FP), Y8
+	VBROADCASTSS eps+80(FP), X9
+	VBROADCASTSS sign+84(FP), X15
+	SHRQ         $2, CX
+	JZ           sdone
+
+sloop:
+	VMULPS      (SI), X15, X0 // d = sign·g
+	VMULPS      X0, X0, X2    // d·d, rounded
+	VADDPS      (DX), X2, X2  // s + d·d
+	VMOVUPS     X2, (DX)
+	VSQRTPS     X2, X2
+	VADDPS      X9, X2, X2    // √s + eps
+	VDIVPS      X2, X0, X0    // q = d / (√s + eps)
+	VCVTPS2PD   X0, Y3
+	VCVTPS2PD   (DI), Y1
+	VFMADD231PD Y8, Y3, Y1    // p + (−lr)·q
+	VCVTPD2PSY  Y1, X1
+	VMOVUPS     X1, (DI)
+	ADDQ        $16, SI
+	ADDQ        $16, DI
+	ADDQ        $16, DX
+	DECQ        CX
+	JNZ         sloop
+
+sdone:
+	VZEROUPPER
+	RET

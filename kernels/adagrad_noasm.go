@@ -2,5 +2,5 @@
 
 package kernels
 
-// Without assembly the Adagrad update has only its Generic variant.
-var adagradSpanAVX2 func(c *AdagradConfig, p, g, s []float32)
+// Without assembly the Adagrad updates have only their Generic variants.
+var adagradSpanAVX2, adagradSparseSpanAVX2 func(c *AdagradConfig, p, g, s []float32)

@@ -99,7 +99,7 @@ func AdagradSparse(param, sum []float32, rows SparseRows, c AdagradConfig) {
 	checkSparseAdagrad("AdagradSparse", c)
 	rows.forRows(adagradCost, func(k int) {
 		lo, hi, g := rows.span(k)
-		adagradSparseSpan(&c, param[lo:hi], g, sum[lo:hi])
+		adagradSparseSpanImpl(&c, param[lo:hi], g, sum[lo:hi])
 	})
 }
 
@@ -108,6 +108,14 @@ func checkSparseAdagrad(name string, c AdagradConfig) {
 		panic("kernels: " + name + ": weight decay is not defined for sparse gradients")
 	}
 }
+
+// adagradSparseSpanFor returns level l's sparse Adagrad row update; the
+// Generic one, adagradSparseSpan, is the reference.
+func adagradSparseSpanFor(l Level) func(c *AdagradConfig, p, g, s []float32) {
+	return pick(l, [levelCount]func(*AdagradConfig, []float32, []float32, []float32){Generic: adagradSparseSpan, AVX2: adagradSparseSpanAVX2})
+}
+
+var adagradSparseSpanImpl = adagradSparseSpanFor(level)
 
 // adagradSparseSpan is AdagradSparse's update of one row.
 func adagradSparseSpan(c *AdagradConfig, p, g, s []float32) {
@@ -161,7 +169,7 @@ func AdagradSparseSplit(top, bottom []uint16, sum []float32, rows SparseRows, c 
 			b := min(a+splitSpan, hi)
 			p := sc.p[:b-a]
 			joinBF16Impl(p, top[a:b], bottom[a:b])
-			adagradSparseSpan(&c, p, g[a-lo:b-lo], sum[a:b])
+			adagradSparseSpanImpl(&c, p, g[a-lo:b-lo], sum[a:b])
 			splitBF16Impl(top[a:b], bottom[a:b], p)
 		}
 		splitScratches.Put(sc)
