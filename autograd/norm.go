@@ -123,20 +123,13 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 			kernels.Act{Fn: kernels.ActReLU}.Backward(masked.Float32s(), g.Float32s(), nil, yd)
 			g = masked
 		}
-		var gx, gw, gb *Tensor
-		var dx, dw, db []float32
+		var gx *Tensor
+		var dx []float32
 		if x.requiresGrad {
 			gx = gradLike(x) // BatchNormBackward writes every element
 			dx = gx.Float32s()
 		}
-		if weight != nil && weight.requiresGrad {
-			gw = Zeros(C)
-			dw = gw.Float32s()
-		}
-		if bias != nil && bias.requiresGrad {
-			gb = Zeros(C)
-			db = gb.Float32s()
-		}
+		gw, gb, dw, db := bnParamGrads(weight, bias, C)
 		kernels.BatchNormBackward(s, xd, g.Float32s(), mean, invStd, normF32s(weight), training, dx, dw, db)
 		return []*Tensor{gx, nil, nil, gw, gb}
 	})
@@ -216,6 +209,20 @@ func bnStatistics(op string, s kernels.BatchNormShape, xd []float32, shape []int
 	return mean, invStd
 }
 
+// bnParamGrads returns zeroed gradients (and their data) for the weight
+// and bias that need one, nil for the others.
+func bnParamGrads(weight, bias *Tensor, c int) (gw, gb *Tensor, dw, db []float32) {
+	if weight != nil && weight.requiresGrad {
+		gw = Zeros(c)
+		dw = gw.Float32s()
+	}
+	if bias != nil && bias.requiresGrad {
+		gb = Zeros(c)
+		db = gb.Float32s()
+	}
+	return gw, gb, dw, db
+}
+
 // batchNormBF16 is batchNorm on a bfloat16 x with float32 parameters and
 // running statistics, as PyTorch's CPU batch norm takes it (autocast
 // leaves batch norm to its input's dtype): x is widened exactly into
@@ -262,19 +269,12 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 		gf, xf := gradBuffer(n), gradBuffer(n)
 		kernels.BF16ToF32(gf, gd)
 		kernels.BF16ToF32(xf, xd)
-		var gx, gw, gb *Tensor
-		var dx, dw, db []float32
+		var gx *Tensor
+		var dx []float32
 		if xNeeds {
 			dx = gradBuffer(n) // BatchNormBackward writes every element
 		}
-		if weight != nil && weight.requiresGrad {
-			gw = Zeros(C)
-			dw = gw.Float32s()
-		}
-		if bias != nil && bias.requiresGrad {
-			gb = Zeros(C)
-			db = gb.Float32s()
-		}
+		gw, gb, dw, db := bnParamGrads(weight, bias, C)
 		kernels.BatchNormBackward(s, xf, gf, mean, invStd, normF32s(weight), training, dx, dw, db)
 		releaseGradBuffer(gf)
 		releaseGradBuffer(xf)

@@ -18,63 +18,69 @@ var (
 	adagradSparseSpanAVX2 = adagradSparseSpanAsm
 )
 
-// adagradSparseSpanAsm is adagradSparseSpan in AVX2, the last few elements
-// through the same kernel on a zero-padded copy.
-func adagradSparseSpanAsm(c *AdagradConfig, p, g, s []float32) {
-	g, s = g[:len(p)], s[:len(p)]
-	sign := float32(1)
-	if c.Maximize {
-		sign = -1
-	}
-	negLR := float64(c.NegLR)
-	n := len(p) &^ 3
-	for lo := 0; lo < n; lo += adagradChunk {
-		hi := min(lo+adagradChunk, n)
-		adagradSparseAVX2(p[lo:hi], g[lo:hi], s[lo:hi], negLR, c.Eps, sign)
-	}
-	if n == len(p) {
-		return
-	}
-	var tp, tg, ts [4]float32
-	k := copy(tp[:], p[n:])
-	copy(tg[:], g[n:])
-	copy(ts[:], s[n:])
-	adagradSparseAVX2(tp[:], tg[:], ts[:], negLR, c.Eps, sign)
-	copy(p[n:], tp[:k])
-	copy(s[n:], ts[:k])
-}
-
 // adagradChunk is the most elements one assembly call updates, so no call
 // holds up the garbage collector for long.
 const adagradChunk = 1 << 15
 
-// adagradSpanAsm is adagradSpan in AVX2: whole vectors in place, the last
-// few elements through the same kernel on a zero-padded copy, so every
-// element is computed alike.
+// adagradSpanAsm is adagradSpan in AVX2.
 func adagradSpanAsm(c *AdagradConfig, p, g, s []float32) {
-	g, s = g[:len(p)], s[:len(p)]
-	flags := 0
+	k := adagradKernel{c: c, sign: adagradSign(c), wd: float64(c.WeightDecay)}
 	if c.WeightDecay != 0 {
-		flags |= 1
+		k.flags |= 1
 	}
-	sign := float32(1)
+	k.vectors(p, g, s)
+}
+
+// adagradSparseSpanAsm is adagradSparseSpan in AVX2.
+func adagradSparseSpanAsm(c *AdagradConfig, p, g, s []float32) {
+	k := adagradKernel{c: c, sign: adagradSign(c), sparse: true}
+	k.vectors(p, g, s)
+}
+
+func adagradSign(c *AdagradConfig) float32 {
 	if c.Maximize {
-		sign = -1
+		return -1
 	}
-	wd := float64(c.WeightDecay)
+	return 1
+}
+
+// adagradKernel is one call's choice of assembly update and its
+// arguments.
+type adagradKernel struct {
+	c      *AdagradConfig
+	sign   float32
+	wd     float64
+	flags  int
+	sparse bool
+}
+
+func (k *adagradKernel) run(p, g, s []float32) {
+	if k.sparse {
+		adagradSparseAVX2(p, g, s, float64(k.c.NegLR), k.c.Eps, k.sign)
+		return
+	}
+	adagradAVX2(p, g, s, k.wd, k.c.NegLR, k.c.Eps, k.sign, k.flags)
+}
+
+// vectors runs the kernel, which takes whole vectors of 4, over p, g and
+// s in place, at most adagradChunk elements a call; the last few elements
+// go through the same kernel on a zero-padded copy, so every element is
+// computed alike.
+func (k *adagradKernel) vectors(p, g, s []float32) {
+	g, s = g[:len(p)], s[:len(p)]
 	n := len(p) &^ 3
 	for lo := 0; lo < n; lo += adagradChunk {
 		hi := min(lo+adagradChunk, n)
-		adagradAVX2(p[lo:hi], g[lo:hi], s[lo:hi], wd, c.NegLR, c.Eps, sign, flags)
+		k.run(p[lo:hi], g[lo:hi], s[lo:hi])
 	}
 	if n == len(p) {
 		return
 	}
 	var tp, tg, ts [4]float32
-	k := copy(tp[:], p[n:])
+	m := copy(tp[:], p[n:])
 	copy(tg[:], g[n:])
 	copy(ts[:], s[n:])
-	adagradAVX2(tp[:], tg[:], ts[:], wd, c.NegLR, c.Eps, sign, flags)
-	copy(p[n:], tp[:k])
-	copy(s[n:], ts[:k])
+	k.run(tp[:], tg[:], ts[:])
+	copy(p[n:], tp[:m])
+	copy(s[n:], ts[:m])
 }

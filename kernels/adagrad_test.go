@@ -94,15 +94,28 @@ func TestAdagradStepDoesNotAllocate(t *testing.T) {
 // parameter and the sum, for each test configuration, from inputs with
 // special values.
 func TestAdagradConformance(t *testing.T) {
+	checkAdagradLevels(t, adagradSpanFor, adagradSpan, 35, false)
+}
+
+// checkAdagradLevels runs every level's variant of an Adagrad update (from
+// spanFor) against its reference bit for bit, on lengths with vector
+// tails, guard cells past each array, special values among the inputs and
+// each test configuration (those with weight decay skipped for the sparse
+// update, which takes none).
+func checkAdagradLevels(t *testing.T, spanFor func(Level) func(*AdagradConfig, []float32, []float32, []float32),
+	ref func(*AdagradConfig, []float32, []float32, []float32), seed uint64, noDecay bool) {
 	forEachLevel(t, func(t *testing.T, l Level) {
-		span := adagradSpanFor(l)
-		rng := rand.New(rand.NewPCG(35, 36))
+		span := spanFor(l)
+		rng := rand.New(rand.NewPCG(seed, seed+1))
 		for ci, cfg := range adagradTestConfigs {
 			c := cfg(7)
+			if noDecay && c.WeightDecay != 0 {
+				continue
+			}
 			for _, n := range suiteSizes(8) {
 				p0, g, s0 := optimTestSlice(rng, n, 0, false), optimTestSlice(rng, n, 0, false), optimTestSlice(rng, n, 0, true)
 				wantP, wantS := append([]float32(nil), p0...), append([]float32(nil), s0...)
-				adagradSpan(&c, wantP, g, wantS)
+				ref(&c, wantP, g, wantS)
 				p, checkP := guarded(t, n)
 				s, checkS := guarded(t, n)
 				copy(p, p0)

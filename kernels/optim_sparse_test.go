@@ -192,35 +192,8 @@ func adagradSparseReference(p, s []float32, r SparseRows, c AdagradConfig) {
 }
 
 // TestAdagradSparseConformance runs every level's sparse Adagrad row update
-// against the reference adagradSparseSpan bit for bit, on lengths with
-// vector tails, guard cells past each row, special values among the
-// inputs, and with maximize on and off.
+// against the reference adagradSparseSpan bit for bit (see
+// checkAdagradLevels).
 func TestAdagradSparseConformance(t *testing.T) {
-	forEachLevel(t, func(t *testing.T, l Level) {
-		span := adagradSparseSpanFor(l)
-		rng := rand.New(rand.NewPCG(45, 46))
-		for ci, cfg := range adagradTestConfigs {
-			c := cfg(5)
-			if c.WeightDecay != 0 {
-				continue // sparse gradients take no weight decay
-			}
-			for _, n := range suiteSizes(8) {
-				p0, g, s0 := optimTestSlice(rng, n, 0, false), optimTestSlice(rng, n, 0, false), optimTestSlice(rng, n, 0, true)
-				wantP, wantS := append([]float32(nil), p0...), append([]float32(nil), s0...)
-				adagradSparseSpan(&c, wantP, g, wantS)
-				p, checkP := guarded(t, n)
-				s, checkS := guarded(t, n)
-				copy(p, p0)
-				copy(s, s0)
-				span(&c, p, g, s)
-				checkP()
-				checkS()
-				for i := range p {
-					if !actSame(p[i], wantP[i]) || !actSame(s[i], wantS[i]) {
-						t.Fatalf("config %d n=%d element %d: p %v sum %v, reference %v %v", ci, n, i, p[i], s[i], wantP[i], wantS[i])
-					}
-				}
-			}
-		}
-	})
+	checkAdagradLevels(t, adagradSparseSpanFor, adagradSparseSpan, 45, true)
 }
