@@ -45,7 +45,7 @@ func ExampleOptimize() {
 	// FoldBatchNorm: 1 pair folded
 	// RemoveDropout: 1 dropout layer removed
 	// ChannelsLast: 1 tensor reordered
-	// DType: 4 convolution or linear tensors cast to bfloat16
+	// DType: 4 convolution, linear or embedding tensors cast to bfloat16
 	// logits: [1 10] bfloat16
 }
 

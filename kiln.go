@@ -12,16 +12,16 @@
 // batch norms into the layers before them, removes dropout, lays
 // convolution weights out channels-last and packs them once for the GEMM
 // (Prepack) or, with DType(autograd.BFloat16), casts convolution and
-// linear weights to BF16:
+// linear weights and embedding tables to BF16:
 //
 //	nn.Eval(model)
 //	res, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16))
 //	amp.Autocast(func() { logits = model.Forward(x) })
 //
 // For a training model it lays the weights out channels-last and, in BF16,
-// splits each convolution and linear weight into the BF16 half the model
-// computes with and the low half of its FP32 master, and rebuilds the
-// optimizer as its fused split form:
+// splits each convolution, linear and embedding weight into the BF16 half
+// the model computes with and the low half of its FP32 master, and
+// rebuilds the optimizer as its fused split form:
 //
 //	res, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16), kiln.WithOptimizer(sgd))
 //	opt := res.Optimizer // step this one from now on, forwards under amp.Autocast

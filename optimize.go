@@ -52,13 +52,14 @@ func Level(l OptLevel) Option { return func(c *config) { c.level = l } }
 
 // DType sets the dtype the model computes in: autograd.Float32 (the
 // default) or autograd.BFloat16. For an evaluation model BFloat16 casts the
-// convolution and linear weights and biases to bfloat16 (amp.CastModule);
-// for a training model it keeps an FP32 master of each (split, or a
-// separate copy: see SplitMasterWeights) and needs WithOptimizer. Either
-// way, run the model under amp.Autocast, which feeds those layers bfloat16
-// activations. BatchNorm parameters and statistics and embedding tables
-// stay float32, as in IPEX: the batch-norm and lookup ops take float32
-// tensors (amp.AutocastParams).
+// convolution and linear weights and biases and the embedding tables to
+// bfloat16 (amp.CastModule); for a training model it keeps an FP32 master
+// of each (split, or a separate copy: see SplitMasterWeights) and needs
+// WithOptimizer. Either way, run the model under amp.Autocast, which feeds
+// those layers bfloat16 activations; lookups of bfloat16 tables return
+// bfloat16 rows and bags. BatchNorm parameters and statistics stay
+// float32, as in IPEX: the batch-norm op takes float32 parameters
+// (amp.AutocastParams).
 func DType(d autograd.DType) Option { return func(c *config) { c.dtype = d } }
 
 // FoldBatchNorm folds each BatchNorm into the convolution or linear layer
@@ -97,7 +98,9 @@ func Prepack(on bool) Option { return func(c *config) { c.prepack = &on } }
 // bfloat16 copies rounded to nearest even (amp.MasterCopyModule), 2 more
 // bytes per weight; the returned optimizer moves each copy's gradient to
 // its master, steps the given optimizer, whatever its kind, and refreshes
-// the copies. It needs a training model and the bfloat16 dtype.
+// the copies. Sparse embedding tables get no copy there and stay FP32:
+// their row-sparse gradients go to the optimizer directly. It needs a
+// training model and the bfloat16 dtype.
 func SplitMasterWeights(on bool) Option { return func(c *config) { c.splitMasters = &on } }
 
 // WithOptimizer hands Optimize the optimizer of a training model, made over
@@ -231,7 +234,7 @@ func optimize(model nn.Module, c *config) (*Optimized, error) {
 		if err != nil {
 			return nil, err
 		}
-		add("DType: %s cast to bfloat16", count(n, "convolution or linear tensor"))
+		add("DType: %s cast to bfloat16", count(n, "convolution, linear or embedding tensor"))
 		return res, nil
 	}
 	if !c.on(c.splitMasters) {
@@ -319,8 +322,9 @@ func (c *config) check(training bool) error {
 	return nil
 }
 
-// checkFloat32 returns an error naming the first convolution or linear
-// parameter that is not float32 when dtype is bfloat16: such a model was
+// checkFloat32 returns an error naming the first parameter that
+// amp.AutocastParams selects (convolution, linear, embedding) and that is
+// not float32 when dtype is bfloat16: such a model was
 // converted already, and converting it again would fail half-way.
 func checkFloat32(model nn.Module, dtype autograd.DType) error {
 	if dtype != autograd.BFloat16 {

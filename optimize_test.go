@@ -109,12 +109,12 @@ func TestOptimizeEval(t *testing.T) {
 		{"small", small, []int{4, 3, 6, 6}, autograd.Float32, 1e-5,
 			[]string{"FoldBatchNorm: 1 pair folded", "RemoveDropout: 1 dropout layer removed", "ChannelsLast: 1 tensor reordered", "Prepack: 1 convolution prepacked"}, nil, nil},
 		{"small/bf16", small, []int{4, 3, 6, 6}, autograd.BFloat16, 1e-2,
-			[]string{"FoldBatchNorm: 1 pair folded", "RemoveDropout: 1 dropout layer removed", "ChannelsLast: 1 tensor reordered", "DType: 4 convolution or linear tensors cast to bfloat16"},
+			[]string{"FoldBatchNorm: 1 pair folded", "RemoveDropout: 1 dropout layer removed", "ChannelsLast: 1 tensor reordered", "DType: 4 convolution, linear or embedding tensors cast to bfloat16"},
 			[]string{"0.weight", "0.bias", "5.weight"}, nil},
 		{"resnet18", resnet, []int{2, 3, 32, 32}, autograd.Float32, 1e-5,
 			[]string{"FoldBatchNorm: 20 pairs folded", "RemoveDropout: 0 dropout layers removed", "ChannelsLast: 20 tensors reordered", "Prepack: 20 convolutions prepacked"}, nil, nil},
 		{"resnet18/bf16", resnet, []int{2, 3, 32, 32}, autograd.BFloat16, 1e-2,
-			[]string{"FoldBatchNorm: 20 pairs folded", "RemoveDropout: 0 dropout layers removed", "ChannelsLast: 20 tensors reordered", "DType: 42 convolution or linear tensors cast to bfloat16"},
+			[]string{"FoldBatchNorm: 20 pairs folded", "RemoveDropout: 0 dropout layers removed", "ChannelsLast: 20 tensors reordered", "DType: 42 convolution, linear or embedding tensors cast to bfloat16"},
 			[]string{"conv1.weight", "layer1.0.conv1.bias", "fc.weight"}, nil},
 	}
 	for _, tt := range tests {
@@ -418,7 +418,7 @@ func TestOptimizeKnobsAlone(t *testing.T) {
 				t.Errorf("conv weight is %v", f)
 			}
 		}},
-		{"DType/eval", false, []kiln.Option{kiln.DType(autograd.BFloat16)}, "DType: 4 convolution or linear tensors cast to bfloat16", func(t *testing.T, m *nn.Sequential) {
+		{"DType/eval", false, []kiln.Option{kiln.DType(autograd.BFloat16)}, "DType: 4 convolution, linear or embedding tensors cast to bfloat16", func(t *testing.T, m *nn.Sequential) {
 			if d := m.At(0).(*nn.Conv2d).Weight().DType(); d != autograd.BFloat16 {
 				t.Errorf("conv weight is %v", d)
 			}

@@ -14,15 +14,20 @@ import (
 type ParamFilter func(owner nn.NamedModule, param string) bool
 
 // AutocastParams selects the weights and biases of the layers Autocast runs
-// in BF16: Conv2d, Conv3d and Linear. It is the split IPEX makes: those
-// layers compute in BF16 anyway, while BatchNorm keeps FP32 weights and
-// statistics (autograd's batch norm takes float32 parameters, and Autocast
-// widens its input), and embedding tables stay FP32 because autograd's
-// lookups read float32 tables only.
+// in BF16, Conv2d, Conv3d and Linear, and the tables of Embedding and
+// EmbeddingBag. It is the split IPEX makes: those layers compute in BF16
+// anyway, and a bfloat16 table halves the memory a lookup reads (the
+// lookups gather bfloat16 rows and reduce bags in wider precision), while
+// BatchNorm keeps FP32 weights and statistics (autograd's batch norm takes
+// float32 parameters, and Autocast widens its input). A sparse table's
+// gradient stays row-sparse with float32 values, which the split SGD and
+// Adagrad apply to the FP32 masters.
 func AutocastParams(owner nn.NamedModule, param string) bool {
 	switch owner.Module.(type) {
 	case *nn.Conv2d, *nn.Conv3d, *nn.Linear:
 		return param == "weight" || param == "bias"
+	case *nn.Embedding, *nn.EmbeddingBag:
+		return param == "weight"
 	}
 	return false
 }
@@ -165,9 +170,19 @@ type NamedMasterCopy struct {
 // copies in nn.NamedParameters order, each once. After an update of the
 // masters, call Refresh on each.
 //
+// The table of a sparse lookup (nn.Embedding or nn.EmbeddingBag with
+// Sparse) gets no copy even when keep selects it: its gradient is
+// row-sparse, and a copy's gradient reaches its master only as a dense
+// tensor, so the table would silently stop training. It stays the FP32
+// parameter its optimizer updates directly, as before BF16; SplitModuleFunc
+// converts such tables, the split SGD and Adagrad taking sparse gradients.
+//
 // It fails, changing nothing, as CastModule does.
 func MasterCopyModule(m nn.Module, keep ParamFilter) ([]NamedMasterCopy, error) {
-	slots, err := selectParams("MasterCopyModule", "given a master copy", m, keep)
+	dense := func(owner nn.NamedModule, param string) bool {
+		return !sparseTable(owner.Module) && (keep == nil || keep(owner, param))
+	}
+	slots, err := selectParams("MasterCopyModule", "given a master copy", m, dense)
 	if err != nil {
 		return nil, err
 	}
@@ -178,4 +193,16 @@ func MasterCopyModule(m nn.Module, keep ParamFilter) ([]NamedMasterCopy, error) 
 		return mc.Copy
 	})
 	return out, nil
+}
+
+// sparseTable reports whether m is an embedding whose table gets a
+// row-sparse gradient.
+func sparseTable(m nn.Module) bool {
+	switch e := m.(type) {
+	case *nn.Embedding:
+		return e.Sparse
+	case *nn.EmbeddingBag:
+		return e.Sparse
+	}
+	return false
 }

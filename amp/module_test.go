@@ -1,6 +1,7 @@
 package amp_test
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -186,5 +187,82 @@ func TestModuleConversionErrors(t *testing.T) {
 		if err := conv(nil, onlyFC); err == nil || !strings.Contains(err.Error(), "module is nil") {
 			t.Errorf("%s(nil): %v", name, err)
 		}
+	}
+}
+
+// AutocastParams selects embedding tables too: split, they are bfloat16
+// tops the lookups gather from, each row its FP32 master's high half.
+func TestAutocastParamsSelectsTables(t *testing.T) {
+	g := autograd.NewGenerator(3)
+	emb := nn.NewEmbedding(g, 6, 5, nn.EmbeddingOptions{Sparse: true})
+	bag := nn.NewEmbeddingBag(g, 6, 5, nn.EmbeddingBagOptions{Mode: "sum"})
+	m := nn.NewModuleList(emb, bag, nn.NewLinear(g, 5, 2, nn.LinearOptions{}))
+	masters := map[string][]float32{}
+	for _, p := range nn.NamedParameters(m) {
+		masters[p.Name] = slices.Clone(p.Tensor.Float32s())
+	}
+	sm, err := amp.SplitModuleFunc(m, amp.AutocastParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ns := range sm.Params() {
+		names = append(names, ns.Name)
+	}
+	if got := strings.Join(names, " "); got != "0.weight 1.weight 2.weight 2.bias" {
+		t.Fatalf("split parameters: %s", got)
+	}
+	idx := autograd.FromInt64([]int64{5, 0, 5}, 3)
+	rows := emb.Forward(idx)
+	sums := bag.Forward(idx, autograd.FromInt64([]int64{0}, 1), nil)
+	if rows.DType() != autograd.BFloat16 || sums.DType() != autograd.BFloat16 {
+		t.Fatalf("lookups of split tables give %v and %v, want bfloat16", rows.DType(), sums.DType())
+	}
+	top := func(v float32) uint16 { return uint16(math.Float32bits(v) >> 16) }
+	w0 := masters["0.weight"]
+	for i, r := range []int{5, 0, 5} {
+		for j := range 5 {
+			if got, want := rows.BFloat16s()[i*5+j], top(w0[r*5+j]); got != want {
+				t.Fatalf("row %d element %d = %#04x, want the master's top half %#04x", i, j, got, want)
+			}
+		}
+	}
+	w1 := masters["1.weight"]
+	for j := range 5 {
+		sum := float64(kernels.F32FromBF16(top(w1[5*5+j])))*2 + float64(kernels.F32FromBF16(top(w1[j])))
+		if got, want := sums.BFloat16s()[j], kernels.BF16FromF32(float32(sum)); got != want {
+			t.Fatalf("bag sum element %d = %#04x, want %#04x", j, got, want)
+		}
+	}
+	n, err := amp.CastModule(nn.NewModuleList(nn.NewEmbedding(g, 3, 2, nn.EmbeddingOptions{}), nn.NewEmbeddingBag(g, 3, 2, nn.EmbeddingBagOptions{})), amp.AutocastParams)
+	if err != nil || n != 2 {
+		t.Fatalf("CastModule cast %d tables (%v), want 2", n, err)
+	}
+}
+
+// MasterCopyModule leaves sparse tables FP32: their row-sparse gradients
+// have no dense form to move onto a master. Dense tables get copies.
+func TestMasterCopyModuleKeepsSparseTablesFP32(t *testing.T) {
+	g := autograd.NewGenerator(4)
+	sparse := nn.NewEmbedding(g, 6, 3, nn.EmbeddingOptions{Sparse: true})
+	sparseBag := nn.NewEmbeddingBag(g, 6, 3, nn.EmbeddingBagOptions{Sparse: true})
+	for _, keep := range []amp.ParamFilter{amp.AutocastParams, nil} {
+		m := nn.NewModuleList(sparse, sparseBag, nn.NewEmbeddingBag(g, 6, 3, nn.EmbeddingBagOptions{}))
+		w, wb := sparse.Weight(), sparseBag.Weight()
+		mcs, err := amp.MasterCopyModule(m, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mcs) != 1 || mcs[0].Name != "2.weight" {
+			t.Fatalf("master copies %v, want only 2.weight", mcs)
+		}
+		if sparse.Weight() != w || sparseBag.Weight() != wb || w.DType() != autograd.Float32 {
+			t.Fatal("a sparse table was replaced")
+		}
+		autograd.EmbeddingSparse(autograd.FromInt64([]int64{1}, 1), w).Backward(autograd.Ones(1, 3))
+		if w.SparseGrad() == nil {
+			t.Fatal("the FP32 sparse table lost its sparse gradient")
+		}
+		w.ZeroGrad()
 	}
 }

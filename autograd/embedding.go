@@ -32,9 +32,15 @@ func (m EmbeddingBagMode) String() string {
 	return fmt.Sprintf("EmbeddingBagMode(%d)", int(m))
 }
 
-// embeddingTable validates an embedding weight: a float32 [num, dim] matrix.
+// embeddingTable validates an embedding weight: a float32 or bfloat16
+// [num, dim] matrix.
 func embeddingTable(op string, weight *Tensor) (num, dim int) {
-	checkF32(op, "weight", weight)
+	if weight == nil {
+		Fail(op, "weight is nil")
+	}
+	if weight.dtype != Float32 && weight.dtype != BFloat16 {
+		Fail(op, "weight has dtype %v; %s supports float32 and bfloat16 tables", weight.dtype, op)
+	}
 	if weight.NDim() != 2 {
 		Fail(op, "weight must be 2-D [num, dim], got shape %v", weight.shape)
 	}
@@ -64,9 +70,16 @@ func embeddingIndices(op, what string, t *Tensor, num int) []int64 {
 
 // Embedding looks up rows of weight ([num, dim]) by the Int64 indices (any
 // shape), like torch.nn.functional.embedding: the result is
-// [indices..., dim] and contiguous. Every index must lie in [0, num). The
-// gradient of weight adds the output gradient's rows into the rows that
-// were read (dense, accumulated in float64); indices get none.
+// [indices..., dim], contiguous, of weight's dtype (float32 or bfloat16).
+// Every index must lie in [0, num). The gradient of weight adds the output
+// gradient's rows into the rows that were read (dense, accumulated in
+// float64); indices get none.
+//
+// A bfloat16 table (a split parameter's Top) gets a bfloat16 gradient, as
+// in PyTorch, but each row is summed in float64 and rounded once, so it is
+// the float32 gradient rounded to nearest even; PyTorch 1.13 sums in
+// bfloat16, losing small gradients of frequent rows. The output gradient
+// may be float32 or bfloat16.
 func Embedding(indices, weight *Tensor) *Tensor {
 	return embeddingLookup("Embedding", indices, weight, -1, false)
 }
@@ -83,9 +96,12 @@ func EmbeddingPadding(indices, weight *Tensor, paddingIdx int64) *Tensor {
 // leaf, Backward gives it a row-sparse gradient (Tensor.SparseGrad: the
 // rows that were read, each once, duplicates summed in float32 in index
 // order) instead of a dense [num, dim] one, so an optimizer step touches
-// only those rows. A weight made by another op gets the dense gradient,
-// which is what flows through that op. A leaf cannot hold both kinds:
-// Backward panics when a sparse gradient meets a dense one.
+// only those rows. Its values are float32 for a bfloat16 table too
+// (PyTorch keeps them bfloat16): the split optimizers update the FP32
+// masters from them, and rounding them would only lose precision. A weight
+// made by another op gets the dense gradient, which is what flows through
+// that op. A leaf cannot hold both kinds: Backward panics when a sparse
+// gradient meets a dense one.
 func EmbeddingSparse(indices, weight *Tensor) *Tensor {
 	return embeddingLookup("EmbeddingSparse", indices, weight, -1, true)
 }
@@ -114,24 +130,43 @@ func paddingRow(op string, weight *Tensor, paddingIdx int64) int64 {
 func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool) *Tensor {
 	num, dim := embeddingTable(op, weight)
 	idx := embeddingIndices(op, "indices", indices, num)
-	out := Zeros(append(cloneInts(indices.shape), dim)...)
-	kernels.EmbeddingForward(dim, idx, weight.Float32s(), out.Float32s())
+	out := Empty(weight.dtype, append(cloneInts(indices.shape), dim)...)
+	if weight.dtype == BFloat16 {
+		kernels.EmbeddingForwardBF16(dim, idx, weight.BFloat16s(), out.BFloat16s())
+	} else {
+		kernels.EmbeddingForward(dim, idx, weight.Float32s(), out.Float32s())
+	}
 	return record(op+"Backward", out, []*Tensor{indices, weight}, func(g *Tensor) []*Tensor {
 		if !weight.requiresGrad {
 			return []*Tensor{nil, nil}
 		}
-		if g.format != Contiguous {
-			g = g.reformat(Contiguous)
-		}
-		dy := g.Float32s()
+		dy := widenedF32(op+"Backward", "output gradient", g)
 		if sparse && weight.IsLeaf() {
 			accumulateSparse(op+"Backward", weight, idx, skip, func(i int) []float32 { return dy[i*dim : (i+1)*dim] })
 			return []*Tensor{nil, nil}
 		}
-		gw := Zeros(num, dim)
-		kernels.EmbeddingBackward(num, dim, idx, dy, skip, gw.Float32s())
+		gw := Empty(weight.dtype, num, dim)
+		if weight.dtype == BFloat16 {
+			kernels.EmbeddingBackwardBF16(num, dim, idx, dy, skip, gw.BFloat16s())
+		} else {
+			kernels.EmbeddingBackward(num, dim, idx, dy, skip, gw.Float32s())
+		}
 		return []*Tensor{nil, gw}
 	})
+}
+
+// widenedF32 returns t's elements as float32 in row-major order, widening
+// a bfloat16 t: the kernels read gradients and per-sample weights as
+// float32 whatever the table's dtype. what names t in the error.
+func widenedF32(op, what string, t *Tensor) []float32 {
+	switch t.dtype {
+	case Float32:
+		return t.ContiguousFloat32s()
+	case BFloat16:
+		return t.castTo(Float32).ContiguousFloat32s()
+	}
+	Fail(op, "%s has dtype %v; want float32 or bfloat16", what, t.dtype)
+	return nil
 }
 
 // embeddingBagOffsets validates the bag layout of EmbeddingBag's input and
@@ -203,6 +238,15 @@ func embeddingBagOffsets(op string, input, offsets *Tensor, num int) (idx, start
 // (for BagMax only to the row each maximum came from) and to
 // perSampleWeights (the dot product of the bag's output gradient with the
 // row).
+//
+// weight may be bfloat16 (a split parameter's Top): the result is then
+// bfloat16, each bag reduced from the widened rows in float64 and rounded
+// once, the float32 op's result on the widened table rounded to nearest
+// even. Per-sample weights may then be float32 or bfloat16 (PyTorch wants
+// the table's dtype; a float32 one is only more precise) and get a
+// gradient of their own dtype. The table's gradient is as Embedding
+// describes. PyTorch 1.13 rejects a bfloat16 weight in embedding_bag on
+// the CPU; the dtypes here follow its embedding's: bfloat16 out.
 func EmbeddingBag(input, offsets, weight *Tensor, mode EmbeddingBagMode, perSampleWeights *Tensor) *Tensor {
 	return embeddingBag("EmbeddingBag", input, offsets, weight, mode, perSampleWeights, false)
 }
@@ -227,33 +271,37 @@ func embeddingBag(op string, input, offsets, weight *Tensor, mode EmbeddingBagMo
 	}
 	num, dim := embeddingTable(op, weight)
 	idx, starts := embeddingBagOffsets(op, input, offsets, num)
-	var psw []float32
-	if perSampleWeights != nil {
-		if mode != BagSum {
-			Fail(op, "per-sample weights are only supported with BagSum, got mode %v", mode)
-		}
-		checkF32(op, "per-sample weights", perSampleWeights)
-		if !sameShape(perSampleWeights.shape, input.shape) {
-			Fail(op, "per-sample weights have shape %v, want the input's shape %v", perSampleWeights.shape, input.shape)
-		}
-		psw = perSampleWeights.Float32s()
-	}
+	psw := bagSampleWeights(op, perSampleWeights, input, weight, mode)
 	bags := len(starts)
-	out := Zeros(bags, dim)
-	wd := weight.Float32s()
+	out := Empty(weight.dtype, bags, dim)
+	bf16 := weight.dtype == BFloat16
 	var argmax []int64
-	if mode == BagMax {
+	switch {
+	case mode == BagMax:
 		argmax = make([]int64, bags*dim)
-		kernels.EmbeddingBagMax(dim, idx, starts, wd, out.Float32s(), argmax)
-	} else {
-		kernels.EmbeddingBagSum(dim, idx, starts, wd, psw, mode == BagMean, out.Float32s())
+		if bf16 {
+			kernels.EmbeddingBagMaxBF16(dim, idx, starts, weight.BFloat16s(), out.BFloat16s(), argmax)
+		} else {
+			kernels.EmbeddingBagMax(dim, idx, starts, weight.Float32s(), out.Float32s(), argmax)
+		}
+	case bf16:
+		kernels.EmbeddingBagSumBF16(dim, idx, starts, weight.BFloat16s(), psw, mode == BagMean, out.BFloat16s())
+	default:
+		kernels.EmbeddingBagSum(dim, idx, starts, weight.Float32s(), psw, mode == BagMean, out.Float32s())
 	}
 	return record(op+"Backward", out, []*Tensor{input, offsets, weight, perSampleWeights}, func(g *Tensor) []*Tensor {
-		dy := g.ContiguousFloat32s()
+		dy := widenedF32(op+"Backward", "output gradient", g)
 		var gw, gp *Tensor
 		switch {
 		case weight.requiresGrad && sparse && weight.IsLeaf():
 			accumulateBagSparse(op+"Backward", weight, idx, starts, dy, psw, mode == BagMean)
+		case weight.requiresGrad && bf16:
+			gw = Empty(BFloat16, num, dim)
+			if mode == BagMax {
+				kernels.EmbeddingBagMaxBackwardBF16(num, dim, argmax, dy, gw.BFloat16s())
+			} else {
+				kernels.EmbeddingBagBackwardBF16(num, dim, idx, starts, dy, psw, mode == BagMean, gw.BFloat16s())
+			}
 		case weight.requiresGrad:
 			gw = Zeros(num, dim)
 			if mode == BagMax {
@@ -264,10 +312,40 @@ func embeddingBag(op string, input, offsets, weight *Tensor, mode EmbeddingBagMo
 		}
 		if perSampleWeights != nil && perSampleWeights.requiresGrad {
 			gp = Zeros(perSampleWeights.shape...)
-			kernels.EmbeddingBagWeightsGrad(dim, idx, starts, wd, dy, gp.Float32s())
+			if bf16 {
+				kernels.EmbeddingBagWeightsGradBF16(dim, idx, starts, weight.BFloat16s(), dy, gp.Float32s())
+			} else {
+				kernels.EmbeddingBagWeightsGrad(dim, idx, starts, weight.Float32s(), dy, gp.Float32s())
+			}
+			gp = gp.castTo(perSampleWeights.dtype)
 		}
 		return []*Tensor{nil, nil, gw, gp}
 	})
+}
+
+// bagSampleWeights validates EmbeddingBag's per-sample weights and returns
+// them as float32 (nil for none). A float32 table takes float32 weights, as
+// PyTorch does; a bfloat16 table also takes float32 ones, widening
+// bfloat16 ones (they are as many as the indices, not the table).
+func bagSampleWeights(op string, perSampleWeights, input, weight *Tensor, mode EmbeddingBagMode) []float32 {
+	if perSampleWeights == nil {
+		return nil
+	}
+	if mode != BagSum {
+		Fail(op, "per-sample weights are only supported with BagSum, got mode %v", mode)
+	}
+	switch {
+	case perSampleWeights.dtype == Float32:
+	case perSampleWeights.dtype == BFloat16 && weight.dtype == BFloat16:
+	case weight.dtype == BFloat16:
+		Fail(op, "per-sample weights have dtype %v; a bfloat16 table takes float32 or bfloat16 per-sample weights", perSampleWeights.dtype)
+	default:
+		Fail(op, "per-sample weights have dtype %v; a %v table takes %v per-sample weights", perSampleWeights.dtype, weight.dtype, weight.dtype)
+	}
+	if !sameShape(perSampleWeights.shape, input.shape) {
+		Fail(op, "per-sample weights have shape %v, want the input's shape %v", perSampleWeights.shape, input.shape)
+	}
+	return widenedF32(op, "per-sample weights", perSampleWeights)
 }
 
 // accumulateBagSparse adds EmbeddingBagSparse's row-sparse gradient to

@@ -233,7 +233,7 @@ func TestEmbeddingBadInputs(t *testing.T) {
 		{"int32 indices", func() { autograd.Embedding(autograd.FromInt32([]int32{1}), w) }, "indices has dtype int32"},
 		{"nil weight", func() { autograd.Embedding(idx, nil) }, "Embedding: weight is nil"},
 		{"weight rank", func() { autograd.Embedding(idx, autograd.Zeros(5)) }, "weight must be 2-D [num, dim], got shape [5]"},
-		{"weight dtype", func() { autograd.Embedding(idx, autograd.Empty(autograd.BFloat16, 5, 3)) }, "weight has dtype bfloat16; Embedding supports float32"},
+		{"weight dtype", func() { autograd.Embedding(idx, autograd.Empty(autograd.Int32, 5, 3)) }, "weight has dtype int32; Embedding supports float32 and bfloat16 tables"},
 		{"index too big", func() { autograd.Embedding(i64(0, 5), w) }, "index 5 (at position 1 of indices [2]) is out of range for a table of 5 rows"},
 		{"negative index", func() { autograd.Embedding(autograd.FromInt64([]int64{2, -1}, 1, 2), w) }, "index -1 (at position 1 of indices [1 2]) is out of range for a table of 5 rows"},
 		{"empty table", func() { autograd.Embedding(i64(0), autograd.Zeros(0, 3)) }, "index 0 (at position 0 of indices [1]) is out of range for a table of 0 rows"},
@@ -259,7 +259,11 @@ func TestEmbeddingBadInputs(t *testing.T) {
 		{"psw mean", func() { autograd.EmbeddingBag(idx, off, w, autograd.BagMean, autograd.Ones(3)) }, "per-sample weights are only supported with BagSum, got mode mean"},
 		{"psw max", func() { autograd.EmbeddingBag(idx, off, w, autograd.BagMax, autograd.Ones(3)) }, "got mode max"},
 		{"psw shape", func() { autograd.EmbeddingBag(idx, off, w, autograd.BagSum, autograd.Ones(4)) }, "per-sample weights have shape [4], want the input's shape [3]"},
-		{"psw dtype", func() { autograd.EmbeddingBag(idx, off, w, autograd.BagSum, autograd.FromInt64([]int64{1, 1, 1})) }, "per-sample weights has dtype int64"},
+		{"psw dtype", func() { autograd.EmbeddingBag(idx, off, w, autograd.BagSum, autograd.FromInt64([]int64{1, 1, 1})) }, "per-sample weights have dtype int64; a float32 table takes float32 per-sample weights"},
+		{"psw bf16 for f32", func() { autograd.EmbeddingBag(idx, off, w, autograd.BagSum, autograd.Empty(autograd.BFloat16, 3)) }, "per-sample weights have dtype bfloat16; a float32 table takes float32"},
+		{"psw int for bf16", func() {
+			autograd.EmbeddingBag(idx, off, autograd.Empty(autograd.BFloat16, 5, 3), autograd.BagSum, autograd.FromInt64([]int64{1, 1, 1}))
+		}, "per-sample weights have dtype int64; a bfloat16 table takes float32 or bfloat16 per-sample weights"},
 	}
 	for _, c := range cases {
 		err := autograd.Try(c.f)

@@ -144,7 +144,8 @@ func checkSparseTarget(op string, t *Tensor, shape []int) {
 }
 
 // accumulateSparse appends to leaf t's sparse gradient, t being a float32
-// [num, dim] table, the entries of a lookup: position i of idx sends
+// or bfloat16 [num, dim] table (the values are float32 either way), the
+// entries of a lookup: position i of idx sends
 // row(i) to row idx[i], positions whose index is skip (padding_idx) none.
 // The rows are copied: they may live in a gradient buffer the tape reuses.
 //

@@ -16,7 +16,8 @@ type EmbeddingOptions struct {
 
 // Embedding looks up rows of a [Num, Dim] table by Int64 index
 // (torch.nn.Embedding). Its parameter is "weight" [Num, Dim], initialised
-// from N(0, 1).
+// from N(0, 1), float32 until amp makes it bfloat16 (a split Top or a
+// cast), when Forward returns bfloat16 rows.
 type Embedding struct {
 	Base
 	Num, Dim int
@@ -81,7 +82,9 @@ type EmbeddingBagOptions struct {
 // EmbeddingBag sums, averages or takes the maximum of bags of rows of a
 // [Num, Dim] table without materialising the rows
 // (torch.nn.EmbeddingBag). Its parameter is "weight", initialised from
-// N(0, 1). It takes several inputs, so it is not a Layer.
+// N(0, 1); when amp makes it bfloat16, Forward returns bfloat16 bags
+// reduced in wider precision. It takes several inputs, so it is not a
+// Layer.
 type EmbeddingBag struct {
 	Base
 	Num, Dim int
