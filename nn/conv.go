@@ -1,6 +1,10 @@
 package nn
 
-import "github.com/kilnml/kiln/autograd"
+import (
+	"sync/atomic"
+
+	"github.com/kilnml/kiln/autograd"
+)
 
 // ConvOptions configures NewConv2d and NewConv3d. The zero value is
 // PyTorch's default: stride 1, no padding, dilation 1, one group, with
@@ -145,32 +149,43 @@ func (c *Conv3d) Forward(x *autograd.Tensor) *autograd.Tensor {
 // step may follow), LoadStateDict, FoldBatchNorm, or a new weight tensor.
 // Writing into the weight's values directly leaves it stale: call Prepack
 // again after that.
+//
+// Inference forwards may run from several goroutines at once: the packed
+// copy is swapped atomically (two first calls may both pack; one copy
+// wins, and both are right).
 type prepacked struct {
 	on     bool
-	packed *autograd.PackedConvWeight
+	packed atomic.Pointer[autograd.PackedConvWeight]
 }
 
 // Prepack turns weight prepacking on (see Forward) and drops any packed
 // copy, so the next evaluation forward packs the current weights.
-func (p *prepacked) Prepack() { p.on, p.packed = true, nil }
+func (p *prepacked) Prepack() {
+	p.on = true
+	p.packed.Store(nil)
+}
 
 // Prepacked reports whether Prepack was called.
 func (p *prepacked) Prepacked() bool { return p.on }
 
 // dropPacked forgets the packed copy (the weights changed).
-func (p *prepacked) dropPacked() { p.packed = nil }
+func (p *prepacked) dropPacked() { p.packed.Store(nil) }
 
 // packedWeight returns the packed weight for this forward, packing w if
 // needed, or nil where the plain convolution runs.
 func (p *prepacked) packedWeight(b *Base, w *autograd.Tensor, groups int) *autograd.PackedConvWeight {
 	if !p.on || b.Training() || autograd.GradEnabled() {
-		p.packed = nil
+		if p.on {
+			p.packed.Store(nil)
+		}
 		return nil
 	}
-	if p.packed == nil || p.packed.Weight() != w {
-		p.packed = autograd.PackConvWeight(w, groups)
+	pw := p.packed.Load()
+	if pw == nil || pw.Weight() != w {
+		pw = autograd.PackConvWeight(w, groups)
+		p.packed.Store(pw)
 	}
-	return p.packed
+	return pw
 }
 
 // dropPackedWeights forgets the packed weights of every convolution in m,

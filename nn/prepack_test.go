@@ -76,3 +76,33 @@ func TestConvPrepack(t *testing.T) {
 		t.Error("Prepacked reports the wrong state")
 	}
 }
+
+// TestConvPrepackConcurrent runs inference forwards of one prepacked
+// convolution from several goroutines (run it with -race): each gets the
+// plain convolution's output.
+func TestConvPrepackConcurrent(t *testing.T) {
+	c := nn.Eval(nn.To(nn.NewConv2d(autograd.NewGenerator(3), 8, 16, 3, nn.ConvOptions{Padding: 1}), autograd.ChannelsLast))
+	x := autograd.Randn(autograd.NewGenerator(5), 2, 8, 6, 6).To(autograd.ChannelsLast)
+	var want *autograd.Tensor
+	autograd.NoGrad(func() { want = c.Forward(x) })
+	c.Prepack()
+	errs := make(chan string, 4)
+	for range 4 {
+		go func() {
+			var msg string
+			autograd.NoGrad(func() {
+				for range 3 {
+					if got := c.Forward(x); fmt.Sprint(got.Values()) != fmt.Sprint(want.Values()) {
+						msg = "a concurrent prepacked forward differs from the plain one"
+					}
+				}
+			})
+			errs <- msg
+		}()
+	}
+	for range 4 {
+		if msg := <-errs; msg != "" {
+			t.Error(msg)
+		}
+	}
+}
