@@ -290,9 +290,8 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 		bias = make([]float32, s.O)
 		kernels.BF16ToF32(bias, b.BFloat16s())
 	}
-	acc := gradBuffer(numel(op, outShape))
-	kernels.ConvForwardBF16(&s, xk.BFloat16s(), wk.BFloat16s(), bias, acc)
-	out := bf16Tensor(outShape, layout, layout, acc)
+	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: make([]uint16, numel(op, outShape))}
+	kernels.ConvForwardBF16To(&s, xk.BFloat16s(), wk.BFloat16s(), bias, out.BFloat16s())
 	xm, wm := x.meta(), w.meta()
 	xNeeds, wNeeds, bNeeds := x.requiresGrad, w.requiresGrad, b != nil && b.requiresGrad
 	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
@@ -305,14 +304,18 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 		gd := g.BFloat16s()
 		var gx, gw, gb *Tensor
 		if xNeeds {
-			d := gradBuffer(numel(op, xm.shape))
-			kernels.ConvBackwardDataBF16(&s, gd, wk.BFloat16s(), d)
-			gx = bf16Tensor(xm.shape, layout, xm.format, d)
+			gx = &Tensor{dtype: BFloat16, shape: cloneInts(xm.shape), format: layout, data: make([]uint16, numel(op, xm.shape))}
+			kernels.ConvBackwardDataBF16To(&s, gd, wk.BFloat16s(), gx.BFloat16s())
+			if xm.format != layout {
+				gx = gx.reformat(xm.format)
+			}
 		}
 		if wNeeds {
-			d := gradBuffer(numel(op, wm.shape))
-			kernels.ConvBackwardWeightBF16(&s, xk.BFloat16s(), gd, d)
-			gw = bf16Tensor(wm.shape, layout, wm.format, d)
+			gw = &Tensor{dtype: BFloat16, shape: cloneInts(wm.shape), format: layout, data: make([]uint16, numel(op, wm.shape))}
+			kernels.ConvBackwardWeightBF16To(&s, xk.BFloat16s(), gd, gw.BFloat16s())
+			if wm.format != layout {
+				gw = gw.reformat(wm.format)
+			}
 		}
 		if bNeeds {
 			dy := make([]float32, len(gd))

@@ -87,6 +87,34 @@ func ConvBackwardWeightBF16(s *ConvShape, x, dy []uint16, dw []float32) {
 	c.backwardWeight(x, dy, dw)
 }
 
+// ConvForwardBF16To is ConvForwardBF16 with the result rounded to
+// bfloat16 (nearest even) into y: the BF16-output form, accumulating in
+// float32 as ever. y is overwritten.
+func ConvForwardBF16To(s *ConvShape, x, w []uint16, bias []float32, y []uint16) {
+	acc := f32Scratch(len(y))
+	ConvForwardBF16(s, x, w, bias, *acc)
+	F32ToBF16(y, *acc)
+	widenBufs.Put(acc)
+}
+
+// ConvBackwardDataBF16To is ConvBackwardDataBF16 with dx rounded to
+// bfloat16 into dx.
+func ConvBackwardDataBF16To(s *ConvShape, dy, w []uint16, dx []uint16) {
+	acc := f32Scratch(len(dx))
+	ConvBackwardDataBF16(s, dy, w, *acc)
+	F32ToBF16(dx, *acc)
+	widenBufs.Put(acc)
+}
+
+// ConvBackwardWeightBF16To is ConvBackwardWeightBF16 with dw rounded to
+// bfloat16 into dw.
+func ConvBackwardWeightBF16To(s *ConvShape, x, dy []uint16, dw []uint16) {
+	acc := f32Scratch(len(dw))
+	ConvBackwardWeightBF16(s, x, dy, *acc)
+	F32ToBF16(dw, *acc)
+	widenBufs.Put(acc)
+}
+
 // convWidened runs f on pooled float32 copies of a and b, widened
 // exactly: the reference path of the BF16 convolution.
 func convWidened(a, b []uint16, f func(af, bf []float32)) {

@@ -206,3 +206,57 @@ func BenchmarkConvBF16ResNet50(b *testing.B) {
 		}
 	}
 }
+
+// TestConvBF16To checks the BF16-output forms against their float32-output
+// twins rounded to nearest even, bit for bit, with guards around the
+// outputs.
+func TestConvBF16To(t *testing.T) {
+	r := rand.New(rand.NewPCG(81, 82))
+	round := func(f []float32) []uint16 {
+		h := make([]uint16, len(f))
+		for i, v := range f {
+			h[i] = BF16FromF32(v)
+		}
+		return h
+	}
+	same := func(t *testing.T, what string, got, want []uint16) {
+		t.Helper()
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s[%d] = %#x, want %#x", what, i, got[i], want[i])
+			}
+		}
+	}
+	for _, c := range append(convBF16Cases[:3:3], convCases[:4]...) {
+		for _, cl := range []bool{true, false} {
+			s := c.shape(cl)
+			t.Run(fmt.Sprintf("%s/cl=%v", c.name, cl), func(t *testing.T) {
+				x, _ := randBF16(r, s.xLen())
+				w, _ := randBF16(r, s.wLen())
+				dy, _ := randBF16(r, s.yLen())
+				bias := randSlice(r, s.O)
+
+				y32 := make([]float32, s.yLen())
+				ConvForwardBF16(&s, x, w, bias, y32)
+				y, check := guarded16(t, s.yLen())
+				ConvForwardBF16To(&s, x, w, bias, y)
+				check()
+				same(t, "y", y, round(y32))
+
+				dx32 := make([]float32, s.xLen())
+				ConvBackwardDataBF16(&s, dy, w, dx32)
+				dx, check := guarded16(t, s.xLen())
+				ConvBackwardDataBF16To(&s, dy, w, dx)
+				check()
+				same(t, "dx", dx, round(dx32))
+
+				dw32 := make([]float32, s.wLen())
+				ConvBackwardWeightBF16(&s, x, dy, dw32)
+				dw, check := guarded16(t, s.wLen())
+				ConvBackwardWeightBF16To(&s, x, dy, dw)
+				check()
+				same(t, "dw", dw, round(dw32))
+			})
+		}
+	}
+}

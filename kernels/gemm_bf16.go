@@ -1,6 +1,9 @@
 package kernels
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // GemmBF16 computes C = alpha·op(A)·op(B) + beta·C for bfloat16 A and B
 // (uint16 bits, as autograd stores them) and float32 C, accumulating in
@@ -33,6 +36,22 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 	}
 }
 
+// GemmBF16To computes C = alpha·op(A)·op(B) for bfloat16 A and B, as
+// GemmBF16 does in float32, and stores it rounded to bfloat16 (nearest
+// even) in c, m rows of n with row stride ldc: the BF16-output product.
+// Elements of c between rows are left alone.
+func GemmBF16To(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, c []uint16, ldc int) {
+	if m > 0 && n > 0 && (ldc < n || len(c) < (m-1)*ldc+n) {
+		panic(fmt.Sprintf("kernels: GemmBF16To: c has %d elements with row stride %d, want %d rows of %d", len(c), ldc, m, n))
+	}
+	acc := f32Scratch(m * n)
+	GemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, *acc, max(n, 1))
+	for i := range m {
+		F32ToBF16(c[i*ldc:i*ldc+n], (*acc)[i*n:(i+1)*n])
+	}
+	widenBufs.Put(acc)
+}
+
 // widened runs the product on a CPU with float32 assembly but no
 // AVX512_BF16: both operands are widened (exactly) into pooled float32
 // copies and Sgemm's kernels sum the same products, so a BF16 model runs
@@ -53,15 +72,23 @@ func (g *sbgemmCall) widened() {
 	widenBufs.Put(b)
 }
 
-// widenBufs holds the float32 copies of widened operands between calls.
+// widenBufs holds float32 scratch between calls: widened operands and
+// results before they are rounded to bfloat16.
 var widenBufs = sync.Pool{New: func() any { return new([]float32) }}
 
 // widenedOperand returns a pooled float32 copy of v (put it back in
 // widenBufs when done).
 func widenedOperand(v []uint16) *[]float32 {
-	b := widenBufs.Get().(*[]float32)
-	*b = growBuf(b, len(v))
+	b := f32Scratch(len(v))
 	BF16ToF32(*b, v)
+	return b
+}
+
+// f32Scratch returns a pooled float32 buffer of length n with arbitrary
+// contents (put it back in widenBufs when done).
+func f32Scratch(n int) *[]float32 {
+	b := widenBufs.Get().(*[]float32)
+	*b = growBuf(b, n)
 	return b
 }
 

@@ -123,3 +123,51 @@ func BenchmarkGemmBF16Kernel(b *testing.B) {
 	}
 	b.ReportMetric(100*2*12*32*2*float64(kp)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// TestGemmBF16To checks the BF16-output product against GemmBF16's float32
+// result rounded to nearest even, bit for bit, leaving the row padding of
+// C alone; a C too short for its rows panics.
+func TestGemmBF16To(t *testing.T) {
+	r := rand.New(rand.NewPCG(83, 84))
+	for _, sh := range [][3]int{{1, 1, 1}, {13, 33, 7}, {25, 65, 258}, {3, 40, 2}} {
+		for _, tr := range [][2]bool{{false, false}, {true, true}} {
+			m, n, k := sh[0], sh[1], sh[2]
+			lda, ldb := k, n
+			if tr[0] {
+				lda = m
+			}
+			if tr[1] {
+				ldb = k
+			}
+			a, b := bf16Rand(r, m*k), bf16Rand(r, k*n)
+			want := make([]float32, m*n)
+			GemmBF16(tr[0], tr[1], m, n, k, 0.5, a, lda, b, ldb, 0, want, n)
+			ldc := n + 3
+			c := make([]uint16, m*ldc)
+			for i := range c {
+				c[i] = 0xbeef
+			}
+			GemmBF16To(tr[0], tr[1], m, n, k, 0.5, a, lda, b, ldb, c, ldc)
+			for i := range m {
+				for j := range ldc {
+					got := c[i*ldc+j]
+					if j >= n {
+						if got != 0xbeef {
+							t.Fatalf("%v/%v: padding C[%d,%d] overwritten", sh, tr, i, j)
+						}
+						continue
+					}
+					if w := BF16FromF32(want[i*n+j]); got != w {
+						t.Fatalf("%v/%v: C[%d,%d] = %#x, want %#x", sh, tr, i, j, got, w)
+					}
+				}
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a short C did not panic")
+		}
+	}()
+	GemmBF16To(false, false, 2, 3, 1, 1, make([]uint16, 2), 1, make([]uint16, 3), 3, make([]uint16, 5), 3)
+}
