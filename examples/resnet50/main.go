@@ -15,7 +15,14 @@
 //
 // With --dtype bf16 (train and infer) the model runs under amp.Autocast:
 // convolutions and the classifier in BF16 with float32 accumulation, batch
-// norms and the loss in float32, float32 master weights.
+// norms computed in float32 on BF16 activations, the loss in float32. train
+// goes through kiln.Optimize with split master weights (each weight's BF16
+// top half is what the model computes with, its low half kept beside it)
+// and the split SGD; checkpoints hold the joined float32 weights.
+//
+// infer prepares the model with kiln.Optimize: batch norms folded into the
+// convolutions and, in float32, the weights packed once for the GEMM, or in
+// BF16, cast to bfloat16 once.
 //
 // evaluate prints the top-1 and top-5 accuracy of weights on held-out
 // images; the weights are a train checkpoint or a plain state dict with
