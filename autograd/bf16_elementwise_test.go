@@ -231,9 +231,9 @@ func TestBinaryBF16Promotion(t *testing.T) {
 	}
 }
 
-// TestBF16ThroughFloat32 checks the ops without bfloat16 kernels of their
-// own on bfloat16 input: they give a bfloat16 result equal to the float32
-// op's rounded once, and a bfloat16 gradient equal to the float32 route's;
+// TestBF16ThroughFloat32 checks the ops that compute bfloat16 input in
+// float32 (reductions, reorders, softmax, pooling): they give a bfloat16
+// result equal to the float32 op's rounded once, and a bfloat16 gradient equal to the float32 route's;
 // under autocast the float32-policy losses take bfloat16 input.
 func TestBF16ThroughFloat32(t *testing.T) {
 	ops := []struct {
@@ -248,6 +248,16 @@ func TestBF16ThroughFloat32(t *testing.T) {
 		{"SplitSizes", func(x *autograd.Tensor) *autograd.Tensor { return autograd.SplitSizes(x, []int{1, 2}, 1)[0] }},
 		{"Softmax", func(x *autograd.Tensor) *autograd.Tensor { return autograd.Softmax(x, 3) }},
 		{"LogSoftmax", func(x *autograd.Tensor) *autograd.Tensor { return autograd.LogSoftmax(x, 1) }},
+		{"MaxPool2d", func(x *autograd.Tensor) *autograd.Tensor {
+			return autograd.MaxPool2d(x, autograd.PoolOptions{Kernel: []int{3}, Stride: []int{2}, Padding: []int{1}})
+		}},
+		{"MaxPool2d/channels-last", func(x *autograd.Tensor) *autograd.Tensor {
+			return autograd.MaxPool2d(x.To(autograd.ChannelsLast), autograd.PoolOptions{Kernel: []int{2}})
+		}},
+		{"AvgPool2d", func(x *autograd.Tensor) *autograd.Tensor {
+			return autograd.AvgPool2d(x, autograd.PoolOptions{Kernel: []int{3}, Padding: []int{1}})
+		}},
+		{"AdaptiveAvgPool2d", func(x *autograd.Tensor) *autograd.Tensor { return autograd.AdaptiveAvgPool2d(x, 1, 1) }},
 	}
 	g := autograd.NewGenerator(10)
 	x0 := autograd.Cast(autograd.Randn(g, 2, 3, 4, 5), autograd.BFloat16)

@@ -18,7 +18,9 @@ type PoolOptions struct {
 // poolInput validates a pooling input, [N, C, H, W] or unbatched [C, H, W],
 // and returns its sizes with N = 1 for an unbatched one.
 func poolInput(op string, x *Tensor) (n, c, h, w int, batched bool) {
-	checkF32(op, "input", x)
+	if x == nil || x.dtype != BFloat16 {
+		checkF32(op, "input", x)
+	}
 	switch x.NDim() {
 	case 4:
 		n, c, h, w, batched = x.shape[0], x.shape[1], x.shape[2], x.shape[3], true
@@ -78,43 +80,77 @@ func poolGeometry(op string, x *Tensor, opt PoolOptions, dilation bool) (kernels
 }
 
 // poolOutput allocates the result of pooling x to s's output size, in x's
-// format.
+// format and dtype.
 func poolOutput(s *kernels.Pool2dShape, x *Tensor, batched bool) *Tensor {
 	shape := []int{s.N, s.C, s.OutH, s.OutW}
 	if !batched {
 		shape = shape[1:]
 	}
-	return &Tensor{dtype: Float32, shape: shape, format: x.format, data: make([]float32, s.N*s.C*s.OutH*s.OutW)}
+	n := s.N * s.C * s.OutH * s.OutW
+	if x.dtype == BFloat16 {
+		return &Tensor{dtype: BFloat16, shape: shape, format: x.format, data: make([]uint16, n)}
+	}
+	return &Tensor{dtype: Float32, shape: shape, format: x.format, data: make([]float32, n)}
 }
 
-// poolGrad runs a pooling backward kernel for the output gradient g and
-// returns the input gradient in x's format.
+// poolApply runs a pooling forward kernel on x into a new result and
+// records its backward kernel. A bfloat16 x is widened exactly into
+// scratch, pooled in float32 and the result rounded once, as PyTorch's
+// bf16 pooling does (maxima and window sums computed in float32); the
+// gradient comes back bfloat16 the same way.
+func poolApply(name string, x *Tensor, s *kernels.Pool2dShape, batched bool, forward, backward func(a, b []float32)) *Tensor {
+	out := poolOutput(s, x, batched)
+	if x.dtype == BFloat16 {
+		xf, yf := gradBuffer(x.Numel()), gradBuffer(out.Numel())
+		kernels.BF16ToF32(xf, x.BFloat16s())
+		forward(xf, yf)
+		kernels.F32ToBF16(out.BFloat16s(), yf)
+		releaseGradBuffer(xf)
+		releaseGradBuffer(yf)
+	} else {
+		forward(x.Float32s(), out.Float32s())
+	}
+	xm, om := x.meta(), out.meta()
+	return record(name, out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+		return []*Tensor{poolGrad(xm, om, g, backward)}
+	})
+}
+
+// poolGrad runs a pooling backward kernel, which adds into a zeroed dx,
+// for the output gradient g and returns the input gradient in x's format
+// and dtype.
 func poolGrad(x, out, g *Tensor, run func(dy, dx []float32)) *Tensor {
+	if g.dtype != Float32 {
+		g = g.castTo(Float32)
+	}
 	if g.format != out.format {
 		g = g.reformat(out.format)
 	}
-	gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, numel("poolGrad", x.shape))}
-	run(g.Float32s(), gx.Float32s())
-	return gx
+	n := numel("poolGrad", x.shape)
+	if x.dtype != BFloat16 {
+		gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, n)}
+		run(g.Float32s(), gx.Float32s())
+		return gx
+	}
+	dx := gradBuffer(n)
+	clear(dx)
+	run(g.Float32s(), dx)
+	return bf16Tensor(x.shape, x.format, x.format, dx)
 }
 
 // MaxPool2d takes the maximum over sliding windows, like
 // torch.nn.functional.max_pool2d: x is [N, C, H, W] or [C, H, W],
 // contiguous or channels-last, and the result keeps x's format. A NaN in a
 // window is its maximum. The gradient flows to the position of each
-// window's maximum (the first one on ties).
+// window's maximum (the first one on ties). A bfloat16 x gives a bfloat16
+// result, as in PyTorch; so do AvgPool2d and AdaptiveAvgPool2d, whose sums
+// are taken in float32.
 func MaxPool2d(x *Tensor, opt PoolOptions) *Tensor {
-	if x != nil && x.dtype == BFloat16 {
-		return viaFloat32(x, func(x *Tensor) *Tensor { return MaxPool2d(x, opt) })
-	}
 	s, batched := poolGeometry("MaxPool2d", x, opt, true)
-	out := poolOutput(&s, x, batched)
-	idx := make([]int32, out.Numel())
-	kernels.MaxPool2d(&s, x.Float32s(), out.Float32s(), idx)
-	xm, om := x.meta(), out.meta()
-	return record("MaxPool2dBackward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		return []*Tensor{poolGrad(xm, om, g, func(dy, dx []float32) { kernels.MaxPool2dBackward(&s, dy, idx, dx) })}
-	})
+	idx := make([]int32, s.N*s.C*s.OutH*s.OutW)
+	return poolApply("MaxPool2dBackward", x, &s, batched,
+		func(x, y []float32) { kernels.MaxPool2d(&s, x, y, idx) },
+		func(dy, dx []float32) { kernels.MaxPool2dBackward(&s, dy, idx, dx) })
 }
 
 // AvgPool2d averages over sliding windows, like
@@ -124,18 +160,10 @@ func MaxPool2d(x *Tensor, opt PoolOptions) *Tensor {
 // only the input positions. Dilation must be nil or 1. The result keeps x's
 // format.
 func AvgPool2d(x *Tensor, opt PoolOptions) *Tensor {
-	if x != nil && x.dtype == BFloat16 {
-		return viaFloat32(x, func(x *Tensor) *Tensor { return AvgPool2d(x, opt) })
-	}
 	s, batched := poolGeometry("AvgPool2d", x, opt, false)
-	out := poolOutput(&s, x, batched)
-	kernels.AvgPool2d(&s, opt.CountIncludePad, x.Float32s(), out.Float32s())
-	xm, om := x.meta(), out.meta()
-	return record("AvgPool2dBackward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		return []*Tensor{poolGrad(xm, om, g, func(dy, dx []float32) {
-			kernels.AvgPool2dBackward(&s, opt.CountIncludePad, dy, dx)
-		})}
-	})
+	return poolApply("AvgPool2dBackward", x, &s, batched,
+		func(x, y []float32) { kernels.AvgPool2d(&s, opt.CountIncludePad, x, y) },
+		func(dy, dx []float32) { kernels.AvgPool2dBackward(&s, opt.CountIncludePad, dy, dx) })
 }
 
 // AdaptiveAvgPool2d averages x into an outH×outW grid, like
@@ -143,19 +171,13 @@ func AvgPool2d(x *Tensor, opt PoolOptions) *Tensor {
 // of input length in covers [floor(i·in/out), ceil((i+1)·in/out)). The
 // result keeps x's format.
 func AdaptiveAvgPool2d(x *Tensor, outH, outW int) *Tensor {
-	if x != nil && x.dtype == BFloat16 {
-		return viaFloat32(x, func(x *Tensor) *Tensor { return AdaptiveAvgPool2d(x, outH, outW) })
-	}
 	const op = "AdaptiveAvgPool2d"
 	n, c, h, w, batched := poolInput(op, x)
 	if outH <= 0 || outW <= 0 {
 		Fail(op, "output size %d×%d must be positive", outH, outW)
 	}
 	s := kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}
-	out := poolOutput(&s, x, batched)
-	kernels.AdaptiveAvgPool2d(&s, x.Float32s(), out.Float32s())
-	xm, om := x.meta(), out.meta()
-	return record("AdaptiveAvgPool2dBackward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		return []*Tensor{poolGrad(xm, om, g, func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })}
-	})
+	return poolApply("AdaptiveAvgPool2dBackward", x, &s, batched,
+		func(x, y []float32) { kernels.AdaptiveAvgPool2d(&s, x, y) },
+		func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })
 }
