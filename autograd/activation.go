@@ -75,6 +75,13 @@ func Dropout(x *Tensor, p float64, training bool, g *Generator) *Tensor {
 		Fail(op, "dropout probability has to be between 0 and 1, but got %v", p)
 	}
 	if !training || p == 0 || x.Numel() == 0 {
+		if tracing() {
+			// The identity is traced, so a graph shows where dropout was
+			// and Freeze visibly removes it, as PyTorch's freezing does.
+			out := x.meta()
+			trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"p", p})
+			return &Tensor{dtype: x.dtype, shape: x.shape, format: x.format, data: x.data, requiresGrad: x.requiresGrad, node: x.node}
+		}
 		return x
 	}
 	var keep []uint8
@@ -130,6 +137,9 @@ func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 	} else {
 		xs = x.Float32s()
 	}
+	if tracing() {
+		trace(op, []*Tensor{x}, []*Tensor{out}, actAttrs(op, a)...)
+	}
 	like := x.meta()
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		gd := actGradData(g, like)
@@ -150,6 +160,9 @@ func actApplyBF16(op string, x *Tensor, a kernels.Act) *Tensor {
 		v = out.BFloat16s()
 	case a.ReadsInput():
 		v = x.BFloat16s()
+	}
+	if tracing() {
+		trace(op, []*Tensor{x}, []*Tensor{out}, actAttrs(op, a)...)
 	}
 	like := x.meta()
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
@@ -177,7 +190,30 @@ func ReLUInPlace(x *Tensor) *Tensor {
 	default:
 		Fail(op, "input has dtype %v; %s supports float32 and bfloat16", x.dtype, op)
 	}
+	if tracing() {
+		trace("ReLU", []*Tensor{x}, []*Tensor{x})
+	}
 	return x
+}
+
+// actAttrs names the parameters of an elementwise op for a tracer.
+func actAttrs(op string, a kernels.Act) []Attr {
+	switch op {
+	case "HardTanh":
+		return []Attr{{"min_val", float64(a.A)}, {"max_val", float64(a.B)}}
+	case "ELU":
+		return []Attr{{"alpha", float64(a.A)}}
+	case "GELU":
+		if a.Fn == kernels.ActGELUTanh {
+			return []Attr{{"approximate", "tanh"}}
+		}
+		return []Attr{{"approximate", "none"}}
+	case "Pow":
+		return []Attr{{"exponent", float64(a.A)}}
+	case "MulScalar", "AddScalar":
+		return []Attr{{"value", float64(a.A)}}
+	}
+	return nil
 }
 
 // bf16EmptyLike allocates a bfloat16 tensor with x's shape and format.

@@ -202,6 +202,16 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	return s, batched
 }
 
+// traceConv reports a convolution with its options expanded to one value
+// per spatial dimension.
+func traceConv(op string, s kernels.ConvShape, x, w, b, out *Tensor) {
+	nsp := w.NDim() - 2
+	lo := 3 - nsp
+	trace(op, []*Tensor{x, w, b}, []*Tensor{out},
+		Attr{"stride", cloneInts(s.Stride[lo:])}, Attr{"padding", cloneInts(s.Pad[lo:])},
+		Attr{"dilation", cloneInts(s.Dil[lo:])}, Attr{"groups", s.Groups})
+}
+
 // convDims writes sizes as 3×3.
 func convDims(d []int) string {
 	parts := make([]string, len(d))
@@ -254,6 +264,9 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernel
 	} else {
 		kernels.ConvForward(&s, xk.Float32s(), wk.Float32s(), bias, out.Float32s())
 	}
+	if tracing() {
+		traceConv(op, s, x, w, b, out)
+	}
 	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
 		if g.format != layout {
 			g = g.reformat(layout)
@@ -292,6 +305,9 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 	}
 	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: make([]uint16, numel(op, outShape))}
 	kernels.ConvForwardBF16To(&s, xk.BFloat16s(), wk.BFloat16s(), bias, out.BFloat16s())
+	if tracing() {
+		traceConv(op, s, x, w, b, out)
+	}
 	xm, wm := x.meta(), w.meta()
 	xNeeds, wNeeds, bNeeds := x.requiresGrad, w.requiresGrad, b != nil && b.requiresGrad
 	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {

@@ -75,6 +75,9 @@ func Cast(t *Tensor, dtype DType) *Tensor {
 		return t
 	}
 	out := t.castTo(dtype)
+	if tracing() {
+		trace("Cast", []*Tensor{t}, []*Tensor{out}, Attr{"dtype", dtype})
+	}
 	if !dtype.IsFloat() || !t.dtype.IsFloat() {
 		return out
 	}
@@ -97,7 +100,11 @@ func (t *Tensor) To(f MemoryFormat) *Tensor {
 		return t
 	}
 	src := t.format
-	return record("To", t.reformat(f), []*Tensor{t}, func(g *Tensor) []*Tensor {
+	out := t.reformat(f)
+	if tracing() {
+		trace("To", []*Tensor{t}, []*Tensor{out}, Attr{"format", f})
+	}
+	return record("To", out, []*Tensor{t}, func(g *Tensor) []*Tensor {
 		return []*Tensor{g.reformat(src)}
 	})
 }
@@ -109,7 +116,11 @@ func (t *Tensor) Contiguous() *Tensor { return t.To(Contiguous) }
 // Clone returns a differentiable copy of t with its own memory, in the same
 // format.
 func (t *Tensor) Clone() *Tensor {
-	return record("Clone", t.reformat(t.format), []*Tensor{t}, func(g *Tensor) []*Tensor {
+	out := t.reformat(t.format)
+	if tracing() {
+		trace("Clone", []*Tensor{t}, []*Tensor{out})
+	}
+	return record("Clone", out, []*Tensor{t}, func(g *Tensor) []*Tensor {
 		return []*Tensor{g}
 	})
 }

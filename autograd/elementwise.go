@@ -9,6 +9,9 @@ func Add(a, b *Tensor) *Tensor {
 		return out
 	}
 	out := binaryF32("Add", a, b, kernels.BinAdd)
+	if tracing() {
+		trace("Add", []*Tensor{a, b}, []*Tensor{out})
+	}
 	am, bm := a.meta(), b.meta() // the gradient needs shapes, not values
 	return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		return []*Tensor{sumToShape(g, am.shape, am.format), sumToShape(g, bm.shape, bm.format)}
@@ -30,6 +33,9 @@ func AddReLU(a, b *Tensor) *Tensor {
 	} else {
 		out = binaryF32("AddReLU", a, b, kernels.BinAdd)
 		kernels.Act{Fn: kernels.ActReLU}.Forward(out.Float32s(), out.Float32s())
+	}
+	if tracing() {
+		traceAddReLU(a, b, out)
 	}
 	yd := out.Float32s()
 	am, bm, om := a.meta(), b.meta(), out.meta()
@@ -62,7 +68,17 @@ func AddReLUInPlace(a, b *Tensor) *Tensor {
 		ad := a.Float32s()
 		kernels.AddReLU(ad, ad, b.Float32s())
 	}
+	if tracing() {
+		traceAddReLU(a, b, a)
+	}
 	return a
+}
+
+// traceAddReLU reports AddReLU decomposed, as Add then ReLU.
+func traceAddReLU(a, b, out *Tensor) {
+	sum := out.meta()
+	trace("Add", []*Tensor{a, b}, []*Tensor{sum})
+	trace("ReLU", []*Tensor{sum}, []*Tensor{out})
 }
 
 // addReLUBF16 is AddReLU with a bfloat16 operand. Two bfloat16 operands
@@ -79,6 +95,9 @@ func addReLUBF16(a, b *Tensor) *Tensor {
 	}
 	out := bf16EmptyLike(a)
 	kernels.AddReLUBF16(out.BFloat16s(), a.BFloat16s(), b.BFloat16s())
+	if tracing() {
+		traceAddReLU(a, b, out)
+	}
 	yd := out.BFloat16s()
 	om := out.meta()
 	return record("AddReLUBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
@@ -94,6 +113,9 @@ func Sub(a, b *Tensor) *Tensor {
 		return out
 	}
 	out := binaryF32("Sub", a, b, kernels.BinSub)
+	if tracing() {
+		trace("Sub", []*Tensor{a, b}, []*Tensor{out})
+	}
 	am, bm, bNeeds := a.meta(), b.meta(), b.requiresGrad
 	return record("SubBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		var gb *Tensor
@@ -111,6 +133,9 @@ func Mul(a, b *Tensor) *Tensor {
 		return out
 	}
 	out := binaryF32("Mul", a, b, kernels.BinMul)
+	if tracing() {
+		trace("Mul", []*Tensor{a, b}, []*Tensor{out})
+	}
 	return record("MulBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		var ga, gb *Tensor
 		if a.requiresGrad {
@@ -130,6 +155,9 @@ func Div(a, b *Tensor) *Tensor {
 		return out
 	}
 	out := binaryF32("Div", a, b, kernels.BinDiv)
+	if tracing() {
+		trace("Div", []*Tensor{a, b}, []*Tensor{out})
+	}
 	return record("DivBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		var ga, gb *Tensor
 		if a.requiresGrad {
@@ -162,6 +190,9 @@ func binaryBF16(a, b *Tensor, k kernels.BinOp, f func(a, b *Tensor) *Tensor) (*T
 	if k == kernels.BinAdd && a.dtype == BFloat16 && b.dtype == BFloat16 && sameShape(a.shape, b.shape) && a.format == b.format {
 		out := bf16EmptyLike(a)
 		kernels.BinaryBF16(kernels.BinAdd, out.BFloat16s(), a.BFloat16s(), b.BFloat16s())
+		if tracing() {
+			trace("Add", []*Tensor{a, b}, []*Tensor{out})
+		}
 		return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor { return []*Tensor{g, g} }), true
 	}
 	out := f(Cast(a, Float32), Cast(b, Float32))
@@ -213,6 +244,9 @@ func AddScalar(x *Tensor, v float32) *Tensor {
 	checkF32(op, "input", x)
 	out := actEmptyLike(x)
 	kernels.Act{Fn: kernels.ActAddScalar, A: v}.Forward(out.Float32s(), x.Float32s())
+	if tracing() {
+		trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"value", float64(v)})
+	}
 	// The gradient passes through unchanged, so no copy is made of it.
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		return []*Tensor{actGradIn(g, x)}

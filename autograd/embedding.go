@@ -136,6 +136,9 @@ func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool
 	} else {
 		kernels.EmbeddingForward(dim, idx, weight.Float32s(), out.Float32s())
 	}
+	if tracing() && !sparse {
+		trace("Embedding", []*Tensor{indices, weight}, []*Tensor{out}, Attr{"padding_idx", int(skip)})
+	}
 	return record(op+"Backward", out, []*Tensor{indices, weight}, func(g *Tensor) []*Tensor {
 		if !weight.requiresGrad {
 			return []*Tensor{nil, nil}
@@ -288,6 +291,9 @@ func embeddingBag(op string, input, offsets, weight *Tensor, mode EmbeddingBagMo
 		kernels.EmbeddingBagSumBF16(dim, idx, starts, weight.BFloat16s(), psw, mode == BagMean, out.BFloat16s())
 	default:
 		kernels.EmbeddingBagSum(dim, idx, starts, weight.Float32s(), psw, mode == BagMean, out.Float32s())
+	}
+	if tracing() && !sparse {
+		trace("EmbeddingBag", []*Tensor{input, offsets, weight, perSampleWeights}, []*Tensor{out}, Attr{"mode", mode.String()})
 	}
 	return record(op+"Backward", out, []*Tensor{input, offsets, weight, perSampleWeights}, func(g *Tensor) []*Tensor {
 		dy := widenedF32(op+"Backward", "output gradient", g)

@@ -85,7 +85,7 @@ func matmul(op string, a, b *Tensor) *Tensor {
 		// batch·n rows.
 		rows := numel(op, batch) * n
 		kernels.Sgemm(false, false, rows, m, k, 1, ad, k, bd, m, 0, od, m)
-		return record(op+"Backward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+		return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 			gd := linearRowMajor(g)
 			var ga, gb *Tensor
 			if a.requiresGrad {
@@ -106,7 +106,7 @@ func matmul(op string, a, b *Tensor) *Tensor {
 	bOff := matmulOffsets(bBatch, batch, k*m)
 	cOff := matmulOffsets(batch, batch, n*m)
 	kernels.SgemmBatched(false, false, n, m, k, 1, ad, aOff, k, bd, bOff, m, 0, od, cOff, m)
-	return record(op+"Backward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+	return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		gd := linearRowMajor(g)
 		var ga, gb *Tensor
 		if a.requiresGrad {
@@ -138,7 +138,7 @@ func matmulBF16(op string, a, b *Tensor, outShape, batch, aBatch, bBatch []int, 
 		kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
 	}
 	out := bf16Tensor(outShape, Contiguous, Contiguous, acc)
-	return record(op+"Backward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+	return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		if g.dtype != BFloat16 {
 			g = g.castTo(BFloat16)
 		}
@@ -287,7 +287,7 @@ func Linear(x, w, b *Tensor) *Tensor {
 		beta = 1
 	}
 	kernels.Sgemm(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, od, outF)
-	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
+	return traceRecord(op, out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
 		gd := linearRowMajor(g)
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
@@ -348,7 +348,7 @@ func linearBF16(x, w, b *Tensor) *Tensor {
 	}
 	kernels.GemmBF16(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, acc, outF)
 	out := bf16Tensor(outShape, Contiguous, Contiguous, acc)
-	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
+	return traceRecord(op, out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
 		if g.dtype != BFloat16 {
 			g = g.castTo(BFloat16)
 		}

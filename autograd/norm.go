@@ -80,6 +80,19 @@ func BatchNormInPlace(x, runningMean, runningVar, weight, bias *Tensor, training
 
 // checkInPlace fails when an in-place op would overwrite values autograd
 // may need.
+// traceBatchNorm reports an evaluation-mode batch norm, and its fused
+// ReLU as a ReLU of its own.
+func traceBatchNorm(x, runningMean, runningVar, weight, bias *Tensor, eps float64, relu bool, out *Tensor) {
+	ins := []*Tensor{x, runningMean, runningVar, weight, bias}
+	if !relu {
+		trace("BatchNorm", ins, []*Tensor{out}, Attr{"eps", eps})
+		return
+	}
+	y := out.meta()
+	trace("BatchNorm", ins, []*Tensor{y}, Attr{"eps", eps})
+	trace("ReLU", []*Tensor{y}, []*Tensor{out})
+}
+
 func checkInPlace(op string, x *Tensor) {
 	if x != nil && x.requiresGrad && GradEnabled() {
 		Fail(op, "cannot overwrite a tensor that requires grad (shape %v) while gradients are recorded; use the out-of-place op or NoGrad", x.shape)
@@ -107,6 +120,9 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 		forward = kernels.BatchNormReLUForward
 	}
 	forward(s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
+	if tracing() && !training {
+		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
+	}
 	if inPlace {
 		return out
 	}
@@ -250,6 +266,9 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	}
 	kernels.F32ToBF16(out.BFloat16s(), xf)
 	releaseGradBuffer(xf)
+	if tracing() && !training {
+		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
+	}
 	if inPlace {
 		return out
 	}
@@ -332,6 +351,9 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	mean, rstd := stats[:rows], stats[rows:]
 	out := Zeros(x.shape...)
 	kernels.LayerNormForward(rows, n, xc.Float32s(), normF32s(weight), normF32s(bias), eps, out.Float32s(), mean, rstd)
+	if tracing() {
+		trace(op, []*Tensor{x, weight, bias}, []*Tensor{out}, Attr{"normalized_shape", cloneInts(normalizedShape)}, Attr{"eps", eps})
+	}
 	return record(op+"Backward", out, []*Tensor{x, weight, bias}, func(g *Tensor) []*Tensor {
 		if g.format != Contiguous {
 			g = g.reformat(Contiguous)

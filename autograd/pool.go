@@ -145,9 +145,10 @@ func poolGrad(x, out, g *Tensor, run func(dy, dx []float32)) *Tensor {
 // window's maximum (the first one on ties). A bfloat16 x gives a bfloat16
 // result, as in PyTorch; so do AvgPool2d and AdaptiveAvgPool2d, whose sums
 // are taken in float32.
-func MaxPool2d(x *Tensor, opt PoolOptions) *Tensor {
+func MaxPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 	s, batched := poolGeometry("MaxPool2d", x, opt, true)
 	idx := make([]int32, s.N*s.C*s.OutH*s.OutW)
+	defer tracePool("MaxPool2d", x, opt, &out)
 	return poolApply("MaxPool2dBackward", x, &s, batched,
 		func(x, y []float32) { kernels.MaxPool2d(&s, x, y, idx) },
 		func(dy, dx []float32) { kernels.MaxPool2dBackward(&s, dy, idx, dx) })
@@ -159,8 +160,9 @@ func MaxPool2d(x *Tensor, opt PoolOptions) *Tensor {
 // (but not the extra positions ceil mode adds past the padding), without it
 // only the input positions. Dilation must be nil or 1. The result keeps x's
 // format.
-func AvgPool2d(x *Tensor, opt PoolOptions) *Tensor {
+func AvgPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 	s, batched := poolGeometry("AvgPool2d", x, opt, false)
+	defer tracePool("AvgPool2d", x, opt, &out)
 	return poolApply("AvgPool2dBackward", x, &s, batched,
 		func(x, y []float32) { kernels.AvgPool2d(&s, opt.CountIncludePad, x, y) },
 		func(dy, dx []float32) { kernels.AvgPool2dBackward(&s, opt.CountIncludePad, dy, dx) })
@@ -170,14 +172,29 @@ func AvgPool2d(x *Tensor, opt PoolOptions) *Tensor {
 // torch.nn.functional.adaptive_avg_pool2d: output cell i along a dimension
 // of input length in covers [floor(i·in/out), ceil((i+1)·in/out)). The
 // result keeps x's format.
-func AdaptiveAvgPool2d(x *Tensor, outH, outW int) *Tensor {
+func AdaptiveAvgPool2d(x *Tensor, outH, outW int) (out *Tensor) {
 	const op = "AdaptiveAvgPool2d"
 	n, c, h, w, batched := poolInput(op, x)
 	if outH <= 0 || outW <= 0 {
 		Fail(op, "output size %d×%d must be positive", outH, outW)
 	}
 	s := kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}
+	defer tracePool("AdaptiveAvgPool2d", x, PoolOptions{Kernel: []int{outH, outW}}, &out)
 	return poolApply("AdaptiveAvgPool2dBackward", x, &s, batched,
 		func(x, y []float32) { kernels.AdaptiveAvgPool2d(&s, x, y) },
 		func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })
+}
+
+// tracePool reports a pooling op once it has returned *out, with its
+// options as given (AdaptiveAvgPool2d's output size as Kernel).
+func tracePool(op string, x *Tensor, opt PoolOptions, out **Tensor) {
+	if !tracing() || *out == nil {
+		return
+	}
+	attrs := []Attr{{"kernel", cloneInts(opt.Kernel)}}
+	if op != "AdaptiveAvgPool2d" {
+		attrs = append(attrs, Attr{"stride", cloneInts(opt.Stride)}, Attr{"padding", cloneInts(opt.Padding)},
+			Attr{"dilation", cloneInts(opt.Dilation)}, Attr{"ceil_mode", opt.CeilMode}, Attr{"count_include_pad", opt.CountIncludePad})
+	}
+	trace(op, []*Tensor{x}, []*Tensor{*out}, attrs...)
 }

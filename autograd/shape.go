@@ -124,6 +124,9 @@ func shapeReshape(op string, x *Tensor, shape []int, view bool) *Tensor {
 	default:
 		out = shapeAlias(x.reformat(Contiguous).Float32s(), target, Contiguous)
 	}
+	if tracing() {
+		trace("Reshape", []*Tensor{x}, []*Tensor{out}, Attr{"shape", cloneInts(target)})
+	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		return []*Tensor{shapeUnreshape(g, x)}
 	})
@@ -239,6 +242,9 @@ func Permute(x *Tensor, dims ...int) *Tensor {
 // shapePermute returns x with dimension i of the result being perm[i] of x.
 func shapePermute(op string, x *Tensor, perm []int) *Tensor {
 	out := shapePermuted(x, perm, Contiguous)
+	if tracing() {
+		trace("Permute", []*Tensor{x}, []*Tensor{out}, Attr{"dims", cloneInts(perm)})
+	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		inv := make([]int, len(perm))
 		for i, p := range perm {
@@ -321,6 +327,9 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		off += x.shape[dim]
 	}
 	inputs := append([]*Tensor(nil), xs...)
+	if tracing() {
+		trace(op, inputs, []*Tensor{out}, Attr{"dim", dim})
+	}
 	return record(op+"Backward", out, inputs, func(g *Tensor) []*Tensor {
 		gs := g.Strides()
 		gd := g.Float32s()
@@ -424,6 +433,10 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 		default:
 			c = &Tensor{dtype: Float32, shape: shape, format: x.format, data: make([]float32, n)}
 			kernels.StridedCopy(c.Float32s(), xd[start:], shape, c.Strides(), xs)
+		}
+		if i == len(sizes)-1 && tracing() {
+			chunks[i] = c
+			trace("Split", []*Tensor{x}, chunks, Attr{"sizes", cloneInts(sizes)}, Attr{"dim", dim})
 		}
 		lo := off
 		chunks[i] = record(op+"Backward", c, []*Tensor{x}, func(g *Tensor) []*Tensor {

@@ -75,6 +75,9 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 	} else {
 		kernels.Softmax(s, xc.Float32s(), y)
 	}
+	if tracing() {
+		trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"dim", d})
+	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		if g.format != Contiguous {
 			g = g.reformat(Contiguous)

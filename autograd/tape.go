@@ -53,6 +53,7 @@ func NoGrad(f func()) {
 // a gradient, and returns out. Every differentiable op builds its result
 // through record; this is also the one place a tracer hooks in.
 func record(op string, out *Tensor, inputs []*Tensor, backward func(grad *Tensor) []*Tensor) *Tensor {
+	traceRecorded(op, out)
 	if !GradEnabled() {
 		return out
 	}

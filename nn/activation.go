@@ -9,7 +9,10 @@ type ReLU struct{ Base }
 func NewReLU() *ReLU { return &ReLU{} }
 
 // Forward applies the activation.
-func (*ReLU) Forward(x *autograd.Tensor) *autograd.Tensor { return autograd.ReLU(x) }
+func (m *ReLU) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(m)()
+	return autograd.ReLU(x)
+}
 
 // Sigmoid applies 1/(1+e⁻ˣ) elementwise (torch.nn.Sigmoid).
 type Sigmoid struct{ Base }
@@ -18,7 +21,10 @@ type Sigmoid struct{ Base }
 func NewSigmoid() *Sigmoid { return &Sigmoid{} }
 
 // Forward applies the activation.
-func (*Sigmoid) Forward(x *autograd.Tensor) *autograd.Tensor { return autograd.Sigmoid(x) }
+func (m *Sigmoid) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(m)()
+	return autograd.Sigmoid(x)
+}
 
 // Tanh applies tanh elementwise (torch.nn.Tanh).
 type Tanh struct{ Base }
@@ -27,7 +33,10 @@ type Tanh struct{ Base }
 func NewTanh() *Tanh { return &Tanh{} }
 
 // Forward applies the activation.
-func (*Tanh) Forward(x *autograd.Tensor) *autograd.Tensor { return autograd.Tanh(x) }
+func (m *Tanh) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(m)()
+	return autograd.Tanh(x)
+}
 
 // SiLU applies x·sigmoid(x) elementwise (torch.nn.SiLU).
 type SiLU struct{ Base }
@@ -36,7 +45,10 @@ type SiLU struct{ Base }
 func NewSiLU() *SiLU { return &SiLU{} }
 
 // Forward applies the activation.
-func (*SiLU) Forward(x *autograd.Tensor) *autograd.Tensor { return autograd.SiLU(x) }
+func (m *SiLU) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(m)()
+	return autograd.SiLU(x)
+}
 
 // HardTanh clamps its input to [Min, Max] (torch.nn.Hardtanh).
 type HardTanh struct {
@@ -54,6 +66,7 @@ func NewHardTanh(minVal, maxVal float32) *HardTanh {
 
 // Forward applies the activation.
 func (h *HardTanh) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(h)()
 	return autograd.HardTanh(x, h.Min, h.Max)
 }
 
@@ -67,7 +80,10 @@ type ELU struct {
 func NewELU(alpha float32) *ELU { return &ELU{Alpha: alpha} }
 
 // Forward applies the activation.
-func (e *ELU) Forward(x *autograd.Tensor) *autograd.Tensor { return autograd.ELU(x, e.Alpha) }
+func (e *ELU) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(e)()
+	return autograd.ELU(x, e.Alpha)
+}
 
 // GELU applies the Gaussian error linear unit (torch.nn.GELU), exactly
 // ("none") or with the tanh approximation ("tanh").
@@ -87,6 +103,7 @@ func NewGELU(approximate string) *GELU {
 
 // Forward applies the activation.
 func (g *GELU) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(g)()
 	return autograd.GELU(x, g.Approximate)
 }
 
@@ -100,7 +117,10 @@ type Softmax struct {
 func NewSoftmax(dim int) *Softmax { return &Softmax{Dim: dim} }
 
 // Forward applies the softmax.
-func (s *Softmax) Forward(x *autograd.Tensor) *autograd.Tensor { return autograd.Softmax(x, s.Dim) }
+func (s *Softmax) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(s)()
+	return autograd.Softmax(x, s.Dim)
+}
 
 // LogSoftmax is log(softmax(x)) along Dim, computed stably
 // (torch.nn.LogSoftmax).
@@ -114,6 +134,7 @@ func NewLogSoftmax(dim int) *LogSoftmax { return &LogSoftmax{Dim: dim} }
 
 // Forward applies the log-softmax.
 func (s *LogSoftmax) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(s)()
 	return autograd.LogSoftmax(x, s.Dim)
 }
 
@@ -139,5 +160,6 @@ func NewDropout(g *autograd.Generator, p float64) *Dropout {
 
 // Forward applies dropout according to the module's training mode.
 func (d *Dropout) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(d)()
 	return autograd.Dropout(x, d.P, d.Training(), d.gen)
 }

@@ -117,6 +117,7 @@ func (c *Conv2d) Bias() *autograd.Tensor { return c.param("bias") }
 // After Prepack, an evaluation forward without gradient recording reads
 // the packed weights.
 func (c *Conv2d) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(c)()
 	if w := c.packedWeight(&c.Base, c.Weight(), c.Options.Groups); w != nil {
 		return autograd.ConvPacked(x, w, c.Bias(), c.Options.op())
 	}
@@ -133,6 +134,7 @@ func (c *Conv3d) Bias() *autograd.Tensor { return c.param("bias") }
 // After Prepack, an evaluation forward without gradient recording reads
 // the packed weights.
 func (c *Conv3d) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(c)()
 	if w := c.packedWeight(&c.Base, c.Weight(), c.Options.Groups); w != nil {
 		return autograd.ConvPacked(x, w, c.Bias(), c.Options.op())
 	}

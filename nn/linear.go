@@ -41,6 +41,7 @@ func (l *Linear) Bias() *autograd.Tensor { return l.param("bias") }
 
 // Forward maps x [..., in] to [..., out].
 func (l *Linear) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(l)()
 	return autograd.Linear(x, l.Weight(), l.Bias())
 }
 
@@ -52,7 +53,10 @@ type Identity struct{ Base }
 func NewIdentity() *Identity { return &Identity{} }
 
 // Forward returns x.
-func (*Identity) Forward(x *autograd.Tensor) *autograd.Tensor { return x }
+func (m *Identity) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(m)()
+	return x
+}
 
 // Flatten merges dimensions StartDim..EndDim (negative counts from the end)
 // into one, like torch.nn.Flatten.
@@ -67,5 +71,6 @@ func NewFlatten(startDim, endDim int) *Flatten { return &Flatten{StartDim: start
 
 // Forward flattens x.
 func (f *Flatten) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(f)()
 	return autograd.Flatten(x, f.StartDim, f.EndDim)
 }

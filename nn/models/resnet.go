@@ -76,6 +76,7 @@ func (*Bottleneck) FoldPairs() [][2]string {
 // Each BatchNorm-ReLU pair and the final sum-ReLU run as one fused op,
 // with PyTorch's results bit for bit.
 func (b *BasicBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(b)()
 	out := bnReLU(b.BN1, b.Conv1.Forward(x))
 	out = bn(b.BN2, b.Conv2.Forward(out))
 	return addReLU(out, shortcut(b.Downsample, x))
@@ -83,6 +84,7 @@ func (b *BasicBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
 
 // Forward computes the bottleneck branch plus the shortcut, then ReLU.
 func (b *Bottleneck) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(b)()
 	out := bnReLU(b.BN1, b.Conv1.Forward(x))
 	out = bnReLU(b.BN2, b.Conv2.Forward(out))
 	out = bn(b.BN3, b.Conv3.Forward(out))
@@ -151,6 +153,7 @@ func (*ResNet) FoldPairs() [][2]string { return [][2]string{{"conv1", "bn1"}} }
 // Forward maps images [N, 3, H, W] (any H, W ≥ 32 for the standard stem)
 // to logits [N, NumClasses].
 func (r *ResNet) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(r)()
 	if x.NDim() != 4 || x.Shape()[1] != 3 {
 		autograd.Fail("ResNet.Forward", "input must be images [N, 3, H, W], got shape %v", x.Shape())
 	}

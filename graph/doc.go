@@ -1,0 +1,17 @@
+// Package graph turns a model into a frozen inference graph: Trace records
+// the autograd ops a module's forward runs into a small typed IR, Freeze
+// makes the parameters constants and folds what eval mode makes constant
+// (batch norm into convolutions, dropout, identities), fusion passes merge
+// common patterns into single ops, and a compiled plan runs the result with
+// buffers assigned once. Graphs save to and load from one safetensors file,
+// so a deployment needs no model code.
+//
+// The IR is deliberately plain: a Graph is a list of Values (shape, dtype,
+// memory format) and a list of Nodes in execution order, each naming an op,
+// its input and output values and typed attributes. Constants are values
+// with data attached. g.String() prints it, fused ops under their fused
+// names, as PyTorch's graph_for does.
+//
+// Every op runs on the same kernels as eager mode: the graph never grows a
+// second implementation of an op.
+package graph

@@ -1,0 +1,135 @@
+package graph
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kilnml/kiln/autograd"
+)
+
+// opImpl is how the graph runs one kind of node.
+type opImpl struct {
+	// eager computes the node's results with autograd ops, allocating them.
+	// It is the reference: every faster path must match it bit for bit,
+	// and it runs any node that has no compiled form. Bad operands or
+	// attributes panic with an *autograd.Error.
+	eager func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor
+	// compile, when set, binds the node to tensors whose storage the plan
+	// owns (ins and outs have the node's value types) and returns the
+	// function that computes outs from ins without allocating.
+	compile func(n *Node, ins, outs []*autograd.Tensor) (func(), error)
+}
+
+var opImpls = map[string]*opImpl{}
+
+func registerOp(name string, impl *opImpl) {
+	if _, dup := opImpls[name]; dup {
+		panic("graph: op " + name + " registered twice")
+	}
+	opImpls[name] = impl
+}
+
+// FusedSep joins the parts of a fused op's name: "Conv2d+Add+ReLU" is a
+// Conv2d whose result goes through Add (with one more operand) and then
+// ReLU. A fused node's inputs are the first part's inputs followed by the
+// extra operands of the later parts in order; the later parts' attributes
+// carry their part's name and a dot ("HardTanh.min_val"). Its decomposed
+// form runs the parts one after another, each later part taking the
+// running result as its first operand.
+const FusedSep = "+"
+
+// fusedExtra is how many operands besides the running result each kind of
+// later part of a fused op takes.
+var fusedExtra = map[string]int{
+	"ReLU": 0, "Sigmoid": 0, "Tanh": 0, "SiLU": 0, "HardTanh": 0, "ELU": 0, "GELU": 0,
+	"Add": 1, "Sub": 1, "Mul": 1, "Div": 1, "Softmax": 0, "LayerNorm": 2,
+	// SigmoidMul is y·sigmoid(y) of the running result y (Conv2d+Sigmoid+Mul).
+	"SigmoidMul": 0,
+}
+
+// lookupOp finds the implementation of op, building the decomposed form
+// of a fused op name from its parts.
+func lookupOp(op string) (*opImpl, error) {
+	if impl, ok := opImpls[op]; ok {
+		return impl, nil
+	}
+	if !strings.Contains(op, FusedSep) {
+		return nil, fmt.Errorf("unknown op %q", op)
+	}
+	parts := strings.Split(op, FusedSep)
+	if _, ok := opImpls[parts[0]]; !ok {
+		return nil, fmt.Errorf("fused op %q: unknown first part %q", op, parts[0])
+	}
+	for _, p := range parts[1:] {
+		if _, ok := fusedExtra[p]; !ok {
+			return nil, fmt.Errorf("fused op %q: %q cannot follow another op", op, p)
+		}
+		if p != "SigmoidMul" {
+			if _, ok := opImpls[p]; !ok {
+				return nil, fmt.Errorf("fused op %q: unknown part %q", op, p)
+			}
+		}
+	}
+	return &opImpl{eager: fusedEager(parts)}, nil
+}
+
+// FusedParts splits a fused node into the nodes it stands for, with
+// inputs given as positions in the fused node's inputs (-1 for the running
+// result) and each part's own attribute names.
+func fusedParts(n *Node) []Node {
+	parts := strings.Split(n.Op, FusedSep)
+	out := make([]Node, len(parts))
+	first := len(n.Inputs)
+	for _, p := range parts[1:] {
+		first -= fusedExtra[p]
+	}
+	out[0] = Node{Op: parts[0], Scope: n.Scope}
+	for i := 0; i < first; i++ {
+		out[0].Inputs = append(out[0].Inputs, i)
+	}
+	next := first
+	for i, p := range parts[1:] {
+		part := Node{Op: p, Scope: n.Scope, Inputs: []int{-1}}
+		for range fusedExtra[p] {
+			part.Inputs = append(part.Inputs, next)
+			next++
+		}
+		out[i+1] = part
+	}
+	for _, a := range n.Attrs {
+		k := 0
+		if dot := strings.IndexByte(a.Name, '.'); dot > 0 {
+			for j := 1; j < len(parts); j++ {
+				if parts[j] == a.Name[:dot] {
+					k = j
+					a.Name = a.Name[dot+1:]
+					break
+				}
+			}
+		}
+		out[k].Attrs = append(out[k].Attrs, a)
+	}
+	return out
+}
+
+func fusedEager(parts []string) func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor {
+	return func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor {
+		var y *autograd.Tensor
+		for i, part := range fusedParts(n) {
+			args := make([]*autograd.Tensor, len(part.Inputs))
+			for j, k := range part.Inputs {
+				if k < 0 {
+					args[j] = y
+				} else {
+					args[j] = ins[k]
+				}
+			}
+			if parts[i] == "SigmoidMul" {
+				y = autograd.Mul(y, autograd.Sigmoid(y))
+				continue
+			}
+			y = opImpls[parts[i]].eager(&part, args)[0]
+		}
+		return []*autograd.Tensor{y}
+	}
+}

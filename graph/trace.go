@@ -1,0 +1,256 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
+)
+
+// Trace runs model's Forward once on inputs, in evaluation mode and without
+// gradient recording, and returns the ops it ran as a graph. model must be
+// an nn.Layer (one input, one output); TraceFunc traces any forward.
+// Parameters and buffers become constants named by their state-dict names
+// and shared with the model until Freeze copies them. Called inside
+// amp.Autocast, the trace records the autocast casts and gives a BF16
+// graph.
+func Trace(model nn.Module, inputs ...*autograd.Tensor) (*Graph, error) {
+	l, ok := model.(nn.Layer)
+	if !ok {
+		return nil, fmt.Errorf("graph.Trace: %T has no Forward(x *autograd.Tensor) *autograd.Tensor; use TraceFunc", model)
+	}
+	if len(inputs) != 1 {
+		return nil, fmt.Errorf("graph.Trace: %T takes one input, got %d", model, len(inputs))
+	}
+	return TraceFunc(model, func(in []*autograd.Tensor) []*autograd.Tensor {
+		return []*autograd.Tensor{l.Forward(in[0])}
+	}, inputs...)
+}
+
+// TraceFunc is Trace for a forward of any arity: forward receives the
+// inputs and returns the graph's outputs. model names the parameters and
+// the module scopes; it is put in evaluation mode for the trace and its
+// modules' training flags are restored afterwards.
+//
+// Ops that have no graph form (losses, training-mode dropout or batch
+// norm, sparse embedding lookups) are reported in the error by name with
+// the path of the module they ran in, when their results reach an output.
+func TraceFunc(model nn.Module, forward func(inputs []*autograd.Tensor) []*autograd.Tensor, inputs ...*autograd.Tensor) (g *Graph, err error) {
+	for i, in := range inputs {
+		if in == nil {
+			return nil, fmt.Errorf("graph.Trace: input %d is nil", i)
+		}
+	}
+	t := newTracer(model)
+	for i, in := range inputs {
+		id := t.g.AddValue(Value{Name: fmt.Sprintf("input%d", i), Shape: in.Shape(), DType: in.DType(), Format: in.Format()})
+		t.g.Inputs = append(t.g.Inputs, id)
+		t.ids[in] = id
+	}
+	modules := nn.NamedModules(model)
+	training := make([]bool, len(modules))
+	for i, m := range modules {
+		training[i] = m.Module.(interface{ Training() bool }).Training()
+	}
+	nn.Eval(model)
+	defer func() {
+		// NamedModules lists parents before children, so each later Train
+		// call puts back a descendant's own flag.
+		for i, m := range modules {
+			nn.Train(m.Module, training[i])
+		}
+	}()
+	var outs []*autograd.Tensor
+	runErr := autograd.Try(func() {
+		autograd.NoGrad(func() {
+			autograd.WithTracer(t, func() { outs = forward(inputs) })
+		})
+	})
+	if runErr != nil {
+		return nil, fmt.Errorf("graph.Trace: forward failed: %w", runErr)
+	}
+	for i, o := range outs {
+		if o == nil {
+			return nil, fmt.Errorf("graph.Trace: output %d is nil", i)
+		}
+		id, err := t.use(o)
+		if err != nil {
+			t.errs = append(t.errs, err)
+			continue
+		}
+		t.g.Outputs = append(t.g.Outputs, id)
+	}
+	if len(t.errs) > 0 {
+		return nil, fmt.Errorf("graph.Trace: %w", errors.Join(t.errs...))
+	}
+	if err := t.g.Validate(); err != nil {
+		return nil, fmt.Errorf("graph.Trace: %w", err)
+	}
+	return t.g, nil
+}
+
+// tracer implements autograd.Tracer, building a Graph.
+type tracer struct {
+	g       *Graph
+	ids     map[*autograd.Tensor]int
+	params  map[*autograd.Tensor]string
+	paths   map[any]string
+	scope   []string
+	pending map[*autograd.Tensor]string // made by an op with no trace form: its description
+	nconst  int
+	errs    []error
+}
+
+func newTracer(model nn.Module) *tracer {
+	t := &tracer{
+		g:       &Graph{Consts: map[int]*autograd.Tensor{}},
+		ids:     map[*autograd.Tensor]int{},
+		params:  map[*autograd.Tensor]string{},
+		paths:   map[any]string{},
+		pending: map[*autograd.Tensor]string{},
+	}
+	for _, p := range nn.NamedParameters(model) {
+		t.params[p.Tensor] = p.Name
+	}
+	for _, b := range nn.NamedBuffers(model) {
+		t.params[b.Tensor] = b.Name
+	}
+	for _, m := range nn.NamedModules(model) {
+		t.paths[m.Module] = m.Name
+	}
+	return t
+}
+
+func (t *tracer) Enter(module any) {
+	path, ok := t.paths[module]
+	if !ok && len(t.scope) > 0 {
+		path = t.scope[len(t.scope)-1] // a module outside the tree: report its caller's
+	}
+	t.scope = append(t.scope, path)
+}
+
+func (t *tracer) Exit() {
+	if len(t.scope) > 0 {
+		t.scope = t.scope[:len(t.scope)-1]
+	}
+}
+
+func (t *tracer) where() string {
+	if len(t.scope) == 0 || t.scope[len(t.scope)-1] == "" {
+		return "the root module"
+	}
+	return fmt.Sprintf("module %q", t.scope[len(t.scope)-1])
+}
+
+func (t *tracer) currentScope() string {
+	if len(t.scope) == 0 {
+		return ""
+	}
+	return t.scope[len(t.scope)-1]
+}
+
+func (t *tracer) Recorded(op string, out *autograd.Tensor) {
+	if _, ok := t.ids[out]; !ok {
+		t.pending[out] = fmt.Sprintf("op %s in %s cannot be traced", op, t.where())
+	}
+}
+
+// use returns the value id of a tensor an op reads, making constants of
+// parameters and of tensors the trace has not seen.
+func (t *tracer) use(x *autograd.Tensor) (int, error) {
+	if msg, ok := t.pending[x]; ok {
+		return 0, errors.New(msg)
+	}
+	if id, ok := t.ids[x]; ok {
+		return id, nil
+	}
+	if !x.HasData() && x.Numel() != 0 {
+		return 0, fmt.Errorf("a tensor without data reached the trace in %s", t.where())
+	}
+	name, isParam := t.params[x]
+	data := x
+	if !isParam {
+		// A tensor made outside the traced ops (a constant the forward
+		// built): frozen at its value now, as PyTorch's trace does.
+		name = fmt.Sprintf("const.%d", t.nconst)
+		t.nconst++
+		data = x.Detach().Clone()
+	}
+	id := t.g.AddConst(name, data)
+	t.ids[x] = id
+	return id, nil
+}
+
+func (t *tracer) Op(op string, attrs []autograd.Attr, inputs, outputs []*autograd.Tensor) {
+	n := Node{Op: op, Scope: t.currentScope()}
+	for _, in := range inputs {
+		if in == nil {
+			n.Inputs = append(n.Inputs, None)
+			continue
+		}
+		id, err := t.use(in)
+		if err != nil {
+			t.errs = append(t.errs, err)
+			return
+		}
+		n.Inputs = append(n.Inputs, id)
+	}
+	for _, a := range attrs {
+		at, err := convertAttr(a)
+		if err != nil {
+			t.errs = append(t.errs, fmt.Errorf("op %s in %s: %w", op, t.where(), err))
+			return
+		}
+		n.Attrs = append(n.Attrs, at)
+	}
+	for _, o := range outputs {
+		id := t.g.AddValue(Value{Name: fmt.Sprintf("%%%d", len(t.g.Values)), Shape: o.Shape(), DType: o.DType(), Format: o.Format()})
+		n.Outputs = append(n.Outputs, id)
+		t.ids[o] = id // an in-place op's result replaces its input
+		delete(t.pending, o)
+	}
+	t.g.Nodes = append(t.g.Nodes, n)
+}
+
+func convertAttr(a autograd.Attr) (Attr, error) {
+	switch v := a.Value.(type) {
+	case int:
+		return IntAttr(a.Name, v), nil
+	case []int:
+		return IntsAttr(a.Name, v), nil
+	case float64:
+		return FloatAttr(a.Name, v), nil
+	case bool:
+		return BoolAttr(a.Name, v), nil
+	case string:
+		return StringAttr(a.Name, v), nil
+	case autograd.DType:
+		return StringAttr(a.Name, v.String()), nil
+	case autograd.MemoryFormat:
+		return StringAttr(a.Name, v.String()), nil
+	}
+	return Attr{}, fmt.Errorf("attribute %s has unsupported type %T", a.Name, a.Value)
+}
+
+// ParseDType and ParseFormat read the strings dtype and memory-format
+// attributes hold.
+func ParseDType(s string) (autograd.DType, error) {
+	for d := autograd.Float32; d <= autograd.Int64; d++ {
+		if d.String() == s {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown dtype %q", s)
+}
+
+func ParseFormat(s string) (autograd.MemoryFormat, error) {
+	for _, f := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast, autograd.ChannelsLast3d} {
+		if f.String() == s {
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown memory format %q (want one of %s)", s, strings.Join([]string{
+		autograd.Contiguous.String(), autograd.ChannelsLast.String(), autograd.ChannelsLast3d.String()}, ", "))
+}

@@ -1,0 +1,86 @@
+package graph
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
+	"github.com/kilnml/kiln/nn/models"
+)
+
+func TestTraceResNet18(t *testing.T) {
+	g := autograd.NewGenerator(1)
+	m := models.ResNet18(g, models.ResNetOptions{NumClasses: 10})
+	x := autograd.Randn(g, 1, 3, 32, 32)
+	gr, err := Trace(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := gr.String()
+	t.Log(s[:min(len(s), 3000)])
+	if !strings.Contains(s, "Conv2d(%input0, conv1.weight") {
+		t.Errorf("stem convolution not traced")
+	}
+	if !m.Training() {
+		t.Errorf("training flag not restored")
+	}
+}
+
+type lossy struct {
+	nn.Base
+	fc *nn.Linear
+}
+
+func (l *lossy) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(l)()
+	y := l.fc.Forward(x)
+	return autograd.CrossEntropy(y, autograd.FromInt64([]int64{0}, 1), autograd.CrossEntropyOptions{})
+}
+
+func TestTraceUntraceable(t *testing.T) {
+	g := autograd.NewGenerator(1)
+	m := &lossy{}
+	m.fc = nn.NewLinear(g, 4, 3, nn.LinearOptions{})
+	m.RegisterModule("fc", m.fc)
+	_, err := Trace(m, autograd.Randn(g, 1, 4))
+	if err == nil || !strings.Contains(err.Error(), "CrossEntropy") {
+		t.Fatalf("got %v, want an error naming CrossEntropy", err)
+	}
+	t.Log(err)
+}
+
+func TestTraceRunMatchesEager(t *testing.T) {
+	g := autograd.NewGenerator(2)
+	m := nn.Eval(models.ResNet18(g, models.ResNetOptions{NumClasses: 10}))
+	x := autograd.Randn(g, 2, 3, 32, 32)
+	gr, err := Trace(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Run(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want *autograd.Tensor
+	autograd.NoGrad(func() { want = m.Forward(x) })
+	if !slicesEqual(got[0].Float32s(), want.Float32s()) {
+		t.Fatalf("graph run differs from eager")
+	}
+}
+
+func slicesEqual(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
