@@ -124,8 +124,10 @@ func shapeReshape(op string, x *Tensor, shape []int, view bool) *Tensor {
 	default:
 		out = shapeAlias(x.reformat(Contiguous).Float32s(), target, Contiguous)
 	}
-	if tracing() {
-		trace("Reshape", []*Tensor{x}, []*Tensor{out}, Attr{"shape", cloneInts(target)})
+	if tracing() && op != "Flatten" {
+		// The shape as asked, −1 included, so a graph traced at one batch
+		// size runs at another when the code left the batch free.
+		trace("Reshape", []*Tensor{x}, []*Tensor{out}, Attr{"shape", cloneInts(shape)})
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		return []*Tensor{shapeUnreshape(g, x)}
@@ -164,7 +166,7 @@ func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 	nd := x.NDim()
 	s, e := shapeDim(op, x, startDim), shapeDim(op, x, endDim)
 	if nd == 0 {
-		return shapeReshape(op, x, []int{1}, false)
+		return Reshape(x, 1)
 	}
 	if s > e {
 		Fail(op, "start dimension %d comes after end dimension %d for shape %v", startDim, endDim, x.shape)
@@ -175,7 +177,11 @@ func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 	shape := cloneInts(x.shape[:s])
 	shape = append(shape, numel(op, x.shape[s:e+1]))
 	shape = append(shape, x.shape[e+1:]...)
-	return shapeReshape(op, x, shape, false)
+	out := shapeReshape(op, x, shape, false)
+	if tracing() {
+		trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"start_dim", s}, Attr{"end_dim", e})
+	}
+	return out
 }
 
 // shapeDim normalises dimension d of x, accepting 0 and -1 for a 0-d x as

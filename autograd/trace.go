@@ -17,9 +17,10 @@ type Tracer interface {
 	// as Add then ReLU, with an intermediate result that holds no data),
 	// so the graph sees each op once and its passes fuse them again.
 	Op(op string, attrs []Attr, inputs, outputs []*Tensor)
-	// Recorded reports that op made out. Every op reports this, traceable
-	// or not, after its Op call if it has one; a tracer that was not told
-	// of out by an Op call has met an op it cannot trace.
+	// Recorded reports that op made out. Every op that records a
+	// backward reports it, traceable or not, before or after its Op call:
+	// a tensor that no Op call ever reports as a result was made by an op
+	// that cannot be traced.
 	Recorded(op string, out *Tensor)
 	// Enter and Exit bracket a module's forward (see EnterModule).
 	Enter(module any)

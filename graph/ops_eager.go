@@ -103,6 +103,9 @@ func init() {
 	registerOp("Reshape", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.Reshape(in[0], n.Ints("shape")...)
 	}))
+	registerOp("Flatten", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+		return autograd.Flatten(in[0], n.Int("start_dim"), n.Int("end_dim"))
+	}))
 	registerOp("Permute", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.Permute(in[0], n.Ints("dims")...)
 	}))
