@@ -91,6 +91,10 @@ func (s *ConvShape) wLen() int { return s.O * s.cg() * s.kSize() }
 func ConvForward(s *ConvShape, x, w, bias, y []float32) { convForward(s, x, w, nil, bias, y) }
 
 func convForward(s *ConvShape, x, w []float32, packed *PackedB, bias, y []float32) {
+	convForwardEpilogue(s, x, w, packed, bias, y, ConvEpilogue{})
+}
+
+func convForwardEpilogue(s *ConvShape, x, w []float32, packed *PackedB, bias, y []float32, ep ConvEpilogue) {
 	nb := 0
 	if bias != nil {
 		nb = s.O
@@ -106,11 +110,19 @@ func convForward(s *ConvShape, x, w []float32, packed *PackedB, bias, y []float3
 	if bias != nil {
 		bias = bias[:s.O]
 	}
+	y = y[:s.yLen()]
 	if s.ChannelsLast {
-		j.forward(x[:s.xLen()], w[:s.wLen()], bias, y[:s.yLen()])
+		j.ep = ep
+		j.forward(x[:s.xLen()], w[:s.wLen()], bias, y)
+		if !j.epDone && ep.active() {
+			epiloguePass(y, &ep)
+		}
 		return
 	}
-	j.forwardCF(x[:s.xLen()], w[:s.wLen()], bias, y[:s.yLen()])
+	j.forwardCF(x[:s.xLen()], w[:s.wLen()], bias, y)
+	if ep.active() {
+		epiloguePass(y, &ep)
+	}
 }
 
 // ConvBackwardData computes dx, the gradient of the input, from dy and w.
@@ -211,7 +223,11 @@ type convJob struct {
 	part64Buf                                   []float64
 	firstBuf                                    []int
 
-	im2colFn, col2imFn, clearFn, biasFn, sumPartFn, planeFn func(lo, hi int)
+	// The forward's epilogue, and whether a path applied it block by block.
+	ep     ConvEpilogue
+	epDone bool
+
+	im2colFn, col2imFn, clearFn, biasFn, sumPartFn, planeFn, epilogueFn func(lo, hi int)
 	dwForwardFn, dwDataFn, dwWeightFn, trFn                 func(lo, hi int)
 	im2colCFFn, col2imCFFn, biasCFFn                        func(lo, hi int)
 }
@@ -224,6 +240,7 @@ type convSeg struct{ n, id0, nd, ih0, nh, start int }
 var convJobs = sync.Pool{New: func() any {
 	j := &convJob{}
 	j.im2colFn, j.col2imFn, j.clearFn, j.biasFn = j.im2colRows, j.col2imRows, j.clearUntouched, j.addBiasRows
+	j.epilogueFn = j.epilogueRows
 	j.sumPartFn, j.planeFn, j.trFn = j.sumParts, j.sumPlaneRange, j.transposeItems
 	j.dwForwardFn, j.dwDataFn, j.dwWeightFn = j.dwForwardRows, j.dwDataRows, j.dwWeightParts
 	j.im2colCFFn, j.col2imCFFn, j.biasCFFn = j.im2colCFRows, j.col2imCFChannels, j.addBiasPlanes
@@ -248,6 +265,7 @@ func (j *convJob) release() {
 	j.x, j.w, j.y, j.dy, j.dx, j.dw, j.bias = nil, nil, nil, nil, nil, nil, nil
 	j.wt, j.col, j.red, j.redOut, j.trSrc, j.trDst = nil, nil, nil, nil, nil, nil
 	j.partial, j.packed = nil, nil
+	j.ep, j.epDone = ConvEpilogue{}, false
 	j.direct = directState{}
 	convJobs.Put(j)
 }

@@ -33,8 +33,9 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 	switch {
 	case !pw:
 		rb = j.blockRows(j.gkc)
-	case bias != nil:
-		// Blocks keep the output rows in cache for the bias that follows.
+	case bias != nil || j.ep.active():
+		// Blocks keep the output rows in cache for the bias and epilogue
+		// that follow.
 		rb = j.blockRows(s.O)
 	}
 	for r0 := 0; r0 < j.rows; r0 += rb {
@@ -58,7 +59,11 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 		if bias != nil {
 			Parallel(mb, mb*s.O, j.biasFn)
 		}
+		if j.ep.active() {
+			Parallel(mb, mb*s.O, j.epilogueFn)
+		}
 	}
+	j.epDone = true
 }
 
 // addBiasRows adds the bias to pixels [lo, hi) of the current block.

@@ -19,7 +19,14 @@ func (j *convJob) forwardImplicit() bool {
 	if s.Groups != 1 || s.C%8 != 0 || level < AVX2 {
 		return false
 	}
-	return sgemmImplicitA(j, true, j.rows*j.ow, s.O, j.kc, j.w, j.kc, j.packed, j.y, s.O, Epilogue{Bias: j.bias})
+	ep := Epilogue{Bias: j.bias}
+	if j.ep.Residual == nil {
+		// An activation alone runs in the GEMM's epilogue; after a
+		// residual it must wait for convForwardEpilogue's pass.
+		ep.Act, ep.Activate = j.ep.Act, j.ep.Activate
+		j.epDone = true
+	}
+	return sgemmImplicitA(j, true, j.rows*j.ow, s.O, j.kc, j.w, j.kc, j.packed, j.y, s.O, ep)
 }
 
 // packA packs pixels [i0, i0+rows) of the batch (the rows of the implicit
