@@ -228,8 +228,8 @@ type convJob struct {
 	epDone bool
 
 	im2colFn, col2imFn, clearFn, biasFn, sumPartFn, planeFn, epilogueFn func(lo, hi int)
-	dwForwardFn, dwDataFn, dwWeightFn, trFn                 func(lo, hi int)
-	im2colCFFn, col2imCFFn, biasCFFn                        func(lo, hi int)
+	dwForwardFn, dwDataFn, dwWeightFn, trFn                             func(lo, hi int)
+	im2colCFFn, col2imCFFn, biasCFFn                                    func(lo, hi int)
 }
 
 // convSeg is a run of candidate input rows for col2im: image n, input
