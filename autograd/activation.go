@@ -78,9 +78,9 @@ func Dropout(x *Tensor, p float64, training bool, g *Generator) *Tensor {
 		if tracing() {
 			// The identity is traced, so a graph shows where dropout was
 			// and Freeze visibly removes it, as PyTorch's freezing does.
-			out := x.meta()
+			out := &Tensor{dtype: x.dtype, shape: x.shape, format: x.format, data: x.data, requiresGrad: x.requiresGrad, node: x.node}
 			trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"p", p})
-			return &Tensor{dtype: x.dtype, shape: x.shape, format: x.format, data: x.data, requiresGrad: x.requiresGrad, node: x.node}
+			return out
 		}
 		return x
 	}

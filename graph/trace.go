@@ -176,7 +176,11 @@ func (t *tracer) use(x *autograd.Tensor) (int, error) {
 		// built): frozen at its value now, as PyTorch's trace does.
 		name = fmt.Sprintf("const.%d", t.nconst)
 		t.nconst++
-		data = x.Detach().Clone()
+		// Copied without a traced op (Clone would report itself to this
+		// very tracer).
+		data = autograd.Empty(x.DType(), x.Shape()...)
+		data.SetFormat(x.Format())
+		data.CopyFrom(x)
 	}
 	id := t.g.AddConst(name, data)
 	t.ids[x] = id

@@ -84,3 +84,50 @@ func slicesEqual(a, b []float32) bool {
 	}
 	return true
 }
+
+// scaled multiplies by a tensor that is neither a parameter nor a buffer:
+// the trace freezes it as a constant.
+type scaled struct {
+	nn.Base
+	fc    *nn.Linear
+	drop  *nn.Dropout
+	scale *autograd.Tensor
+}
+
+func (s *scaled) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(s)()
+	return autograd.Mul(s.drop.Forward(s.fc.Forward(x)), s.scale)
+}
+
+func TestTraceDropoutAndConstants(t *testing.T) {
+	g := autograd.NewGenerator(1)
+	m := &scaled{scale: autograd.Full(0.5, 3)}
+	m.fc = m.RegisterModule("fc", nn.NewLinear(g, 4, 3, nn.LinearOptions{})).(*nn.Linear)
+	m.drop = m.RegisterModule("drop", nn.NewDropout(g, 0.3)).(*nn.Dropout)
+	x := autograd.Randn(g, 2, 4)
+	gr, err := Trace(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := gr.String()
+	for _, want := range []string{"= Linear(%input0, fc.weight, fc.bias)", "= Dropout(", "const.0"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("trace lacks %q:\n%s", want, s)
+		}
+	}
+	m.scale.Fill(2) // the trace keeps the value it saw
+	p, err := Compile(gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Run(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.scale.Fill(0.5)
+	var want *autograd.Tensor
+	autograd.NoGrad(func() { want = nn.Eval(m).Forward(x) })
+	if !slicesEqual(got[0].Float32s(), want.Float32s()) {
+		t.Errorf("graph %v, eager %v", got[0].Float32s(), want.Float32s())
+	}
+}
