@@ -299,7 +299,7 @@ func fuseLinearConcat(g *Graph) {
 			continue
 		}
 		var ws, bs []*autograd.Tensor
-		var names, scopes []string
+		var names, bnames, scopes []string
 		var sizes, outs []int
 		for _, i := range nodes {
 			n := &g.Nodes[i]
@@ -308,6 +308,7 @@ func fuseLinearConcat(g *Graph) {
 			sizes = append(sizes, g.Values[n.Inputs[1]].Shape[0])
 			if k.hasBias {
 				bs = append(bs, g.Consts[n.Inputs[2]])
+				bnames = append(bnames, g.Values[n.Inputs[2]].Name)
 			}
 			outs = append(outs, n.Outputs[0])
 			scopes = append(scopes, n.Scope)
@@ -315,7 +316,7 @@ func fuseLinearConcat(g *Graph) {
 		w := g.AddConst(uniqueName(g, "concat("+strings.Join(names, ",")+")"), concatRows(ws))
 		b := None
 		if k.hasBias {
-			b = g.AddConst(uniqueName(g, biasName("concat("+strings.Join(names, ",")+")")), concatRows(bs))
+			b = g.AddConst(uniqueName(g, "concat("+strings.Join(bnames, ",")+")"), concatRows(bs))
 		}
 		fused := Node{Op: "LinearConcat", Inputs: []int{k.x, w, b}, Outputs: outs,
 			Attrs: []Attr{IntsAttr("sizes", sizes)}, Scope: commonScope(scopes)}
