@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,10 +135,24 @@ func fusionCases() []fusionCase {
 				return autograd.Flatten(y, 1, 2)
 			}, conv2d(g, 4, 6))
 		}, img, "ChannelShuffle", false},
+		// An Add both a Linear and a LayerNorm could take goes to the
+		// LayerNorm.
+		{"Linear then Add+LayerNorm", func(g *autograd.Generator) *testNet {
+			return newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+				return l[1].Forward(autograd.Add(l[0].Forward(x), x))
+			}, nn.NewLinear(g, 8, 8, nn.LinearOptions{}), nn.NewLayerNorm([]int{8}, nn.LayerNormOptions{}))
+		}, []int{3, 8}, "Add+LayerNorm", false},
 		{"Conv2d+ReLU/bf16", func(g *autograd.Generator) *testNet { return newNet(seq, conv2d(g, 4, 6), nn.NewReLU()) }, img, "Conv2d+ReLU", true},
 		{"Linear+GELU/bf16", func(g *autograd.Generator) *testNet {
 			return newNet(seq, nn.NewLinear(g, 8, 5, nn.LinearOptions{}), nn.NewGELU("tanh"))
 		}, []int{3, 8}, "Linear+GELU", true},
+		// Autocast casts the input once per Linear; merging the casts makes
+		// the three siblings again.
+		{"LinearConcat/bf16", func(g *autograd.Generator) *testNet {
+			return newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+				return autograd.Add(autograd.Add(l[0].Forward(x), l[1].Forward(x)), l[2].Forward(x))
+			}, nn.NewLinear(g, 8, 6, nn.LinearOptions{}), nn.NewLinear(g, 8, 6, nn.LinearOptions{}), nn.NewLinear(g, 8, 6, nn.LinearOptions{}))
+		}, []int{2, 8}, "LinearConcat", true},
 	}
 }
 
@@ -203,6 +219,7 @@ func TestFusionPatterns(t *testing.T) {
 					t.Fatalf("eager output under autocast is %v, want bfloat16", want.DType())
 				}
 			}
+			var outs []*autograd.Tensor
 			for _, on := range []bool{true, false} {
 				EnableFusion(on)
 				frozen, err := Freeze(traced)
@@ -221,6 +238,10 @@ func TestFusionPatterns(t *testing.T) {
 					t.Errorf("fusion %v: output dtype %v, eager %v", on, got.DType(), want.DType())
 				}
 				golden.AssertClose(t, "frozen output", got, want, tol)
+				outs = append(outs, got)
+			}
+			if !slices.Equal(outs[0].Values(), outs[1].Values()) {
+				t.Errorf("fused and decomposed outputs differ")
 			}
 		})
 	}
@@ -285,5 +306,36 @@ func TestChannelShuffleEager(t *testing.T) {
 	if err := autograd.Try(func() { channelShuffle(autograd.Zeros(1, 5, 2, 2), 2) }); err == nil ||
 		!strings.Contains(err.Error(), "5 channels") {
 		t.Errorf("5 channels in 2 groups: got %v, want an error naming the channels", err)
+	}
+}
+
+// TestFuseChannelShuffleWithTo fuses the shuffle written with an explicit
+// contiguous copy between the permute and the reshape back.
+func TestFuseChannelShuffleWithTo(t *testing.T) {
+	g := &Graph{}
+	x := g.AddValue(Value{Name: "input0", Shape: []int{1, 6, 2, 2}})
+	g.Inputs = []int{x}
+	v := x
+	add := func(op string, shape []int, attr Attr) {
+		out := g.AddValue(Value{Name: fmt.Sprintf("%%%d", len(g.Values)), Shape: shape})
+		g.Nodes = append(g.Nodes, Node{Op: op, Inputs: []int{v}, Outputs: []int{out}, Attrs: []Attr{attr}})
+		v = out
+	}
+	add("Reshape", []int{1, 2, 3, 2, 2}, IntsAttr("shape", []int{1, 2, 3, 2, 2}))
+	add("Permute", []int{1, 3, 2, 2, 2}, IntsAttr("dims", []int{0, 2, 1, 3, 4}))
+	add("To", []int{1, 3, 2, 2, 2}, StringAttr("format", "contiguous"))
+	add("Reshape", []int{1, 6, 2, 2}, IntsAttr("shape", []int{1, 6, 2, 2}))
+	g.Outputs = []int{v}
+	in := autograd.Randn(autograd.NewGenerator(1), 1, 6, 2, 2)
+	want := runGraph(t, g, in)
+	frozen, err := Freeze(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frozen.Nodes) != 1 || frozen.Nodes[0].Op != "ChannelShuffle" || frozen.Nodes[0].Int("groups") != 2 {
+		t.Fatalf("want one ChannelShuffle of 2 groups:\n%s", frozen)
+	}
+	if got := runGraph(t, frozen, in); !slicesEqual(got.Float32s(), want.Float32s()) {
+		t.Errorf("ChannelShuffle differs from the ops it replaced")
 	}
 }
