@@ -31,10 +31,16 @@ import (
 //     one value per output channel is folded into the weight and bias.
 //   - Nodes no output needs, and constants no node reads, are dropped.
 //   - With fusion enabled (see EnableFusion), the fusion passes merge the
-//     patterns FusionPatterns lists into single fused nodes.
+//     patterns FusionPatterns lists, channel shuffles and sibling Linear
+//     layers into single fused nodes.
 //
-// Values are then renumbered. g itself is not changed; a g that fails
-// Validate, or a constant node whose op fails, is an error.
+// The folding passes repeat until none applies (a BatchNorm may follow a
+// folded multiply). Values no node uses any more are dropped and op
+// results renamed "%N" after their new index; constants keep their
+// parameter names, and new ones are named after what they came from
+// ("conv.weight.bfloat16" for a cast weight, "conv.bias" for a bias a
+// layer gains). g itself is not changed; a g that fails Validate, or a
+// constant node whose op fails, is an error.
 func Freeze(g *Graph) (*Graph, error) {
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("graph.Freeze: %w", err)
@@ -45,19 +51,22 @@ func Freeze(g *Graph) (*Graph, error) {
 		autograd.NoGrad(func() {
 			removeIdentities(f)
 			mergeCommon(f)
+			// BatchNorms fold before constant propagation, into the
+			// float32 weights behind autocast's casts, so BF16 weights are
+			// rounded once, after folding.
 			for foldBatchNorm(f) {
 			}
 			if passErr = propagateConstants(f); passErr != nil {
 				return
 			}
-			for foldConstArith(f) {
+			for foldConstArith(f) || foldBatchNorm(f) {
 			}
 			eliminateDead(f)
 			if FusionEnabled() {
-				fuse(f)
+				fuseAll(f)
 				eliminateDead(f)
 			}
-			compact(f)
+			compactValues(f)
 			// Constants may still share memory with the model (parameters
 			// traced as they are, reshapes of them that alias) or with each
 			// other; one copy each makes the frozen graph independent.
@@ -78,12 +87,12 @@ func Freeze(g *Graph) (*Graph, error) {
 	return f, nil
 }
 
-// The passes mark a node they remove by clearing its op, and sweep drops
+// The passes mark a node they remove by clearing its op, and sweepRemoved drops
 // the marked nodes, so node indices stay valid while a pass runs.
-const removed = ""
+const removedOp = ""
 
-func sweep(g *Graph) {
-	g.Nodes = slices.DeleteFunc(g.Nodes, func(n Node) bool { return n.Op == removed })
+func sweepRemoved(g *Graph) {
+	g.Nodes = slices.DeleteFunc(g.Nodes, func(n Node) bool { return n.Op == removedOp })
 }
 
 // redirect makes every reader of value from, and the graph's outputs, use
@@ -141,9 +150,9 @@ func removeIdentities(g *Graph) {
 			continue
 		}
 		redirect(g, n.Outputs[0], n.Inputs[0])
-		n.Op = removed
+		n.Op = removedOp
 	}
-	sweep(g)
+	sweepRemoved(g)
 }
 
 // nodeKey identifies what a node computes: its op, operands and
@@ -175,15 +184,15 @@ func mergeCommon(g *Graph) {
 		for k, o := range n.Outputs {
 			redirect(g, o, g.Nodes[j].Outputs[k])
 		}
-		n.Op = removed
+		n.Op = removedOp
 	}
-	sweep(g)
+	sweepRemoved(g)
 }
 
-// param is a weight or bias operand of a convolution or linear node as the
+// layerParam is a weight or bias operand of a convolution or linear node as the
 // folding passes see it: a float32 constant read directly or through one
 // Cast (autocast's cast to bfloat16), or absent.
-type param struct {
+type layerParam struct {
 	src   int            // the float32 constant, or None
 	dtype autograd.DType // the dtype the layer reads
 	// private is true when only this layer reads the constant (and the
@@ -191,18 +200,18 @@ type param struct {
 	private bool
 }
 
-// paramOf describes operand slot of node li; ok is false when the operand
+// layerParamOf describes operand slot of node li; ok is false when the operand
 // is not a foldable constant.
-func paramOf(g *Graph, uses [][]int, prod []int, li, slot int) (p param, ok bool) {
+func layerParamOf(g *Graph, uses [][]int, prod []int, li, slot int) (p layerParam, ok bool) {
 	v := g.Nodes[li].Inputs[slot]
 	if v == None {
-		return param{src: None}, true
+		return layerParam{src: None}, true
 	}
 	if g.IsConst(v) {
 		if g.Values[v].DType != autograd.Float32 {
 			return p, false
 		}
-		return param{src: v, dtype: autograd.Float32, private: onlyReader(g, uses, v, li)}, true
+		return layerParam{src: v, dtype: autograd.Float32, private: onlyReader(g, uses, v, li)}, true
 	}
 	c := prod[v]
 	if c < 0 || g.Nodes[c].Op != "Cast" || len(g.Nodes[c].Inputs) != 1 {
@@ -213,14 +222,14 @@ func paramOf(g *Graph, uses [][]int, prod []int, li, slot int) (p param, ok bool
 		return p, false
 	}
 	private := onlyReader(g, uses, v, li) && onlyReader(g, uses, src, c)
-	return param{src: src, dtype: g.Values[v].DType, private: private}, true
+	return layerParam{src: src, dtype: g.Values[v].DType, private: private}, true
 }
 
-// setParam makes operand slot of node li hold the float32 data t (of the
+// setLayerParam makes operand slot of node li hold the float32 data t (of the
 // operand's shape): the constant's data is replaced when the layer owns
 // it, and otherwise a new constant named name, in the dtype the layer
 // reads, takes the operand's place.
-func setParam(g *Graph, li, slot int, p param, t *autograd.Tensor, name string) {
+func setLayerParam(g *Graph, li, slot int, p layerParam, t *autograd.Tensor, name string) {
 	if p.src != None && p.private {
 		g.Consts[p.src] = t
 		return
@@ -256,9 +265,9 @@ func foldableLayer(g *Graph, uses [][]int, li, node int) (chanDim int, ok bool) 
 	return 0, false
 }
 
-// layerParams returns the weight and bias of layer li as fresh float32
+// foldTargets returns the weight and bias of layer li as fresh float32
 // tensors to fold into, with c output channels.
-func layerParams(g *Graph, w, b param, c int) (wt *autograd.Tensor, bias []float32, ok bool) {
+func foldTargets(g *Graph, w, b layerParam, c int) (wt *autograd.Tensor, bias []float32, ok bool) {
 	if w.src == None {
 		return nil, nil, false
 	}
@@ -313,12 +322,12 @@ func foldBatchNorm(g *Graph) bool {
 				stats[k] = g.Consts[v].Float32s()
 			}
 		}
-		w, okw := paramOf(g, uses, prod, li, 1)
-		b, okb := paramOf(g, uses, prod, li, 2)
+		w, okw := layerParamOf(g, uses, prod, li, 1)
+		b, okb := layerParamOf(g, uses, prod, li, 2)
 		if !usable || !okw || !okb {
 			continue
 		}
-		wt, bias, ok := layerParams(g, w, b, c)
+		wt, bias, ok := foldTargets(g, w, b, c)
 		if !ok {
 			continue
 		}
@@ -327,11 +336,11 @@ func foldBatchNorm(g *Graph) bool {
 			b.dtype = w.dtype
 		}
 		wname := g.Values[w.src].Name
-		setParam(g, li, 1, w, wt, wname)
-		setParam(g, li, 2, b, autograd.FromFloat32(bias, c), biasName(wname))
+		setLayerParam(g, li, 1, w, wt, wname)
+		setLayerParam(g, li, 2, b, autograd.FromFloat32(bias, c), biasName(wname))
 		redirect(g, bn.Outputs[0], y)
-		bn.Op = removed
-		sweep(g)
+		bn.Op = removedOp
+		sweepRemoved(g)
 		return true
 	}
 	return false
@@ -372,7 +381,8 @@ func rsqrt32(v float32) float32 {
 func propagateConstants(g *Graph) error {
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		if len(n.Inputs) == 0 || slices.ContainsFunc(n.Inputs, func(v int) bool { return v != None && !g.IsConst(v) }) {
+		if !slices.ContainsFunc(n.Inputs, g.IsConst) ||
+			slices.ContainsFunc(n.Inputs, func(v int) bool { return v != None && !g.IsConst(v) }) {
 			continue
 		}
 		impl, err := lookupOp(n.Op)
@@ -414,9 +424,9 @@ func propagateConstants(g *Graph) error {
 			v.Format = res[j].Format()
 			g.Consts[o] = res[j]
 		}
-		n.Op = removed
+		n.Op = removedOp
 	}
-	sweep(g)
+	sweepRemoved(g)
 	return nil
 }
 
@@ -504,25 +514,25 @@ func foldConstArith(g *Graph) bool {
 		}) {
 			continue
 		}
-		w, okw := paramOf(g, uses, prod, li, 1)
-		b, okb := paramOf(g, uses, prod, li, 2)
+		w, okw := layerParamOf(g, uses, prod, li, 1)
+		b, okb := layerParamOf(g, uses, prod, li, 2)
 		if !okw || !okb || w.dtype != autograd.Float32 || (b.src != None && b.dtype != autograd.Float32) {
 			continue
 		}
-		wt, bias, ok := layerParams(g, w, b, c)
+		wt, bias, ok := foldTargets(g, w, b, c)
 		if !ok {
 			continue
 		}
 		scalesWeight := arithFold(n.Op, wt.Float32s(), bias, k)
 		wname := g.Values[w.src].Name
 		if scalesWeight {
-			setParam(g, li, 1, w, wt, wname)
+			setLayerParam(g, li, 1, w, wt, wname)
 		}
 		b.dtype = autograd.Float32
-		setParam(g, li, 2, b, autograd.FromFloat32(bias, c), biasName(wname))
+		setLayerParam(g, li, 2, b, autograd.FromFloat32(bias, c), biasName(wname))
 		redirect(g, n.Outputs[0], y)
-		n.Op = removed
-		sweep(g)
+		n.Op = removedOp
+		sweepRemoved(g)
 		return true
 	}
 	return false
@@ -564,7 +574,7 @@ func eliminateDead(g *Graph) {
 	for i := len(g.Nodes) - 1; i >= 0; i-- {
 		n := &g.Nodes[i]
 		if !slices.ContainsFunc(n.Outputs, func(o int) bool { return live[o] }) {
-			n.Op = removed
+			n.Op = removedOp
 			continue
 		}
 		for _, in := range n.Inputs {
@@ -578,12 +588,12 @@ func eliminateDead(g *Graph) {
 			delete(g.Consts, id)
 		}
 	}
-	sweep(g)
+	sweepRemoved(g)
 }
 
-// compact drops the values nothing defines or reads any more and numbers
+// compactValues drops the values nothing defines or reads any more and numbers
 // the rest in order, renaming op results "%N" after their new index.
-func compact(g *Graph) {
+func compactValues(g *Graph) {
 	used := make([]bool, len(g.Values))
 	for _, v := range g.Inputs {
 		used[v] = true

@@ -13,9 +13,9 @@ import (
 	"github.com/kilnml/kiln/nn/models"
 )
 
-// randomiseBNs gives every BatchNorm under m running statistics and an
+// passRandomiseBNs gives every BatchNorm under m running statistics and an
 // affine transform far from the identity, so folding them is visible.
-func randomiseBNs(g *autograd.Generator, m nn.Module) {
+func passRandomiseBNs(g *autograd.Generator, m nn.Module) {
 	for _, nm := range nn.NamedModules(m) {
 		bn, ok := nm.Module.(*nn.BatchNorm)
 		if !ok {
@@ -32,8 +32,8 @@ func randomiseBNs(g *autograd.Generator, m nn.Module) {
 	}
 }
 
-// ops lists the ops of g's nodes in order.
-func ops(g *Graph) []string {
+// passOps lists the ops of g's nodes in order.
+func passOps(g *Graph) []string {
 	var out []string
 	for _, n := range g.Nodes {
 		out = append(out, n.Op)
@@ -41,8 +41,8 @@ func ops(g *Graph) []string {
 	return out
 }
 
-// constNamed returns g's constant called name, or nil.
-func constNamed(g *Graph, name string) *autograd.Tensor {
+// passConst returns g's constant called name, or nil.
+func passConst(g *Graph, name string) *autograd.Tensor {
 	for id, t := range g.Consts {
 		if g.Values[id].Name == name {
 			return t
@@ -51,8 +51,8 @@ func constNamed(g *Graph, name string) *autograd.Tensor {
 	return nil
 }
 
-// freezeOK freezes g, failing the test on an error.
-func freezeOK(t *testing.T, g *Graph) *Graph {
+// passFreeze freezes g, failing the test on an error.
+func passFreeze(t *testing.T, g *Graph) *Graph {
 	t.Helper()
 	f, err := Freeze(g)
 	if err != nil {
@@ -73,21 +73,21 @@ func TestFreezeFoldsBatchNorm(t *testing.T) {
 		bf16  bool   // traced under autocast
 	}{
 		{"Conv2d", func(g *autograd.Generator) *nn.Sequential {
-			return nn.NewSequential(conv2d(g, 3, 5), nn.NewBatchNorm2d(5, nn.BatchNormOptions{}))
+			return nn.NewSequential(passConv2d(g, 3, 5), nn.NewBatchNorm2d(5, nn.BatchNormOptions{}))
 		}, []int{2, 3, 6, 6}, "Conv2d", false},
 		{"Conv2d without bias", func(g *autograd.Generator) *nn.Sequential {
 			return nn.NewSequential(nn.NewConv2d(g, 4, 6, 3, nn.ConvOptions{Groups: 2, NoBias: true}), nn.NewBatchNorm2d(6, nn.BatchNormOptions{Eps: 1e-3}))
 		}, []int{1, 4, 5, 5}, "Conv2d", false},
 		{"Conv2d channels-last", func(g *autograd.Generator) *nn.Sequential {
-			c := conv2d(g, 3, 5)
+			c := passConv2d(g, 3, 5)
 			c.Weight().SetFormat(autograd.ChannelsLast)
 			return nn.NewSequential(c, nn.NewBatchNorm2d(5, nn.BatchNormOptions{}))
 		}, []int{1, 3, 4, 4}, "Conv2d", false},
 		{"Conv2d BatchNorm without affine", func(g *autograd.Generator) *nn.Sequential {
-			return nn.NewSequential(conv2d(g, 3, 5), nn.NewBatchNorm2d(5, nn.BatchNormOptions{NoAffine: true}))
+			return nn.NewSequential(passConv2d(g, 3, 5), nn.NewBatchNorm2d(5, nn.BatchNormOptions{NoAffine: true}))
 		}, []int{1, 3, 4, 4}, "Conv2d", false},
 		{"Conv3d", func(g *autograd.Generator) *nn.Sequential {
-			return nn.NewSequential(conv3d(g, 2, 3), nn.NewBatchNorm3d(3, nn.BatchNormOptions{}))
+			return nn.NewSequential(passConv3d(g, 2, 3), nn.NewBatchNorm3d(3, nn.BatchNormOptions{}))
 		}, []int{1, 2, 3, 4, 4}, "Conv3d", false},
 		{"Linear", func(g *autograd.Generator) *nn.Sequential {
 			return nn.NewSequential(nn.NewLinear(g, 6, 4, nn.LinearOptions{}), nn.NewBatchNorm1d(4, nn.BatchNormOptions{}))
@@ -96,7 +96,7 @@ func TestFreezeFoldsBatchNorm(t *testing.T) {
 			return nn.NewSequential(nn.NewLinear(g, 6, 4, nn.LinearOptions{NoBias: true}), nn.NewBatchNorm1d(4, nn.BatchNormOptions{}))
 		}, []int{3, 6}, "Linear", false},
 		{"Conv2d under autocast", func(g *autograd.Generator) *nn.Sequential {
-			return nn.NewSequential(conv2d(g, 3, 5), nn.NewBatchNorm2d(5, nn.BatchNormOptions{}))
+			return nn.NewSequential(passConv2d(g, 3, 5), nn.NewBatchNorm2d(5, nn.BatchNormOptions{}))
 		}, []int{2, 3, 6, 6}, "Conv2d", true},
 		{"Conv2d without bias under autocast", func(g *autograd.Generator) *nn.Sequential {
 			return nn.NewSequential(nn.NewConv2d(g, 3, 5, 3, nn.ConvOptions{NoBias: true}), nn.NewBatchNorm2d(5, nn.BatchNormOptions{}))
@@ -110,7 +110,7 @@ func TestFreezeFoldsBatchNorm(t *testing.T) {
 			build := func() *nn.Sequential {
 				gen := autograd.NewGenerator(11)
 				m := c.model(gen)
-				randomiseBNs(gen, m)
+				passRandomiseBNs(gen, m)
 				return nn.Eval(m)
 			}
 			m, folded := build(), build()
@@ -118,22 +118,22 @@ func TestFreezeFoldsBatchNorm(t *testing.T) {
 				t.Fatalf("nn.FoldBatchNorm = %d, %v", n, err)
 			}
 			x := autograd.Randn(autograd.NewGenerator(2), c.input...)
-			traced, want := traceEval(t, m, x, c.bf16)
-			frozen := freezeOK(t, traced)
+			traced, want := passTrace(t, m, x, c.bf16)
+			frozen := passFreeze(t, traced)
 			layers := []string{c.layer}
 			if c.bf16 {
 				layers = []string{"Cast", c.layer} // the input's cast stays
 			}
-			if got := ops(frozen); !slices.Equal(got, layers) {
-				t.Errorf("frozen ops %v, want %v\n%s", got, layers, frozen)
+			if got := passOps(frozen); !slices.Equal(got, layers) {
+				t.Errorf("frozen passOps %v, want %v\n%s", got, layers, frozen)
 			}
 			// Under autocast the folded float32 weights are cast once.
 			for _, p := range nn.NamedParameters(folded) {
-				want, ft := p.Tensor, constNamed(frozen, p.Name)
+				want, ft := p.Tensor, passConst(frozen, p.Name)
 				if c.bf16 {
 					want = autograd.Cast(want, autograd.BFloat16)
 					if ft == nil {
-						ft = constNamed(frozen, p.Name+".bfloat16")
+						ft = passConst(frozen, p.Name+".bfloat16")
 					}
 				}
 				if ft == nil {
@@ -144,7 +144,7 @@ func TestFreezeFoldsBatchNorm(t *testing.T) {
 					t.Errorf("%s differs from nn.FoldBatchNorm's", p.Name)
 				}
 			}
-			got := runGraph(t, frozen, x)
+			got := passRun(t, frozen, x)
 			if !c.bf16 {
 				golden.AssertClose(t, "frozen output", got, want, 1e-5)
 				return
@@ -153,7 +153,7 @@ func TestFreezeFoldsBatchNorm(t *testing.T) {
 			// scales it, the frozen graph rounds the scaled weights: the
 			// two differ by BF16 rounding of the output's magnitude, not
 			// of each element's.
-			golden.AssertWithin(t, "frozen output", got, want, 1e-2*maxAbs(want))
+			golden.AssertWithin(t, "frozen output", got, want, 1e-2*passMaxAbs(want))
 		})
 	}
 }
@@ -163,18 +163,18 @@ func TestFreezeFoldsBatchNorm(t *testing.T) {
 func TestFreezeKeepsUnfoldableBatchNorm(t *testing.T) {
 	gen := autograd.NewGenerator(4)
 	bn := nn.NewBatchNorm2d(3, nn.BatchNormOptions{})
-	m := newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+	m := newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 		y := l[0].Forward(x)
 		return autograd.Add(l[1].Forward(y), y)
-	}, conv2d(gen, 3, 3), bn)
-	randomiseBNs(gen, m)
+	}, passConv2d(gen, 3, 3), bn)
+	passRandomiseBNs(gen, m)
 	x := autograd.Randn(gen, 1, 3, 4, 4)
-	traced, want := traceEval(t, m, x, false)
-	frozen := freezeOK(t, traced)
-	if !slices.Contains(ops(frozen), "BatchNorm") {
+	traced, want := passTrace(t, m, x, false)
+	frozen := passFreeze(t, traced)
+	if !slices.Contains(passOps(frozen), "BatchNorm") {
 		t.Errorf("folded a BatchNorm whose input is also read by an Add:\n%s", frozen)
 	}
-	golden.AssertClose(t, "frozen output", runGraph(t, frozen, x), want, 1e-5)
+	golden.AssertClose(t, "frozen output", passRun(t, frozen, x), want, 1e-5)
 }
 
 // TestFreezeResNet18 folds every BatchNorm of a ResNet-18 and fuses its
@@ -182,11 +182,11 @@ func TestFreezeKeepsUnfoldableBatchNorm(t *testing.T) {
 func TestFreezeResNet18(t *testing.T) {
 	gen := autograd.NewGenerator(8)
 	m := nn.Eval(models.ResNet18(gen, models.ResNetOptions{NumClasses: 10}))
-	randomiseBNs(gen, m)
+	passRandomiseBNs(gen, m)
 	x := autograd.Randn(gen, 2, 3, 32, 32)
-	traced, want := traceEval(t, m, x, false)
-	frozen := freezeOK(t, traced)
-	o := ops(frozen)
+	traced, want := passTrace(t, m, x, false)
+	frozen := passFreeze(t, traced)
+	o := passOps(frozen)
 	if slices.Contains(o, "BatchNorm") {
 		t.Errorf("BatchNorm left after freezing:\n%s", frozen)
 	}
@@ -195,26 +195,26 @@ func TestFreezeResNet18(t *testing.T) {
 			t.Errorf("no %s in the frozen ResNet-18:\n%s", fused, frozen)
 		}
 	}
-	golden.AssertClose(t, "frozen ResNet-18", runGraph(t, frozen, x), want, 1e-4)
+	golden.AssertClose(t, "frozen ResNet-18", passRun(t, frozen, x), want, 1e-4)
 
 	// Under autocast the BatchNorms fold into the float32 weights, which
 	// are then cast once. Eager BF16 rounds each convolution's output
 	// before its BatchNorm instead, so both are compared with float32:
 	// within BF16 rounding of the logits' scale.
-	traced, _ = traceEval(t, m, x, true)
-	frozen = freezeOK(t, traced)
-	if slices.Contains(ops(frozen), "BatchNorm") {
+	traced, _ = passTrace(t, m, x, true)
+	frozen = passFreeze(t, traced)
+	if slices.Contains(passOps(frozen), "BatchNorm") {
 		t.Errorf("BatchNorm left after freezing under autocast:\n%s", frozen)
 	}
-	got := runGraph(t, frozen, x)
+	got := passRun(t, frozen, x)
 	if got.DType() != autograd.BFloat16 {
 		t.Errorf("autocast graph gives %v, want bfloat16", got.DType())
 	}
-	golden.AssertWithin(t, "frozen BF16 ResNet-18", got, want, 3e-2*maxAbs(want))
+	golden.AssertWithin(t, "frozen BF16 ResNet-18", got, want, 3e-2*passMaxAbs(want))
 }
 
-// maxAbs returns the largest magnitude in t.
-func maxAbs(t *autograd.Tensor) float64 {
+// passMaxAbs returns the largest magnitude in t.
+func passMaxAbs(t *autograd.Tensor) float64 {
 	m := 0.0
 	for _, v := range t.Values() {
 		m = max(m, math.Abs(v))
@@ -258,19 +258,37 @@ func TestFreezeFoldsConstArith(t *testing.T) {
 			if c.k != nil {
 				k = autograd.AddScalar(autograd.Rand(gen, c.k...), 0.5) // away from 0: Div
 			}
-			m := newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return c.f(l[0].Forward(x), k) }, layer)
+			m := newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return c.f(l[0].Forward(x), k) }, layer)
 			if k != nil {
 				m.RegisterBuffer("k", k)
 			}
 			x := autograd.Randn(gen, input...)
-			traced, want := traceEval(t, m, x, false)
-			frozen := freezeOK(t, traced)
+			traced, want := passTrace(t, m, x, false)
+			frozen := passFreeze(t, traced)
 			if folded := len(frozen.Nodes) == 1; folded != c.folded {
 				t.Errorf("folded %v, want %v:\n%s", folded, c.folded, frozen)
 			}
-			golden.AssertClose(t, "frozen output", runGraph(t, frozen, x), want, 1e-5)
+			golden.AssertClose(t, "frozen output", passRun(t, frozen, x), want, 1e-5)
 		})
 	}
+}
+
+// TestFreezeFoldsRepeatedly folds a multiply, the BatchNorm after it and
+// an add after that into one convolution.
+func TestFreezeFoldsRepeatedly(t *testing.T) {
+	gen := autograd.NewGenerator(14)
+	m := newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+		y := autograd.MulScalar(l[0].Forward(x), 0.5)
+		return autograd.AddScalar(l[1].Forward(y), -1)
+	}, passConv2d(gen, 3, 4), nn.NewBatchNorm2d(4, nn.BatchNormOptions{}))
+	passRandomiseBNs(gen, m)
+	x := autograd.Randn(gen, 1, 3, 5, 5)
+	traced, want := passTrace(t, m, x, false)
+	frozen := passFreeze(t, traced)
+	if got := passOps(frozen); !slices.Equal(got, []string{"Conv2d"}) {
+		t.Errorf("frozen ops %v, want [Conv2d]\n%s", got, frozen)
+	}
+	golden.AssertClose(t, "frozen output", passRun(t, frozen, x), want, 1e-5)
 }
 
 // TestFreezeRemovesIdentities drops Dropout, Identity and Clone, also
@@ -297,12 +315,12 @@ func TestFreezeRemovesIdentities(t *testing.T) {
 	add("Dropout", v)
 	g.Outputs = []int{v}
 	in := autograd.Randn(gen, 3, 5)
-	want := runGraph(t, g, in)
-	frozen := freezeOK(t, g)
-	if got := ops(frozen); !slices.Equal(got, []string{"Linear", "Tanh"}) {
-		t.Errorf("frozen ops %v, want [Linear Tanh]\n%s", got, frozen)
+	want := passRun(t, g, in)
+	frozen := passFreeze(t, g)
+	if got := passOps(frozen); !slices.Equal(got, []string{"Linear", "Tanh"}) {
+		t.Errorf("frozen passOps %v, want [Linear Tanh]\n%s", got, frozen)
 	}
-	golden.AssertClose(t, "frozen output", runGraph(t, frozen, in), want, 0)
+	golden.AssertClose(t, "frozen output", passRun(t, frozen, in), want, 0)
 }
 
 // TestFreezePropagatesConstants evaluates the ops on parameters alone
@@ -310,7 +328,7 @@ func TestFreezeRemovesIdentities(t *testing.T) {
 func TestFreezePropagatesConstants(t *testing.T) {
 	gen := autograd.NewGenerator(10)
 	b := autograd.Randn(gen, 4)
-	m := newNet(func(_ []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+	m := newPassNet(func(_ []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 		k := autograd.MulScalar(autograd.Exp(b), 2)
 		y := autograd.Add(autograd.Mul(autograd.Tanh(x), autograd.Tanh(x)), k)
 		// A reshape of a parameter shares its memory: the frozen graph
@@ -319,12 +337,12 @@ func TestFreezePropagatesConstants(t *testing.T) {
 	})
 	m.RegisterBuffer("b", b)
 	x := autograd.Randn(gen, 3, 4)
-	traced, want := traceEval(t, m, x, false)
-	frozen := freezeOK(t, traced)
-	if got := ops(frozen); !slices.Equal(got, []string{"Tanh", "Mul", "Add", "Sub"}) {
-		t.Errorf("frozen ops %v, want [Tanh Mul Add Sub]\n%s", got, frozen)
+	traced, want := passTrace(t, m, x, false)
+	frozen := passFreeze(t, traced)
+	if got := passOps(frozen); !slices.Equal(got, []string{"Tanh", "Mul", "Add", "Sub"}) {
+		t.Errorf("frozen passOps %v, want [Tanh Mul Add Sub]\n%s", got, frozen)
 	}
-	k := constNamed(frozen, "b.exp.mulscalar")
+	k := passConst(frozen, "b.exp.mulscalar")
 	if k == nil {
 		t.Fatalf("no constant b.exp.mulscalar:\n%s", frozen)
 	}
@@ -333,42 +351,42 @@ func TestFreezePropagatesConstants(t *testing.T) {
 	if !slicesEqual(k.Float32s(), wantK.Float32s()) {
 		t.Errorf("propagated constant %v, want %v", k, wantK)
 	}
-	golden.AssertClose(t, "frozen output", runGraph(t, frozen, x), want, 0)
+	golden.AssertClose(t, "frozen output", passRun(t, frozen, x), want, 0)
 	b.Float32s()[0] = 1e6
-	golden.AssertClose(t, "frozen output after changing the buffer", runGraph(t, frozen, x), want, 0)
+	golden.AssertClose(t, "frozen output after changing the buffer", passRun(t, frozen, x), want, 0)
 }
 
 // TestFreezeEliminatesDeadCode drops a branch whose result no output
 // reads, with the constants only it read.
 func TestFreezeEliminatesDeadCode(t *testing.T) {
 	gen := autograd.NewGenerator(12)
-	m := newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+	m := newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 		_ = autograd.ReLU(l[1].Forward(x)) // computed, never used
 		return l[0].Forward(x)
 	}, nn.NewLinear(gen, 4, 3, nn.LinearOptions{}), nn.NewLinear(gen, 4, 2, nn.LinearOptions{}))
 	x := autograd.Randn(gen, 2, 4)
-	traced, want := traceEval(t, m, x, false)
+	traced, want := passTrace(t, m, x, false)
 	if len(traced.Nodes) != 3 {
 		t.Fatalf("trace has %d nodes, want 3:\n%s", len(traced.Nodes), traced)
 	}
-	frozen := freezeOK(t, traced)
-	if got := ops(frozen); !slices.Equal(got, []string{"Linear"}) {
-		t.Errorf("frozen ops %v, want [Linear]\n%s", got, frozen)
+	frozen := passFreeze(t, traced)
+	if got := passOps(frozen); !slices.Equal(got, []string{"Linear"}) {
+		t.Errorf("frozen passOps %v, want [Linear]\n%s", got, frozen)
 	}
-	if constNamed(frozen, "l1.weight") != nil || len(frozen.Consts) != 2 {
+	if passConst(frozen, "l1.weight") != nil || len(frozen.Consts) != 2 {
 		t.Errorf("dead branch's constants kept:\n%s", frozen)
 	}
-	golden.AssertClose(t, "frozen output", runGraph(t, frozen, x), want, 0)
+	golden.AssertClose(t, "frozen output", passRun(t, frozen, x), want, 0)
 }
 
 // TestFreezeLeavesInputUnchanged checks that Freeze changes neither the
 // traced graph nor the model, and that the frozen graph owns its data.
 func TestFreezeLeavesInputUnchanged(t *testing.T) {
 	gen := autograd.NewGenerator(13)
-	m := nn.Eval(nn.NewSequential(conv2d(gen, 3, 4), nn.NewBatchNorm2d(4, nn.BatchNormOptions{}), nn.NewReLU()))
-	randomiseBNs(gen, m)
+	m := nn.Eval(nn.NewSequential(passConv2d(gen, 3, 4), nn.NewBatchNorm2d(4, nn.BatchNormOptions{}), nn.NewReLU()))
+	passRandomiseBNs(gen, m)
 	x := autograd.Randn(gen, 1, 3, 5, 5)
-	traced, want := traceEval(t, m, x, false)
+	traced, want := passTrace(t, m, x, false)
 	before := traced.String()
 	data := map[int][]float32{}
 	for id, c := range traced.Consts {
@@ -376,7 +394,7 @@ func TestFreezeLeavesInputUnchanged(t *testing.T) {
 			data[id] = slices.Clone(c.Float32s())
 		}
 	}
-	frozen := freezeOK(t, traced)
+	frozen := passFreeze(t, traced)
 	if after := traced.String(); after != before {
 		t.Errorf("Freeze changed its input graph:\nbefore %s\nafter %s", before, after)
 	}
@@ -389,7 +407,7 @@ func TestFreezeLeavesInputUnchanged(t *testing.T) {
 	for _, p := range nn.NamedParameters(m) {
 		autograd.NoGrad(func() { p.Tensor.CopyFrom(autograd.ZerosLike(p.Tensor)) })
 	}
-	golden.AssertClose(t, "frozen output after zeroing the model", runGraph(t, frozen, x), want, 1e-5)
+	golden.AssertClose(t, "frozen output after zeroing the model", passRun(t, frozen, x), want, 1e-5)
 }
 
 // TestFreezeErrors reports a malformed graph and a constant op that fails.

@@ -22,28 +22,33 @@ func EnableFusion(on bool) { fusionOff.Store(!on) }
 // FusionEnabled reports whether Freeze runs its fusion passes.
 func FusionEnabled() bool { return !fusionOff.Load() }
 
-// FusionPatterns lists the fused ops the chain fusion pass makes, by
-// their fused names (see FusedSep). Besides these, Freeze makes
-// ChannelShuffle nodes of a Reshape, Permute, (To,) Reshape channel
-// shuffle, and LinearConcat nodes of three or more Linear layers reading
-// one input.
-var FusionPatterns = []string{
-	// Attention and transformer blocks, tried first: an Add that both a
-	// Linear and a LayerNorm could take goes to the LayerNorm.
-	"Div+Add+Softmax", "Add+LayerNorm",
-	"Conv2d+ReLU", "Conv2d+Add", "Conv2d+Add+ReLU", "Conv2d+Sigmoid", "Conv2d+SigmoidMul",
-	"Conv2d+HardTanh", "Conv2d+SiLU", "Conv2d+ELU",
-	"Conv3d+ReLU", "Conv3d+Add", "Conv3d+Add+ReLU", "Conv3d+SiLU",
-	"Linear+ReLU", "Linear+GELU", "Linear+Add",
-}
+// The fused ops the chain fusion pass makes, by their fused names (see
+// FusedSep), in two rounds. The attention and transformer patterns go
+// first, so an Add that both a Linear and a LayerNorm could take goes to
+// the LayerNorm, as the Linear's epilogue saves less.
+var (
+	normChains  = []string{"Div+Add+Softmax", "Add+LayerNorm"}
+	layerChains = []string{
+		"Conv2d+ReLU", "Conv2d+Add", "Conv2d+Add+ReLU", "Conv2d+Sigmoid", "Conv2d+SigmoidMul",
+		"Conv2d+HardTanh", "Conv2d+SiLU", "Conv2d+ELU",
+		"Conv3d+ReLU", "Conv3d+Add", "Conv3d+Add+ReLU", "Conv3d+SiLU",
+		"Linear+ReLU", "Linear+GELU", "Linear+Add",
+	}
+)
 
-// fuse runs the fusion passes. LinearConcat goes before the chains, which
-// would otherwise take a sibling Linear into a Linear+Add.
-func fuse(g *Graph) {
+// FusionPatterns returns the fused op names Freeze's chain fusion makes
+// ("Conv2d+Add+ReLU", …). Besides these, Freeze makes ChannelShuffle nodes
+// of a Reshape, Permute, (To,) Reshape channel shuffle, and LinearConcat
+// nodes of three or more Linear layers reading one input.
+func FusionPatterns() []string { return slices.Concat(normChains, layerChains) }
+
+// fuseAll runs the fusion passes. LinearConcat goes before the chains,
+// which would otherwise take a sibling Linear into a Linear+Add.
+func fuseAll(g *Graph) {
 	fuseChannelShuffle(g)
 	fuseLinearConcat(g)
-	fuseChains(g, FusionPatterns[:2])
-	fuseChains(g, FusionPatterns[2:])
+	fuseChains(g, normChains)
+	fuseChains(g, layerChains)
 }
 
 // canExtend reports whether some pattern is name or continues it.
@@ -56,9 +61,9 @@ func canExtend(patterns []string, name string) bool {
 	return false
 }
 
-// part is one later part of a fused chain: the nodes it replaces, the
+// chainPart is one later part of a fused chain: the nodes it replaces, the
 // operands it adds to the fused node, its attributes and its result.
-type part struct {
+type chainPart struct {
 	name   string
 	nodes  []int
 	extras []int
@@ -69,9 +74,11 @@ type part struct {
 // fuseChains fuses, anchored at each node in order, the longest chain of
 // nodes that spells one of patterns.
 func fuseChains(g *Graph, patterns []string) {
+	uses := g.Uses()
 	for i := 0; i < len(g.Nodes); i++ {
-		if fuseChainAt(g, g.Uses(), i, patterns) {
-			sweep(g)
+		if fuseChainAt(g, uses, i, patterns) {
+			sweepRemoved(g)
+			uses = g.Uses()
 			i-- // the anchor's index now holds the next node
 		}
 	}
@@ -86,9 +93,9 @@ func fuseChainAt(g *Graph, uses [][]int, i int, patterns []string) bool {
 		return false
 	}
 	name, y := a.Op, a.Outputs[0]
-	var chain []part
+	var chain []chainPart
 	for {
-		p, ok := nextPart(g, uses, y)
+		p, ok := nextChainPart(g, uses, y)
 		if !ok || !canExtend(patterns, name+FusedSep+p.name) {
 			break
 		}
@@ -112,74 +119,74 @@ func fuseChainAt(g *Graph, uses [][]int, i int, patterns []string) bool {
 		}
 		for _, n := range p.nodes {
 			last = max(last, n)
-			g.Nodes[n].Op = removed
+			g.Nodes[n].Op = removedOp
 		}
 	}
 	fused.Outputs = []int{chain[len(chain)-1].out}
-	a.Op = removed
+	a.Op = removedOp
 	g.Nodes[last] = fused
 	return true
 }
 
 // anchorOK checks what a chain's first node needs beyond its op: the two
-// operands of an Add that heads Add+LayerNorm are alike, as a residual
+// operands of an Add that heads Add+LayerNorm have the same type, as a residual
 // connection's are.
 func anchorOK(g *Graph, a *Node) bool {
 	if a.Op != "Add" {
 		return true
 	}
-	return len(a.Inputs) == 2 && a.Inputs[0] != None && a.Inputs[1] != None && alike(g, a.Inputs[0], a.Inputs[1])
+	return len(a.Inputs) == 2 && a.Inputs[0] != None && a.Inputs[1] != None && sameType(g, a.Inputs[0], a.Inputs[1])
 }
 
-// alike reports whether values u and v have the same shape and dtype.
-func alike(g *Graph, u, v int) bool {
+// sameType reports whether values u and v have the same shape and dtype.
+func sameType(g *Graph, u, v int) bool {
 	return slices.Equal(g.Values[u].Shape, g.Values[v].Shape) && g.Values[u].DType == g.Values[v].DType
 }
 
-// nextPart returns the part that continues a chain whose running result
+// nextChainPart returns the part that continues a chain whose running result
 // is y: y's one reader, or for SigmoidMul its two.
-func nextPart(g *Graph, uses [][]int, y int) (part, bool) {
+func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
 	if isOutput(g, y) {
-		return part{}, false
+		return chainPart{}, false
 	}
 	rs := uses[y]
 	if len(rs) == 2 {
 		return sigmoidMul(g, uses, y)
 	}
 	if len(rs) != 1 {
-		return part{}, false
+		return chainPart{}, false
 	}
 	r := &g.Nodes[rs[0]]
 	if len(r.Outputs) != 1 || len(r.Inputs) == 0 {
-		return part{}, false
+		return chainPart{}, false
 	}
-	p := part{name: r.Op, nodes: []int{rs[0]}, attrs: r.Attrs, out: r.Outputs[0]}
+	p := chainPart{name: r.Op, nodes: []int{rs[0]}, attrs: r.Attrs, out: r.Outputs[0]}
 	switch r.Op {
 	case "ReLU", "Sigmoid", "SiLU", "HardTanh", "ELU", "GELU", "Softmax":
 		if len(r.Inputs) != 1 {
-			return part{}, false
+			return chainPart{}, false
 		}
 	case "LayerNorm":
 		if len(r.Inputs) != 3 || r.Inputs[0] != y || slices.Contains(r.Inputs[1:], y) {
-			return part{}, false
+			return chainPart{}, false
 		}
 		p.extras = slices.Clone(r.Inputs[1:])
 	case "Add":
 		// Either operand may be the running result; the other is a
 		// residual of the same shape and dtype, so the sum is too.
 		if len(r.Inputs) != 2 {
-			return part{}, false
+			return chainPart{}, false
 		}
 		other := r.Inputs[0]
 		if other == y {
 			other = r.Inputs[1]
 		}
-		if other == None || other == y || !alike(g, y, other) || !alike(g, y, p.out) {
-			return part{}, false
+		if other == None || other == y || !sameType(g, y, other) || !sameType(g, y, p.out) {
+			return chainPart{}, false
 		}
 		p.extras = []int{other}
 	default:
-		return part{}, false
+		return chainPart{}, false
 	}
 	return p, true
 }
@@ -187,7 +194,7 @@ func nextPart(g *Graph, uses [][]int, y int) (part, bool) {
 // sigmoidMul matches y·sigmoid(y) (Swish written out): y read by a Sigmoid
 // and by the Mul of y and that Sigmoid's result, the result read only
 // there.
-func sigmoidMul(g *Graph, uses [][]int, y int) (part, bool) {
+func sigmoidMul(g *Graph, uses [][]int, y int) (chainPart, bool) {
 	rs := uses[y]
 	si, mi := rs[0], rs[1]
 	if g.Nodes[si].Op != "Sigmoid" {
@@ -195,13 +202,13 @@ func sigmoidMul(g *Graph, uses [][]int, y int) (part, bool) {
 	}
 	s, m := &g.Nodes[si], &g.Nodes[mi]
 	if s.Op != "Sigmoid" || m.Op != "Mul" || len(s.Outputs) != 1 || len(m.Outputs) != 1 || len(m.Inputs) != 2 {
-		return part{}, false
+		return chainPart{}, false
 	}
 	sy := s.Outputs[0]
-	if !onlyReader(g, uses, sy, mi) || !slices.Contains(m.Inputs, y) || !slices.Contains(m.Inputs, sy) || !alike(g, y, m.Outputs[0]) {
-		return part{}, false
+	if !onlyReader(g, uses, sy, mi) || !slices.Contains(m.Inputs, y) || !slices.Contains(m.Inputs, sy) || !sameType(g, y, m.Outputs[0]) {
+		return chainPart{}, false
 	}
-	return part{name: "SigmoidMul", nodes: []int{si, mi}, out: m.Outputs[0]}, true
+	return chainPart{name: "SigmoidMul", nodes: []int{si, mi}, out: m.Outputs[0]}, true
 }
 
 // fuseChannelShuffle replaces each Reshape [N, C, …] → [N, g, C/g, …],
@@ -255,12 +262,12 @@ func fuseChannelShuffle(g *Graph) {
 		last := nodes[len(nodes)-1]
 		fused := Node{Op: "ChannelShuffle", Inputs: []int{x}, Outputs: []int{y}, Attrs: []Attr{IntAttr("groups", split[1])}, Scope: r1.Scope}
 		for _, n := range nodes {
-			g.Nodes[n].Op = removed
+			g.Nodes[n].Op = removedOp
 		}
 		g.Nodes[last] = fused
 		uses = g.Uses()
 	}
-	sweep(g)
+	sweepRemoved(g)
 }
 
 // fuseLinearConcat replaces three or more Linear nodes that read the same
@@ -321,11 +328,11 @@ func fuseLinearConcat(g *Graph) {
 		fused := Node{Op: "LinearConcat", Inputs: []int{k.x, w, b}, Outputs: outs,
 			Attrs: []Attr{IntsAttr("sizes", sizes)}, Scope: commonScope(scopes)}
 		for _, i := range nodes {
-			g.Nodes[i].Op = removed
+			g.Nodes[i].Op = removedOp
 		}
 		g.Nodes[nodes[0]] = fused
 	}
-	sweep(g)
+	sweepRemoved(g)
 }
 
 // concatRows concatenates contiguous float32 or bfloat16 tensors along

@@ -11,23 +11,23 @@ import (
 	"github.com/kilnml/kiln/nn"
 )
 
-// testNet is a tiny model for the pass tests: its layers are registered
+// passNet is a tiny model for the pass tests: its layers are registered
 // children, and fwd is its forward, given the layers.
-type testNet struct {
+type passNet struct {
 	nn.Base
 	layers []nn.Layer
 	fwd    func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor
 }
 
-func (m *testNet) Forward(x *autograd.Tensor) *autograd.Tensor {
+func (m *passNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 	defer autograd.EnterModule(m)()
 	return m.fwd(m.layers, x)
 }
 
-// newNet registers layers as children "l0", "l1", … and puts the model in
+// newPassNet registers layers as children "l0", "l1", … and puts the model in
 // evaluation mode.
-func newNet(fwd func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor, layers ...nn.Layer) *testNet {
-	m := &testNet{layers: layers, fwd: fwd}
+func newPassNet(fwd func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor, layers ...nn.Layer) *passNet {
+	m := &passNet{layers: layers, fwd: fwd}
 	for i, l := range layers {
 		m.RegisterModule("l"+string(rune('0'+i)), l)
 	}
@@ -35,19 +35,19 @@ func newNet(fwd func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor, layers 
 	return m
 }
 
-// seq is a forward that runs the layers one after another.
-func seq(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+// passSeq is a forward that runs the layers one after another.
+func passSeq(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 	for _, layer := range l {
 		x = layer.Forward(x)
 	}
 	return x
 }
 
-func conv2d(g *autograd.Generator, in, out int) *nn.Conv2d {
+func passConv2d(g *autograd.Generator, in, out int) *nn.Conv2d {
 	return nn.NewConv2d(g, in, out, 3, nn.ConvOptions{Padding: 1})
 }
 
-func conv3d(g *autograd.Generator, in, out int) *nn.Conv3d {
+func passConv3d(g *autograd.Generator, in, out int) *nn.Conv3d {
 	return nn.NewConv3d(g, in, out, 3, nn.ConvOptions{Padding: 1})
 }
 
@@ -55,7 +55,7 @@ func conv3d(g *autograd.Generator, in, out int) *nn.Conv3d {
 // fused op its frozen graph must hold.
 type fusionCase struct {
 	name  string
-	model func(g *autograd.Generator) *testNet
+	model func(g *autograd.Generator) *passNet
 	input []int
 	op    string
 	bf16  bool // traced and run under autocast
@@ -73,92 +73,92 @@ func fusionCases() []fusionCase {
 	}
 	img, vol := []int{2, 4, 6, 6}, []int{1, 4, 4, 5, 5}
 	return []fusionCase{
-		{"Conv2d+ReLU", func(g *autograd.Generator) *testNet { return newNet(seq, conv2d(g, 4, 6), nn.NewReLU()) }, img, "Conv2d+ReLU", false},
-		{"Conv2d+Add", func(g *autograd.Generator) *testNet { return newNet(residual(nil), conv2d(g, 4, 4)) }, img, "Conv2d+Add", false},
-		{"Conv2d+Add+ReLU", func(g *autograd.Generator) *testNet { return newNet(residual(autograd.ReLU), conv2d(g, 4, 4)) }, img, "Conv2d+Add+ReLU", false},
-		{"Conv2d+Sigmoid", func(g *autograd.Generator) *testNet { return newNet(seq, conv2d(g, 4, 6), nn.NewSigmoid()) }, img, "Conv2d+Sigmoid", false},
-		{"Conv2d+SigmoidMul", func(g *autograd.Generator) *testNet {
-			return newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+		{"Conv2d+ReLU", func(g *autograd.Generator) *passNet { return newPassNet(passSeq, passConv2d(g, 4, 6), nn.NewReLU()) }, img, "Conv2d+ReLU", false},
+		{"Conv2d+Add", func(g *autograd.Generator) *passNet { return newPassNet(residual(nil), passConv2d(g, 4, 4)) }, img, "Conv2d+Add", false},
+		{"Conv2d+Add+ReLU", func(g *autograd.Generator) *passNet { return newPassNet(residual(autograd.ReLU), passConv2d(g, 4, 4)) }, img, "Conv2d+Add+ReLU", false},
+		{"Conv2d+Sigmoid", func(g *autograd.Generator) *passNet { return newPassNet(passSeq, passConv2d(g, 4, 6), nn.NewSigmoid()) }, img, "Conv2d+Sigmoid", false},
+		{"Conv2d+SigmoidMul", func(g *autograd.Generator) *passNet {
+			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 				y := l[0].Forward(x)
 				return autograd.Mul(autograd.Sigmoid(y), y)
-			}, conv2d(g, 4, 6))
+			}, passConv2d(g, 4, 6))
 		}, img, "Conv2d+SigmoidMul", false},
-		{"Conv2d+HardTanh", func(g *autograd.Generator) *testNet {
-			return newNet(seq, conv2d(g, 4, 6), nn.NewHardTanh(-0.5, 0.25))
+		{"Conv2d+HardTanh", func(g *autograd.Generator) *passNet {
+			return newPassNet(passSeq, passConv2d(g, 4, 6), nn.NewHardTanh(-0.5, 0.25))
 		}, img, "Conv2d+HardTanh", false},
-		{"Conv2d+SiLU", func(g *autograd.Generator) *testNet { return newNet(seq, conv2d(g, 4, 6), nn.NewSiLU()) }, img, "Conv2d+SiLU", false},
-		{"Conv2d+ELU", func(g *autograd.Generator) *testNet { return newNet(seq, conv2d(g, 4, 6), nn.NewELU(0.7)) }, img, "Conv2d+ELU", false},
-		{"Conv3d+ReLU", func(g *autograd.Generator) *testNet { return newNet(seq, conv3d(g, 4, 3), nn.NewReLU()) }, vol, "Conv3d+ReLU", false},
-		{"Conv3d+Add", func(g *autograd.Generator) *testNet { return newNet(residual(nil), conv3d(g, 4, 4)) }, vol, "Conv3d+Add", false},
-		{"Conv3d+Add+ReLU", func(g *autograd.Generator) *testNet { return newNet(residual(autograd.ReLU), conv3d(g, 4, 4)) }, vol, "Conv3d+Add+ReLU", false},
-		{"Conv3d+SiLU", func(g *autograd.Generator) *testNet { return newNet(seq, conv3d(g, 4, 3), nn.NewSiLU()) }, vol, "Conv3d+SiLU", false},
-		{"Linear+ReLU", func(g *autograd.Generator) *testNet {
-			return newNet(seq, nn.NewLinear(g, 8, 5, nn.LinearOptions{}), nn.NewReLU())
+		{"Conv2d+SiLU", func(g *autograd.Generator) *passNet { return newPassNet(passSeq, passConv2d(g, 4, 6), nn.NewSiLU()) }, img, "Conv2d+SiLU", false},
+		{"Conv2d+ELU", func(g *autograd.Generator) *passNet { return newPassNet(passSeq, passConv2d(g, 4, 6), nn.NewELU(0.7)) }, img, "Conv2d+ELU", false},
+		{"Conv3d+ReLU", func(g *autograd.Generator) *passNet { return newPassNet(passSeq, passConv3d(g, 4, 3), nn.NewReLU()) }, vol, "Conv3d+ReLU", false},
+		{"Conv3d+Add", func(g *autograd.Generator) *passNet { return newPassNet(residual(nil), passConv3d(g, 4, 4)) }, vol, "Conv3d+Add", false},
+		{"Conv3d+Add+ReLU", func(g *autograd.Generator) *passNet { return newPassNet(residual(autograd.ReLU), passConv3d(g, 4, 4)) }, vol, "Conv3d+Add+ReLU", false},
+		{"Conv3d+SiLU", func(g *autograd.Generator) *passNet { return newPassNet(passSeq, passConv3d(g, 4, 3), nn.NewSiLU()) }, vol, "Conv3d+SiLU", false},
+		{"Linear+ReLU", func(g *autograd.Generator) *passNet {
+			return newPassNet(passSeq, nn.NewLinear(g, 8, 5, nn.LinearOptions{}), nn.NewReLU())
 		}, []int{3, 8}, "Linear+ReLU", false},
-		{"Linear+GELU", func(g *autograd.Generator) *testNet {
-			return newNet(seq, nn.NewLinear(g, 8, 5, nn.LinearOptions{}), nn.NewGELU("none"))
+		{"Linear+GELU", func(g *autograd.Generator) *passNet {
+			return newPassNet(passSeq, nn.NewLinear(g, 8, 5, nn.LinearOptions{}), nn.NewGELU("none"))
 		}, []int{2, 3, 8}, "Linear+GELU", false},
-		{"Linear+Add", func(g *autograd.Generator) *testNet {
-			return newNet(residual(nil), nn.NewLinear(g, 8, 8, nn.LinearOptions{}))
+		{"Linear+Add", func(g *autograd.Generator) *passNet {
+			return newPassNet(residual(nil), nn.NewLinear(g, 8, 8, nn.LinearOptions{}))
 		}, []int{3, 8}, "Linear+Add", false},
-		{"Add+LayerNorm", func(g *autograd.Generator) *testNet {
-			return newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+		{"Add+LayerNorm", func(g *autograd.Generator) *passNet {
+			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 				return l[0].Forward(autograd.Add(autograd.Tanh(x), x))
 			}, nn.NewLayerNorm([]int{8}, nn.LayerNormOptions{}))
 		}, []int{2, 3, 8}, "Add+LayerNorm", false},
-		{"Div+Add+Softmax", func(g *autograd.Generator) *testNet {
+		{"Div+Add+Softmax", func(g *autograd.Generator) *passNet {
 			// The mask and scale are buffers, so they trace as named
 			// constants.
 			mask := autograd.Randn(g, 2, 4, 4)
 			scale := autograd.Scalar(2.5)
-			m := newNet(func(_ []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+			m := newPassNet(func(_ []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 				return autograd.Softmax(autograd.Add(autograd.Div(x, scale), mask), -1)
 			})
 			m.RegisterBuffer("mask", mask)
 			m.RegisterBuffer("scale", scale)
 			return m
 		}, []int{2, 4, 4}, "Div+Add+Softmax", false},
-		{"LinearConcat", func(g *autograd.Generator) *testNet {
+		{"LinearConcat", func(g *autograd.Generator) *passNet {
 			q := nn.NewLinear(g, 8, 6, nn.LinearOptions{})
 			k := nn.NewLinear(g, 8, 6, nn.LinearOptions{})
 			v := nn.NewLinear(g, 8, 4, nn.LinearOptions{})
-			return newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 				qk := autograd.Mul(l[0].Forward(x), l[1].Forward(x))
 				return autograd.Cat([]*autograd.Tensor{qk, l[2].Forward(x)}, -1)
 			}, q, k, v)
 		}, []int{2, 3, 8}, "LinearConcat", false},
-		{"ChannelShuffle", func(g *autograd.Generator) *testNet {
-			return newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+		{"ChannelShuffle", func(g *autograd.Generator) *passNet {
+			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 				y := l[0].Forward(x)
 				y = autograd.View(y, 2, 3, 2, 6, 6)
 				y = autograd.Transpose(y, 1, 2).Contiguous()
 				return autograd.Flatten(y, 1, 2)
-			}, conv2d(g, 4, 6))
+			}, passConv2d(g, 4, 6))
 		}, img, "ChannelShuffle", false},
 		// An Add both a Linear and a LayerNorm could take goes to the
 		// LayerNorm.
-		{"Linear then Add+LayerNorm", func(g *autograd.Generator) *testNet {
-			return newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+		{"Linear then Add+LayerNorm", func(g *autograd.Generator) *passNet {
+			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 				return l[1].Forward(autograd.Add(l[0].Forward(x), x))
 			}, nn.NewLinear(g, 8, 8, nn.LinearOptions{}), nn.NewLayerNorm([]int{8}, nn.LayerNormOptions{}))
 		}, []int{3, 8}, "Add+LayerNorm", false},
-		{"Conv2d+ReLU/bf16", func(g *autograd.Generator) *testNet { return newNet(seq, conv2d(g, 4, 6), nn.NewReLU()) }, img, "Conv2d+ReLU", true},
-		{"Linear+GELU/bf16", func(g *autograd.Generator) *testNet {
-			return newNet(seq, nn.NewLinear(g, 8, 5, nn.LinearOptions{}), nn.NewGELU("tanh"))
+		{"Conv2d+ReLU/bf16", func(g *autograd.Generator) *passNet { return newPassNet(passSeq, passConv2d(g, 4, 6), nn.NewReLU()) }, img, "Conv2d+ReLU", true},
+		{"Linear+GELU/bf16", func(g *autograd.Generator) *passNet {
+			return newPassNet(passSeq, nn.NewLinear(g, 8, 5, nn.LinearOptions{}), nn.NewGELU("tanh"))
 		}, []int{3, 8}, "Linear+GELU", true},
 		// Autocast casts the input once per Linear; merging the casts makes
 		// the three siblings again.
-		{"LinearConcat/bf16", func(g *autograd.Generator) *testNet {
-			return newNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+		{"LinearConcat/bf16", func(g *autograd.Generator) *passNet {
+			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 				return autograd.Add(autograd.Add(l[0].Forward(x), l[1].Forward(x)), l[2].Forward(x))
 			}, nn.NewLinear(g, 8, 6, nn.LinearOptions{}), nn.NewLinear(g, 8, 6, nn.LinearOptions{}), nn.NewLinear(g, 8, 6, nn.LinearOptions{}))
 		}, []int{2, 8}, "LinearConcat", true},
 	}
 }
 
-// traceEval traces m on x, under autocast for bf16, and returns the graph
+// passTrace traces m on x, under autocast for bf16, and returns the graph
 // with the model's own output, computed the same way without gradients.
-func traceEval(t *testing.T, m nn.Layer, x *autograd.Tensor, bf16 bool) (*Graph, *autograd.Tensor) {
+func passTrace(t *testing.T, m nn.Layer, x *autograd.Tensor, bf16 bool) (*Graph, *autograd.Tensor) {
 	t.Helper()
 	var g *Graph
 	var want *autograd.Tensor
@@ -180,8 +180,8 @@ func traceEval(t *testing.T, m nn.Layer, x *autograd.Tensor, bf16 bool) (*Graph,
 	return g, want
 }
 
-// runGraph compiles and runs g on x.
-func runGraph(t *testing.T, g *Graph, x *autograd.Tensor) *autograd.Tensor {
+// passRun compiles and runs g on x.
+func passRun(t *testing.T, g *Graph, x *autograd.Tensor) *autograd.Tensor {
 	t.Helper()
 	p, err := Compile(g)
 	if err != nil {
@@ -194,8 +194,8 @@ func runGraph(t *testing.T, g *Graph, x *autograd.Tensor) *autograd.Tensor {
 	return out[0]
 }
 
-// hasFused reports whether g holds a node made by a fusion pass.
-func hasFused(g *Graph) bool {
+// hasFusedOp reports whether g holds a node made by a fusion pass.
+func hasFusedOp(g *Graph) bool {
 	for _, n := range g.Nodes {
 		if strings.Contains(n.Op, FusedSep) || n.Op == "ChannelShuffle" || n.Op == "LinearConcat" {
 			return true
@@ -211,7 +211,7 @@ func TestFusionPatterns(t *testing.T) {
 			gen := autograd.NewGenerator(7)
 			m := c.model(gen)
 			x := autograd.Randn(gen, c.input...)
-			traced, want := traceEval(t, m, x, c.bf16)
+			traced, want := passTrace(t, m, x, c.bf16)
 			tol := 1e-5
 			if c.bf16 {
 				tol = 1e-2
@@ -230,10 +230,10 @@ func TestFusionPatterns(t *testing.T) {
 				if fused := strings.Contains(s, " = "+c.op+"("); fused != on {
 					t.Errorf("fusion %v: graph holds %s: %v\n%s", on, c.op, fused, s)
 				}
-				if !on && hasFused(frozen) {
+				if !on && hasFusedOp(frozen) {
 					t.Errorf("fusion off, yet the graph holds a fused op:\n%s", s)
 				}
-				got := runGraph(t, frozen, x)
+				got := passRun(t, frozen, x)
 				if got.DType() != want.DType() {
 					t.Errorf("fusion %v: output dtype %v, eager %v", on, got.DType(), want.DType())
 				}
@@ -264,7 +264,7 @@ func TestFusionNeedsSoleReader(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			gen := autograd.NewGenerator(3)
-			m := newNet(c.fwd, conv2d(gen, 2, 3))
+			m := newPassNet(c.fwd, passConv2d(gen, 2, 3))
 			x := autograd.Randn(gen, 1, 2, 5, 5)
 			traced, err := TraceFunc(m, func(in []*autograd.Tensor) []*autograd.Tensor {
 				y := m.Forward(in[0])
@@ -280,7 +280,7 @@ func TestFusionNeedsSoleReader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if hasFused(frozen) {
+			if hasFusedOp(frozen) {
 				t.Errorf("fused a chain whose intermediate is read elsewhere:\n%s", frozen)
 			}
 		})
@@ -327,7 +327,7 @@ func TestFuseChannelShuffleWithTo(t *testing.T) {
 	add("Reshape", []int{1, 6, 2, 2}, IntsAttr("shape", []int{1, 6, 2, 2}))
 	g.Outputs = []int{v}
 	in := autograd.Randn(autograd.NewGenerator(1), 1, 6, 2, 2)
-	want := runGraph(t, g, in)
+	want := passRun(t, g, in)
 	frozen, err := Freeze(g)
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +335,7 @@ func TestFuseChannelShuffleWithTo(t *testing.T) {
 	if len(frozen.Nodes) != 1 || frozen.Nodes[0].Op != "ChannelShuffle" || frozen.Nodes[0].Int("groups") != 2 {
 		t.Fatalf("want one ChannelShuffle of 2 groups:\n%s", frozen)
 	}
-	if got := runGraph(t, frozen, in); !slicesEqual(got.Float32s(), want.Float32s()) {
-		t.Errorf("ChannelShuffle differs from the ops it replaced")
+	if got := passRun(t, frozen, in); !slicesEqual(got.Float32s(), want.Float32s()) {
+		t.Errorf("ChannelShuffle differs from the passOps it replaced")
 	}
 }
