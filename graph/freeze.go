@@ -87,8 +87,8 @@ func Freeze(g *Graph) (*Graph, error) {
 	return f, nil
 }
 
-// The passes mark a node they remove by clearing its op, and sweepRemoved drops
-// the marked nodes, so node indices stay valid while a pass runs.
+// The passes mark a node they remove by clearing its op, and sweepRemoved
+// drops the marked nodes, so node indices stay valid while a pass runs.
 const removedOp = ""
 
 func sweepRemoved(g *Graph) {
@@ -189,9 +189,9 @@ func mergeCommon(g *Graph) {
 	sweepRemoved(g)
 }
 
-// layerParam is a weight or bias operand of a convolution or linear node as the
-// folding passes see it: a float32 constant read directly or through one
-// Cast (autocast's cast to bfloat16), or absent.
+// layerParam is a weight or bias operand of a convolution or linear node
+// as the folding passes see it: a float32 constant read directly or
+// through one Cast (autocast's cast to bfloat16), or absent.
 type layerParam struct {
 	src   int            // the float32 constant, or None
 	dtype autograd.DType // the dtype the layer reads
@@ -200,8 +200,8 @@ type layerParam struct {
 	private bool
 }
 
-// layerParamOf describes operand slot of node li; ok is false when the operand
-// is not a foldable constant.
+// layerParamOf describes operand slot of node li; ok is false when the
+// operand is not a foldable constant.
 func layerParamOf(g *Graph, uses [][]int, prod []int, li, slot int) (p layerParam, ok bool) {
 	v := g.Nodes[li].Inputs[slot]
 	if v == None {
@@ -225,8 +225,8 @@ func layerParamOf(g *Graph, uses [][]int, prod []int, li, slot int) (p layerPara
 	return layerParam{src: src, dtype: g.Values[v].DType, private: private}, true
 }
 
-// setLayerParam makes operand slot of node li hold the float32 data t (of the
-// operand's shape): the constant's data is replaced when the layer owns
+// setLayerParam makes operand slot of node li hold the float32 data t (of
+// the operand's shape): the constant's data is replaced when the layer owns
 // it, and otherwise a new constant named name, in the dtype the layer
 // reads, takes the operand's place.
 func setLayerParam(g *Graph, li, slot int, p layerParam, t *autograd.Tensor, name string) {
@@ -249,8 +249,8 @@ func biasName(weight string) string {
 	return weight + ".bias"
 }
 
-// foldableLayer reports whether node li is a convolution or linear layer whose
-// output y only node reads, and returns y's channel dimension.
+// foldableLayer reports whether node li is a convolution or linear layer
+// whose output y only node reads, and returns y's channel dimension.
 func foldableLayer(g *Graph, uses [][]int, li, node int) (chanDim int, ok bool) {
 	l := &g.Nodes[li]
 	if len(l.Inputs) != 3 || len(l.Outputs) != 1 || !onlyReader(g, uses, l.Outputs[0], node) {
@@ -591,8 +591,9 @@ func eliminateDead(g *Graph) {
 	sweepRemoved(g)
 }
 
-// compactValues drops the values nothing defines or reads any more and numbers
-// the rest in order, renaming op results "%N" after their new index.
+// compactValues drops the values nothing defines or reads any more and
+// numbers the rest in order, renaming op results "%N" after their new
+// index.
 func compactValues(g *Graph) {
 	used := make([]bool, len(g.Values))
 	for _, v := range g.Inputs {

@@ -129,8 +129,8 @@ func fuseChainAt(g *Graph, uses [][]int, i int, patterns []string) bool {
 }
 
 // anchorOK checks what a chain's first node needs beyond its op: the two
-// operands of an Add that heads Add+LayerNorm have the same type, as a residual
-// connection's are.
+// operands of an Add that heads Add+LayerNorm have the same type, as a
+// residual connection's do.
 func anchorOK(g *Graph, a *Node) bool {
 	if a.Op != "Add" {
 		return true

@@ -24,8 +24,8 @@ func (m *passNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 	return m.fwd(m.layers, x)
 }
 
-// newPassNet registers layers as children "l0", "l1", … and puts the model in
-// evaluation mode.
+// newPassNet registers layers as children "l0", "l1", … and puts the
+// model in evaluation mode.
 func newPassNet(fwd func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor, layers ...nn.Layer) *passNet {
 	m := &passNet{layers: layers, fwd: fwd}
 	for i, l := range layers {
