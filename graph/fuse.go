@@ -213,7 +213,7 @@ func sigmoidMul(g *Graph, uses [][]int, y int) (chainPart, bool) {
 
 // fuseChannelShuffle replaces each Reshape [N, C, …] → [N, g, C/g, …],
 // Permute swapping dimensions 1 and 2, optional To contiguous, Reshape
-// back to [N, C, …] by one ChannelShuffle node.
+// (or Flatten) back to [N, C, …] by one ChannelShuffle node.
 func fuseChannelShuffle(g *Graph) {
 	uses := g.Uses()
 	for i := range g.Nodes {
@@ -256,7 +256,9 @@ func fuseChannelShuffle(g *Graph) {
 				continue
 			}
 		}
-		if !step("Reshape", func(n *Node) bool { return slices.Equal(g.Values[n.Outputs[0]].Shape, xs) }) {
+		// Back to [N, C, …]: a Reshape, or a Flatten of the two split dims.
+		merged := func(n *Node) bool { return slices.Equal(g.Values[n.Outputs[0]].Shape, xs) }
+		if !step("Reshape", merged) && !step("Flatten", merged) {
 			continue
 		}
 		last := nodes[len(nodes)-1]
