@@ -386,8 +386,19 @@ func FuzzDecode(f *testing.F) {
 	if err := Encode(&b, g); err != nil {
 		f.Fatal(err)
 	}
-	good := b.Bytes()
+	good := slices.Clone(b.Bytes())
 	f.Add(good)
+	// A one-layer graph: short inputs mutate and run faster.
+	gen := autograd.NewGenerator(1)
+	tiny, err := Trace(nn.NewLinear(gen, 2, 1, nn.LinearOptions{}), autograd.Randn(gen, 1, 2))
+	if err != nil {
+		f.Fatal(err)
+	}
+	b.Reset()
+	if err := Encode(&b, tiny); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(slices.Clone(b.Bytes()))
 	f.Add(good[:len(good)/2])
 	flipped := slices.Clone(good)
 	flipped[len(flipped)-3] ^= 0xff
