@@ -126,6 +126,11 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 			if got.String() != c.g.String() {
 				t.Errorf("String() differs after a round trip:\n got %s\nwant %s", got.String(), c.g.String())
 			}
+			// Saving is deterministic, so the loaded graph saves to the
+			// same bytes: nothing was lost or reordered.
+			if !bytes.Equal(encodeBytes(t, got), encodeBytes(t, c.g)) {
+				t.Errorf("the loaded graph encodes to other bytes than the original")
+			}
 			if got.NumParams() != c.g.NumParams() {
 				t.Errorf("NumParams = %d, want %d", got.NumParams(), c.g.NumParams())
 			}
