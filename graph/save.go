@@ -174,7 +174,11 @@ func encodeFile(g *Graph) (*safetensors.File, error) {
 		consts = append(consts, v)
 	}
 	slices.Sort(consts)
-	ir, err := json.Marshal(toIR(g, consts))
+	irf, err := toIR(g, consts)
+	if err != nil {
+		return nil, err
+	}
+	ir, err := json.Marshal(irf)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +216,9 @@ func nonNil(s []int) []int {
 	return s
 }
 
-func toIR(g *Graph, consts []int) irFile {
+// toIR converts g to its JSON form, refusing attributes that would not
+// load back: an unknown kind or a name used twice in one node.
+func toIR(g *Graph, consts []int) (irFile, error) {
 	values := make([]irValue, len(g.Values))
 	for i, v := range g.Values {
 		name, dtype, format, shape := v.Name, v.DType.String(), v.Format.String(), nonNil(v.Shape)
@@ -222,12 +228,18 @@ func toIR(g *Graph, consts []int) irFile {
 	for i, n := range g.Nodes {
 		op, ins, outs := n.Op, nonNil(n.Inputs), nonNil(n.Outputs)
 		nodes[i] = irNode{Op: &op, Inputs: &ins, Outputs: &outs, Scope: n.Scope}
-		for _, a := range n.Attrs {
+		for j, a := range n.Attrs {
+			if _, ok := attrKindNames[a.Kind]; !ok {
+				return irFile{}, fmt.Errorf("node %d (%s): attribute %s has unknown kind %d", i, n.Op, a.Name, int(a.Kind))
+			}
+			if slices.ContainsFunc(n.Attrs[:j], func(b Attr) bool { return b.Name == a.Name }) {
+				return irFile{}, fmt.Errorf("node %d (%s): attribute %q appears twice", i, n.Op, a.Name)
+			}
 			nodes[i].Attrs = append(nodes[i].Attrs, encodeAttr(a))
 		}
 	}
 	inputs, outputs := nonNil(g.Inputs), nonNil(g.Outputs)
-	return irFile{Values: &values, Nodes: &nodes, Inputs: &inputs, Outputs: &outputs, Constants: &consts}
+	return irFile{Values: &values, Nodes: &nodes, Inputs: &inputs, Outputs: &outputs, Constants: &consts}, nil
 }
 
 func encodeAttr(a Attr) irAttr {
@@ -256,9 +268,6 @@ func encodeAttr(a Attr) irAttr {
 	// Marshalling ints, floats, bools and strings cannot fail.
 	raw, _ := json.Marshal(v)
 	name, kind := a.Name, attrKindNames[a.Kind]
-	if kind == "" {
-		kind = fmt.Sprintf("AttrKind(%d)", int(a.Kind))
-	}
 	return irAttr{Name: &name, Kind: &kind, Value: raw}
 }
 

@@ -334,6 +334,10 @@ func TestSaveRejectsBadGraphs(t *testing.T) {
 	unknown.Nodes[0].Op = "Frobnicate"
 	dangling := g.Clone()
 	dangling.Outputs = append(dangling.Outputs, len(dangling.Values))
+	badKind := g.Clone()
+	badKind.Nodes[0].Attrs[0].Kind = 42
+	twice := g.Clone()
+	twice.Nodes[0].Attrs = append(twice.Nodes[0].Attrs, twice.Nodes[0].Attrs[0])
 	dir := t.TempDir()
 	cases := []struct {
 		name string
@@ -343,6 +347,8 @@ func TestSaveRejectsBadGraphs(t *testing.T) {
 		{"nil", nil, "nil"},
 		{"unknown op", unknown, "Frobnicate"},
 		{"invalid", dangling, "output refers to value"},
+		{"unknown attribute kind", badKind, "unknown kind 42"},
+		{"attribute twice", twice, "appears twice"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -67,7 +67,11 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		if err := npy.Write(file, results[i]); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s: %v %v\n", file, results[i].DType(), results[i].Shape())
+		note := ""
+		if results[i].DType() == autograd.BFloat16 {
+			note = " (as float32: .npy has no bfloat16)"
+		}
+		fmt.Fprintf(stdout, "wrote %s: %v %v%s\n", file, results[i].DType(), results[i].Shape(), note)
 	}
 	return nil
 }

@@ -89,6 +89,17 @@ func TestRoundTrip(t *testing.T) {
 		{"0-d", autograd.Scalar(3.5), autograd.Float32},
 		{"empty", autograd.Zeros(0, 7), autograd.Float32},
 	}
+	// Enough dimensions that the header outgrows version 1.0's 16-bit
+	// length.
+	ones := make([]int, 30000)
+	for i := range ones {
+		ones[i] = 1
+	}
+	cases = append(cases, struct {
+		name  string
+		in    *autograd.Tensor
+		dtype autograd.DType
+	}{"version 2.0 header", autograd.Full(2, ones...), autograd.Float32})
 	dir := t.TempDir()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,6 +113,13 @@ func TestRoundTrip(t *testing.T) {
 			}
 			if hlen := len(raw) - c.in.Numel()*c.dtype.Size(); hlen%64 != 0 {
 				t.Errorf("data starts at byte %d, not on a 64-byte boundary", hlen)
+			}
+			wantMajor := byte(1)
+			if c.in.NDim() == len(ones) {
+				wantMajor = 2
+			}
+			if raw[6] != wantMajor {
+				t.Errorf("format version %d, want %d", raw[6], wantMajor)
 			}
 			got, err := Read(path)
 			if err != nil {
