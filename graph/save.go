@@ -55,7 +55,14 @@ const maxValueBytes = 1 << 48
 // irFile is the JSON form of a Graph. Value, input, output and constant
 // references are indices into Values; a node input of -1 is an absent
 // optional operand (None). Every field but a node's attrs and scope is
-// required.
+// required. For example:
+//
+//	{"values": [{"name": "input0", "shape": [1,3,32,32], "dtype": "float32", "format": "contiguous"},
+//	            {"name": "conv.weight", "shape": [8,3,3,3], "dtype": "float32", "format": "contiguous"},
+//	            {"name": "%2", "shape": [1,8,30,30], "dtype": "float32", "format": "contiguous"}],
+//	 "nodes": [{"op": "Conv2d", "inputs": [0,1,-1], "outputs": [2], "scope": "conv",
+//	            "attrs": [{"name": "stride", "kind": "ints", "value": [1,1]}, …]}],
+//	 "inputs": [0], "outputs": [2], "constants": [1]}
 type irFile struct {
 	Values    *[]irValue `json:"values"`
 	Nodes     *[]irNode  `json:"nodes"`
