@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all demo test bench bench-deps fmt vet golden parity
+.PHONY: all demo test fuzz bench bench-deps fmt vet golden parity
 
 all: test
 
@@ -12,6 +12,14 @@ demo:
 test: vet
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -tags noasm ./kernels/...
+	$(MAKE) fuzz
+
+# A short fuzzing run of graph.Decode, which must never panic whatever
+# file it is handed; new failing inputs land in graph/testdata/fuzz.
+# Minimizing each new interesting input may take a minute by default,
+# which would leave a 15-second run hardly any time to fuzz.
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=15s -fuzzminimizetime=1s ./graph
 
 # Kiln against PyTorch on the same workloads at 1 and 2 threads, one table
 # (see BENCHMARKS.md). BENCHFLAGS: -quick (a representative subset),
