@@ -7,6 +7,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
@@ -173,6 +174,12 @@ func Prepare(w Workload) (func(), error) {
 		nn.Eval(model)
 		return func() { autograd.NoGrad(func() { model.Forward(x) }) }, nil
 
+	case KindResNet50Graph, KindResNet50GraphNoFuse:
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		return resNet50Graph(d[0], d[1], w.Kind == KindResNet50Graph)
+
 	case KindResNet50Train:
 		if err := need(2); err != nil {
 			return nil, err
@@ -208,6 +215,33 @@ func resNet50Input(n, image int) (*models.ResNet, *autograd.Tensor) {
 	g := autograd.NewGenerator(1)
 	model := models.ResNet50(g, models.ResNetOptions{ChannelsLast: true})
 	return model, autograd.Randn(g, n, 3, image, image).To(autograd.ChannelsLast)
+}
+
+// resNet50Graph traces and freezes ResNet-50 in evaluation mode, with
+// fusion on or off, and returns a run of the compiled graph.
+func resNet50Graph(n, image int, fuse bool) (func(), error) {
+	model, x := resNet50Input(n, image)
+	nn.Eval(model)
+	g, err := graph.Trace(model, x)
+	if err != nil {
+		return nil, err
+	}
+	was := graph.FusionEnabled()
+	graph.EnableFusion(fuse)
+	frozen, err := graph.Freeze(g)
+	graph.EnableFusion(was)
+	if err != nil {
+		return nil, err
+	}
+	p, err := graph.Compile(frozen)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if _, err := p.Run(x); err != nil {
+			panic(err)
+		}
+	}, nil
 }
 
 // resNet50TrainStep returns one training step of ResNet-50 on a fixed

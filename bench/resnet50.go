@@ -102,6 +102,19 @@ func ResNet50Workloads(image int) []Workload {
 				WarmUpCalls: ModelWarmUpCalls, Quick: n == 1})
 		}
 	}
+	// The frozen-graph rows share the jit.freeze reference, so beside the
+	// eager row of the same batch they also give frozen ÷ eager and fusion
+	// on ÷ off for Kiln.
+	for _, n := range ResNet50InferBatches {
+		for _, k := range []struct{ kind, name string }{
+			{KindResNet50Graph, "frozen graph"},
+			{KindResNet50GraphNoFuse, "frozen graph, fusion off,"},
+		} {
+			ws = append(ws, Workload{Name: fmt.Sprintf("resnet50 %s infer bs%d %d² vs torch jit.freeze", k.name, n, image), Group: "ResNet-50",
+				Kind: k.kind, Dims: []int{n, image}, Flops: float64(n) * fwd, Bound: Compute, Images: n,
+				WarmUpCalls: ModelWarmUpCalls, Quick: n == 1 && k.kind == KindResNet50Graph})
+		}
+	}
 	n := ResNet50TrainBatch
 	ws = append(ws,
 		Workload{Name: fmt.Sprintf("resnet50 train step bs%d %d² (SGD momentum)", n, image), Group: "ResNet-50",

@@ -199,11 +199,11 @@ def prepare(w):
         p.grad = fill(d[0])
         opt = torch.optim.SGD([p], lr=0.01, momentum=0.9)
         return opt.step
-    if kind in ("resnet50_infer", "resnet50_infer_frozen"):
+    if kind in ("resnet50_infer", "resnet50_infer_frozen", "resnet50_graph", "resnet50_graph_nofuse"):
         n, image = d
         model, x = resnet50_input(n, image)
         model.eval()
-        if kind == "resnet50_infer_frozen":
+        if kind != "resnet50_infer":
             with torch.no_grad():
                 model = torch.jit.freeze(torch.jit.trace(model, x))
 

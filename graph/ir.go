@@ -300,7 +300,8 @@ func (g *Graph) Validate() error {
 	return nil
 }
 
-// NumParams counts the elements of g's floating-point constants.
+// NumParams counts the elements of g's floating-point constants: weights
+// and biases, and the statistics of any batch norm not folded away.
 func (g *Graph) NumParams() int {
 	n := 0
 	for _, t := range g.Consts {

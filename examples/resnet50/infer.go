@@ -8,10 +8,14 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/nn"
 )
 
 func infer(o *options, stdout, _ io.Writer) error {
+	if o.Graph != "" {
+		return inferGraph(o, stdout)
+	}
 	model, err := loadModel(o)
 	if err != nil {
 		return err
@@ -27,31 +31,66 @@ func infer(o *options, stdout, _ io.Writer) error {
 	if _, err := kiln.Optimize(model, kiln.DType(dtype), kiln.ChannelsLast(o.ChannelsLast)); err != nil {
 		return err
 	}
-	x := autograd.Randn(autograd.NewGenerator(o.Seed+1), o.BatchSize, 3, o.ImageSize, o.ImageSize)
-	if o.ChannelsLast {
-		x = x.To(autograd.ChannelsLast)
-	}
+	x := exampleInput(o)
 	source := "random weights"
 	if o.Weights != "" {
 		source = o.Weights
 	}
 	fmt.Fprintf(stdout, "%s (%s), batch %d of 3×%d×%d, %s, %s, %d warm-up and %d timed passes\n",
 		o.Arch, source, o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.DType, o.Warmup, o.Iters)
-	times := make([]time.Duration, 0, o.Iters)
+	var times []time.Duration
 	err = autograd.Try(func() {
 		autograd.NoGrad(func() {
-			for i := range o.Warmup + o.Iters {
-				start := time.Now()
-				o.autocast(func() { model.Forward(x) })
-				if i >= o.Warmup {
-					times = append(times, time.Since(start))
-				}
-			}
+			times = timePasses(o, func() error { o.autocast(func() { model.Forward(x) }); return nil })
 		})
 	})
 	if err != nil {
 		return err
 	}
+	report(o, times, stdout)
+	return nil
+}
+
+// inferGraph times a frozen graph written by export.
+func inferGraph(o *options, stdout io.Writer) error {
+	g, err := graph.Load(o.Graph)
+	if err != nil {
+		return err
+	}
+	p, err := graph.Compile(g)
+	if err != nil {
+		return err
+	}
+	x := exampleInput(o)
+	fmt.Fprintf(stdout, "graph %s (%d nodes), batch %d of 3×%d×%d, %s, %d warm-up and %d timed passes\n",
+		o.Graph, len(g.Nodes), o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.Warmup, o.Iters)
+	var runErr error
+	times := timePasses(o, func() error { _, runErr = p.Run(x); return runErr })
+	if runErr != nil {
+		return runErr
+	}
+	report(o, times, stdout)
+	return nil
+}
+
+// timePasses runs pass --warmup times untimed, then --iters times timed,
+// stopping at the first error.
+func timePasses(o *options, pass func() error) []time.Duration {
+	times := make([]time.Duration, 0, o.Iters)
+	for i := range o.Warmup + o.Iters {
+		start := time.Now()
+		if pass() != nil {
+			return times
+		}
+		if i >= o.Warmup {
+			times = append(times, time.Since(start))
+		}
+	}
+	return times
+}
+
+// report prints the throughput and the latency percentiles of times.
+func report(o *options, times []time.Duration, stdout io.Writer) {
 	var total time.Duration
 	for _, d := range times {
 		total += d
@@ -60,7 +99,6 @@ func infer(o *options, stdout, _ io.Writer) error {
 	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 }
 	fmt.Fprintf(stdout, "throughput %.1f images/s, latency per batch median %.1f ms, p90 %.1f ms\n",
 		float64(o.BatchSize*len(times))/total.Seconds(), ms(percentile(times, 50)), ms(percentile(times, 90)))
-	return nil
 }
 
 // percentile returns the q-th percentile of sorted durations by the

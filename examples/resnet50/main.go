@@ -1,7 +1,7 @@
 // Command resnet50 trains, evaluates and benchmarks torchvision's ResNets
 // (18, 34, 50, 101 and 152 layers) on the CPU: the Kiln counterpart of
 // PyTorch's ImageNet example (examples/imagenet/main.py) and of the IPEX
-// ResNet-50 training and inference scripts. It has three subcommands.
+// ResNet-50 training and inference scripts. It has four subcommands.
 //
 // train fits a ResNet with SGD, momentum and weight decay under a cosine
 // learning-rate schedule, showing a progress bar per epoch (loss, accuracy,
@@ -37,6 +37,15 @@
 //
 //	go run ./examples/resnet50 infer --batch-size 1 --iters 50
 //	go run ./examples/resnet50 infer --arch resnet18 --weights r18.safetensors --batch-size 64
+//
+// export traces the model (in eval mode, under amp.Autocast with --dtype
+// bf16), freezes the trace with package graph (batch norms folded into the
+// convolutions, ReLUs and residual sums fused into them) and saves it as
+// one file; infer --graph times that file's compiled graph instead of the
+// model, and cmd/kiln inspects, runs and benchmarks it:
+//
+//	go run ./examples/resnet50 export --batch-size 1 --out rn50.kiln
+//	go run ./examples/resnet50 infer --graph rn50.kiln --batch-size 16
 //
 // Run a subcommand with -h for all its flags.
 //
@@ -151,8 +160,11 @@ var commands = []command{
 			"val-fraction", "quiet"},
 		evaluate},
 	{"infer", "time eval-mode forward passes over a random batch",
-		[]string{"arch", "weights", "batch-size", "image-size", "warmup", "iters", "channels-last", "dtype", "seed"},
+		[]string{"arch", "weights", "batch-size", "image-size", "warmup", "iters", "channels-last", "dtype", "seed", "graph"},
 		infer},
+	{"export", "trace, freeze and save the model as a graph that runs without model code",
+		[]string{"arch", "weights", "batch-size", "image-size", "channels-last", "dtype", "seed", "out"},
+		export},
 }
 
 // usageError is a mistake on the command line: exit status 2.
@@ -243,7 +255,7 @@ type options struct {
 	Warmup, Iters                           int
 	LR, Momentum, WD, ValFraction           float64
 	ChannelsLast, Quiet, ZeroInit           bool
-	DType                                   string
+	DType, Graph, Out                       string
 	Seed                                    uint64
 	set                                     map[string]bool // flags given on the command line
 }
@@ -323,6 +335,12 @@ var flagDefs = map[string]func(fs *flag.FlagSet, o *options){
 	"quiet": func(fs *flag.FlagSet, o *options) {
 		fs.BoolVar(&o.Quiet, "quiet", false, "draw no progress bar")
 	},
+	"graph": func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.Graph, "graph", "", "time this frozen graph `file` (from export) instead of the model")
+	},
+	"out": func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.Out, "out", "", "write the frozen graph to this `file` (required)")
+	},
 	"seed": func(fs *flag.FlagSet, o *options) {
 		fs.Uint64Var(&o.Seed, "seed", 1, "seed for initialisation, shuffling and augmentation")
 	},
@@ -352,6 +370,8 @@ func (o *options) check(names []string) error {
 		return usagef("--data is required: an image folder or the word synthetic")
 	case has("val-fraction") && !(o.ValFraction >= 0 && o.ValFraction < 1):
 		return usagef("--val-fraction %v: must be at least 0 and below 1", o.ValFraction)
+	case has("out") && o.Out == "":
+		return usagef("--out is required: the file to write the graph to")
 	case o.set["resume"] && o.Resume == "":
 		return usagef("--resume needs a checkpoint file")
 	}

@@ -183,6 +183,25 @@ func TestInfer(t *testing.T) {
 
 // TestTrainBF16 takes a few autocast training steps and checks they report
 // a finite held-out accuracy.
+// TestExportGraph exports a frozen graph and times it with infer --graph,
+// at the exported batch size and at another one (the graph replans).
+func TestExportGraph(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r18.kiln")
+	for _, dtype := range []string{"float32", "bf16"} {
+		log := runOK(t, "export", "--arch", "resnet18", "--image-size", "32", "--batch-size", "1", "--dtype", dtype, "--out", file)
+		if !strings.Contains(log, file) || !strings.Contains(log, "parameters") {
+			t.Errorf("export output lacks the file or the parameter count:\n%s", log)
+		}
+		for _, batch := range []string{"1", "3"} {
+			log = runOK(t, "infer", "--graph", file, "--image-size", "32", "--batch-size", batch, "--warmup", "0", "--iters", "2")
+			if !strings.Contains(log, "throughput") {
+				t.Errorf("infer --graph output lacks the throughput:\n%s", log)
+			}
+		}
+	}
+}
+
 func TestTrainBF16(t *testing.T) {
 	log := runOK(t, cmdline("train", tiny, "--steps", "2", "--dtype", "bf16")...)
 	if !strings.Contains(log, "top-1") {
@@ -224,6 +243,8 @@ func TestFlagErrors(t *testing.T) {
 		{"val fraction", []string{"train", "--data", "synthetic", "--val-fraction", "1"}, 2, "--val-fraction 1"},
 		{"zero iters", []string{"infer", "--iters", "0"}, 2, "--iters 0: must be at least 1"},
 		{"bad dtype", []string{"infer", "--dtype", "fp16"}, 2, `--dtype "fp16": want float32 or bf16`},
+		{"export without out", []string{"export", "--arch", "resnet18"}, 2, "--out is required"},
+		{"graph missing", []string{"infer", "--graph", missing}, 1, missing},
 		{"no weights", []string{"evaluate", "--data", "synthetic"}, 2, "--weights is required"},
 		{"missing data", []string{"train", "--data", filepath.Join(dir, "nowhere")}, 1, "--data: stat " + filepath.Join(dir, "nowhere")},
 		{"data is a file", []string{"evaluate", "--arch", "resnet18", "--data", garbage, "--weights", sd}, 1, "not a folder"},
