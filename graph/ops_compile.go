@@ -47,6 +47,8 @@ func init() {
 	compilers["Conv2d"] = compileConv
 	compilers["Conv3d"] = compileConv
 	compilers["Linear"] = compileLinear
+	compilers["Matmul"] = compileMatmul
+	compilers["BMM"] = compileMatmul
 	compilers["BatchNorm"] = compileBatchNorm
 	compilers["LayerNorm"] = compileLayerNorm
 	for _, name := range []string{"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"} {
@@ -301,6 +303,39 @@ func compileLinear(c *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() 
 				beta = 1
 			}
 			kernels.GemmBF16(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, acc, outF)
+			kernels.F32ToBF16(yd, acc)
+		}
+	}
+	return nil
+}
+
+func compileMatmul(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
+	a, b, y := ins[0], ins[1], outs[0]
+	if y.Format() != autograd.Contiguous || a.DType() != b.DType() || a.DType() != y.DType() {
+		return nil
+	}
+	n, k, m, aOff, bOff, cOff, oneRight := autograd.MatmulGeometry(a, b)
+	switch a.DType() {
+	case autograd.Float32:
+		ra, rb, yd := contiguousReader(a, false), contiguousReader(b, false), y.Float32s()
+		if oneRight {
+			// Every row of every batch of a multiplies b: one GEMM.
+			rows := len(cOff) * n
+			return func() { kernels.Sgemm(false, false, rows, m, k, 1, ra(), k, rb(), m, 0, yd, m) }
+		}
+		return func() {
+			kernels.SgemmBatched(false, false, n, m, k, 1, ra(), aOff, k, rb(), bOff, m, 0, yd, cOff, m)
+		}
+	case autograd.BFloat16:
+		if a.Format() != autograd.Contiguous || b.Format() != autograd.Contiguous {
+			return nil
+		}
+		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
+		acc := make([]float32, len(yd))
+		return func() {
+			for i := range cOff {
+				kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
+			}
 			kernels.F32ToBF16(yd, acc)
 		}
 	}
