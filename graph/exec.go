@@ -16,9 +16,14 @@ import (
 // kernels its eager op runs, so later runs with inputs of the same types
 // allocate nothing.
 //
-// A Program reads its graph's constants when it plans: changing them
-// afterwards (training the traced model further) needs a new Compile.
-// Run is safe to call from several goroutines, which take turns.
+// A plan is kept for every input signature met, so a Program fed many
+// shapes holds storage for each. It reads the graph's constants when it
+// plans: changing them afterwards (training the traced model further)
+// needs a new Compile.
+//
+// Run may be called from several goroutines, which take turns; but each
+// run overwrites the results of the last one of its signature, so
+// goroutines that keep results should compile a Program each.
 type Program struct {
 	g     *Graph
 	impls []*opImpl
@@ -48,8 +53,10 @@ func Compile(g *Graph) (*Program, error) {
 // graph's inputs in number, dtype and rank; their sizes and memory
 // formats may vary, each new combination planned once.
 //
-// The result tensors belong to the Program: the next Run with inputs of
-// the same types overwrites them, so copy (Clone) what must outlive it.
+// The results, the slice and its tensors, belong to the Program: the
+// next Run with inputs of the same types overwrites them, so copy (Clone)
+// what must outlive it. Nodes without a compiled form for their operands
+// run through their eager ops, which allocate.
 func (p *Program) Run(inputs ...*autograd.Tensor) ([]*autograd.Tensor, error) {
 	if err := p.checkInputs(inputs); err != nil {
 		return nil, err

@@ -194,6 +194,7 @@ func TestCompiledFused(t *testing.T) {
 	x := autograd.Randn(g, 2, 3, 8, 8)
 	w, b := autograd.Randn(g, 4, 3, 3, 3), autograd.Randn(g, 4)
 	r := autograd.Randn(g, 2, 4, 8, 8)
+	bf := func(x *autograd.Tensor) *autograd.Tensor { return autograd.Cast(x, autograd.BFloat16) }
 	for _, tc := range []struct {
 		name   string
 		graph  *Graph
@@ -205,6 +206,13 @@ func TestCompiledFused(t *testing.T) {
 			[]*autograd.Tensor{x.To(autograd.ChannelsLast), r.To(autograd.ChannelsLast)}},
 		{"Conv2d+SigmoidMul", fusedGraph("Conv2d+SigmoidMul", x, nil, []*autograd.Tensor{w, b}, convAttrs...),
 			[]*autograd.Tensor{x.To(autograd.ChannelsLast)}},
+		{"Conv2d+Add+ReLU bf16", fusedGraph("Conv2d+Add+ReLU", bf(x), bf(r), []*autograd.Tensor{bf(w), bf(b)}, convAttrs...),
+			[]*autograd.Tensor{bf(x).To(autograd.ChannelsLast), bf(r).To(autograd.ChannelsLast)}},
+		{"Conv2d+SigmoidMul bf16", fusedGraph("Conv2d+SigmoidMul", bf(x), nil, []*autograd.Tensor{bf(w), bf(b)}, convAttrs...),
+			[]*autograd.Tensor{bf(x)}},
+		{"Linear+ReLU+Add", fusedGraph("Linear+ReLU+Add", autograd.Randn(g, 5, 6), autograd.Randn(g, 5, 7),
+			[]*autograd.Tensor{autograd.Randn(g, 7, 6), autograd.Randn(g, 7)}),
+			[]*autograd.Tensor{autograd.Randn(g, 5, 6), autograd.Randn(g, 5, 7)}},
 		{"Conv2d+HardTanh", fusedGraph("Conv2d+HardTanh", x, nil, []*autograd.Tensor{w, b},
 			append(convAttrs, FloatAttr("HardTanh.min_val", -0.5), FloatAttr("HardTanh.max_val", 0.5))...),
 			[]*autograd.Tensor{x}},
@@ -317,6 +325,14 @@ func TestCompiledOps(t *testing.T) {
 			y = autograd.LayerNorm(autograd.Softmax(cl(y), 2), []int{6, 5}, nil, nil, 1e-5)
 			return autograd.Softmax(bf(y), -1)
 		}), []*autograd.Tensor{x4}},
+		{"convolutions", func(in []*autograd.Tensor) []*autograd.Tensor {
+			x, w, b := in[0], in[1], in[2]
+			y := autograd.Conv2d(x, w, b, autograd.ConvOptions{Stride: []int{2}, Padding: []int{1}, Groups: 2})
+			x3, w3 := in[3], in[4]
+			z := autograd.Conv3d(x3, w3, nil, autograd.ConvOptions{Padding: []int{1, 0, 1}})
+			return []*autograd.Tensor{y, z, autograd.Conv2d(bf(x), bf(w), bf(b), autograd.ConvOptions{Groups: 2})}
+		}, []*autograd.Tensor{autograd.Randn(g, 2, 4, 6, 5), autograd.Randn(g, 6, 2, 3, 3), autograd.Randn(g, 6),
+			autograd.Randn(g, 1, 2, 4, 5, 6).To(autograd.ChannelsLast3d), autograd.Randn(g, 3, 2, 2, 2, 2).To(autograd.ChannelsLast3d)}},
 		{"matmul", func(in []*autograd.Tensor) []*autograd.Tensor {
 			a, b := in[0], in[1]
 			return []*autograd.Tensor{autograd.Matmul(a, b), autograd.BMM(a, autograd.Permute(a, 0, 2, 1)),
