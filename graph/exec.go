@@ -184,8 +184,10 @@ func (pl *plan) run(inputs []*autograd.Tensor) (err error) {
 func (pl *plan) failure(r any) error {
 	where := "copying the inputs"
 	if pl.cur >= 0 {
-		i := pl.steps[pl.cur].node
-		where = fmt.Sprintf("node %d (%s)", i, pl.g.Nodes[i].Op)
+		where = "copying a constant output"
+		if i := pl.steps[pl.cur].node; i >= 0 {
+			where = fmt.Sprintf("node %d (%s)", i, pl.g.Nodes[i].Op)
+		}
 	}
 	var e *autograd.Error
 	if re, ok := r.(error); ok && errors.As(re, &e) {

@@ -34,7 +34,7 @@ func (s sig) numel() int {
 
 // step is one node's work in a plan.
 type step struct {
-	node int
+	node int // -1 for the copy of a constant output
 	fn   func()
 }
 
