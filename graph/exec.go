@@ -1,15 +1,36 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/kilnml/kiln/autograd"
 )
 
-// Program is a graph ready to run.
+// Program is a graph ready to run. Run plans the graph for the shapes,
+// dtypes and memory formats of its inputs the first time it meets them
+// and keeps the plan: every value gets storage assigned once, by
+// lifetime, constants are prepared once (convolution weights packed,
+// batch-norm statistics computed), and each node becomes a call of the
+// kernels its eager op runs, so later runs with inputs of the same types
+// allocate nothing.
+//
+// A plan is kept for every input signature met, so a Program fed many
+// shapes holds storage for each. It reads the graph's constants when it
+// plans: changing them afterwards (training the traced model further)
+// needs a new Compile.
+//
+// Run may be called from several goroutines, which take turns; but each
+// run overwrites the results of the last one of its signature, so
+// goroutines that keep results should compile a Program each.
 type Program struct {
 	g     *Graph
 	impls []*opImpl
+
+	mu    sync.Mutex
+	last  *plan   // the plan of the previous Run, tried first
+	plans []*plan // every plan made, one per input signature
 }
 
 // Compile checks g and prepares it to run. Every node's op must be known.
@@ -29,33 +50,95 @@ func Compile(g *Graph) (*Program, error) {
 }
 
 // Run computes the graph's outputs for inputs, which must match the
-// graph's inputs in number and dtype.
+// graph's inputs in number, dtype and rank; their sizes and memory
+// formats may vary, each new combination planned once.
+//
+// The results, the slice and its tensors, belong to the Program: the
+// next Run with inputs of the same types overwrites them, so copy (Clone)
+// what must outlive it. Nodes without a compiled form for their operands
+// run through their eager ops, which allocate.
 func (p *Program) Run(inputs ...*autograd.Tensor) ([]*autograd.Tensor, error) {
-	return p.runEager(inputs)
+	if err := p.checkInputs(inputs); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl := p.lookup(inputs)
+	if pl == nil {
+		var err error
+		if pl, err = p.plan(inputs); err != nil {
+			return nil, err
+		}
+		p.plans = append(p.plans, pl)
+	}
+	p.last = pl
+	if err := pl.run(inputs); err != nil {
+		return nil, err
+	}
+	return pl.outs, nil
+}
+
+// checkInputs reports inputs that cannot be the graph's.
+func (p *Program) checkInputs(inputs []*autograd.Tensor) error {
+	g := p.g
+	if len(inputs) != len(g.Inputs) {
+		return fmt.Errorf("graph: got %d inputs, the graph takes %d", len(inputs), len(g.Inputs))
+	}
+	for i, id := range g.Inputs {
+		in, v := inputs[i], &g.Values[id]
+		switch {
+		case in == nil:
+			return fmt.Errorf("graph: input %d (%s) is nil", i, v.Name)
+		case in.DType() != v.DType:
+			return fmt.Errorf("graph: input %d (%s) has dtype %v, the graph takes %v", i, v.Name, in.DType(), v.DType)
+		case in.NDim() != len(v.Shape):
+			return fmt.Errorf("graph: input %d (%s) has shape %v, the graph takes a %d-D tensor like %v", i, v.Name, in.Shape(), len(v.Shape), v.Shape)
+		}
+	}
+	return nil
+}
+
+// lookup returns the plan made for inputs of these types, or nil.
+func (p *Program) lookup(inputs []*autograd.Tensor) *plan {
+	if p.last != nil && p.last.fits(inputs) {
+		return p.last
+	}
+	for _, pl := range p.plans {
+		if pl.fits(inputs) {
+			return pl
+		}
+	}
+	return nil
 }
 
 // runEager runs every node through its eager (autograd) form: the
 // reference the planned executor is tested against.
-func (p *Program) runEager(inputs []*autograd.Tensor) (outs []*autograd.Tensor, err error) {
-	g := p.g
-	if len(inputs) != len(g.Inputs) {
-		return nil, fmt.Errorf("graph: got %d inputs, the graph takes %d", len(inputs), len(g.Inputs))
+func (p *Program) runEager(inputs []*autograd.Tensor) ([]*autograd.Tensor, error) {
+	vals, err := p.evalEager(inputs)
+	if err != nil {
+		return nil, err
 	}
+	outs := make([]*autograd.Tensor, len(p.g.Outputs))
+	for i, o := range p.g.Outputs {
+		outs[i] = vals[o]
+	}
+	return outs, nil
+}
+
+// evalEager is runEager returning every value of the graph, by index.
+func (p *Program) evalEager(inputs []*autograd.Tensor) ([]*autograd.Tensor, error) {
+	if err := p.checkInputs(inputs); err != nil {
+		return nil, err
+	}
+	g := p.g
 	vals := make([]*autograd.Tensor, len(g.Values))
 	for i, id := range g.Inputs {
-		in := inputs[i]
-		if in == nil {
-			return nil, fmt.Errorf("graph: input %d (%s) is nil", i, g.Values[id].Name)
-		}
-		if in.DType() != g.Values[id].DType {
-			return nil, fmt.Errorf("graph: input %d (%s) has dtype %v, the graph takes %v", i, g.Values[id].Name, in.DType(), g.Values[id].DType)
-		}
-		vals[id] = in
+		vals[id] = inputs[i]
 	}
 	for id, t := range g.Consts {
 		vals[id] = t
 	}
-	err = autograd.Try(func() {
+	err := autograd.Try(func() {
 		autograd.NoGrad(func() {
 			for i := range g.Nodes {
 				n := &g.Nodes[i]
@@ -78,9 +161,37 @@ func (p *Program) runEager(inputs []*autograd.Tensor) (outs []*autograd.Tensor, 
 	if err != nil {
 		return nil, fmt.Errorf("graph: %w", err)
 	}
-	outs = make([]*autograd.Tensor, len(g.Outputs))
-	for i, o := range g.Outputs {
-		outs[i] = vals[o]
+	return vals, nil
+}
+
+// run executes pl's steps on inputs, turning a panic of a kernel or of a
+// node run eagerly into an error that names the node.
+func (pl *plan) run(inputs []*autograd.Tensor) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = pl.failure(r)
+		}
+	}()
+	pl.cur = -1
+	for i, in := range inputs {
+		pl.ins[i].CopyFrom(in)
 	}
-	return outs, nil
+	autograd.NoGrad(pl.exec)
+	return nil
+}
+
+// failure describes a panic raised while pl ran.
+func (pl *plan) failure(r any) error {
+	where := "copying the inputs"
+	if pl.cur >= 0 {
+		where = "copying a constant output"
+		if i := pl.steps[pl.cur].node; i >= 0 {
+			where = fmt.Sprintf("node %d (%s)", i, pl.g.Nodes[i].Op)
+		}
+	}
+	var e *autograd.Error
+	if re, ok := r.(error); ok && errors.As(re, &e) {
+		return fmt.Errorf("graph: %s: %w", where, e)
+	}
+	return fmt.Errorf("graph: %s: %v", where, r)
 }

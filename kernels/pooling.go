@@ -66,6 +66,26 @@ func (s *Pool2dShape) layout() (planeStep, chanStep int) {
 	return s.H * s.W, 1
 }
 
+// overPlanes runs a.plane over (n, c) planes as Pool2dShape.overPlanes
+// does. The plane function reads its operands from a rather than
+// capturing them, so the forward references allocate nothing per call
+// (compiled graphs run them on every inference).
+func (a poolArgs) overPlanes(work int) {
+	if a.s.ChannelsLast {
+		poolJobs.run(a.s.N, work, a, func(a *poolArgs, lo, hi int) {
+			for n := lo; n < hi; n++ {
+				a.plane(a, n, -1)
+			}
+		})
+		return
+	}
+	poolJobs.run(a.s.N*a.s.C, work, a, func(a *poolArgs, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			a.plane(a, i/a.s.C, i%a.s.C)
+		}
+	})
+}
+
 // overPlanes runs fn over (n, c) planes, in parallel when the work is large.
 // In the channels-last layout a batch item's channels are interleaved, so
 // the unit of work is a whole item and c is -1.
@@ -180,60 +200,62 @@ var (
 
 // maxPoolGeneric is the reference max pooling.
 func maxPoolGeneric(s *Pool2dShape, x, y []float32, idx []int32) {
-	work := s.outLen() * s.KH * s.KW
-	s.overPlanes(work, func(n, c int) {
-		if c >= 0 {
-			xp := x[(n*s.C+c)*s.H*s.W:]
-			base := (n*s.C + c) * s.OutH * s.OutW
-			for oh := range s.OutH {
-				hlo, hhi := poolWindow(oh, s.SH, s.PH, s.KH, s.DH, s.H)
-				for ow := range s.OutW {
-					wlo, whi := poolWindow(ow, s.SW, s.PW, s.KW, s.DW, s.W)
-					best, at := float32(math.Inf(-1)), int32(-1)
-					if hlo < hhi && wlo < whi {
-						at = int32(hlo*s.W + wlo)
-					}
-					for ih := hlo; ih < hhi; ih += s.DH {
-						for iw := wlo; iw < whi; iw += s.DW {
-							if v := xp[ih*s.W+iw]; v > best || v != v {
-								best, at = v, int32(ih*s.W+iw)
-							}
-						}
-					}
-					y[base+oh*s.OutW+ow] = best
-					idx[base+oh*s.OutW+ow] = at
-				}
-			}
-			return
-		}
-		C := s.C
+	poolArgs{s: *s, x: x, y: y, idx: idx, plane: maxPoolPlane}.overPlanes(s.outLen() * s.KH * s.KW)
+}
+
+func maxPoolPlane(a *poolArgs, n, c int) {
+	s, x, y, idx := &a.s, a.x, a.y, a.idx
+	if c >= 0 {
+		xp := x[(n*s.C+c)*s.H*s.W:]
+		base := (n*s.C + c) * s.OutH * s.OutW
 		for oh := range s.OutH {
 			hlo, hhi := poolWindow(oh, s.SH, s.PH, s.KH, s.DH, s.H)
 			for ow := range s.OutW {
 				wlo, whi := poolWindow(ow, s.SW, s.PW, s.KW, s.DW, s.W)
-				o := ((n*s.OutH+oh)*s.OutW + ow) * C
-				yr, ir := y[o:o+C], idx[o:o+C]
-				first := int32(-1)
+				best, at := float32(math.Inf(-1)), int32(-1)
 				if hlo < hhi && wlo < whi {
-					first = int32(hlo*s.W + wlo)
-				}
-				for i := range yr {
-					yr[i], ir[i] = float32(math.Inf(-1)), first
+					at = int32(hlo*s.W + wlo)
 				}
 				for ih := hlo; ih < hhi; ih += s.DH {
 					for iw := wlo; iw < whi; iw += s.DW {
-						pos := int32(ih*s.W + iw)
-						xr := x[((n*s.H+ih)*s.W+iw)*C:][:C]
-						for i, v := range xr {
-							if v > yr[i] || v != v {
-								yr[i], ir[i] = v, pos
-							}
+						if v := xp[ih*s.W+iw]; v > best || v != v {
+							best, at = v, int32(ih*s.W+iw)
+						}
+					}
+				}
+				y[base+oh*s.OutW+ow] = best
+				idx[base+oh*s.OutW+ow] = at
+			}
+		}
+		return
+	}
+	C := s.C
+	for oh := range s.OutH {
+		hlo, hhi := poolWindow(oh, s.SH, s.PH, s.KH, s.DH, s.H)
+		for ow := range s.OutW {
+			wlo, whi := poolWindow(ow, s.SW, s.PW, s.KW, s.DW, s.W)
+			o := ((n*s.OutH+oh)*s.OutW + ow) * C
+			yr, ir := y[o:o+C], idx[o:o+C]
+			first := int32(-1)
+			if hlo < hhi && wlo < whi {
+				first = int32(hlo*s.W + wlo)
+			}
+			for i := range yr {
+				yr[i], ir[i] = float32(math.Inf(-1)), first
+			}
+			for ih := hlo; ih < hhi; ih += s.DH {
+				for iw := wlo; iw < whi; iw += s.DW {
+					pos := int32(ih*s.W + iw)
+					xr := x[((n*s.H+ih)*s.W+iw)*C:][:C]
+					for i, v := range xr {
+						if v > yr[i] || v != v {
+							yr[i], ir[i] = v, pos
 						}
 					}
 				}
 			}
 		}
-	})
+	}
 }
 
 // MaxPool2dBackward routes each element of dy to the input position idx
@@ -309,28 +331,31 @@ func AvgPool2d(s *Pool2dShape, countIncludePad bool, x, y []float32) {
 
 // avgPoolGeneric is the reference.
 func avgPoolGeneric(s *Pool2dShape, countIncludePad bool, x, y []float32) {
-	ny := s.outLen()
+	a := poolArgs{s: *s, countIncludePad: countIncludePad, x: x, y: y, plane: avgPoolPlane}
+	a.overPlanes(s.outLen() * s.KH * s.KW)
+}
+
+func avgPoolPlane(a *poolArgs, n, c int) {
+	s, countIncludePad, x, y := &a.s, a.countIncludePad, a.x, a.y
 	planeStep, chanStep := s.layout()
-	s.overPlanes(ny*s.KH*s.KW, func(n, c int) {
-		for oh := range s.OutH {
-			for ow := range s.OutW {
-				h0, h1, w0, w1, div := s.avgWindow(oh, ow, countIncludePad)
-				if h0 >= h1 || w0 >= w1 {
-					h1, w1, div = h0, w0, 1 // the sum stays 0
-				}
-				s.eachChannel(n, c, func(c int) {
-					in := n*s.C*s.H*s.W + c*planeStep
-					var sum float32
-					for ih := h0; ih < h1; ih++ {
-						for iw := w0; iw < w1; iw++ {
-							sum += x[in+(ih*s.W+iw)*chanStep]
-						}
-					}
-					y[s.outAt(n, c, oh, ow)] = sum / div
-				})
+	for oh := range s.OutH {
+		for ow := range s.OutW {
+			h0, h1, w0, w1, div := s.avgWindow(oh, ow, countIncludePad)
+			if h0 >= h1 || w0 >= w1 {
+				h1, w1, div = h0, w0, 1 // the sum stays 0
 			}
+			s.eachChannel(n, c, func(c int) {
+				in := n*s.C*s.H*s.W + c*planeStep
+				var sum float32
+				for ih := h0; ih < h1; ih++ {
+					for iw := w0; iw < w1; iw++ {
+						sum += x[in+(ih*s.W+iw)*chanStep]
+					}
+				}
+				y[s.outAt(n, c, oh, ow)] = sum / div
+			})
 		}
-	})
+	}
 }
 
 // AvgPool2dBackward spreads each element of dy evenly, by the same divisor
@@ -402,27 +427,29 @@ func AdaptiveAvgPool2d(s *Pool2dShape, x, y []float32) {
 
 // adaptiveAvgPoolGeneric is the reference.
 func adaptiveAvgPoolGeneric(s *Pool2dShape, x, y []float32) {
-	nx := s.N * s.C * s.H * s.W
+	poolArgs{s: *s, x: x, y: y, plane: adaptiveAvgPoolPlane}.overPlanes(s.N * s.C * s.H * s.W)
+}
+
+func adaptiveAvgPoolPlane(a *poolArgs, n, c int) {
+	s, x, y := &a.s, a.x, a.y
 	planeStep, chanStep := s.layout()
-	s.overPlanes(nx, func(n, c int) {
-		for oh := range s.OutH {
-			h0, h1 := adaptiveRange(oh, s.H, s.OutH)
-			for ow := range s.OutW {
-				w0, w1 := adaptiveRange(ow, s.W, s.OutW)
-				div := float32((h1 - h0) * (w1 - w0))
-				s.eachChannel(n, c, func(c int) {
-					in := n*s.C*s.H*s.W + c*planeStep
-					var sum float32
-					for ih := h0; ih < h1; ih++ {
-						for iw := w0; iw < w1; iw++ {
-							sum += x[in+(ih*s.W+iw)*chanStep]
-						}
+	for oh := range s.OutH {
+		h0, h1 := adaptiveRange(oh, s.H, s.OutH)
+		for ow := range s.OutW {
+			w0, w1 := adaptiveRange(ow, s.W, s.OutW)
+			div := float32((h1 - h0) * (w1 - w0))
+			s.eachChannel(n, c, func(c int) {
+				in := n*s.C*s.H*s.W + c*planeStep
+				var sum float32
+				for ih := h0; ih < h1; ih++ {
+					for iw := w0; iw < w1; iw++ {
+						sum += x[in+(ih*s.W+iw)*chanStep]
 					}
-					y[s.outAt(n, c, oh, ow)] = sum / div
-				})
-			}
+				}
+				y[s.outAt(n, c, oh, ow)] = sum / div
+			})
 		}
-	})
+	}
 }
 
 // AdaptiveAvgPool2dBackward spreads each element of dy evenly over its
@@ -474,7 +501,8 @@ type poolArgs struct {
 	adaptive        bool
 	x, y            []float32
 	idx             []int32
-	cparts          int // channel ranges per batch item (backward)
+	cparts          int                         // channel ranges per batch item (backward)
+	plane           func(a *poolArgs, n, c int) // the planar references' work on one plane
 }
 
 var poolJobs parPool[poolArgs]
