@@ -81,7 +81,7 @@ func TestWorkloads(t *testing.T) {
 	// -filter resnet50 picks exactly the whole-model rows (not the
 	// convolution rows, whose names are the layers').
 	model, _ := Filter(all, "resnet50")
-	if want := 2*len(ResNet50InferBatches) + 4; len(model) != want {
+	if want := 4*len(ResNet50InferBatches) + 4; len(model) != want {
 		t.Errorf("filter resnet50 matched %d workloads, want %d", len(model), want)
 	}
 	for _, w := range model {

@@ -112,7 +112,7 @@ func ResNet50Workloads(image int) []Workload {
 		} {
 			ws = append(ws, Workload{Name: fmt.Sprintf("resnet50 %s infer bs%d %d² vs torch jit.freeze", k.name, n, image), Group: "ResNet-50",
 				Kind: k.kind, Dims: []int{n, image}, Flops: float64(n) * fwd, Bound: Compute, Images: n,
-				WarmUpCalls: ModelWarmUpCalls, Quick: n == 1 && k.kind == KindResNet50Graph})
+				WarmUpCalls: ModelWarmUpCalls, Quick: n == 1})
 		}
 	}
 	n := ResNet50TrainBatch

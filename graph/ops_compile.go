@@ -56,7 +56,7 @@ func init() {
 	}
 	compilers["Softmax"] = compileSoftmax
 	compilers["LogSoftmax"] = compileSoftmax
-	for _, name := range []string{"Reshape", "Identity", "Dropout", "Clone", "To"} {
+	for _, name := range []string{"Reshape", "Flatten", "Identity", "Dropout", "Clone", "To"} {
 		compilers[name] = compileCopy
 	}
 	compilers["Permute"] = compilePermute
@@ -206,6 +206,12 @@ func broadcastsTo(t, y *autograd.Tensor) bool {
 }
 
 func compileConv(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
+	return compileConvEpilogue(c, n, ins, outs, kernels.ConvEpilogue{})
+}
+
+// compileConvEpilogue is compileConv with a float32 convolution's
+// epilogue (residual, activation) applied by the kernel block by block.
+func compileConvEpilogue(c *compileCtx, n *Node, ins, outs []*autograd.Tensor, ep kernels.ConvEpilogue) func() {
 	x, w, b, y := ins[0], ins[1], ins[2], outs[0]
 	s := autograd.ConvGeometry(x, w, b, convOptions(n))
 	// The result's format is the layout the op ran in.
@@ -232,7 +238,7 @@ func compileConv(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 			bias = b.Float32s()
 		}
 		xd, wd, yd := x.Float32s(), wk.Float32s(), y.Float32s()
-		return func() { kernels.ConvForwardPacked(&s, xd, wd, packed, bias, yd) }
+		return func() { kernels.ConvForwardEpilogue(&s, xd, wd, packed, bias, yd, ep) }
 	case autograd.BFloat16:
 		var bias []float32
 		var bd []uint16
@@ -528,7 +534,7 @@ func compileCopy(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	shape, src := x.Shape(), x.Strides()
 	var dst []int
 	switch n.Op {
-	case "Reshape": // x's elements in row-major order are y's
+	case "Reshape", "Flatten": // x's elements in row-major order are y's
 		if y.Format() != autograd.Contiguous {
 			return nil
 		}
@@ -691,6 +697,9 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	if len(r) != 1 || !sigOf(r[0]).equal(sigOf(y)) {
 		return nil
 	}
+	if fn := compileConvFused(c, names, parts, ins, y); fn != nil {
+		return fn
+	}
 	fns := []func(){first(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], outs)}
 	for i := 1; i < len(parts); i++ {
 		part := &parts[i]
@@ -712,6 +721,41 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 			f()
 		}
 	}
+}
+
+// convEpilogueActs are the activations a float32 convolution applies in
+// its own epilogue.
+var convEpilogueActs = map[string]bool{"ReLU": true, "Sigmoid": true, "Tanh": true, "SiLU": true,
+	"HardTanh": true, "ELU": true, "GELU": true}
+
+// compileConvFused compiles a float32 Conv2d/Conv3d followed by an Add of
+// a tensor like its result and/or one activation as one convolution whose
+// kernel adds and activates each output block while it is in cache
+// (kernels.ConvForwardEpilogue, bit for bit the parts in turn), or
+// returns nil for any other fused op.
+func compileConvFused(c *compileCtx, names []string, parts []Node, ins []*autograd.Tensor, y *autograd.Tensor) func() {
+	if (names[0] != "Conv2d" && names[0] != "Conv3d") || y.DType() != autograd.Float32 || len(names) > 3 {
+		return nil
+	}
+	var ep kernels.ConvEpilogue
+	rest := names[1:]
+	if len(rest) > 0 && rest[0] == "Add" {
+		r := ins[parts[1].Inputs[1]]
+		if r.DType() != y.DType() || r.Format() != y.Format() || !slices.Equal(r.Shape(), y.Shape()) {
+			return nil
+		}
+		ep.Residual = r.Float32s()
+		rest = rest[1:]
+	}
+	if len(rest) > 1 || (len(rest) == 1 && !convEpilogueActs[rest[0]]) {
+		return nil
+	}
+	if len(rest) == 1 {
+		act, _ := actOf(rest[0], &parts[len(parts)-1])
+		ep.Act, ep.Activate = act, true
+	}
+	k := len(parts[0].Inputs)
+	return compileConvEpilogue(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], []*autograd.Tensor{y}, ep)
 }
 
 // compileEpilogue returns the function applying a later part of a fused

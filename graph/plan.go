@@ -342,7 +342,7 @@ func (pr *planner) aliasOf(n *Node) (int, bool) {
 	switch n.Op {
 	case "Identity", "Dropout", "Clone":
 		return in, x.equal(y)
-	case "Reshape":
+	case "Reshape", "Flatten":
 		rowMajor := x.format == autograd.Contiguous && y.format == autograd.Contiguous
 		sameLayout := slices.Equal(x.shape, y.shape) && x.format == y.format
 		return in, x.dtype == y.dtype && x.numel() == y.numel() && (rowMajor || sameLayout)
