@@ -47,7 +47,7 @@ func (j *convJob) epilogueRows(lo, hi int) {
 		convOps.addTo(y, r[base+lo*o:base+hi*o])
 	}
 	if j.ep.Activate {
-		j.ep.Act.forward(y, y)
+		actForwardImpl(j.ep.Act, y, y)
 	}
 }
 

@@ -106,7 +106,7 @@ func (ep *Epilogue) apply(c []float32, ldc, i0, i1, j0, j1 int) {
 			}
 		}
 		if ep.Activate {
-			ep.Act.forward(row, row)
+			actForwardImpl(ep.Act, row, row)
 		}
 	}
 }

@@ -431,7 +431,7 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 	if last && ep.Activate && !relu {
 		for r := 0; r < rows; r++ {
 			crow := c[(i+r)*ldc+jc : (i+r)*ldc+jc+ncw]
-			ep.Act.forward(crow, crow)
+			actForwardImpl(ep.Act, crow, crow)
 		}
 	}
 }
@@ -484,7 +484,7 @@ func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int,
 	if last && ep.Activate && !relu {
 		for r := 0; r < mcw; r++ {
 			crow := c[(ic+r)*ldc+j : (ic+r)*ldc+j+w]
-			ep.Act.forward(crow, crow)
+			actForwardImpl(ep.Act, crow, crow)
 		}
 	}
 }
