@@ -11,13 +11,9 @@ import (
 type opImpl struct {
 	// eager computes the node's results with autograd ops, allocating them.
 	// It is the reference: every faster path must match it bit for bit,
-	// and it runs any node that has no compiled form. Bad operands or
-	// attributes panic with an *autograd.Error.
+	// and it runs any node that has no compiled form (ops_compile.go).
+	// Bad operands or attributes panic with an *autograd.Error.
 	eager func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor
-	// compile, when set, binds the node to tensors whose storage the plan
-	// owns (ins and outs have the node's value types) and returns the
-	// function that computes outs from ins without allocating.
-	compile func(n *Node, ins, outs []*autograd.Tensor) (func(), error)
 }
 
 var opImpls = map[string]*opImpl{}

@@ -28,10 +28,8 @@ func (c *compileCtx) isConst(j int) bool { return j < len(c.consts) && c.consts[
 // for operands the op rejects.
 type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func()
 
-// compilers holds the compiled forms by op. They live here rather than in
-// opImpl.compile because packing a weight once needs to know that it is a
-// constant, which opImpl.compile is not told; forms that other packages
-// register there are used for ops missing here.
+// compilers holds the compiled forms by op; ops missing here (and
+// operand combinations a form declines) run their eager form.
 var compilers = map[string]compileFunc{}
 
 func init() {
@@ -68,17 +66,12 @@ func init() {
 var binOps = map[string]kernels.BinOp{"Add": kernels.BinAdd, "Sub": kernels.BinSub, "Mul": kernels.BinMul, "Div": kernels.BinDiv}
 
 // compileOp returns n's compiled form on ins and outs, or nil.
-func compileOp(c *compileCtx, n *Node, impl *opImpl, ins, outs []*autograd.Tensor) func() {
+func compileOp(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	if f, ok := compilers[n.Op]; ok {
 		return f(c, n, ins, outs)
 	}
 	if strings.Contains(n.Op, FusedSep) {
 		return compileFused(c, n, ins, outs)
-	}
-	if impl.compile != nil {
-		if fn, err := impl.compile(n, ins, outs); err == nil {
-			return fn
-		}
 	}
 	return nil
 }

@@ -216,7 +216,7 @@ func (p *Program) compileNode(i int, vals []*autograd.Tensor, static []bool) (fn
 		outs[j] = vals[o]
 	}
 	err = autograd.Try(func() {
-		autograd.NoGrad(func() { fn = compileOp(c, n, p.impls[i], ins, outs) })
+		autograd.NoGrad(func() { fn = compileOp(c, n, ins, outs) })
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("graph: node %d (%s): %w", i, n.Op, err)
