@@ -443,3 +443,36 @@ func TestRunAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// The ops only fusion makes have compiled forms too, bit for bit with
+// their eager forms.
+func TestCompiledSpecialOps(t *testing.T) {
+	g := autograd.NewGenerator(8)
+	x := autograd.Randn(g, 2, 6, 3, 5)
+	w, b := autograd.Randn(g, 9, 5), autograd.Randn(g, 9)
+	linearConcat := fusedGraph("LinearConcat", x, nil, []*autograd.Tensor{w, b}, IntsAttr("sizes", []int{2, 3, 4}))
+	outs := []int{linearConcat.Nodes[0].Outputs[0]}
+	for _, name := range []string{"%out1", "%out2"} {
+		outs = append(outs, linearConcat.AddValue(Value{Name: name}))
+	}
+	linearConcat.Nodes[0].Outputs, linearConcat.Outputs = outs, outs
+	for _, tc := range []struct {
+		name  string
+		graph *Graph
+		x     *autograd.Tensor
+	}{
+		{"ChannelShuffle", fusedGraph("ChannelShuffle", x, nil, nil, IntAttr("groups", 3)), x},
+		{"ChannelShuffle channels-last", fusedGraph("ChannelShuffle", x.To(autograd.ChannelsLast), nil, nil, IntAttr("groups", 2)), x.To(autograd.ChannelsLast)},
+		{"LinearConcat", linearConcat, x},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Compile(tc.graph)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pl := checkCompiled(t, p, tc.x); len(pl.eager) > 0 {
+				t.Errorf("nodes run eagerly: %v", pl.eager)
+			}
+		})
+	}
+}

@@ -792,3 +792,47 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 	}
 	return nil
 }
+
+// compileChannelShuffle copies x into y with channel c = i·(C/g) + j of x
+// landing at j·g + i, one strided copy over x's [N, g, C/g, …] view: the
+// element moves of the eager Reshape/Permute/Reshape chain without its
+// intermediate copies.
+func compileChannelShuffle(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
+	x, y := ins[0], outs[0]
+	g := n.Int("groups")
+	shape := x.Shape()
+	if x.DType() != autograd.Float32 || y.DType() != autograd.Float32 || len(shape) < 2 || g <= 0 || shape[1]%g != 0 {
+		return nil
+	}
+	xs, ys := x.Strides(), y.Strides()
+	view := append([]int{shape[0], g, shape[1] / g}, shape[2:]...)
+	src := append([]int{xs[0], shape[1] / g * xs[1], xs[1]}, xs[2:]...)
+	dst := append([]int{ys[0], ys[1], g * ys[1]}, ys[2:]...)
+	xd, yd := x.Float32s(), y.Float32s()
+	return func() { kernels.StridedCopy(yd, xd, view, dst, src) }
+}
+
+// compileLinearConcat runs the one product into plan-time scratch and
+// splits it into the outputs, as the eager Linear then SplitSizes do.
+func compileLinearConcat(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
+	x, w := ins[0], ins[1]
+	if x.DType() != autograd.Float32 || w.NDim() != 2 {
+		return nil
+	}
+	shape := append(x.Shape()[:x.NDim()-1], w.Dim(0))
+	product := autograd.Empty(autograd.Float32, shape...)
+	gemm := compileLinear(c, n, ins, []*autograd.Tensor{product})
+	split := compileSplit(c, &Node{Attrs: []Attr{IntAttr("dim", len(shape)-1)}}, []*autograd.Tensor{product}, outs)
+	if gemm == nil || split == nil {
+		return nil
+	}
+	return func() {
+		gemm()
+		split()
+	}
+}
+
+func init() {
+	compilers["ChannelShuffle"] = compileChannelShuffle
+	compilers["LinearConcat"] = compileLinearConcat
+}
