@@ -48,6 +48,24 @@ func TestTraceUntraceable(t *testing.T) {
 		t.Fatalf("got %v, want an error naming CrossEntropy", err)
 	}
 	t.Log(err)
+
+	// Nested, the error names the module's path.
+	parent := &wrapper{}
+	parent.head = parent.RegisterModule("head", m).(*lossy)
+	_, err = Trace(parent, autograd.Randn(g, 1, 4))
+	if err == nil || !strings.Contains(err.Error(), `op CrossEntropy in module "head"`) {
+		t.Fatalf("got %v, want an error naming CrossEntropy in module \"head\"", err)
+	}
+}
+
+type wrapper struct {
+	nn.Base
+	head *lossy
+}
+
+func (w *wrapper) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer autograd.EnterModule(w)()
+	return w.head.Forward(x)
 }
 
 func TestTraceRunMatchesEager(t *testing.T) {
