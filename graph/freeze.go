@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
 )
 
 // Freeze returns g made ready for inference: parameters are constants the
@@ -331,7 +332,7 @@ func foldBatchNorm(g *Graph) bool {
 		if !ok {
 			continue
 		}
-		bnFold(wt.Float32s(), bias, stats, float32(bn.Float("eps")), g.Nodes[li].Op == "Linear")
+		nn.FoldBatchNormWeights(wt.Float32s(), bias, stats[0], stats[1], stats[2], stats[3], float32(bn.Float("eps")), g.Nodes[li].Op == "Linear")
 		if b.src == None {
 			b.dtype = w.dtype
 		}
@@ -344,36 +345,6 @@ func foldBatchNorm(g *Graph) bool {
 		return true
 	}
 	return false
-}
-
-// bnFold is nn.FoldBatchNorm's arithmetic, PyTorch's fuse_conv_bn_weights
-// and fuse_linear_bn_weights one float32 op at a time (the explicit
-// conversions keep Go from fusing a multiply and an add), so a frozen
-// graph's weights are those of a PyTorch model fused in eval mode, bit for
-// bit. Dimension 0 of w is the output channel, outermost in every memory
-// format, so each channel's weights are one run of w.
-func bnFold(w, b []float32, stats [][]float32, eps float32, linear bool) {
-	rm, rv, gamma, beta := stats[0], stats[1], stats[2], stats[3]
-	c := len(b)
-	per := len(w) / c
-	for o := range c {
-		r := rsqrt32(float32(rv[o] + eps))
-		scale := float32(gamma[o] * r)
-		for i := o * per; i < (o+1)*per; i++ {
-			w[i] = float32(w[i] * scale)
-		}
-		if linear {
-			b[o] = float32(float32((b[o]-rm[o])*scale) + beta[o])
-		} else {
-			b[o] = float32(float32(float32((b[o]-rm[o])*r)*gamma[o]) + beta[o])
-		}
-	}
-}
-
-// rsqrt32 is torch.rsqrt on float32: a correctly rounded square root, then
-// a correctly rounded reciprocal.
-func rsqrt32(v float32) float32 {
-	return float32(1 / float64(float32(math.Sqrt(float64(v)))))
 }
 
 // propagateConstants evaluates, in order, every node whose operands are

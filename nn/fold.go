@@ -250,8 +250,19 @@ func (p foldPair) fold() {
 	_, linear := p.layer.(*Linear)
 	eps := float32(p.bn.Eps)
 	w, b := lb.param("weight").Float32s(), bias.Float32s()
-	// Dimension 0, the output channel, is the outermost in every memory
-	// format, so each channel's weights are one run of the storage.
+	FoldBatchNormWeights(w, b, rm, rv, gamma, beta, eps, linear)
+	p.bn.fold()
+}
+
+// FoldBatchNormWeights folds an evaluation-mode batch norm (running mean
+// rm and variance rv, affine gamma and beta, eps) into the weights w and
+// bias b of the convolution or linear layer before it, in place: PyTorch's
+// fuse_conv_bn_weights (or fuse_linear_bn_weights) one float32 op at a
+// time, so the result is PyTorch's fused model bit for bit. Dimension 0 of
+// w, the output channel, is the outermost in every memory format, so each
+// channel's weights are one run of w.
+func FoldBatchNormWeights(w, b, rm, rv, gamma, beta []float32, eps float32, linear bool) {
+	c := len(b)
 	per := len(w) / c
 	for o := range c {
 		r := rsqrt32(float32(rv[o] + eps))
@@ -259,13 +270,14 @@ func (p foldPair) fold() {
 		for i := o * per; i < (o+1)*per; i++ {
 			w[i] = float32(w[i] * scale)
 		}
+		// The explicit conversions keep Go from fusing a multiply and
+		// an add, which PyTorch does not.
 		if linear {
 			b[o] = float32(float32((b[o]-rm[o])*scale) + beta[o])
 		} else {
 			b[o] = float32(float32(float32((b[o]-rm[o])*r)*gamma[o]) + beta[o])
 		}
 	}
-	p.bn.fold()
 }
 
 // rsqrt32 is torch.rsqrt on float32: a correctly rounded square root, then
