@@ -413,11 +413,38 @@ func TestRunAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The deployed form: frozen and fused, float32 and BF16.
+	r18 := nn.Eval(models.ResNet18(g, models.ResNetOptions{NumClasses: 10}))
+	xf := autograd.Randn(g, 1, 3, 32, 32).To(autograd.ChannelsLast)
+	frozen := func(bf16 bool) *Program {
+		var traced *Graph
+		var err error
+		trace := func() { traced, err = Trace(r18, xf) }
+		if bf16 {
+			autograd.WithAutocast(trace)
+		} else {
+			trace()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Freeze(traced)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Compile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	for _, tc := range []struct {
 		name string
 		p    *Program
 		x    *autograd.Tensor
 	}{
+		{"frozen ResNet-18", frozen(false), xf},
+		{"frozen BF16 ResNet-18", frozen(true), xf},
 		{"ResNet-18", resnet, autograd.Randn(g, 1, 3, 32, 32)},
 		{"ResNet-18 channels-last", resnet, autograd.Randn(g, 1, 3, 32, 32).To(autograd.ChannelsLast)},
 		{"MLP block", block, autograd.Randn(g, 32, 64)},

@@ -96,8 +96,15 @@ func AddReLUBF16(dst, a, b []uint16) {
 	j.release()
 }
 
+// bf16Stretches holds float32 scratch for the stretches: arrays on the
+// stack would escape to the heap through the dispatched kernel variables,
+// costing an allocation per call.
+var bf16Stretches = sync.Pool{New: func() any { return new([2][bf16Stretch]float32) }}
+
 func (j *bf16Job) runActForward(lo, hi int) {
-	var x [bf16Stretch]float32
+	s := bf16Stretches.Get().(*[2][bf16Stretch]float32)
+	defer bf16Stretches.Put(s)
+	x := &s[0]
 	for i := lo; i < hi; i += bf16Stretch {
 		k := min(i+bf16Stretch, hi)
 		f := x[:k-i]
@@ -108,7 +115,9 @@ func (j *bf16Job) runActForward(lo, hi int) {
 }
 
 func (j *bf16Job) runActBackward(lo, hi int) {
-	var g, v [bf16Stretch]float32
+	s := bf16Stretches.Get().(*[2][bf16Stretch]float32)
+	defer bf16Stretches.Put(s)
+	g, v := &s[0], &s[1]
 	for i := lo; i < hi; i += bf16Stretch {
 		k := min(i+bf16Stretch, hi)
 		fg := g[:k-i]
@@ -124,7 +133,9 @@ func (j *bf16Job) runActBackward(lo, hi int) {
 }
 
 func (j *bf16Job) runBinary(lo, hi int) {
-	var fa, fb [bf16Stretch]float32
+	s := bf16Stretches.Get().(*[2][bf16Stretch]float32)
+	defer bf16Stretches.Put(s)
+	fa, fb := &s[0], &s[1]
 	for i := lo; i < hi; i += bf16Stretch {
 		k := min(i+bf16Stretch, hi)
 		x, y := fa[:k-i], fb[:k-i]
@@ -136,7 +147,9 @@ func (j *bf16Job) runBinary(lo, hi int) {
 }
 
 func (j *bf16Job) runAddReLU(lo, hi int) {
-	var fa, fb [bf16Stretch]float32
+	s := bf16Stretches.Get().(*[2][bf16Stretch]float32)
+	defer bf16Stretches.Put(s)
+	fa, fb := &s[0], &s[1]
 	relu := Act{Fn: ActReLU}
 	for i := lo; i < hi; i += bf16Stretch {
 		k := min(i+bf16Stretch, hi)

@@ -94,7 +94,7 @@ func ConvForwardBF16To(s *ConvShape, x, w []uint16, bias []float32, y []uint16) 
 	acc := f32Scratch(len(y))
 	ConvForwardBF16(s, x, w, bias, *acc)
 	F32ToBF16(y, *acc)
-	widenBufs.Put(acc)
+	releaseF32Scratch(acc)
 }
 
 // ConvBackwardDataBF16To is ConvBackwardDataBF16 with dx rounded to
@@ -103,7 +103,7 @@ func ConvBackwardDataBF16To(s *ConvShape, dy, w []uint16, dx []uint16) {
 	acc := f32Scratch(len(dx))
 	ConvBackwardDataBF16(s, dy, w, *acc)
 	F32ToBF16(dx, *acc)
-	widenBufs.Put(acc)
+	releaseF32Scratch(acc)
 }
 
 // ConvBackwardWeightBF16To is ConvBackwardWeightBF16 with dw rounded to
@@ -112,7 +112,7 @@ func ConvBackwardWeightBF16To(s *ConvShape, x, dy []uint16, dw []uint16) {
 	acc := f32Scratch(len(dw))
 	ConvBackwardWeightBF16(s, x, dy, *acc)
 	F32ToBF16(dw, *acc)
-	widenBufs.Put(acc)
+	releaseF32Scratch(acc)
 }
 
 // convWidened runs f on pooled float32 copies of a and b, widened
@@ -120,8 +120,8 @@ func ConvBackwardWeightBF16To(s *ConvShape, x, dy []uint16, dw []uint16) {
 func convWidened(a, b []uint16, f func(af, bf []float32)) {
 	af, bf := widenedOperand(a), widenedOperand(b)
 	f(*af, *bf)
-	widenBufs.Put(af)
-	widenBufs.Put(bf)
+	releaseF32Scratch(af)
+	releaseF32Scratch(bf)
 }
 
 // convBF16 is one BF16 convolution call on the native path.

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 	"sync"
 )
 
@@ -25,7 +26,10 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 		gemmScaleC(m, n, beta, c, ldc, &Epilogue{})
 		return
 	}
-	g := sbgemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
+	// Calls are pooled: the kernels hand the call's methods to the worker
+	// pool, which would move a fresh one to the heap every time.
+	g := sbgemmCalls.Get().(*sbgemmCall)
+	*g = sbgemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
 	switch {
 	case sbgemmAsm():
 		g.blocked()
@@ -34,7 +38,11 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 	default:
 		Parallel(m, m*n*k, g.generic)
 	}
+	*g = sbgemmCall{}
+	sbgemmCalls.Put(g)
 }
+
+var sbgemmCalls = sync.Pool{New: func() any { return new(sbgemmCall) }}
 
 // GemmBF16To computes C = alpha·op(A)·op(B) for bfloat16 A and B, as
 // GemmBF16 does in float32, and stores it rounded to bfloat16 (nearest
@@ -49,7 +57,7 @@ func GemmBF16To(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda
 	for i := range m {
 		F32ToBF16(c[i*ldc:i*ldc+n], (*acc)[i*n:(i+1)*n])
 	}
-	widenBufs.Put(acc)
+	releaseF32Scratch(acc)
 }
 
 // widened runs the product on a CPU with float32 assembly but no
@@ -68,16 +76,19 @@ func (g *sbgemmCall) widened() {
 	a := widenedOperand(g.a[:(ar-1)*g.lda+ac])
 	b := widenedOperand(g.b[:(br-1)*g.ldb+bc])
 	Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, *a, g.lda, *b, g.ldb, g.beta, g.c, g.ldc)
-	widenBufs.Put(a)
-	widenBufs.Put(b)
+	releaseF32Scratch(a)
+	releaseF32Scratch(b)
 }
 
-// widenBufs holds float32 scratch between calls: widened operands and
-// results before they are rounded to bfloat16.
-var widenBufs = sync.Pool{New: func() any { return new([]float32) }}
+// widenBufs holds float32 scratch between calls, widened operands and
+// results before they are rounded to bfloat16, in power-of-two size
+// classes: one pool for every size would hand a small buffer to a large
+// request and reallocate it, once per call of a network whose layers
+// differ in size.
+var widenBufs [bits.UintSize]sync.Pool
 
-// widenedOperand returns a pooled float32 copy of v (put it back in
-// widenBufs when done).
+// widenedOperand returns a pooled float32 copy of v (hand it back with
+// releaseF32Scratch).
 func widenedOperand(v []uint16) *[]float32 {
 	b := f32Scratch(len(v))
 	BF16ToF32(*b, v)
@@ -85,11 +96,21 @@ func widenedOperand(v []uint16) *[]float32 {
 }
 
 // f32Scratch returns a pooled float32 buffer of length n with arbitrary
-// contents (put it back in widenBufs when done).
+// contents (hand it back with releaseF32Scratch).
 func f32Scratch(n int) *[]float32 {
-	b := widenBufs.Get().(*[]float32)
-	*b = growBuf(b, n)
+	class := bits.Len(uint(max(n, 1) - 1))
+	b, _ := widenBufs[class].Get().(*[]float32)
+	if b == nil {
+		s := make([]float32, 1<<class)
+		b = &s
+	}
+	*b = (*b)[:n]
 	return b
+}
+
+// releaseF32Scratch returns a buffer from f32Scratch to its pool.
+func releaseF32Scratch(b *[]float32) {
+	widenBufs[bits.Len(uint(cap(*b)-1))].Put(b)
 }
 
 // sbgemmCall is one GemmBF16 call.
