@@ -29,6 +29,15 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 	if j.forwardDirect() || !pw && j.forwardImplicit() {
 		return
 	}
+	if pw && j.packed != nil && j.ep.Residual == nil && (bias != nil || j.ep.Activate) {
+		// Prepacked weights (inference): one product over the whole batch
+		// with the bias and activation in the GEMM's epilogue, applied to
+		// each tile as it is finished, instead of blocks and a bias pass.
+		ep := Epilogue{Bias: bias, Act: j.ep.Act, Activate: j.ep.Activate}
+		SgemmPacked(false, j.rows*j.ow, 1, x, s.C, j.packed, 0, y, s.O, ep)
+		j.epDone = true
+		return
+	}
 	rb := j.rows
 	switch {
 	case !pw:
