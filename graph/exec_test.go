@@ -1,9 +1,11 @@
 package graph
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
@@ -396,6 +398,9 @@ func TestReplan(t *testing.T) {
 }
 
 func TestRunAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops items on purpose")
+	}
 	if strings.HasPrefix(kernels.Features(), "generic") {
 		t.Skip("the generic reference kernels (noasm builds, CPUs without AVX2) allocate per call")
 	}
@@ -501,5 +506,47 @@ func TestCompiledSpecialOps(t *testing.T) {
 				t.Errorf("nodes run eagerly: %v", pl.eager)
 			}
 		})
+	}
+}
+
+// Runs of one Program from several goroutines take turns; with inputs of
+// different signatures their results live in different plans, so each
+// goroutine's result stays its own (run with -race).
+func TestRunConcurrent(t *testing.T) {
+	p, g := traceResNet18(t, 1)
+	inputs := []*autograd.Tensor{
+		autograd.Randn(g, 1, 3, 32, 32), autograd.Randn(g, 2, 3, 32, 32),
+		autograd.Randn(g, 3, 3, 32, 32), autograd.Randn(g, 1, 3, 32, 32).To(autograd.ChannelsLast),
+	}
+	want := make([]*autograd.Tensor, len(inputs))
+	for i, x := range inputs {
+		out, err := p.runEager([]*autograd.Tensor{x})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = out[0]
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*len(inputs))
+	for i, x := range inputs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 3 {
+				out, err := p.Run(x)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !sameBits(out[0], want[i]) {
+					errs <- fmt.Errorf("input %d: result differs from eager", i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
