@@ -29,11 +29,12 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 	if j.forwardDirect() || !pw && j.forwardImplicit() {
 		return
 	}
-	if pw && j.packed != nil && j.ep.Residual == nil && (bias != nil || j.ep.Activate) {
+	if pw && j.packed != nil && (bias != nil || j.ep.active()) {
 		// Prepacked weights (inference): one product over the whole batch
-		// with the bias and activation in the GEMM's epilogue, applied to
-		// each tile as it is finished, instead of blocks and a bias pass.
-		ep := Epilogue{Bias: bias, Act: j.ep.Act, Activate: j.ep.Activate}
+		// with the bias, residual and activation in the GEMM's epilogue,
+		// applied to each tile as it is finished, instead of blocks and
+		// passes of their own.
+		ep := Epilogue{Bias: bias, Residual: j.ep.Residual, Act: j.ep.Act, Activate: j.ep.Activate}
 		SgemmPacked(false, j.rows*j.ow, 1, x, s.C, j.packed, 0, y, s.O, ep)
 		j.epDone = true
 		return

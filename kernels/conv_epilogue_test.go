@@ -59,3 +59,34 @@ func TestConvForwardEpilogue(t *testing.T) {
 		restore()
 	}
 }
+
+// TestSgemmEpilogueResidual: a residual in the GEMM's epilogue gives the
+// product, bias, Binary add and activation in turn, bit for bit, on odd
+// sizes that leave partial tiles, with a row stride wider than the rows.
+func TestSgemmEpilogueResidual(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	for _, sz := range [][3]int{{1, 1, 1}, {7, 13, 5}, {37, 50, 64}, {130, 33, 300}} {
+		m, n, k := sz[0], sz[1], sz[2]
+		ldc := n + 3
+		a, b, bias := randSlice(r, m*k), randSlice(r, k*n), randSlice(r, n)
+		res := randSlice(r, m*ldc)
+		for _, act := range []Act{{Fn: ActReLU}, {Fn: ActSigmoid}} {
+			want := make([]float32, m*ldc)
+			SgemmEpilogue(false, false, m, n, k, 1, a, k, b, n, 0, want, ldc, Epilogue{Bias: bias})
+			for i := range m {
+				row := want[i*ldc : i*ldc+n]
+				Binary(BinAdd, row, row, res[i*ldc:i*ldc+n])
+				act.Forward(row, row)
+			}
+			got := make([]float32, m*ldc)
+			SgemmEpilogue(false, false, m, n, k, 1, a, k, b, n, 0, got, ldc, Epilogue{Bias: bias, Residual: res, Act: act, Activate: true})
+			for i := range m {
+				for j := range n {
+					if g, w := got[i*ldc+j], want[i*ldc+j]; math.Float32bits(g) != math.Float32bits(w) {
+						t.Fatalf("%v %v: c[%d,%d] = %v, want %v", sz, act.Fn, i, j, g, w)
+					}
+				}
+			}
+		}
+	}
+}

@@ -19,14 +19,14 @@ func (j *convJob) forwardImplicit() bool {
 	if s.Groups != 1 || s.C%8 != 0 || level < AVX2 {
 		return false
 	}
-	ep := Epilogue{Bias: j.bias}
-	if j.ep.Residual == nil {
-		// An activation alone runs in the GEMM's epilogue; after a
-		// residual it must wait for convForwardEpilogue's pass.
-		ep.Act, ep.Activate = j.ep.Act, j.ep.Activate
-		j.epDone = true
+	// The bias, residual and activation run in the GEMM's epilogue, on
+	// each tile as it is finished.
+	ep := Epilogue{Bias: j.bias, Residual: j.ep.Residual, Act: j.ep.Act, Activate: j.ep.Activate}
+	if !sgemmImplicitA(j, true, j.rows*j.ow, s.O, j.kc, j.w, j.kc, j.packed, j.y, s.O, ep) {
+		return false
 	}
-	return sgemmImplicitA(j, true, j.rows*j.ow, s.O, j.kc, j.w, j.kc, j.packed, j.y, s.O, ep)
+	j.epDone = true
+	return true
 }
 
 // packA packs pixels [i0, i0+rows) of the batch (the rows of the implicit

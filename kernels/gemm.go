@@ -33,6 +33,29 @@ type Epilogue struct {
 	// functions run in Go on each finished block of C.
 	Act      Act
 	Activate bool
+	// Residual, when set, is added after the bias and before the
+	// activation: element (i, j) of C gets Residual[i*ldc+j], so it is
+	// laid out as C (a residual connection's other branch). ReLU then
+	// runs in Go rather than in the assembly kernel.
+	Residual []float32
+}
+
+// inAsmReLU reports whether the assembly kernel applies the epilogue's
+// ReLU itself (clamping at 0 as it stores): only with no residual to add
+// first.
+func (ep *Epilogue) inAsmReLU() bool {
+	return ep.Activate && ep.Act.Fn == ActReLU && ep.Residual == nil
+}
+
+// finish runs the epilogue's Go part, residual then activation, on one
+// finished row segment of C starting at element off of C.
+func (ep *Epilogue) finish(row []float32, off int, relu bool) {
+	if ep.Residual != nil {
+		binarySameImpl(BinAdd, row, row, ep.Residual[off:off+len(row)])
+	}
+	if ep.Activate && !relu {
+		actForwardImpl(ep.Act, row, row)
+	}
 }
 
 // SgemmEpilogue computes C = act(alpha*op(A)*op(B) + beta*C + bias) with
@@ -55,7 +78,7 @@ var (
 
 func sgemmEntry(impl sgemmFunc, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
 	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	ep.check(m, n)
+	ep.check(m, n, ldc)
 	if m == 0 || n == 0 {
 		return
 	}
@@ -71,7 +94,10 @@ func sgemmGeneric(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 	})
 }
 
-func (ep *Epilogue) check(m, n int) {
+func (ep *Epilogue) check(m, n, ldc int) {
+	if ep.Residual != nil && m > 0 && n > 0 && len(ep.Residual) < (m-1)*ldc+n {
+		panic(fmt.Sprintf("kernels: Sgemm epilogue residual has %d elements for %d rows of %d with stride %d", len(ep.Residual), m, n, ldc))
+	}
 	if ep.Bias != nil {
 		want, what := n, "columns"
 		if ep.BiasPerRow {
@@ -88,7 +114,7 @@ func (ep *Epilogue) check(m, n int) {
 
 // apply runs the epilogue on rows [i0, i1), columns [j0, j1) of C.
 func (ep *Epilogue) apply(c []float32, ldc, i0, i1, j0, j1 int) {
-	if ep.Bias == nil && !ep.Activate {
+	if ep.Bias == nil && !ep.Activate && ep.Residual == nil {
 		return
 	}
 	for i := i0; i < i1; i++ {
@@ -105,9 +131,7 @@ func (ep *Epilogue) apply(c []float32, ldc, i0, i1, j0, j1 int) {
 				}
 			}
 		}
-		if ep.Activate {
-			actForwardImpl(ep.Act, row, row)
-		}
+		ep.finish(row, i*ldc+j0, false)
 	}
 }
 

@@ -129,7 +129,7 @@ func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb i
 	}
 	checkGemm(false, transB, 0, n, k, 0, 0, len(b), ldb, 0, 0)
 	checkGemm(false, false, m, n, 0, 0, 0, 0, 0, len(c), ldc)
-	ep.check(m, n)
+	ep.check(m, n, ldc)
 	if m == 0 || n == 0 {
 		return true
 	}
@@ -385,7 +385,7 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 // B block (ncw columns from jc) into C, walking right along the rows.
 func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []float32, jc, ncw int, beta float32, last bool) {
 	ep := &g.ep
-	relu := last && ep.Activate && ep.Act.Fn == ActReLU
+	relu := last && ep.inAsmReLU()
 	lo := negInf
 	if relu {
 		lo = 0
@@ -428,10 +428,10 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 		g.kernel(kc, &ap[0], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
 			cb, rowBias, 0, 0, 0, 0, 0, &gemmMasks[gemmNR-w])
 	}
-	if last && ep.Activate && !relu {
+	if last && (ep.Residual != nil || ep.Activate && !relu) {
 		for r := 0; r < rows; r++ {
-			crow := c[(i+r)*ldc+jc : (i+r)*ldc+jc+ncw]
-			actForwardImpl(ep.Act, crow, crow)
+			off := (i+r)*ldc + jc
+			ep.finish(c[off:off+ncw], off, relu)
 		}
 	}
 }
@@ -441,7 +441,7 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 // narrow C this takes one kernel call instead of one per A panel.
 func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int, beta float32, last bool) {
 	ep := &g.ep
-	relu := last && ep.Activate && ep.Act.Fn == ActReLU
+	relu := last && ep.inAsmReLU()
 	lo := negInf
 	if relu {
 		lo = 0
@@ -481,10 +481,10 @@ func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int,
 		g.kernel(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, 1, rem, g.alpha, beta, lo,
 			colBias, rowBias, 0, 0, 0, 0, 0, mask)
 	}
-	if last && ep.Activate && !relu {
+	if last && (ep.Residual != nil || ep.Activate && !relu) {
 		for r := 0; r < mcw; r++ {
-			crow := c[(ic+r)*ldc+j : (ic+r)*ldc+j+w]
-			actForwardImpl(ep.Act, crow, crow)
+			off := (ic+r)*ldc + j
+			ep.finish(c[off:off+w], off, relu)
 		}
 	}
 }

@@ -70,7 +70,7 @@ func sgemmPackedEntry(impl sgemmPackedFunc, transA bool, m int, alpha float32, a
 	}
 	n, k := pb.n, pb.k
 	checkGemm(transA, false, m, n, k, len(a), lda, k*n, max(n, 1), len(c), ldc)
-	ep.check(m, n)
+	ep.check(m, n, ldc)
 	if m == 0 || n == 0 {
 		return
 	}
