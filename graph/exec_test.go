@@ -224,9 +224,14 @@ func TestCompiledFused(t *testing.T) {
 		{"Add+LayerNorm", fusedGraph("Add+LayerNorm", autograd.Randn(g, 4, 6), autograd.Randn(g, 6),
 			nil, IntsAttr("LayerNorm.normalized_shape", []int{6}), FloatAttr("LayerNorm.eps", 1e-5)),
 			[]*autograd.Tensor{autograd.Randn(g, 4, 6), autograd.Randn(g, 6)}},
+		// The BF16 form autocast gives: a bfloat16 sum, widened for the
+		// float32 LayerNorm.
+		{"Add+LayerNorm/bf16", fusedGraph("Add+LayerNorm", bf(autograd.Randn(g, 4, 6)), bf(autograd.Randn(g, 4, 6)),
+			nil, IntsAttr("LayerNorm.normalized_shape", []int{6}), FloatAttr("LayerNorm.eps", 1e-5)),
+			[]*autograd.Tensor{bf(autograd.Randn(g, 4, 6)), bf(autograd.Randn(g, 4, 6))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "Add+LayerNorm" {
+			if strings.HasPrefix(tc.name, "Add+LayerNorm") {
 				// LayerNorm's weight and bias follow the Add's operand.
 				gr := tc.graph
 				n := &gr.Nodes[0]

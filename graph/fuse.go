@@ -160,6 +160,16 @@ func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
 	if len(r.Outputs) != 1 || len(r.Inputs) == 0 {
 		return chainPart{}, false
 	}
+	if w, ok := autocastWidening(g, uses, y, rs[0]); ok {
+		// Autocast's cast to float32 before a LayerNorm or Softmax: the
+		// fused part widens its bfloat16 input itself.
+		p, ok := nextChainPart(g, uses, g.Nodes[rs[0]].Outputs[0])
+		if !ok || (p.name != "LayerNorm" && p.name != "Softmax") {
+			return chainPart{}, false
+		}
+		p.nodes = append([]int{w}, p.nodes...)
+		return p, true
+	}
 	p := chainPart{name: r.Op, nodes: []int{rs[0]}, attrs: r.Attrs, out: r.Outputs[0]}
 	switch r.Op {
 	case "ReLU", "Sigmoid", "SiLU", "HardTanh", "ELU", "GELU", "Softmax":
@@ -189,6 +199,25 @@ func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
 		return chainPart{}, false
 	}
 	return p, true
+}
+
+// autocastWidening reports whether node c, y's one reader, is a Cast of
+// bfloat16 y to float32 whose result only a LayerNorm or Softmax reads:
+// what autocast puts before a norm or softmax of BF16 activations.
+func autocastWidening(g *Graph, uses [][]int, y, c int) (int, bool) {
+	n := &g.Nodes[c]
+	if n.Op != "Cast" || len(n.Outputs) != 1 || g.Values[y].DType != autograd.BFloat16 {
+		return 0, false
+	}
+	if a, ok := n.Attr("dtype"); !ok || a.Kind != AttrString || a.Str != autograd.Float32.String() {
+		return 0, false
+	}
+	out := n.Outputs[0]
+	if isOutput(g, out) || len(uses[out]) != 1 {
+		return 0, false
+	}
+	r := g.Nodes[uses[out][0]].Op
+	return c, r == "LayerNorm" || r == "Softmax"
 }
 
 // sigmoidMul matches y·sigmoid(y) (Swish written out): y read by a Sigmoid

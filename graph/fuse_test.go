@@ -153,6 +153,14 @@ func fusionCases() []fusionCase {
 				return autograd.Add(autograd.Add(l[0].Forward(x), l[1].Forward(x)), l[2].Forward(x))
 			}, nn.NewLinear(g, 8, 6, nn.LinearOptions{}), nn.NewLinear(g, 8, 6, nn.LinearOptions{}), nn.NewLinear(g, 8, 6, nn.LinearOptions{}))
 		}, []int{2, 8}, "LinearConcat", true},
+		// Autocast casts BF16 activations to float32 before a LayerNorm
+		// (or Softmax); the fused op takes that cast in.
+		{"Add+LayerNorm/bf16", func(g *autograd.Generator) *passNet {
+			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+				return l[3].Forward(l[2].Forward(autograd.Add(l[0].Forward(x), l[1].Forward(x))))
+			}, nn.NewLinear(g, 8, 8, nn.LinearOptions{}), nn.NewLinear(g, 8, 8, nn.LinearOptions{}),
+				nn.NewLayerNorm([]int{8}, nn.LayerNormOptions{}), nn.NewLinear(g, 8, 4, nn.LinearOptions{}))
+		}, []int{3, 8}, "Add+LayerNorm", true},
 	}
 }
 

@@ -687,20 +687,39 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	y := outs[0]
 	k := len(parts[0].Inputs)
 	r := opImpls[names[0]].eager(&parts[0], ins[:k])
-	if len(r) != 1 || !sigOf(r[0]).equal(sigOf(y)) {
+	if len(r) != 1 {
 		return nil
+	}
+	// The running result: y itself, or, where a bfloat16 chain ends in a
+	// LayerNorm or Softmax that widens it (autocast's cast taken in),
+	// bfloat16 scratch of y's shape and layout until that part.
+	run, widenAt := y, len(parts)
+	if !sigOf(r[0]).equal(sigOf(y)) {
+		widenAt = slices.IndexFunc(names, func(p string) bool { return p == "LayerNorm" || p == "Softmax" })
+		ry := r[0]
+		if widenAt < 1 || ry.DType() != autograd.BFloat16 || y.DType() != autograd.Float32 ||
+			ry.Format() != y.Format() || !slices.Equal(ry.Shape(), y.Shape()) {
+			return nil
+		}
+		run = autograd.Empty(autograd.BFloat16, y.Shape()...)
+		run.SetFormat(y.Format())
 	}
 	if fn := compileConvFused(c, names, parts, ins, y); fn != nil {
 		return fn
 	}
-	fns := []func(){first(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], outs)}
+	fns := []func(){first(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], []*autograd.Tensor{run})}
 	for i := 1; i < len(parts); i++ {
+		if i == widenAt {
+			rd, yd := run.BFloat16s(), y.Float32s()
+			fns = append(fns, func() { kernels.BF16ToF32(yd, rd) })
+			run = y
+		}
 		part := &parts[i]
 		extra := make([]*autograd.Tensor, len(part.Inputs)-1)
 		for j, at := range part.Inputs[1:] {
 			extra[j] = ins[at]
 		}
-		f := compileEpilogue(names[i], part, y, extra)
+		f := compileEpilogue(names[i], part, run, extra)
 		if f == nil {
 			return nil
 		}

@@ -20,6 +20,14 @@ func eagerOp(f func(n *Node, ins []*autograd.Tensor) *autograd.Tensor) *opImpl {
 	return &opImpl{eager: func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor { return one(f(n, ins)) }}
 }
 
+// widen returns a bfloat16 x as float32, anything else as it is.
+func widen(x *autograd.Tensor) *autograd.Tensor {
+	if x != nil && x.DType() == autograd.BFloat16 {
+		return autograd.Cast(x, autograd.Float32)
+	}
+	return x
+}
+
 func convOptions(n *Node) autograd.ConvOptions {
 	return autograd.ConvOptions{Stride: n.Ints("stride"), Padding: n.Ints("padding"), Dilation: n.Ints("dilation"), Groups: n.Int("groups")}
 }
@@ -44,8 +52,13 @@ func init() {
 	registerOp("BatchNorm", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.BatchNorm(in[0], in[1], in[2], in[3], in[4], false, 0.1, n.Float("eps"))
 	}))
+	// LayerNorm and Softmax widen a bfloat16 input, as autocast does
+	// before them: traces never give them one (autocast's cast, or the
+	// Cast nodes of a bfloat16 softmax outside autocast, come first), but
+	// a fused "…+LayerNorm" or "…+Softmax" that took autocast's cast in
+	// does.
 	registerOp("LayerNorm", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.LayerNorm(in[0], n.Ints("normalized_shape"), in[1], in[2], n.Float("eps"))
+		return autograd.LayerNorm(widen(in[0]), n.Ints("normalized_shape"), in[1], in[2], n.Float("eps"))
 	}))
 	for name, f := range map[string]func(*autograd.Tensor) *autograd.Tensor{
 		"ReLU": autograd.ReLU, "Sigmoid": autograd.Sigmoid, "Tanh": autograd.Tanh, "SiLU": autograd.SiLU,
@@ -116,7 +129,7 @@ func init() {
 		return autograd.SplitSizes(in[0], n.Ints("sizes"), n.Int("dim"))
 	}})
 	registerOp("Softmax", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Softmax(in[0], n.Int("dim"))
+		return autograd.Softmax(widen(in[0]), n.Int("dim"))
 	}))
 	registerOp("LogSoftmax", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.LogSoftmax(in[0], n.Int("dim"))
