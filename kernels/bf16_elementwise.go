@@ -99,11 +99,18 @@ func AddReLUBF16(dst, a, b []uint16) {
 // bf16Stretches holds float32 scratch for the stretches: arrays on the
 // stack would escape to the heap through the dispatched kernel variables,
 // costing an allocation per call.
-var bf16Stretches = sync.Pool{New: func() any { return new([2][bf16Stretch]float32) }}
+var bf16Stretches freeList[[2][bf16Stretch]float32]
+
+func getStretches() *[2][bf16Stretch]float32 {
+	if s := bf16Stretches.get(); s != nil {
+		return s
+	}
+	return new([2][bf16Stretch]float32)
+}
 
 func (j *bf16Job) runActForward(lo, hi int) {
-	s := bf16Stretches.Get().(*[2][bf16Stretch]float32)
-	defer bf16Stretches.Put(s)
+	s := getStretches()
+	defer bf16Stretches.put(s)
 	x := &s[0]
 	for i := lo; i < hi; i += bf16Stretch {
 		k := min(i+bf16Stretch, hi)
@@ -115,8 +122,8 @@ func (j *bf16Job) runActForward(lo, hi int) {
 }
 
 func (j *bf16Job) runActBackward(lo, hi int) {
-	s := bf16Stretches.Get().(*[2][bf16Stretch]float32)
-	defer bf16Stretches.Put(s)
+	s := getStretches()
+	defer bf16Stretches.put(s)
 	g, v := &s[0], &s[1]
 	for i := lo; i < hi; i += bf16Stretch {
 		k := min(i+bf16Stretch, hi)
@@ -133,8 +140,8 @@ func (j *bf16Job) runActBackward(lo, hi int) {
 }
 
 func (j *bf16Job) runBinary(lo, hi int) {
-	s := bf16Stretches.Get().(*[2][bf16Stretch]float32)
-	defer bf16Stretches.Put(s)
+	s := getStretches()
+	defer bf16Stretches.put(s)
 	fa, fb := &s[0], &s[1]
 	for i := lo; i < hi; i += bf16Stretch {
 		k := min(i+bf16Stretch, hi)
@@ -147,8 +154,8 @@ func (j *bf16Job) runBinary(lo, hi int) {
 }
 
 func (j *bf16Job) runAddReLU(lo, hi int) {
-	s := bf16Stretches.Get().(*[2][bf16Stretch]float32)
-	defer bf16Stretches.Put(s)
+	s := getStretches()
+	defer bf16Stretches.put(s)
 	fa, fb := &s[0], &s[1]
 	relu := Act{Fn: ActReLU}
 	for i := lo; i < hi; i += bf16Stretch {

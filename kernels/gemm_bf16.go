@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math/bits"
-	"sync"
 )
 
 // GemmBF16 computes C = alpha·op(A)·op(B) + beta·C for bfloat16 A and B
@@ -28,7 +27,10 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 	}
 	// Calls are pooled: the kernels hand the call's methods to the worker
 	// pool, which would move a fresh one to the heap every time.
-	g := sbgemmCalls.Get().(*sbgemmCall)
+	g := sbgemmCalls.get()
+	if g == nil {
+		g = new(sbgemmCall)
+	}
 	*g = sbgemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
 	switch {
 	case sbgemmAsm():
@@ -39,10 +41,10 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 		Parallel(m, m*n*k, g.generic)
 	}
 	*g = sbgemmCall{}
-	sbgemmCalls.Put(g)
+	sbgemmCalls.put(g)
 }
 
-var sbgemmCalls = sync.Pool{New: func() any { return new(sbgemmCall) }}
+var sbgemmCalls freeList[sbgemmCall]
 
 // GemmBF16To computes C = alpha·op(A)·op(B) for bfloat16 A and B, as
 // GemmBF16 does in float32, and stores it rounded to bfloat16 (nearest
@@ -82,10 +84,10 @@ func (g *sbgemmCall) widened() {
 
 // widenBufs holds float32 scratch between calls, widened operands and
 // results before they are rounded to bfloat16, in power-of-two size
-// classes: one pool for every size would hand a small buffer to a large
+// classes: one list for every size would hand a small buffer to a large
 // request and reallocate it, once per call of a network whose layers
 // differ in size.
-var widenBufs [bits.UintSize]sync.Pool
+var widenBufs [bits.UintSize]freeList[[]float32]
 
 // widenedOperand returns a pooled float32 copy of v (hand it back with
 // releaseF32Scratch).
@@ -99,7 +101,7 @@ func widenedOperand(v []uint16) *[]float32 {
 // contents (hand it back with releaseF32Scratch).
 func f32Scratch(n int) *[]float32 {
 	class := bits.Len(uint(max(n, 1) - 1))
-	b, _ := widenBufs[class].Get().(*[]float32)
+	b := widenBufs[class].get()
 	if b == nil {
 		s := make([]float32, 1<<class)
 		b = &s
@@ -110,7 +112,7 @@ func f32Scratch(n int) *[]float32 {
 
 // releaseF32Scratch returns a buffer from f32Scratch to its pool.
 func releaseF32Scratch(b *[]float32) {
-	widenBufs[bits.Len(uint(cap(*b)-1))].Put(b)
+	widenBufs[bits.Len(uint(cap(*b)-1))].put(b)
 }
 
 // sbgemmCall is one GemmBF16 call.
