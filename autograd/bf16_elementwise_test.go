@@ -3,6 +3,7 @@ package autograd_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
@@ -38,6 +39,21 @@ func TestBF16ElementwiseOps(t *testing.T) {
 		{"SiLU", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.SiLU(xs[0]) }, 1, false},
 		{"GELU", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.GELU(xs[0], "tanh") }, 1, false},
 		{"AddReLU", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.AddReLU(xs[0], xs[1]) }, 2, false},
+		{"Sub", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Sub(xs[0], xs[1]) }, 2, false},
+		{"Mul", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Mul(xs[0], xs[1]) }, 2, false},
+		{"Div", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Div(xs[0], xs[1]) }, 2, false},
+		// A 0-d float32 operand keeps the result bfloat16, on either side.
+		{"Div scalar", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Div(xs[0], autograd.Scalar(2.5)) }, 1, false},
+		{"scalar Div", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Div(autograd.Scalar(2.5), xs[0]) }, 1, false},
+		{"Sub scalar", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Sub(xs[0], autograd.Scalar(0.3)) }, 1, false},
+		{"scalar Mul", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Mul(autograd.Scalar(-1.7), xs[0]) }, 1, false},
+		// Shape ops move bfloat16 elements without widening them.
+		{"Reshape", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Reshape(xs[0], 2, -1, 7) }, 1, false},
+		{"Flatten", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Flatten(xs[0], 1, 2) }, 1, false},
+		{"Transpose", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Transpose(xs[0], 1, 3) }, 1, false},
+		{"Permute", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Permute(xs[0], 0, 2, 3, 1) }, 1, false},
+		{"Cat", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Cat(xs, 1) }, 2, false},
+		{"Split", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Split(xs[0], 2, 1)[1] }, 1, false},
 	}
 	for _, format := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast} {
 		for _, op := range ops {
@@ -49,11 +65,11 @@ func TestBF16ElementwiseOps(t *testing.T) {
 					xs = append(xs, x.Detach().SetRequiresGrad(true))
 					ref = append(ref, x.Detach().SetRequiresGrad(true))
 				}
-				dy := autograd.Cast(autograd.Randn(g, 2, 5, 3, 7), autograd.BFloat16)
 				got := op.f(xs...)
 				want := bf16Via(op.f, ref...)
-				if got.DType() != autograd.BFloat16 || got.Format() != format {
-					t.Fatalf("result is %v %v, want bfloat16 %v", got.DType(), got.Format(), format)
+				dy := autograd.Cast(autograd.Randn(g, want.Shape()...).To(want.Format()), autograd.BFloat16)
+				if got.DType() != autograd.BFloat16 || got.Format() != want.Format() || !slices.Equal(got.Shape(), want.Shape()) {
+					t.Fatalf("result is %v %v %v, want bfloat16 %v %v", got.DType(), got.Shape(), got.Format(), want.Shape(), want.Format())
 				}
 				sameValues(t, "forward", got, want)
 				got.Backward(dy)

@@ -4,18 +4,75 @@ import "github.com/kilnml/kiln/kernels"
 
 // Add returns a+b with broadcasting. Bfloat16 operands follow PyTorch's
 // type promotion (see binaryBF16).
-func Add(a, b *Tensor) *Tensor {
-	if out, ok := binaryBF16(a, b, kernels.BinAdd, Add); ok {
+func Add(a, b *Tensor) *Tensor { return binaryOp("Add", kernels.BinAdd, a, b) }
+
+// Sub returns a-b with broadcasting, promoting bfloat16 as Add does.
+func Sub(a, b *Tensor) *Tensor { return binaryOp("Sub", kernels.BinSub, a, b) }
+
+// Mul returns a*b elementwise with broadcasting, promoting bfloat16 as Add
+// does.
+func Mul(a, b *Tensor) *Tensor { return binaryOp("Mul", kernels.BinMul, a, b) }
+
+// Div returns a/b elementwise with broadcasting, promoting bfloat16 as Add
+// does.
+func Div(a, b *Tensor) *Tensor { return binaryOp("Div", kernels.BinDiv, a, b) }
+
+// binaryOp runs a broadcasting binary op on float32 operands, or on
+// bfloat16 ones through binaryBF16.
+func binaryOp(op string, k kernels.BinOp, a, b *Tensor) *Tensor {
+	if out, ok := binaryBF16(op, a, b, k); ok {
 		return out
 	}
-	out := binaryF32("Add", a, b, kernels.BinAdd)
+	out := binaryF32(op, a, b, k)
 	if tracing() {
-		trace("Add", []*Tensor{a, b}, []*Tensor{out})
+		trace(op, []*Tensor{a, b}, []*Tensor{out})
 	}
-	am, bm := a.meta(), b.meta() // the gradient needs shapes, not values
-	return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		return []*Tensor{sumToShape(g, am.shape, am.format), sumToShape(g, bm.shape, bm.format)}
+	// Sums and differences need only the operands' shapes, so they keep
+	// no operand memory alive.
+	ta, tb := a, b
+	if k == kernels.BinAdd || k == kernels.BinSub {
+		ta, tb = a.meta(), b.meta()
+	}
+	needA, needB := a.requiresGrad, b.requiresGrad
+	return record(op+"Backward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+		ga, gb := binaryGrads(k, g, ta, tb, out, needA, needB)
+		return []*Tensor{ga, gb}
 	})
+}
+
+// binaryGrads returns the float32 gradients of a op b for g, the result's
+// gradient, each summed to its operand's shape, nil where need says none
+// is wanted. Add and Sub read only a's and b's shapes; Div reads out, the
+// float32 result.
+func binaryGrads(k kernels.BinOp, g, a, b, out *Tensor, needA, needB bool) (ga, gb *Tensor) {
+	if needA {
+		switch k {
+		case kernels.BinAdd, kernels.BinSub:
+			ga = g
+		case kernels.BinMul:
+			ga = binaryF32("Mul", g, b, kernels.BinMul)
+		case kernels.BinDiv:
+			ga = binaryF32("Div", g, b, kernels.BinDiv)
+		}
+		ga = sumToShape(ga, a.shape, a.format)
+	}
+	if needB {
+		switch k {
+		case kernels.BinAdd:
+			gb = g
+		case kernels.BinSub:
+			gb = negF32(g)
+		case kernels.BinMul:
+			gb = binaryF32("Mul", g, a, kernels.BinMul)
+		case kernels.BinDiv:
+			// d(a/b)/db = -a/b² = -out/b, and −(x/y) is (−x)/y exactly.
+			t := binaryF32("Div", out, b, kernels.BinDiv)
+			kernels.Act{Fn: kernels.ActNeg}.Forward(t.Float32s(), t.Float32s())
+			gb = binaryF32("Mul", g, t, kernels.BinMul)
+		}
+		gb = sumToShape(gb, b.shape, b.format)
+	}
+	return ga, gb
 }
 
 // AddReLU returns ReLU(Add(a, b)), bit for bit, as one op: the sum is
@@ -107,99 +164,77 @@ func addReLUBF16(a, b *Tensor) *Tensor {
 	})
 }
 
-// Sub returns a-b with broadcasting, promoting bfloat16 as Add does.
-func Sub(a, b *Tensor) *Tensor {
-	if out, ok := binaryBF16(a, b, kernels.BinSub, Sub); ok {
-		return out
-	}
-	out := binaryF32("Sub", a, b, kernels.BinSub)
-	if tracing() {
-		trace("Sub", []*Tensor{a, b}, []*Tensor{out})
-	}
-	am, bm, bNeeds := a.meta(), b.meta(), b.requiresGrad
-	return record("SubBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		var gb *Tensor
-		if bNeeds {
-			gb = sumToShape(negF32(g), bm.shape, bm.format)
-		}
-		return []*Tensor{sumToShape(g, am.shape, am.format), gb}
-	})
-}
-
-// Mul returns a*b elementwise with broadcasting, promoting bfloat16 as Add
-// does.
-func Mul(a, b *Tensor) *Tensor {
-	if out, ok := binaryBF16(a, b, kernels.BinMul, Mul); ok {
-		return out
-	}
-	out := binaryF32("Mul", a, b, kernels.BinMul)
-	if tracing() {
-		trace("Mul", []*Tensor{a, b}, []*Tensor{out})
-	}
-	return record("MulBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		var ga, gb *Tensor
-		if a.requiresGrad {
-			ga = sumToShape(binaryF32("Mul", g, b, kernels.BinMul), a.shape, a.format)
-		}
-		if b.requiresGrad {
-			gb = sumToShape(binaryF32("Mul", g, a, kernels.BinMul), b.shape, b.format)
-		}
-		return []*Tensor{ga, gb}
-	})
-}
-
-// Div returns a/b elementwise with broadcasting, promoting bfloat16 as Add
-// does.
-func Div(a, b *Tensor) *Tensor {
-	if out, ok := binaryBF16(a, b, kernels.BinDiv, Div); ok {
-		return out
-	}
-	out := binaryF32("Div", a, b, kernels.BinDiv)
-	if tracing() {
-		trace("Div", []*Tensor{a, b}, []*Tensor{out})
-	}
-	return record("DivBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		var ga, gb *Tensor
-		if a.requiresGrad {
-			ga = sumToShape(binaryF32("Div", g, b, kernels.BinDiv), a.shape, a.format)
-		}
-		if b.requiresGrad {
-			// d(a/b)/db = -a/b² = -out/b, and −(x/y) is (−x)/y exactly.
-			t := binaryF32("Div", out, b, kernels.BinDiv)
-			kernels.Act{Fn: kernels.ActNeg}.Forward(t.Float32s(), t.Float32s())
-			gb = sumToShape(binaryF32("Mul", g, t, kernels.BinMul), b.shape, b.format)
-		}
-		return []*Tensor{ga, gb}
-	})
-}
-
 // binaryBF16 runs a binary op with a bfloat16 operand as PyTorch's type
 // promotion does, reporting false when neither operand is bfloat16. Two
 // bfloat16 operands, or a bfloat16 tensor and a 0-dimensional float32
 // one, give a bfloat16 result computed in float32 and rounded once;
-// bfloat16 with a float32 tensor of any other rank gives float32. Sums of
-// two bfloat16 tensors of one shape and format (residual connections) run
-// natively; the rest goes through the float32 op f on widened operands,
-// differentiably.
-func binaryBF16(a, b *Tensor, k kernels.BinOp, f func(a, b *Tensor) *Tensor) (*Tensor, bool) {
+// bfloat16 with a float32 tensor of any other rank gives float32. Two
+// bfloat16 operands of one shape and format, and a bfloat16 tensor with a
+// 0-dimensional one, run natively on bfloat16 data; the rest (broadcasts,
+// float32 results) goes through the float32 op on widened operands. Either
+// way the values and gradients are those of the float32 route.
+func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 	if a == nil || b == nil || (a.dtype != BFloat16 && b.dtype != BFloat16) {
 		return nil, false
 	}
-	scalar := func(t *Tensor) bool { return t.dtype == Float32 && t.NDim() == 0 }
-	bf16 := (a.dtype == BFloat16 || scalar(a)) && (b.dtype == BFloat16 || scalar(b))
-	if k == kernels.BinAdd && a.dtype == BFloat16 && b.dtype == BFloat16 && sameShape(a.shape, b.shape) && a.format == b.format {
-		out := bf16EmptyLike(a)
-		kernels.BinaryBF16(kernels.BinAdd, out.BFloat16s(), a.BFloat16s(), b.BFloat16s())
-		if tracing() {
-			trace("Add", []*Tensor{a, b}, []*Tensor{out})
+	scalar := func(t *Tensor) bool { return (t.dtype == Float32 || t.dtype == BFloat16) && t.NDim() == 0 }
+	var out *Tensor
+	switch {
+	case a.dtype == BFloat16 && b.dtype == BFloat16 && sameShape(a.shape, b.shape) && a.format == b.format:
+		out = bf16EmptyLike(a)
+		kernels.BinaryBF16(k, out.BFloat16s(), a.BFloat16s(), b.BFloat16s())
+	case a.dtype == BFloat16 && a.NDim() > 0 && scalar(b):
+		out = bf16EmptyLike(a)
+		kernels.BinaryScalarBF16(k, out.BFloat16s(), a.BFloat16s(), scalarValue(b), false)
+	case b.dtype == BFloat16 && b.NDim() > 0 && scalar(a):
+		out = bf16EmptyLike(b)
+		kernels.BinaryScalarBF16(k, out.BFloat16s(), b.BFloat16s(), scalarValue(a), true)
+	default:
+		out = binaryOp(op, k, Cast(a, Float32), Cast(b, Float32))
+		if (a.dtype == BFloat16 || scalar(a)) && (b.dtype == BFloat16 || scalar(b)) {
+			out = Cast(out, BFloat16)
 		}
+		return out, true
+	}
+	if tracing() {
+		trace(op, []*Tensor{a, b}, []*Tensor{out})
+	}
+	if k == kernels.BinAdd && a.dtype == BFloat16 && b.dtype == BFloat16 {
+		// A residual sum: the gradient passes to both as it is.
 		return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor { return []*Tensor{g, g} }), true
 	}
-	out := f(Cast(a, Float32), Cast(b, Float32))
-	if bf16 {
-		out = Cast(out, BFloat16)
+	return record(op+"Backward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+		// The float32 route's gradients: widen, differentiate, round back.
+		a32, b32 := asFloat32(a), asFloat32(b)
+		var out32 *Tensor
+		if k == kernels.BinDiv {
+			out32 = binaryF32(op, a32, b32, k)
+		}
+		ga, gb := binaryGrads(k, g.castTo(Float32), a32, b32, out32, a.requiresGrad, b.requiresGrad)
+		if ga != nil && a.dtype == BFloat16 {
+			ga = ga.castTo(BFloat16)
+		}
+		if gb != nil && b.dtype == BFloat16 {
+			gb = gb.castTo(BFloat16)
+		}
+		return []*Tensor{ga, gb}
+	}), true
+}
+
+// asFloat32 returns t, or a float32 copy of a bfloat16 t, unrecorded.
+func asFloat32(t *Tensor) *Tensor {
+	if t.dtype == Float32 {
+		return t
 	}
-	return out, true
+	return t.castTo(Float32)
+}
+
+// scalarValue is the value of a 0-dimensional float32 or bfloat16 tensor.
+func scalarValue(t *Tensor) float32 {
+	if t.dtype == BFloat16 {
+		return kernels.F32FromBF16(t.BFloat16s()[0])
+	}
+	return t.Float32s()[0]
 }
 
 // negF32 returns −g elementwise in g's shape and format, like unaryF32

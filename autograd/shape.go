@@ -12,9 +12,46 @@ import (
 // (a reshape of a contiguous tensor, a permutation that lands on a known
 // layout, a chunk that is one run of memory) and copy otherwise.
 
-// shapeAlias returns a tensor sharing data, with the given shape and format.
-func shapeAlias(data []float32, shape []int, f MemoryFormat) *Tensor {
-	return &Tensor{dtype: Float32, shape: cloneInts(shape), format: f, data: data}
+// Shape ops move float32 and bfloat16 elements alike: they copy, never
+// compute, so a bfloat16 tensor needs no round trip through float32.
+
+// checkMovable fails unless t is a float32 or bfloat16 tensor.
+func checkMovable(op, what string, t *Tensor) {
+	if t != nil && t.dtype == BFloat16 {
+		return
+	}
+	checkF32(op, what, t)
+}
+
+// shapeAlias returns a tensor sharing t's data, with the given shape and
+// format.
+func shapeAlias(t *Tensor, shape []int, f MemoryFormat) *Tensor {
+	return &Tensor{dtype: t.dtype, shape: cloneInts(shape), format: f, data: t.data}
+}
+
+// sliceData returns data[lo:hi], capped at hi, for float32 or bfloat16
+// storage.
+func sliceData(data any, lo, hi int) any {
+	switch d := data.(type) {
+	case []float32:
+		return d[lo:hi:hi]
+	case []uint16:
+		return d[lo:hi:hi]
+	}
+	panic(fmt.Sprintf("autograd: sliceData of %T", data))
+}
+
+// stridedCopyData is kernels.StridedCopy for float32 or bfloat16 storage;
+// dst and src start at offsets dstOff and srcOff.
+func stridedCopyData(dst any, dstOff int, src any, srcOff int, shape, dstStrides, srcStrides []int) {
+	switch d := dst.(type) {
+	case []float32:
+		kernels.StridedCopy(d[dstOff:], src.([]float32)[srcOff:], shape, dstStrides, srcStrides)
+	case []uint16:
+		kernels.StridedCopyBF16(d[dstOff:], src.([]uint16)[srcOff:], shape, dstStrides, srcStrides)
+	default:
+		panic(fmt.Sprintf("autograd: stridedCopyData of %T", dst))
+	}
 }
 
 // shapeDenseFormat returns the layout whose strides for shape are strides
@@ -105,24 +142,19 @@ func Reshape(x *Tensor, shape ...int) *Tensor { return shapeReshape("Reshape", x
 func View(x *Tensor, shape ...int) *Tensor { return shapeReshape("View", x, shape, true) }
 
 func shapeReshape(op string, x *Tensor, shape []int, view bool) *Tensor {
-	if x != nil && x.dtype == BFloat16 && !view {
-		// A bfloat16 reshape goes through a float32 copy (exact both ways);
-		// a view of bfloat16 storage is not supported.
-		return viaFloat32(x, func(x *Tensor) *Tensor { return shapeReshape(op, x, shape, view) })
-	}
-	checkF32(op, "input", x)
+	checkMovable(op, "input", x)
 	target := shapeInfer(op, x, shape)
 	var out *Tensor
 	switch {
 	case sameShape(target, x.shape):
-		out = shapeAlias(x.Float32s(), target, x.format)
+		out = shapeAlias(x, target, x.format)
 	case shapeRowMajor(x):
-		out = shapeAlias(x.Float32s(), target, Contiguous)
+		out = shapeAlias(x, target, Contiguous)
 	case view:
 		Fail(op, "tensor of shape %v is %v, so its memory is not in row-major order and cannot be viewed as shape %v; use Reshape, which copies",
 			x.shape, x.format, shape)
 	default:
-		out = shapeAlias(x.reformat(Contiguous).Float32s(), target, Contiguous)
+		out = shapeAlias(x.reformat(Contiguous), target, Contiguous)
 	}
 	if tracing() && op != "Flatten" {
 		// The shape as asked, −1 included, so a graph traced at one batch
@@ -142,9 +174,9 @@ func shapeUnreshape(g, x *Tensor) *Tensor {
 	case sameShape(g.shape, x.shape):
 		gx = g
 	case shapeRowMajor(g):
-		gx = shapeAlias(g.Float32s(), x.shape, Contiguous)
+		gx = shapeAlias(g, x.shape, Contiguous)
 	default:
-		gx = shapeAlias(g.reformat(Contiguous).Float32s(), x.shape, Contiguous)
+		gx = shapeAlias(g.reformat(Contiguous), x.shape, Contiguous)
 	}
 	if gx.format != x.format {
 		gx = gx.reformat(x.format)
@@ -159,10 +191,7 @@ func shapeUnreshape(g, x *Tensor) *Tensor {
 // PyTorch.
 func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 	const op = "Flatten"
-	if x != nil && x.dtype == BFloat16 {
-		return viaFloat32(x, func(x *Tensor) *Tensor { return Flatten(x, startDim, endDim) })
-	}
-	checkF32(op, "input", x)
+	checkMovable(op, "input", x)
 	nd := x.NDim()
 	s, e := shapeDim(op, x, startDim), shapeDim(op, x, endDim)
 	if nd == 0 {
@@ -201,10 +230,7 @@ func shapeDim(op string, x *Tensor, d int) int {
 // Permute's rules for memory decide whether the result is copied.
 func Transpose(x *Tensor, dim0, dim1 int) *Tensor {
 	const op = "Transpose"
-	if x != nil && x.dtype == BFloat16 {
-		return viaFloat32(x, func(x *Tensor) *Tensor { return Transpose(x, dim0, dim1) })
-	}
-	checkF32(op, "input", x)
+	checkMovable(op, "input", x)
 	d0, d1 := shapeDim(op, x, dim0), shapeDim(op, x, dim1)
 	perm := make([]int, x.NDim())
 	for i := range perm {
@@ -225,10 +251,7 @@ func Transpose(x *Tensor, dim0, dim1 int) *Tensor {
 // PyTorch would return a strided view.
 func Permute(x *Tensor, dims ...int) *Tensor {
 	const op = "Permute"
-	if x != nil && x.dtype == BFloat16 {
-		return viaFloat32(x, func(x *Tensor) *Tensor { return Permute(x, dims...) })
-	}
-	checkF32(op, "input", x)
+	checkMovable(op, "input", x)
 	if len(dims) != x.NDim() {
 		Fail(op, "dims %v has %d entries for a %d-D tensor of shape %v", dims, len(dims), x.NDim(), x.shape)
 	}
@@ -271,18 +294,19 @@ func shapePermuted(t *Tensor, perm []int, prefer MemoryFormat) *Tensor {
 		shape[i], strides[i] = t.shape[p], ts[p]
 	}
 	if f, ok := shapeDenseFormat(shape, strides, prefer); ok {
-		return shapeAlias(t.Float32s(), shape, f)
+		return shapeAlias(t, shape, f)
 	}
 	if r := prefer.rank(); r != 0 && r != len(shape) {
 		prefer = Contiguous
 	}
-	out := &Tensor{dtype: Float32, shape: shape, format: prefer, data: make([]float32, t.Numel())}
-	kernels.StridedCopy(out.Float32s(), t.Float32s(), shape, out.Strides(), strides)
+	out := &Tensor{dtype: t.dtype, shape: shape, format: prefer, data: makeData(t.dtype, t.Numel())}
+	stridedCopyData(out.data, 0, t.data, 0, shape, out.Strides(), strides)
 	return out
 }
 
 // Cat concatenates tensors along dim, like torch.cat. All must be float32
-// with the same number of dimensions and the same sizes except along dim.
+// or bfloat16 (a mix concatenates in float32, as PyTorch promotes it) with
+// the same number of dimensions and the same sizes except along dim.
 // The result is channels-last (or channels-last-3d) when every input is, as
 // in PyTorch, and contiguous otherwise. Unlike PyTorch, Cat does not skip
 // 1-D empty tensors of a different rank.
@@ -291,11 +315,22 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 	if len(xs) == 0 {
 		Fail(op, "expected a non-empty list of tensors")
 	}
+	mixed := false
 	for i, x := range xs {
-		checkF32(op, fmt.Sprintf("tensor %d", i), x)
+		checkMovable(op, fmt.Sprintf("tensor %d", i), x)
 		if x.NDim() == 0 {
 			Fail(op, "tensor %d is 0-d; zero-dimensional tensors cannot be concatenated", i)
 		}
+		mixed = mixed || x.dtype != xs[0].dtype
+	}
+	if mixed {
+		// float32 with bfloat16 concatenates in float32, as PyTorch's type
+		// promotion does.
+		wide := make([]*Tensor, len(xs))
+		for i, x := range xs {
+			wide[i] = Cast(x, Float32)
+		}
+		return Cat(wide, dim)
 	}
 	x0 := xs[0]
 	nd := x0.NDim()
@@ -322,13 +357,12 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 			format = Contiguous
 		}
 	}
-	out := &Tensor{dtype: Float32, shape: outShape, format: format, data: make([]float32, numel(op, outShape))}
+	out := &Tensor{dtype: x0.dtype, shape: outShape, format: format, data: makeData(x0.dtype, numel(op, outShape))}
 	ost := out.Strides()
-	od := out.Float32s()
 	off := 0
 	for _, x := range xs {
 		if x.Numel() > 0 {
-			kernels.StridedCopy(od[off*ost[dim]:], x.Float32s(), x.shape, ost, x.Strides())
+			stridedCopyData(out.data, off*ost[dim], x.data, 0, x.shape, ost, x.Strides())
 		}
 		off += x.shape[dim]
 	}
@@ -338,14 +372,13 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 	}
 	return record(op+"Backward", out, inputs, func(g *Tensor) []*Tensor {
 		gs := g.Strides()
-		gd := g.Float32s()
 		grads := make([]*Tensor, len(inputs))
 		off := 0
 		for i, x := range inputs {
 			if x.requiresGrad {
-				gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+				gx := &Tensor{dtype: g.dtype, shape: cloneInts(x.shape), format: x.format, data: makeData(g.dtype, x.Numel())}
 				if x.Numel() > 0 {
-					kernels.StridedCopy(gx.Float32s(), gd[off*gs[dim]:], x.shape, gx.Strides(), gs)
+					stridedCopyData(gx.data, 0, g.data, off*gs[dim], x.shape, gx.Strides(), gs)
 				}
 				grads[i] = gx
 			}
@@ -363,10 +396,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 // chunk; the tape adds them up.
 func Split(x *Tensor, splitSize int, dim int) []*Tensor {
 	const op = "Split"
-	if x != nil && x.dtype == BFloat16 {
-		return splitBF16(x, func(x *Tensor) []*Tensor { return Split(x, splitSize, dim) })
-	}
-	checkF32(op, "input", x)
+	checkMovable(op, "input", x)
 	if x.NDim() == 0 {
 		Fail(op, "cannot split a 0-d tensor")
 	}
@@ -390,10 +420,7 @@ func Split(x *Tensor, splitSize int, dim int) []*Tensor {
 // a list. Chunks behave as Split's do.
 func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
 	const op = "SplitSizes"
-	if x != nil && x.dtype == BFloat16 {
-		return splitBF16(x, func(x *Tensor) []*Tensor { return SplitSizes(x, sizes, dim) })
-	}
-	checkF32(op, "input", x)
+	checkMovable(op, "input", x)
 	if x.NDim() == 0 {
 		Fail(op, "cannot split a 0-d tensor")
 	}
@@ -413,7 +440,6 @@ func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
 
 func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 	xs := x.Strides()
-	xd := x.Float32s()
 	// A chunk is one run of x's memory when every dimension laid out
 	// outside dim has size 1.
 	run := true
@@ -433,12 +459,12 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 		var c *Tensor
 		switch {
 		case n == 0:
-			c = &Tensor{dtype: Float32, shape: shape, format: x.format, data: []float32{}}
+			c = &Tensor{dtype: x.dtype, shape: shape, format: x.format, data: makeData(x.dtype, 0)}
 		case run:
-			c = shapeAlias(xd[start:start+n:start+n], shape, x.format)
+			c = &Tensor{dtype: x.dtype, shape: shape, format: x.format, data: sliceData(x.data, start, start+n)}
 		default:
-			c = &Tensor{dtype: Float32, shape: shape, format: x.format, data: make([]float32, n)}
-			kernels.StridedCopy(c.Float32s(), xd[start:], shape, c.Strides(), xs)
+			c = &Tensor{dtype: x.dtype, shape: shape, format: x.format, data: makeData(x.dtype, n)}
+			stridedCopyData(c.data, 0, x.data, start, shape, c.Strides(), xs)
 		}
 		if i == len(sizes)-1 && tracing() {
 			chunks[i] = c
@@ -446,23 +472,13 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 		}
 		lo := off
 		chunks[i] = record(op+"Backward", c, []*Tensor{x}, func(g *Tensor) []*Tensor {
-			gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+			gx := &Tensor{dtype: g.dtype, shape: cloneInts(x.shape), format: x.format, data: makeData(g.dtype, x.Numel())}
 			if g.Numel() > 0 {
-				kernels.StridedCopy(gx.Float32s()[lo*xs[dim]:], g.Float32s(), g.shape, xs, g.Strides())
+				stridedCopyData(gx.data, lo*xs[dim], g.data, 0, g.shape, xs, g.Strides())
 			}
 			return []*Tensor{gx}
 		})
 		off += size
 	}
 	return chunks
-}
-
-// splitBF16 runs a split on a bfloat16 x through float32, exactly (the
-// pieces are copies), as viaFloat32 does for one result.
-func splitBF16(x *Tensor, split func(x *Tensor) []*Tensor) []*Tensor {
-	parts := split(Cast(x, Float32))
-	for i, p := range parts {
-		parts[i] = Cast(p, BFloat16)
-	}
-	return parts
 }

@@ -95,7 +95,7 @@ func fuseChainAt(g *Graph, uses [][]int, i int, patterns []string) bool {
 	name, y := a.Op, a.Outputs[0]
 	var chain []chainPart
 	for {
-		p, ok := nextChainPart(g, uses, y)
+		p, ok := nextChainPart(g, uses, name, y)
 		if !ok || !canExtend(patterns, name+FusedSep+p.name) {
 			break
 		}
@@ -143,9 +143,9 @@ func sameType(g *Graph, u, v int) bool {
 	return slices.Equal(g.Values[u].Shape, g.Values[v].Shape) && g.Values[u].DType == g.Values[v].DType
 }
 
-// nextChainPart returns the part that continues a chain whose running result
-// is y: y's one reader, or for SigmoidMul its two.
-func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
+// nextChainPart returns the part that continues chain, whose running
+// result is y: y's one reader, or for SigmoidMul its two.
+func nextChainPart(g *Graph, uses [][]int, chain string, y int) (chainPart, bool) {
 	if isOutput(g, y) {
 		return chainPart{}, false
 	}
@@ -161,10 +161,11 @@ func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
 		return chainPart{}, false
 	}
 	if w, ok := autocastWidening(g, uses, y, rs[0]); ok {
-		// Autocast's cast to float32 before a LayerNorm or Softmax: the
-		// fused part widens its bfloat16 input itself.
-		p, ok := nextChainPart(g, uses, g.Nodes[rs[0]].Outputs[0])
-		if !ok || (p.name != "LayerNorm" && p.name != "Softmax") {
+		// Autocast's cast to float32 before a LayerNorm or Softmax, or
+		// type promotion's before a float32 mask is added to bfloat16
+		// attention scores: the fused part widens its input itself.
+		p, ok := nextChainPart(g, uses, chain, g.Nodes[rs[0]].Outputs[0])
+		if !ok || (p.name != "LayerNorm" && p.name != "Softmax" && (p.name != "Add" || chain != "Div")) {
 			return chainPart{}, false
 		}
 		p.nodes = append([]int{w}, p.nodes...)
@@ -202,8 +203,9 @@ func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
 }
 
 // autocastWidening reports whether node c, y's one reader, is a Cast of
-// bfloat16 y to float32 whose result only a LayerNorm or Softmax reads:
-// what autocast puts before a norm or softmax of BF16 activations.
+// bfloat16 y to float32 whose result only a LayerNorm, Softmax or Add
+// reads: what autocast puts before a norm or softmax of BF16 activations,
+// and type promotion before a sum with a float32 tensor.
 func autocastWidening(g *Graph, uses [][]int, y, c int) (int, bool) {
 	n := &g.Nodes[c]
 	if n.Op != "Cast" || len(n.Outputs) != 1 || g.Values[y].DType != autograd.BFloat16 {
@@ -217,7 +219,7 @@ func autocastWidening(g *Graph, uses [][]int, y, c int) (int, bool) {
 		return 0, false
 	}
 	r := g.Nodes[uses[out][0]].Op
-	return c, r == "LayerNorm" || r == "Softmax"
+	return c, r == "LayerNorm" || r == "Softmax" || r == "Add"
 }
 
 // sigmoidMul matches y·sigmoid(y) (Swish written out): y read by a Sigmoid

@@ -161,7 +161,35 @@ func fusionCases() []fusionCase {
 			}, nn.NewLinear(g, 8, 8, nn.LinearOptions{}), nn.NewLinear(g, 8, 8, nn.LinearOptions{}),
 				nn.NewLayerNorm([]int{8}, nn.LayerNormOptions{}), nn.NewLinear(g, 8, 4, nn.LinearOptions{}))
 		}, []int{3, 8}, "Add+LayerNorm", true},
+		// Attention scores from a BF16 projection, scaled, masked and
+		// softmaxed in float32 (autocast's cast taken in), with the mask
+		// in either dtype: a float32 mask widens the scores before the
+		// sum, as PyTorch's type promotion does.
+		{"Div+Add+Softmax/bf16", func(g *autograd.Generator) *passNet {
+			return attentionNet(g, autograd.Cast(autograd.Randn(g, 2, 3, 6), autograd.BFloat16))
+		}, []int{2, 3, 8}, "Div+Add+Softmax", true},
+		{"Div+Add+Softmax/bf16 float32 mask", func(g *autograd.Generator) *passNet {
+			return attentionNet(g, autograd.Randn(g, 2, 3, 6))
+		}, []int{2, 3, 8}, "Div+Add+Softmax", true},
+		{"ChannelShuffle/bf16", func(g *autograd.Generator) *passNet {
+			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+				y := autograd.View(l[0].Forward(x), 2, 3, 2, 6, 6)
+				return autograd.Flatten(autograd.Transpose(y, 1, 2).Contiguous(), 1, 2)
+			}, passConv2d(g, 4, 6))
+		}, img, "ChannelShuffle", true},
 	}
+}
+
+// attentionNet is softmax(l0(x) / 2.5 + mask) projected by l1: the scores
+// come from a Linear, so under autocast they are bfloat16.
+func attentionNet(g *autograd.Generator, mask *autograd.Tensor) *passNet {
+	scale := autograd.Scalar(2.5)
+	m := newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+		return l[1].Forward(autograd.Softmax(autograd.Add(autograd.Div(l[0].Forward(x), scale), mask), -1))
+	}, nn.NewLinear(g, 8, 6, nn.LinearOptions{}), nn.NewLinear(g, 6, 4, nn.LinearOptions{}))
+	m.RegisterBuffer("mask", mask)
+	m.RegisterBuffer("scale", scale)
+	return m
 }
 
 // passTrace traces m on x, under autocast for bf16, and returns the graph
@@ -198,6 +226,9 @@ func passRun(t *testing.T, g *Graph, x *autograd.Tensor) *autograd.Tensor {
 	out, err := p.Run(x)
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, g)
+	}
+	for _, i := range p.last.eager {
+		t.Errorf("node %d (%s) has no compiled form", i, g.Nodes[i].Op)
 	}
 	return out[0]
 }

@@ -147,8 +147,8 @@ func compileAct(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 // over operands laid out like y, the scalar kernel for a one-element
 // operand, else the strided kernel on every run of the broadcast walk
 // (found once, here). Two bfloat16 operands of y's type run on
-// BinaryBF16, which computes in float32 and rounds once, as the op's
-// float32 round trip does.
+// BinaryBF16, and one with a 0-dimensional operand on BinaryScalarBF16:
+// both compute in float32 and round once, as the eager op does.
 func compileBinary(op kernels.BinOp, a, b, y *autograd.Tensor) func() {
 	ys := sigOf(y)
 	like := func(t *autograd.Tensor) bool { return sigOf(t).equal(ys) }
@@ -175,11 +175,27 @@ func compileBinary(op kernels.BinOp, a, b, y *autograd.Tensor) func() {
 				kernels.BinaryStrided(op, r.N, yd[r.Out:], r.OutStep, ad[r.A:], r.AStep, bd[r.B:], r.BStep)
 			}
 		}
-	case like(a) && like(b) && y.DType() == autograd.BFloat16:
+	case y.DType() != autograd.BFloat16:
+	case like(a) && like(b):
 		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
 		return func() { kernels.BinaryBF16(op, yd, ad, bd) }
+	case like(a) && b.NDim() == 0:
+		ad, yd := a.BFloat16s(), y.BFloat16s()
+		return func() { kernels.BinaryScalarBF16(op, yd, ad, scalarOf(b), false) }
+	case like(b) && a.NDim() == 0:
+		bd, yd := b.BFloat16s(), y.BFloat16s()
+		return func() { kernels.BinaryScalarBF16(op, yd, bd, scalarOf(a), true) }
 	}
 	return nil
+}
+
+// scalarOf reads a 0-dimensional float32 or bfloat16 operand when the
+// plan runs: it may be an input or a computed value, not only a constant.
+func scalarOf(t *autograd.Tensor) float32 {
+	if t.DType() == autograd.BFloat16 {
+		return kernels.F32FromBF16(t.BFloat16s()[0])
+	}
+	return t.Float32s()[0]
 }
 
 // broadcastsTo reports whether t broadcasts to y's shape without growing
@@ -210,8 +226,18 @@ func compileConvEpilogue(c *compileCtx, n *Node, ins, outs []*autograd.Tensor, e
 	// The result's format is the layout the op ran in.
 	layout := y.Format()
 	s.ChannelsLast = layout != autograd.Contiguous
-	if x.Format() != layout || x.DType() != y.DType() {
+	if x.DType() != y.DType() {
 		return nil
+	}
+	if x.Format() != layout {
+		// Weights in the other layout decided it (PyTorch's rule): x is
+		// reordered into scratch first, as the op reorders it.
+		xr := autograd.Empty(x.DType(), x.Shape()...)
+		xr.SetFormat(layout)
+		return runAll([]func(){
+			stridedCopy(xr, 0, x, 0, x.Shape(), xr.Strides(), x.Strides()),
+			compileConvEpilogue(c, n, []*autograd.Tensor{xr, w, b}, outs, ep),
+		})
 	}
 	wk := w
 	if w.Format() != layout {
@@ -510,7 +536,7 @@ func softmax(n *Node, x, y *autograd.Tensor) func() {
 
 // compileCopy covers the ops whose result holds x's elements, where the
 // plan did not let the result share x's storage: a copy of the same
-// layout, or a float32 reorder into the result's layout (Reshape of a
+// layout, or a reorder into the result's layout (Reshape of a
 // channels-last x, To).
 func compileCopy(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	x, y := ins[0], outs[0]
@@ -520,9 +546,6 @@ func compileCopy(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	sameOrder := x.Format() == y.Format() && (slices.Equal(x.Shape(), y.Shape()) || x.Format() == autograd.Contiguous)
 	if sameOrder {
 		return copyData(y, x)
-	}
-	if x.DType() != autograd.Float32 {
-		return nil
 	}
 	shape, src := x.Shape(), x.Strides()
 	var dst []int
@@ -537,8 +560,39 @@ func compileCopy(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	default:
 		return nil
 	}
-	xd, yd := x.Float32s(), y.Float32s()
-	return func() { kernels.StridedCopy(yd, xd, shape, dst, src) }
+	return stridedCopy(y, 0, x, 0, shape, dst, src)
+}
+
+// stridedCopy returns a function running kernels.StridedCopy, or its
+// bfloat16 twin, from src's storage at srcOff into dst's at dstOff; nil
+// for other dtypes.
+func stridedCopy(dst *autograd.Tensor, dstOff int, src *autograd.Tensor, srcOff int, shape, dstStrides, srcStrides []int) func() {
+	if dst.DType() != src.DType() {
+		return nil
+	}
+	switch d := dst.Data().(type) {
+	case []float32:
+		d, s := d[dstOff:], src.Float32s()[srcOff:]
+		return func() { kernels.StridedCopy(d, s, shape, dstStrides, srcStrides) }
+	case []uint16:
+		d, s := d[dstOff:], src.BFloat16s()[srcOff:]
+		return func() { kernels.StridedCopyBF16(d, s, shape, dstStrides, srcStrides) }
+	}
+	return nil
+}
+
+// runAll returns a function calling each of fns, or nil when one is nil.
+func runAll(fns []func()) func() {
+	for _, f := range fns {
+		if f == nil {
+			return nil
+		}
+	}
+	return func() {
+		for _, f := range fns {
+			f()
+		}
+	}
 }
 
 // copyData returns a function copying src's memory into dst's, which have
@@ -569,9 +623,6 @@ func copyData(dst, src *autograd.Tensor) func() {
 
 func compilePermute(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	x, y := ins[0], outs[0]
-	if x.DType() != autograd.Float32 || y.DType() != autograd.Float32 {
-		return nil
-	}
 	perm, xs := n.Ints("dims"), x.Strides()
 	if len(perm) != len(xs) {
 		return nil
@@ -583,75 +634,46 @@ func compilePermute(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func()
 		}
 		src[i] = xs[p]
 	}
-	shape, dst := y.Shape(), y.Strides()
-	xd, yd := x.Float32s(), y.Float32s()
-	return func() { kernels.StridedCopy(yd, xd, shape, dst, src) }
+	return stridedCopy(y, 0, x, 0, y.Shape(), y.Strides(), src)
 }
 
 func compileCat(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	y := outs[0]
-	if y.DType() != autograd.Float32 {
-		return nil
-	}
 	dim := n.Int("dim")
 	if dim < 0 {
 		dim += y.NDim()
 	}
-	ys, yd := y.Strides(), y.Float32s()
-	type piece struct {
-		src           []float32
-		shape, stride []int
-		off           int
-	}
-	var pieces []piece
+	ys := y.Strides()
+	var fns []func()
 	off := 0
 	for _, x := range ins {
-		if x.DType() != autograd.Float32 {
-			return nil
-		}
 		if x.Numel() > 0 {
-			pieces = append(pieces, piece{x.Float32s(), x.Shape(), x.Strides(), off * ys[dim]})
+			fns = append(fns, stridedCopy(y, off*ys[dim], x, 0, x.Shape(), ys, x.Strides()))
 		}
 		off += x.Dim(dim)
 	}
-	return func() {
-		for _, p := range pieces {
-			kernels.StridedCopy(yd[p.off:], p.src, p.shape, ys, p.stride)
-		}
-	}
+	return runAll(fns)
 }
 
 func compileSplit(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	x := ins[0]
-	if x.DType() != autograd.Float32 {
-		return nil
-	}
 	dim := n.Int("dim")
 	if dim < 0 {
 		dim += x.NDim()
 	}
-	xs, xd := x.Strides(), x.Float32s()
-	type piece struct {
-		dst           []float32
-		shape, stride []int
-		off           int
-	}
-	var pieces []piece
+	xs := x.Strides()
+	var fns []func()
 	off := 0
 	for _, c := range outs {
-		if c.DType() != autograd.Float32 || c.Format() != x.Format() {
+		if c.Format() != x.Format() {
 			return nil
 		}
 		if c.Numel() > 0 {
-			pieces = append(pieces, piece{c.Float32s(), c.Shape(), c.Strides(), off * xs[dim]})
+			fns = append(fns, stridedCopy(c, 0, x, off*xs[dim], c.Shape(), c.Strides(), xs))
 		}
 		off += c.Dim(dim)
 	}
-	return func() {
-		for _, p := range pieces {
-			kernels.StridedCopy(p.dst, xd[p.off:], p.shape, p.stride, xs)
-		}
-	}
+	return runAll(fns)
 }
 
 func compileCast(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
@@ -690,14 +712,21 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	if len(r) != 1 {
 		return nil
 	}
-	// The running result: y itself, or, where a bfloat16 chain ends in a
-	// LayerNorm or Softmax that widens it (autocast's cast taken in),
-	// bfloat16 scratch of y's shape and layout until that part.
+	// The running result: y itself, or, where a bfloat16 chain widens to
+	// float32 (a LayerNorm or Softmax that took autocast's cast in, an Add
+	// of a float32 operand), bfloat16 scratch of y's shape and layout
+	// until the part that widens.
 	run, widenAt := y, len(parts)
 	if !sigOf(r[0]).equal(sigOf(y)) {
-		widenAt = slices.IndexFunc(names, func(p string) bool { return p == "LayerNorm" || p == "Softmax" })
+		widenAt = 1
+		for ; widenAt < len(parts); widenAt++ {
+			p := names[widenAt]
+			if p == "LayerNorm" || p == "Softmax" || (p == "Add" && ins[parts[widenAt].Inputs[1]].DType() == autograd.Float32) {
+				break
+			}
+		}
 		ry := r[0]
-		if widenAt < 1 || ry.DType() != autograd.BFloat16 || y.DType() != autograd.Float32 ||
+		if widenAt == len(parts) || ry.DType() != autograd.BFloat16 || y.DType() != autograd.Float32 ||
 			ry.Format() != y.Format() || !slices.Equal(ry.Shape(), y.Shape()) {
 			return nil
 		}
@@ -820,26 +849,25 @@ func compileChannelShuffle(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor)
 	x, y := ins[0], outs[0]
 	g := n.Int("groups")
 	shape := x.Shape()
-	if x.DType() != autograd.Float32 || y.DType() != autograd.Float32 || len(shape) < 2 || g <= 0 || shape[1]%g != 0 {
+	if len(shape) < 2 || g <= 0 || shape[1]%g != 0 {
 		return nil
 	}
 	xs, ys := x.Strides(), y.Strides()
 	view := append([]int{shape[0], g, shape[1] / g}, shape[2:]...)
 	src := append([]int{xs[0], shape[1] / g * xs[1], xs[1]}, xs[2:]...)
 	dst := append([]int{ys[0], ys[1], g * ys[1]}, ys[2:]...)
-	xd, yd := x.Float32s(), y.Float32s()
-	return func() { kernels.StridedCopy(yd, xd, view, dst, src) }
+	return stridedCopy(y, 0, x, 0, view, dst, src)
 }
 
 // compileLinearConcat runs the one product into plan-time scratch and
 // splits it into the outputs, as the eager Linear then SplitSizes do.
 func compileLinearConcat(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	x, w := ins[0], ins[1]
-	if x.DType() != autograd.Float32 || w.NDim() != 2 {
+	if w.NDim() != 2 || len(outs) == 0 {
 		return nil
 	}
 	shape := append(x.Shape()[:x.NDim()-1], w.Dim(0))
-	product := autograd.Empty(autograd.Float32, shape...)
+	product := autograd.Empty(outs[0].DType(), shape...)
 	gemm := compileLinear(c, n, ins, []*autograd.Tensor{product})
 	split := compileSplit(c, &Node{Attrs: []Attr{IntAttr("dim", len(shape)-1)}}, []*autograd.Tensor{product}, outs)
 	if gemm == nil || split == nil {

@@ -20,13 +20,15 @@ type bf16Job struct {
 	act                 Act
 	op                  BinOp
 	dst, a, b           []uint16
+	s                   float32
+	left                bool
 	actFwd, actBwd, bin func(lo, hi int)
-	addReLU             func(lo, hi int)
+	addReLU, scalar     func(lo, hi int)
 }
 
 var bf16Jobs = sync.Pool{New: func() any {
 	j := new(bf16Job)
-	j.actFwd, j.actBwd, j.bin, j.addReLU = j.runActForward, j.runActBackward, j.runBinary, j.runAddReLU
+	j.actFwd, j.actBwd, j.bin, j.addReLU, j.scalar = j.runActForward, j.runActBackward, j.runBinary, j.runAddReLU, j.runBinaryScalar
 	return j
 }}
 
@@ -79,6 +81,21 @@ func BinaryBF16(op BinOp, dst, a, b []uint16) {
 	j := bf16Jobs.Get().(*bf16Job)
 	j.op, j.dst, j.a, j.b = op, dst, a, b
 	Parallel(n, n*(binCost+2), j.bin)
+	j.release()
+}
+
+// BinaryScalarBF16 is BinaryScalar on a bfloat16 operand and a float32
+// scalar: dst = a op s (s op a when scalarLeft), computed in float32 and
+// rounded to nearest even. dst may be a.
+func BinaryScalarBF16(op BinOp, dst, a []uint16, s float32, scalarLeft bool) {
+	op.check("BinaryScalarBF16")
+	n := len(dst)
+	if len(a) != n {
+		panic(fmt.Sprintf("kernels: BinaryScalarBF16(%v): dst has %d elements, a %d", op, n, len(a)))
+	}
+	j := bf16Jobs.Get().(*bf16Job)
+	j.op, j.dst, j.a, j.s, j.left = op, dst, a, s, scalarLeft
+	Parallel(n, n*(binCost+2), j.scalar)
 	j.release()
 }
 
@@ -149,6 +166,19 @@ func (j *bf16Job) runBinary(lo, hi int) {
 		bf16ToF32Impl(x, j.a[i:k])
 		bf16ToF32Impl(y, j.b[i:k])
 		binarySameImpl(j.op, x, x, y)
+		f32ToBF16Impl(j.dst[i:k], x)
+	}
+}
+
+func (j *bf16Job) runBinaryScalar(lo, hi int) {
+	s := getStretches()
+	defer bf16Stretches.put(s)
+	fa := &s[0]
+	for i := lo; i < hi; i += bf16Stretch {
+		k := min(i+bf16Stretch, hi)
+		x := fa[:k-i]
+		bf16ToF32Impl(x, j.a[i:k])
+		binaryScalarImpl(j.op, x, x, j.s, j.left)
 		f32ToBF16Impl(j.dst[i:k], x)
 	}
 }

@@ -63,6 +63,21 @@ func TestBF16Elementwise(t *testing.T) {
 				}
 			}
 		}
+		for op := range binOpCount {
+			for _, left := range []bool{false, true} {
+				s := float32(2.7)
+				dst, check := guarded16(t, n)
+				BinaryScalarBF16(op, dst, a, s, left)
+				check()
+				for i := range n {
+					d := []float32{0}
+					binaryScalar(op, d, af[i:i+1], s, left)
+					if want := BF16FromF32(d[0]); dst[i] != want {
+						t.Fatalf("BinaryScalarBF16(%v, left %v) n=%d [%d]: got %#x, want %#x", op, left, n, i, dst[i], want)
+					}
+				}
+			}
+		}
 		dst, check := guarded16(t, n)
 		AddReLUBF16(dst, a, b)
 		check()
@@ -89,6 +104,7 @@ func TestBF16ElementwisePanics(t *testing.T) {
 		{"forward lengths", func() { Act{Fn: ActReLU}.ForwardBF16(make([]uint16, 3), make([]uint16, 4)) }},
 		{"backward lengths", func() { Act{Fn: ActReLU}.BackwardBF16(make([]uint16, 3), make([]uint16, 3), make([]uint16, 2)) }},
 		{"binary lengths", func() { BinaryBF16(BinAdd, make([]uint16, 3), make([]uint16, 3), make([]uint16, 2)) }},
+		{"binary scalar lengths", func() { BinaryScalarBF16(BinDiv, make([]uint16, 3), make([]uint16, 2), 1, false) }},
 		{"add relu lengths", func() { AddReLUBF16(make([]uint16, 3), make([]uint16, 1), make([]uint16, 3)) }},
 		{"unknown op", func() { BinaryBF16(binOpCount, nil, nil, nil) }},
 	}

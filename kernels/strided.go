@@ -168,10 +168,63 @@ func StridedCopy(dst, src []float32, shape, dstStrides, srcStrides []int) {
 	stridedCopy(dst, src, shape, dstStrides, srcStrides)
 }
 
+// StridedCopyBF16 is StridedCopy on bfloat16 bits (or any 16-bit
+// elements): the same walk, moving 2-byte elements.
+func StridedCopyBF16(dst, src []uint16, shape, dstStrides, srcStrides []int) {
+	stridedCheck("StridedCopyBF16", shape, [][]int{dstStrides, srcStrides}, []int{len(dst), len(src)}, []string{"dst", "src"})
+	var a stridedCopy16Args
+	dims, ok := stridedCopyPlan(&a.dims, dst, src, shape, dstStrides, srcStrides)
+	if !ok {
+		return
+	}
+	a.nd, a.dst, a.src = len(dims), dst, src
+	total := 1
+	for _, d := range dims {
+		total *= d.n
+	}
+	a.split = -1
+	if total >= minParallelWork {
+		a.split = stridedSplit(dims, func(stridedDim) bool { return true })
+	}
+	if a.split < 0 {
+		stridedCopyRuns(dims, -1, 0, 0, dst, src)
+		return
+	}
+	stridedCopy16Jobs.run(dims[a.split].n, total, a, func(a *stridedCopy16Args, lo, hi int) {
+		stridedCopyRuns(a.dims[:a.nd], a.split, lo, hi, a.dst, a.src)
+	})
+}
+
+// stridedCopyPlan plans a copy in dims, for the variants that plan without
+// allocating. ok is false when nothing is left to do: the shape is empty,
+// or the plan was too long for dims and the reference made the copy.
+func stridedCopyPlan[T any](dims *[stridedMaxDims]stridedDim, dst, src []T, shape, dstStrides, srcStrides []int) ([]stridedDim, bool) {
+	d, empty := stridedPlanTo(dims[:0], shape, dstStrides, srcStrides)
+	if empty {
+		return nil, false
+	}
+	if len(d) > stridedMaxDims {
+		stridedCopyGeneric(dst, src, shape, dstStrides, srcStrides)
+		return nil, false
+	}
+	return d, true
+}
+
+// stridedCopy16Args carries a 16-bit copy's plan to its workers, by value
+// so that a call allocates nothing.
+type stridedCopy16Args struct {
+	dims     [stridedMaxDims]stridedDim
+	nd       int
+	split    int
+	dst, src []uint16
+}
+
+var stridedCopy16Jobs parPool[stridedCopy16Args]
+
 type stridedCopyFunc func(dst, src []float32, shape, dstStrides, srcStrides []int)
 
 var stridedCopyVariants = [levelCount]stridedCopyFunc{
-	Generic: stridedCopyGeneric,
+	Generic: stridedCopyGeneric[float32],
 	AVX2: func(dst, src []float32, shape, dstStrides, srcStrides []int) {
 		stridedCopyKit(kitAt(AVX2), dst, src, shape, dstStrides, srcStrides)
 	},
@@ -179,14 +232,32 @@ var stridedCopyVariants = [levelCount]stridedCopyFunc{
 
 var stridedCopy = pick(level, stridedCopyVariants)
 
-// stridedCopyGeneric is the reference.
-func stridedCopyGeneric(dst, src []float32, shape, dstStrides, srcStrides []int) {
+// stridedCopyGeneric is the reference, for elements of any type.
+func stridedCopyGeneric[T any](dst, src []T, shape, dstStrides, srcStrides []int) {
 	dims, empty := stridedPlan(shape, dstStrides, srcStrides)
 	if empty {
 		return
 	}
+	total := 1
+	for _, d := range dims {
+		total *= d.n
+	}
+	split := -1
+	if total >= minParallelWork {
+		split = stridedSplit(dims, func(stridedDim) bool { return true })
+	}
+	if split < 0 {
+		stridedCopyRuns(dims, -1, 0, 0, dst, src)
+		return
+	}
+	Parallel(dims[split].n, total, func(lo, hi int) { stridedCopyRuns(dims, split, lo, hi, dst, src) })
+}
+
+// stridedCopyRuns copies the runs of a copy's plan, the loop split limited
+// to [lo, hi) as in stridedWalk.
+func stridedCopyRuns[T any](dims []stridedDim, split, lo, hi int, dst, src []T) {
 	in := dims[len(dims)-1]
-	run := func(o0, o1, n int) {
+	stridedWalk(dims, split, lo, hi, func(o0, o1, n int) {
 		switch {
 		case in.s0 == 1 && in.s1 == 1:
 			copy(dst[o0:o0+n], src[o1:o1+n])
@@ -205,20 +276,7 @@ func stridedCopyGeneric(dst, src []float32, shape, dstStrides, srcStrides []int)
 				dst[o0+k*in.s0] = src[o1+k*in.s1]
 			}
 		}
-	}
-	total := 1
-	for _, d := range dims {
-		total *= d.n
-	}
-	split := -1
-	if total >= minParallelWork {
-		split = stridedSplit(dims, func(stridedDim) bool { return true })
-	}
-	if split < 0 {
-		stridedWalk(dims, -1, 0, 0, run)
-		return
-	}
-	Parallel(dims[split].n, total, func(lo, hi int) { stridedWalk(dims, split, lo, hi, run) })
+	})
 }
 
 // stridedArgs carries a strided kernel's plan (up to stridedMaxDims
@@ -248,12 +306,8 @@ var stridedJobs parPool[stridedArgs]
 // the kit's transpose.
 func stridedCopyKit(k *vecKit, dst, src []float32, shape, dstStrides, srcStrides []int) {
 	var a stridedArgs
-	dims, empty := stridedPlanTo(a.dims[:0], shape, dstStrides, srcStrides)
-	if empty {
-		return
-	}
-	if len(dims) > stridedMaxDims {
-		stridedCopyGeneric(dst, src, shape, dstStrides, srcStrides)
+	dims, ok := stridedCopyPlan(&a.dims, dst, src, shape, dstStrides, srcStrides)
+	if !ok {
 		return
 	}
 	a.k, a.nd, a.walk, a.dst, a.src = k, len(dims), len(dims), dst, src
@@ -295,24 +349,5 @@ func stridedCopyWalk(a *stridedArgs, lo, hi int) {
 		})
 		return
 	}
-	stridedWalk(dims, a.split, lo, hi, func(o0, o1, n int) {
-		switch {
-		case in.s0 == 1 && in.s1 == 1:
-			copy(dst[o0:o0+n], src[o1:o1+n])
-		case in.s1 == 0:
-			v := src[o1]
-			for k := range n {
-				dst[o0+k*in.s0] = v
-			}
-		case in.s0 == 1:
-			d := dst[o0 : o0+n]
-			for k := range d {
-				d[k] = src[o1+k*in.s1]
-			}
-		default:
-			for k := range n {
-				dst[o0+k*in.s0] = src[o1+k*in.s1]
-			}
-		}
-	})
+	stridedCopyRuns(dims, a.split, lo, hi, dst, src)
 }

@@ -248,6 +248,30 @@ func TestStridedLevels(t *testing.T) {
 			cp(got, src, shape, dstStrides, srcStrides)
 			ok()
 			sameBits32(t, "copy "+name, got, want)
+			if l == Generic {
+				// The 16-bit copy is the same walk: it moves the top halves
+				// of the float32 copy's elements and leaves the rest (all
+				// ones here, a NaN's bits in float32) alone.
+				top := func(v float32) uint16 { return uint16(math.Float32bits(v) >> 16) }
+				wantF := make([]float32, dstN)
+				for i := range wantF {
+					wantF[i] = math.Float32frombits(^uint32(0))
+				}
+				stridedCopyGeneric(wantF, src, shape, dstStrides, srcStrides)
+				src16, got16 := make([]uint16, srcN), make([]uint16, dstN)
+				for i, v := range src {
+					src16[i] = top(v)
+				}
+				for i := range got16 {
+					got16[i] = ^uint16(0)
+				}
+				StridedCopyBF16(got16, src16, shape, dstStrides, srcStrides)
+				for i, v := range wantF {
+					if got16[i] != top(v) {
+						t.Fatalf("StridedCopyBF16 %s: element %d is %#x, want %#x", name, i, got16[i], top(v))
+					}
+				}
+			}
 
 			// Sum over a random subset of dimensions into a dense output.
 			red := make([]bool, len(shape))
@@ -294,11 +318,13 @@ func TestStridedDoesNotAllocate(t *testing.T) {
 	contig, _ := stridedLayout(shape, []int{0, 1, 2, 3}, 0)
 	cl, _ := stridedLayout(shape, []int{0, 2, 3, 1}, 0)
 	spatial, all := []int{64, 1, 0, 0}, []int{0, 0, 0, 0}
+	src16, dst16 := make([]uint16, n), make([]uint16, n)
 	for name, f := range map[string]func(){
-		"copy channels-last to contiguous": func() { StridedCopy(dst, src, shape, contig, cl) },
-		"copy contiguous":                  func() { StridedCopy(dst, src, shape, contig, contig) },
-		"sum spatial channels-last":        func() { StridedSum(out, src, shape, spatial, cl, 1) },
-		"sum all":                          func() { StridedSum(out[:1], src, shape, all, contig, 1) },
+		"bfloat16 copy channels-last to contiguous": func() { StridedCopyBF16(dst16, src16, shape, contig, cl) },
+		"copy channels-last to contiguous":          func() { StridedCopy(dst, src, shape, contig, cl) },
+		"copy contiguous":                           func() { StridedCopy(dst, src, shape, contig, contig) },
+		"sum spatial channels-last":                 func() { StridedSum(out, src, shape, spatial, cl, 1) },
+		"sum all":                                   func() { StridedSum(out[:1], src, shape, all, contig, 1) },
 	} {
 		f()
 		if a := testing.AllocsPerRun(5, f); a != 0 {
