@@ -98,8 +98,8 @@ func (m NodeMode) String() string {
 // them first if they are new, and fails as Run does on inputs that do not
 // fit the graph. The timers add a little to every node, so the profile's
 // times add up to somewhat more than Run's; Run itself is not slowed.
-// Each run overwrites the results of the last one of these input types,
-// as Run does.
+// Like a Run, it overwrites the results an earlier Run with inputs of
+// these types returned.
 func (p *Program) Profile(runs int, inputs ...*autograd.Tensor) (*Profile, error) {
 	if runs < 1 {
 		return nil, fmt.Errorf("graph: Profile needs at least one run, got %d", runs)
