@@ -58,11 +58,24 @@ func Compile(g *Graph) (*Program, error) {
 // what must outlive it. Nodes without a compiled form for their operands
 // run through their eager ops, which allocate.
 func (p *Program) Run(inputs ...*autograd.Tensor) ([]*autograd.Tensor, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl, err := p.planFor(inputs)
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.run(inputs); err != nil {
+		return nil, err
+	}
+	return pl.outs, nil
+}
+
+// planFor checks inputs and returns their plan, planning them if they are
+// new, and makes it the one tried first next time. p.mu must be held.
+func (p *Program) planFor(inputs []*autograd.Tensor) (*plan, error) {
 	if err := p.checkInputs(inputs); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	pl := p.lookup(inputs)
 	if pl == nil {
 		var err error
@@ -72,10 +85,7 @@ func (p *Program) Run(inputs ...*autograd.Tensor) ([]*autograd.Tensor, error) {
 		p.plans = append(p.plans, pl)
 	}
 	p.last = pl
-	if err := pl.run(inputs); err != nil {
-		return nil, err
-	}
-	return pl.outs, nil
+	return pl, nil
 }
 
 // checkInputs reports inputs that cannot be the graph's.
@@ -166,7 +176,13 @@ func (p *Program) evalEager(inputs []*autograd.Tensor) ([]*autograd.Tensor, erro
 
 // run executes pl's steps on inputs, turning a panic of a kernel or of a
 // node run eagerly into an error that names the node.
-func (pl *plan) run(inputs []*autograd.Tensor) (err error) {
+func (pl *plan) run(inputs []*autograd.Tensor) error {
+	return pl.runWith(inputs, pl.exec)
+}
+
+// runWith is run with exec in place of runSteps: Profile's timed loop
+// runs through it so it fails as Run does.
+func (pl *plan) runWith(inputs []*autograd.Tensor, exec func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = pl.failure(r)
@@ -176,7 +192,7 @@ func (pl *plan) run(inputs []*autograd.Tensor) (err error) {
 	for i, in := range inputs {
 		pl.ins[i].CopyFrom(in)
 	}
-	autograd.NoGrad(pl.exec)
+	autograd.NoGrad(exec)
 	return nil
 }
 

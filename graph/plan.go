@@ -51,6 +51,8 @@ type plan struct {
 	exec  func() // runSteps, bound once so a run allocates no closure
 
 	eager   []int // nodes with no compiled form for these operands
+	views   []int // nodes whose result is their input's storage: no step
+	folded  []int // nodes that read only constants, run once when planned: no step
 	buffers int   // blocks of storage the values share
 }
 
@@ -167,7 +169,12 @@ func (p *Program) plan(inputs []*autograd.Tensor) (*plan, error) {
 		pl.ins = append(pl.ins, pl.vals[id])
 	}
 	for i := range g.Nodes {
-		if pr.alias[i] || len(g.Nodes[i].Outputs) > 0 && pr.static[g.Nodes[i].Outputs[0]] {
+		if pr.alias[i] {
+			pl.views = append(pl.views, i)
+			continue
+		}
+		if len(g.Nodes[i].Outputs) > 0 && pr.static[g.Nodes[i].Outputs[0]] {
+			pl.folded = append(pl.folded, i)
 			continue
 		}
 		fn, compiled, err := p.compileNode(i, pl.vals, pr.static)

@@ -17,11 +17,12 @@ import (
 
 // bench times a saved graph on random inputs.
 func bench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "FILE [--batch N] [--threads T] [--iters K] [--warmup W]", stderr)
+	fs := newFlags("bench", "FILE [--batch N] [--threads T] [--iters K] [--warmup W] [--profile]", stderr)
 	batch := fs.Int("batch", 0, "batch size: the first dimension of every input (default: the traced one)")
 	threads := fs.Int("threads", 0, "kernel threads (default: KILN_NUM_THREADS, else GOMAXPROCS)")
 	iters := fs.Int("iters", 20, "timed runs")
 	warmup := fs.Int("warmup", 3, "untimed runs first")
+	profile := fs.Bool("profile", false, "after the timed runs, time each node over --iters more and print the slowest "+fmt.Sprint(profileTop)+" and the time by op")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -96,8 +97,21 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "latency: p50 %v  p90 %v  p99 %v  (min %v, max %v)\n",
 		round(p50), round(percentile(times, 90)), round(percentile(times, 99)), round(times[0]), round(times[len(times)-1]))
 	fmt.Fprintf(stdout, "throughput: %.1f items/s (batch / median latency)\n", float64(n)/p50.Seconds())
-	return nil
+	if !*profile {
+		return nil
+	}
+	// Profiled runs of their own: the per-node timers would bias the
+	// latencies above.
+	prof, err := p.Profile(*iters, inputs...)
+	if err != nil {
+		return fmt.Errorf("profiling %s at batch %d: %w", path, n, err)
+	}
+	fmt.Fprintln(stdout)
+	return prof.WriteTable(stdout, profileTop)
 }
+
+// profileTop is how many nodes bench --profile lists.
+const profileTop = 25
 
 // percentile returns the nearest-rank p-th percentile of sorted times: the
 // smallest measured time that at least p% of the runs do not exceed.

@@ -4,14 +4,15 @@
 //
 //	kiln inspect FILE
 //	kiln run FILE -i IN.npy [-i IN2.npy ...] [-o OUT.npy ...]
-//	kiln bench FILE [--batch N] [--threads T] [--iters K] [--warmup W]
+//	kiln bench FILE [--batch N] [--threads T] [--iters K] [--warmup W] [--profile]
 //
 // inspect prints the graph, one op per line, and its parameter count. run
 // reads one .npy file per graph input, in the order of the graph's inputs,
 // and writes one .npy file per output (out.npy when the graph has one
 // output and no -o is given). bench runs the graph on random inputs of
 // its input shapes with the first dimension set to the batch size and
-// prints latency percentiles and throughput.
+// prints latency percentiles and throughput; with --profile it then
+// times every node and prints where the time goes, by node and by op.
 //
 // Flags may come before or after FILE. The exit status is 0 on success, 1
 // when the command fails and 2 when it is used wrongly.
@@ -34,8 +35,9 @@ Commands:
   run FILE -i IN.npy [-i IN2.npy ...] [-o OUT.npy ...]
         run the graph on .npy inputs (one per graph input, in order) and
         write its outputs (one -o per output; default out.npy for one)
-  bench FILE [--batch N] [--threads T] [--iters K] [--warmup W]
-        time the graph on random inputs: latency percentiles, throughput
+  bench FILE [--batch N] [--threads T] [--iters K] [--warmup W] [--profile]
+        time the graph on random inputs: latency percentiles, throughput;
+        --profile adds the time of each node and of each op
 
 FILE is a graph written by graph.Save. Run "kiln <command> -h" for the
 command's flags.

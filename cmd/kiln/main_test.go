@@ -194,6 +194,38 @@ func TestBench(t *testing.T) {
 	}
 }
 
+// TestBenchProfile profiles a frozen graph, whose fused node the table
+// must name.
+func TestBenchProfile(t *testing.T) {
+	t.Setenv("KILN_NUM_THREADS", os.Getenv("KILN_NUM_THREADS"))
+	dir := t.TempDir()
+	one, _ := saveGraphs(t, dir)
+	frozen, err := graph.Freeze(one.g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "frozen.kiln")
+	if err := graph.Save(path, frozen); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := call("bench", path, "--batch", "2", "--iters", "3", "--warmup", "0", "--profile")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, re := range []string{
+		`latency: p50 `,
+		`profile: 3 runs, [0-9.]+ ms a run in \d+ nodes?`,
+		`(?m)^node +op +scope +output +mode +median ms +% +GFLOP/s$`,
+		`(?m)^\d+ +Conv2d\+ReLU +0 +f32\[2,4,6,6\] +compiled +[0-9.]+ +[0-9.]+ +[0-9.]+$`,
+		`(?m)^op +nodes +ms a run +%$`,
+		`(?m)^Conv2d\+ReLU +1 +[0-9.]+ +[0-9.]+$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output does not match %q:\n%s", re, out)
+		}
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	var ts []int
 	for i := 1; i <= 10; i++ {
