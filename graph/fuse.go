@@ -95,7 +95,7 @@ func fuseChainAt(g *Graph, uses [][]int, i int, patterns []string) bool {
 	name, y := a.Op, a.Outputs[0]
 	var chain []chainPart
 	for {
-		p, ok := nextChainPart(g, uses, name, y)
+		p, ok := nextChainPart(g, uses, y)
 		if !ok || !canExtend(patterns, name+FusedSep+p.name) {
 			break
 		}
@@ -143,9 +143,9 @@ func sameType(g *Graph, u, v int) bool {
 	return slices.Equal(g.Values[u].Shape, g.Values[v].Shape) && g.Values[u].DType == g.Values[v].DType
 }
 
-// nextChainPart returns the part that continues chain, whose running
-// result is y: y's one reader, or for SigmoidMul its two.
-func nextChainPart(g *Graph, uses [][]int, chain string, y int) (chainPart, bool) {
+// nextChainPart returns the part that continues a chain whose running result
+// is y: y's one reader, or for SigmoidMul its two.
+func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
 	if isOutput(g, y) {
 		return chainPart{}, false
 	}
@@ -162,10 +162,11 @@ func nextChainPart(g *Graph, uses [][]int, chain string, y int) (chainPart, bool
 	}
 	if w, ok := autocastWidening(g, uses, y, rs[0]); ok {
 		// Autocast's cast to float32 before a LayerNorm or Softmax, or
-		// type promotion's before a float32 mask is added to bfloat16
-		// attention scores: the fused part widens its input itself.
-		p, ok := nextChainPart(g, uses, chain, g.Nodes[rs[0]].Outputs[0])
-		if !ok || (p.name != "LayerNorm" && p.name != "Softmax" && (p.name != "Add" || chain != "Div")) {
+		// type promotion's before a float32 tensor is added (a mask to
+		// attention scores, a residual to a layer's output): the fused
+		// part widens its input itself.
+		p, ok := nextChainPart(g, uses, g.Nodes[rs[0]].Outputs[0])
+		if !ok || (p.name != "LayerNorm" && p.name != "Softmax" && p.name != "Add") {
 			return chainPart{}, false
 		}
 		p.nodes = append([]int{w}, p.nodes...)
