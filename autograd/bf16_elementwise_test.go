@@ -89,6 +89,26 @@ func TestBF16ElementwiseOps(t *testing.T) {
 	}
 }
 
+// TestBF16MixedCat checks that float32 with bfloat16 concatenates in
+// float32, as PyTorch promotes it, and that each operand's gradient comes
+// back in its own dtype.
+func TestBF16MixedCat(t *testing.T) {
+	g := autograd.NewGenerator(5)
+	a := autograd.Randn(g, 2, 3).SetRequiresGrad(true)
+	b := autograd.Cast(autograd.Randn(g, 2, 4), autograd.BFloat16).SetRequiresGrad(true)
+	got := autograd.Cat([]*autograd.Tensor{a, b}, 1)
+	want := autograd.Cat([]*autograd.Tensor{a.Detach(), autograd.Cast(b.Detach(), autograd.Float32)}, 1)
+	if got.DType() != autograd.Float32 {
+		t.Fatalf("float32 ‖ bfloat16 is %v, want float32", got.DType())
+	}
+	sameValues(t, "forward", got, want)
+	got.Backward(autograd.Ones(2, 7))
+	if a.Grad().DType() != autograd.Float32 || b.Grad().DType() != autograd.BFloat16 {
+		t.Fatalf("gradients are %v and %v, want float32 and bfloat16", a.Grad().DType(), b.Grad().DType())
+	}
+	sameValues(t, "bfloat16 operand's gradient", autograd.Cast(b.Grad(), autograd.Float32), autograd.Ones(2, 4))
+}
+
 // TestBF16InPlace checks the in-place inference forms on bfloat16 data.
 func TestBF16InPlace(t *testing.T) {
 	g := autograd.NewGenerator(4)
