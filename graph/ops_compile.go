@@ -299,6 +299,12 @@ func compileLinear(c *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() 
 		if b != nil {
 			bd = b.Float32s()
 		}
+		// Constant weights are packed once here where the packed product
+		// is the eager op's bit for bit.
+		var pb *kernels.PackedB
+		if c.isConst(1) && kernels.PackedMatchesSgemm(rows, outF, inF) {
+			pb = kernels.PackB(true, inF, outF, wd, inF)
+		}
 		return func() {
 			beta := float32(0)
 			if bd != nil && rows > 0 {
@@ -307,6 +313,10 @@ func compileLinear(c *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() 
 					copy(yd[r*outF:(r+1)*outF], bd)
 				}
 				beta = 1
+			}
+			if pb != nil {
+				kernels.SgemmPacked(false, rows, 1, xd, inF, pb, beta, yd, outF, kernels.Epilogue{})
+				return
 			}
 			kernels.Sgemm(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, yd, outF)
 		}

@@ -146,6 +146,8 @@ func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb i
 	return true
 }
 
+func packedMatchesSgemm(m, n, k int) bool { return level >= AVX2 && gemmSplitK(m, n, k) == 1 }
+
 // gemmSplitK returns how many parts to cut K into, one per thread, or 1.
 // A product with a small C and a long K (a convolution's weight gradient:
 // channels × kernel taps, summed over every pixel of the batch) splits

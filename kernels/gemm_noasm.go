@@ -8,3 +8,6 @@ var (
 	packBVariants       = [levelCount]packBFunc{Generic: packBGeneric}
 	sgemmPackedVariants = [levelCount]sgemmPackedFunc{Generic: sgemmPackedGeneric}
 )
+
+// The Generic variants of Sgemm and SgemmPacked sum in different orders.
+func packedMatchesSgemm(m, n, k int) bool { return false }

@@ -53,6 +53,14 @@ func packBEntry(pack packBFunc, transB bool, k, n int, b []float32, ldb int) *Pa
 	return pb
 }
 
+// PackedMatchesSgemm reports whether SgemmPacked gives Sgemm's result bit
+// for bit on an m×n×k product: it runs the same blocked product with the
+// same K blocks, so it does wherever this CPU has the blocked GEMM and
+// Sgemm would not cut K into slices summed afterwards (a long K under a
+// small C, which splits across threads). Where it reports false the two
+// differ only in the rounding of the sums.
+func PackedMatchesSgemm(m, n, k int) bool { return packedMatchesSgemm(m, n, k) }
+
 // sgemmPackedFunc is one variant of SgemmPacked; arguments are checked and
 // m, n > 0.
 type sgemmPackedFunc func(transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, ep Epilogue)

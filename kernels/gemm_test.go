@@ -449,6 +449,42 @@ func TestSgemmPackedConformance(t *testing.T) {
 	})
 }
 
+// TestPackedMatchesSgemm checks PackedMatchesSgemm's promise: where it
+// holds, SgemmPacked's result is Sgemm's bit for bit (Linear layers of
+// frozen graphs rely on it), and a long K under a small C is where it
+// does not.
+func TestPackedMatchesSgemm(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 15))
+	shapes := [][3]int{{1, 1000, 2048}, {16, 1000, 2048}, {7, 33, 300}, {128, 768, 768}, {3, 5, 40000}, {64, 64, 9000}}
+	for _, mnk := range shapes {
+		m, n, k := mnk[0], mnk[1], mnk[2]
+		matches := PackedMatchesSgemm(m, n, k)
+		// Inference-sized layers match wherever there is a blocked GEMM; a
+		// K of 40000 under a 3×5 C splits across two or more threads.
+		switch {
+		case level < AVX2 && matches:
+			t.Fatalf("%d×%d×%d: reported a match without the blocked GEMM", m, n, k)
+		case level >= AVX2 && m == 16 && !matches:
+			t.Fatalf("%d×%d×%d: an inference layer's product does not match", m, n, k)
+		case level >= AVX2 && k == 40000 && Threads() > 1 && matches:
+			t.Fatalf("%d×%d×%d: a K split reported as a match", m, n, k)
+		}
+		if !matches {
+			continue
+		}
+		a, b := randSlice(r, m*k), randSlice(r, n*k)
+		want, got := randSlice(r, m*n), make([]float32, m*n)
+		copy(got, want)
+		Sgemm(false, true, m, n, k, 1, a, k, b, k, 1, want, n)
+		SgemmPacked(false, m, 1, a, k, PackB(true, k, n, b, k), 1, got, n, Epilogue{})
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%d×%d×%d: element %d is %v packed, %v by Sgemm", m, n, k, i, got[i], want[i])
+			}
+		}
+	}
+}
+
 // TestPackBSameAtEveryLevel checks that every packer writes the same
 // layout, zero padding included, so a PackedB is usable by any variant.
 func TestPackBSameAtEveryLevel(t *testing.T) {
