@@ -350,11 +350,30 @@ func (pr *planner) aliasOf(n *Node) (int, bool) {
 	case "Identity", "Dropout", "Clone":
 		return in, x.equal(y)
 	case "Reshape", "Flatten":
-		rowMajor := x.format == autograd.Contiguous && y.format == autograd.Contiguous
+		rowMajor := rowMajorOrder(x) && y.format == autograd.Contiguous
 		sameLayout := slices.Equal(x.shape, y.shape) && x.format == y.format
 		return in, x.dtype == y.dtype && x.numel() == y.numel() && (rowMajor || sameLayout)
 	}
 	return 0, false
+}
+
+// rowMajorOrder reports whether values of type s lie in memory in
+// row-major order of their shape: contiguous, or channels-last with one
+// channel or with every spatial size 1 (the [N, C, 1, 1] a global pool
+// leaves), where both orders agree.
+func rowMajorOrder(s sig) bool {
+	if s.format == autograd.Contiguous {
+		return true
+	}
+	if len(s.shape) < 2 || s.shape[1] == 1 {
+		return true
+	}
+	for _, d := range s.shape[2:] {
+		if d != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // inPlaceOps are the ops whose compiled forms may write their result over
