@@ -143,6 +143,21 @@ func sameType(g *Graph, u, v int) bool {
 	return slices.Equal(g.Values[u].Shape, g.Values[v].Shape) && g.Values[u].DType == g.Values[v].DType
 }
 
+// broadcastsInto reports whether value u has v's dtype and a shape that
+// broadcasts to v's without growing it.
+func broadcastsInto(g *Graph, u, v int) bool {
+	us, vs := g.Values[u].Shape, g.Values[v].Shape
+	if g.Values[u].DType != g.Values[v].DType || len(us) > len(vs) {
+		return false
+	}
+	for i, d := range us {
+		if w := vs[len(vs)-len(us)+i]; d != w && d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // nextChainPart returns the part that continues a chain whose running result
 // is y: y's one reader, or for SigmoidMul its two.
 func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
@@ -184,8 +199,10 @@ func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
 		}
 		p.extras = slices.Clone(r.Inputs[1:])
 	case "Add":
-		// Either operand may be the running result; the other is a
-		// residual of the same shape and dtype, so the sum is too.
+		// Either operand may be the running result; the other has its
+		// dtype and its shape or one that broadcasts to it (a mask of
+		// shape [B, 1, 1, S] on attention scores), so the sum has the
+		// running result's type.
 		if len(r.Inputs) != 2 {
 			return chainPart{}, false
 		}
@@ -193,7 +210,7 @@ func nextChainPart(g *Graph, uses [][]int, y int) (chainPart, bool) {
 		if other == y {
 			other = r.Inputs[1]
 		}
-		if other == None || other == y || !sameType(g, y, other) || !sameType(g, y, p.out) {
+		if other == None || other == y || !broadcastsInto(g, other, y) || !sameType(g, y, p.out) {
 			return chainPart{}, false
 		}
 		p.extras = []int{other}

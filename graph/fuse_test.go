@@ -118,6 +118,18 @@ func fusionCases() []fusionCase {
 			m.RegisterBuffer("scale", scale)
 			return m
 		}, []int{2, 4, 4}, "Div+Add+Softmax", false},
+		// A mask broadcast over the query dimension, as attention masks of
+		// shape [B, 1, S] are.
+		{"Div+Add+Softmax broadcast mask", func(g *autograd.Generator) *passNet {
+			mask := autograd.Randn(g, 2, 1, 4)
+			scale := autograd.Scalar(2.5)
+			m := newPassNet(func(_ []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
+				return autograd.Softmax(autograd.Add(autograd.Div(x, scale), mask), -1)
+			})
+			m.RegisterBuffer("mask", mask)
+			m.RegisterBuffer("scale", scale)
+			return m
+		}, []int{2, 4, 4}, "Div+Add+Softmax", false},
 		{"LinearConcat", func(g *autograd.Generator) *passNet {
 			q := nn.NewLinear(g, 8, 6, nn.LinearOptions{})
 			k := nn.NewLinear(g, 8, 6, nn.LinearOptions{})
@@ -170,6 +182,9 @@ func fusionCases() []fusionCase {
 		}, []int{2, 3, 8}, "Div+Add+Softmax", true},
 		{"Div+Add+Softmax/bf16 float32 mask", func(g *autograd.Generator) *passNet {
 			return attentionNet(g, autograd.Randn(g, 2, 3, 6))
+		}, []int{2, 3, 8}, "Div+Add+Softmax", true},
+		{"Div+Add+Softmax broadcast mask/bf16", func(g *autograd.Generator) *passNet {
+			return attentionNet(g, autograd.Randn(g, 2, 1, 6))
 		}, []int{2, 3, 8}, "Div+Add+Softmax", true},
 		{"ChannelShuffle/bf16", func(g *autograd.Generator) *passNet {
 			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
