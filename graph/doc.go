@@ -12,6 +12,12 @@
 // with data attached. g.String() prints it, fused ops under their fused
 // names, as PyTorch's graph_for does.
 //
+// A model traced under autocast gives a BF16 graph: the convolutions and
+// linear layers hold bfloat16 weights and values, and the fusions are the
+// same, the float32 casts autocast and type promotion put before a norm,
+// a softmax or a sum with a float32 tensor taken into the fused op.
+// Program.Profile times every node of a compiled graph.
+//
 // Every op runs on the same kernels as eager mode: the graph never grows a
 // second implementation of an op.
 package graph
