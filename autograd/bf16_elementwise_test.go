@@ -47,6 +47,20 @@ func TestBF16ElementwiseOps(t *testing.T) {
 		{"scalar Div", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Div(autograd.Scalar(2.5), xs[0]) }, 1, false},
 		{"Sub scalar", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Sub(xs[0], autograd.Scalar(0.3)) }, 1, false},
 		{"scalar Mul", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Mul(autograd.Scalar(-1.7), xs[0]) }, 1, false},
+		// Broadcasting bfloat16 operands (a bias, a mask).
+		{"Add broadcast", func(xs ...*autograd.Tensor) *autograd.Tensor {
+			return autograd.Add(xs[0], autograd.Split(xs[1], 1, 0)[0])
+		}, 2, false},
+		{"broadcast Div", func(xs ...*autograd.Tensor) *autograd.Tensor {
+			return autograd.Div(autograd.Split(xs[1], 1, 2)[0], xs[0])
+		}, 2, false},
+		{"Add across formats", func(xs ...*autograd.Tensor) *autograd.Tensor {
+			other := autograd.ChannelsLast
+			if xs[1].Format() == other {
+				other = autograd.Contiguous
+			}
+			return autograd.Add(xs[0], xs[1].To(other))
+		}, 2, false},
 		// Shape ops move bfloat16 elements without widening them.
 		{"Reshape", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Reshape(xs[0], 2, -1, 7) }, 1, false},
 		{"Flatten", func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.Flatten(xs[0], 1, 2) }, 1, false},

@@ -170,9 +170,10 @@ func addReLUBF16(a, b *Tensor) *Tensor {
 // one, give a bfloat16 result computed in float32 and rounded once;
 // bfloat16 with a float32 tensor of any other rank gives float32. Two
 // bfloat16 operands of one shape and format, and a bfloat16 tensor with a
-// 0-dimensional one, run natively on bfloat16 data; the rest (broadcasts,
-// float32 results) goes through the float32 op on widened operands. Either
-// way the values and gradients are those of the float32 route.
+// 0-dimensional one, run natively on bfloat16 data; two that broadcast run
+// as one op on widened copies; a float32 result goes through Casts and the
+// float32 op. Every way, the values and gradients are those of the float32
+// route.
 func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 	if a == nil || b == nil || (a.dtype != BFloat16 && b.dtype != BFloat16) {
 		return nil, false
@@ -189,6 +190,10 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 	case b.dtype == BFloat16 && b.NDim() > 0 && scalar(a):
 		out = bf16EmptyLike(b)
 		kernels.BinaryScalarBF16(k, out.BFloat16s(), b.BFloat16s(), scalarValue(a), true)
+	case a.dtype == BFloat16 && b.dtype == BFloat16:
+		// A broadcast: computed in float32 on widened copies and rounded
+		// once, but one op, not a chain of casts.
+		out = binaryF32(op, a.castTo(Float32), b.castTo(Float32), k).castTo(BFloat16)
 	default:
 		out = binaryOp(op, k, Cast(a, Float32), Cast(b, Float32))
 		if (a.dtype == BFloat16 || scalar(a)) && (b.dtype == BFloat16 || scalar(b)) {
@@ -199,7 +204,7 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 	if tracing() {
 		trace(op, []*Tensor{a, b}, []*Tensor{out})
 	}
-	if k == kernels.BinAdd && a.dtype == BFloat16 && b.dtype == BFloat16 {
+	if k == kernels.BinAdd && a.dtype == BFloat16 && b.dtype == BFloat16 && sameShape(a.shape, b.shape) && a.format == b.format {
 		// A residual sum: the gradient passes to both as it is.
 		return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor { return []*Tensor{g, g} }), true
 	}

@@ -60,6 +60,24 @@ func checkCompiled(t *testing.T, p *Program, inputs ...*autograd.Tensor) *plan {
 	return p.last
 }
 
+// freezeAndCompile traces m on x, freezes the trace and compiles it.
+func freezeAndCompile(t *testing.T, m nn.Layer, x *autograd.Tensor) (*Program, *Graph) {
+	t.Helper()
+	traced, err := Trace(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen, err := Freeze(traced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, frozen
+}
+
 func traceResNet18(t *testing.T, batch int) (*Program, *autograd.Generator) {
 	t.Helper()
 	g := autograd.NewGenerator(3)

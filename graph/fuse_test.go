@@ -107,28 +107,12 @@ func fusionCases() []fusionCase {
 			}, nn.NewLayerNorm([]int{8}, nn.LayerNormOptions{}))
 		}, []int{2, 3, 8}, "Add+LayerNorm", false},
 		{"Div+Add+Softmax", func(g *autograd.Generator) *passNet {
-			// The mask and scale are buffers, so they trace as named
-			// constants.
-			mask := autograd.Randn(g, 2, 4, 4)
-			scale := autograd.Scalar(2.5)
-			m := newPassNet(func(_ []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
-				return autograd.Softmax(autograd.Add(autograd.Div(x, scale), mask), -1)
-			})
-			m.RegisterBuffer("mask", mask)
-			m.RegisterBuffer("scale", scale)
-			return m
+			return maskedSoftmaxNet(autograd.Randn(g, 2, 4, 4))
 		}, []int{2, 4, 4}, "Div+Add+Softmax", false},
 		// A mask broadcast over the query dimension, as attention masks of
 		// shape [B, 1, S] are.
 		{"Div+Add+Softmax broadcast mask", func(g *autograd.Generator) *passNet {
-			mask := autograd.Randn(g, 2, 1, 4)
-			scale := autograd.Scalar(2.5)
-			m := newPassNet(func(_ []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
-				return autograd.Softmax(autograd.Add(autograd.Div(x, scale), mask), -1)
-			})
-			m.RegisterBuffer("mask", mask)
-			m.RegisterBuffer("scale", scale)
-			return m
+			return maskedSoftmaxNet(autograd.Randn(g, 2, 1, 4))
 		}, []int{2, 4, 4}, "Div+Add+Softmax", false},
 		{"LinearConcat", func(g *autograd.Generator) *passNet {
 			q := nn.NewLinear(g, 8, 6, nn.LinearOptions{})
@@ -186,6 +170,9 @@ func fusionCases() []fusionCase {
 		{"Div+Add+Softmax broadcast mask/bf16", func(g *autograd.Generator) *passNet {
 			return attentionNet(g, autograd.Randn(g, 2, 1, 6))
 		}, []int{2, 3, 8}, "Div+Add+Softmax", true},
+		{"Div+Add+Softmax broadcast bf16 mask/bf16", func(g *autograd.Generator) *passNet {
+			return attentionNet(g, autograd.Cast(autograd.Randn(g, 2, 1, 6), autograd.BFloat16))
+		}, []int{2, 3, 8}, "Div+Add+Softmax", true},
 		{"ChannelShuffle/bf16", func(g *autograd.Generator) *passNet {
 			return newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 				y := autograd.View(l[0].Forward(x), 2, 3, 2, 6, 6)
@@ -195,16 +182,30 @@ func fusionCases() []fusionCase {
 	}
 }
 
-// attentionNet is softmax(l0(x) / 2.5 + mask) projected by l1: the scores
-// come from a Linear, so under autocast they are bfloat16.
-func attentionNet(g *autograd.Generator, mask *autograd.Tensor) *passNet {
+// maskedSoftmaxNet is softmax(x / 2.5 + mask), with x first projected by
+// layers[0] and the result by layers[1] when given. The mask and scale are
+// buffers, so they trace as named constants.
+func maskedSoftmaxNet(mask *autograd.Tensor, layers ...nn.Layer) *passNet {
 	scale := autograd.Scalar(2.5)
 	m := newPassNet(func(l []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
-		return l[1].Forward(autograd.Softmax(autograd.Add(autograd.Div(l[0].Forward(x), scale), mask), -1))
-	}, nn.NewLinear(g, 8, 6, nn.LinearOptions{}), nn.NewLinear(g, 6, 4, nn.LinearOptions{}))
+		if len(l) > 0 {
+			x = l[0].Forward(x)
+		}
+		y := autograd.Softmax(autograd.Add(autograd.Div(x, scale), mask), -1)
+		if len(l) > 1 {
+			y = l[1].Forward(y)
+		}
+		return y
+	}, layers...)
 	m.RegisterBuffer("mask", mask)
 	m.RegisterBuffer("scale", scale)
 	return m
+}
+
+// attentionNet is maskedSoftmaxNet between two Linear layers: the scores
+// come from a projection, so under autocast they are bfloat16.
+func attentionNet(g *autograd.Generator, mask *autograd.Tensor) *passNet {
+	return maskedSoftmaxNet(mask, nn.NewLinear(g, 8, 6, nn.LinearOptions{}), nn.NewLinear(g, 6, 4, nn.LinearOptions{}))
 }
 
 // passTrace traces m on x, under autocast for bf16, and returns the graph

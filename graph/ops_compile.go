@@ -185,8 +185,31 @@ func compileBinary(op kernels.BinOp, a, b, y *autograd.Tensor) func() {
 	case like(b) && a.NDim() == 0:
 		bd, yd := b.BFloat16s(), y.BFloat16s()
 		return func() { kernels.BinaryScalarBF16(op, yd, bd, scalarOf(a), true) }
+	case a.DType() == autograd.BFloat16 && b.DType() == autograd.BFloat16:
+		// A broadcast, as the eager op runs it: widen both, the float32
+		// broadcast, round once.
+		a32, b32, y32 := scratch(f32, a.Shape(), a.Format()), scratch(f32, b.Shape(), b.Format()), scratch(f32, y.Shape(), y.Format())
+		f := compileBinary(op, a32, b32, y32)
+		if f == nil {
+			return nil
+		}
+		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
+		ad32, bd32, yd32 := a32.Float32s(), b32.Float32s(), y32.Float32s()
+		return func() {
+			kernels.BF16ToF32(ad32, ad)
+			kernels.BF16ToF32(bd32, bd)
+			f()
+			kernels.F32ToBF16(yd, yd32)
+		}
 	}
 	return nil
+}
+
+// scratch returns plan-time storage of the given type.
+func scratch(dtype autograd.DType, shape []int, f autograd.MemoryFormat) *autograd.Tensor {
+	s := autograd.Empty(dtype, shape...)
+	s.SetFormat(f)
+	return s
 }
 
 // scalarOf reads a 0-dimensional float32 or bfloat16 operand when the
@@ -232,8 +255,7 @@ func compileConvEpilogue(c *compileCtx, n *Node, ins, outs []*autograd.Tensor, e
 	if x.Format() != layout {
 		// Weights in the other layout decided it (PyTorch's rule): x is
 		// reordered into scratch first, as the op reorders it.
-		xr := autograd.Empty(x.DType(), x.Shape()...)
-		xr.SetFormat(layout)
+		xr := scratch(x.DType(), x.Shape(), layout)
 		return runAll([]func(){
 			stridedCopy(xr, 0, x, 0, x.Shape(), xr.Strides(), x.Strides()),
 			compileConvEpilogue(c, n, []*autograd.Tensor{xr, w, b}, outs, ep),
@@ -740,8 +762,7 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 			ry.Format() != y.Format() || !slices.Equal(ry.Shape(), y.Shape()) {
 			return nil
 		}
-		run = autograd.Empty(autograd.BFloat16, y.Shape()...)
-		run.SetFormat(y.Format())
+		run = scratch(autograd.BFloat16, y.Shape(), y.Format())
 	}
 	if fn := compileConvFused(c, names, parts, ins, y); fn != nil {
 		return fn

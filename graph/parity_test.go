@@ -63,18 +63,7 @@ func checkFrozenResNet(t *testing.T, arch string) {
 			xf := x.To(format)
 			var eager *autograd.Tensor
 			autograd.NoGrad(func() { eager = m.Forward(xf) })
-			traced, err := Trace(m, xf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			frozen, err := Freeze(traced)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Compile(frozen)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, _ := freezeAndCompile(t, m, xf)
 			outs, err := p.Run(xf)
 			if err != nil {
 				t.Fatal(err)

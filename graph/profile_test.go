@@ -23,18 +23,7 @@ func profiledNet(t *testing.T) (*Program, *Graph, *autograd.Tensor) {
 	}, passConv2d(g, 4, 4), nn.NewReLU(), passConv2d(g, 4, 4), nn.NewAdaptiveAvgPool2d(1, 1), nn.NewFlatten(1, -1),
 		nn.NewLinear(g, 4, 3, nn.LinearOptions{}))
 	x := autograd.Randn(g, 2, 4, 6, 6)
-	traced, err := Trace(m, x)
-	if err != nil {
-		t.Fatal(err)
-	}
-	frozen, err := Freeze(traced)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Compile(frozen)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, frozen := freezeAndCompile(t, m, x)
 	return p, frozen, x
 }
 
