@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math"
-	"sync"
 )
 
 // ActFunc names an elementwise function of one float32 operand: the
@@ -103,7 +102,7 @@ func (a Act) Forward(dst, src []float32) {
 		panic(fmt.Sprintf("kernels: Act.Forward(%v): dst has %d elements, src %d", a.Fn, len(dst), len(src)))
 	}
 	n := len(src)
-	j := actJobs.Get().(*actJob)
+	j := actJobs.get()
 	j.a, j.dst, j.src = a, dst, src
 	Parallel(n, n*actCost[a.Fn], j.fwd)
 	j.release()
@@ -121,7 +120,7 @@ func (a Act) Backward(dx, dy, x, y []float32) {
 	if bad {
 		panic(fmt.Sprintf("kernels: Act.Backward(%v): dx has %d elements, dy %d, x %d, y %d", a.Fn, n, len(dy), len(x), len(y)))
 	}
-	j := actJobs.Get().(*actJob)
+	j := actJobs.get()
 	j.a, j.dst, j.src = a, dx, dy
 	switch {
 	case a.ReadsOutput():
@@ -165,7 +164,7 @@ type actJob struct {
 	drop        func(lo, hi int)
 }
 
-var actJobs = sync.Pool{New: func() any {
+var actJobs = freeList[actJob]{New: func() *actJob {
 	j := new(actJob)
 	j.fwd, j.bwd, j.drop = j.forward, j.backward, j.dropout
 	return j
@@ -193,7 +192,7 @@ func (j *actJob) dropout(lo, hi int) {
 // it to the pool.
 func (j *actJob) release() {
 	j.dst, j.src, j.v, j.keep = nil, nil, nil, nil
-	actJobs.Put(j)
+	actJobs.put(j)
 }
 
 // The constants of PyTorch's GELU kernels, rounded to float32 as they are
@@ -462,7 +461,7 @@ func Dropout(dst, src []float32, keep []uint8, scale float32) {
 	if len(dst) != n || (keep != nil && len(keep) != n) {
 		panic(fmt.Sprintf("kernels: Dropout: dst has %d elements, src %d, keep %d", len(dst), n, len(keep)))
 	}
-	j := actJobs.Get().(*actJob)
+	j := actJobs.get()
 	j.dst, j.src, j.keep, j.scale = dst, src, keep, scale
 	Parallel(n, n, j.drop)
 	j.release()

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"sync"
 )
 
 // Elementwise kernels on bfloat16 data. Each runs the float32 span code of
@@ -26,7 +25,7 @@ type bf16Job struct {
 	addReLU, scalar     func(lo, hi int)
 }
 
-var bf16Jobs = sync.Pool{New: func() any {
+var bf16Jobs = freeList[bf16Job]{New: func() *bf16Job {
 	j := new(bf16Job)
 	j.actFwd, j.actBwd, j.bin, j.addReLU, j.scalar = j.runActForward, j.runActBackward, j.runBinary, j.runAddReLU, j.runBinaryScalar
 	return j
@@ -34,7 +33,7 @@ var bf16Jobs = sync.Pool{New: func() any {
 
 func (j *bf16Job) release() {
 	j.dst, j.a, j.b = nil, nil, nil
-	bf16Jobs.Put(j)
+	bf16Jobs.put(j)
 }
 
 // ForwardBF16 is Forward on bfloat16 data: dst[i] = f(src[i]) computed in
@@ -45,7 +44,7 @@ func (a Act) ForwardBF16(dst, src []uint16) {
 		panic(fmt.Sprintf("kernels: Act.ForwardBF16(%v): dst has %d elements, src %d", a.Fn, len(dst), len(src)))
 	}
 	n := len(src)
-	j := bf16Jobs.Get().(*bf16Job)
+	j := bf16Jobs.get()
 	j.act, j.dst, j.a = a, dst, src
 	Parallel(n, n*(actCost[a.Fn]+1), j.actFwd)
 	j.release()
@@ -64,7 +63,7 @@ func (a Act) BackwardBF16(dx, dy, v []uint16) {
 	if !reads {
 		v = nil
 	}
-	j := bf16Jobs.Get().(*bf16Job)
+	j := bf16Jobs.get()
 	j.act, j.dst, j.a, j.b = a, dx, dy, v
 	Parallel(n, n*(actCost[a.Fn]+2), j.actBwd)
 	j.release()
@@ -78,7 +77,7 @@ func BinaryBF16(op BinOp, dst, a, b []uint16) {
 	if len(a) != n || len(b) != n {
 		panic(fmt.Sprintf("kernels: BinaryBF16(%v): dst has %d elements, a %d, b %d", op, n, len(a), len(b)))
 	}
-	j := bf16Jobs.Get().(*bf16Job)
+	j := bf16Jobs.get()
 	j.op, j.dst, j.a, j.b = op, dst, a, b
 	Parallel(n, n*(binCost+2), j.bin)
 	j.release()
@@ -93,7 +92,7 @@ func BinaryScalarBF16(op BinOp, dst, a []uint16, s float32, scalarLeft bool) {
 	if len(a) != n {
 		panic(fmt.Sprintf("kernels: BinaryScalarBF16(%v): dst has %d elements, a %d", op, n, len(a)))
 	}
-	j := bf16Jobs.Get().(*bf16Job)
+	j := bf16Jobs.get()
 	j.op, j.dst, j.a, j.s, j.left = op, dst, a, s, scalarLeft
 	Parallel(n, n*(binCost+2), j.scalar)
 	j.release()
@@ -107,7 +106,7 @@ func AddReLUBF16(dst, a, b []uint16) {
 	if len(a) != n || len(b) != n {
 		panic(fmt.Sprintf("kernels: AddReLUBF16: dst has %d elements, a %d, b %d", n, len(a), len(b)))
 	}
-	j := bf16Jobs.Get().(*bf16Job)
+	j := bf16Jobs.get()
 	j.dst, j.a, j.b = dst, a, b
 	Parallel(n, n*(binCost+3), j.addReLU)
 	j.release()

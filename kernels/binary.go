@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"sync"
 )
 
 // BinOp names an elementwise arithmetic operation of two float32 operands:
@@ -46,7 +45,7 @@ func Binary(op BinOp, dst, a, b []float32) {
 	if len(a) != n || len(b) != n {
 		panic(fmt.Sprintf("kernels: Binary(%v): dst has %d elements, a %d, b %d", op, n, len(a), len(b)))
 	}
-	j := binJobs.Get().(*binJob)
+	j := binJobs.get()
 	j.op, j.dst, j.a, j.b = op, dst, a, b
 	Parallel(n, n*binCost, j.same)
 	j.release()
@@ -61,7 +60,7 @@ func BinaryScalar(op BinOp, dst, a []float32, s float32, scalarLeft bool) {
 	if len(a) != n {
 		panic(fmt.Sprintf("kernels: BinaryScalar(%v): dst has %d elements, a %d", op, n, len(a)))
 	}
-	j := binJobs.Get().(*binJob)
+	j := binJobs.get()
 	j.op, j.dst, j.a, j.s, j.left = op, dst, a, s, scalarLeft
 	Parallel(n, n*binCost, j.scalar)
 	j.release()
@@ -123,7 +122,7 @@ type binJob struct {
 	same, scalar, addReLU func(lo, hi int)
 }
 
-var binJobs = sync.Pool{New: func() any {
+var binJobs = freeList[binJob]{New: func() *binJob {
 	j := new(binJob)
 	j.same, j.scalar, j.addReLU = j.runSame, j.runScalar, j.runAddReLU
 	return j
@@ -137,7 +136,7 @@ func AddReLU(dst, a, b []float32) {
 	if len(a) != n || len(b) != n {
 		panic(fmt.Sprintf("kernels: AddReLU: dst has %d elements, a %d, b %d", n, len(a), len(b)))
 	}
-	j := binJobs.Get().(*binJob)
+	j := binJobs.get()
 	j.dst, j.a, j.b = dst, a, b
 	Parallel(n, n*(binCost+1), j.addReLU)
 	j.release()
@@ -165,7 +164,7 @@ func (j *binJob) runScalar(lo, hi int) {
 
 func (j *binJob) release() {
 	j.dst, j.a, j.b = nil, nil, nil
-	binJobs.Put(j)
+	binJobs.put(j)
 }
 
 // binarySame is the reference of Binary on one span.

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"sync"
 )
 
 // ConvShape describes a grouped convolution over up to three spatial
@@ -237,7 +236,7 @@ type convJob struct {
 // among the block's candidates.
 type convSeg struct{ n, id0, nd, ih0, nh, start int }
 
-var convJobs = sync.Pool{New: func() any {
+var convJobs = freeList[convJob]{New: func() *convJob {
 	j := &convJob{}
 	j.im2colFn, j.col2imFn, j.clearFn, j.biasFn = j.im2colRows, j.col2imRows, j.clearUntouched, j.addBiasRows
 	j.epilogueFn = j.epilogueRows
@@ -249,7 +248,7 @@ var convJobs = sync.Pool{New: func() any {
 }}
 
 func getConvJob(s *ConvShape) *convJob {
-	j := convJobs.Get().(*convJob)
+	j := convJobs.get()
 	j.s = *s
 	j.cg, j.og, j.ks = s.cg(), s.og(), s.kSize()
 	j.kc = j.cg * j.ks
@@ -267,7 +266,7 @@ func (j *convJob) release() {
 	j.partial, j.packed = nil, nil
 	j.ep, j.epDone = ConvEpilogue{}, false
 	j.direct = directState{}
-	convJobs.Put(j)
+	convJobs.put(j)
 }
 
 // growBuf returns (*b)[:n], reallocating when the pooled buffer is too small.

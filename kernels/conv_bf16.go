@@ -1,7 +1,5 @@
 package kernels
 
-import "sync"
-
 // BF16 convolution: bfloat16 operands (uint16 bits), float32 accumulation
 // and float32 results (callers round to BF16 where they want it).
 //
@@ -145,7 +143,7 @@ type convBF16 struct {
 	im2colFn, col2imFn, biasFn, padFn, directFn, transFn, pointFn func(lo, hi int)
 }
 
-var convBF16Pool = sync.Pool{New: func() any {
+var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
 	c := new(convBF16)
 	c.im2colFn = c.im2colPixels
 	c.col2imFn = c.col2imChannels
@@ -158,7 +156,7 @@ var convBF16Pool = sync.Pool{New: func() any {
 }}
 
 func getConvBF16(s *ConvShape) *convBF16 {
-	c := convBF16Pool.Get().(*convBF16)
+	c := convBF16Pool.get()
 	c.s = *s
 	c.k = s.kSize() * s.C
 	c.pix = s.N * s.outSize()
@@ -167,7 +165,7 @@ func getConvBF16(s *ConvShape) *convBF16 {
 
 func (c *convBF16) release() {
 	c.x, c.dy, c.y, c.dx, c.bias, c.col16, c.col32, c.dyT = nil, nil, nil, nil, nil, nil, nil, nil
-	convBF16Pool.Put(c)
+	convBF16Pool.put(c)
 }
 
 // convBF16BlockBytes bounds an im2col block.

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"math"
-	"sync"
 )
 
 // BF16FromF32 converts one float32 to bfloat16 bits, rounding to nearest
@@ -31,7 +30,7 @@ func F32ToBF16(dst []uint16, src []float32) {
 	if len(dst) != len(src) {
 		panic("kernels: F32ToBF16 length mismatch")
 	}
-	j := cvtJobs.Get().(*cvtJob)
+	j := cvtJobs.get()
 	j.f32, j.bf16 = src, dst
 	Parallel(len(src), len(src)*cvtCost, j.narrow)
 	j.release()
@@ -43,7 +42,7 @@ func BF16ToF32(dst []float32, src []uint16) {
 	if len(dst) != len(src) {
 		panic("kernels: BF16ToF32 length mismatch")
 	}
-	j := cvtJobs.Get().(*cvtJob)
+	j := cvtJobs.get()
 	j.f32, j.bf16 = dst, src
 	Parallel(len(src), len(src)*cvtCost, j.widen)
 	j.release()
@@ -71,7 +70,7 @@ type cvtJob struct {
 	narrow, widen func(lo, hi int)
 }
 
-var cvtJobs = sync.Pool{New: func() any {
+var cvtJobs = freeList[cvtJob]{New: func() *cvtJob {
 	j := new(cvtJob)
 	j.narrow, j.widen = j.runNarrow, j.runWiden
 	return j
@@ -82,7 +81,7 @@ func (j *cvtJob) runWiden(lo, hi int)  { bf16ToF32Impl(j.f32[lo:hi], j.bf16[lo:h
 
 func (j *cvtJob) release() {
 	j.f32, j.bf16 = nil, nil
-	cvtJobs.Put(j)
+	cvtJobs.put(j)
 }
 
 // f32ToBF16Span is the reference narrowing loop.

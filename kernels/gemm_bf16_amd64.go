@@ -3,7 +3,6 @@
 package kernels
 
 import (
-	"sync"
 	"unsafe"
 )
 
@@ -38,8 +37,8 @@ func (g *sbgemmCall) blocked() {
 	kcp := gemmBalance(pairs, sbgemmKC, 1)
 	nc := gemmBalance(g.n, sbgemmNC, 32)
 	panels := (g.m + sbgemmMR - 1) / sbgemmMR
-	buf := sbgemmBufPool.Get().(*sbgemmBufs)
-	defer sbgemmBufPool.Put(buf)
+	buf := sbgemmBufPool.get()
+	defer sbgemmBufPool.put(buf)
 	g.bp = growBuf(&buf.b, kcp*((nc+31)&^31)*2)
 	g.ap = growBuf(&buf.a, panels*(kcp*2*sbgemmMR+4))
 	for p0 := 0; p0 < pairs; p0 += kcp {
@@ -69,8 +68,8 @@ func (g *sbgemmCall) apStride() int { return g.kp*2*sbgemmMR + 4 }
 type sbgemmBufs struct{ a, b []uint16 }
 
 var (
-	sbgemmBufPool  = sync.Pool{New: func() any { return new(sbgemmBufs) }}
-	sbgemmTilePool = sync.Pool{New: func() any { return new([sbgemmMR * 32]float32) }}
+	sbgemmBufPool  = freeList[sbgemmBufs]{New: newOf[sbgemmBufs]}
+	sbgemmTilePool = freeList[[sbgemmMR * 32]float32]{New: newOf[[sbgemmMR * 32]float32]}
 )
 
 // packB packs B's current block: per 16-column panel, per depth pair, the
@@ -208,8 +207,8 @@ func (g *sbgemmCall) edgeTile(pn, full, w int) {
 	stride := g.apStride()
 	i0 := pn * sbgemmMR
 	rows := min(sbgemmMR, g.m-i0)
-	tile := sbgemmTilePool.Get().(*[sbgemmMR * 32]float32)
-	defer sbgemmTilePool.Put(tile)
+	tile := sbgemmTilePool.get()
+	defer sbgemmTilePool.put(tile)
 	sbgemmKernel12x32(g.kp, &g.ap[pn*stride], &g.bp[full*g.kp*64], &tile[0], 32, 1, rows, g.alpha, 0)
 	c := g.c[i0*g.ldc+g.j0+32*full:]
 	for r := range rows {

@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"math"
-	"sync"
 )
 
 // The assembly GEMMs: blocking around a micro-kernel of mr-row tiles, the
@@ -45,7 +44,7 @@ type gemmScratch struct {
 	bias [gemmNR]float32 // the column bias of a narrow panel, padded
 }
 
-var gemmScratchPool = sync.Pool{New: func() any { return new(gemmScratch) }}
+var gemmScratchPool = freeList[gemmScratch]{New: newOf[gemmScratch]}
 
 func growAligned(s []float32, n int) []float32 {
 	if len(s) < n {
@@ -75,7 +74,7 @@ type gemmCall struct {
 	run            func(lo, hi int)
 }
 
-var gemmCallPool = sync.Pool{New: func() any {
+var gemmCallPool = freeList[gemmCall]{New: func() *gemmCall {
 	g := new(gemmCall)
 	g.run = g.part
 	return g
@@ -98,12 +97,12 @@ func sgemmBlocked(mr int, transA, transB bool, m, n, k int, alpha float32, a []f
 		sgemmSplitK(parts, mr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ep)
 		return
 	}
-	g := gemmCallPool.Get().(*gemmCall)
+	g := gemmCallPool.get()
 	*g = gemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, kc: gemmKBlock(k), mr: mr, run: g.run}
 	g.start()
 	*g = gemmCall{run: g.run} // drop the references to the caller's memory
-	gemmCallPool.Put(g)
+	gemmCallPool.put(g)
 }
 
 // gemmAPacker produces the A operand of a product that is never stored
@@ -137,12 +136,12 @@ func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb i
 		gemmScaleC(m, n, 0, c, ldc, &ep)
 		return true
 	}
-	g := gemmCallPool.Get().(*gemmCall)
+	g := gemmCallPool.get()
 	*g = gemmCall{transB: transB, m: m, n: n, k: k, alpha: 1, b: b, ldb: ldb, c: c, ldc: ldc, ep: ep, ap: ap, pb: pb,
 		kc: gemmKBlock(k), mr: mr, run: g.run}
 	g.start()
 	*g = gemmCall{run: g.run}
-	gemmCallPool.Put(g)
+	gemmCallPool.put(g)
 	return true
 }
 
@@ -176,7 +175,7 @@ type gemmSplit struct {
 	run     func(lo, hi int)
 }
 
-var gemmSplitPool = sync.Pool{New: func() any {
+var gemmSplitPool = freeList[gemmSplit]{New: func() *gemmSplit {
 	sp := new(gemmSplit)
 	sp.run = sp.parts
 	return sp
@@ -186,7 +185,7 @@ var gemmSplitPool = sync.Pool{New: func() any {
 // in parallel: the first into C with beta, the others into partials that
 // are then added to C; the epilogue runs last.
 func sgemmSplitK(parts, mr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
-	sp := gemmSplitPool.Get().(*gemmSplit)
+	sp := gemmSplitPool.get()
 	sp.whole = gemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, mr: mr}
 	sp.step = (k + parts - 1) / parts
@@ -199,7 +198,7 @@ func sgemmSplitK(parts, mr int, transA, transB bool, m, n, k int, alpha float32,
 		}
 	}
 	sp.whole = gemmCall{}
-	gemmSplitPool.Put(sp)
+	gemmSplitPool.put(sp)
 	ep.apply(c, ldc, 0, m, 0, n)
 }
 
@@ -222,12 +221,12 @@ func (sp *gemmSplit) parts(lo, hi int) {
 		if p > 0 {
 			cp, ldc, beta = sp.partial[(p-1)*w.m*w.n:p*w.m*w.n], w.n, 0
 		}
-		g := gemmCallPool.Get().(*gemmCall)
+		g := gemmCallPool.get()
 		*g = gemmCall{transA: w.transA, transB: w.transB, m: w.m, n: w.n, k: kp, alpha: w.alpha, beta: beta,
 			a: ap, lda: w.lda, b: bp, ldb: w.ldb, c: cp, ldc: ldc, kc: gemmKBlock(kp), mr: w.mr, run: g.run}
 		g.serial()
 		*g = gemmCall{run: g.run}
-		gemmCallPool.Put(g)
+		gemmCallPool.put(g)
 	}
 }
 
@@ -248,12 +247,12 @@ func sgemmPackedBlocked(mr int, transA bool, m int, alpha float32, a []float32, 
 		gemmScaleC(m, pb.n, beta, c, ldc, &ep)
 		return
 	}
-	g := gemmCallPool.Get().(*gemmCall)
+	g := gemmCallPool.get()
 	*g = gemmCall{transA: transA, m: m, n: pb.n, k: pb.k, alpha: alpha, beta: beta,
 		a: a, lda: lda, c: c, ldc: ldc, ep: ep, pb: pb, kc: pb.kc, mr: mr, run: g.run}
 	g.start()
 	*g = gemmCall{run: g.run}
-	gemmCallPool.Put(g)
+	gemmCallPool.put(g)
 }
 
 // kernel runs the micro-kernel of the call's tile height; the arguments
@@ -329,9 +328,9 @@ func (g *gemmCall) part(lo, hi int) {
 	} else {
 		i0, i1 = lo*g.mr, min(hi*g.mr, g.m)
 	}
-	s := gemmScratchPool.Get().(*gemmScratch)
+	s := gemmScratchPool.get()
 	g.block(s, i0, i1, j0, j1)
-	gemmScratchPool.Put(s)
+	gemmScratchPool.put(s)
 }
 
 // block computes C[i0:i1, j0:j1]; j0 is a multiple of gemmNR.

@@ -46,7 +46,7 @@ func (s *LambSplitStep) Run() {
 // the span's element range and block.
 func forBlockSpans(top, bottom []uint16, grad SplitGrad, lo, hi int, fn func(a, e, block int, p, g []float32)) {
 	n := len(top)
-	sc := splitScratches.Get().(*splitScratch)
+	sc := splitScratches.get()
 	for b := lo; b < hi; b++ {
 		for a, j := b*lambBlock, min((b+1)*lambBlock, n); a < j; a += splitSpan {
 			e := min(a+splitSpan, j)
@@ -54,7 +54,7 @@ func forBlockSpans(top, bottom []uint16, grad SplitGrad, lo, hi int, fn func(a, 
 			fn(a, e, b, p, g)
 		}
 	}
-	splitScratches.Put(sc)
+	splitScratches.put(sc)
 }
 
 // runPass1 handles blocks [lo, hi): the moments, and the norms of the
@@ -67,7 +67,7 @@ func (s *LambSplitStep) runPass1(lo, hi int) {
 
 // runPass2 handles elements [lo, hi): join, apply, split.
 func (s *LambSplitStep) runPass2(lo, hi int) {
-	sc := splitScratches.Get().(*splitScratch)
+	sc := splitScratches.get()
 	for a := lo; a < hi; a += splitSpan {
 		e := min(a+splitSpan, hi)
 		p := sc.p[:e-a]
@@ -75,7 +75,7 @@ func (s *LambSplitStep) runPass2(lo, hi int) {
 		lambApplyImpl(&s.LambConfig, s.negScale, p, s.ExpAvg[a:e], s.ExpAvgSq[a:e])
 		splitBF16Impl(s.Top[a:e], s.Bottom[a:e], p)
 	}
-	splitScratches.Put(sc)
+	splitScratches.put(sc)
 }
 
 // LARSSplitStep is LARSStep on a split parameter, as LambSplitStep is

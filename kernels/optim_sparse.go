@@ -164,7 +164,7 @@ func AdagradSparseSplit(top, bottom []uint16, sum []float32, rows SparseRows, c 
 	checkSparseAdagrad("AdagradSparseSplit", c)
 	rows.forRows(adagradCost, func(k int) {
 		lo, hi, g := rows.span(k)
-		sc := splitScratches.Get().(*splitScratch)
+		sc := splitScratches.get()
 		for a := lo; a < hi; a += splitSpan {
 			b := min(a+splitSpan, hi)
 			p := sc.p[:b-a]
@@ -172,6 +172,6 @@ func AdagradSparseSplit(top, bottom []uint16, sum []float32, rows SparseRows, c 
 			adagradSparseSpanImpl(&c, p, g[a-lo:b-lo], sum[a:b])
 			splitBF16Impl(top[a:b], bottom[a:b], p)
 		}
-		splitScratches.Put(sc)
+		splitScratches.put(sc)
 	})
 }

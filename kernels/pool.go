@@ -37,7 +37,7 @@ type job struct {
 	done    chan struct{}
 }
 
-var jobPool = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
+var jobPool = freeList[job]{New: func() *job { return &job{done: make(chan struct{}, 1)} }}
 
 func (t task) run() {
 	t.fn(t.lo, t.hi)
@@ -134,7 +134,7 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	j := jobPool.Get().(*job)
+	j := jobPool.get()
 	chunk := (n + parts - 1) / parts
 	j.pending.Store(int32((n + chunk - 1) / chunk))
 	for lo := chunk; lo < n; lo += chunk { // the first chunk runs on the caller
@@ -160,7 +160,7 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 	for {
 		select {
 		case <-j.done:
-			jobPool.Put(j)
+			jobPool.put(j)
 			return
 		case t := <-workers.tasks:
 			t.run()

@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math"
-	"sync"
 )
 
 // SoftmaxShape views a tensor's memory as Outer × N × Inner: each softmax
@@ -90,7 +89,7 @@ type smJob struct {
 	rows, tiles func(lo, hi int)
 }
 
-var smJobs = sync.Pool{New: func() any {
+var smJobs = freeList[smJob]{New: func() *smJob {
 	j := new(smJob)
 	j.rows, j.tiles = j.runRows, j.runTiles
 	return j
@@ -98,7 +97,7 @@ var smJobs = sync.Pool{New: func() any {
 
 // smScratch holds the float64 accumulators of one chunk of tiles: two per
 // column.
-var smScratch = sync.Pool{New: func() any { return new([2 * softmaxTile]float64) }}
+var smScratch = freeList[[2 * softmaxTile]float64]{New: newOf[[2 * softmaxTile]float64]}
 
 // run splits the job's softmaxes across the worker pool: whole rows when
 // Inner = 1, tiles of up to softmaxTile neighbouring softmaxes otherwise.
@@ -119,7 +118,7 @@ func (j *smJob) run() {
 
 func (j *smJob) release() {
 	j.x, j.y, j.g, j.dx = nil, nil, nil, nil
-	smJobs.Put(j)
+	smJobs.put(j)
 }
 
 // runRows computes the softmaxes of rows [lo, hi) (Inner = 1).
@@ -155,8 +154,8 @@ func (j *smJob) runTiles(lo, hi int) {
 	n, st := s.N, s.Inner
 	w := min(st, softmaxTile)
 	per := (st + w - 1) / w
-	buf := smScratch.Get().(*[2 * softmaxTile]float64)
-	defer smScratch.Put(buf)
+	buf := smScratch.get()
+	defer smScratch.put(buf)
 	for t := lo; t < hi; t++ {
 		o, i0 := t/per, (t%per)*w
 		cw := min(w, st-i0)
@@ -340,7 +339,7 @@ func LogSoftmaxBackward(s SoftmaxShape, y, dy, dx []float32) {
 }
 
 func smRun(kind int, s SoftmaxShape, x, y, g, dx []float32) {
-	j := smJobs.Get().(*smJob)
+	j := smJobs.get()
 	j.kind, j.s, j.x, j.y, j.g, j.dx = kind, s, x, y, g, dx
 	j.run()
 	j.release()

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"math"
-	"sync"
 )
 
 // Split-BF16 forms of the fused optimizer steps.
@@ -23,7 +22,7 @@ const splitSpan = 1024
 
 type splitScratch struct{ p, g [splitSpan]float32 }
 
-var splitScratches = sync.Pool{New: func() any { return new(splitScratch) }}
+var splitScratches = freeList[splitScratch]{New: newOf[splitScratch]}
 
 // SplitGrad is the gradient of a split step: bfloat16 bits (BF16, widened
 // exactly) or float32 values (F32); exactly one is set (non-nil).
@@ -155,7 +154,7 @@ func (s *SGDSplitStep) run(lo, hi int) {
 			return
 		}
 	}
-	sc := splitScratches.Get().(*splitScratch)
+	sc := splitScratches.get()
 	for a := lo; a < hi; a += splitSpan {
 		b := min(a+splitSpan, hi)
 		p, g := sc.load(s.Top, s.Bottom, s.Grad, a, b)
@@ -166,7 +165,7 @@ func (s *SGDSplitStep) run(lo, hi int) {
 		sgdSpanImpl(&s.SGDConfig, s.Init, p, g, buf)
 		splitBF16Impl(s.Top[a:b], s.Bottom[a:b], p)
 	}
-	splitScratches.Put(sc)
+	splitScratches.put(sc)
 }
 
 // AdamSplitStep is AdamStep on a split parameter, as SGDSplitStep is
@@ -201,7 +200,7 @@ func (s *AdamSplitStep) run(lo, hi int) {
 			return
 		}
 	}
-	sc := splitScratches.Get().(*splitScratch)
+	sc := splitScratches.get()
 	for a := lo; a < hi; a += splitSpan {
 		b := min(a+splitSpan, hi)
 		p, g := sc.load(s.Top, s.Bottom, s.Grad, a, b)
@@ -212,7 +211,7 @@ func (s *AdamSplitStep) run(lo, hi int) {
 		adamSpanImpl(&s.AdamConfig, p, g, s.ExpAvg[a:b], s.ExpAvgSq[a:b], vmax)
 		splitBF16Impl(s.Top[a:b], s.Bottom[a:b], p)
 	}
-	splitScratches.Put(sc)
+	splitScratches.put(sc)
 }
 
 // AdagradSplitStep is AdagradStep on a split parameter, as SGDSplitStep
@@ -247,12 +246,12 @@ func (s *AdagradSplitStep) run(lo, hi int) {
 			return
 		}
 	}
-	sc := splitScratches.Get().(*splitScratch)
+	sc := splitScratches.get()
 	for a := lo; a < hi; a += splitSpan {
 		b := min(a+splitSpan, hi)
 		p, g := sc.load(s.Top, s.Bottom, s.Grad, a, b)
 		adagradSpanImpl(&s.AdagradConfig, p, g, s.Sum[a:b])
 		splitBF16Impl(s.Top[a:b], s.Bottom[a:b], p)
 	}
-	splitScratches.Put(sc)
+	splitScratches.put(sc)
 }

@@ -443,11 +443,11 @@ type parJob[A any] struct {
 }
 
 // parPool is a pool of jobs for one argument type.
-type parPool[A any] struct{ p sync.Pool }
+type parPool[A any] struct{ free freeList[parJob[A]] }
 
 // run calls body(&args, lo, hi) over [0, n) through Parallel.
 func (pp *parPool[A]) run(n, work int, args A, body func(a *A, lo, hi int)) {
-	j, _ := pp.p.Get().(*parJob[A])
+	j := pp.free.get()
 	if j == nil {
 		j = new(parJob[A])
 		j.fn = func(lo, hi int) { j.body(&j.args, lo, hi) }
@@ -456,7 +456,7 @@ func (pp *parPool[A]) run(n, work int, args A, body func(a *A, lo, hi int)) {
 	Parallel(n, work, j.fn)
 	var zero A
 	j.args, j.body = zero, nil // drop the caller's slices
-	pp.p.Put(j)
+	pp.free.put(j)
 }
 
 // scratch is a pooled buffer for per-call temporaries; the pointer
