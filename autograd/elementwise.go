@@ -27,15 +27,20 @@ func binaryOp(op string, k kernels.BinOp, a, b *Tensor) *Tensor {
 	if tracing() {
 		trace(op, []*Tensor{a, b}, []*Tensor{out})
 	}
-	// Sums and differences need only the operands' shapes, so they keep
-	// no operand memory alive.
+	// The backward keeps alive only what it reads: the operands' shapes
+	// for sums and differences, the operands for products and quotients,
+	// and a quotient's result.
 	ta, tb := a, b
 	if k == kernels.BinAdd || k == kernels.BinSub {
 		ta, tb = a.meta(), b.meta()
 	}
+	var saved *Tensor
+	if k == kernels.BinDiv {
+		saved = out
+	}
 	needA, needB := a.requiresGrad, b.requiresGrad
 	return record(op+"Backward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		ga, gb := binaryGrads(k, g, ta, tb, out, needA, needB)
+		ga, gb := binaryGrads(k, g, ta, tb, saved, needA, needB)
 		return []*Tensor{ga, gb}
 	})
 }
@@ -208,18 +213,26 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 		// A residual sum: the gradient passes to both as it is.
 		return record("AddBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor { return []*Tensor{g, g} }), true
 	}
+	ta, tb := a, b
+	if k == kernels.BinAdd || k == kernels.BinSub {
+		ta, tb = a.meta(), b.meta() // as in binaryOp: shapes suffice
+	}
+	needA, needB := a.requiresGrad, b.requiresGrad
 	return record(op+"Backward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		// The float32 route's gradients: widen, differentiate, round back.
-		a32, b32 := asFloat32(a), asFloat32(b)
+		a32, b32 := ta, tb
 		var out32 *Tensor
+		if k == kernels.BinMul || k == kernels.BinDiv {
+			a32, b32 = asFloat32(ta), asFloat32(tb)
+		}
 		if k == kernels.BinDiv {
 			out32 = binaryF32(op, a32, b32, k)
 		}
-		ga, gb := binaryGrads(k, g.castTo(Float32), a32, b32, out32, a.requiresGrad, b.requiresGrad)
-		if ga != nil && a.dtype == BFloat16 {
+		ga, gb := binaryGrads(k, g.castTo(Float32), a32, b32, out32, needA, needB)
+		if ga != nil && ta.dtype == BFloat16 {
 			ga = ga.castTo(BFloat16)
 		}
-		if gb != nil && b.dtype == BFloat16 {
+		if gb != nil && tb.dtype == BFloat16 {
 			gb = gb.castTo(BFloat16)
 		}
 		return []*Tensor{ga, gb}
