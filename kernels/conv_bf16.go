@@ -140,7 +140,7 @@ type convBF16 struct {
 	colBuf32                                []float32
 	offsBuf                                 []int
 
-	im2colFn, col2imFn, biasFn, padFn, directFn, transFn, pointFn func(lo, hi int)
+	im2colFn, col2imFn, biasFn, padFn, directFn, transFn, pointFn, packFn func(lo, hi int)
 }
 
 var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
@@ -152,6 +152,7 @@ var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
 	c.directFn = c.directRows
 	c.transFn = c.transposeDy
 	c.pointFn = c.pointPanels
+	c.packFn = c.packDirectB
 	return c
 }}
 

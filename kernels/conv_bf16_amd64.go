@@ -101,7 +101,7 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 		d.last = t0+d.tb == taps
 		for j0 := 0; j0 < O; j0 += nc {
 			d.j0, d.nc = j0, min(nc, O-j0)
-			Parallel(d.nc/16, d.nc*d.tb*cp, c.packDirectB)
+			Parallel(d.nc/16, d.nc*d.tb*cp, c.packFn)
 			if d.pointwise {
 				Parallel((c.pix+11)/12, c.pix*2*d.nc*C, c.pointFn)
 			} else {

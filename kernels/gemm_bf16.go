@@ -25,26 +25,28 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 		gemmScaleC(m, n, beta, c, ldc, &Epilogue{})
 		return
 	}
-	// Calls are pooled: the kernels hand the call's methods to the worker
-	// pool, which would move a fresh one to the heap every time.
+	// Calls are pooled, their methods bound once: a method value handed to
+	// the worker pool escapes, so binding it per call would allocate.
 	g := sbgemmCalls.get()
-	if g == nil {
-		g = new(sbgemmCall)
-	}
-	*g = sbgemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
+	g.sbgemmArgs = sbgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
 	switch {
 	case sbgemmAsm():
 		g.blocked()
 	case level > Generic:
 		g.widened()
 	default:
-		Parallel(m, m*n*k, g.generic)
+		Parallel(m, m*n*k, g.genericFn)
 	}
-	*g = sbgemmCall{}
+	g.sbgemmArgs = sbgemmArgs{}
 	sbgemmCalls.put(g)
 }
 
-var sbgemmCalls freeList[sbgemmCall]
+var sbgemmCalls = freeList[sbgemmCall]{New: func() *sbgemmCall {
+	g := new(sbgemmCall)
+	g.genericFn = g.generic
+	g.bindBlocked()
+	return g
+}}
 
 // GemmBF16To computes C = alpha·op(A)·op(B) for bfloat16 A and B, as
 // GemmBF16 does in float32, and stores it rounded to bfloat16 (nearest
@@ -115,8 +117,15 @@ func releaseF32Scratch(b *[]float32) {
 	widenBufs[bits.Len(uint(cap(*b)-1))].put(b)
 }
 
-// sbgemmCall is one GemmBF16 call.
+// sbgemmCall is one GemmBF16 call: its arguments and block state, and its
+// methods bound for the worker pool.
 type sbgemmCall struct {
+	sbgemmArgs
+	genericFn, packAFn, packBFn, rowsFn func(lo, hi int)
+}
+
+// sbgemmArgs is what one GemmBF16 call computes and where it stands.
+type sbgemmArgs struct {
 	transA, transB bool
 	m, n, k        int
 	alpha, beta    float32
@@ -133,14 +142,14 @@ type sbgemmCall struct {
 	ap, bp         []uint16
 }
 
-func (g *sbgemmCall) aAt(i, p int) uint16 {
+func (g *sbgemmArgs) aAt(i, p int) uint16 {
 	if g.transA {
 		return g.a[p*g.lda+i]
 	}
 	return g.a[i*g.lda+p]
 }
 
-func (g *sbgemmCall) bAt(p, j int) uint16 {
+func (g *sbgemmArgs) bAt(p, j int) uint16 {
 	if g.transB {
 		return g.b[j*g.ldb+p]
 	}
@@ -148,7 +157,7 @@ func (g *sbgemmCall) bAt(p, j int) uint16 {
 }
 
 // generic is the reference for rows [lo, hi).
-func (g *sbgemmCall) generic(lo, hi int) {
+func (g *sbgemmArgs) generic(lo, hi int) {
 	for i := lo; i < hi; i++ {
 		row := g.c[i*g.ldc : i*g.ldc+g.n]
 		for j := range row {

@@ -32,6 +32,10 @@ const (
 	sbgemmMR = 12
 )
 
+func (g *sbgemmCall) bindBlocked() {
+	g.packAFn, g.packBFn, g.rowsFn = g.packAPanels, g.packBPanels, g.rowPanels
+}
+
 func (g *sbgemmCall) blocked() {
 	pairs := (g.k + 1) / 2
 	kcp := gemmBalance(pairs, sbgemmKC, 1)
@@ -45,7 +49,7 @@ func (g *sbgemmCall) blocked() {
 		g.p0, g.kp = p0, min(kcp, pairs-p0)
 		// A's panels for this depth block are packed once, for every column
 		// block.
-		Parallel(panels, g.m*g.kp*2, g.packAPanels)
+		Parallel(panels, g.m*g.kp*2, g.packAFn)
 		g.beta2 = g.beta
 		if p0 > 0 {
 			g.beta2 = 1
@@ -53,7 +57,7 @@ func (g *sbgemmCall) blocked() {
 		for j0 := 0; j0 < g.n; j0 += nc {
 			g.j0, g.nc = j0, min(nc, g.n-j0)
 			g.packB()
-			Parallel(panels, g.m*g.nc*2*g.kp, g.rowPanels)
+			Parallel(panels, g.m*g.nc*2*g.kp, g.rowsFn)
 		}
 	}
 	g.ap, g.bp = nil, nil
@@ -77,7 +81,7 @@ var (
 // past the last column, whose tile is padded to 32).
 func (g *sbgemmCall) packB() {
 	ncPad := (g.nc + 31) &^ 31
-	Parallel(ncPad/16, ncPad*g.kp*2, g.packBPanels)
+	Parallel(ncPad/16, ncPad*g.kp*2, g.packBFn)
 }
 
 // packBPanels packs B's 16-column panels [lo, hi) of the current block.

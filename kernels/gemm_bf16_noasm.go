@@ -8,4 +8,6 @@ func sbgemmKernel12x32(kp int, a, b *uint16, c *float32, ldc, tiles, rows int, a
 
 func sbgemmAsm() bool { return false }
 
+func (g *sbgemmCall) bindBlocked() {}
+
 func (g *sbgemmCall) blocked() { panic("kernels: no BF16 GEMM kernel in this build") }

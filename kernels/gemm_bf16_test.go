@@ -50,7 +50,7 @@ func checkGemmBF16(t *testing.T, r *rand.Rand, name string, m, n, k int, ta, tb 
 		c0[i] = float32(r.NormFloat64())
 	}
 	want := append([]float32(nil), c0...)
-	ref := sbgemmCall{transA: ta, transB: tb, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: want, ldc: ldc}
+	ref := sbgemmArgs{transA: ta, transB: tb, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: want, ldc: ldc}
 	ref.generic(0, m)
 	got := append([]float32(nil), c0...)
 	GemmBF16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, got, ldc)
