@@ -347,7 +347,7 @@ func BenchmarkActForward(b *testing.B) {
 		}
 		y := make([]float32, len(x))
 		for _, a := range []Act{{Fn: ActReLU}, {Fn: ActSigmoid}, {Fn: ActTanh}, {Fn: ActGELU}, {Fn: ActGELUTanh}} {
-			for _, l := range availableLevels() {
+			for _, l := range Levels() {
 				b.Run(fmt.Sprintf("%v/%s/%v", a.Fn, sz.name, l), func(b *testing.B) {
 					defer useActLevel(l)()
 					b.SetBytes(int64(8 * len(x)))
@@ -373,7 +373,7 @@ func BenchmarkActBackward(b *testing.B) {
 		}
 		dx := make([]float32, len(x))
 		for _, a := range []Act{{Fn: ActReLU}, {Fn: ActGELU}} {
-			for _, l := range availableLevels() {
+			for _, l := range Levels() {
 				b.Run(fmt.Sprintf("%v/%s/%v", a.Fn, sz.name, l), func(b *testing.B) {
 					defer useActLevel(l)()
 					b.SetBytes(int64(12 * len(x)))
@@ -528,7 +528,7 @@ func TestActSweep(t *testing.T) {
 	}
 	want := make([]float32, len(x))
 	got := make([]float32, len(x))
-	for _, l := range availableLevels()[1:] {
+	for _, l := range Levels()[1:] {
 		fwd := actForwardFor(l)
 		for _, a := range []Act{{Fn: ActExp}, {Fn: ActLog}, {Fn: ActTanh}, {Fn: ActSigmoid}, {Fn: ActELU, A: 1},
 			{Fn: ActGELU}, {Fn: ActGELUTanh}, {Fn: ActSiLU}} {

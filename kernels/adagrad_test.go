@@ -138,7 +138,7 @@ func checkAdagradLevels(t *testing.T, spanFor func(Level) func(*AdagradConfig, [
 func BenchmarkAdagradStep(b *testing.B) {
 	for _, sz := range benchSizes {
 		n := sz.n
-		for _, l := range availableLevels() {
+		for _, l := range Levels() {
 			b.Run(fmt.Sprintf("%s/%v", sz.name, l), func(b *testing.B) {
 				old := adagradSpanImpl
 				adagradSpanImpl = adagradSpanFor(l)

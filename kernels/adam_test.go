@@ -173,7 +173,7 @@ func TestAdamStepDoesNotAllocate(t *testing.T) {
 func BenchmarkAdamStep(b *testing.B) {
 	for _, sz := range benchSizes {
 		n := sz.n
-		for _, l := range availableLevels() {
+		for _, l := range Levels() {
 			b.Run(fmt.Sprintf("%s/%v", sz.name, l), func(b *testing.B) {
 				defer useAdamLevel(l)()
 				s := AdamStep{Param: benchFilled(n, 1), Grad: benchFilled(n, 0.5), ExpAvg: benchFilled(n, 0.25),

@@ -190,7 +190,7 @@ func BenchmarkBinary(b *testing.B) {
 		for i := range x {
 			x[i], y[i] = float32(i%100), float32(i%7+1)
 		}
-		for _, l := range availableLevels() {
+		for _, l := range Levels() {
 			b.Run(fmt.Sprintf("add/%s/%v", sz.name, l), func(b *testing.B) {
 				defer useBinLevel(l)()
 				b.SetBytes(int64(12 * sz.n))
@@ -211,7 +211,7 @@ func BenchmarkBinary(b *testing.B) {
 	}
 	n := 1 << 20
 	x, y, z := make([]float32, n), make([]float32, 16*n), make([]float32, n)
-	for _, l := range availableLevels() {
+	for _, l := range Levels() {
 		b.Run(fmt.Sprintf("addstrided/1M/%v", l), func(b *testing.B) {
 			defer useBinLevel(l)()
 			b.SetBytes(int64(12 * n))

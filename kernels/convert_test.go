@@ -153,7 +153,7 @@ func BenchmarkConvert(b *testing.B) {
 		for i := range x {
 			x[i] = float32(i) * 1.001
 		}
-		for _, l := range availableLevels() {
+		for _, l := range Levels() {
 			b.Run(fmt.Sprintf("f32tobf16/%s/%v", sz.name, l), func(b *testing.B) {
 				defer useCvtLevel(l)()
 				b.SetBytes(int64(6 * sz.n))

@@ -118,9 +118,10 @@ func Features() string {
 	return fmt.Sprintf("%s on %s, %d threads", s, name, Threads())
 }
 
-// availableLevels lists the levels this CPU and build can run, lowest
-// first; conformance suites run every kernel variant at each of them.
-func availableLevels() []Level {
+// Levels lists the levels this CPU and build can run, lowest first: the
+// values KILN_ISA accepts here. Conformance suites run every kernel
+// variant at each of them.
+func Levels() []Level {
 	var ls []Level
 	for l := Generic; l <= caps.best; l++ {
 		ls = append(ls, l)

@@ -34,7 +34,7 @@ func BenchmarkSgemm(b *testing.B) {
 	for _, sh := range gemmBenchShapes {
 		m, n, k := sh.m, sh.n, sh.k
 		a, bb, c := randSlice(r, m*k), randSlice(r, k*n), randSlice(r, m*n)
-		for _, l := range availableLevels() {
+		for _, l := range Levels() {
 			if l == Generic && m*n*k > 1<<28 {
 				continue // the reference takes seconds per product here
 			}

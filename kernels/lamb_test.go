@@ -185,7 +185,7 @@ func TestLambStepDoesNotAllocate(t *testing.T) {
 func BenchmarkLambStep(b *testing.B) {
 	for _, sz := range benchSizes {
 		n := sz.n
-		for _, l := range availableLevels() {
+		for _, l := range Levels() {
 			b.Run(fmt.Sprintf("%s/%v", sz.name, l), func(b *testing.B) {
 				defer useLambLevel(l)()
 				s := LambStep{Param: benchFilled(n, 1), Grad: benchFilled(n, 0.5), ExpAvg: benchFilled(n, 0.25),

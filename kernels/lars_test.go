@@ -113,7 +113,7 @@ func TestLARSStepDoesNotAllocate(t *testing.T) {
 func BenchmarkLARSStep(b *testing.B) {
 	for _, sz := range benchSizes {
 		n := sz.n
-		for _, l := range availableLevels() {
+		for _, l := range Levels() {
 			b.Run(fmt.Sprintf("%s/%v", sz.name, l), func(b *testing.B) {
 				defer useLambLevel(l)()
 				s := LARSStep{Param: benchFilled(n, 1), Grad: benchFilled(n, 0.5), Buf: benchFilled(n, 0.25), LARSConfig: larsTestConfigs[0]}

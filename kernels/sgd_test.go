@@ -193,7 +193,7 @@ func useSGDLevel(l Level) (restore func()) {
 func BenchmarkSGDStep(b *testing.B) {
 	for _, sz := range benchSizes {
 		n := sz.n
-		for _, l := range availableLevels() {
+		for _, l := range Levels() {
 			b.Run(fmt.Sprintf("step/%s/%v", sz.name, l), func(b *testing.B) {
 				defer useSGDLevel(l)()
 				benchmarkSGDStep(b, n)

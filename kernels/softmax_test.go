@@ -274,7 +274,7 @@ func BenchmarkSoftmaxLevels(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 1))
 			x := softmaxBuf(rng, n, 2)[:n]
 			y, dx := make([]float32, n), make([]float32, n)
-			for _, l := range availableLevels() {
+			for _, l := range Levels() {
 				name := fmt.Sprintf("%s/%dx%dx%d/%v", sz.name, s.Outer, s.N, s.Inner, l)
 				b.Run("fwd/"+name, func(b *testing.B) {
 					defer useSmLevel(l)()

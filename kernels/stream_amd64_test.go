@@ -10,7 +10,7 @@ func TestStreamStore(t *testing.T) {
 	for i := range src {
 		src[i] = float32(i) + 0.5
 	}
-	for _, l := range availableLevels() {
+	for _, l := range Levels() {
 		if l == Generic {
 			continue
 		}

@@ -23,7 +23,7 @@ func TestStreamedOutput(t *testing.T) {
 			}
 		}
 	}
-	for _, l := range availableLevels() {
+	for _, l := range Levels() {
 		for _, act := range []Act{{Fn: ActReLU}, {Fn: ActSigmoid}} {
 			act.forward(want, a)
 			restore := useActLevel(l)

@@ -12,7 +12,7 @@ import (
 // forEachLevel runs fn as a subtest at every level this CPU and build
 // support, so one suite checks every variant.
 func forEachLevel(t *testing.T, fn func(t *testing.T, l Level)) {
-	for _, l := range availableLevels() {
+	for _, l := range Levels() {
 		t.Run(l.String(), func(t *testing.T) { fn(t, l) })
 	}
 }

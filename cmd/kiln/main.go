@@ -5,6 +5,7 @@
 //	kiln inspect FILE
 //	kiln run FILE -i IN.npy [-i IN2.npy ...] [-o OUT.npy ...]
 //	kiln bench FILE [--batch N] [--threads T] [--iters K] [--warmup W] [--profile]
+//	kiln cpu [--levels]
 //
 // inspect prints the graph, one op per line, and its parameter count. run
 // reads one .npy file per graph input, in the order of the graph's inputs,
@@ -13,6 +14,8 @@
 // its input shapes with the first dimension set to the batch size and
 // prints latency percentiles and throughput; with --profile it then
 // times every node and prints where the time goes, by node and by op.
+// cpu prints the CPU, the kernel variants in use and the instruction-set
+// levels KILN_ISA can select on it.
 //
 // Flags may come before or after FILE. The exit status is 0 on success, 1
 // when the command fails and 2 when it is used wrongly.
@@ -38,6 +41,9 @@ Commands:
   bench FILE [--batch N] [--threads T] [--iters K] [--warmup W] [--profile]
         time the graph on random inputs: latency percentiles, throughput;
         --profile adds the time of each node and of each op
+  cpu [--levels]
+        print the CPU, the kernel variants in use and the levels
+        KILN_ISA can select (--levels: only those, best first)
 
 FILE is a graph written by graph.Save. Run "kiln <command> -h" for the
 command's flags.
@@ -64,6 +70,7 @@ var commands = map[string]command{
 	"inspect": inspect,
 	"run":     runCmd,
 	"bench":   bench,
+	"cpu":     cpu,
 }
 
 // kiln runs the command line args and returns the exit status.
