@@ -7,10 +7,21 @@ all: test
 demo:
 	$(GO) run ./examples/quickstart
 
-# The kernel suites run twice: with the assembly variants the CPU supports,
-# and with -tags noasm, which leaves only the pure-Go references.
+# Every suite runs at the best instruction-set level the CPU has; the
+# packages below run again (-short) at each lower level KILN_ISA can select
+# here, since a CPU elsewhere takes those paths as its best; the kernel
+# suites run once more with -tags noasm, which leaves only the pure-Go
+# references. The log starts with the CPU and the levels it covers.
+LEVEL_PKGS = . ./kernels/... ./autograd/... ./amp/... ./nn/... ./optim/... ./graph/... ./examples/...
+
 test: vet
+	@$(GO) run ./cmd/kiln cpu
 	$(GO) test -count=1 ./...
+	@set -e; levels=$$($(GO) run ./cmd/kiln cpu --levels); \
+	for l in $$(echo $$levels | cut -s -d' ' -f2-); do \
+		echo "KILN_ISA=$$l $(GO) test -count=1 -short $(LEVEL_PKGS)"; \
+		KILN_ISA=$$l $(GO) test -count=1 -short $(LEVEL_PKGS); \
+	done
 	$(GO) test -count=1 -tags noasm ./kernels/...
 	$(MAKE) fuzz
 

@@ -534,6 +534,9 @@ func TestCompiledSpecialOps(t *testing.T) {
 // different signatures their results live in different plans, so each
 // goroutine's result stays its own (run with -race).
 func TestRunConcurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("concurrent runs of ResNet-18 take long at the lower kernel levels; skipped with -short")
+	}
 	p, g := traceResNet18(t, 1)
 	inputs := []*autograd.Tensor{
 		autograd.Randn(g, 1, 3, 32, 32), autograd.Randn(g, 2, 3, 32, 32),

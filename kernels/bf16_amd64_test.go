@@ -10,7 +10,7 @@ import (
 
 func needBF16(t *testing.T) {
 	t.Helper()
-	if level < AVX512 || !caps.bf16 {
+	if level < AVX512BF16 {
 		t.Skip("no AVX512_BF16 on this CPU")
 	}
 }

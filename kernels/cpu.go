@@ -22,6 +22,11 @@ const (
 	// AVX512 is AVX-512 F, BW, VL and DQ: sixteen float32 lanes, thirty-two
 	// registers and mask registers for tails.
 	AVX512
+	// AVX512BF16 is AVX512 with AVX512_BF16 (VDPBF16PS): the BF16 GEMM and
+	// convolutions multiply bfloat16 pairs natively instead of widening
+	// them to float32. A level of its own so that a CPU with it can still
+	// run, and test, the AVX-512 code of CPUs without it.
+	AVX512BF16
 )
 
 func (l Level) String() string {
@@ -32,14 +37,16 @@ func (l Level) String() string {
 		return "avx2"
 	case AVX512:
 		return "avx512"
+	case AVX512BF16:
+		return "avx512bf16"
 	}
 	return fmt.Sprintf("Level(%d)", int(l))
 }
 
 // cpuCaps is what this CPU offers the kernels, detected once at start.
 type cpuCaps struct {
-	best       Level // the widest level the CPU (and build) supports
-	bf16, vnni bool  // AVX512_BF16 and AVX512_VNNI, only with AVX512
+	best Level // the widest level the CPU (and build) supports
+	vnni bool  // AVX512_VNNI, only with AVX512
 }
 
 // level is the variant family kernels dispatch to. It starts at the CPU's
@@ -68,13 +75,16 @@ func detectCPU() cpuCaps {
 	}
 	if c.best == AVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512DQ) {
 		c.best = AVX512
-		c.bf16 = cpuid.CPU.Supports(cpuid.AVX512BF16)
+		if cpuid.CPU.Supports(cpuid.AVX512BF16) {
+			c.best = AVX512BF16
+		}
 		c.vnni = cpuid.CPU.Supports(cpuid.AVX512VNNI)
 	}
 	return c
 }
 
-// chooseLevel applies a KILN_ISA request ("generic", "avx2", "avx512"; empty
+// chooseLevel applies a KILN_ISA request ("generic", "avx2", "avx512",
+// "avx512bf16"; empty
 // for the best) to the best level the CPU supports. A request above what
 // the CPU has, or one that names no level, gets the best level and a
 // warning to print, since a typo must not silently change what runs.
@@ -82,7 +92,7 @@ func chooseLevel(best Level, req string) (Level, string) {
 	if req == "" {
 		return best, ""
 	}
-	for l := Generic; l <= AVX512; l++ {
+	for l := Generic; l < levelCount; l++ {
 		if strings.EqualFold(req, l.String()) {
 			if l > best {
 				return best, fmt.Sprintf("KILN_ISA=%s is not available on this CPU or build; using %v", req, best)
@@ -90,7 +100,7 @@ func chooseLevel(best Level, req string) (Level, string) {
 			return l, ""
 		}
 	}
-	return best, fmt.Sprintf("KILN_ISA=%q names no level (generic, avx2, avx512); using %v", req, best)
+	return best, fmt.Sprintf("KILN_ISA=%q names no level (generic, avx2, avx512, avx512bf16); using %v", req, best)
 }
 
 // Features describes the kernel variants in use and the CPU they run on,
@@ -98,10 +108,7 @@ func chooseLevel(best Level, req string) (Level, string) {
 // so a benchmark or a log says what ran.
 func Features() string {
 	var extra []string
-	if level == AVX512 && caps.bf16 {
-		extra = append(extra, "bf16")
-	}
-	if level == AVX512 && caps.vnni {
+	if level >= AVX512 && caps.vnni {
 		extra = append(extra, "vnni")
 	}
 	s := level.String()
@@ -141,7 +148,7 @@ func pick[F any](l Level, variants [levelCount]F) F {
 	return variants[Generic]
 }
 
-const levelCount = int(AVX512) + 1
+const levelCount = AVX512BF16 + 1
 
 // isNil reports whether a variant slot is empty; F is a func type, which
 // generic code cannot compare with nil directly. It runs only when a

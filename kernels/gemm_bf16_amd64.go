@@ -18,7 +18,7 @@ func sbgemmKernel12x32(kp int, a, b *uint16, c *float32, ldc, tiles, rows int, a
 func sbPackPanel(dst *uint32, src *uint16, ldb, pairs int)
 
 // sbgemmAsm reports whether the assembly BF16 GEMM runs on this CPU.
-func sbgemmAsm() bool { return level == AVX512 && caps.bf16 }
+func sbgemmAsm() bool { return level >= AVX512BF16 }
 
 // Blocking of the assembly path, in depth pairs and columns: a 12-row A
 // panel of sbgemmKC pairs is 24 KiB and a 32-column B tile 64 KiB, so the

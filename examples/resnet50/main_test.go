@@ -59,6 +59,9 @@ func lastHeldOut(t *testing.T, log string) (string, float64) {
 // synthetic images reaches 90% held-out accuracy (it gets about 98%, in
 // 160 steps, some 12 s on two cores).
 func TestTrainLearns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("160 ResNet-18 steps; skipped with -short (make test runs it at the best kernel level)")
+	}
 	log := runOK(t, "train", "--data", "synthetic", "--arch", "resnet18", "--image-size", "32",
 		"--batch-size", "64", "--lr", "0.05", "--epochs", "4", "--train-size", "2560", "--val-size", "500", "--quiet")
 	if _, top1 := lastHeldOut(t, log); top1 < 90 {

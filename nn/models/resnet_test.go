@@ -13,6 +13,9 @@ import (
 // The parameter and state-dict counts are torchvision's (sum of numel over
 // model.parameters(), len(model.state_dict())).
 func TestResNetSizes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every ResNet to count parameters, which no kernel level changes; skipped with -short")
+	}
 	for _, tc := range []struct {
 		arch          string
 		params, state int
