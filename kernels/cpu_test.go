@@ -12,6 +12,8 @@ func TestChooseLevel(t *testing.T) {
 		want Level
 	}{
 		{AVX512, "", AVX512},
+		{AVX512BF16, "avx512", AVX512},
+		{AVX512, "avx512bf16", AVX512}, // AVX-512 without AVX512_BF16
 		{AVX512, "avx2", AVX2},
 		{AVX512, "GENERIC", Generic},
 		{AVX2, "avx512", AVX2}, // not above what the CPU has
