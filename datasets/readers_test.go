@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -297,17 +296,6 @@ func TestReadersMissingAndCorruptFiles(t *testing.T) {
 	}
 }
 
-// allocated returns the bytes f allocates (the whole process's, so a
-// bound checked against it must leave room for the runtime's own).
-func allocated(f func()) uint64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	before := ms.TotalAlloc
-	f()
-	runtime.ReadMemStats(&ms)
-	return ms.TotalAlloc - before
-}
-
 // A header is checked against the data that actually arrives before
 // memory is set aside for what it declares.
 func TestReadersAllocateWhatTheFileHolds(t *testing.T) {
@@ -346,7 +334,7 @@ func TestReadersAllocateWhatTheFileHolds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, t.TempDir(), "data", tc.file)
 			var err error
-			got := allocated(func() { err = tc.read(path) })
+			got := datasets.Allocated(func() { err = tc.read(path) })
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), path+": ") {
 				t.Fatalf("error %v, want %q about %s", err, tc.want, path)
 			}
