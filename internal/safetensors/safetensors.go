@@ -34,9 +34,9 @@ const maxHeader = 100_000_000
 // length, header or entry, or data offsets that do not tile the data
 // section exactly. Errors reading the file itself are returned as they come.
 type FormatError struct {
-	Tensor string // the entry at fault, or "" when the problem is the file's
+	Tensor string // the entry at fault; "" when the fault is the file's as a whole
 	Msg    string
-	Err    error // the cause Msg describes, such as shape.ErrOverflow; may be nil
+	Err    error // the cause Msg describes, such as shape.ErrOverflow, or nil
 }
 
 func (e *FormatError) Error() string {
@@ -68,7 +68,7 @@ type Tensor struct {
 // File is a whole container.
 type File struct {
 	Metadata map[string]string
-	Tensors  []Tensor // sorted by name after Decode
+	Tensors  []Tensor // sorted by name after Decode or Read
 }
 
 // Get returns the tensor called name.
@@ -120,7 +120,8 @@ func Decode(b []byte) (*File, error) {
 	return assemble(meta, entries, b[8+n:]), nil
 }
 
-// Read decodes a container of size bytes read from r. It checks the
+// Read decodes a container of size bytes read from r, which must hold at
+// least that many; tensor data is one allocation of the data section. It checks the
 // header length against size and the format's limit before reading the
 // header, and the header against size before reading the data, so a
 // corrupt file costs no more memory than its own size.

@@ -140,6 +140,13 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
+func TestDecodeOverflowIs(t *testing.T) {
+	_, err := Decode(container(`{"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}}`, 0))
+	if !errors.Is(err, shape.ErrOverflow) {
+		t.Errorf("err = %v, want one wrapping shape.ErrOverflow", err)
+	}
+}
+
 func TestDecodeAccepts(t *testing.T) {
 	cases := []struct {
 		name  string
