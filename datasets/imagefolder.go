@@ -24,22 +24,22 @@ import (
 )
 
 // maxImageBytes bounds the float32 RGB tensor an image header may
-// announce, 12 bytes a pixel: 1 GiB is PIL's Image.MAX_IMAGE_PIXELS
-// (89,478,485), above which PIL warns of a decompression bomb. PIL's
-// limit counts 8-bit pixels, 3 or 4 bytes each; Kiln stores 12, and a
-// loader holds one image per worker and more in prefetched batches, so
-// the bound is on the bytes Kiln allocates. A corrupt or hostile header
-// is refused before the decoder allocates for it.
+// announce. At 12 bytes a pixel, 1 GiB is PIL's Image.MAX_IMAGE_PIXELS
+// (89,478,485), above which PIL warns of a decompression bomb; but PIL
+// counts 8-bit pixels of 3 or 4 bytes, and a loader holds one image per
+// worker and more in prefetched batches, so the bound is on the bytes
+// Kiln allocates. A corrupt or hostile header is refused before the
+// decoder allocates for it.
 const maxImageBytes = 1 << 30
+
+// maxImageFileBytes bounds the size of a file read whole for decoding, so
+// that a large non-image with an image extension is not read into memory.
+const maxImageFileBytes = 1 << 30
 
 // ErrNotRegular is wrapped by the error for an image path that names a
 // named pipe, device, socket or other special file: reading one could
 // block a worker for ever or never end.
 var ErrNotRegular = errors.New("not a regular file")
-
-// maxImageFileBytes bounds the size of a file read whole for decoding, so
-// that a large non-image with an image extension is not read into memory.
-const maxImageFileBytes = 1 << 30
 
 // CorruptPolicy says what an ImageFolderSet does with a file it cannot read
 // or decode.
@@ -145,7 +145,10 @@ type ImageFolderSet struct {
 //
 // A root with no class folders, or a class folder with no images (unless
 // opt.AllowEmptyClasses), is an error naming the folder, as is a bad
-// option or a Transform built with bad arguments.
+// option or a Transform built with bad arguments. Files are listed by
+// name, as torchvision lists them: a named pipe, device or socket with an
+// image's name is found when opened (ErrNotRegular) and handled by
+// opt.OnCorrupt like any unreadable image.
 func ImageFolder(root string, opt ImageFolderOptions) (*ImageFolderSet, error) {
 	if opt.OnCorrupt != CorruptFail && opt.OnCorrupt != CorruptSkip {
 		return nil, fmt.Errorf("datasets: ImageFolder: unknown corrupt-file policy %v", opt.OnCorrupt)
