@@ -2,7 +2,6 @@ package datasets
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,9 +15,11 @@ const (
 	cifarRecord = 1 + cifarPixels
 )
 
-// maxCIFARBytes bounds how much one batch file may hold (the real ones
-// hold 10,000 records), so that a wrong file is not read whole into memory.
-const maxCIFARBytes = 1 << 30
+// maxCIFARRecords bounds the records one batch file may hold: the real
+// ones hold 10,000, and 60,000 is the whole data set, train and test, in
+// one file (184 MB). Reading stops there, so a wrong file or a gzip bomb
+// costs no more memory than the largest true file.
+const maxCIFARRecords = 60_000
 
 // CIFAR10 reads the CIFAR-10 training set (data_batch_1.bin to
 // data_batch_5.bin, when train is true) or test set (test_batch.bin) of
@@ -65,13 +66,13 @@ func readCIFARBatch(path string, set *Images) error {
 		return err
 	}
 	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(r, maxCIFARBytes+1))
+	raw, err := readAtMost(r, maxCIFARRecords*cifarRecord+1)
 	if err != nil {
 		return readError(path, "records", err)
 	}
 	switch {
-	case len(raw) > maxCIFARBytes:
-		return fmt.Errorf("%s: more than %d bytes; not a CIFAR-10 batch", path, maxCIFARBytes)
+	case len(raw) > maxCIFARRecords*cifarRecord:
+		return fmt.Errorf("%s: more than %d records of 3073 bytes; not a CIFAR-10 batch", path, maxCIFARRecords)
 	case len(raw) == 0:
 		return fmt.Errorf("%s: empty file, want 3073-byte records", path)
 	case len(raw)%cifarRecord != 0:

@@ -20,16 +20,26 @@ import (
 	"sync/atomic"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/shape"
 )
 
-// maxImagePixels bounds the pixels an image header may announce: PIL's
-// decompression-bomb limit (2 × Image.MAX_IMAGE_PIXELS). A corrupt or
-// hostile header would otherwise make the decoder allocate gigabytes.
-const maxImagePixels = 2 * 89_478_485
+// maxImageBytes bounds the float32 RGB tensor an image header may
+// announce. At 12 bytes a pixel, 1 GiB is PIL's Image.MAX_IMAGE_PIXELS
+// (89,478,485), above which PIL warns of a decompression bomb; but PIL
+// counts 8-bit pixels of 3 or 4 bytes, and a loader holds one image per
+// worker and more in prefetched batches, so the bound is on the bytes
+// Kiln allocates. A corrupt or hostile header is refused before the
+// decoder allocates for it.
+const maxImageBytes = 1 << 30
 
 // maxImageFileBytes bounds the size of a file read whole for decoding, so
 // that a large non-image with an image extension is not read into memory.
 const maxImageFileBytes = 1 << 30
+
+// ErrNotRegular is wrapped by the error for an image path that names a
+// named pipe, device, socket or other special file: reading one could
+// block a worker for ever or never end.
+var ErrNotRegular = errors.New("not a regular file")
 
 // CorruptPolicy says what an ImageFolderSet does with a file it cannot read
 // or decode.
@@ -135,7 +145,10 @@ type ImageFolderSet struct {
 //
 // A root with no class folders, or a class folder with no images (unless
 // opt.AllowEmptyClasses), is an error naming the folder, as is a bad
-// option or a Transform built with bad arguments.
+// option or a Transform built with bad arguments. Files are listed by
+// name, as torchvision lists them: a named pipe, device or socket with an
+// image's name is found when opened (ErrNotRegular) and handled by
+// opt.OnCorrupt like any unreadable image.
 func ImageFolder(root string, opt ImageFolderOptions) (*ImageFolderSet, error) {
 	if opt.OnCorrupt != CorruptFail && opt.OnCorrupt != CorruptSkip {
 		return nil, fmt.Errorf("datasets: ImageFolder: unknown corrupt-file policy %v", opt.OnCorrupt)
@@ -405,10 +418,13 @@ func hasImageExt(name string) bool {
 }
 
 // openImage opens an image file, refusing what cannot be one: an empty
-// file, or something other than a regular file (reading a named pipe
-// called x.jpg would block a worker for ever).
+// file, or something other than a regular file. torchvision lists files
+// by extension alone and would then block for ever opening a named pipe
+// called x.png; here it is an error naming the file, which OnCorrupt
+// fails on or skips like any unreadable image. Links to regular files are
+// followed.
 func openImage(path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, 0, err // an *os.PathError names the path
 	}
@@ -419,7 +435,7 @@ func openImage(path string) (*os.File, int64, error) {
 		return nil, 0, err
 	case !fi.Mode().IsRegular():
 		f.Close()
-		return nil, 0, fmt.Errorf("%s: not a regular file (%v)", path, fi.Mode().Type())
+		return nil, 0, fmt.Errorf("%s: %w (mode %v)", path, ErrNotRegular, fi.Mode())
 	case fi.Size() == 0:
 		f.Close()
 		return nil, 0, fmt.Errorf("%s: empty file", path)
@@ -438,9 +454,10 @@ func checkHeader(r io.Reader) error {
 		return err
 	case cfg.Width < 1 || cfg.Height < 1:
 		return fmt.Errorf("image of %d×%d pixels", cfg.Width, cfg.Height)
-	case int64(cfg.Width)*int64(cfg.Height) > maxImagePixels:
-		return fmt.Errorf("%d×%d image has more than %d pixels; is the header corrupt?",
-			cfg.Width, cfg.Height, maxImagePixels)
+	}
+	if n, err := shape.Bytes([]int{3, cfg.Height, cfg.Width}, 4); err != nil || n > maxImageBytes {
+		return fmt.Errorf("%d×%d image is more than the %d bytes allowed as float32 RGB (12 a pixel); is the header corrupt?",
+			cfg.Width, cfg.Height, maxImageBytes)
 	}
 	return nil
 }

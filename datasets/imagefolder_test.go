@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -407,26 +408,75 @@ func TestImageFolderVerify(t *testing.T) {
 	}
 }
 
-// A header announcing a huge image is refused before the decoder
-// allocates for it.
-func TestImageFolderHugeHeader(t *testing.T) {
+// pngClaiming returns a 2×2 PNG whose header claims w×h pixels.
+func pngClaiming(t *testing.T, w, h uint32) []byte {
 	data := pngBytes(t, colourful(2, 2, 0))
 	// IHDR follows the 8-byte signature: length, type, width, height, …,
 	// then a CRC of type and data.
-	binary.BigEndian.PutUint32(data[16:], 100_000)
-	binary.BigEndian.PutUint32(data[20:], 100_000)
+	binary.BigEndian.PutUint32(data[16:], w)
+	binary.BigEndian.PutUint32(data[20:], h)
 	binary.BigEndian.PutUint32(data[29:], crc32.ChecksumIEEE(data[12:29]))
-	root := t.TempDir()
-	path := putFile(t, root, "a/huge.png", data)
-	for _, verify := range []bool{false, true} {
-		s, err := ImageFolder(root, ImageFolderOptions{Verify: verify})
-		if err == nil {
-			_, err = s.Get(0)
-		}
-		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "100000×100000 image has more than") {
-			t.Errorf("verify %v: error %v", verify, err)
+	return data
+}
+
+// The bound is on the float32 RGB tensor an image becomes, 12 bytes a
+// pixel, not on its 8-bit pixels.
+func TestCheckHeaderBound(t *testing.T) {
+	tests := []struct {
+		w, h uint32
+		ok   bool
+	}{
+		{9459, 9459, true},
+		{9460, 9460, false},
+		{1, 89_478_485, true}, // 1 GiB / 12
+		{1, 89_478_486, false},
+		{10000, 10000, false},
+		{1 << 28, 1 << 28, false}, // more elements than internal/shape counts
+	}
+	for _, tc := range tests {
+		err := checkHeader(bytes.NewReader(pngClaiming(t, tc.w, tc.h)))
+		want := fmt.Sprintf("%d×%d image is more than the 1073741824 bytes allowed as float32 RGB", tc.w, tc.h)
+		if tc.ok && err != nil || !tc.ok && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%d×%d: error %v, want ok %v", tc.w, tc.h, err, tc.ok)
 		}
 	}
+}
+
+// A header announcing a huge image is refused before the decoder
+// allocates for it: a 10000×10000 PNG, 118 KB when real, once took
+// 1.28 GB to load.
+func TestImageFolderHugeHeader(t *testing.T) {
+	for _, side := range []uint32{10_000, 100_000} {
+		root := t.TempDir()
+		path := putFile(t, root, "a/huge.png", pngClaiming(t, side, side))
+		want := fmt.Sprintf("%d×%d image is more than the 1073741824 bytes allowed", side, side)
+		for _, verify := range []bool{false, true} {
+			var err error
+			got := allocated(func() {
+				var s *ImageFolderSet
+				if s, err = ImageFolder(root, ImageFolderOptions{Verify: verify}); err == nil {
+					_, err = s.Get(0)
+				}
+			})
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%d², verify %v: error %v", side, verify, err)
+			}
+			if got > 16<<20 {
+				t.Errorf("%d², verify %v: allocated %d bytes to refuse the image", side, verify, got)
+			}
+		}
+	}
+}
+
+// allocated returns the bytes f allocates (the whole process's, so a
+// bound checked against it must leave room for the runtime's own).
+func allocated(f func()) uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	f()
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc - before
 }
 
 func TestImageFolderErrors(t *testing.T) {

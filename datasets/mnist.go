@@ -9,6 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+
+	"github.com/kilnml/kiln/internal/shape"
 )
 
 // IDX magic numbers: two zero bytes, the element type (0x08, unsigned
@@ -114,23 +117,22 @@ func readIDX(path string, magic uint32, what string) ([]int, []byte, error) {
 		return nil, nil, fmt.Errorf("%s: magic 0x%08x, want 0x%08x (%s)", path, got, magic, what)
 	}
 	dims := make([]int, magic&0xff)
-	size := uint64(1)
 	for i := range dims {
 		if _, err := io.ReadFull(r, head[:]); err != nil {
 			return nil, nil, readError(path, "dimensions", err)
 		}
 		dims[i] = int(binary.BigEndian.Uint32(head[:]))
-		size *= uint64(dims[i])
-		if size > maxIDXBytes {
-			return nil, nil, fmt.Errorf("%s: dimensions %v announce more than %d bytes", path, dims[:i+1], maxIDXBytes)
-		}
 	}
-	data := make([]byte, size)
-	if n, err := io.ReadFull(r, data); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("%s: truncated: %d of %d data bytes for dimensions %v", path, n, size, dims)
-		}
+	size, err := shape.Numel(dims)
+	if err != nil || size > maxIDXBytes {
+		return nil, nil, fmt.Errorf("%s: dimensions %v announce more than %d bytes", path, dims, maxIDXBytes)
+	}
+	data, err := readAtMost(r, size)
+	if err != nil {
 		return nil, nil, readError(path, "data", err)
+	}
+	if len(data) < size {
+		return nil, nil, fmt.Errorf("%s: truncated: %d of %d data bytes for dimensions %v", path, len(data), size, dims)
 	}
 	if err := expectEOF(path, r); err != nil {
 		return nil, nil, err
@@ -155,6 +157,32 @@ func openData(path string) (io.Closer, io.Reader, error) {
 		return f, zr, nil
 	}
 	return f, br, nil
+}
+
+// readChunk is the first allocation of readAtMost.
+const readChunk = 1 << 16
+
+// readAtMost reads r until it ends or n bytes have come. The buffer starts
+// at readChunk and doubles as data arrives, never past n: n comes from a
+// header or a bound, and neither a truncated file nor a gzip stream can be
+// checked against it before reading, so what is allocated follows what
+// the file holds, not what it claims.
+func readAtMost(r io.Reader, n int) ([]byte, error) {
+	b := make([]byte, 0, min(n, readChunk))
+	for len(b) < n {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(len(b), n-len(b)))
+		}
+		m, err := r.Read(b[len(b):min(cap(b), n)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // expectEOF checks that r has nothing left. For a gzip stream reaching the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -293,4 +294,61 @@ func TestReadersMissingAndCorruptFiles(t *testing.T) {
 		!strings.Contains(err.Error(), "magic 0x00000802, want 0x00000803") {
 		t.Errorf("ReadMNIST of 2-D images: %v", err)
 	}
+}
+
+// A header is checked against the data that actually arrives before
+// memory is set aside for what it declares.
+func TestReadersAllocateWhatTheFileHolds(t *testing.T) {
+	// 32768 images of 256×256 bytes: the most an IDX header may declare.
+	header := idx(0x803, []uint32{32768, 256, 256}, nil)
+	// 190 MB of zeros compress to 180 KB.
+	var bomb bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&bomb, gzip.BestSpeed)
+	if _, err := io.CopyN(w, zeros{}, 62_000*3073); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	tests := []struct {
+		name     string
+		file     []byte
+		read     func(path string) error
+		want     string
+		maxAlloc uint64
+	}{
+		{"MNIST header alone", header, func(path string) error {
+			_, err := datasets.ReadMNIST(path, path)
+			return err
+		}, "truncated: 0 of 2147483648 data bytes", 1 << 20},
+		{"MNIST gzip with a little data", gz(append(slices.Clone(header), make([]byte, 1<<20)...)), func(path string) error {
+			_, err := datasets.ReadMNIST(path, path)
+			return err
+		}, "truncated: 1048576 of 2147483648 data bytes", 4 << 20},
+		// Reading stops after the 60,000 records of the whole data set, at
+		// no more than twice their size; a 2 GB stream cost 2.6 GB.
+		{"CIFAR gzip bomb", bomb.Bytes(), func(path string) error {
+			_, err := datasets.ReadCIFAR10(path)
+			return err
+		}, "more than 60000 records of 3073 bytes", 2 * 60_000 * 3073},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, t.TempDir(), "data", tc.file)
+			var err error
+			got := datasets.Allocated(func() { err = tc.read(path) })
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), path+": ") {
+				t.Fatalf("error %v, want %q about %s", err, tc.want, path)
+			}
+			if got > tc.maxAlloc {
+				t.Errorf("allocated %d bytes, want at most %d", got, tc.maxAlloc)
+			}
+		})
+	}
+}
+
+// zeros is an endless stream of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

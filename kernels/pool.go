@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -49,7 +51,8 @@ func (t task) run() {
 var workers pool
 
 // Threads reports how many workers kernels split their work across. It is
-// KILN_NUM_THREADS when that is set to a positive integer, else GOMAXPROCS.
+// KILN_NUM_THREADS when that is set to a whole number from 1 to maxThreads,
+// else GOMAXPROCS.
 func Threads() int {
 	workers.start()
 	return workers.threads
@@ -57,11 +60,10 @@ func Threads() int {
 
 func (p *pool) start() {
 	p.once.Do(func() {
-		p.threads = runtime.GOMAXPROCS(0)
-		if s := os.Getenv("KILN_NUM_THREADS"); s != "" {
-			if n, err := strconv.Atoi(s); err == nil && n > 0 {
-				p.threads = n
-			}
+		var warning string
+		p.threads, warning = chooseThreads(runtime.GOMAXPROCS(0), os.Getenv("KILN_NUM_THREADS"))
+		if warning != "" {
+			fmt.Fprintln(os.Stderr, "kiln:", warning)
 		}
 		p.tasks = make(chan task, p.threads)
 		// The calling goroutine always runs one share itself, so threads-1
@@ -70,6 +72,36 @@ func (p *pool) start() {
 			go p.work()
 		}
 	})
+}
+
+// maxThreads bounds KILN_NUM_THREADS. Each thread is a goroutine that
+// spins between kernel calls and a slot in the task queue, so an absurd
+// count (1e9) would exhaust memory starting them, and far more threads
+// than cores only adds contention. A fixed bound, rather than a multiple
+// of the cores, keeps a deliberate oversubscription (testing the split
+// on a small machine) working anywhere; 1024 is above the hardware
+// threads of any one machine Kiln runs on.
+const maxThreads = 1024
+
+// chooseThreads applies a KILN_NUM_THREADS request (empty for the
+// default, def) and returns the count to use and, when the request is not
+// a whole number from 1 to maxThreads, a warning to print: a typo must
+// not silently change how a benchmark runs.
+func chooseThreads(def int, req string) (int, string) {
+	if req == "" {
+		return def, ""
+	}
+	n, err := strconv.Atoi(req)
+	if errors.Is(err, strconv.ErrRange) {
+		err = nil // Atoi clamps n to ±MaxInt, which the cases below handle
+	}
+	switch {
+	case err != nil || n < 1:
+		return def, fmt.Sprintf("KILN_NUM_THREADS=%q is not a thread count (a whole number from 1 to %d); using %d", req, maxThreads, def)
+	case n > maxThreads:
+		return maxThreads, fmt.Sprintf("KILN_NUM_THREADS=%s is more than the %d threads allowed; using %d", req, maxThreads, maxThreads)
+	}
+	return n, ""
 }
 
 // spinTime is how long a worker, or a caller waiting for its workers,

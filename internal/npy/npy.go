@@ -27,6 +27,7 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/shape"
 )
 
 const magic = "\x93NUMPY"
@@ -35,10 +36,6 @@ const magic = "\x93NUMPY"
 // headers over 10000 bytes by default; a corrupt length must not make Read
 // trust gigabytes.
 const maxHeader = 1 << 20
-
-// maxBytes is the most data a file may claim: autograd cannot allocate
-// more.
-const maxBytes = 1 << 48
 
 // dtypes maps the descr strings Read accepts to the tensor dtype they load
 // as and their element size.
@@ -118,21 +115,11 @@ func decode(b []byte) (*autograd.Tensor, error) {
 		return nil, errors.New("fortran_order is True; only C-order arrays are supported (save np.ascontiguousarray(a))")
 	}
 	// The size is checked against the data before anything is allocated.
-	count, empty := 1, false
-	for _, d := range h.shape {
-		empty = empty || d == 0
+	need, err := shape.Bytes(h.shape, kind.size)
+	if err != nil {
+		return nil, fmt.Errorf("shape %v of %s is larger than can be allocated: %w", h.shape, h.descr, err)
 	}
-	for _, d := range h.shape {
-		if empty {
-			count = 0
-			break
-		}
-		if count > maxBytes/kind.size/d {
-			return nil, fmt.Errorf("shape %v of %s is larger than can be allocated", h.shape, h.descr)
-		}
-		count *= d
-	}
-	if need := count * kind.size; len(data) != need {
+	if len(data) != need {
 		if len(data) < need {
 			return nil, fmt.Errorf("shape %v of %s needs %d data bytes, the file has %d (truncated?)", h.shape, h.descr, need, len(data))
 		}
