@@ -110,8 +110,8 @@ func MatmulGeometry(a, b *Tensor) (n, k, m int, aOff, bOff, cOff []int, oneRight
 	}
 	aBatch, bBatch := as[:len(as)-2], bs[:len(bs)-2]
 	batch := matmulBatch(op, a, b, aBatch, bBatch)
-	aOff = matmulOffsets(aBatch, batch, n*k)
-	bOff = matmulOffsets(bBatch, batch, k*m)
-	cOff = matmulOffsets(batch, batch, n*m)
+	aOff = matmulOffsets(op, aBatch, batch, n*k)
+	bOff = matmulOffsets(op, bBatch, batch, k*m)
+	cOff = matmulOffsets(op, batch, batch, n*m)
 	return n, k, m, aOff, bOff, cOff, len(bBatch) == 0
 }
