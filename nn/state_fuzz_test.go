@@ -1,0 +1,73 @@
+package nn_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
+)
+
+// FuzzLoadStateDict loads arbitrary bytes as a state dict into the test net
+// (Conv2d, BatchNorm2d, Linear), strictly or not. Whatever the file holds,
+// LoadStateDict returns; a panic of any kind, autograd's typed one
+// included, is a failure, since a file is user data. A load that succeeds
+// leaves every entry with the shape, dtype and memory format it had.
+func FuzzLoadStateDict(f *testing.F) {
+	dir := f.TempDir()
+	seed := func(name string, ts []nn.NamedTensor) []byte {
+		path := filepath.Join(dir, name)
+		if err := nn.SaveTensors(path, ts); err != nil {
+			f.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	full := nn.StateDict(newTestNet(autograd.NewGenerator(1)))
+	valid := seed("valid.safetensors", full)
+	f.Add(valid, false)
+	f.Add(valid, true)
+	f.Add(seed("partial.safetensors", full[:3]), true)
+	f.Add(seed("empty.safetensors", nil), true)
+	f.Add(valid[:len(valid)/2], false)
+
+	f.Fuzz(func(t *testing.T, b []byte, nonStrict bool) {
+		path := filepath.Join(t.TempDir(), "state.safetensors")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m := newTestNet(autograd.NewGenerator(7))
+		before := nn.StateDict(m)
+		want := make([]string, len(before))
+		for i, nt := range before {
+			want[i] = describe(nt.Tensor)
+		}
+		var err error
+		if perr := autograd.Try(func() { err = nn.LoadStateDict(m, path, nn.LoadOptions{NonStrict: nonStrict}) }); perr != nil {
+			t.Fatalf("LoadStateDict panicked: %v", perr)
+		}
+		if err != nil {
+			return
+		}
+		after := nn.StateDict(m)
+		got := make([]string, len(after))
+		for i, nt := range after {
+			got[i] = describe(nt.Tensor)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("loaded entries are %v, want %v", got, want)
+		}
+	})
+}
+
+// describe sums up what a load must not change about a tensor: its shape,
+// dtype, memory format and the number of elements its data holds.
+func describe(x *autograd.Tensor) string {
+	return fmt.Sprint(x.Shape(), x.DType(), x.Format(), x.Numel())
+}
