@@ -215,6 +215,9 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	for j := range 3 {
 		s.Out[j] = kernels.ConvOutSize(s.In[j], s.Kernel[j], s.Stride[j], s.Pad[j], s.Dil[j])
 	}
+	// Padding can make the output far larger than the input; ConvGeometry's
+	// callers allocate it themselves, so it is counted here.
+	numel(op, append([]int{s.N, s.O}, s.Out[3-nsp:]...))
 	return s, batched
 }
 

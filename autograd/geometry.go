@@ -30,12 +30,8 @@ func PoolGeometry(op string, x *Tensor, opt PoolOptions) kernels.Pool2dShape {
 // AdaptiveAvgPool2dGeometry returns the kernel shape of
 // AdaptiveAvgPool2d(x, outH, outW).
 func AdaptiveAvgPool2dGeometry(x *Tensor, outH, outW int) kernels.Pool2dShape {
-	const op = "AdaptiveAvgPool2d"
-	n, c, h, w, _ := poolInput(op, x)
-	if outH <= 0 || outW <= 0 {
-		Fail(op, "output size %d×%d must be positive", outH, outW)
-	}
-	return kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}
+	s, _ := adaptivePoolGeometry(x, outH, outW)
+	return s
 }
 
 // BatchNormEval returns the kernel shape of an evaluation-mode BatchNorm

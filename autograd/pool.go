@@ -174,16 +174,25 @@ func AvgPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 // of input length in covers [floor(i·in/out), ceil((i+1)·in/out)). The
 // result keeps x's format.
 func AdaptiveAvgPool2d(x *Tensor, outH, outW int) (out *Tensor) {
+	s, batched := adaptivePoolGeometry(x, outH, outW)
+	defer tracePool("AdaptiveAvgPool2d", x, PoolOptions{Kernel: []int{outH, outW}}, &out)
+	return poolApply("AdaptiveAvgPool2d", x, &s, batched,
+		func(x, y []float32) { kernels.AdaptiveAvgPool2d(&s, x, y) },
+		func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })
+}
+
+// adaptivePoolGeometry validates x and the output size of
+// AdaptiveAvgPool2d and returns the kernel shape.
+func adaptivePoolGeometry(x *Tensor, outH, outW int) (kernels.Pool2dShape, bool) {
 	const op = "AdaptiveAvgPool2d"
 	n, c, h, w, batched := poolInput(op, x)
 	if outH <= 0 || outW <= 0 {
 		Fail(op, "output size %d×%d must be positive", outH, outW)
 	}
-	s := kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}
-	defer tracePool("AdaptiveAvgPool2d", x, PoolOptions{Kernel: []int{outH, outW}}, &out)
-	return poolApply("AdaptiveAvgPool2d", x, &s, batched,
-		func(x, y []float32) { kernels.AdaptiveAvgPool2d(&s, x, y) },
-		func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })
+	// The output size is the caller's, unrelated to x's: count it before
+	// AdaptiveAvgPool2dGeometry's callers allocate it.
+	numel(op, []int{n, c, outH, outW})
+	return kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}, batched
 }
 
 // tracePool reports a pooling op once it has returned *out, with its
