@@ -207,3 +207,30 @@ func TestDecodeErrors(t *testing.T) {
 		})
 	}
 }
+
+// FuzzDecode decodes entries whose dtype, shape (rank up to 3) and data
+// are arbitrary, as a corrupt or hostile file could hand them over. Decode
+// must return an error or a tensor; a tensor has the entry's shape and
+// exactly as many elements as the data held.
+func FuzzDecode(f *testing.F) {
+	f.Add("F32", 2, 2, 2, 0, make([]byte, 16))
+	f.Add("F16", 2, 1, 2, 0, make([]byte, 4))
+	f.Add("I64", 0, 0, 0, 0, make([]byte, 8))
+	f.Add("U8", 2, 1<<60+1, 16, 0, make([]byte, 16))
+	f.Add("BF16", 3, 0, 1<<62, 5, []byte{})
+	f.Fuzz(func(t *testing.T, dtype string, rank, d0, d1, d2 int, data []byte) {
+		dims := []int{d0, d1, d2}
+		e := safetensors.Tensor{DType: dtype, Shape: dims[:min(max(rank, 0), 3)], Data: data}
+		var x *autograd.Tensor
+		var err error
+		if perr := autograd.Try(func() { x, err = Decode(e) }); perr != nil {
+			t.Fatalf("Decode(%s %v, %d bytes) panicked: %v", dtype, e.Shape, len(data), perr)
+		}
+		if err != nil {
+			return
+		}
+		if !slices.Equal(x.Shape(), e.Shape) || x.Numel()*safetensors.ElemSize(dtype) != len(data) {
+			t.Fatalf("Decode(%s %v, %d bytes) = %v tensor of shape %v with %d elements", dtype, e.Shape, len(data), x.DType(), x.Shape(), x.Numel())
+		}
+	})
+}
