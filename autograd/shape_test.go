@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/shape"
 )
 
 // shapeShares reports whether a and b are backed by the same memory.
@@ -323,4 +324,36 @@ func ExampleSplit() {
 	// Output:
 	// [0 1][2 3][4]
 	// [0][1 2 3 4]
+}
+
+// FuzzShapes hands Reshape, View and FromFloat32 arbitrary shapes (rank up
+// to 4, -1 included) for a small tensor. Each must panic with
+// autograd's typed error or return a tensor whose shape counts exactly the
+// elements it holds.
+func FuzzShapes(f *testing.F) {
+	f.Add(uint8(16), uint8(0), uint8(2), 1<<60+1, 16, 0, 0)
+	f.Add(uint8(24), uint8(1), uint8(3), -1, 1<<61+3, 8, 0)
+	f.Add(uint8(24), uint8(2), uint8(4), 2, 3, 2, 2)
+	f.Add(uint8(0), uint8(0), uint8(3), 0, 1<<62, -1, 0)
+	f.Fuzz(func(t *testing.T, n, via, rank uint8, d0, d1, d2, d3 int) {
+		dims := []int{d0, d1, d2, d3}[:min(rank, 4)]
+		data := make([]float32, n)
+		var x *autograd.Tensor
+		err := autograd.Try(func() {
+			switch via % 3 {
+			case 0:
+				x = autograd.Reshape(autograd.FromFloat32(data), dims...)
+			case 1:
+				x = autograd.View(autograd.FromFloat32(data), dims...)
+			default:
+				x = autograd.FromFloat32(data, dims...)
+			}
+		})
+		if err != nil {
+			return
+		}
+		if count, cerr := shape.Numel(x.Shape()); cerr != nil || count != x.Numel() || x.Numel() != len(data) {
+			t.Fatalf("shape %v of %d elements gave a tensor of shape %v holding %d (count %d, %v)", dims, n, x.Shape(), x.Numel(), count, cerr)
+		}
+	})
 }
