@@ -29,10 +29,10 @@ type Tensor struct {
 	node         *node          // the op that made this tensor; nil for leaves
 }
 
-// numel is the product of shape, panicking with op's name on a negative
-// dimension or a product past shape.MaxElements (which in plain int
-// arithmetic would wrap to a small, wrong size that later indexes out of
-// bounds).
+// numel is the product of dims, counted by shape.Numel, panicking with
+// op's name on a negative dimension or a product past shape.MaxElements
+// (which in plain int arithmetic would wrap to a small, wrong size that
+// later indexes out of bounds).
 func numel(op string, dims []int) int {
 	n, err := shape.Numel(dims)
 	if err != nil {
