@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,6 +37,10 @@ func FuzzLoadStateDict(f *testing.F) {
 	f.Add(seed("partial.safetensors", full[:3]), true)
 	f.Add(seed("empty.safetensors", nil), true)
 	f.Add(valid[:len(valid)/2], false)
+	// The issue's lie: (2⁶⁰+1)·16 float32s wrap around to the 64 bytes
+	// present.
+	js := `{"fc.bias":{"dtype":"F32","shape":[1152921504606846977,16],"data_offsets":[0,64]}}`
+	f.Add(append(append(binary.LittleEndian.AppendUint64(nil, uint64(len(js))), js...), make([]byte, 64)...), true)
 
 	// One model and one file serve every input: a load never changes
 	// what is compared, so inputs cannot affect each other.
