@@ -73,6 +73,7 @@ func BroadcastRuns(a, b *Tensor) []BinaryRun {
 	const op = "Binary"
 	checkFloat32(op, a, b)
 	shape := broadcastShapes(op, a.shape, b.shape)
+	numel(op, shape) // as binaryF32 counts the result it allocates
 	f := resultFormat(shape, a, b)
 	strides := [][]int{stridesOf(shape, f), broadcastStrides(a.shape, a.format, shape), broadcastStrides(b.shape, b.format, shape)}
 	var runs []BinaryRun
