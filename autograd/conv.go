@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kilnml/kiln/internal/shape"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -102,6 +103,21 @@ func convSpatialArg(op, name string, v []int, nsp, def int) []int {
 	return out
 }
 
+// convWindow fails unless a window of k taps with the given stride,
+// padding and dilation (all positive, padding non-negative) keeps the
+// output-size arithmetic, in + 2·pad − dil·(k−1) − 1 rounded by stride,
+// inside an int: stride, padding and the dilated span dil·(k−1)+1 may each
+// be at most shape.MaxElements, more than any tensor holds. It returns the
+// span. Unchecked, a huge dilation wraps the span around to a small one
+// and the kernels read the wrong elements.
+func convWindow(op string, k, stride, pad, dil int) int {
+	const limit = shape.MaxElements
+	if stride > limit || pad > limit || (k > 1 && dil > (limit-1)/(k-1)) {
+		Fail(op, "kernel size %d, stride %d, padding %d and dilation %d reach past 2^48 elements", k, stride, pad, dil)
+	}
+	return dil*(k-1) + 1
+}
+
 // convGeometry validates a convolution's operands and options and returns
 // the kernel shape (with ChannelsLast unset) and whether x is batched.
 func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels.ConvShape, bool) {
@@ -189,7 +205,7 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 		j := 3 - nsp + i
 		s.In[j], s.Kernel[j] = xs[2+i], w.shape[2+i]
 		s.Stride[j], s.Pad[j], s.Dil[j] = stride[i], pad[i], dil[i]
-		padded[i], eff[i] = xs[2+i]+2*pad[i], dil[i]*(w.shape[2+i]-1)+1
+		padded[i], eff[i] = xs[2+i]+2*pad[i], convWindow(op, w.shape[2+i], stride[i], pad[i], dil[i])
 		tooBig = tooBig || eff[i] > padded[i]
 	}
 	if tooBig {
@@ -199,6 +215,9 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	for j := range 3 {
 		s.Out[j] = kernels.ConvOutSize(s.In[j], s.Kernel[j], s.Stride[j], s.Pad[j], s.Dil[j])
 	}
+	// Padding can make the output far larger than the input; ConvGeometry's
+	// callers allocate it themselves, so it is counted here.
+	numel(op, append([]int{s.N, s.O}, s.Out[3-nsp:]...))
 	return s, batched
 }
 

@@ -175,6 +175,15 @@ func TestConvBadInputs(t *testing.T) {
 		{"nil weight", func() { Conv2d(x, nil, nil, ConvOptions{}) }, "weight is nil"},
 		{"empty input", func() { Conv2d(Zeros(2, 3, 0, 5), w, nil, ConvOptions{}) }, "input [2 3 0 5] has a zero-size"},
 		{"empty weight", func() { Conv2d(x, Zeros(0, 3, 3, 3), nil, ConvOptions{}) }, "weight [0 3 3 3] has a zero-size"},
+		// 2·2^62 wraps the dilated span around to 1.
+		{"wrapping dilation", func() { Conv2d(x, w, nil, ConvOptions{Dilation: []int{1 << 62}}) },
+			"Conv2d: kernel size 3, stride 1, padding 0 and dilation 4611686018427387904 reach past 2^48 elements"},
+		{"output overflowing", func() { Conv2d(Zeros(1, 1, 1, 1), Zeros(1, 1, 1, 1), nil, ConvOptions{Padding: []int{1 << 47}}) },
+			"Conv2d: shape [1 1 281474976710657 281474976710657]: element count overflows"},
+		{"geometry of an output overflowing", func() { ConvGeometry(Zeros(1, 1, 1, 1), Zeros(1, 1, 1, 1), nil, ConvOptions{Padding: []int{1 << 47}}) },
+			"Conv2d: shape [1 1 281474976710657 281474976710657]: element count overflows"},
+		{"huge padding", func() { Conv3d(Zeros(1, 1, 2, 2, 2), Zeros(1, 1, 1, 1, 1), nil, ConvOptions{Padding: []int{1 << 62}}) },
+			"Conv3d: kernel size 1, stride 1, padding 4611686018427387904 and dilation 1 reach past 2^48 elements"},
 	}
 	for _, c := range cases {
 		err := Try(c.f)
@@ -303,6 +312,17 @@ func TestPoolBadInputs(t *testing.T) {
 		{"empty", func() { MaxPool2d(Zeros(1, 0, 4, 4), PoolOptions{Kernel: k2}) }, "input [1 0 4 4] has a zero-size"},
 		{"adaptive size", func() { AdaptiveAvgPool2d(x, 0, 2) }, "output size 0×2 must be positive"},
 		{"adaptive rank", func() { AdaptiveAvgPool2d(Zeros(2, 1, 3, 3, 3), 1, 1) }, "got shape [2 1 3 3 3]"},
+		// 4·2^62 wraps the dilated span around to 1.
+		{"wrapping dilation", func() { MaxPool2d(x, PoolOptions{Kernel: []int{5}, Dilation: []int{1 << 62}}) },
+			"MaxPool2d: kernel size 5, stride 5, padding 0 and dilation 4611686018427387904 reach past 2^48 elements"},
+		{"huge kernel", func() { AvgPool2d(x, PoolOptions{Kernel: []int{1 << 62}, Padding: []int{1 << 61}, CeilMode: true}) },
+			"AvgPool2d: kernel size 4611686018427387904"},
+		{"huge stride", func() { MaxPool2d(x, PoolOptions{Kernel: k2, Stride: []int{math.MaxInt}, CeilMode: true}) },
+			"stride 9223372036854775807"},
+		{"adaptive overflowing", func() { AdaptiveAvgPool2d(x, 1<<31, 1<<31) },
+			"AdaptiveAvgPool2d: shape [2 3 2147483648 2147483648]: element count overflows"},
+		{"adaptive geometry overflowing", func() { AdaptiveAvgPool2dGeometry(x, 1<<31, 1<<31) },
+			"AdaptiveAvgPool2d: shape [2 3 2147483648 2147483648]: element count overflows"},
 	}
 	for _, c := range cases {
 		err := Try(c.f)

@@ -3,6 +3,7 @@ package autograd
 import (
 	"fmt"
 
+	"github.com/kilnml/kiln/internal/shape"
 	"gorgonia.org/tensor"
 )
 
@@ -61,22 +62,28 @@ func FromDense(d *tensor.Dense) (*Tensor, error) {
 	if d.IsView() {
 		return nil, fmt.Errorf("autograd: FromDense: a sliced view cannot be shared without a copy; call Materialize first")
 	}
-	shape := []int(d.Shape().Clone())
+	dims := []int(d.Shape().Clone())
 	format := Contiguous
 	if d.IsMaterializable() {
 		format = channelsLastOf(d)
 		if format == Contiguous {
-			return nil, fmt.Errorf("autograd: FromDense: a transposed Dense of shape %v is not a channels-last layout; call Materialize first", shape)
+			return nil, fmt.Errorf("autograd: FromDense: a transposed Dense of shape %v is not a channels-last layout; call Materialize first", dims)
 		}
 	}
 	if d.IsScalar() {
-		shape = []int{}
+		dims = []int{}
 	}
-	t := &Tensor{dtype: dtype, shape: shape, format: format, data: denseBacking(d, dtype)}
-	if dataLen(t.data) != numel("FromDense", shape) {
-		return nil, fmt.Errorf("autograd: FromDense: backing has %d elements, shape %v needs %d", dataLen(t.data), shape, numel("FromDense", shape))
+	// gorgonia counts a shape's elements in wrapping int arithmetic, so a
+	// Dense can hold 16 elements under a shape that claims 2^64+16.
+	n, err := shape.Numel(dims)
+	if err != nil {
+		return nil, fmt.Errorf("autograd: FromDense: %w", err)
 	}
-	return t, nil
+	data := denseBacking(d, dtype)
+	if dataLen(data) != n {
+		return nil, fmt.Errorf("autograd: FromDense: backing has %d elements, shape %v needs %d", dataLen(data), dims, n)
+	}
+	return &Tensor{dtype: dtype, shape: dims, format: format, data: data}, nil
 }
 
 // channelsLastOf recognises the strides of a transposed Dense that views an

@@ -14,6 +14,9 @@ func TestArithBadInputs(t *testing.T) {
 		f    func(a, b *autograd.Tensor) *autograd.Tensor
 	}{{"Add", autograd.Add}, {"Sub", autograd.Sub}, {"Mul", autograd.Mul}, {"Div", autograd.Div}}
 	x := autograd.Zeros(2, 3)
+	// Two honest operands whose broadcast holds more than 2^48 elements.
+	// Zeros leaves their pages untouched, so they cost no memory.
+	col, row := autograd.Zeros(1<<24+1, 1), autograd.Zeros(1, 1<<24+1)
 	for _, op := range ops {
 		cases := []struct {
 			name string
@@ -27,6 +30,7 @@ func TestArithBadInputs(t *testing.T) {
 			{"shapes", x, autograd.Zeros(2), op.name + ": shapes [2 3] and [2] cannot be broadcast together (dimension 1: 3 vs 2)"},
 			{"empty against non-empty", autograd.Zeros(0, 3), autograd.Zeros(2, 3), "shapes [0 3] and [2 3] cannot be broadcast together (dimension 0: 0 vs 2)"},
 			{"channels-last against wrong channels", autograd.Zeros(2, 3, 2, 2).To(autograd.ChannelsLast), autograd.Zeros(1, 4, 1, 1), "shapes [2 3 2 2] and [1 4 1 1]"},
+			{"broadcast overflowing", col, row, op.name + ": shape [16777217 16777217]: element count overflows"},
 		}
 		for _, c := range cases {
 			t.Run(op.name+"/"+c.name, func(t *testing.T) {
@@ -45,6 +49,10 @@ func TestArithBadInputs(t *testing.T) {
 		if s := op.f(autograd.Scalar(2), autograd.Ones(4)).Shape(); len(s) != 1 || s[0] != 4 {
 			t.Errorf("%s of a 0-d and a [4] tensor has shape %v, want [4]", op.name, s)
 		}
+	}
+	// The runs a compiled graph would execute are refused the same way.
+	if err := autograd.Try(func() { autograd.BroadcastRuns(col, row) }); err == nil || !strings.Contains(err.Error(), "Binary: shape [16777217 16777217]: element count overflows") {
+		t.Errorf("BroadcastRuns of an overflowing broadcast: %v", err)
 	}
 }
 

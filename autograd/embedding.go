@@ -130,7 +130,7 @@ func paddingRow(op string, weight *Tensor, paddingIdx int64) int64 {
 func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool) *Tensor {
 	num, dim := embeddingTable(op, weight)
 	idx := embeddingIndices(op, "indices", indices, num)
-	out := Empty(weight.dtype, append(cloneInts(indices.shape), dim)...)
+	out := empty(op, weight.dtype, append(cloneInts(indices.shape), dim))
 	if weight.dtype == BFloat16 {
 		kernels.EmbeddingForwardBF16(dim, idx, weight.BFloat16s(), out.BFloat16s())
 	} else {
@@ -276,7 +276,7 @@ func embeddingBag(op string, input, offsets, weight *Tensor, mode EmbeddingBagMo
 	idx, starts := embeddingBagOffsets(op, input, offsets, num)
 	psw := bagSampleWeights(op, perSampleWeights, input, weight, mode)
 	bags := len(starts)
-	out := Empty(weight.dtype, bags, dim)
+	out := empty(op, weight.dtype, []int{bags, dim})
 	bf16 := weight.dtype == BFloat16
 	var argmax []int64
 	switch {

@@ -30,12 +30,8 @@ func PoolGeometry(op string, x *Tensor, opt PoolOptions) kernels.Pool2dShape {
 // AdaptiveAvgPool2dGeometry returns the kernel shape of
 // AdaptiveAvgPool2d(x, outH, outW).
 func AdaptiveAvgPool2dGeometry(x *Tensor, outH, outW int) kernels.Pool2dShape {
-	const op = "AdaptiveAvgPool2d"
-	n, c, h, w, _ := poolInput(op, x)
-	if outH <= 0 || outW <= 0 {
-		Fail(op, "output size %d×%d must be positive", outH, outW)
-	}
-	return kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}
+	s, _ := adaptivePoolGeometry(x, outH, outW)
+	return s
 }
 
 // BatchNormEval returns the kernel shape of an evaluation-mode BatchNorm
@@ -77,6 +73,7 @@ func BroadcastRuns(a, b *Tensor) []BinaryRun {
 	const op = "Binary"
 	checkFloat32(op, a, b)
 	shape := broadcastShapes(op, a.shape, b.shape)
+	numel(op, shape) // as binaryF32 counts the result it allocates
 	f := resultFormat(shape, a, b)
 	strides := [][]int{stridesOf(shape, f), broadcastStrides(a.shape, a.format, shape), broadcastStrides(b.shape, b.format, shape)}
 	var runs []BinaryRun
@@ -110,8 +107,8 @@ func MatmulGeometry(a, b *Tensor) (n, k, m int, aOff, bOff, cOff []int, oneRight
 	}
 	aBatch, bBatch := as[:len(as)-2], bs[:len(bs)-2]
 	batch := matmulBatch(op, a, b, aBatch, bBatch)
-	aOff = matmulOffsets(aBatch, batch, n*k)
-	bOff = matmulOffsets(bBatch, batch, k*m)
-	cOff = matmulOffsets(batch, batch, n*m)
+	aOff = matmulOffsets(op, aBatch, batch, n*k)
+	bOff = matmulOffsets(op, bBatch, batch, k*m)
+	cOff = matmulOffsets(op, batch, batch, n*m)
 	return n, k, m, aOff, bOff, cOff, len(bBatch) == 0
 }

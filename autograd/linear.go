@@ -102,9 +102,9 @@ func matmul(op string, a, b *Tensor) *Tensor {
 		})
 	}
 
-	aOff := matmulOffsets(aBatch, batch, n*k)
-	bOff := matmulOffsets(bBatch, batch, k*m)
-	cOff := matmulOffsets(batch, batch, n*m)
+	aOff := matmulOffsets(op, aBatch, batch, n*k)
+	bOff := matmulOffsets(op, bBatch, batch, k*m)
+	cOff := matmulOffsets(op, batch, batch, n*m)
 	kernels.SgemmBatched(false, false, n, m, k, 1, ad, aOff, k, bd, bOff, m, 0, od, cOff, m)
 	return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		gd := linearRowMajor(g)
@@ -130,9 +130,9 @@ func matmul(op string, a, b *Tensor) *Tensor {
 // first).
 func matmulBF16(op string, a, b *Tensor, outShape, batch, aBatch, bBatch []int, n, k, m int) *Tensor {
 	ad, bd := bf16RowMajor(a), bf16RowMajor(b)
-	aOff := matmulOffsets(aBatch, batch, n*k)
-	bOff := matmulOffsets(bBatch, batch, k*m)
-	cOff := matmulOffsets(batch, batch, n*m)
+	aOff := matmulOffsets(op, aBatch, batch, n*k)
+	bOff := matmulOffsets(op, bBatch, batch, k*m)
+	cOff := matmulOffsets(op, batch, batch, n*m)
 	acc := gradBuffer(numel(op, outShape))
 	for i := range cOff {
 		kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
@@ -186,11 +186,10 @@ func matmulBatch(op string, a, b *Tensor, aBatch, bBatch []int) []int {
 // matmulOffsets lists, for every index of the broadcast batch shape in
 // row-major order, the offset of the operand's matrix of size mat whose
 // own batch shape is shape (broadcast dimensions repeat the same matrix).
-func matmulOffsets(shape, batch []int, mat int) []int {
-	nb := 1
-	for _, d := range batch {
-		nb *= d
-	}
+func matmulOffsets(op string, shape, batch []int, mat int) []int {
+	// Counted through numel: a batch broadcast from operands with no
+	// elements can still be too large to list.
+	nb := numel(op, batch)
 	// Strides of the operand's batch dimensions, aligned to batch from the
 	// right; 0 where the operand is broadcast.
 	st := make([]int, len(batch))

@@ -64,6 +64,7 @@ func poolGeometry(op string, x *Tensor, opt PoolOptions, dilation bool) (kernels
 		case pad[i] > k[i]/2:
 			Fail(op, "padding %v should be at most half of kernel size %v", pad, k)
 		}
+		convWindow(op, k[i], stride[i], pad[i], dil[i])
 	}
 	s := kernels.Pool2dShape{
 		N: n, C: c, H: h, W: w,
@@ -81,12 +82,12 @@ func poolGeometry(op string, x *Tensor, opt PoolOptions, dilation bool) (kernels
 
 // poolOutput allocates the result of pooling x to s's output size, in x's
 // format and dtype.
-func poolOutput(s *kernels.Pool2dShape, x *Tensor, batched bool) *Tensor {
+func poolOutput(op string, s *kernels.Pool2dShape, x *Tensor, batched bool) *Tensor {
 	shape := []int{s.N, s.C, s.OutH, s.OutW}
 	if !batched {
 		shape = shape[1:]
 	}
-	n := s.N * s.C * s.OutH * s.OutW
+	n := numel(op, shape)
 	if x.dtype == BFloat16 {
 		return &Tensor{dtype: BFloat16, shape: shape, format: x.format, data: make([]uint16, n)}
 	}
@@ -98,8 +99,8 @@ func poolOutput(s *kernels.Pool2dShape, x *Tensor, batched bool) *Tensor {
 // scratch, pooled in float32 and the result rounded once, as PyTorch's
 // bf16 pooling does (maxima and window sums computed in float32); the
 // gradient comes back bfloat16 the same way.
-func poolApply(name string, x *Tensor, s *kernels.Pool2dShape, batched bool, forward, backward func(a, b []float32)) *Tensor {
-	out := poolOutput(s, x, batched)
+func poolApply(op string, x *Tensor, s *kernels.Pool2dShape, batched bool, forward, backward func(a, b []float32)) *Tensor {
+	out := poolOutput(op, s, x, batched)
 	if x.dtype == BFloat16 {
 		xf, yf := gradBuffer(x.Numel()), gradBuffer(out.Numel())
 		kernels.BF16ToF32(xf, x.BFloat16s())
@@ -111,7 +112,7 @@ func poolApply(name string, x *Tensor, s *kernels.Pool2dShape, batched bool, for
 		forward(x.Float32s(), out.Float32s())
 	}
 	xm, om := x.meta(), out.meta()
-	return record(name, out, []*Tensor{x}, func(g *Tensor) []*Tensor {
+	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		return []*Tensor{poolGrad(xm, om, g, backward)}
 	})
 }
@@ -149,7 +150,7 @@ func MaxPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 	s, batched := poolGeometry("MaxPool2d", x, opt, true)
 	idx := make([]int32, s.N*s.C*s.OutH*s.OutW)
 	defer tracePool("MaxPool2d", x, opt, &out)
-	return poolApply("MaxPool2dBackward", x, &s, batched,
+	return poolApply("MaxPool2d", x, &s, batched,
 		func(x, y []float32) { kernels.MaxPool2d(&s, x, y, idx) },
 		func(dy, dx []float32) { kernels.MaxPool2dBackward(&s, dy, idx, dx) })
 }
@@ -163,7 +164,7 @@ func MaxPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 func AvgPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 	s, batched := poolGeometry("AvgPool2d", x, opt, false)
 	defer tracePool("AvgPool2d", x, opt, &out)
-	return poolApply("AvgPool2dBackward", x, &s, batched,
+	return poolApply("AvgPool2d", x, &s, batched,
 		func(x, y []float32) { kernels.AvgPool2d(&s, opt.CountIncludePad, x, y) },
 		func(dy, dx []float32) { kernels.AvgPool2dBackward(&s, opt.CountIncludePad, dy, dx) })
 }
@@ -173,16 +174,25 @@ func AvgPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 // of input length in covers [floor(i·in/out), ceil((i+1)·in/out)). The
 // result keeps x's format.
 func AdaptiveAvgPool2d(x *Tensor, outH, outW int) (out *Tensor) {
+	s, batched := adaptivePoolGeometry(x, outH, outW)
+	defer tracePool("AdaptiveAvgPool2d", x, PoolOptions{Kernel: []int{outH, outW}}, &out)
+	return poolApply("AdaptiveAvgPool2d", x, &s, batched,
+		func(x, y []float32) { kernels.AdaptiveAvgPool2d(&s, x, y) },
+		func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })
+}
+
+// adaptivePoolGeometry validates x and the output size of
+// AdaptiveAvgPool2d and returns the kernel shape.
+func adaptivePoolGeometry(x *Tensor, outH, outW int) (kernels.Pool2dShape, bool) {
 	const op = "AdaptiveAvgPool2d"
 	n, c, h, w, batched := poolInput(op, x)
 	if outH <= 0 || outW <= 0 {
 		Fail(op, "output size %d×%d must be positive", outH, outW)
 	}
-	s := kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}
-	defer tracePool("AdaptiveAvgPool2d", x, PoolOptions{Kernel: []int{outH, outW}}, &out)
-	return poolApply("AdaptiveAvgPool2dBackward", x, &s, batched,
-		func(x, y []float32) { kernels.AdaptiveAvgPool2d(&s, x, y) },
-		func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })
+	// The output size is the caller's, unrelated to x's: count it before
+	// AdaptiveAvgPool2dGeometry's callers allocate it.
+	numel(op, []int{n, c, outH, outW})
+	return kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}, batched
 }
 
 // tracePool reports a pooling op once it has returned *out, with its

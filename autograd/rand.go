@@ -58,7 +58,7 @@ func checkGen(op string, g *Generator) {
 // Rand returns a float32 tensor of uniform numbers in [0, 1).
 func Rand(g *Generator, shape ...int) *Tensor {
 	checkGen("Rand", g)
-	t := Zeros(shape...)
+	t := empty("Rand", Float32, shape)
 	for i, d := 0, t.Float32s(); i < len(d); i++ {
 		d[i] = float32(g.Float64())
 	}
@@ -68,7 +68,7 @@ func Rand(g *Generator, shape ...int) *Tensor {
 // Randn returns a float32 tensor of standard normal numbers.
 func Randn(g *Generator, shape ...int) *Tensor {
 	checkGen("Randn", g)
-	t := Zeros(shape...)
+	t := empty("Randn", Float32, shape)
 	for i, d := 0, t.Float32s(); i < len(d); i++ {
 		d[i] = float32(g.r.NormFloat64())
 	}
@@ -81,7 +81,7 @@ func RandInt(g *Generator, low, high int64, shape ...int) *Tensor {
 	if high <= low {
 		Fail("RandInt", "empty range [%d, %d)", low, high)
 	}
-	t := Empty(Int64, shape...)
+	t := empty("RandInt", Int64, shape)
 	for i, d := 0, t.Int64s(); i < len(d); i++ {
 		d[i] = low + g.r.Int64N(high-low)
 	}

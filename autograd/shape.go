@@ -92,10 +92,12 @@ func shapeRowMajor(t *Tensor) bool {
 }
 
 // shapeInfer resolves a requested shape (one -1 allowed) for x's elements.
+// The known sizes are counted through numel, so a shape whose product
+// wraps around to x's element count is refused instead of becoming a
+// tensor that claims more elements than it holds.
 func shapeInfer(op string, x *Tensor, shape []int) []int {
 	out := cloneInts(shape)
 	infer := -1
-	known := 1
 	for i, d := range shape {
 		switch {
 		case d == -1:
@@ -103,12 +105,12 @@ func shapeInfer(op string, x *Tensor, shape []int) []int {
 				Fail(op, "only one dimension can be inferred, got shape %v", shape)
 			}
 			infer = i
+			out[i] = 1
 		case d < 0:
 			Fail(op, "invalid dimension %d in shape %v", d, shape)
-		default:
-			known *= d
 		}
 	}
+	known := numel(op, out)
 	n := x.Numel()
 	if infer >= 0 {
 		if known == 0 {
@@ -430,7 +432,13 @@ func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
 		if s < 0 {
 			Fail(op, "sizes %v must be non-negative", sizes)
 		}
-		total += s
+		// Past the dimension's size the total stops growing, so huge
+		// sizes cannot wrap it around to the right sum.
+		if s > x.shape[d]-total {
+			total = x.shape[d] + 1
+		} else {
+			total += s
+		}
 	}
 	if len(sizes) == 0 || total != x.shape[d] {
 		Fail(op, "sizes %v must add up to %d, the size of dimension %d of shape %v", sizes, x.shape[d], d, x.shape)

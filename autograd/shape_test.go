@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/shape"
 )
 
 // shapeShares reports whether a and b are backed by the same memory.
@@ -227,6 +228,13 @@ func TestShapeBadInputs(t *testing.T) {
 		{"reshape 0-d", func() { autograd.Reshape(x) }, "shape [] is invalid for a tensor of 24 elements"},
 		{"view channels-last", func() { autograd.View(xcl, 2, 60) }, "View: tensor of shape [2 3 4 5] is channels_last, so its memory is not in row-major order"},
 		{"view size", func() { autograd.View(x, 7) }, "View: shape [7] is invalid"},
+		// (2^61+3)·8 wraps around to x's 24 elements.
+		{"reshape overflowing", func() { autograd.Reshape(x, 1<<61+3, 8) }, "Reshape: shape [2305843009213693955 8]: element count overflows"},
+		{"reshape overflowing past -1", func() { autograd.Reshape(x, 1<<40, -1, 1<<40) }, "Reshape: shape [1099511627776 1 1099511627776]: element count overflows"},
+		{"view overflowing", func() { autograd.View(x, 8, 1<<61+3) }, "View: shape [8 2305843009213693955]: element count overflows"},
+		{"view overflowing past -1", func() { autograd.View(x, -1, 1<<61+3, 8) }, "View: shape [1 2305843009213693955 8]: element count overflows"},
+		{"split sizes wrapping to the size", func() { autograd.SplitSizes(x, []int{1 << 62, 1 << 62, 1 << 62, 1<<62 + 4}, 2) },
+			"SplitSizes: sizes [4611686018427387904 4611686018427387904 4611686018427387904 4611686018427387908] must add up to 4"},
 		{"flatten order", func() { autograd.Flatten(x, 2, 1) }, "Flatten: start dimension 2 comes after end dimension 1 for shape [2 3 4]"},
 		{"flatten range", func() { autograd.Flatten(x, 0, 3) }, "Flatten: dimension 3 out of range for a 3-D tensor of shape [2 3 4]"},
 		{"flatten negative", func() { autograd.Flatten(x, -4, -1) }, "Flatten: dimension -4 out of range"},
@@ -316,4 +324,36 @@ func ExampleSplit() {
 	// Output:
 	// [0 1][2 3][4]
 	// [0][1 2 3 4]
+}
+
+// FuzzShapes hands Reshape, View and FromFloat32 arbitrary shapes (rank up
+// to 4, -1 included) for a small tensor. Each must panic with
+// autograd's typed error or return a tensor whose shape counts exactly the
+// elements it holds.
+func FuzzShapes(f *testing.F) {
+	f.Add(uint8(16), uint8(0), uint8(2), 1<<60+1, 16, 0, 0)
+	f.Add(uint8(24), uint8(1), uint8(3), -1, 1<<61+3, 8, 0)
+	f.Add(uint8(24), uint8(2), uint8(4), 2, 3, 2, 2)
+	f.Add(uint8(0), uint8(0), uint8(3), 0, 1<<62, -1, 0)
+	f.Fuzz(func(t *testing.T, n, via, rank uint8, d0, d1, d2, d3 int) {
+		dims := []int{d0, d1, d2, d3}[:min(rank, 4)]
+		data := make([]float32, n)
+		var x *autograd.Tensor
+		err := autograd.Try(func() {
+			switch via % 3 {
+			case 0:
+				x = autograd.Reshape(autograd.FromFloat32(data), dims...)
+			case 1:
+				x = autograd.View(autograd.FromFloat32(data), dims...)
+			default:
+				x = autograd.FromFloat32(data, dims...)
+			}
+		})
+		if err != nil {
+			return
+		}
+		if count, cerr := shape.Numel(x.Shape()); cerr != nil || count != x.Numel() || x.Numel() != len(data) {
+			t.Fatalf("shape %v of %d elements gave a tensor of shape %v holding %d (count %d, %v)", dims, n, x.Shape(), x.Numel(), count, cerr)
+		}
+	})
 }

@@ -32,12 +32,10 @@ type SparseGrad struct {
 func NewSparseGrad(num int, indices []int64, values *Tensor) *SparseGrad {
 	const op = "NewSparseGrad"
 	checkF32(op, "values", values)
-	if num < 0 {
-		Fail(op, "negative row count %d", num)
-	}
 	if values.NDim() != 2 || values.shape[0] != len(indices) {
 		Fail(op, "values have shape %v, want [%d, dim] (one row per index)", values.shape, len(indices))
 	}
+	numel(op, []int{num, values.shape[1]}) // the dense shape Dense will allocate
 	for i, v := range indices {
 		if v < 0 || v >= int64(num) {
 			Fail(op, "index %d (at position %d) is out of range for a tensor of %d rows", v, i, num)

@@ -162,6 +162,9 @@ func TestSparseGradErrors(t *testing.T) {
 		{"index out of range", func() { autograd.NewSparseGrad(3, []int64{3}, autograd.Zeros(1, 2)) }, "index 3 (at position 0) is out of range for a tensor of 3 rows"},
 		{"values rows", func() { autograd.NewSparseGrad(3, []int64{0, 1}, autograd.Zeros(1, 2)) }, "values have shape [1 2], want [2, dim]"},
 		{"values dtype", func() { autograd.NewSparseGrad(3, []int64{0}, autograd.FromInt64([]int64{1, 2}, 1, 2)) }, "values has dtype int64"},
+		{"negative rows", func() { autograd.NewSparseGrad(-1, nil, autograd.Zeros(0, 2)) }, "NewSparseGrad: shape [-1 2]: negative dimension -1"},
+		{"dense shape overflowing", func() { autograd.NewSparseGrad(1<<62, nil, autograd.Zeros(0, 1<<10)) },
+			"NewSparseGrad: shape [4611686018427387904 1024]: element count overflows"},
 		{"set shape", func() {
 			autograd.Zeros(4, 2).SetSparseGrad(autograd.NewSparseGrad(3, []int64{0}, autograd.Zeros(1, 2)))
 		}, "SetSparseGrad: sparse gradient of shape [3 2] does not match tensor [4 2]"},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/kilnml/kiln/internal/shape"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -28,29 +29,14 @@ type Tensor struct {
 	node         *node          // the op that made this tensor; nil for leaves
 }
 
-// maxAlloc is the largest allocation Go makes on 64-bit platforms; a
-// bigger tensor would die in make with an untyped runtime panic.
-const maxAlloc = 1 << 48
-
-// numel is the product of shape, panicking on a negative dimension or a
-// product an int cannot hold (which would silently wrap to a small size).
-func numel(op string, shape []int) int {
-	for _, d := range shape {
-		if d < 0 {
-			Fail(op, "negative dimension in shape %v", shape)
-		}
-	}
-	for _, d := range shape {
-		if d == 0 {
-			return 0
-		}
-	}
-	n := 1
-	for _, d := range shape {
-		if n > math.MaxInt/d {
-			Fail(op, "shape %v has more elements than an int can count", shape)
-		}
-		n *= d
+// numel is the product of dims, counted by shape.Numel, panicking with
+// op's name on a negative dimension or a product past shape.MaxElements
+// (which in plain int arithmetic would wrap to a small, wrong size that
+// later indexes out of bounds).
+func numel(op string, dims []int) int {
+	n, err := shape.Numel(dims)
+	if err != nil {
+		Fail(op, "%v", err)
 	}
 	return n
 }
@@ -62,10 +48,10 @@ func (t *Tensor) meta() *Tensor {
 	return &Tensor{dtype: t.dtype, shape: t.shape, format: t.format}
 }
 
+// makeData allocates n elements of dtype for a tensor whose shape has
+// been checked, by empty for shapes callers pass and by construction for
+// those derived from existing tensors.
 func makeData(dtype DType, n int) any {
-	if dtype >= Float32 && dtype <= Int64 && n > maxAlloc/dtype.Size() {
-		Fail("new", "%d elements of %v are more than can be allocated", n, dtype)
-	}
 	switch dtype {
 	case Float32:
 		return make([]float32, n)
@@ -80,8 +66,7 @@ func makeData(dtype DType, n int) any {
 	case Int64:
 		return make([]int64, n)
 	}
-	Fail("new", "unknown dtype %v", dtype)
-	return nil
+	panic(fmt.Sprintf("autograd: makeData of %v", dtype))
 }
 
 // storage returns the address and byte length of the array behind t's data
@@ -131,20 +116,34 @@ func dataLen(data any) int {
 
 // Empty returns a tensor of dtype and shape whose elements are zero. It is
 // the base constructor; Zeros is the float32 shorthand.
-func Empty(dtype DType, shape ...int) *Tensor {
-	n := numel("new", shape)
-	return &Tensor{dtype: dtype, shape: cloneInts(shape), data: makeData(dtype, n)}
-}
+func Empty(dtype DType, shape ...int) *Tensor { return empty("Empty", dtype, shape) }
 
 // Zeros returns a float32 tensor of zeros.
-func Zeros(shape ...int) *Tensor { return Empty(Float32, shape...) }
+func Zeros(shape ...int) *Tensor { return empty("Zeros", Float32, shape) }
 
 // Ones returns a float32 tensor of ones.
-func Ones(shape ...int) *Tensor { return Full(1, shape...) }
+func Ones(shape ...int) *Tensor { return full("Ones", 1, shape) }
 
 // Full returns a float32 tensor with every element set to v.
-func Full(v float32, shape ...int) *Tensor {
-	t := Zeros(shape...)
+func Full(v float32, shape ...int) *Tensor { return full("Full", v, shape) }
+
+// empty is Empty for op, which names the constructor a bad shape was
+// passed to.
+func empty(op string, dtype DType, dims []int) *Tensor {
+	if dtype < Float32 || dtype > Int64 {
+		Fail(op, "unknown dtype %v", dtype)
+	}
+	n := numel(op, dims)
+	// shape.MaxElements is also the most bytes Go allocates: a bigger
+	// tensor would die in make with an untyped runtime panic.
+	if n > shape.MaxElements/dtype.Size() {
+		Fail(op, "%d elements of %v are more than can be allocated", n, dtype)
+	}
+	return &Tensor{dtype: dtype, shape: cloneInts(dims), data: makeData(dtype, n)}
+}
+
+func full(op string, v float32, dims []int) *Tensor {
+	t := empty(op, Float32, dims)
 	d := t.data.([]float32)
 	for i := range d {
 		d[i] = v
@@ -213,7 +212,7 @@ func Arange(start, end, step float64, dtype DType) *Tensor {
 	count := math.Ceil((end - start) / step)
 	// Converting a count beyond int's range is implementation-defined in
 	// Go (it gives a negative number on amd64), so check it as a float.
-	if count > maxAlloc {
+	if count > shape.MaxElements {
 		Fail("Arange", "[%v, %v) in steps of %v has %.4g elements, too many to allocate", start, end, step, count)
 	}
 	n := max(int(count), 0)

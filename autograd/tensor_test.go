@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/shape"
 	"gorgonia.org/tensor"
 )
 
@@ -24,17 +25,24 @@ func TestTensorBadInputs(t *testing.T) {
 		want string
 	}{
 		{"FromFloat32 too few", func() { autograd.FromFloat32([]float32{1, 2}, 3) }, "FromFloat32: 2 elements do not fill shape [3] (3 elements)"},
-		{"FromFloat32 negative dim", func() { autograd.FromFloat32(nil, -1, 0) }, "FromFloat32: negative dimension in shape [-1 0]"},
+		{"FromFloat32 negative dim", func() { autograd.FromFloat32(nil, -1, 0) }, "FromFloat32: shape [-1 0]: negative dimension -1"},
 		{"FromBFloat16 too many", func() { autograd.FromBFloat16(make([]uint16, 5), 2, 2) }, "FromBFloat16: 5 elements do not fill shape [2 2] (4 elements)"},
 		{"FromInt8", func() { autograd.FromInt8(make([]int8, 1), 2) }, "FromInt8: 1 elements do not fill shape [2]"},
 		{"FromUint8", func() { autograd.FromUint8(nil, 1) }, "FromUint8: 0 elements do not fill shape [1]"},
 		{"FromInt32", func() { autograd.FromInt32(make([]int32, 3), 1, 2) }, "FromInt32: 3 elements do not fill shape [1 2]"},
 		{"FromInt64", func() { autograd.FromInt64(make([]int64, 3), 2, 2) }, "FromInt64: 3 elements do not fill shape [2 2]"},
-		{"Empty negative dim", func() { autograd.Empty(autograd.Int64, 2, -3) }, "new: negative dimension in shape [2 -3]"},
-		{"Empty unknown dtype", func() { autograd.Empty(autograd.DType(6), 2) }, "new: unknown dtype DType(6)"},
-		{"Zeros overflowing int", func() { autograd.Zeros(1<<32, 1<<32) }, "new: shape [4294967296 4294967296] has more elements than an int can count"},
-		{"Zeros too big to allocate", func() { autograd.Zeros(1<<30, 1<<30) }, "new: 1152921504606846976 elements of float32 are more than can be allocated"},
-		{"Full negative dim", func() { autograd.Full(1, -1) }, "negative dimension in shape [-1]"},
+		{"Empty negative dim", func() { autograd.Empty(autograd.Int64, 2, -3) }, "Empty: shape [2 -3]: negative dimension -3"},
+		{"Empty unknown dtype", func() { autograd.Empty(autograd.DType(6), 2) }, "Empty: unknown dtype DType(6)"},
+		{"Zeros overflowing int", func() { autograd.Zeros(1<<32, 1<<32) }, "Zeros: shape [4294967296 4294967296]: element count overflows"},
+		{"Zeros too big to allocate", func() { autograd.Zeros(1<<24, 1<<24) }, "Zeros: 281474976710656 elements of float32 are more than can be allocated"},
+		{"Full negative dim", func() { autograd.Full(1, -1) }, "Full: shape [-1]: negative dimension -1"},
+		{"Ones wrapping to its data", func() { autograd.Ones(1<<60+1, 16) }, "Ones: shape [1152921504606846977 16]: element count overflows"},
+		{"FromFloat32 wrapping to its data", func() { autograd.FromFloat32(make([]float32, 16), 1<<60+1, 16) }, "FromFloat32: shape [1152921504606846977 16]: element count overflows"},
+		{"FromBFloat16 wrapping to its data", func() { autograd.FromBFloat16(make([]uint16, 16), 16, 1<<60+1) }, "FromBFloat16: shape [16 1152921504606846977]: element count overflows"},
+		{"FromInt64 negative dims", func() { autograd.FromInt64(make([]int64, 4), -2, -2) }, "FromInt64: shape [-2 -2]: negative dimension -2"},
+		{"Rand overflowing", func() { autograd.Rand(g, 1<<32, 1<<32) }, "Rand: shape [4294967296 4294967296]: element count overflows"},
+		{"Randn negative dim", func() { autograd.Randn(g, 3, -1) }, "Randn: shape [3 -1]: negative dimension -1"},
+		{"RandInt overflowing", func() { autograd.RandInt(g, 0, 2, 1<<62, 4) }, "RandInt: shape [4611686018427387904 4]: element count overflows"},
 		{"Arange zero step", func() { autograd.Arange(0, 1, 0, autograd.Float32) }, "Arange: step must be non-zero"},
 		{"Arange NaN", func() { autograd.Arange(math.NaN(), 1, 1, autograd.Float32) }, "Arange: step must be non-zero and bounds finite (start=NaN"},
 		{"Arange infinite end", func() { autograd.Arange(0, math.Inf(1), 1, autograd.Float32) }, "end=+Inf"},
@@ -93,6 +101,59 @@ func TestTensorBadInputs(t *testing.T) {
 	}
 }
 
+// lyingShape has 2^64+16 elements, which int arithmetic wraps around to
+// 16: the size of the data the tensors held behind it.
+var lyingShape = []int{1<<60 + 1, 16}
+
+// TestLyingTensorsUnreachable: the shape ops and constructors that used to
+// accept a shape whose element count wrapped around to the data's length
+// refuse it, naming themselves and the shape, so the ops that went on to
+// index out of bounds in their kernels can no longer be handed such a
+// tensor.
+func TestLyingTensorsUnreachable(t *testing.T) {
+	dims4 := []int{1<<60 + 1, 16, 1, 1}
+	makers := []struct {
+		op   string
+		make func(dims []int) *autograd.Tensor
+	}{
+		{"Reshape", func(dims []int) *autograd.Tensor { return autograd.Reshape(autograd.Ones(16), dims...) }},
+		{"Reshape", func(dims []int) *autograd.Tensor {
+			return autograd.Reshape(autograd.Ones(16), append([]int{-1}, dims...)...)
+		}},
+		{"View", func(dims []int) *autograd.Tensor { return autograd.View(autograd.Ones(16), dims...) }},
+		{"View", func(dims []int) *autograd.Tensor { return autograd.View(autograd.Ones(16), append(dims, -1)...) }},
+		{"FromFloat32", func(dims []int) *autograd.Tensor { return autograd.FromFloat32(make([]float32, 16), dims...) }},
+		{"Zeros", func(dims []int) *autograd.Tensor { return autograd.Zeros(dims...) }},
+	}
+	ops := []struct {
+		name string
+		dims []int
+		f    func(x *autograd.Tensor)
+	}{
+		{"Softmax", lyingShape, func(x *autograd.Tensor) { autograd.Softmax(x, 0) }},
+		{"Sum", lyingShape, func(x *autograd.Tensor) { autograd.Sum(x, []int{0}, false) }},
+		{"Permute", lyingShape, func(x *autograd.Tensor) { autograd.Permute(x, 1, 0) }},
+		{"Matmul", lyingShape, func(x *autograd.Tensor) { autograd.Matmul(x, autograd.Ones(16, 1)) }},
+		{"LayerNorm", lyingShape, func(x *autograd.Tensor) { autograd.LayerNorm(x, []int{16}, nil, nil, 1e-5) }},
+		{"MaxPool2d", dims4, func(x *autograd.Tensor) { autograd.MaxPool2d(x, autograd.PoolOptions{Kernel: []int{1}}) }},
+		{"Contiguous", dims4, func(x *autograd.Tensor) { x.To(autograd.ChannelsLast).Contiguous() }},
+		{"To(ChannelsLast)", dims4, func(x *autograd.Tensor) { x.To(autograd.ChannelsLast) }},
+	}
+	for _, o := range ops {
+		for _, m := range makers {
+			err := autograd.Try(func() { o.f(m.make(o.dims)) })
+			var ae *autograd.Error
+			if !errors.As(err, &ae) || ae.Op != m.op || !strings.Contains(ae.Msg, "element count overflows") {
+				t.Errorf("%s of a %s tensor of shape %v: error %v, want %s to refuse the shape", o.name, m.op, o.dims, err, m.op)
+			}
+		}
+		d := tensor.New(tensor.WithShape(o.dims...), tensor.WithBacking(make([]float32, 16)))
+		if x, err := autograd.FromDense(d); !errors.Is(err, shape.ErrOverflow) {
+			t.Errorf("FromDense of shape %v = %v, %v; want shape.ErrOverflow", o.dims, x, err)
+		}
+	}
+}
+
 // A rejected Backward leaves no partial gradients behind.
 func TestBackwardMisuseLeavesGradients(t *testing.T) {
 	x := autograd.Ones(2).SetRequiresGrad(true)
@@ -129,6 +190,10 @@ func TestFromDenseBadInputs(t *testing.T) {
 		{"bool", tensor.New(tensor.WithShape(2), tensor.Of(tensor.Bool)), "dtype bool has no Kiln equivalent"},
 		{"sliced view", view.(*tensor.Dense), "a sliced view cannot be shared without a copy"},
 		{"other transpose", transposed, "a transposed Dense of shape [4 2 3] is not a channels-last layout"},
+		// gorgonia's own count wraps, so it accepts this shape for 16
+		// elements.
+		{"shape wrapping to its data", tensor.New(tensor.WithShape(1<<60+1, 16), tensor.WithBacking(make([]float32, 16))),
+			"FromDense: shape [1152921504606846977 16]: element count overflows"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

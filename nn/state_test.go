@@ -189,6 +189,13 @@ func TestLoadStateDictErrors(t *testing.T) {
 			return path
 		}
 	}
+	// container writes a file of the JSON header js and n zero data bytes.
+	container := func(js string, n int) func(t *testing.T) string {
+		return raw(func([]byte) []byte {
+			b := append(binary.LittleEndian.AppendUint64(nil, uint64(len(js))), js...)
+			return append(b, make([]byte, n)...)
+		})
+	}
 	cases := []struct {
 		name string
 		file func(t *testing.T) string
@@ -232,10 +239,17 @@ func TestLoadStateDictErrors(t *testing.T) {
 			[]string{"state.safetensors", "at byte 0"}},
 		// 2⁶² float32s are 2⁶⁴ bytes, which wraps to the empty data the
 		// entry claims; loading it once crashed in make.
-		{"shape whose size wraps", raw(func([]byte) []byte {
-			js := `{"fc.bias":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}}`
-			return append(binary.LittleEndian.AppendUint64(nil, uint64(len(js))), js...)
-		}), nn.LoadOptions{}, []string{"state.safetensors", `tensor "fc.bias"`, "more bytes than an int can count"}},
+		{"shape whose size wraps", container(`{"fc.bias":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}}`, 0),
+			nn.LoadOptions{}, []string{"state.safetensors", `tensor "fc.bias"`, "shape [4611686018427387904]"}},
+		// (2⁶⁰+1)·16 float32s wrap around to the 64 bytes the entry has.
+		{"shape whose size wraps to the data", container(`{"fc.bias":{"dtype":"F32","shape":[1152921504606846977,16],"data_offsets":[0,64]}}`, 64),
+			nn.LoadOptions{}, []string{"state.safetensors", `tensor "fc.bias"`, "shape [1152921504606846977 16]"}},
+		{"shape larger than the data", container(`{"fc.bias":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}`, 4),
+			nn.LoadOptions{}, []string{"state.safetensors", `tensor "fc.bias"`, "shape [2]"}},
+		{"shape smaller than the data", container(`{"fc.bias":{"dtype":"F32","shape":[2],"data_offsets":[0,12]}}`, 12),
+			nn.LoadOptions{}, []string{"state.safetensors", `tensor "fc.bias"`, "shape [2]"}},
+		{"negative dimension", container(`{"fc.bias":{"dtype":"F32","shape":[-2],"data_offsets":[0,0]}}`, 0),
+			nn.LoadOptions{}, []string{"state.safetensors", `tensor "fc.bias"`, "shape [-2]"}},
 		{"empty file", raw(func([]byte) []byte { return nil }), nn.LoadOptions{}, []string{"state.safetensors", "file is 0 bytes"}},
 		{"boolean entry", edit(func(f *safetensors.File) {
 			set(f, safetensors.Tensor{Name: "fc.bias", DType: "BOOL", Shape: []int{2}, Data: []byte{1, 0}})
@@ -396,5 +410,14 @@ func TestReadTensors(t *testing.T) {
 	}
 	if _, err := nn.ReadTensors(filepath.Join(t.TempDir(), "missing.safetensors")); err == nil || !strings.Contains(err.Error(), "missing.safetensors") {
 		t.Errorf("missing file: %v", err)
+	}
+	// A shape whose byte count wraps around to the 64 bytes present.
+	js := `{"w":{"dtype":"F32","shape":[1152921504606846977,16],"data_offsets":[0,64]}}`
+	b := append(binary.LittleEndian.AppendUint64(nil, uint64(len(js))), js...)
+	if err := os.WriteFile(path, append(b, make([]byte, 64)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nn.ReadTensors(path); err == nil || !contains(err.Error(), "t.safetensors") || !contains(err.Error(), `"w"`) || !contains(err.Error(), "shape [1152921504606846977 16]") {
+		t.Errorf("wrapping shape: %v, want an error naming the file, the tensor and its shape", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/shape"
 )
 
 // Decode returns e as a contiguous tensor with e's shape (an empty shape is
@@ -26,28 +27,13 @@ func Decode(e safetensors.Tensor) (*autograd.Tensor, error) {
 		return nil, fmt.Errorf("unsupported dtype %s", e.DType)
 	}
 	b := e.Data
-	size := safetensors.ElemSize(e.DType)
-	count := 1
-	for _, d := range e.Shape {
-		if d < 0 {
-			return nil, fmt.Errorf("negative dimension in shape %v", e.Shape)
-		}
-		if d == 0 {
-			count = 0
-		}
-	}
 	// The size is checked against the data before anything is allocated,
 	// so a corrupt shape costs an error, not a huge allocation or a crash.
-	for _, d := range e.Shape {
-		if count == 0 {
-			break
-		}
-		if count > math.MaxInt/size/d {
-			return nil, fmt.Errorf("%s %v has more bytes than an int can count", e.DType, e.Shape)
-		}
-		count *= d
+	need, err := shape.Bytes(e.Shape, safetensors.ElemSize(e.DType))
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", e.DType, err)
 	}
-	if need := count * size; len(b) != need {
+	if len(b) != need {
 		return nil, fmt.Errorf("%s %v needs %d bytes, has %d", e.DType, e.Shape, need, len(b))
 	}
 	t := autograd.Empty(dtype, e.Shape...)

@@ -3,6 +3,7 @@ package tensorcodec
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/shape"
 )
 
 // encode writes a decoded tensor back as safetensors bytes, the way
@@ -171,21 +173,26 @@ func TestDecodeErrors(t *testing.T) {
 		name string
 		e    safetensors.Tensor
 		want string
+		is   error // the sentinel the error wraps, if any
 	}{
-		{"unsupported U16", safetensors.Tensor{DType: "U16", Shape: []int{1}, Data: make([]byte, 2)}, "unsupported dtype U16"},
-		{"unsupported F8", safetensors.Tensor{DType: "F8_E4M3", Shape: []int{1}, Data: make([]byte, 1)}, "unsupported dtype F8_E4M3"},
-		{"unknown dtype", safetensors.Tensor{DType: "Q9", Shape: []int{1}, Data: make([]byte, 4)}, "unsupported dtype Q9"},
-		{"empty dtype", safetensors.Tensor{Shape: []int{1}, Data: make([]byte, 4)}, "unsupported dtype "},
-		{"too few bytes", safetensors.Tensor{DType: "F32", Shape: []int{2}, Data: make([]byte, 4)}, "F32 [2] needs 8 bytes, has 4"},
-		{"too many bytes", safetensors.Tensor{DType: "I64", Shape: []int{}, Data: make([]byte, 16)}, "I64 [] needs 8 bytes, has 16"},
-		{"bytes for an empty shape", safetensors.Tensor{DType: "U8", Shape: []int{3, 0}, Data: make([]byte, 1)}, "U8 [3 0] needs 0 bytes, has 1"},
-		{"odd half-precision bytes", safetensors.Tensor{DType: "BF16", Shape: []int{2}, Data: make([]byte, 3)}, "BF16 [2] needs 4 bytes, has 3"},
-		{"negative dimension", safetensors.Tensor{DType: "F32", Shape: []int{2, -1}, Data: nil}, "negative dimension in shape [2 -1]"},
+		{"unsupported U16", safetensors.Tensor{DType: "U16", Shape: []int{1}, Data: make([]byte, 2)}, "unsupported dtype U16", nil},
+		{"unsupported F8", safetensors.Tensor{DType: "F8_E4M3", Shape: []int{1}, Data: make([]byte, 1)}, "unsupported dtype F8_E4M3", nil},
+		{"unknown dtype", safetensors.Tensor{DType: "Q9", Shape: []int{1}, Data: make([]byte, 4)}, "unsupported dtype Q9", nil},
+		{"empty dtype", safetensors.Tensor{Shape: []int{1}, Data: make([]byte, 4)}, "unsupported dtype ", nil},
+		{"too few bytes", safetensors.Tensor{DType: "F32", Shape: []int{2}, Data: make([]byte, 4)}, "F32 [2] needs 8 bytes, has 4", nil},
+		{"too many bytes", safetensors.Tensor{DType: "I64", Shape: []int{}, Data: make([]byte, 16)}, "I64 [] needs 8 bytes, has 16", nil},
+		{"bytes for an empty shape", safetensors.Tensor{DType: "U8", Shape: []int{3, 0}, Data: make([]byte, 1)}, "U8 [3 0] needs 0 bytes, has 1", nil},
+		{"odd half-precision bytes", safetensors.Tensor{DType: "BF16", Shape: []int{2}, Data: make([]byte, 3)}, "BF16 [2] needs 4 bytes, has 3", nil},
+		{"negative dimension", safetensors.Tensor{DType: "F32", Shape: []int{2, -1}, Data: nil}, "F32 shape [2 -1]: negative dimension -1", shape.ErrNegative},
 		// Without the checks before allocating, these would ask for
 		// exabytes, or wrap around to a size that fits the data.
-		{"huge shape", safetensors.Tensor{DType: "F32", Shape: []int{1 << 40, 1 << 22}, Data: make([]byte, 4)}, "F32 [1099511627776 4194304] has more bytes than an int can count"},
-		{"wrapping shape", safetensors.Tensor{DType: "F32", Shape: []int{1 << 62}, Data: nil}, "has more bytes than an int can count"},
-		{"big but countable shape", safetensors.Tensor{DType: "U8", Shape: []int{1 << 50}, Data: make([]byte, 8)}, "U8 [1125899906842624] needs 1125899906842624 bytes, has 8"},
+		{"huge shape", safetensors.Tensor{DType: "F32", Shape: []int{1 << 40, 1 << 22}, Data: make([]byte, 4)},
+			"F32 shape [1099511627776 4194304]: element count overflows", shape.ErrOverflow},
+		{"wrapping shape", safetensors.Tensor{DType: "F32", Shape: []int{1 << 62}, Data: nil}, "element count overflows", shape.ErrOverflow},
+		// (2^60+1)·16 wraps around to the 16 elements the data holds.
+		{"shape wrapping to the data", safetensors.Tensor{DType: "U8", Shape: []int{1<<60 + 1, 16}, Data: make([]byte, 16)},
+			"U8 shape [1152921504606846977 16]: element count overflows", shape.ErrOverflow},
+		{"big but countable shape", safetensors.Tensor{DType: "U8", Shape: []int{1 << 40}, Data: make([]byte, 8)}, "U8 [1099511627776] needs 1099511627776 bytes, has 8", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -194,9 +201,36 @@ func TestDecodeErrors(t *testing.T) {
 			if perr := autograd.Try(func() { x, err = Decode(c.e) }); perr != nil {
 				t.Fatalf("Decode panicked: %v", perr)
 			}
-			if err == nil || x != nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Decode = %v, %v; want an error containing %q", x, err, c.want)
+			if err == nil || x != nil || !strings.Contains(err.Error(), c.want) || (c.is != nil && !errors.Is(err, c.is)) {
+				t.Fatalf("Decode = %v, %v; want an error containing %q (wrapping %v)", x, err, c.want, c.is)
 			}
 		})
 	}
+}
+
+// FuzzDecode decodes entries whose dtype, shape (rank up to 3) and data
+// are arbitrary, as a corrupt or hostile file could hand them over. Decode
+// must return an error or a tensor; a tensor has the entry's shape and
+// exactly as many elements as the data held.
+func FuzzDecode(f *testing.F) {
+	f.Add("F32", 2, 2, 2, 0, make([]byte, 16))
+	f.Add("F16", 2, 1, 2, 0, make([]byte, 4))
+	f.Add("I64", 0, 0, 0, 0, make([]byte, 8))
+	f.Add("U8", 2, 1<<60+1, 16, 0, make([]byte, 16))
+	f.Add("BF16", 3, 0, 1<<62, 5, []byte{})
+	f.Fuzz(func(t *testing.T, dtype string, rank, d0, d1, d2 int, data []byte) {
+		dims := []int{d0, d1, d2}
+		e := safetensors.Tensor{DType: dtype, Shape: dims[:min(max(rank, 0), 3)], Data: data}
+		var x *autograd.Tensor
+		var err error
+		if perr := autograd.Try(func() { x, err = Decode(e) }); perr != nil {
+			t.Fatalf("Decode(%s %v, %d bytes) panicked: %v", dtype, e.Shape, len(data), perr)
+		}
+		if err != nil {
+			return
+		}
+		if !slices.Equal(x.Shape(), e.Shape) || x.Numel()*safetensors.ElemSize(dtype) != len(data) {
+			t.Fatalf("Decode(%s %v, %d bytes) = %v tensor of shape %v with %d elements", dtype, e.Shape, len(data), x.DType(), x.Shape(), x.Numel())
+		}
+	})
 }
