@@ -24,26 +24,27 @@ var (
 // panics on it.
 const MaxElements = 1 << 48
 
-// Numel returns the product of dims. A negative dimension, or a product
-// over MaxElements (a zero dimension makes any product 0), is an error
-// naming the shape.
+// Numel returns the product of dims. A negative dimension, or a product of
+// the non-zero dimensions over MaxElements, is an error naming the shape.
+// A zero dimension makes the count 0 but does not excuse the others, as in
+// NumPy: parts of an empty tensor's shape still multiply into strides and
+// output sizes, which must not wrap.
 func Numel(dims []int) (int, error) {
+	n, empty := 1, false
 	for _, d := range dims {
-		if d < 0 {
+		switch {
+		case d < 0:
 			return 0, fmt.Errorf("shape %v: %w %d", dims, ErrNegative, d)
-		}
-	}
-	for _, d := range dims {
-		if d == 0 {
-			return 0, nil
-		}
-	}
-	n := 1
-	for _, d := range dims {
-		if d > MaxElements || n > MaxElements/d {
+		case d == 0:
+			empty = true
+		case d > MaxElements || n > MaxElements/d:
 			return 0, fmt.Errorf("shape %v: %w (more than 2^48 elements)", dims, ErrOverflow)
+		default:
+			n *= d
 		}
-		n *= d
+	}
+	if empty {
+		return 0, nil
 	}
 	return n, nil
 }

@@ -14,8 +14,9 @@ func TestNumel(t *testing.T) {
 		{nil, 1, nil},
 		{[]int{}, 1, nil},
 		{[]int{3, 4}, 12, nil},
-		{[]int{0, 1 << 62}, 0, nil},
-		{[]int{1 << 62, 0}, 0, nil},
+		{[]int{0, 1 << 40}, 0, nil},
+		{[]int{0, 1 << 62}, 0, ErrOverflow}, // zeros do not excuse the rest
+		{[]int{1 << 30, 1 << 30, 0}, 0, ErrOverflow},
 		{[]int{-1, 4}, 0, ErrNegative},
 		{[]int{0, -1}, 0, ErrNegative},
 		{[]int{1<<60 + 1, 16}, 0, ErrOverflow},

@@ -86,7 +86,7 @@ func TestRoundTrip(t *testing.T) {
 		{"0-d F32", safetensors.Tensor{DType: "F32", Shape: []int{}, Data: f32[8:12]}, autograd.Float32},
 		{"0-d nil shape I64", safetensors.Tensor{DType: "I64", Data: i64[8:16]}, autograd.Int64},
 		{"empty", safetensors.Tensor{DType: "F32", Shape: []int{0, 5}, Data: nil}, autograd.Float32},
-		{"empty with a huge dimension", safetensors.Tensor{DType: "I32", Shape: []int{1 << 62, 0}, Data: []byte{}}, autograd.Int32},
+		{"empty with a large dimension", safetensors.Tensor{DType: "I32", Shape: []int{1 << 40, 0}, Data: []byte{}}, autograd.Int32},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
