@@ -46,6 +46,9 @@ func Freeze(g *Graph) (*Graph, error) {
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("graph.Freeze: %w", err)
 	}
+	if _, _, err := g.checkNodes(false); err != nil {
+		return nil, fmt.Errorf("graph.Freeze: %w", validateErr{err})
+	}
 	f := g.Clone()
 	var passErr error
 	err := autograd.Try(func() {

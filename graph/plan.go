@@ -112,6 +112,21 @@ type planner struct {
 // every value's type, assigns storage by lifetime and compiles the nodes.
 func (p *Program) plan(inputs []*autograd.Tensor) (*plan, error) {
 	g := p.g
+	// The inputs' sizes may differ from those Compile checked: bound the
+	// memory for these before the eager run allocates it.
+	types := make([]sig, len(g.Values))
+	for i, id := range g.Inputs {
+		types[id] = sigOf(inputs[i])
+	}
+	for v := range g.Consts {
+		types[v] = g.Values[v].sig()
+	}
+	if err := g.inferTypes(p.impls, types, nil); err != nil {
+		return nil, err
+	}
+	if err := g.checkBudget(types, p.budget); err != nil {
+		return nil, err
+	}
 	vals, err := p.evalEager(inputs)
 	if err != nil {
 		return nil, err
@@ -222,11 +237,11 @@ func (p *Program) compileNode(i int, vals []*autograd.Tensor, static []bool) (fn
 	for j, o := range n.Outputs {
 		outs[j] = vals[o]
 	}
-	err = autograd.Try(func() {
+	err = g.catch(&i, func() {
 		autograd.NoGrad(func() { fn = compileOp(c, n, ins, outs) })
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("graph: node %d (%s): %w", i, n.Op, err)
+		return nil, false, err
 	}
 	if fn != nil {
 		return fn, true, nil
