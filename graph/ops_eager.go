@@ -120,7 +120,9 @@ func init() {
 	}, "alpha"))
 	registerOp("GELU", eagerOp(opImpl{ins: exactly(1), infer: inferSame,
 		attrs: []attrSpec{{name: "approximate", kind: AttrString, valid: oneOf("none", "tanh")}}},
-		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.GELU(in[0], n.Str("approximate")) }))
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.GELU(in[0], n.Str("approximate"))
+		}))
 	registerOp("Pow", scalarOp(func(n *Node, x *autograd.Tensor) *autograd.Tensor {
 		return autograd.Pow(x, float32(n.Float("exponent")))
 	}, "exponent"))
@@ -154,18 +156,24 @@ func init() {
 		}))
 	reduce := func(f func(x *autograd.Tensor, dims []int, keepDim bool) *autograd.Tensor) *opImpl {
 		return eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}, {name: "keepdim", kind: AttrBool}}, infer: inferReduce},
-			func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return f(in[0], n.Ints("dims"), n.Bool("keepdim")) })
+			func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+				return f(in[0], n.Ints("dims"), n.Bool("keepdim"))
+			})
 	}
 	registerOp("Sum", reduce(autograd.Sum))
 	registerOp("Mean", reduce(autograd.Mean))
 	registerOp("Reshape", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("shape", -1, maxDim)}, infer: inferReshape},
-		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.Reshape(in[0], n.Ints("shape")...) }))
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.Reshape(in[0], n.Ints("shape")...)
+		}))
 	registerOp("Flatten", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("start_dim"), dimAttr("end_dim")}, infer: inferFlatten},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			return autograd.Flatten(in[0], n.Int("start_dim"), n.Int("end_dim"))
 		}))
 	registerOp("Permute", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}}, infer: inferPermute},
-		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.Permute(in[0], n.Ints("dims")...) }))
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.Permute(in[0], n.Ints("dims")...)
+		}))
 	registerOp("Cat", eagerOp(opImpl{ins: arity{1, -1}, attrs: []attrSpec{dimAttr("dim")}, infer: inferCat},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.Cat(in, n.Int("dim")) }))
 	registerOp("Split", &opImpl{ins: exactly(1), outs: arity{1, -1}, attrs: []attrSpec{intsAttr("sizes", 0, maxDim), dimAttr("dim")}, infer: inferSplit,
@@ -173,7 +181,9 @@ func init() {
 			return autograd.SplitSizes(in[0], n.Ints("sizes"), n.Int("dim"))
 		}})
 	registerOp("Softmax", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("dim")}, infer: inferSoftmax},
-		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.Softmax(widen(in[0]), n.Int("dim")) }))
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.Softmax(widen(in[0]), n.Int("dim"))
+		}))
 	registerOp("LogSoftmax", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("dim")}, infer: inferSoftmax},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.LogSoftmax(in[0], n.Int("dim")) }))
 	// Embedding's padding_idx is negative for none.

@@ -19,8 +19,8 @@ func init() {
 	// of the given sizes. b may be absent.
 	registerOp("LinearConcat", &opImpl{ins: exactly(3), outs: arity{1, -1}, optional: []int{2},
 		attrs: []attrSpec{intsAttr("sizes", 0, maxDim)}, infer: inferLinearConcat, eager: func(n *Node, in []*autograd.Tensor) []*autograd.Tensor {
-		return autograd.SplitSizes(autograd.Linear(in[0], in[1], in[2]), n.Ints("sizes"), -1)
-	}})
+			return autograd.SplitSizes(autograd.Linear(in[0], in[1], in[2]), n.Ints("sizes"), -1)
+		}})
 }
 
 func channelShuffle(x *autograd.Tensor, groups int) *autograd.Tensor {
