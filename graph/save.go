@@ -133,8 +133,9 @@ func Load(path string) (*Graph, error) {
 	return g, nil
 }
 
-// Encode writes g to w in the format Save uses. g must be valid and every
-// op known, so that what is written can be loaded.
+// Encode writes g to w in the format Save uses. g must pass the checks
+// Decode makes, declared shapes included, so that what is written can be
+// loaded.
 func Encode(w io.Writer, g *Graph) error {
 	f, err := encodeFile(g)
 	if err == nil {
