@@ -217,7 +217,7 @@ func (g *Graph) checkNode(i int) (*opImpl, error) {
 		return nil, g.nodeError(i, "outputs", fmt.Errorf("got %d, want %v", len(n.Outputs), impl.outs))
 	}
 	for j, v := range n.Inputs {
-		if v == None && !slices.Contains(impl.optional, j) {
+		if v == None && !slices.Contains(impl.optional, j) && !slices.Contains(impl.optional, j-len(n.Inputs)) {
 			return nil, g.nodeError(i, fmt.Sprintf("inputs[%d]", j), errors.New("is none, the op needs it"))
 		}
 	}

@@ -205,6 +205,34 @@ func TestCompileChecksNodes(t *testing.T) {
 	runGraph(t, undeclared, []*autograd.Tensor{x})
 }
 
+// TestFusedOptionalOperands: a later part's optional operands (a
+// LayerNorm's weight and bias) may be absent in the fused node too, its
+// other operands not.
+func TestFusedOptionalOperands(t *testing.T) {
+	gen := autograd.NewGenerator(2)
+	x, y := autograd.Randn(gen, 2, 4), autograd.Randn(gen, 2, 4)
+	build := func(b int) *Graph {
+		g := &Graph{}
+		in0 := g.AddValue(Value{Name: "input0", Shape: x.Shape()})
+		in1 := g.AddValue(Value{Name: "input1", Shape: y.Shape()})
+		out := g.AddValue(Value{Name: "%2", Shape: x.Shape()})
+		ins := []int{in0, in1, None, None}
+		ins[1] = []int{in1, None}[b]
+		g.Inputs, g.Outputs = []int{in0, in1}, []int{out}
+		g.Nodes = []Node{{Op: "Add+LayerNorm", Inputs: ins, Outputs: []int{out},
+			Attrs: []Attr{IntsAttr("LayerNorm.normalized_shape", []int{4}), FloatAttr("LayerNorm.eps", 1e-5)}}}
+		return g
+	}
+	got := runGraph(t, build(0), []*autograd.Tensor{x, y})
+	if want := autograd.LayerNorm(autograd.Add(x, y), []int{4}, nil, nil, 1e-5); !sameTensor(got[0], want) {
+		t.Errorf("Add+LayerNorm without weight and bias differs from its parts")
+	}
+	var ne *NodeError
+	if _, err := Compile(build(1)); !errors.As(err, &ne) || ne.Field != "inputs[1]" {
+		t.Errorf("Compile with the Add's operand absent = %v, want a *NodeError for inputs[1]", err)
+	}
+}
+
 func TestMemoryBudget(t *testing.T) {
 	g, x := tinyGraph(t, true)
 	// The tiny graph's values take a few hundred bytes.

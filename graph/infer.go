@@ -204,7 +204,9 @@ func inferLinearConcat(n *Node, ins []*sig) ([]sig, error) {
 func splitShapes(x *sig, sizes []int, d int) ([]sig, error) {
 	total := 0
 	for _, s := range sizes {
-		total += s // each at most maxDim, so no overflow for any list a file holds
+		if total += s; total > maxDim { // each is at most maxDim: no overflow
+			break
+		}
 	}
 	if total != x.shape[d] {
 		return nil, badField("attrs.sizes", "%v add up to %d, dimension %d of %v is %d", sizes, total, d, x.shape, x.shape[d])

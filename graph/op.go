@@ -16,7 +16,9 @@ type opImpl struct {
 	// ins and outs bound the node's operand and result counts; absent
 	// operands (None) count.
 	ins, outs arity
-	// optional lists the operands that may be None.
+	// optional lists the operands that may be None, by position, or
+	// counting from the end when negative (-1 is the last): a fused op's
+	// later parts' operands sit at fixed distances from its end.
 	optional []int
 	// attrs are the attributes the op reads: each required, of its kind
 	// and in its range. A node may carry others; they are not read.
@@ -92,16 +94,34 @@ func lookupOp(op string) (*opImpl, error) {
 // inferred in turn.
 func fusedImpl(parts []string) *opImpl {
 	first := opImpls[parts[0]]
-	impl := &opImpl{ins: first.ins, outs: arity{1, 1}, optional: first.optional, attrs: first.attrs, eager: fusedEager(parts)}
-	for _, p := range parts[1:] {
+	impl := &opImpl{ins: first.ins, outs: arity{1, 1}, attrs: first.attrs, eager: fusedEager(parts)}
+	for _, j := range first.optional {
+		if j >= 0 {
+			impl.optional = append(impl.optional, j)
+		}
+	}
+	// The extras of later parts, counted back from the end.
+	fromEnd := 0
+	for i := len(parts) - 1; i > 0; i-- {
+		p := parts[i]
+		fromEnd += fusedExtra[p]
 		impl.ins.min += fusedExtra[p]
 		if impl.ins.max >= 0 {
 			impl.ins.max += fusedExtra[p]
 		}
-		if later, ok := opImpls[p]; ok {
-			for _, a := range later.attrs {
-				a.name = p + "." + a.name
-				impl.attrs = append(impl.attrs, a)
+		later, ok := opImpls[p]
+		if !ok {
+			continue
+		}
+		for _, a := range later.attrs {
+			a.name = p + "." + a.name
+			impl.attrs = append(impl.attrs, a)
+		}
+		// Operand j of the part is its extra j-1 (operand 0 is the
+		// running result).
+		for _, j := range later.optional {
+			if j >= 1 {
+				impl.optional = append(impl.optional, j-1-fromEnd)
 			}
 		}
 	}
