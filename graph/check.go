@@ -182,14 +182,11 @@ func (g *Graph) checkNodes(declared bool) ([]*opImpl, []sig, error) {
 		}
 		impls[i] = impl
 	}
-	types := make([]sig, len(g.Values))
-	for _, v := range g.Inputs {
-		types[v] = g.Values[v].sig()
+	inputs := make([]sig, len(g.Inputs))
+	for i, v := range g.Inputs {
+		inputs[i] = g.Values[v].sig()
 	}
-	for v := range g.Consts {
-		types[v] = g.Values[v].sig()
-	}
-	err := g.inferTypes(impls, types, func(i, j int, s sig) error {
+	types, err := g.inferTypes(impls, inputs, func(i, j int, s sig) error {
 		o := g.Values[g.Nodes[i].Outputs[j]]
 		if declared && !slices.Equal(s.shape, o.Shape) {
 			return g.nodeError(i, fmt.Sprintf("outputs[%d].shape", j),
@@ -229,10 +226,17 @@ func (g *Graph) checkNode(i int) (*opImpl, error) {
 	return impl, nil
 }
 
-// inferTypes fills types, which holds the types of g's inputs and
-// constants, with those of every node's results, calling each (if not
-// nil) with every result's type as it is inferred.
-func (g *Graph) inferTypes(impls []*opImpl, types []sig, each func(i, j int, s sig) error) error {
+// inferTypes returns the type of every value of g when its inputs have the
+// types inputs, calling each (if not nil) with every node result's type as
+// it is inferred.
+func (g *Graph) inferTypes(impls []*opImpl, inputs []sig, each func(i, j int, s sig) error) ([]sig, error) {
+	types := make([]sig, len(g.Values))
+	for i, v := range g.Inputs {
+		types[v] = inputs[i]
+	}
+	for v := range g.Consts {
+		types[v] = g.Values[v].sig()
+	}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
 		ins := make([]*sig, len(n.Inputs))
@@ -256,20 +260,20 @@ func (g *Graph) inferTypes(impls []*opImpl, types []sig, each func(i, j int, s s
 		if err != nil {
 			var fe *fieldError
 			if errors.As(err, &fe) {
-				return g.nodeError(i, fe.field, fe.err)
+				return nil, g.nodeError(i, fe.field, fe.err)
 			}
-			return g.nodeError(i, "inputs", err)
+			return nil, g.nodeError(i, "inputs", err)
 		}
 		for j, o := range n.Outputs {
 			types[o] = outs[j]
 			if each != nil {
 				if err := each(i, j, outs[j]); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 	}
-	return nil
+	return types, nil
 }
 
 func (v *Value) sig() sig { return sig{dtype: v.DType, format: v.Format, shape: v.Shape} }

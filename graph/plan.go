@@ -114,14 +114,12 @@ func (p *Program) plan(inputs []*autograd.Tensor) (*plan, error) {
 	g := p.g
 	// The inputs' sizes may differ from those Compile checked: bound the
 	// memory for these before the eager run allocates it.
-	types := make([]sig, len(g.Values))
-	for i, id := range g.Inputs {
-		types[id] = sigOf(inputs[i])
+	key := make([]sig, len(inputs))
+	for i, in := range inputs {
+		key[i] = sigOf(in)
 	}
-	for v := range g.Consts {
-		types[v] = g.Values[v].sig()
-	}
-	if err := g.inferTypes(p.impls, types, nil); err != nil {
+	types, err := g.inferTypes(p.impls, key, nil)
+	if err != nil {
 		return nil, err
 	}
 	if err := g.checkBudget(types, p.budget); err != nil {
@@ -162,11 +160,8 @@ func (p *Program) plan(inputs []*autograd.Tensor) (*plan, error) {
 		}
 	}
 	pr.assign()
-	pl := &plan{g: g, cur: -1, buffers: len(pr.bufs)}
+	pl := &plan{g: g, key: key, cur: -1, buffers: len(pr.bufs)}
 	pl.exec = pl.runSteps
-	for _, in := range inputs {
-		pl.key = append(pl.key, sigOf(in))
-	}
 	pl.vals = make([]*autograd.Tensor, len(g.Values))
 	for v := range g.Values {
 		if pr.static[v] {
