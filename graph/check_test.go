@@ -233,6 +233,33 @@ func TestFusedOptionalOperands(t *testing.T) {
 	}
 }
 
+// TestRunRecoversPanics: a kernel bug the checks cannot foresee (an op
+// indexing out of range) fails the Run that meets it with an error naming
+// the node, not the process.
+func TestRunRecoversPanics(t *testing.T) {
+	const op = "PanicsForTest"
+	registerOp(op, unary(func(x *autograd.Tensor) *autograd.Tensor {
+		var s []int
+		_ = s[x.NDim()]
+		return x
+	}))
+	t.Cleanup(func() { delete(opImpls, op) })
+	g := &Graph{}
+	in := g.AddValue(Value{Name: "input0", Shape: []int{2}})
+	out := g.AddValue(Value{Name: "%1", Shape: []int{2}})
+	g.Inputs, g.Outputs = []int{in}, []int{out}
+	g.Nodes = []Node{{Op: op, Inputs: []int{in}, Outputs: []int{out}, Scope: "m"}}
+	p, err := Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Run(autograd.Zeros(2))
+	var ne *NodeError
+	if !errors.As(err, &ne) || ne.Node != 0 || !strings.Contains(err.Error(), "index out of range") {
+		t.Errorf("Run = %v, want a *NodeError for node 0 saying index out of range", err)
+	}
+}
+
 func TestMemoryBudget(t *testing.T) {
 	g, x := tinyGraph(t, true)
 	// The tiny graph's values take a few hundred bytes.

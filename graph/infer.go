@@ -114,7 +114,7 @@ func inferConv(nsp int) inferFunc {
 		}
 		groups := n.Int("groups")
 		c, o := xs[1], w.shape[0]
-		if o%groups != 0 || c != w.shape[1]*groups {
+		if o%groups != 0 || c%groups != 0 || c/groups != w.shape[1] {
 			return nil, fmt.Errorf("input %v and weight %v do not fit groups=%d", x.shape, w.shape, groups)
 		}
 		if b != nil && (len(b.shape) != 1 || b.shape[0] != o) {
