@@ -18,6 +18,13 @@
 // a softmax or a sum with a float32 tensor taken into the fused op.
 // Program.Profile times every node of a compiled graph.
 //
+// A saved graph is untrusted input: Decode and Compile check every node
+// against its op's definition (operand and result counts, attribute kinds
+// and ranges, the shapes its operands give) and bound the memory a plan
+// needs by a budget before they allocate anything the graph sizes, so a
+// corrupt or hostile file fails with an error (a *NodeError naming the
+// node, its scope and the field) rather than crashing the process.
+//
 // Every op runs on the same kernels as eager mode: the graph never grows a
 // second implementation of an op.
 package graph

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 
@@ -25,26 +24,48 @@ import (
 // run overwrites the results of the last one of its signature, so
 // goroutines that keep results should compile a Program each.
 type Program struct {
-	g     *Graph
-	impls []*opImpl
+	g      *Graph
+	impls  []*opImpl
+	budget int // bytes
 
 	mu    sync.Mutex
 	last  *plan   // the plan of the previous Run, tried first
 	plans []*plan // every plan made, one per input signature
 }
 
-// Compile checks g and prepares it to run. Every node's op must be known.
-func Compile(g *Graph) (*Program, error) {
+// CompileOption changes how Compile prepares a graph.
+type CompileOption func(*Program)
+
+// WithMemoryBudget bounds the memory, in bytes, that planning the graph
+// may take for the values it computes (see Compile); the default is the
+// machine's memory.
+func WithMemoryBudget(bytes int) CompileOption {
+	return func(p *Program) { p.budget = bytes }
+}
+
+// Compile checks g and prepares it to run: g must pass Validate, and every
+// node must fit its op (a *NodeError names the first that does not): its
+// operand and result counts, its attributes' kinds and ranges, and the
+// shapes its operands take, inferred from the graph's inputs' declared
+// types. A plan holds every value twice at most (the eager run that
+// starts it and the storage it keeps), so that memory, for the declared
+// inputs here and for each new input signature when Run plans it, must
+// fit the budget (WithMemoryBudget) or the error wraps ErrMemoryBudget;
+// nothing sized by the graph is allocated before.
+func Compile(g *Graph, opts ...CompileOption) (*Program, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Program{g: g, impls: make([]*opImpl, len(g.Nodes))}
-	for i := range g.Nodes {
-		impl, err := lookupOp(g.Nodes[i].Op)
-		if err != nil {
-			return nil, fmt.Errorf("graph: node %d: %w", i, err)
-		}
-		p.impls[i] = impl
+	impls, types, err := g.checkNodes(false)
+	if err != nil {
+		return nil, err
+	}
+	p := &Program{g: g, impls: impls, budget: machineMemory()}
+	for _, o := range opts {
+		o(p)
+	}
+	if err := g.checkBudget(types, p.budget); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -148,9 +169,11 @@ func (p *Program) evalEager(inputs []*autograd.Tensor) ([]*autograd.Tensor, erro
 	for id, t := range g.Consts {
 		vals[id] = t
 	}
-	err := autograd.Try(func() {
+	cur := -1
+	err := g.catch(&cur, func() {
 		autograd.NoGrad(func() {
 			for i := range g.Nodes {
+				cur = i
 				n := &g.Nodes[i]
 				args := make([]*autograd.Tensor, len(n.Inputs))
 				for j, v := range n.Inputs {
@@ -169,9 +192,35 @@ func (p *Program) evalEager(inputs []*autograd.Tensor) ([]*autograd.Tensor, erro
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("graph: %w", err)
+		return nil, err
 	}
 	return vals, nil
+}
+
+// catch runs f and turns a panic into an error naming node *at, the node
+// running: an *autograd.Error of an op that rejects its operands, or any
+// other panic, which the checks Compile makes should leave unreachable.
+func (g *Graph) catch(at *int, f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = g.panicError(*at, r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// panicError is the error of a panic r raised by node i (by no node when
+// i < 0).
+func (g *Graph) panicError(i int, r any) error {
+	err, ok := r.(error)
+	if !ok {
+		err = fmt.Errorf("%v", r)
+	}
+	if i < 0 {
+		return fmt.Errorf("graph: %w", err)
+	}
+	return g.nodeError(i, "", err)
 }
 
 // run executes pl's steps on inputs, turning a panic of a kernel or of a
@@ -200,14 +249,13 @@ func (pl *plan) runWith(inputs []*autograd.Tensor, exec func()) (err error) {
 func (pl *plan) failure(r any) error {
 	where := "copying the inputs"
 	if pl.cur >= 0 {
-		where = "copying a constant output"
 		if i := pl.steps[pl.cur].node; i >= 0 {
-			where = fmt.Sprintf("node %d (%s)", i, pl.g.Nodes[i].Op)
+			return pl.g.panicError(i, r)
 		}
+		where = "copying a constant output"
 	}
-	var e *autograd.Error
-	if re, ok := r.(error); ok && errors.As(re, &e) {
-		return fmt.Errorf("graph: %s: %w", where, e)
+	if err, ok := r.(error); ok {
+		return fmt.Errorf("graph: %s: %w", where, err)
 	}
 	return fmt.Errorf("graph: %s: %v", where, r)
 }

@@ -40,11 +40,15 @@ import (
 // results renamed "%N" after their new index; constants keep their
 // parameter names, and new ones are named after what they came from
 // ("conv.weight.bfloat16" for a cast weight, "conv.bias" for a bias a
-// layer gains). g itself is not changed; a g that fails Validate, or a
-// constant node whose op fails, is an error.
+// layer gains). g itself is not changed; a g that fails Validate or has a
+// node that does not fit its op (see Compile), or a constant node whose op
+// fails, is an error.
 func Freeze(g *Graph) (*Graph, error) {
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("graph.Freeze: %w", err)
+	}
+	if _, _, err := g.checkNodes(false); err != nil {
+		return nil, fmt.Errorf("graph.Freeze: %w", validateErr{err})
 	}
 	f := g.Clone()
 	var passErr error

@@ -410,21 +410,28 @@ func TestFreezeLeavesInputUnchanged(t *testing.T) {
 	golden.AssertClose(t, "frozen output after zeroing the model", passRun(t, frozen, x), want, 1e-5)
 }
 
-// TestFreezeErrors reports a malformed graph and a constant op that fails.
+// TestFreezeErrors reports a malformed graph, a node that does not fit its
+// op and a constant op that fails.
 func TestFreezeErrors(t *testing.T) {
 	bad := &Graph{Values: []Value{{Name: "x", Shape: []int{2}}}, Outputs: []int{0}}
-	k := &Graph{}
-	c := k.AddConst("k", autograd.Zeros(2))
-	out := k.AddValue(Value{Name: "%1", Shape: []int{3}})
-	k.Nodes = []Node{{Op: "Reshape", Inputs: []int{c}, Outputs: []int{out}, Attrs: []Attr{IntsAttr("shape", []int{3})}}}
-	k.Outputs = []int{out}
+	// constGraph is one node of op reading the constant c reads times.
+	constGraph := func(op string, c *autograd.Tensor, reads int, attrs ...Attr) *Graph {
+		g := &Graph{}
+		in := g.AddConst("k", c)
+		out := g.AddValue(Value{Name: "%1"})
+		g.Nodes = []Node{{Op: op, Inputs: slices.Repeat([]int{in}, reads), Outputs: []int{out}, Attrs: attrs}}
+		g.Outputs = []int{out}
+		return g
+	}
 	for _, c := range []struct {
 		name string
 		g    *Graph
 		want string
 	}{
 		{"undefined output", bad, "never defined"},
-		{"failing constant op", k, "evaluating constant node 0 (Reshape)"},
+		{"misfit node", constGraph("Reshape", autograd.Zeros(2), 1, IntsAttr("shape", []int{3})), `node 0 "Reshape": attrs.shape`},
+		// Shapes fit, dtypes do not: only the op itself says so.
+		{"failing constant op", constGraph("Matmul", autograd.Cast(autograd.Zeros(2, 2), autograd.Int32), 2), "evaluating constant node 0 (Matmul)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Freeze(c.g)

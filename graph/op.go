@@ -7,8 +7,27 @@ import (
 	"github.com/kilnml/kiln/autograd"
 )
 
-// opImpl is how the graph runs one kind of node.
+// opImpl is one kind of node: what a node of it must look like, and how
+// the graph runs it. Decode and Compile check every node against the first
+// four fields (check.go) before anything sized by the graph is allocated,
+// so the eager form below only ever sees operands and attributes of the
+// counts and kinds it indexes.
 type opImpl struct {
+	// ins and outs bound the node's operand and result counts; absent
+	// operands (None) count.
+	ins, outs arity
+	// optional lists the operands that may be None, by position, or
+	// counting from the end when negative (-1 is the last): a fused op's
+	// later parts' operands sit at fixed distances from its end.
+	optional []int
+	// attrs are the attributes the op reads: each required, of its kind
+	// and in its range. A node may carry others; they are not read.
+	attrs []attrSpec
+	// infer gives the types of the node's results from its operands'
+	// (nil for None), failing where the op would: the shapes Decode
+	// checks the IR's against, and the sizes a plan's memory is bounded
+	// by before it allocates.
+	infer func(n *Node, ins []*sig) ([]sig, error)
 	// eager computes the node's results with autograd ops, allocating them.
 	// It is the reference: every faster path must match it bit for bit,
 	// and it runs any node that has no compiled form (ops_compile.go).
@@ -66,7 +85,72 @@ func lookupOp(op string) (*opImpl, error) {
 			}
 		}
 	}
-	return &opImpl{eager: fusedEager(parts)}, nil
+	return fusedImpl(parts), nil
+}
+
+// fusedImpl is the definition of the fused op whose parts are parts: the
+// first part's operands followed by each later part's extras, each part's
+// attributes (a later part's under its name and a dot), the parts' types
+// inferred in turn.
+func fusedImpl(parts []string) *opImpl {
+	first := opImpls[parts[0]]
+	impl := &opImpl{ins: first.ins, outs: arity{1, 1}, attrs: first.attrs, eager: fusedEager(parts)}
+	for _, j := range first.optional {
+		if j >= 0 {
+			impl.optional = append(impl.optional, j)
+		}
+	}
+	// The extras of later parts, counted back from the end.
+	fromEnd := 0
+	for i := len(parts) - 1; i > 0; i-- {
+		p := parts[i]
+		fromEnd += fusedExtra[p]
+		impl.ins.min += fusedExtra[p]
+		if impl.ins.max >= 0 {
+			impl.ins.max += fusedExtra[p]
+		}
+		later, ok := opImpls[p]
+		if !ok {
+			continue
+		}
+		for _, a := range later.attrs {
+			a.name = p + "." + a.name
+			impl.attrs = append(impl.attrs, a)
+		}
+		// Operand j of the part is its extra j-1 (operand 0 is the
+		// running result).
+		for _, j := range later.optional {
+			if j >= 1 {
+				impl.optional = append(impl.optional, j-1-fromEnd)
+			}
+		}
+	}
+	impl.infer = func(n *Node, ins []*sig) ([]sig, error) {
+		var y []sig
+		for i, part := range fusedParts(n) {
+			args := make([]*sig, len(part.Inputs))
+			for j, k := range part.Inputs {
+				if k < 0 {
+					args[j] = &y[0]
+				} else {
+					args[j] = ins[k]
+				}
+			}
+			if parts[i] == "SigmoidMul" {
+				continue
+			}
+			r, err := opImpls[parts[i]].infer(&part, args)
+			if err != nil {
+				return nil, fmt.Errorf("part %d (%s): %w", i, parts[i], err)
+			}
+			if len(r) != 1 {
+				return nil, fmt.Errorf("part %d (%s) gives %d results, a fused op one", i, parts[i], len(r))
+			}
+			y = r
+		}
+		return y, nil
+	}
+	return impl
 }
 
 // FusedParts splits a fused node into the nodes it stands for, with

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"slices"
+
 	"github.com/kilnml/kiln/autograd"
 )
 
@@ -9,16 +11,52 @@ import (
 func one(t *autograd.Tensor) []*autograd.Tensor { return []*autograd.Tensor{t} }
 
 func unary(f func(x *autograd.Tensor) *autograd.Tensor) *opImpl {
-	return &opImpl{eager: func(_ *Node, ins []*autograd.Tensor) []*autograd.Tensor { return one(f(ins[0])) }}
+	return eagerOp(opImpl{ins: exactly(1), infer: inferSame}, func(_ *Node, ins []*autograd.Tensor) *autograd.Tensor { return f(ins[0]) })
 }
 
 func binary(f func(a, b *autograd.Tensor) *autograd.Tensor) *opImpl {
-	return &opImpl{eager: func(_ *Node, ins []*autograd.Tensor) []*autograd.Tensor { return one(f(ins[0], ins[1])) }}
+	return eagerOp(opImpl{ins: exactly(2), infer: inferBroadcast}, func(_ *Node, ins []*autograd.Tensor) *autograd.Tensor { return f(ins[0], ins[1]) })
 }
 
-func eagerOp(f func(n *Node, ins []*autograd.Tensor) *autograd.Tensor) *opImpl {
-	return &opImpl{eager: func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor { return one(f(n, ins)) }}
+// eagerOp completes def, whose eager form is f, giving one result.
+func eagerOp(def opImpl, f func(n *Node, ins []*autograd.Tensor) *autograd.Tensor) *opImpl {
+	def.outs = exactly(1)
+	def.eager = func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor { return one(f(n, ins)) }
+	return &def
 }
+
+// scalarOp is an elementwise op of one operand with float attributes.
+func scalarOp(f func(n *Node, x *autograd.Tensor) *autograd.Tensor, attrs ...string) *opImpl {
+	def := opImpl{ins: exactly(1), infer: inferSame}
+	for _, a := range attrs {
+		def.attrs = append(def.attrs, attrSpec{name: a, kind: AttrFloat})
+	}
+	return eagerOp(def, func(n *Node, ins []*autograd.Tensor) *autograd.Tensor { return f(n, ins[0]) })
+}
+
+// convAttrs are a convolution's attributes over nsp spatial dimensions;
+// a list of one applies to every dimension, an empty one is the default.
+func convAttrs(nsp int) []attrSpec {
+	return []attrSpec{
+		intsAttr("stride", 1, maxDim, 0, 1, nsp), intsAttr("padding", 0, maxDim, 0, 1, nsp),
+		intsAttr("dilation", 1, maxDim, 0, 1, nsp), intAttr("groups", 1, maxDim),
+	}
+}
+
+// poolAttrs are MaxPool2d's and AvgPool2d's attributes.
+var poolAttrs = []attrSpec{
+	intsAttr("kernel", 1, maxDim, 1, 2), intsAttr("stride", 1, maxDim, 0, 1, 2), intsAttr("padding", 0, maxDim, 0, 1, 2),
+	intsAttr("dilation", 1, maxDim, 0, 1, 2), {name: "ceil_mode", kind: AttrBool}, {name: "count_include_pad", kind: AttrBool},
+}
+
+// dimAttr is an attribute naming a dimension, negative from the end; its
+// range is checked against the operand's rank.
+func dimAttr(name string) attrSpec { return attrSpec{name: name, kind: AttrInt} }
+
+var bagModes = []string{autograd.BagSum.String(), autograd.BagMean.String(), autograd.BagMax.String()}
+
+func validDType(s string) error  { _, err := ParseDType(s); return err }
+func validFormat(s string) error { _, err := ParseFormat(s); return err }
 
 // widen returns a bfloat16 x as float32, anything else as it is.
 func widen(x *autograd.Tensor) *autograd.Tensor {
@@ -38,18 +76,24 @@ func poolOptions(n *Node) autograd.PoolOptions {
 }
 
 func init() {
-	registerOp("Conv2d", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Conv2d(in[0], in[1], in[2], convOptions(n))
-	}))
-	registerOp("Conv3d", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Conv3d(in[0], in[1], in[2], convOptions(n))
-	}))
-	registerOp("Linear", eagerOp(func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
+	conv := func(nsp int, f func(x, w, b *autograd.Tensor, opt autograd.ConvOptions) *autograd.Tensor) *opImpl {
+		return eagerOp(opImpl{ins: exactly(3), optional: []int{2}, attrs: convAttrs(nsp), infer: inferConv(nsp)},
+			func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return f(in[0], in[1], in[2], convOptions(n)) })
+	}
+	registerOp("Conv2d", conv(2, autograd.Conv2d))
+	registerOp("Conv3d", conv(3, autograd.Conv3d))
+	registerOp("Linear", eagerOp(opImpl{ins: exactly(3), optional: []int{2}, infer: inferLinear}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.Linear(in[0], in[1], in[2])
 	}))
-	registerOp("Matmul", binary(autograd.Matmul))
-	registerOp("BMM", binary(autograd.BMM))
-	registerOp("BatchNorm", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+	registerOp("Matmul", eagerOp(opImpl{ins: exactly(2), infer: inferMatmul}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
+		return autograd.Matmul(in[0], in[1])
+	}))
+	registerOp("BMM", eagerOp(opImpl{ins: exactly(2), infer: inferBMM}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
+		return autograd.BMM(in[0], in[1])
+	}))
+	// The running statistics may be absent too: autograd names them.
+	registerOp("BatchNorm", eagerOp(opImpl{ins: exactly(5), optional: []int{1, 2, 3, 4}, infer: inferSame,
+		attrs: []attrSpec{{name: "eps", kind: AttrFloat}}}, func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.BatchNorm(in[0], in[1], in[2], in[3], in[4], false, 0.1, n.Float("eps"))
 	}))
 	// LayerNorm and Softmax widen a bfloat16 input, as autocast does
@@ -57,33 +101,37 @@ func init() {
 	// Cast nodes of a bfloat16 softmax outside autocast, come first), but
 	// a fused "…+LayerNorm" or "…+Softmax" that took autocast's cast in
 	// does.
-	registerOp("LayerNorm", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.LayerNorm(widen(in[0]), n.Ints("normalized_shape"), in[1], in[2], n.Float("eps"))
-	}))
+	registerOp("LayerNorm", eagerOp(opImpl{ins: exactly(3), optional: []int{1, 2}, infer: inferWidened,
+		attrs: []attrSpec{intsAttr("normalized_shape", 0, maxDim), {name: "eps", kind: AttrFloat}}},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.LayerNorm(widen(in[0]), n.Ints("normalized_shape"), in[1], in[2], n.Float("eps"))
+		}))
 	for name, f := range map[string]func(*autograd.Tensor) *autograd.Tensor{
 		"ReLU": autograd.ReLU, "Sigmoid": autograd.Sigmoid, "Tanh": autograd.Tanh, "SiLU": autograd.SiLU,
 		"Neg": autograd.Neg, "Exp": autograd.Exp, "Log": autograd.Log, "Sqrt": autograd.Sqrt,
 	} {
 		registerOp(name, unary(f))
 	}
-	registerOp("HardTanh", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.HardTanh(in[0], float32(n.Float("min_val")), float32(n.Float("max_val")))
-	}))
-	registerOp("ELU", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.ELU(in[0], float32(n.Float("alpha")))
-	}))
-	registerOp("GELU", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.GELU(in[0], n.Str("approximate"))
-	}))
-	registerOp("Pow", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Pow(in[0], float32(n.Float("exponent")))
-	}))
-	registerOp("AddScalar", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.AddScalar(in[0], float32(n.Float("value")))
-	}))
-	registerOp("MulScalar", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.MulScalar(in[0], float32(n.Float("value")))
-	}))
+	registerOp("HardTanh", scalarOp(func(n *Node, x *autograd.Tensor) *autograd.Tensor {
+		return autograd.HardTanh(x, float32(n.Float("min_val")), float32(n.Float("max_val")))
+	}, "min_val", "max_val"))
+	registerOp("ELU", scalarOp(func(n *Node, x *autograd.Tensor) *autograd.Tensor {
+		return autograd.ELU(x, float32(n.Float("alpha")))
+	}, "alpha"))
+	registerOp("GELU", eagerOp(opImpl{ins: exactly(1), infer: inferSame,
+		attrs: []attrSpec{{name: "approximate", kind: AttrString, valid: oneOf("none", "tanh")}}},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.GELU(in[0], n.Str("approximate"))
+		}))
+	registerOp("Pow", scalarOp(func(n *Node, x *autograd.Tensor) *autograd.Tensor {
+		return autograd.Pow(x, float32(n.Float("exponent")))
+	}, "exponent"))
+	registerOp("AddScalar", scalarOp(func(n *Node, x *autograd.Tensor) *autograd.Tensor {
+		return autograd.AddScalar(x, float32(n.Float("value")))
+	}, "value"))
+	registerOp("MulScalar", scalarOp(func(n *Node, x *autograd.Tensor) *autograd.Tensor {
+		return autograd.MulScalar(x, float32(n.Float("value")))
+	}, "value"))
 	// Dropout and Identity in a graph are evaluation-mode identities; the
 	// result is a copy so no two values share storage.
 	identity := unary(func(x *autograd.Tensor) *autograd.Tensor { return x.Detach().Clone() })
@@ -94,74 +142,79 @@ func init() {
 	registerOp("Sub", binary(autograd.Sub))
 	registerOp("Mul", binary(autograd.Mul))
 	registerOp("Div", binary(autograd.Div))
-	registerOp("MaxPool2d", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+	registerOp("MaxPool2d", eagerOp(opImpl{ins: exactly(1), attrs: poolAttrs, infer: inferPool}, func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.MaxPool2d(in[0], poolOptions(n))
 	}))
-	registerOp("AvgPool2d", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+	registerOp("AvgPool2d", eagerOp(opImpl{ins: exactly(1), attrs: poolAttrs, infer: inferPool}, func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.AvgPool2d(in[0], poolOptions(n))
 	}))
-	registerOp("AdaptiveAvgPool2d", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		k := n.Ints("kernel")
-		if len(k) != 2 {
-			autograd.Fail("AdaptiveAvgPool2d", "kernel attribute must hold the output height and width, got %v", k)
-		}
-		return autograd.AdaptiveAvgPool2d(in[0], k[0], k[1])
-	}))
-	registerOp("Sum", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Sum(in[0], n.Ints("dims"), n.Bool("keepdim"))
-	}))
-	registerOp("Mean", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Mean(in[0], n.Ints("dims"), n.Bool("keepdim"))
-	}))
-	registerOp("Reshape", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Reshape(in[0], n.Ints("shape")...)
-	}))
-	registerOp("Flatten", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Flatten(in[0], n.Int("start_dim"), n.Int("end_dim"))
-	}))
-	registerOp("Permute", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Permute(in[0], n.Ints("dims")...)
-	}))
-	registerOp("Cat", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Cat(in, n.Int("dim"))
-	}))
-	registerOp("Split", &opImpl{eager: func(n *Node, in []*autograd.Tensor) []*autograd.Tensor {
-		return autograd.SplitSizes(in[0], n.Ints("sizes"), n.Int("dim"))
-	}})
-	registerOp("Softmax", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.Softmax(widen(in[0]), n.Int("dim"))
-	}))
-	registerOp("LogSoftmax", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return autograd.LogSoftmax(in[0], n.Int("dim"))
-	}))
-	registerOp("Embedding", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		if p := n.Int("padding_idx"); p >= 0 {
-			return autograd.EmbeddingPadding(in[0], in[1], int64(p))
-		}
-		return autograd.Embedding(in[0], in[1])
-	}))
-	registerOp("EmbeddingBag", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		mode := n.Str("mode")
-		for m := autograd.BagSum; m <= autograd.BagMax; m++ {
-			if m.String() == mode {
-				return autograd.EmbeddingBag(in[0], in[1], in[2], m, in[3])
+	// AdaptiveAvgPool2d's kernel is the output height and width.
+	registerOp("AdaptiveAvgPool2d", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("kernel", 1, maxDim, 2)}, infer: inferAdaptivePool},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			k := n.Ints("kernel")
+			return autograd.AdaptiveAvgPool2d(in[0], k[0], k[1])
+		}))
+	reduce := func(f func(x *autograd.Tensor, dims []int, keepDim bool) *autograd.Tensor) *opImpl {
+		return eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}, {name: "keepdim", kind: AttrBool}}, infer: inferReduce},
+			func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+				return f(in[0], n.Ints("dims"), n.Bool("keepdim"))
+			})
+	}
+	registerOp("Sum", reduce(autograd.Sum))
+	registerOp("Mean", reduce(autograd.Mean))
+	registerOp("Reshape", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("shape", -1, maxDim)}, infer: inferReshape},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.Reshape(in[0], n.Ints("shape")...)
+		}))
+	registerOp("Flatten", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("start_dim"), dimAttr("end_dim")}, infer: inferFlatten},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.Flatten(in[0], n.Int("start_dim"), n.Int("end_dim"))
+		}))
+	registerOp("Permute", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}}, infer: inferPermute},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.Permute(in[0], n.Ints("dims")...)
+		}))
+	registerOp("Cat", eagerOp(opImpl{ins: arity{1, -1}, attrs: []attrSpec{dimAttr("dim")}, infer: inferCat},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.Cat(in, n.Int("dim")) }))
+	registerOp("Split", &opImpl{ins: exactly(1), outs: arity{1, -1}, attrs: []attrSpec{intsAttr("sizes", 0, maxDim), dimAttr("dim")}, infer: inferSplit,
+		eager: func(n *Node, in []*autograd.Tensor) []*autograd.Tensor {
+			return autograd.SplitSizes(in[0], n.Ints("sizes"), n.Int("dim"))
+		}})
+	registerOp("Softmax", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("dim")}, infer: inferSoftmax},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			return autograd.Softmax(widen(in[0]), n.Int("dim"))
+		}))
+	registerOp("LogSoftmax", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("dim")}, infer: inferSoftmax},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.LogSoftmax(in[0], n.Int("dim")) }))
+	// Embedding's padding_idx is negative for none.
+	registerOp("Embedding", eagerOp(opImpl{ins: exactly(2), attrs: []attrSpec{{name: "padding_idx", kind: AttrInt}}, infer: inferEmbedding},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			if p := n.Int("padding_idx"); p >= 0 {
+				return autograd.EmbeddingPadding(in[0], in[1], int64(p))
 			}
-		}
-		autograd.Fail("EmbeddingBag", "unknown mode %q", mode)
-		return nil
-	}))
-	registerOp("Cast", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		d, err := ParseDType(n.Str("dtype"))
-		if err != nil {
-			autograd.Fail("Cast", "%v", err)
-		}
-		return autograd.Cast(in[0], d)
-	}))
-	registerOp("To", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		f, err := ParseFormat(n.Str("format"))
-		if err != nil {
-			autograd.Fail("To", "%v", err)
-		}
-		return in[0].To(f)
-	}))
+			return autograd.Embedding(in[0], in[1])
+		}))
+	// EmbeddingBag(input, offsets, weight, per_sample_weights).
+	registerOp("EmbeddingBag", eagerOp(opImpl{ins: exactly(4), optional: []int{1, 3}, infer: inferEmbeddingBag,
+		attrs: []attrSpec{{name: "mode", kind: AttrString, valid: oneOf(bagModes...)}}},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			m := autograd.EmbeddingBagMode(slices.Index(bagModes, n.Str("mode")))
+			return autograd.EmbeddingBag(in[0], in[1], in[2], m, in[3])
+		}))
+	registerOp("Cast", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dtype", kind: AttrString, valid: validDType}}, infer: inferCast},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			d, err := ParseDType(n.Str("dtype"))
+			if err != nil {
+				autograd.Fail("Cast", "%v", err)
+			}
+			return autograd.Cast(in[0], d)
+		}))
+	registerOp("To", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "format", kind: AttrString, valid: validFormat}}, infer: inferTo},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
+			f, err := ParseFormat(n.Str("format"))
+			if err != nil {
+				autograd.Fail("To", "%v", err)
+			}
+			return in[0].To(f)
+		}))
 }

@@ -11,16 +11,16 @@ func init() {
 	// [N, C, …]: a view as [N, groups, C/groups, …], dimensions 1 and 2
 	// swapped, made contiguous and viewed as [N, C, …] again. Its eager
 	// form runs exactly those ops, so it is the traced chain bit for bit.
-	registerOp("ChannelShuffle", eagerOp(func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-		return channelShuffle(in[0], n.Int("groups"))
-	}))
+	registerOp("ChannelShuffle", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intAttr("groups", 1, maxDim)}, infer: inferChannelShuffle},
+		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return channelShuffle(in[0], n.Int("groups")) }))
 	// LinearConcat{sizes}(x, w, b) is several Linear layers on one input
 	// as one: x·wᵀ + b with the layers' weights (and biases) concatenated
 	// along the out-features, split along the last dimension into results
 	// of the given sizes. b may be absent.
-	registerOp("LinearConcat", &opImpl{eager: func(n *Node, in []*autograd.Tensor) []*autograd.Tensor {
-		return autograd.SplitSizes(autograd.Linear(in[0], in[1], in[2]), n.Ints("sizes"), -1)
-	}})
+	registerOp("LinearConcat", &opImpl{ins: exactly(3), outs: arity{1, -1}, optional: []int{2},
+		attrs: []attrSpec{intsAttr("sizes", 0, maxDim)}, infer: inferLinearConcat, eager: func(n *Node, in []*autograd.Tensor) []*autograd.Tensor {
+			return autograd.SplitSizes(autograd.Linear(in[0], in[1], in[2]), n.Ints("sizes"), -1)
+		}})
 }
 
 func channelShuffle(x *autograd.Tensor, groups int) *autograd.Tensor {

@@ -112,6 +112,19 @@ type planner struct {
 // every value's type, assigns storage by lifetime and compiles the nodes.
 func (p *Program) plan(inputs []*autograd.Tensor) (*plan, error) {
 	g := p.g
+	// The inputs' sizes may differ from those Compile checked: bound the
+	// memory for these before the eager run allocates it.
+	key := make([]sig, len(inputs))
+	for i, in := range inputs {
+		key[i] = sigOf(in)
+	}
+	types, err := g.inferTypes(p.impls, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.checkBudget(types, p.budget); err != nil {
+		return nil, err
+	}
 	vals, err := p.evalEager(inputs)
 	if err != nil {
 		return nil, err
@@ -147,11 +160,8 @@ func (p *Program) plan(inputs []*autograd.Tensor) (*plan, error) {
 		}
 	}
 	pr.assign()
-	pl := &plan{g: g, cur: -1, buffers: len(pr.bufs)}
+	pl := &plan{g: g, key: key, cur: -1, buffers: len(pr.bufs)}
 	pl.exec = pl.runSteps
-	for _, in := range inputs {
-		pl.key = append(pl.key, sigOf(in))
-	}
 	pl.vals = make([]*autograd.Tensor, len(g.Values))
 	for v := range g.Values {
 		if pr.static[v] {
@@ -222,11 +232,11 @@ func (p *Program) compileNode(i int, vals []*autograd.Tensor, static []bool) (fn
 	for j, o := range n.Outputs {
 		outs[j] = vals[o]
 	}
-	err = autograd.Try(func() {
+	err = g.catch(&i, func() {
 		autograd.NoGrad(func() { fn = compileOp(c, n, ins, outs) })
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("graph: node %d (%s): %w", i, n.Op, err)
+		return nil, false, err
 	}
 	if fn != nil {
 		return fn, true, nil

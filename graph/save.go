@@ -18,6 +18,7 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/shape"
 	"github.com/kilnml/kiln/internal/tensorcodec"
 )
 
@@ -27,30 +28,32 @@ import (
 // weights as PyTorch would), bfloat16 constants as BF16. Its metadata holds
 // three strings:
 //
-//	kiln.graph.version   the format version, "1"
+//	kiln.graph.version   the format version, "2"
 //	kiln.graph.ir        the IR as JSON (see irFile)
-//	kiln.graph.checksum  "sha256:" and the hex SHA-256 of the constants
+//	kiln.graph.checksum  "sha256:" and the hex SHA-256 of the IR and constants
 //
-// The checksum hashes, for each constant in the order of the IR's
-// "constants" list, the length of its name as a little-endian uint64, the
-// name, the length of its data as a little-endian uint64 and the data, so
-// data swapped between two constants of one shape is caught as well as
-// flipped bits.
+// The checksum hashes a sequence of named byte strings, each as the length
+// of its name as a little-endian uint64, the name, the length of its data
+// as a little-endian uint64 and the data: first the IR's text under the
+// name "kiln.graph.ir", then each constant's data under its name in the
+// order of the IR's "constants" list. So an edited IR is caught, and data
+// swapped between two constants of one shape, as well as flipped bits.
+// Version 1 files, whose checksum covers the constants only, still load:
+// what their IR may hold is checked node by node as any IR is.
 const (
 	MetaVersion  = "kiln.graph.version"
 	MetaIR       = "kiln.graph.ir"
 	MetaChecksum = "kiln.graph.checksum"
 
-	// FormatVersion is the version Save writes and the only one Load reads.
-	FormatVersion = "1"
+	// FormatVersion is the version Save writes. Load reads it and
+	// version 1.
+	FormatVersion = "2"
 
 	checksumPrefix = "sha256:"
 )
 
-// maxValueBytes bounds the size one value of a loaded graph may claim:
-// autograd cannot allocate more (it is Go's limit on 64-bit platforms), and
-// a corrupt shape must fail here, not when the executor plans buffers.
-const maxValueBytes = 1 << 48
+// formatVersion1 is the version whose checksum leaves the IR out.
+const formatVersion1 = "1"
 
 // irFile is the JSON form of a Graph. Value, input, output and constant
 // references are indices into Values; a node input of -1 is an absent
@@ -130,8 +133,9 @@ func Load(path string) (*Graph, error) {
 	return g, nil
 }
 
-// Encode writes g to w in the format Save uses. g must be valid and every
-// op known, so that what is written can be loaded.
+// Encode writes g to w in the format Save uses. g must pass the checks
+// Decode makes, declared shapes included, so that what is written can be
+// loaded.
 func Encode(w io.Writer, g *Graph) error {
 	f, err := encodeFile(g)
 	if err == nil {
@@ -146,9 +150,13 @@ func Encode(w io.Writer, g *Graph) error {
 // Decode reads a graph from the bytes of a saved file. It checks, in
 // order, the format version, the IR's JSON and its fields, that every
 // constant has a tensor of its dtype and shape and every tensor is a
-// constant, the checksum, the graph's structure (Validate) and that every
-// op is known; the error names the first problem found. No input makes it
-// panic. The graph's constants are copies: they do not alias data.
+// constant, the checksum, the graph's structure (Validate), and that every
+// node fits its op as Compile checks it, with the shapes the IR declares
+// for the nodes' results the ones their ops give (a *NodeError names the
+// node); the error names the first problem found. No input makes it
+// panic, and Compile and Run fail with an error, never a panic, on any
+// graph it returns. The graph's constants are copies: they do not alias
+// data.
 func Decode(data []byte) (*Graph, error) {
 	g, err := decode(data)
 	if err != nil {
@@ -168,13 +176,8 @@ func encodeFile(g *Graph) (*safetensors.File, error) {
 	if g == nil {
 		return nil, errors.New("graph is nil")
 	}
-	if err := g.Validate(); err != nil {
-		return nil, validateErr{err}
-	}
-	for i := range g.Nodes {
-		if _, err := lookupOp(g.Nodes[i].Op); err != nil {
-			return nil, fmt.Errorf("node %d: %w", i, err)
-		}
+	if err := g.check(); err != nil {
+		return nil, err
 	}
 	consts := make([]int, 0, len(g.Consts))
 	for v := range g.Consts {
@@ -190,21 +193,43 @@ func encodeFile(g *Graph) (*safetensors.File, error) {
 		return nil, err
 	}
 	f := &safetensors.File{Metadata: map[string]string{MetaVersion: FormatVersion, MetaIR: string(ir)}}
-	h := sha256.New()
 	for _, v := range consts {
-		name := g.Values[v].Name
-		e, err := encodeConst(name, g.Consts[v])
+		e, err := encodeConst(g.Values[v].Name, g.Consts[v])
 		if err != nil {
 			return nil, err
 		}
-		hashConst(h, name, e.Data)
 		f.Tensors = append(f.Tensors, e)
 	}
-	f.Metadata[MetaChecksum] = checksumPrefix + hex.EncodeToString(h.Sum(nil))
+	f.Metadata[MetaChecksum] = checksum(FormatVersion, f.Metadata[MetaIR], f.Tensors)
 	return f, nil
 }
 
-func hashConst(h io.Writer, name string, data []byte) {
+// check is what Encode and Decode demand of a graph: Validate, and every
+// node fitting its op with the shapes its values declare.
+func (g *Graph) check() error {
+	if err := g.Validate(); err != nil {
+		return validateErr{err}
+	}
+	if _, _, err := g.checkNodes(true); err != nil {
+		return validateErr{err}
+	}
+	return nil
+}
+
+// checksum is the checksum a file of version holds for its IR text and
+// its constants' tensors, in the IR's order.
+func checksum(version, ir string, consts []safetensors.Tensor) string {
+	h := sha256.New()
+	if version != formatVersion1 {
+		hashNamed(h, MetaIR, []byte(ir))
+	}
+	for _, e := range consts {
+		hashNamed(h, e.Name, e.Data)
+	}
+	return checksumPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+func hashNamed(h io.Writer, name string, data []byte) {
 	var n [8]byte
 	binenc.LittleEndian.PutUint64(n[:], uint64(len(name)))
 	h.Write(n[:])
@@ -334,8 +359,8 @@ func decode(data []byte) (*Graph, error) {
 	if !ok {
 		return nil, fmt.Errorf("metadata has no %q (not a saved Kiln graph?)", MetaVersion)
 	}
-	if version != FormatVersion {
-		return nil, fmt.Errorf("format version %q is not supported (this Kiln reads version %s)", version, FormatVersion)
+	if version != FormatVersion && version != formatVersion1 {
+		return nil, fmt.Errorf("format version %q is not supported (this Kiln reads versions %s and %s)", version, formatVersion1, FormatVersion)
 	}
 	irText, ok := f.Metadata[MetaIR]
 	if !ok {
@@ -391,12 +416,8 @@ func decode(data []byte) (*Graph, error) {
 	if !strings.HasPrefix(want, checksumPrefix) {
 		return nil, fmt.Errorf("%s %q is not of the form %s<hex>", MetaChecksum, want, checksumPrefix)
 	}
-	h := sha256.New()
-	for _, e := range entries {
-		hashConst(h, e.Name, e.Data)
-	}
-	if got := checksumPrefix + hex.EncodeToString(h.Sum(nil)); got != want {
-		return nil, fmt.Errorf("checksum mismatch: the file records %s, its tensor data hashes to %s (corrupted file?)", want, got)
+	if got := checksum(version, irText, entries); got != want {
+		return nil, fmt.Errorf("checksum mismatch: the file records %s, its IR and tensor data hash to %s (corrupted or edited file?)", want, got)
 	}
 
 	for i, v := range consts {
@@ -409,13 +430,8 @@ func decode(data []byte) (*Graph, error) {
 		}
 		g.Consts[v] = t
 	}
-	if err := g.Validate(); err != nil {
-		return nil, validateErr{err}
-	}
-	for i := range g.Nodes {
-		if _, err := lookupOp(g.Nodes[i].Op); err != nil {
-			return nil, fmt.Errorf("node %d: %w", i, err)
-		}
+	if err := g.check(); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
@@ -513,26 +529,12 @@ func parseValue(out *Value, v irValue) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *v.Name, err)
 	}
-	// Bound the size now: a plan allocates buffers from these shapes, and
-	// a product that overflows would wrap around to a small one.
-	shape := *v.Shape
-	n, empty := 1, false
-	for _, d := range shape {
-		if d < 0 {
-			return fmt.Errorf("%s: negative dimension in shape %v", *v.Name, shape)
-		}
-		empty = empty || d == 0
+	// Bound the size now: shapes are multiplied out from here on, and a
+	// product that overflows would wrap around to a small one.
+	if _, err := shape.Numel(*v.Shape); err != nil {
+		return fmt.Errorf("%s: %w", *v.Name, err)
 	}
-	for _, d := range shape {
-		if empty {
-			break
-		}
-		if n > maxValueBytes/dtype.Size()/d {
-			return fmt.Errorf("%s: shape %v of %v is larger than can be allocated", *v.Name, shape, dtype)
-		}
-		n *= d
-	}
-	*out = Value{Name: *v.Name, Shape: shape, DType: dtype, Format: format}
+	*out = Value{Name: *v.Name, Shape: *v.Shape, DType: dtype, Format: format}
 	return nil
 }
 
