@@ -6,9 +6,10 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// broadcastShapes returns the shape two operands broadcast to under NumPy
-// rules, panicking with op's name when they do not.
-func broadcastShapes(op string, a, b []int) []int {
+// BroadcastShapes returns the shape two operands of shapes a and b
+// broadcast to under NumPy's rules (PyTorch's torch.broadcast_shapes), or
+// an error naming the first dimension where they disagree.
+func BroadcastShapes(a, b []int) ([]int, error) {
 	n := max(len(a), len(b))
 	out := make([]int, n)
 	for i := 0; i < n; i++ {
@@ -25,8 +26,18 @@ func broadcastShapes(op string, a, b []int) []int {
 		case da == 1:
 			out[i] = db
 		default:
-			Fail(op, "shapes %v and %v cannot be broadcast together (dimension %d: %d vs %d)", a, b, i, da, db)
+			return nil, fmt.Errorf("shapes %v and %v cannot be broadcast together (dimension %d: %d vs %d)", a, b, i, da, db)
 		}
+	}
+	return out, nil
+}
+
+// broadcastShapes is BroadcastShapes for ops, panicking with op's name
+// when the shapes do not broadcast.
+func broadcastShapes(op string, a, b []int) []int {
+	out, err := BroadcastShapes(a, b)
+	if err != nil {
+		Fail(op, "%v", err)
 	}
 	return out
 }

@@ -3,6 +3,8 @@ package autograd
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -78,4 +80,27 @@ func bcastIndex(idx, out, s []int) int {
 		stride *= s[d]
 	}
 	return off
+}
+
+func TestBroadcastShapes(t *testing.T) {
+	for _, tc := range []struct {
+		a, b, want []int
+	}{
+		{[]int{}, []int{}, []int{}},
+		{[]int{3}, []int{}, []int{3}},
+		{[]int{2, 1, 4}, []int{3, 1}, []int{2, 3, 4}},
+		{[]int{0, 1}, []int{5}, []int{0, 5}},
+		{[]int{2, 3}, []int{4, 3}, nil},
+	} {
+		got, err := BroadcastShapes(tc.a, tc.b)
+		if tc.want == nil {
+			if err == nil || !strings.Contains(err.Error(), "dimension 0: 2 vs 4") {
+				t.Errorf("BroadcastShapes(%v, %v) = %v, %v; want an error naming dimension 0", tc.a, tc.b, got, err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("BroadcastShapes(%v, %v) = %v, %v; want %v", tc.a, tc.b, got, err, tc.want)
+		}
+	}
 }

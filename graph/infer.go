@@ -48,31 +48,15 @@ func dimIndex(field string, d, nd int) (int, error) {
 // inferBroadcast is the type of an elementwise op of two operands.
 func inferBroadcast(_ *Node, ins []*sig) ([]sig, error) {
 	a, b := ins[0], ins[1]
-	out := make([]int, max(len(a.shape), len(b.shape)))
-	for i := range out {
-		da, db := dimFromEnd(a.shape, len(out)-1-i), dimFromEnd(b.shape, len(out)-1-i)
-		switch {
-		case da == db || db == 1:
-			out[i] = da
-		case da == 1:
-			out[i] = db
-		default:
-			return nil, fmt.Errorf("shapes %v and %v do not broadcast", a.shape, b.shape)
-		}
+	out, err := autograd.BroadcastShapes(a.shape, b.shape)
+	if err != nil {
+		return nil, err
 	}
 	r := like(a, out)
 	if a.dtype != b.dtype {
 		r[0].dtype = autograd.Float32
 	}
 	return r, nil
-}
-
-// dimFromEnd is s[len(s)-1-k], or 1 beyond s's start.
-func dimFromEnd(s []int, k int) int {
-	if k >= len(s) {
-		return 1
-	}
-	return s[len(s)-1-k]
 }
 
 // spatial expands a convolution or pooling attribute to one value per
