@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/datasets"
+	"github.com/kilnml/kiln/internal/checkpoint"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
 	"github.com/kilnml/kiln/optim"
@@ -72,8 +78,8 @@ func train(o *options, stdout, stderr io.Writer) error {
 		}
 		t.p.Step, t.p.Epoch, t.p.EpochStep = resume.ckpt.Step, resume.ckpt.Epoch, resume.ckpt.EpochStep
 		if t.p.EpochStep >= t.perEpoch() {
-			return fmt.Errorf("--resume %s stopped %d steps into an epoch, but an epoch of this data has %d",
-				o.Resume, t.p.EpochStep, t.perEpoch())
+			return fmt.Errorf("--resume: %w", &checkpoint.Error{File: o.Resume, Field: "epoch_step",
+				Err: fmt.Errorf("%d steps into an epoch, but an epoch of this data has %d", t.p.EpochStep, t.perEpoch())})
 		}
 	}
 	if o.DType == "bf16" {
@@ -94,11 +100,41 @@ func train(o *options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "nothing to do: %d steps taken, %d of %d epochs done (raise --steps or --epochs)\n", t.p.Step, t.p.Epoch, o.Epochs)
 		return nil
 	}
-	for t.more() {
-		if err := t.epoch(); err != nil {
-			return err
+	if o.Checkpoint != "" {
+		// Writes killed half-way leave their temporary files behind.
+		stale, err := checkpoint.RemoveStale(o.Checkpoint)
+		for _, f := range stale {
+			fmt.Fprintf(stdout, "removed %s, left by an interrupted checkpoint write\n", f)
+		}
+		if err != nil {
+			return fmt.Errorf("--checkpoint: %w", err)
 		}
 	}
+	// SIGINT or SIGTERM (a preempted job's notice) stop the run at the
+	// next step boundary, with a checkpoint; a second one, for the
+	// impatient, ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	for t.more() {
+		if err := t.epoch(ctx); err != nil {
+			return err
+		}
+		if ctx.Err() != nil && t.more() {
+			return t.interrupted(context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+// interrupted reports a run stopped by a signal, which is a success when
+// the checkpoint to continue from has been written.
+func (t *trainer) interrupted(cause error) error {
+	at := fmt.Sprintf("at step %d (epoch %d, %d steps into it)", t.p.Step, t.p.Epoch+1, t.p.EpochStep)
+	if t.o.Checkpoint == "" {
+		return fmt.Errorf("%v: stopped %s, with no --checkpoint to continue from", cause, at)
+	}
+	fmt.Fprintf(t.stdout, "%v: stopped %s; continue with --resume %s\n", cause, at, t.o.Checkpoint)
 	return nil
 }
 
@@ -107,7 +143,7 @@ func checkResume(o *options, w *weights) error {
 	c := w.ckpt
 	switch {
 	case c == nil:
-		return fmt.Errorf("--resume %s: not a train checkpoint (no %s tensor); a state dict can be evaluated, not resumed", o.Resume, checkpointKey)
+		return fmt.Errorf("--resume %s: not a train checkpoint (no %s tensor); a state dict can be evaluated, not resumed", o.Resume, checkpoint.RecordKey)
 	case c.Arch != o.Arch:
 		return w.checkArch("resume", o.Arch)
 	case c.BatchSize != o.BatchSize:
@@ -147,8 +183,10 @@ func (t *trainer) order(epoch int) []int {
 }
 
 // epoch trains the rest of the current epoch, or up to the step limit,
-// then evaluates on the held-out images and writes the checkpoint.
-func (t *trainer) epoch() error {
+// then evaluates on the held-out images and writes the checkpoint. It
+// writes one every --checkpoint-every steps, too, and stops early, with no
+// evaluation, once ctx is done.
+func (t *trainer) epoch(ctx context.Context) error {
 	o, p := t.o, &t.p
 	skip := p.EpochStep * o.BatchSize
 	loader, err := datasets.NewDataLoader(&datasets.Subset{Dataset: t.data.train, Indices: t.order(p.Epoch)[skip:]},
@@ -170,16 +208,27 @@ func (t *trainer) epoch() error {
 		if err != nil {
 			return err
 		}
+		if ctx.Err() != nil {
+			break
+		}
 		var loss float64
 		var right int
 		if err := autograd.Try(func() { loss, right = t.step(batch) }); err != nil {
 			return fmt.Errorf("step %d: %w", p.Step+1, err)
+		}
+		if err := t.checkFinite(loss); err != nil {
+			return err
 		}
 		p.Step++
 		p.EpochStep++
 		bar.Update(len(batch.Indices), loss, right)
 		if !t.more() {
 			break
+		}
+		if every := o.CheckpointEvery; every > 0 && p.Step%every == 0 && p.EpochStep < t.perEpoch() {
+			if err := t.save(); err != nil {
+				return err
+			}
 		}
 	}
 	bar.Finish()
@@ -189,7 +238,7 @@ func (t *trainer) epoch() error {
 		p.Epoch++
 		p.EpochStep = 0
 	}
-	if t.data.val.Len() > 0 {
+	if t.data.val.Len() > 0 && ctx.Err() == nil {
 		var acc accuracies
 		var err error
 		t.o.autocast(func() { acc, err = accuracy(t.model, t.val) })
@@ -198,8 +247,27 @@ func (t *trainer) epoch() error {
 		}
 		fmt.Fprintf(t.stdout, "%s held-out %v after %d steps\n", name, acc, p.Step)
 	}
-	if o.Checkpoint != "" {
-		return saveCheckpoint(o.Checkpoint, t.modelState(), t.opt, t.sched, *p)
+	return t.save()
+}
+
+// save writes --checkpoint, if there is one.
+func (t *trainer) save() error {
+	if t.o.Checkpoint == "" {
+		return nil
+	}
+	return saveCheckpoint(t.o.Checkpoint, t.modelState(), t.opt, t.sched, t.p)
+}
+
+// checkFinite stops a run whose step (the next one, not yet counted) gave
+// a loss or left a weight or gradient that is NaN or infinite: training
+// cannot recover, and the checkpoint it would write is worthless.
+func (t *trainer) checkFinite(loss float64) error {
+	step := t.p.Step + 1
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return fmt.Errorf("step %d: the loss is %v: training diverged (too large a --lr?); the last checkpoint is left as it was", step, loss)
+	}
+	if err := kiln.CheckFinite(t.model); err != nil {
+		return fmt.Errorf("step %d: training diverged: %w; the last checkpoint is left as it was", step, err)
 	}
 	return nil
 }
