@@ -181,8 +181,6 @@ func TestInfer(t *testing.T) {
 	}
 }
 
-// TestTrainBF16 takes a few autocast training steps and checks they report
-// a finite held-out accuracy.
 // TestExportGraph exports a frozen graph and times it with infer --graph,
 // at the exported batch size and at another one (the graph replans).
 func TestExportGraph(t *testing.T) {
@@ -202,6 +200,8 @@ func TestExportGraph(t *testing.T) {
 	}
 }
 
+// TestTrainBF16 takes a few autocast training steps and checks they report
+// a finite held-out accuracy.
 func TestTrainBF16(t *testing.T) {
 	log := runOK(t, cmdline("train", tiny, "--steps", "2", "--dtype", "bf16")...)
 	if !strings.Contains(log, "top-1") {

@@ -27,14 +27,22 @@ type trainer struct {
 	sched optim.Scheduler
 	// bf16 is what kiln.Optimize made of the model for --dtype bf16 (split
 	// master weights), nil in float32.
-	bf16   *kiln.Optimized
-	val    *datasets.DataLoader
-	p      progress // where the run stands
+	bf16 *kiln.Optimized
+	val  *datasets.DataLoader
+	p    progress // where the run stands
+	// saved is the step at which --checkpoint was last written, -1 before.
+	saved  int
 	stdout io.Writer
 	stderr io.Writer
 }
 
 func train(o *options, stdout, stderr io.Writer) error {
+	// SIGINT or SIGTERM (a preempted job's notice) stop the run at the
+	// next step boundary, with a checkpoint; a second one, for the
+	// impatient, ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
 	var resume *weights
 	if o.Resume != "" {
 		var err error
@@ -58,7 +66,7 @@ func train(o *options, stdout, stderr io.Writer) error {
 	if resume != nil && resume.ckpt.NumClasses != d.classes {
 		return fmt.Errorf("--resume %s has %d classes, --data %s has %d", o.Resume, resume.ckpt.NumClasses, o.Data, d.classes)
 	}
-	t := &trainer{o: o, data: d, stdout: stdout, stderr: stderr}
+	t := &trainer{o: o, data: d, saved: -1, stdout: stdout, stderr: stderr}
 	t.p = progress{Arch: o.Arch, NumClasses: d.classes, BatchSize: o.BatchSize, Seed: o.Seed, ImageSize: o.ImageSize}
 	if t.model, err = newModel(o, d.classes); err != nil {
 		return err
@@ -110,12 +118,6 @@ func train(o *options, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--checkpoint: %w", err)
 		}
 	}
-	// SIGINT or SIGTERM (a preempted job's notice) stop the run at the
-	// next step boundary, with a checkpoint; a second one, for the
-	// impatient, ends the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, stop)
 	for t.more() {
 		if err := t.epoch(ctx); err != nil {
 			return err
@@ -250,12 +252,16 @@ func (t *trainer) epoch(ctx context.Context) error {
 	return t.save()
 }
 
-// save writes --checkpoint, if there is one.
+// save writes --checkpoint, if there is one and it is not up to date.
 func (t *trainer) save() error {
-	if t.o.Checkpoint == "" {
+	if t.o.Checkpoint == "" || t.saved == t.p.Step {
 		return nil
 	}
-	return saveCheckpoint(t.o.Checkpoint, t.modelState(), t.opt, t.sched, t.p)
+	if err := saveCheckpoint(t.o.Checkpoint, t.modelState(), t.opt, t.sched, t.p); err != nil {
+		return err
+	}
+	t.saved = t.p.Step
+	return nil
 }
 
 // checkFinite stops a run whose step (the next one, not yet counted) gave

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/internal/checkpoint"
+	"github.com/kilnml/kiln/nn"
+)
+
+// childEnv makes the test binary run the program instead of the tests, so
+// that TestKillAndResume can kill it.
+const childEnv = "RESNET50_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestCheckpointErrors resumes from checkpoints with a bad progress record
+// or damaged data: each is refused with an error naming the file and the
+// field, never a panic or a run that goes on from nonsense.
+func TestCheckpointErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.safetensors")
+	runOK(t, cmdline("train", tiny, "--steps", "1", "--checkpoint", good)...)
+	var goodP progress
+	goodTs, _, err := checkpoint.Read(good, &goodP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// edited writes good's record and tensors as edit changes them.
+	edited := func(name string, edit func(p *progress, ts []nn.NamedTensor) []nn.NamedTensor) string {
+		p, ts := goodP, slices.Clone(goodTs)
+		path := filepath.Join(dir, name+".safetensors")
+		if err := checkpoint.Write(path, p, edit(&p, ts)); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	record := func(name string, edit func(p *progress)) string {
+		return edited(name, func(p *progress, ts []nn.NamedTensor) []nn.NamedTensor { edit(p); return ts })
+	}
+	damaged := filepath.Join(dir, "damaged.safetensors")
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x10
+	if err := os.WriteFile(damaged, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name, path, field string
+	}{
+		{"epoch_step -8", record("epoch_step", func(p *progress) { p.EpochStep = -8 }), "epoch_step"},
+		{"epoch_step past the epoch", record("epoch_step_big", func(p *progress) { p.Step, p.EpochStep = 9, 4 }), "epoch_step"},
+		{"epoch -1", record("epoch", func(p *progress) { p.Epoch = -1 }), "epoch"},
+		{"step -100", record("step", func(p *progress) { p.Step = -100 }), "step"},
+		{"version 99", record("version", func(p *progress) { p.Version = 99 }), "version"},
+		{"scheduler ahead", record("scheduler", func(p *progress) { p.Scheduler.LastEpoch = 3 }), "scheduler.LastEpoch"},
+		{"missing momentum buffer", edited("momentum", func(_ *progress, ts []nn.NamedTensor) []nn.NamedTensor {
+			return deleteTensor(t, ts, "optimizer.state.5.momentum_buffer")
+		}), "optimizer.state.5.momentum_buffer"},
+		{"momentum buffer of the wrong shape", edited("shape", func(_ *progress, ts []nn.NamedTensor) []nn.NamedTensor {
+			i := findTensor(t, ts, "optimizer.state.5.momentum_buffer")
+			ts[i].Tensor = ts[findTensor(t, ts, "optimizer.state.0.momentum_buffer")].Tensor
+			return ts
+		}), "optimizer"},
+		{"checksum mismatch", damaged, checkpoint.ChecksumKey},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(cmdline("train", tiny, "--resume", c.path), &stdout, &stderr)
+			want := fmt.Sprintf("checkpoint %s: %s: ", c.path, c.field)
+			if code != 1 || !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "goroutine ") {
+				t.Errorf("exit status %d, stderr:\n%s\nwant status 1 and %q", code, &stderr, want)
+			}
+		})
+	}
+	// The errors are *checkpoint.Error values; a damaged file's wraps
+	// checkpoint.ErrChecksum.
+	_, err = readWeights("resume", record("typed", func(p *progress) { p.Step = -1 }))
+	if e, ok := errors.AsType[*checkpoint.Error](err); !ok || e.Field != "step" {
+		t.Errorf("readWeights of step -1 = %v, want a *checkpoint.Error for field step", err)
+	}
+	if _, err := readWeights("weights", damaged); !errors.Is(err, checkpoint.ErrChecksum) {
+		t.Errorf("readWeights of a damaged file = %v, want one wrapping checkpoint.ErrChecksum", err)
+	}
+}
+
+func findTensor(t *testing.T, ts []nn.NamedTensor, name string) int {
+	t.Helper()
+	for i, nt := range ts {
+		if nt.Name == name {
+			return i
+		}
+	}
+	t.Fatalf("no tensor %s", name)
+	return -1
+}
+
+func deleteTensor(t *testing.T, ts []nn.NamedTensor, name string) []nn.NamedTensor {
+	i := findTensor(t, ts, name)
+	return slices.Delete(ts, i, i+1)
+}
+
+// TestDivergedRunKeepsCheckpoint trains with a learning rate that makes
+// the loss NaN at the second step: the run fails naming the step, and the
+// checkpoint of the first step stays, loadable.
+func TestDivergedRunKeepsCheckpoint(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "ckpt.safetensors")
+	var stdout, stderr bytes.Buffer
+	code := run(cmdline("train", tiny, "--lr", "1e30", "--checkpoint", ckpt, "--checkpoint-every", "1"), &stdout, &stderr)
+	if want := "step 2: the loss is NaN"; code != 1 || !strings.Contains(stderr.String(), want) {
+		t.Fatalf("exit status %d, stderr:\n%s\nwant status 1 and %q", code, &stderr, want)
+	}
+	w, err := readWeights("resume", ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.ckpt.Step != 1 {
+		t.Errorf("the checkpoint left is of step %d, want 1", w.ckpt.Step)
+	}
+}
+
+// TestCheckFiniteNamesParameter checks the trainer's guard on a model whose
+// weight went NaN while the loss stayed finite.
+func TestCheckFiniteNamesParameter(t *testing.T) {
+	o := &options{Arch: "resnet18", Seed: 1}
+	m, err := newModel(o, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &trainer{o: o, model: m, p: progress{Step: 41}}
+	if err := tr.checkFinite(2.5); err != nil {
+		t.Fatalf("checkFinite of a fresh model = %v", err)
+	}
+	nn.StateDict(m)[findTensor(t, nn.StateDict(m), "layer2.0.conv1.weight")].Tensor.Float32s()[3] = float32(math.Inf(1))
+	err = tr.checkFinite(2.5)
+	if e, ok := errors.AsType[*kiln.NonFiniteError](err); !ok || e.Name != "layer2.0.conv1.weight" || !strings.Contains(err.Error(), "step 42: ") {
+		t.Errorf("checkFinite = %v, want step 42 and a *kiln.NonFiniteError for layer2.0.conv1.weight", err)
+	}
+	if err := tr.checkFinite(math.Inf(-1)); err == nil || !strings.Contains(err.Error(), "step 42: the loss is -Inf") {
+		t.Errorf("checkFinite of an infinite loss = %v", err)
+	}
+}
+
+// TestKillAndResume is the preemption test. A run writing a checkpoint
+// every step is SIGKILLed at random moments (starting up, in a step, in
+// the middle of a checkpoint write) and resumed, six times, and stopped
+// with SIGTERM once, then run to its end. After each kill the checkpoint
+// loads and is no older than before; the final checkpoint is byte for
+// byte that of a run that never stopped, and no temporary file is left.
+// The kill times are drawn from a seed the log shows.
+func TestKillAndResume(t *testing.T) {
+	dir := t.TempDir()
+	args := cmdline("train", tiny, "--epochs", "4") // 16 steps
+	want := filepath.Join(dir, "uninterrupted.safetensors")
+	start := time.Now()
+	runOK(t, append(args, "--checkpoint", want)...)
+	perStep := time.Since(start) / 16
+
+	ckpt := filepath.Join(dir, "ckpt.safetensors")
+	args = append(args, "--checkpoint", ckpt, "--checkpoint-every", "1")
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill times drawn with seed %d, %v a step", seed, perStep)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	step := 0 // the checkpoint's, which must never go back
+	loadable := func(when string) {
+		t.Helper()
+		w, err := readWeights("resume", ckpt)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if w.ckpt.Step < step {
+			t.Fatalf("%s: the checkpoint went back from step %d to %d", when, step, w.ckpt.Step)
+		}
+		step = w.ckpt.Step
+	}
+	var removed int
+	for i := range 7 {
+		c := startChild(t, args, ckpt)
+		// Half the kills come at any moment from the start, half after the
+		// child has written a checkpoint, so that the run makes progress.
+		if i%2 == 1 {
+			c.waitWrite(t)
+		}
+		time.Sleep(time.Duration(rng.Int64N(int64(3 * perStep))))
+		if i == 3 {
+			c.waitWrite(t)
+			if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.wait()
+			if err != nil || !strings.Contains(out, "terminated signal received: stopped at step ") {
+				t.Fatalf("SIGTERM: %v, output:\n%s", err, out)
+			}
+			loadable("after SIGTERM")
+			if !strings.Contains(out, fmt.Sprintf("stopped at step %d ", step)) {
+				t.Errorf("SIGTERM: the checkpoint is of step %d, the output says\n%s", step, out)
+			}
+			continue
+		}
+		c.cmd.Process.Kill()
+		out, _ := c.wait()
+		removed += strings.Count(out, "left by an interrupted checkpoint write")
+		if _, err := os.Stat(ckpt); err == nil {
+			loadable(fmt.Sprintf("kill %d", i+1))
+		}
+	}
+	runOK(t, append(args, "--resume", ckpt)...)
+	t.Logf("%d stale temporary files removed on the way, whole test %v", removed, time.Since(start))
+	a, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("the killed and resumed run ends with another checkpoint than the uninterrupted one: %s", differ(t, want, ckpt))
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".*.tmp*")); len(tmp) > 0 {
+		t.Errorf("temporary files left behind: %q", tmp)
+	}
+}
+
+// child is the program running in a child process.
+type child struct {
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+	done chan struct{} // closed when it has exited
+	err  error
+	ckpt string
+	prev os.FileInfo // the checkpoint as the child found it
+}
+
+// startChild runs train with args in a child process, resuming from ckpt
+// when there is one.
+func startChild(t *testing.T, args []string, ckpt string) *child {
+	t.Helper()
+	c := &child{done: make(chan struct{}), ckpt: ckpt}
+	if fi, err := os.Stat(ckpt); err == nil {
+		c.prev = fi
+		args = append(slices.Clone(args), "--resume", ckpt)
+	}
+	c.cmd = exec.Command(os.Args[0], args...)
+	c.cmd.Env = append(os.Environ(), childEnv+"=1")
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.err = c.cmd.Wait(); close(c.done) }()
+	return c
+}
+
+// waitWrite waits until the child has replaced the checkpoint, or has
+// exited.
+func (c *child) waitWrite(t *testing.T) {
+	t.Helper()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		if fi, err := os.Stat(c.ckpt); err == nil && (c.prev == nil || !os.SameFile(fi, c.prev)) {
+			return
+		}
+	}
+}
+
+// wait waits for the child to exit and returns its output.
+func (c *child) wait() (string, error) {
+	<-c.done
+	return c.out.String(), c.err
+}
+
+// differ says where checkpoints a and b differ.
+func differ(t *testing.T, a, b string) string {
+	var pa, pb progress
+	ta, _, err := checkpoint.Read(a, &pa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _, err := checkpoint.Read(b, &pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pa) != fmt.Sprint(pb) {
+		return fmt.Sprintf("progress %+v and %+v", pa, pb)
+	}
+	for _, x := range ta {
+		y := tb[findTensor(t, tb, x.Name)]
+		if !reflect.DeepEqual(x.Tensor.Data(), y.Tensor.Data()) {
+			return "tensor " + x.Name
+		}
+	}
+	return "nowhere in their values"
+}
