@@ -162,13 +162,39 @@ func TestCheckFiniteNamesParameter(t *testing.T) {
 	}
 }
 
+// TestInterrupted checks what a run stopped by a signal says: where to
+// continue from, or, with no checkpoint, that its work is lost (an error).
+func TestInterrupted(t *testing.T) {
+	cause := errors.New("interrupt signal received")
+	for _, c := range []struct {
+		checkpoint, want string
+		fails            bool
+	}{
+		{"r18.safetensors", "interrupt signal received: stopped at step 6 (epoch 2, 2 steps into it); continue with --resume r18.safetensors\n", false},
+		{"", "interrupt signal received: stopped at step 6 (epoch 2, 2 steps into it), with no --checkpoint to continue from", true},
+	} {
+		var stdout bytes.Buffer
+		tr := &trainer{o: &options{Checkpoint: c.checkpoint}, p: progress{Step: 6, Epoch: 1, EpochStep: 2}, stdout: &stdout}
+		err := tr.interrupted(cause)
+		got := stdout.String()
+		if c.fails {
+			got = fmt.Sprint(err)
+		}
+		if (err != nil) != c.fails || got != c.want {
+			t.Errorf("interrupted with --checkpoint %q: error %v, output %q; want %q", c.checkpoint, err, stdout.String(), c.want)
+		}
+	}
+}
+
 // TestKillAndResume is the preemption test. A run writing a checkpoint
-// every step is SIGKILLed at random moments (starting up, in a step, in
-// the middle of a checkpoint write) and resumed, six times, and stopped
-// with SIGTERM once, then run to its end. After each kill the checkpoint
-// loads and is no older than before; the final checkpoint is byte for
-// byte that of a run that never stopped, and no temporary file is left.
-// The kill times are drawn from a seed the log shows.
+// every step is SIGKILLed and resumed six times, at moments of three
+// kinds: any time after it has written a checkpoint (mostly in a step),
+// while it writes one (its temporary file exists), and any time from its
+// start (often while it starts up); and once it is stopped with SIGTERM.
+// Then it runs to its end. After each kill the checkpoint loads and is no
+// older than before; the final checkpoint is byte for byte that of a run
+// that never stopped, and no temporary file is left. The random times are
+// drawn from a seed the log shows.
 func TestKillAndResume(t *testing.T) {
 	dir := t.TempDir()
 	args := cmdline("train", tiny, "--epochs", "4") // 16 steps
@@ -180,49 +206,46 @@ func TestKillAndResume(t *testing.T) {
 	ckpt := filepath.Join(dir, "ckpt.safetensors")
 	args = append(args, "--checkpoint", ckpt, "--checkpoint-every", "1")
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("kill times drawn with seed %d, %v a step", seed, perStep)
+	t.Logf("random times drawn with seed %d, %v a step", seed, perStep)
 	rng := rand.New(rand.NewPCG(seed, 0))
+	pause := func() { time.Sleep(time.Duration(rng.Int64N(int64(2 * perStep)))) }
 	step := 0 // the checkpoint's, which must never go back
-	loadable := func(when string) {
-		t.Helper()
-		w, err := readWeights("resume", ckpt)
-		if err != nil {
-			t.Fatalf("%s: %v", when, err)
-		}
-		if w.ckpt.Step < step {
-			t.Fatalf("%s: the checkpoint went back from step %d to %d", when, step, w.ckpt.Step)
-		}
-		step = w.ckpt.Step
-	}
 	var removed int
-	for i := range 7 {
+	for i, how := range []string{"after a write", "in a write", "from the start", "SIGTERM", "in a write", "after a write", "from the start"} {
 		c := startChild(t, args, ckpt)
-		// Half the kills come at any moment from the start, half after the
-		// child has written a checkpoint, so that the run makes progress.
-		if i%2 == 1 {
+		switch how {
+		case "after a write", "SIGTERM":
 			c.waitWrite(t)
+			pause()
+		case "in a write":
+			c.waitTemp(t, filepath.Join(dir, "."+filepath.Base(ckpt)+".tmp*"))
+		case "from the start":
+			pause()
 		}
-		time.Sleep(time.Duration(rng.Int64N(int64(3 * perStep))))
-		if i == 3 {
-			c.waitWrite(t)
+		if how == "SIGTERM" {
 			if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			out, err := c.wait()
-			if err != nil || !strings.Contains(out, "terminated signal received: stopped at step ") {
-				t.Fatalf("SIGTERM: %v, output:\n%s", err, out)
-			}
-			loadable("after SIGTERM")
-			if !strings.Contains(out, fmt.Sprintf("stopped at step %d ", step)) {
-				t.Errorf("SIGTERM: the checkpoint is of step %d, the output says\n%s", step, out)
-			}
+		} else {
+			c.cmd.Process.Kill()
+		}
+		out, err := c.wait()
+		removed += strings.Count(out, "left by an interrupted checkpoint write")
+		if _, err := os.Stat(ckpt); err != nil {
+			t.Logf("kill %d (%s): no checkpoint yet", i+1, how)
 			continue
 		}
-		c.cmd.Process.Kill()
-		out, _ := c.wait()
-		removed += strings.Count(out, "left by an interrupted checkpoint write")
-		if _, err := os.Stat(ckpt); err == nil {
-			loadable(fmt.Sprintf("kill %d", i+1))
+		w, rerr := readWeights("resume", ckpt)
+		if rerr != nil {
+			t.Fatalf("kill %d (%s): %v", i+1, how, rerr)
+		}
+		if w.ckpt.Step < step {
+			t.Fatalf("kill %d (%s): the checkpoint went back from step %d to %d", i+1, how, step, w.ckpt.Step)
+		}
+		step = w.ckpt.Step
+		t.Logf("kill %d (%s): checkpoint of step %d", i+1, how, step)
+		if how == "SIGTERM" && (err != nil || !strings.Contains(out, fmt.Sprintf("terminated signal received: stopped at step %d ", step))) {
+			t.Errorf("SIGTERM: %v (want exit status 0), checkpoint of step %d, output:\n%s", err, step, out)
 		}
 	}
 	runOK(t, append(args, "--resume", ckpt)...)
@@ -283,6 +306,22 @@ func (c *child) waitWrite(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 		if fi, err := os.Stat(c.ckpt); err == nil && (c.prev == nil || !os.SameFile(fi, c.prev)) {
+			return
+		}
+	}
+}
+
+// waitTemp waits until a file matching pattern exists, or the child has
+// exited.
+func (c *child) waitTemp(t *testing.T, pattern string) {
+	t.Helper()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-time.After(time.Millisecond):
+		}
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
 			return
 		}
 	}
