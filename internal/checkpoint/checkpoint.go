@@ -10,9 +10,11 @@
 //   - a checksum of all of that: "sha256:" and the hex SHA-256, as the text
 //     of a U8 tensor named ChecksumKey.
 //
-// Write never leaves a half-written file, and refuses tensors holding a NaN
-// or an infinity, so a diverged run cannot replace a good checkpoint with a
-// useless one. Read verifies the checksum before anything is used.
+// Write replaces a checkpoint whole or not at all, whenever the process is
+// killed (a killed write leaves only a temporary file beside the
+// checkpoint, which RemoveStale deletes), and refuses tensors holding a
+// NaN or an infinity, so a diverged run cannot replace a good checkpoint
+// with a useless one. Read verifies the checksum before anything is used.
 package checkpoint
 
 import (
