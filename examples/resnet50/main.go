@@ -296,7 +296,7 @@ var flagDefs = map[string]func(fs *flag.FlagSet, o *options){
 		fs.StringVar(&o.Weights, "weights", "", "safetensors `file`: a train checkpoint or a state dict with torchvision's names")
 	},
 	"checkpoint": func(fs *flag.FlagSet, o *options) {
-		fs.StringVar(&o.Checkpoint, "checkpoint", "", "write model, optimizer and progress to this `file` after each epoch and at the end")
+		fs.StringVar(&o.Checkpoint, "checkpoint", "", "write model, optimizer and progress to this `file` after each epoch, at the end, and when stopped by SIGINT or SIGTERM")
 	},
 	"checkpoint-every": func(fs *flag.FlagSet, o *options) {
 		fs.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "also write --checkpoint every `N` steps (0: only after each epoch and at the end)")
