@@ -1,6 +1,7 @@
 package kiln_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 
@@ -92,4 +93,39 @@ func ExampleOptimize_training() {
 	// 5.weight bfloat16
 	// 5.bias bfloat16
 	// momentum buffers: float32
+}
+
+// A training loop checks the model after every step and stops at the
+// step that left a parameter or gradient non-finite: with a learning rate
+// far too large, the second. The error names the parameter by its
+// state-dict name.
+func ExampleCheckFinite() {
+	g := autograd.NewGenerator(1)
+	model := nn.NewSequential(
+		nn.NewLinear(g, 4, 8, nn.LinearOptions{}),
+		nn.NewReLU(),
+		nn.NewLinear(g, 8, 1, nn.LinearOptions{}),
+	)
+	sgd, err := optim.NewSGD(nn.Parameters(model), optim.SGDOptions{LR: 1e36})
+	if err != nil {
+		log.Fatal(err)
+	}
+	x, y := autograd.Randn(g, 16, 4), autograd.Randn(g, 16, 1)
+	for step := 1; step <= 10; step++ {
+		loss := autograd.MSELoss(model.Forward(x), y, autograd.ReductionMean)
+		sgd.ZeroGrad()
+		loss.Backward()
+		sgd.Step()
+		if err := kiln.CheckFinite(model); err != nil {
+			var nf *kiln.NonFiniteError
+			if errors.As(err, &nf) {
+				fmt.Printf("step %d: %s %s went non-finite\n", step, nf.Kind, nf.Name)
+			}
+			fmt.Println(err)
+			return
+		}
+	}
+	// Output:
+	// step 2: parameter 0.weight went non-finite
+	// parameter 0.weight holds NaN at index 0
 }

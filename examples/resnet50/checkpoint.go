@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,20 +8,22 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/checkpoint"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/optim"
 )
 
-// checkpointKey names the tensor that marks a train checkpoint: the
-// progress as JSON text, in a U8 tensor.
-const checkpointKey = "kiln_checkpoint"
+// formatVersion is the version of the progress record train writes and
+// the only one it reads. Version 1 had no checksum.
+const formatVersion = 2
 
 const (
 	modelPrefix = "model."
 	statePrefix = "optimizer.state."
+	momentumKey = "momentum_buffer"
 )
 
-// progress is the JSON under checkpointKey.
+// progress is a train checkpoint's progress record.
 type progress struct {
 	Version    int    `json:"version"`
 	Arch       string `json:"arch"`
@@ -42,15 +43,11 @@ type progress struct {
 	Scheduler optim.ScheduleState `json:"scheduler"`
 }
 
-// saveCheckpoint writes model, opt's state and p to path atomically.
+// saveCheckpoint writes model, opt's state and p to path.
 func saveCheckpoint(path string, model []nn.NamedTensor, opt optim.Optimizer, sched optim.Scheduler, p progress) error {
 	sd := opt.StateDict()
-	p.Version, p.Optimizer, p.Scheduler = 1, sd.Groups, sched.State()
-	info, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	ts := []nn.NamedTensor{{Name: checkpointKey, Tensor: autograd.FromUint8(info, len(info))}}
+	p.Version, p.Optimizer, p.Scheduler = formatVersion, sd.Groups, sched.State()
+	var ts []nn.NamedTensor
 	for _, nt := range model {
 		ts = append(ts, nn.NamedTensor{Name: modelPrefix + nt.Name, Tensor: nt.Tensor})
 	}
@@ -59,9 +56,7 @@ func saveCheckpoint(path string, model []nn.NamedTensor, opt optim.Optimizer, sc
 			ts = append(ts, nn.NamedTensor{Name: fmt.Sprintf("%s%d.%s", statePrefix, id, name), Tensor: t})
 		}
 	}
-	// SaveTensors writes a temporary file beside path, syncs it and
-	// renames it over path.
-	if err := nn.SaveTensors(path, ts); err != nil {
+	if err := checkpoint.Write(path, p, ts); err != nil {
 		return fmt.Errorf("writing --checkpoint: %w", err)
 	}
 	return nil
@@ -77,46 +72,88 @@ type weights struct {
 }
 
 // readWeights reads path, a train checkpoint or a state dict; flag names
-// the flag that gave the file, for messages.
+// the flag that gave the file, for messages. A checkpoint's checksum and
+// progress record are checked (see progress.check).
 func readWeights(flag, path string) (*weights, error) {
-	all, err := nn.ReadTensors(path)
+	var p progress
+	all, isCkpt, err := checkpoint.Read(path, &p)
 	if err != nil {
 		return nil, fmt.Errorf("reading --%s: %w", flag, err)
 	}
 	w := &weights{path: path, state: map[int]map[string]*autograd.Tensor{}}
-	if i := slices.IndexFunc(all, func(nt nn.NamedTensor) bool { return nt.Name == checkpointKey }); i >= 0 {
-		w.ckpt = &progress{}
-		t := all[i].Tensor
-		err := fmt.Errorf("stored as %v, want uint8", t.DType())
-		if t.DType() == autograd.Uint8 {
-			err = json.Unmarshal(t.Uint8s(), w.ckpt)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--%s %s: bad %s tensor: %w", flag, path, checkpointKey, err)
-		}
-	}
 	// PyTorch's DataParallel saves every name under "module.".
 	prefix := modelPrefix
-	if w.ckpt == nil {
+	if isCkpt {
+		w.ckpt = &p
+	} else {
 		prefix = ""
 		if len(all) > 0 && !slices.ContainsFunc(all, func(nt nn.NamedTensor) bool { return !strings.HasPrefix(nt.Name, "module.") }) {
 			prefix = "module."
 		}
 	}
 	for _, nt := range all {
-		if nt.Name == checkpointKey {
-			continue
-		}
 		name, isModel := strings.CutPrefix(nt.Name, prefix)
-		if w.ckpt != nil && !isModel {
+		if isCkpt && !isModel {
 			if err := w.addState(nt.Name, nt.Tensor); err != nil {
-				return nil, fmt.Errorf("--%s %s: %w", flag, path, err)
+				return nil, fmt.Errorf("--%s: %w", flag, err)
 			}
 			continue
 		}
 		w.tensors = append(w.tensors, nn.NamedTensor{Name: name, Tensor: nt.Tensor})
 	}
+	if isCkpt {
+		if err := w.check(); err != nil {
+			return nil, fmt.Errorf("--%s: %w", flag, err)
+		}
+	}
 	return w, nil
+}
+
+// check validates a checkpoint's progress record on its own and against
+// its optimizer state, which must hold a momentum buffer for every
+// parameter once SGD with momentum has taken a step. What depends on the
+// data (the epoch's length) is checked by train. Errors are
+// *checkpoint.Error values naming the field.
+func (w *weights) check() error {
+	p := w.ckpt
+	bad := func(field, format string, args ...any) error {
+		return &checkpoint.Error{File: w.path, Field: field, Err: fmt.Errorf(format, args...)}
+	}
+	switch {
+	case p.Version != formatVersion:
+		return bad("version", "%d, but this program reads version %d", p.Version, formatVersion)
+	case !slices.Contains(archs, p.Arch):
+		return bad("arch", "%q is not one of %s", p.Arch, strings.Join(archs, ", "))
+	case p.NumClasses < 1:
+		return bad("num_classes", "%d, want at least 1", p.NumClasses)
+	case p.BatchSize < 1:
+		return bad("batch_size", "%d, want at least 1", p.BatchSize)
+	case p.ImageSize < 32:
+		return bad("image_size", "%d, want at least 32", p.ImageSize)
+	case p.Step < 0:
+		return bad("step", "%d, want at least 0", p.Step)
+	case p.Epoch < 0:
+		return bad("epoch", "%d, want at least 0", p.Epoch)
+	case p.EpochStep < 0 || p.EpochStep > p.Step:
+		return bad("epoch_step", "%d, want 0 to step (%d)", p.EpochStep, p.Step)
+	case p.Epoch > p.Step:
+		return bad("epoch", "%d epochs done in %d steps", p.Epoch, p.Step)
+	case p.Scheduler.LastEpoch != p.Epoch:
+		// The schedule steps once per epoch.
+		return bad("scheduler.LastEpoch", "%d, but the epoch is %d", p.Scheduler.LastEpoch, p.Epoch)
+	}
+	for g, gs := range p.Optimizer {
+		if p.Step == 0 || !(gs.Hyper["momentum"] > 0) {
+			continue
+		}
+		missing := checkpoint.MissingState(&optim.StateDict{State: w.state, Groups: []optim.GroupState{gs}}, momentumKey)
+		if len(missing) > 0 {
+			return bad(fmt.Sprintf("%s%d.%s", statePrefix, missing[0], momentumKey),
+				"missing: SGD with momentum %g has taken %d steps, so each of the %d parameters of group %d has a buffer, but %d have none",
+				gs.Hyper["momentum"], p.Step, len(gs.Params), g, len(missing))
+		}
+	}
+	return nil
 }
 
 // addState files a checkpoint's optimizer.state.N.NAME tensor.
@@ -125,7 +162,7 @@ func (w *weights) addState(full string, t *autograd.Tensor) error {
 	id, name, ok2 := strings.Cut(rest, ".")
 	n, err := strconv.Atoi(id)
 	if !ok || !ok2 || err != nil || n < 0 {
-		return fmt.Errorf("unexpected tensor %s in a checkpoint (want model.* or %sN.NAME)", full, statePrefix)
+		return &checkpoint.Error{File: w.path, Field: full, Err: fmt.Errorf("unexpected tensor (want model.* or %sN.NAME)", statePrefix)}
 	}
 	if w.state[n] == nil {
 		w.state[n] = map[string]*autograd.Tensor{}
@@ -201,10 +238,10 @@ func summarize(e *nn.StateDictError) string {
 // model's tensors go in with loadInto.
 func (w *weights) restore(opt optim.Optimizer, sched optim.Scheduler) error {
 	if err := opt.LoadStateDict(&optim.StateDict{State: w.state, Groups: w.ckpt.Optimizer}); err != nil {
-		return fmt.Errorf("--resume %s: optimizer state: %w", w.path, err)
+		return fmt.Errorf("--resume: %w", &checkpoint.Error{File: w.path, Field: "optimizer", Err: err})
 	}
 	if err := sched.LoadState(w.ckpt.Scheduler); err != nil {
-		return fmt.Errorf("--resume %s: scheduler state: %w", w.path, err)
+		return fmt.Errorf("--resume: %w", &checkpoint.Error{File: w.path, Field: "scheduler", Err: err})
 	}
 	return nil
 }

@@ -95,33 +95,53 @@
 //
 // # Checkpoints
 //
-// With --checkpoint FILE, train writes FILE at the end of every epoch and
-// when it stops, atomically (a temporary file beside FILE, synced, then
-// renamed over it). It is a safetensors file holding the model's state dict
-// with each name prefixed "model." (e.g. model.layer1.0.conv1.weight), the
-// SGD momentum buffers as optimizer.state.N.momentum_buffer (N numbering
-// the parameters in order, as in PyTorch's optimizer.state_dict()), and
-// the run's progress as JSON text in a U8 tensor named kiln_checkpoint:
-// architecture, number of classes, batch size, seed, image size, the step
-// counter, the epoch and how many of its steps are done, the optimizer's
-// hyper-parameters (learning rate included) and the scheduler's state.
-// --resume FILE restores all of it and carries on from that very step, in
-// the middle of an epoch if need be (an epoch's shuffled order is a
-// function of --seed and the epoch, and image folders' random crops and
-// flips of the example and the epoch, so the remaining batches are the
-// ones the interrupted run would have seen): given the same flags, a
-// resumed run ends with the same weights as one that never stopped.
-// --steps and --epochs count from the start of training, so resuming with
-// a larger --steps or --epochs trains further; another --arch, --batch-size
-// or --seed is refused.
+// With --checkpoint FILE, train writes FILE at the end of every epoch, every
+// --checkpoint-every steps if that is set, and when it stops. It is a
+// safetensors file holding the model's state dict with each name prefixed
+// "model." (e.g. model.layer1.0.conv1.weight), the SGD momentum buffers as
+// optimizer.state.N.momentum_buffer (N numbering the parameters in order,
+// as in PyTorch's optimizer.state_dict()), the run's progress as JSON text
+// in a U8 tensor named kiln_checkpoint (architecture, number of classes,
+// batch size, seed, image size, the step counter, the epoch and how many
+// of its steps are done, the optimizer's hyper-parameters, learning rate
+// included, and the scheduler's state) and, in a U8 tensor named
+// kiln_checkpoint_sha256, the SHA-256 of all the rest. --resume FILE
+// restores all of it and carries on from that very step, in the middle of
+// an epoch if need be (an epoch's shuffled order is a function of --seed
+// and the epoch, and image folders' random crops and flips of the example
+// and the epoch, so the remaining batches are the ones the interrupted run
+// would have seen): given the same flags, a resumed run ends with the same
+// weights as one that never stopped. --steps and --epochs count from the
+// start of training, so resuming with a larger --steps or --epochs trains
+// further; another --arch, --batch-size or --seed is refused.
+//
+// A run can be stopped at any moment and lose no more than the steps since
+// the last checkpoint:
+//
+//   - SIGINT (Ctrl-C) or SIGTERM (a scheduler preempting the job) stops
+//     training after the step under way, writes FILE and exits with status
+//     0, saying where it stopped; a second signal ends the process at once.
+//   - A kill, crash or power cut leaves FILE whole: it is written to a
+//     temporary file beside it (.FILE.tmp and digits), synced, renamed over
+//     FILE and the rename synced. A temporary file left by a killed write
+//     is removed when train next starts with the same --checkpoint.
+//   - A file damaged on disk fails its checksum; a progress record out of
+//     range (a negative step, a position past the end of the epoch, an
+//     unknown version, a missing momentum buffer) is refused. The error
+//     names the file and the field at fault.
+//   - A step whose loss, or any weight or gradient after it, is NaN or
+//     infinite stops training with status 1 and an error naming the step
+//     and the parameter: a diverged run never replaces a good checkpoint.
 //
 // # Exit status
 //
-// 0 on success, 2 when the command line is wrong (an unknown subcommand or
-// flag, a bad value such as an unknown --arch or a --batch-size below 1, a
-// missing --data), and 1 when something fails while running (a data folder
-// or weights file that cannot be read, a checkpoint for another
-// architecture, a model that does not fit its data).
+// 0 on success or when stopped by a signal with a checkpoint written, 2
+// when the command line is wrong (an unknown subcommand or flag, a bad
+// value such as an unknown --arch or a --batch-size below 1, a missing
+// --data), and 1 when something fails while running (a data folder or
+// weights file that cannot be read, a checkpoint for another architecture
+// or a damaged one, a model that does not fit its data, a diverged run, a
+// run stopped by a signal with no --checkpoint to write).
 package main
 
 import (
@@ -152,7 +172,7 @@ type command struct {
 var commands = []command{
 	{"train", "train a ResNet and report held-out accuracy after each epoch",
 		[]string{"data", "arch", "batch-size", "epochs", "steps", "lr", "momentum", "wd", "channels-last", "dtype",
-			"image-size", "workers", "seed", "checkpoint", "resume", "num-classes", "train-size", "val-size",
+			"image-size", "workers", "seed", "checkpoint", "checkpoint-every", "resume", "num-classes", "train-size", "val-size",
 			"val-fraction", "zero-init-residual", "quiet"},
 		train},
 	{"evaluate", "print the top-1 and top-5 accuracy of weights on held-out images",
@@ -252,7 +272,7 @@ type options struct {
 	Data, Arch, Weights, Checkpoint, Resume string
 	BatchSize, Epochs, Steps, ImageSize     int
 	Workers, NumClasses, TrainSize, ValSize int
-	Warmup, Iters                           int
+	Warmup, Iters, CheckpointEvery          int
 	LR, Momentum, WD, ValFraction           float64
 	ChannelsLast, Quiet, ZeroInit           bool
 	DType, Graph, Out                       string
@@ -276,7 +296,10 @@ var flagDefs = map[string]func(fs *flag.FlagSet, o *options){
 		fs.StringVar(&o.Weights, "weights", "", "safetensors `file`: a train checkpoint or a state dict with torchvision's names")
 	},
 	"checkpoint": func(fs *flag.FlagSet, o *options) {
-		fs.StringVar(&o.Checkpoint, "checkpoint", "", "write model, optimizer and progress to this `file` after each epoch and at the end")
+		fs.StringVar(&o.Checkpoint, "checkpoint", "", "write model, optimizer and progress to this `file` after each epoch, at the end, and when stopped by SIGINT or SIGTERM")
+	},
+	"checkpoint-every": func(fs *flag.FlagSet, o *options) {
+		fs.IntVar(&o.CheckpointEvery, "checkpoint-every", 0, "also write --checkpoint every `N` steps (0: only after each epoch and at the end)")
 	},
 	"resume": func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.Resume, "resume", "", "continue training from this checkpoint `file`")
@@ -374,12 +397,15 @@ func (o *options) check(names []string) error {
 		return usagef("--out is required: the file to write the graph to")
 	case o.set["resume"] && o.Resume == "":
 		return usagef("--resume needs a checkpoint file")
+	case o.CheckpointEvery > 0 && o.Checkpoint == "":
+		return usagef("--checkpoint-every %d needs --checkpoint, the file to write", o.CheckpointEvery)
 	}
 	for _, err := range []error{
 		atLeast("batch-size", o.BatchSize, 1), atLeast("epochs", o.Epochs, 1), atLeast("steps", o.Steps, 0),
 		atLeast("image-size", o.ImageSize, 32), atLeast("workers", o.Workers, 0),
 		atLeast("num-classes", o.NumClasses, 1), atLeast("train-size", o.TrainSize, 1),
 		atLeast("val-size", o.ValSize, 1), atLeast("warmup", o.Warmup, 0), atLeast("iters", o.Iters, 1),
+		atLeast("checkpoint-every", o.CheckpointEvery, 0),
 		nonNegative("lr", o.LR), nonNegative("momentum", o.Momentum), nonNegative("wd", o.WD),
 	} {
 		if err != nil {

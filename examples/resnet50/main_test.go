@@ -184,8 +184,6 @@ func TestInfer(t *testing.T) {
 	}
 }
 
-// TestTrainBF16 takes a few autocast training steps and checks they report
-// a finite held-out accuracy.
 // TestExportGraph exports a frozen graph and times it with infer --graph,
 // at the exported batch size and at another one (the graph replans).
 func TestExportGraph(t *testing.T) {
@@ -205,6 +203,8 @@ func TestExportGraph(t *testing.T) {
 	}
 }
 
+// TestTrainBF16 takes a few autocast training steps and checks they report
+// a finite held-out accuracy.
 func TestTrainBF16(t *testing.T) {
 	log := runOK(t, cmdline("train", tiny, "--steps", "2", "--dtype", "bf16")...)
 	if !strings.Contains(log, "top-1") {
@@ -245,6 +245,10 @@ func TestFlagErrors(t *testing.T) {
 		{"negative lr", []string{"train", "--data", "synthetic", "--lr", "-1"}, 2, "--lr -1: must be a finite number"},
 		{"val fraction", []string{"train", "--data", "synthetic", "--val-fraction", "1"}, 2, "--val-fraction 1"},
 		{"zero iters", []string{"infer", "--iters", "0"}, 2, "--iters 0: must be at least 1"},
+		{"checkpoint-every alone", []string{"train", "--data", "synthetic", "--checkpoint-every", "5"}, 2,
+			"--checkpoint-every 5 needs --checkpoint"},
+		{"negative checkpoint-every", []string{"train", "--data", "synthetic", "--checkpoint", ckpt, "--checkpoint-every", "-1"}, 2,
+			"--checkpoint-every -1: must be at least 0"},
 		{"bad dtype", []string{"infer", "--dtype", "fp16"}, 2, `--dtype "fp16": want float32 or bf16`},
 		{"export without out", []string{"export", "--arch", "resnet18"}, 2, "--out is required"},
 		{"graph missing", []string{"infer", "--graph", missing}, 1, missing},

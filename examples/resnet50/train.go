@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/datasets"
+	"github.com/kilnml/kiln/internal/checkpoint"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
 	"github.com/kilnml/kiln/optim"
@@ -21,14 +27,22 @@ type trainer struct {
 	sched optim.Scheduler
 	// bf16 is what kiln.Optimize made of the model for --dtype bf16 (split
 	// master weights), nil in float32.
-	bf16   *kiln.Optimized
-	val    *datasets.DataLoader
-	p      progress // where the run stands
+	bf16 *kiln.Optimized
+	val  *datasets.DataLoader
+	p    progress // where the run stands
+	// saved is the step at which --checkpoint was last written, -1 before.
+	saved  int
 	stdout io.Writer
 	stderr io.Writer
 }
 
 func train(o *options, stdout, stderr io.Writer) error {
+	// SIGINT or SIGTERM (a preempted job's notice) stop the run at the
+	// next step boundary, with a checkpoint; a second one, for the
+	// impatient, ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
 	var resume *weights
 	if o.Resume != "" {
 		var err error
@@ -52,7 +66,7 @@ func train(o *options, stdout, stderr io.Writer) error {
 	if resume != nil && resume.ckpt.NumClasses != d.classes {
 		return fmt.Errorf("--resume %s has %d classes, --data %s has %d", o.Resume, resume.ckpt.NumClasses, o.Data, d.classes)
 	}
-	t := &trainer{o: o, data: d, stdout: stdout, stderr: stderr}
+	t := &trainer{o: o, data: d, saved: -1, stdout: stdout, stderr: stderr}
 	t.p = progress{Arch: o.Arch, NumClasses: d.classes, BatchSize: o.BatchSize, Seed: o.Seed, ImageSize: o.ImageSize}
 	if t.model, err = newModel(o, d.classes); err != nil {
 		return err
@@ -72,8 +86,8 @@ func train(o *options, stdout, stderr io.Writer) error {
 		}
 		t.p.Step, t.p.Epoch, t.p.EpochStep = resume.ckpt.Step, resume.ckpt.Epoch, resume.ckpt.EpochStep
 		if t.p.EpochStep >= t.perEpoch() {
-			return fmt.Errorf("--resume %s stopped %d steps into an epoch, but an epoch of this data has %d",
-				o.Resume, t.p.EpochStep, t.perEpoch())
+			return fmt.Errorf("--resume: %w", &checkpoint.Error{File: o.Resume, Field: "epoch_step",
+				Err: fmt.Errorf("%d steps into an epoch, but an epoch of this data has %d", t.p.EpochStep, t.perEpoch())})
 		}
 	}
 	if o.DType == "bf16" {
@@ -94,11 +108,35 @@ func train(o *options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "nothing to do: %d steps taken, %d of %d epochs done (raise --steps or --epochs)\n", t.p.Step, t.p.Epoch, o.Epochs)
 		return nil
 	}
-	for t.more() {
-		if err := t.epoch(); err != nil {
-			return err
+	if o.Checkpoint != "" {
+		// Writes killed half-way leave their temporary files behind.
+		stale, err := checkpoint.RemoveStale(o.Checkpoint)
+		for _, f := range stale {
+			fmt.Fprintf(stdout, "removed %s, left by an interrupted checkpoint write\n", f)
+		}
+		if err != nil {
+			return fmt.Errorf("--checkpoint: %w", err)
 		}
 	}
+	for t.more() {
+		if err := t.epoch(ctx); err != nil {
+			return err
+		}
+		if ctx.Err() != nil && t.more() {
+			return t.interrupted(context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+// interrupted reports a run stopped by a signal, which is a success when
+// the checkpoint to continue from has been written.
+func (t *trainer) interrupted(cause error) error {
+	at := fmt.Sprintf("at step %d (epoch %d, %d steps into it)", t.p.Step, t.p.Epoch+1, t.p.EpochStep)
+	if t.o.Checkpoint == "" {
+		return fmt.Errorf("%v: stopped %s, with no --checkpoint to continue from", cause, at)
+	}
+	fmt.Fprintf(t.stdout, "%v: stopped %s; continue with --resume %s\n", cause, at, t.o.Checkpoint)
 	return nil
 }
 
@@ -107,7 +145,7 @@ func checkResume(o *options, w *weights) error {
 	c := w.ckpt
 	switch {
 	case c == nil:
-		return fmt.Errorf("--resume %s: not a train checkpoint (no %s tensor); a state dict can be evaluated, not resumed", o.Resume, checkpointKey)
+		return fmt.Errorf("--resume %s: not a train checkpoint (no %s tensor); a state dict can be evaluated, not resumed", o.Resume, checkpoint.RecordKey)
 	case c.Arch != o.Arch:
 		return w.checkArch("resume", o.Arch)
 	case c.BatchSize != o.BatchSize:
@@ -147,8 +185,10 @@ func (t *trainer) order(epoch int) []int {
 }
 
 // epoch trains the rest of the current epoch, or up to the step limit,
-// then evaluates on the held-out images and writes the checkpoint.
-func (t *trainer) epoch() error {
+// then evaluates on the held-out images and writes the checkpoint. It
+// writes one every --checkpoint-every steps, too, and stops early, with no
+// evaluation, once ctx is done.
+func (t *trainer) epoch(ctx context.Context) error {
 	o, p := t.o, &t.p
 	skip := p.EpochStep * o.BatchSize
 	loader, err := datasets.NewDataLoader(&datasets.Subset{Dataset: t.data.train, Indices: t.order(p.Epoch)[skip:]},
@@ -170,16 +210,27 @@ func (t *trainer) epoch() error {
 		if err != nil {
 			return err
 		}
+		if ctx.Err() != nil {
+			break
+		}
 		var loss float64
 		var right int
 		if err := autograd.Try(func() { loss, right = t.step(batch) }); err != nil {
 			return fmt.Errorf("step %d: %w", p.Step+1, err)
+		}
+		if err := t.checkFinite(loss); err != nil {
+			return err
 		}
 		p.Step++
 		p.EpochStep++
 		bar.Update(len(batch.Indices), loss, right)
 		if !t.more() {
 			break
+		}
+		if every := o.CheckpointEvery; every > 0 && p.Step%every == 0 && p.EpochStep < t.perEpoch() {
+			if err := t.save(); err != nil {
+				return err
+			}
 		}
 	}
 	bar.Finish()
@@ -189,7 +240,7 @@ func (t *trainer) epoch() error {
 		p.Epoch++
 		p.EpochStep = 0
 	}
-	if t.data.val.Len() > 0 {
+	if t.data.val.Len() > 0 && ctx.Err() == nil {
 		var acc accuracies
 		var err error
 		t.o.autocast(func() { acc, err = accuracy(t.model, t.val) })
@@ -198,8 +249,31 @@ func (t *trainer) epoch() error {
 		}
 		fmt.Fprintf(t.stdout, "%s held-out %v after %d steps\n", name, acc, p.Step)
 	}
-	if o.Checkpoint != "" {
-		return saveCheckpoint(o.Checkpoint, t.modelState(), t.opt, t.sched, *p)
+	return t.save()
+}
+
+// save writes --checkpoint, if there is one and it is not up to date.
+func (t *trainer) save() error {
+	if t.o.Checkpoint == "" || t.saved == t.p.Step {
+		return nil
+	}
+	if err := saveCheckpoint(t.o.Checkpoint, t.modelState(), t.opt, t.sched, t.p); err != nil {
+		return err
+	}
+	t.saved = t.p.Step
+	return nil
+}
+
+// checkFinite stops a run whose step (the next one, not yet counted) gave
+// a loss or left a weight or gradient that is NaN or infinite: training
+// cannot recover, and the checkpoint it would write is worthless.
+func (t *trainer) checkFinite(loss float64) error {
+	step := t.p.Step + 1
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return fmt.Errorf("step %d: the loss is %v: training diverged (too large a --lr?); the last checkpoint is left as it was", step, loss)
+	}
+	if err := kiln.CheckFinite(t.model); err != nil {
+		return fmt.Errorf("step %d: training diverged: %w; the last checkpoint is left as it was", step, err)
 	}
 	return nil
 }
