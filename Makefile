@@ -25,12 +25,21 @@ test: vet
 	$(GO) test -count=1 -tags noasm ./kernels/...
 	$(MAKE) fuzz
 
-# A short fuzzing run of graph.Decode, which must never panic whatever
-# file it is handed; new failing inputs land in graph/testdata/fuzz.
-# Minimizing each new interesting input may take a minute by default,
-# which would leave a 15-second run hardly any time to fuzz.
+# Short fuzzing runs of every reader of outside bytes, each of which must
+# never panic or hang whatever it is handed: PACKAGE:Target pairs, FUZZTIME
+# each (`make fuzz FUZZTIME=10m` for a long hunt). New failing inputs land
+# in the package's testdata/fuzz and are kept as seed corpus. Minimizing
+# each new interesting input may take a minute by default, which would
+# leave a short run hardly any time to fuzz.
+FUZZ_TARGETS = graph:FuzzDecode graph:FuzzDecodeCompileRun nn:FuzzLoadStateDict \
+	internal/safetensors:FuzzDecode internal/npy:FuzzDecode internal/tensorcodec:FuzzDecode \
+	autograd:FuzzShapes
+FUZZTIME ?= 10s
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=15s -fuzzminimizetime=1s ./graph
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "$(GO) test -run='^$$' -fuzz='^$${t#*:}$$' -fuzztime=$(FUZZTIME) ./$${t%%:*}"; \
+		$(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./$${t%%:*}; \
+	done
 
 # Kiln against PyTorch on the same workloads at 1 and 2 threads, one table
 # (see BENCHMARKS.md). BENCHFLAGS: -quick (a representative subset),
