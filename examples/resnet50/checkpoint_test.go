@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 // or damaged data: each is refused with an error naming the file and the
 // field, never a panic or a run that goes on from nonsense.
 func TestCheckpointErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("checks records, not kernels: make test runs it at the best kernel level; skipped with -short")
+	}
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.safetensors")
 	runOK(t, cmdline("train", tiny, "--steps", "1", "--checkpoint", good)...)
@@ -196,6 +199,9 @@ func TestInterrupted(t *testing.T) {
 // that never stopped, and no temporary file is left. The random times are
 // drawn from a seed the log shows.
 func TestKillAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes and checks files, not kernels: make test runs it at the best kernel level; skipped with -short")
+	}
 	dir := t.TempDir()
 	args := cmdline("train", tiny, "--epochs", "4") // 16 steps
 	want := filepath.Join(dir, "uninterrupted.safetensors")
