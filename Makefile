@@ -23,7 +23,7 @@ test: vet
 		KILN_ISA=$$l $(GO) test -count=1 -short $(LEVEL_PKGS); \
 	done
 	$(GO) test -count=1 -tags noasm ./kernels/...
-	$(MAKE) fuzz
+	$(MAKE) fuzz FUZZTIME=5s
 
 # Short fuzzing runs of every reader of outside bytes, each of which must
 # never panic or hang whatever it is handed: PACKAGE:Target pairs, FUZZTIME
