@@ -37,10 +37,7 @@ func ExampleOptimize() {
 		fmt.Println(a)
 	}
 	x := autograd.Randn(autograd.NewGenerator(2), 1, 3, 4, 4).To(autograd.ChannelsLast)
-	var logits *autograd.Tensor
-	autograd.NoGrad(func() {
-		amp.Autocast(func() { logits = model.Forward(x) })
-	})
+	logits := model.Forward(amp.Autocast(autograd.NoGrad(x)))
 	fmt.Println("logits:", logits.Shape(), logits.DType())
 	// Output:
 	// FoldBatchNorm: 1 pair folded
@@ -74,10 +71,7 @@ func ExampleOptimize_training() {
 	x := autograd.Randn(autograd.NewGenerator(2), 4, 3, 4, 4).To(autograd.ChannelsLast)
 	labels := autograd.FromInt64([]int64{1, 2, 3, 4})
 	opt := res.Optimizer
-	var loss *autograd.Tensor
-	amp.Autocast(func() {
-		loss = autograd.CrossEntropy(model.Forward(x), labels, autograd.CrossEntropyOptions{})
-	})
+	loss := autograd.CrossEntropy(model.Forward(amp.Autocast(x)), labels, autograd.CrossEntropyOptions{})
 	opt.ZeroGrad()
 	loss.Backward()
 	opt.Step()

@@ -16,7 +16,7 @@
 //
 //	nn.Eval(model)
 //	res, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16))
-//	amp.Autocast(func() { logits = model.Forward(x) })
+//	logits := model.Forward(amp.Autocast(autograd.NoGrad(x)))
 //
 // For a training model it lays the weights out channels-last and, in BF16,
 // splits each convolution, linear and embedding weight into the BF16 half
@@ -24,7 +24,7 @@
 // rebuilds the optimizer as its fused split form:
 //
 //	res, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16), kiln.WithOptimizer(sgd))
-//	opt := res.Optimizer // step this one from now on, forwards under amp.Autocast
+//	opt := res.Optimizer // step this one from now on, forwards from amp.Autocast inputs
 //
 // Progress draws a training progress bar with the running loss, accuracy
 // and throughput.

@@ -55,7 +55,7 @@ func Level(l OptLevel) Option { return func(c *config) { c.level = l } }
 // convolution and linear weights and biases and the embedding tables to
 // bfloat16 (amp.CastModule); for a training model it keeps an FP32 master
 // of each (split, or a separate copy: see SplitMasterWeights) and needs
-// WithOptimizer. Either way, run the model under amp.Autocast, which feeds
+// WithOptimizer. Either way, run the model on amp.Autocast inputs, which feeds
 // those layers bfloat16 activations; lookups of bfloat16 tables return
 // bfloat16 rows and bags. BatchNorm parameters and statistics stay
 // float32, as in IPEX: the batch-norm op takes float32 parameters

@@ -63,15 +63,11 @@ func relErr(got, want *autograd.Tensor) float64 {
 }
 
 func forward(m nn.Layer, x *autograd.Tensor, autocast bool) *autograd.Tensor {
-	var y *autograd.Tensor
-	autograd.NoGrad(func() {
-		if autocast {
-			amp.Autocast(func() { y = m.Forward(x) })
-		} else {
-			y = m.Forward(x)
-		}
-	})
-	return y
+	x = autograd.NoGrad(x)
+	if autocast {
+		x = amp.Autocast(x)
+	}
+	return m.Forward(x)
 }
 
 // hasApplied reports whether some entry of applied starts with prefix.
@@ -229,10 +225,7 @@ func digitNet(seed uint64) *nn.Sequential {
 // returns the mean losses of the first and last ten.
 func trainSteps(m nn.Layer, opt optim.Optimizer, batches []datasets.Batch) (first, last float64) {
 	for i, b := range batches {
-		var loss *autograd.Tensor
-		amp.Autocast(func() {
-			loss = autograd.CrossEntropy(m.Forward(b.Inputs), b.Labels, autograd.CrossEntropyOptions{})
-		})
+		loss := autograd.CrossEntropy(m.Forward(amp.Autocast(b.Inputs)), b.Labels, autograd.CrossEntropyOptions{})
 		opt.ZeroGrad()
 		loss.Backward()
 		opt.Step()
@@ -622,9 +615,7 @@ func TestOptimizeConvertsEveryOptimizer(t *testing.T) {
 			// It steps: the split conv weight moves.
 			w := res.Split.Param("0.weight")
 			w0 := w.Join().ContiguousFloat32s()[0]
-			amp.Autocast(func() {
-				loss = autograd.CrossEntropy(m.Forward(batches[0].Inputs), batches[0].Labels, autograd.CrossEntropyOptions{})
-			})
+			loss = autograd.CrossEntropy(m.Forward(amp.Autocast(batches[0].Inputs)), batches[0].Labels, autograd.CrossEntropyOptions{})
 			res.Optimizer.ZeroGrad()
 			loss.Backward()
 			res.Optimizer.Step()

@@ -80,14 +80,14 @@ func ExampleMasterCopy() {
 	// Output: true bfloat16 [1.0078125]
 }
 
-// Under Autocast a float32 layer computes in BF16 and returns bfloat16
-// activations; its float32 parameters still get float32 gradients.
+// From an Autocast input a float32 layer computes in BF16 and returns
+// bfloat16 activations; its float32 parameters still get float32
+// gradients.
 func ExampleAutocast() {
 	g := autograd.NewGenerator(1)
 	layer := nn.NewLinear(g, 8, 4, nn.LinearOptions{})
 	x := autograd.Randn(g, 2, 8)
-	var y *autograd.Tensor
-	amp.Autocast(func() { y = layer.Forward(x) })
+	y := layer.Forward(amp.Autocast(x))
 	autograd.Sum(autograd.Cast(y, autograd.Float32), nil, false).Backward()
 	fmt.Println(y.DType(), layer.Weight().Grad().DType())
 	// Output: bfloat16 float32

@@ -1,6 +1,9 @@
 package autograd
 
-import "github.com/kilnml/kiln/kernels"
+import (
+	"github.com/kilnml/kiln/internal/tracing"
+	"github.com/kilnml/kiln/kernels"
+)
 
 // ReLU returns max(x, 0) elementwise, like torch.relu. The gradient is 0
 // where x ≤ 0 (at 0 included) and passes through elsewhere; a NaN stays NaN
@@ -75,11 +78,11 @@ func Dropout(x *Tensor, p float64, training bool, g *Generator) *Tensor {
 		Fail(op, "dropout probability has to be between 0 and 1, but got %v", p)
 	}
 	if !training || p == 0 || x.Numel() == 0 {
-		if tracing() {
+		if traced(x) {
 			// The identity is traced, so a graph shows where dropout was
 			// and Freeze visibly removes it, as PyTorch's freezing does.
-			out := &Tensor{dtype: x.dtype, shape: x.shape, format: x.format, data: x.data, requiresGrad: x.requiresGrad, node: x.node}
-			trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"p", p})
+			out := &Tensor{dtype: x.dtype, shape: x.shape, format: x.format, data: x.data, requiresGrad: x.requiresGrad, node: x.node, mode: x.mode}
+			trace(op, []*Tensor{x}, []*Tensor{out}, attr("p", p))
 			return out
 		}
 		return x
@@ -137,7 +140,7 @@ func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 	} else {
 		xs = x.Float32s()
 	}
-	if tracing() {
+	if traced(x) {
 		trace(op, []*Tensor{x}, []*Tensor{out}, actAttrs(op, a)...)
 	}
 	like := x.meta()
@@ -161,7 +164,7 @@ func actApplyBF16(op string, x *Tensor, a kernels.Act) *Tensor {
 	case a.ReadsInput():
 		v = x.BFloat16s()
 	}
-	if tracing() {
+	if traced(x) {
 		trace(op, []*Tensor{x}, []*Tensor{out}, actAttrs(op, a)...)
 	}
 	like := x.meta()
@@ -190,28 +193,28 @@ func ReLUInPlace(x *Tensor) *Tensor {
 	default:
 		Fail(op, "input has dtype %v; %s supports float32 and bfloat16", x.dtype, op)
 	}
-	if tracing() {
+	if traced(x) {
 		trace("ReLU", []*Tensor{x}, []*Tensor{x})
 	}
 	return x
 }
 
 // actAttrs names the parameters of an elementwise op for a tracer.
-func actAttrs(op string, a kernels.Act) []Attr {
+func actAttrs(op string, a kernels.Act) []tracing.Attr {
 	switch op {
 	case "HardTanh":
-		return []Attr{{"min_val", float64(a.A)}, {"max_val", float64(a.B)}}
+		return []tracing.Attr{attr("min_val", float64(a.A)), attr("max_val", float64(a.B))}
 	case "ELU":
-		return []Attr{{"alpha", float64(a.A)}}
+		return []tracing.Attr{attr("alpha", float64(a.A))}
 	case "GELU":
 		if a.Fn == kernels.ActGELUTanh {
-			return []Attr{{"approximate", "tanh"}}
+			return []tracing.Attr{attr("approximate", "tanh")}
 		}
-		return []Attr{{"approximate", "none"}}
+		return []tracing.Attr{attr("approximate", "none")}
 	case "Pow":
-		return []Attr{{"exponent", float64(a.A)}}
+		return []tracing.Attr{attr("exponent", float64(a.A))}
 	case "MulScalar", "AddScalar":
-		return []Attr{{"value", float64(a.A)}}
+		return []tracing.Attr{attr("value", float64(a.A))}
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ type ConvOptions struct {
 // PyTorch the result is channels-last when x or w is, and is then computed
 // natively in NHWC; the gradients come back in the formats of x and w.
 //
-// Bfloat16 operands (all; under WithAutocast float32 ones are cast) run on
+// Bfloat16 operands (all; in an autocast computation float32 ones are cast) run on
 // kernels.ConvForwardBF16 and its backwards, accumulating in float32, and
 // give a bfloat16 result.
 func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv2d", 2, x, w, b, opt, nil) }
@@ -227,8 +227,8 @@ func traceConv(op string, s kernels.ConvShape, x, w, b, out *Tensor) {
 	nsp := w.NDim() - 2
 	lo := 3 - nsp
 	trace(op, []*Tensor{x, w, b}, []*Tensor{out},
-		Attr{"stride", cloneInts(s.Stride[lo:])}, Attr{"padding", cloneInts(s.Pad[lo:])},
-		Attr{"dilation", cloneInts(s.Dil[lo:])}, Attr{"groups", s.Groups})
+		attr("stride", cloneInts(s.Stride[lo:])), attr("padding", cloneInts(s.Pad[lo:])),
+		attr("dilation", cloneInts(s.Dil[lo:])), attr("groups", s.Groups))
 }
 
 // convDims writes sizes as 3×3.
@@ -241,7 +241,8 @@ func convDims(d []int) string {
 }
 
 func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernels.ConvWeights) *Tensor {
-	x, w, b = autocastBF16(x), autocastBF16(w), autocastBF16(b)
+	m := modeOf(x, w, b)
+	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
 	s, batched := convGeometry(op, nsp, x, w, b, opt)
 	clFormat := ChannelsLast
 	if nsp == 3 {
@@ -283,7 +284,7 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernel
 	} else {
 		kernels.ConvForward(&s, xk.Float32s(), wk.Float32s(), bias, out.Float32s())
 	}
-	if tracing() {
+	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
 	}
 	return record(op+"Backward", out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
@@ -324,7 +325,7 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 	}
 	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: make([]uint16, numel(op, outShape))}
 	kernels.ConvForwardBF16To(&s, xk.BFloat16s(), wk.BFloat16s(), bias, out.BFloat16s())
-	if tracing() {
+	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
 	}
 	xm, wm := x.meta(), w.meta()

@@ -394,7 +394,7 @@ func TestConv2dBF16(t *testing.T) {
 				}
 			}
 			var y *Tensor
-			WithAutocast(func() { y = Conv2d(Cast(x, Float32), Cast(w, Float32), nil, c.opt) })
+			y = Conv2d(Autocast(Cast(x, Float32)), Cast(w, Float32), nil, c.opt)
 			if y.DType() != BFloat16 {
 				t.Errorf("under autocast Conv2d gave %v", y.DType())
 			}

@@ -65,6 +65,16 @@ func (t *Tensor) setInt(i int, v int64) {
 // Cast returns t converted to dtype, like t.to(dtype). Between floating
 // types it is differentiable: the gradient is cast back.
 func Cast(t *Tensor, dtype DType) *Tensor {
+	var m Mode
+	if t != nil {
+		m = t.mode
+	}
+	return castIn(m, t, dtype)
+}
+
+// castIn is Cast running in mode m besides t's own: autocast's casts run
+// in the mode of the op they serve, so a trace records them.
+func castIn(m Mode, t *Tensor, dtype DType) *Tensor {
 	if t == nil {
 		Fail("Cast", "input is nil")
 	}
@@ -75,14 +85,16 @@ func Cast(t *Tensor, dtype DType) *Tensor {
 		return t
 	}
 	out := t.castTo(dtype)
-	if tracing() {
-		trace("Cast", []*Tensor{t}, []*Tensor{out}, Attr{"dtype", dtype})
+	m = m.union(t.mode)
+	if m.trace != nil {
+		traceIn(m, "Cast", []*Tensor{t}, []*Tensor{out}, attr("dtype", dtype))
 	}
 	if !dtype.IsFloat() || !t.dtype.IsFloat() {
+		out.mode = m
 		return out
 	}
 	src := t.dtype
-	return record("Cast", out, []*Tensor{t}, func(g *Tensor) []*Tensor {
+	return recordIn(m, "Cast", out, []*Tensor{t}, func(g *Tensor) []*Tensor {
 		return []*Tensor{g.castTo(src)}
 	})
 }
@@ -101,8 +113,8 @@ func (t *Tensor) To(f MemoryFormat) *Tensor {
 	}
 	src := t.format
 	out := t.reformat(f)
-	if tracing() {
-		trace("To", []*Tensor{t}, []*Tensor{out}, Attr{"format", f})
+	if traced(t) {
+		trace("To", []*Tensor{t}, []*Tensor{out}, attr("format", f))
 	}
 	return record("To", out, []*Tensor{t}, func(g *Tensor) []*Tensor {
 		return []*Tensor{g.reformat(src)}
@@ -117,7 +129,7 @@ func (t *Tensor) Contiguous() *Tensor { return t.To(Contiguous) }
 // format.
 func (t *Tensor) Clone() *Tensor {
 	out := t.reformat(t.format)
-	if tracing() {
+	if traced(t) {
 		trace("Clone", []*Tensor{t}, []*Tensor{out})
 	}
 	return record("Clone", out, []*Tensor{t}, func(g *Tensor) []*Tensor {

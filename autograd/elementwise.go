@@ -24,7 +24,7 @@ func binaryOp(op string, k kernels.BinOp, a, b *Tensor) *Tensor {
 		return out
 	}
 	out := binaryF32(op, a, b, k)
-	if tracing() {
+	if traced(a, b) {
 		trace(op, []*Tensor{a, b}, []*Tensor{out})
 	}
 	// The backward keeps alive only what it reads: the operands' shapes
@@ -96,7 +96,7 @@ func AddReLU(a, b *Tensor) *Tensor {
 		out = binaryF32("AddReLU", a, b, kernels.BinAdd)
 		kernels.Act{Fn: kernels.ActReLU}.Forward(out.Float32s(), out.Float32s())
 	}
-	if tracing() {
+	if traced(a, b) {
 		traceAddReLU(a, b, out)
 	}
 	yd := out.Float32s()
@@ -130,7 +130,7 @@ func AddReLUInPlace(a, b *Tensor) *Tensor {
 		ad := a.Float32s()
 		kernels.AddReLU(ad, ad, b.Float32s())
 	}
-	if tracing() {
+	if traced(a, b) {
 		traceAddReLU(a, b, a)
 	}
 	return a
@@ -139,6 +139,7 @@ func AddReLUInPlace(a, b *Tensor) *Tensor {
 // traceAddReLU reports AddReLU decomposed, as Add then ReLU.
 func traceAddReLU(a, b, out *Tensor) {
 	sum := out.meta()
+	sum.mode = modeOf(a, b) // the intermediate belongs to the traced computation
 	trace("Add", []*Tensor{a, b}, []*Tensor{sum})
 	trace("ReLU", []*Tensor{sum}, []*Tensor{out})
 }
@@ -157,7 +158,7 @@ func addReLUBF16(a, b *Tensor) *Tensor {
 	}
 	out := bf16EmptyLike(a)
 	kernels.AddReLUBF16(out.BFloat16s(), a.BFloat16s(), b.BFloat16s())
-	if tracing() {
+	if traced(a, b) {
 		traceAddReLU(a, b, out)
 	}
 	yd := out.BFloat16s()
@@ -206,7 +207,7 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 		}
 		return out, true
 	}
-	if tracing() {
+	if traced(a, b) {
 		trace(op, []*Tensor{a, b}, []*Tensor{out})
 	}
 	if k == kernels.BinAdd && a.dtype == BFloat16 && b.dtype == BFloat16 && sameShape(a.shape, b.shape) && a.format == b.format {
@@ -297,8 +298,8 @@ func AddScalar(x *Tensor, v float32) *Tensor {
 	checkF32(op, "input", x)
 	out := actEmptyLike(x)
 	kernels.Act{Fn: kernels.ActAddScalar, A: v}.Forward(out.Float32s(), x.Float32s())
-	if tracing() {
-		trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"value", float64(v)})
+	if traced(x) {
+		trace(op, []*Tensor{x}, []*Tensor{out}, attr("value", float64(v)))
 	}
 	// The gradient passes through unchanged, so no copy is made of it.
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {

@@ -136,8 +136,8 @@ func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool
 	} else {
 		kernels.EmbeddingForward(dim, idx, weight.Float32s(), out.Float32s())
 	}
-	if tracing() && !sparse {
-		trace("Embedding", []*Tensor{indices, weight}, []*Tensor{out}, Attr{"padding_idx", int(skip)})
+	if traced(indices, weight) && !sparse {
+		trace("Embedding", []*Tensor{indices, weight}, []*Tensor{out}, attr("padding_idx", int(skip)))
 	}
 	return record(op+"Backward", out, []*Tensor{indices, weight}, func(g *Tensor) []*Tensor {
 		if !weight.requiresGrad {
@@ -292,8 +292,8 @@ func embeddingBag(op string, input, offsets, weight *Tensor, mode EmbeddingBagMo
 	default:
 		kernels.EmbeddingBagSum(dim, idx, starts, weight.Float32s(), psw, mode == BagMean, out.Float32s())
 	}
-	if tracing() && !sparse {
-		trace("EmbeddingBag", []*Tensor{input, offsets, weight, perSampleWeights}, []*Tensor{out}, Attr{"mode", mode.String()})
+	if traced(input, offsets, weight, perSampleWeights) && !sparse {
+		trace("EmbeddingBag", []*Tensor{input, offsets, weight, perSampleWeights}, []*Tensor{out}, attr("mode", mode.String()))
 	}
 	return record(op+"Backward", out, []*Tensor{input, offsets, weight, perSampleWeights}, func(g *Tensor) []*Tensor {
 		dy := widenedF32(op+"Backward", "output gradient", g)

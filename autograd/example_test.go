@@ -31,11 +31,14 @@ func ExampleTry() {
 	// Output: autograd: Add: shapes [2 3] and [4] cannot be broadcast together (dimension 1: 3 vs 4)
 }
 
-// NoGrad switches recording off, as torch.no_grad does.
+// NoGrad starts a computation that records nothing, as torch.no_grad
+// does: everything computed from the marked input skips the tape, while
+// the same parameters, used from an unmarked input, still record.
 func ExampleNoGrad() {
 	w := autograd.Ones(2).SetRequiresGrad(true)
-	var y *autograd.Tensor
-	autograd.NoGrad(func() { y = autograd.Add(w, w) })
-	fmt.Println(y.RequiresGrad())
-	// Output: false
+	x := autograd.Ones(2)
+	y := autograd.Mul(autograd.NoGrad(x), w)
+	z := autograd.Mul(x, w)
+	fmt.Println(y.RequiresGrad(), z.RequiresGrad())
+	// Output: false true
 }

@@ -60,7 +60,7 @@ func GradCheck(f func(xs ...*Tensor) *Tensor, inputs []*Tensor, opt GradCheckOpt
 	wv := w.Values()
 	loss := func() float64 {
 		var out *Tensor
-		NoGrad(func() { out = f(inputs...) })
+		out = f(noGradViews(inputs)...)
 		v := out.Values()
 		s := 0.0
 		for i := range v {
@@ -99,4 +99,15 @@ func GradCheck(f func(xs ...*Tensor) *Tensor, inputs []*Tensor, opt GradCheckOpt
 		}
 	}
 	return nil
+}
+
+// noGradViews returns NoGrad views of ts (nil stays nil).
+func noGradViews(ts []*Tensor) []*Tensor {
+	views := make([]*Tensor, len(ts))
+	for i, t := range ts {
+		if t != nil {
+			views[i] = NoGrad(t)
+		}
+	}
+	return views
 }

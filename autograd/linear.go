@@ -30,12 +30,13 @@ func linearGrad(t *Tensor, data []float32) *Tensor {
 // may be in any memory format (channels-last ones are read through a
 // row-major copy); the result is contiguous, as in PyTorch. Products run on
 // kernels.Sgemm, accumulating in float32 as PyTorch's CPU GEMM does.
-// Bfloat16 operands (both; under WithAutocast float32 ones are cast) run on
+// Bfloat16 operands (both; in an autocast computation float32 ones are cast) run on
 // kernels.GemmBF16 and give a bfloat16 result.
 func Matmul(a, b *Tensor) *Tensor { return matmul("Matmul", a, b) }
 
 func matmul(op string, a, b *Tensor) *Tensor {
-	a, b = autocastBF16(a), autocastBF16(b)
+	am := modeOf(a, b)
+	a, b = autocastBF16(am, a), autocastBF16(am, b)
 	bf16 := a != nil && a.dtype == BFloat16
 	if bf16 {
 		if b == nil || b.dtype != BFloat16 {
@@ -246,14 +247,15 @@ func BMM(a, b *Tensor) *Tensor {
 // one GEMM (with w transposed), and so are the gradients. x may be in any
 // memory format; the result is contiguous, as in PyTorch.
 //
-// The operands are all float32 or all bfloat16; under WithAutocast float32
+// The operands are all float32 or all bfloat16; in an autocast computation float32
 // ones are cast to bfloat16 first. BF16 operands multiply on
 // kernels.GemmBF16 (float32 accumulation, the bias added in float32) and
 // give a bfloat16 result, as PyTorch's bf16 linear does; their gradients
 // are computed the same way.
 func Linear(x, w, b *Tensor) *Tensor {
 	const op = "Linear"
-	x, w, b = autocastBF16(x), autocastBF16(w), autocastBF16(b)
+	m := modeOf(x, w, b)
+	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
 	if x != nil && x.dtype == BFloat16 {
 		return linearBF16(x, w, b)
 	}

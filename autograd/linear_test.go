@@ -355,10 +355,9 @@ func TestAutocastLinear(t *testing.T) {
 	g := autograd.NewGenerator(22)
 	x := autograd.Randn(g, 8, 32)
 	w := autograd.Randn(g, 16, 32).SetRequiresGrad(true)
-	var y *autograd.Tensor
-	autograd.WithAutocast(func() { y = autograd.Linear(x, w, nil) })
-	if y.DType() != autograd.BFloat16 || autograd.AutocastEnabled() {
-		t.Fatalf("autocast Linear gave %v (autocast still on: %v)", y.DType(), autograd.AutocastEnabled())
+	y := autograd.Linear(autograd.Autocast(x), w, nil)
+	if y.DType() != autograd.BFloat16 || !y.Mode().Autocast() || x.Mode().Autocast() || w.Mode().Autocast() {
+		t.Fatalf("autocast Linear gave %v (result in autocast: %v; x, w marked: %v, %v)", y.DType(), y.Mode().Autocast(), x.Mode().Autocast(), w.Mode().Autocast())
 	}
 	autograd.Sum(autograd.Cast(y, autograd.Float32), nil, false).Backward()
 	if w.Grad() == nil || w.Grad().DType() != autograd.Float32 {
@@ -417,8 +416,7 @@ func TestMatmulBF16(t *testing.T) {
 					}
 				}
 			}
-			var y *autograd.Tensor
-			autograd.WithAutocast(func() { y = c.f(autograd.Cast(a, autograd.Float32), autograd.Cast(b, autograd.Float32)) })
+			y := c.f(autograd.Autocast(autograd.Cast(a, autograd.Float32)), autograd.Cast(b, autograd.Float32))
 			if y.DType() != autograd.BFloat16 {
 				t.Errorf("under autocast the product is %v", y.DType())
 			}

@@ -68,7 +68,7 @@ type CrossEntropyOptions struct {
 // channels-last gradient, as in PyTorch. Probability (float) targets and
 // class weights are not supported.
 func CrossEntropy(logits, target *Tensor, opt CrossEntropyOptions) *Tensor {
-	logits = autocastF32(logits)
+	logits = autocastF32(modeOf(logits, target), logits)
 	const op = "CrossEntropy"
 	lossCheckReduction(op, opt.Reduction)
 	switch {
@@ -209,7 +209,8 @@ type lossKernels struct {
 // starts from the target, its MSE from the input).
 func lossPointwise(op string, x, target *Tensor, r Reduction, layoutOfX bool, k lossKernels) *Tensor {
 	lossCheckReduction(op, r)
-	x, target = autocastF32(x), autocastF32(target)
+	m := modeOf(x, target)
+	x, target = autocastF32(m, x), autocastF32(m, target)
 	switch {
 	case x == nil:
 		Fail(op, "input is nil")

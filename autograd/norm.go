@@ -85,17 +85,18 @@ func BatchNormInPlace(x, runningMean, runningVar, weight, bias *Tensor, training
 func traceBatchNorm(x, runningMean, runningVar, weight, bias *Tensor, eps float64, relu bool, out *Tensor) {
 	ins := []*Tensor{x, runningMean, runningVar, weight, bias}
 	if !relu {
-		trace("BatchNorm", ins, []*Tensor{out}, Attr{"eps", eps})
+		trace("BatchNorm", ins, []*Tensor{out}, attr("eps", eps))
 		return
 	}
 	y := out.meta()
-	trace("BatchNorm", ins, []*Tensor{y}, Attr{"eps", eps})
+	y.mode = modeOf(ins...) // the intermediate belongs to the traced computation
+	trace("BatchNorm", ins, []*Tensor{y}, attr("eps", eps))
 	trace("ReLU", []*Tensor{y}, []*Tensor{out})
 }
 
 func checkInPlace(op string, x *Tensor) {
-	if x != nil && x.requiresGrad && GradEnabled() {
-		Fail(op, "cannot overwrite a tensor that requires grad (shape %v) while gradients are recorded; use the out-of-place op or NoGrad", x.shape)
+	if x != nil && x.requiresGrad && !x.mode.noGrad {
+		Fail(op, "cannot overwrite a tensor that requires grad (shape %v) while gradients are recorded; use the out-of-place op, or run the computation under NoGrad", x.shape)
 	}
 }
 
@@ -120,7 +121,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 		forward = kernels.BatchNormReLUForward
 	}
 	forward(s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
-	if tracing() && !training {
+	if traced(x, runningMean, runningVar, weight, bias) && !training {
 		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
 	}
 	if inPlace {
@@ -266,7 +267,7 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	}
 	kernels.F32ToBF16(out.BFloat16s(), xf)
 	releaseGradBuffer(xf)
-	if tracing() && !training {
+	if traced(x, runningMean, runningVar, weight, bias) && !training {
 		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
 	}
 	if inPlace {
@@ -312,7 +313,7 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 // copy and, as in PyTorch, the result is contiguous. Gradients flow to x,
 // weight and bias.
 func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float64) *Tensor {
-	x = autocastF32(x)
+	x = autocastF32(modeOf(x, weight, bias), x)
 	const op = "LayerNorm"
 	checkF32(op, "input", x)
 	if len(normalizedShape) == 0 {
@@ -351,8 +352,8 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	mean, rstd := stats[:rows], stats[rows:]
 	out := Zeros(x.shape...)
 	kernels.LayerNormForward(rows, n, xc.Float32s(), normF32s(weight), normF32s(bias), eps, out.Float32s(), mean, rstd)
-	if tracing() {
-		trace(op, []*Tensor{x, weight, bias}, []*Tensor{out}, Attr{"normalized_shape", cloneInts(normalizedShape)}, Attr{"eps", eps})
+	if traced(x, weight, bias) {
+		trace(op, []*Tensor{x, weight, bias}, []*Tensor{out}, attr("normalized_shape", cloneInts(normalizedShape)), attr("eps", eps))
 	}
 	return record(op+"Backward", out, []*Tensor{x, weight, bias}, func(g *Tensor) []*Tensor {
 		if g.format != Contiguous {

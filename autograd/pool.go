@@ -1,6 +1,9 @@
 package autograd
 
-import "github.com/kilnml/kiln/kernels"
+import (
+	"github.com/kilnml/kiln/internal/tracing"
+	"github.com/kilnml/kiln/kernels"
+)
 
 // PoolOptions are the hyperparameters of MaxPool2d and AvgPool2d. Kernel is
 // required; a nil Stride means Stride = Kernel, nil Padding means 0 and nil
@@ -198,13 +201,13 @@ func adaptivePoolGeometry(x *Tensor, outH, outW int) (kernels.Pool2dShape, bool)
 // tracePool reports a pooling op once it has returned *out, with its
 // options as given (AdaptiveAvgPool2d's output size as Kernel).
 func tracePool(op string, x *Tensor, opt PoolOptions, out **Tensor) {
-	if !tracing() || *out == nil {
+	if !traced(x) || *out == nil {
 		return
 	}
-	attrs := []Attr{{"kernel", cloneInts(opt.Kernel)}}
+	attrs := []tracing.Attr{attr("kernel", cloneInts(opt.Kernel))}
 	if op != "AdaptiveAvgPool2d" {
-		attrs = append(attrs, Attr{"stride", cloneInts(opt.Stride)}, Attr{"padding", cloneInts(opt.Padding)},
-			Attr{"dilation", cloneInts(opt.Dilation)}, Attr{"ceil_mode", opt.CeilMode}, Attr{"count_include_pad", opt.CountIncludePad})
+		attrs = append(attrs, attr("stride", cloneInts(opt.Stride)), attr("padding", cloneInts(opt.Padding)),
+			attr("dilation", cloneInts(opt.Dilation)), attr("ceil_mode", opt.CeilMode), attr("count_include_pad", opt.CountIncludePad))
 	}
 	trace(op, []*Tensor{x}, []*Tensor{*out}, attrs...)
 }

@@ -94,12 +94,12 @@ func reduceSum(op string, x *Tensor, dims []int, keepDim, mean bool) *Tensor {
 	out := &Tensor{dtype: Float32, shape: outShape, data: make([]float32, numel(op, outShape))}
 	dst := reduceStrides(reduced, keepDim, stridesOf(outShape, Contiguous))
 	kernels.StridedSum(out.Float32s(), x.Float32s(), x.shape, dst, stridesOf(x.shape, x.format), scale)
-	if tracing() {
+	if traced(x) {
 		name := "Sum"
 		if mean {
 			name = "Mean"
 		}
-		trace(name, []*Tensor{x}, []*Tensor{out}, Attr{"dims", cloneInts(dims)}, Attr{"keepdim", keepDim})
+		trace(name, []*Tensor{x}, []*Tensor{out}, attr("dims", cloneInts(dims)), attr("keepdim", keepDim))
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		// Every input element receives the gradient of the result it

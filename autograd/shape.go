@@ -158,10 +158,10 @@ func shapeReshape(op string, x *Tensor, shape []int, view bool) *Tensor {
 	default:
 		out = shapeAlias(x.reformat(Contiguous), target, Contiguous)
 	}
-	if tracing() && op != "Flatten" {
+	if traced(x) && op != "Flatten" {
 		// The shape as asked, −1 included, so a graph traced at one batch
 		// size runs at another when the code left the batch free.
-		trace("Reshape", []*Tensor{x}, []*Tensor{out}, Attr{"shape", cloneInts(shape)})
+		trace("Reshape", []*Tensor{x}, []*Tensor{out}, attr("shape", cloneInts(shape)))
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		return []*Tensor{shapeUnreshape(g, x)}
@@ -209,8 +209,8 @@ func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 	shape = append(shape, numel(op, x.shape[s:e+1]))
 	shape = append(shape, x.shape[e+1:]...)
 	out := shapeReshape(op, x, shape, false)
-	if tracing() {
-		trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"start_dim", s}, Attr{"end_dim", e})
+	if traced(x) {
+		trace(op, []*Tensor{x}, []*Tensor{out}, attr("start_dim", s), attr("end_dim", e))
 	}
 	return out
 }
@@ -273,8 +273,8 @@ func Permute(x *Tensor, dims ...int) *Tensor {
 // shapePermute returns x with dimension i of the result being perm[i] of x.
 func shapePermute(op string, x *Tensor, perm []int) *Tensor {
 	out := shapePermuted(x, perm, Contiguous)
-	if tracing() {
-		trace("Permute", []*Tensor{x}, []*Tensor{out}, Attr{"dims", cloneInts(perm)})
+	if traced(x) {
+		trace("Permute", []*Tensor{x}, []*Tensor{out}, attr("dims", cloneInts(perm)))
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		inv := make([]int, len(perm))
@@ -369,8 +369,8 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		off += x.shape[dim]
 	}
 	inputs := append([]*Tensor(nil), xs...)
-	if tracing() {
-		trace(op, inputs, []*Tensor{out}, Attr{"dim", dim})
+	if traced(inputs...) {
+		trace(op, inputs, []*Tensor{out}, attr("dim", dim))
 	}
 	return record(op+"Backward", out, inputs, func(g *Tensor) []*Tensor {
 		gs := g.Strides()
@@ -474,9 +474,9 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 			c = &Tensor{dtype: x.dtype, shape: shape, format: x.format, data: makeData(x.dtype, n)}
 			stridedCopyData(c.data, 0, x.data, start, shape, c.Strides(), xs)
 		}
-		if i == len(sizes)-1 && tracing() {
+		if i == len(sizes)-1 && traced(x) {
 			chunks[i] = c
-			trace("Split", []*Tensor{x}, chunks, Attr{"sizes", cloneInts(sizes)}, Attr{"dim", dim})
+			trace("Split", []*Tensor{x}, chunks, attr("sizes", cloneInts(sizes)), attr("dim", dim))
 		}
 		lo := off
 		chunks[i] = record(op+"Backward", c, []*Tensor{x}, func(g *Tensor) []*Tensor {

@@ -55,7 +55,7 @@ func softmaxSplit(shape []int, f MemoryFormat, dim int) (outer, n, inner int) {
 }
 
 func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
-	x = autocastF32(x)
+	x = autocastF32(modeOf(x), x)
 	if x != nil && x.dtype == BFloat16 {
 		// Outside autocast bfloat16 stays bfloat16, computed in float32.
 		return viaFloat32(x, func(x *Tensor) *Tensor { return softmaxOp(op, x, dim, log) })
@@ -75,8 +75,8 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 	} else {
 		kernels.Softmax(s, xc.Float32s(), y)
 	}
-	if tracing() {
-		trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"dim", d})
+	if traced(x) {
+		trace(op, []*Tensor{x}, []*Tensor{out}, attr("dim", d))
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		if g.format != Contiguous {

@@ -1,10 +1,6 @@
 package autograd
 
-import (
-	"sync/atomic"
-
-	"github.com/kilnml/kiln/kernels"
-)
+import "github.com/kilnml/kiln/kernels"
 
 // node is one recorded operation on the tape: where each of its inputs
 // came from and the function that maps the gradient of its output to
@@ -33,28 +29,21 @@ type edge struct {
 
 func (e edge) live() bool { return e.node != nil || e.leaf != nil }
 
-// noGradDepth counts the NoGrad calls in progress. Grad mode is
-// process-wide, not per goroutine: Go has no goroutine-local state, and
-// Kiln's own parallelism lives below the tape, inside kernels.
-var noGradDepth atomic.Int32
-
-// GradEnabled reports whether operations are being recorded for autograd.
-func GradEnabled() bool { return noGradDepth.Load() == 0 }
-
-// NoGrad runs f with gradient recording off, like torch.no_grad: results of
-// operations inside f do not require gradients.
-func NoGrad(f func()) {
-	noGradDepth.Add(1)
-	defer noGradDepth.Add(-1)
-	f()
+// record attaches the op to out when any input requires a gradient and
+// the op's mode (the union of its inputs' modes) records, and returns out,
+// which takes that mode. Every differentiable op builds its result through
+// record; this is also the one place a tracer hooks in.
+func record(op string, out *Tensor, inputs []*Tensor, backward func(grad *Tensor) []*Tensor) *Tensor {
+	return recordIn(Mode{}, op, out, inputs, backward)
 }
 
-// record attaches the op to out when grad mode is on and any input requires
-// a gradient, and returns out. Every differentiable op builds its result
-// through record; this is also the one place a tracer hooks in.
-func record(op string, out *Tensor, inputs []*Tensor, backward func(grad *Tensor) []*Tensor) *Tensor {
-	traceRecorded(op, out)
-	if !GradEnabled() {
+// recordIn is record for an op running in mode m, which may add to its
+// inputs' modes (an autocast cast runs in the mode of the op it serves).
+func recordIn(m Mode, op string, out *Tensor, inputs []*Tensor, backward func(grad *Tensor) []*Tensor) *Tensor {
+	m = m.union(modeOf(inputs...))
+	out.mode = out.mode.union(m)
+	traceRecorded(m, op, out)
+	if m.noGrad {
 		return out
 	}
 	var edges []edge
@@ -123,10 +112,10 @@ func (t *Tensor) SetGrad(g *Tensor) {
 // zero_grad(set_to_none=True) does.
 func (t *Tensor) ZeroGrad() { t.grad, t.sparseGrad = nil, nil }
 
-// Detach returns a tensor that shares t's data but is cut off from the
-// tape and requires no gradient.
+// Detach returns a tensor that shares t's data and mode but is cut off
+// from the tape and requires no gradient.
 func (t *Tensor) Detach() *Tensor {
-	return &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: t.format, data: t.data}
+	return &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: t.format, data: t.data, mode: t.mode}
 }
 
 // Backward computes the gradient of t with respect to every leaf that
@@ -173,7 +162,9 @@ func (t *Tensor) backward(retain bool, grad []*Tensor) {
 	default:
 		Fail("Backward", "takes at most one gradient, got %d", len(grad))
 	}
-	NoGrad(func() { runBackward(t, g, retain) })
+	// The backward ops compute from g: marking it makes them record
+	// nothing, whatever the modes of the tensors they saved.
+	runBackward(t, g.inMode(Mode{noGrad: true}), retain)
 }
 
 func runBackward(root, g *Tensor, retain bool) {

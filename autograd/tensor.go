@@ -27,6 +27,7 @@ type Tensor struct {
 	grad         *Tensor
 	sparseGrad   *sparseEntries // instead of grad, after a sparse embedding lookup
 	node         *node          // the op that made this tensor; nil for leaves
+	mode         Mode           // the computation t belongs to
 }
 
 // numel is the product of dims, counted by shape.Numel, panicking with

@@ -2,74 +2,76 @@ package autograd
 
 import (
 	"strings"
-	"sync/atomic"
+
+	"github.com/kilnml/kiln/internal/tracing"
 )
 
-// Tracer receives the operations a model runs while it is installed with
-// WithTracer; package graph builds its IR from them. Autograd knows only
-// ops and tensors: a tracer turns tensors it has not seen into constants
-// or inputs as it sees fit.
-type Tracer interface {
-	// Op reports one call of a traceable op: its canonical name ("Conv2d",
-	// "ReLU", "Add", …), its attributes, its tensor operands (nil for an
-	// absent optional one, like a missing bias) and its results. Ops that
-	// autograd runs as one fused kernel are reported decomposed (AddReLU
-	// as Add then ReLU, with an intermediate result that holds no data),
-	// so the graph sees each op once and its passes fuse them again.
-	Op(op string, attrs []Attr, inputs, outputs []*Tensor)
-	// Recorded reports that op made out. Every op that records a
-	// backward reports it, traceable or not, before or after its Op call:
-	// a tensor that no Op call ever reports as a result was made by an op
-	// that cannot be traced.
-	Recorded(op string, out *Tensor)
-	// Enter and Exit bracket a module's forward (see EnterModule).
-	Enter(module any)
-	Exit()
+// traceSession is one running trace: the tracer the ops of the traced
+// computation report to. Tensors of that computation point to it from
+// their Mode.
+type traceSession struct {
+	t tracing.Tracer[*Tensor]
 }
 
-// Attr is one attribute of a traced op. Value is an int, []int, float64,
-// bool, string, DType or MemoryFormat.
-type Attr struct {
-	Name  string
-	Value any
+func init() {
+	tracing.Install(tracing.Hooks[*Tensor]{Start: startTrace, Enter: enterModule})
 }
 
-var activeTracer atomic.Pointer[tracerBox]
-
-type tracerBox struct{ t Tracer }
-
-// WithTracer runs f with t receiving every op f runs. Like NoGrad it is
-// process-wide: other goroutines running ops meanwhile are traced too, so
-// trace one model at a time. Tracers do not nest.
-func WithTracer(t Tracer, f func()) {
-	if !activeTracer.CompareAndSwap(nil, &tracerBox{t}) {
-		Fail("WithTracer", "a trace is already running")
+// startTrace returns views of inputs that start a computation reporting to
+// tr, recording no gradient, and puts the tensors of state into that
+// computation until end is called.
+func startTrace(tr tracing.Tracer[*Tensor], inputs, state []*Tensor) (views []*Tensor, end func()) {
+	m := Mode{noGrad: true, trace: &traceSession{t: tr}}
+	views = make([]*Tensor, len(inputs))
+	for i, in := range inputs {
+		if in != nil {
+			views[i] = in.inMode(m)
+		}
 	}
-	defer activeTracer.Store(nil)
-	f()
+	saved := make([]Mode, len(state))
+	for i, s := range state {
+		saved[i] = s.mode
+		s.mode = s.mode.union(m)
+	}
+	return views, func() {
+		for i := len(state) - 1; i >= 0; i-- { // a tensor listed twice ends as it began
+			state[i].mode = saved[i]
+		}
+	}
 }
 
-// tracing reports whether a tracer is installed; ops test it before
-// building their attributes, so untraced calls pay one atomic load.
-func tracing() bool { return activeTracer.Load() != nil }
-
-// EnterModule tells a running tracer that module's forward begins and
-// returns the function that ends it; with no tracer it costs an atomic load.
-// Modules call it as `defer autograd.EnterModule(m)()` so a tracer can name
-// the module an untraceable op ran in.
-func EnterModule(module any) func() {
-	box := activeTracer.Load()
-	if box == nil {
+// enterModule tells the tracer of x's computation, if any, that module's
+// forward begins and returns the function that ends it.
+func enterModule(module any, x *Tensor) func() {
+	if x == nil || x.mode.trace == nil {
 		return func() {}
 	}
-	box.t.Enter(module)
-	return box.t.Exit
+	tr := x.mode.trace.t
+	tr.Enter(module)
+	return tr.Exit
 }
 
-// trace reports a traceable op's call to the tracer, if any.
-func trace(op string, inputs, outputs []*Tensor, attrs ...Attr) {
-	if box := activeTracer.Load(); box != nil {
-		box.t.Op(op, attrs, inputs, outputs)
+// traced reports whether an op on ts is traced; ops test it before
+// building their attributes.
+func traced(ts ...*Tensor) bool {
+	for _, t := range ts {
+		if t != nil && t.mode.trace != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// trace reports a traceable op's call to the tracer of its operands'
+// computation, if any.
+func trace(op string, inputs, outputs []*Tensor, attrs ...tracing.Attr) {
+	traceIn(Mode{}, op, inputs, outputs, attrs...)
+}
+
+// traceIn is trace for an op running in mode m besides its operands'.
+func traceIn(m Mode, op string, inputs, outputs []*Tensor, attrs ...tracing.Attr) {
+	if m = m.union(modeOf(inputs...)); m.trace != nil {
+		m.trace.t.Op(op, attrs, inputs, outputs)
 	}
 }
 
@@ -80,17 +82,12 @@ func traceRecord(op string, out *Tensor, inputs []*Tensor, backward func(grad *T
 	return record(op+"Backward", out, inputs, backward)
 }
 
-// traceRecorded tells the tracer which op made out; record calls it, so an
-// op that never called trace shows up as untraceable.
-func traceRecorded(op string, out *Tensor) {
-	if box := activeTracer.Load(); box != nil {
-		box.t.Recorded(strings.TrimSuffix(op, "Backward"), out)
+// traceRecorded tells the tracer of mode m which op made out; record calls
+// it, so an op that never called trace shows up as untraceable.
+func traceRecorded(m Mode, op string, out *Tensor) {
+	if m.trace != nil {
+		m.trace.t.Recorded(strings.TrimSuffix(op, "Backward"), out)
 	}
 }
 
-// Meta returns a tensor with t's dtype, shape and memory format and no
-// data, as tracers receive for intermediate results of decomposed ops.
-func (t *Tensor) Meta() *Tensor { return t.meta() }
-
-// HasData reports whether t holds data (Meta tensors do not).
-func (t *Tensor) HasData() bool { return t.data != nil }
+func attr(name string, v any) tracing.Attr { return tracing.Attr{Name: name, Value: v} }

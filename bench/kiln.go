@@ -86,15 +86,15 @@ func Prepare(w Workload) (func(), error) {
 		if err := need(1); err != nil {
 			return nil, err
 		}
-		x := autograd.FromFloat32(fill(d[0]))
+		x := autograd.NoGrad(autograd.FromFloat32(fill(d[0])))
 		switch w.Kind {
 		case KindReLU:
-			return func() { autograd.NoGrad(func() { autograd.ReLU(x) }) }, nil
+			return func() { autograd.ReLU(x) }, nil
 		case KindGELU:
-			return func() { autograd.NoGrad(func() { autograd.GELU(x, "none") }) }, nil
+			return func() { autograd.GELU(x, "none") }, nil
 		default:
 			y := autograd.FromFloat32(fill(d[0]))
-			return func() { autograd.NoGrad(func() { autograd.Add(x, y) }) }, nil
+			return func() { autograd.Add(x, y) }, nil
 		}
 
 	case KindReLUInto, KindGELUInto, KindAddInto:
@@ -116,8 +116,8 @@ func Prepare(w Workload) (func(), error) {
 		if err := need(2); err != nil {
 			return nil, err
 		}
-		x := autograd.FromFloat32(fill(d[0]*d[1]), d[0], d[1])
-		return func() { autograd.NoGrad(func() { autograd.Softmax(x, 1) }) }, nil
+		x := autograd.NoGrad(autograd.FromFloat32(fill(d[0]*d[1]), d[0], d[1]))
+		return func() { autograd.Softmax(x, 1) }, nil
 
 	case KindBatchNorm:
 		if err := need(4); err != nil {
@@ -172,7 +172,8 @@ func Prepare(w Workload) (func(), error) {
 		}
 		model, x := resNet50Input(d[0], d[1])
 		nn.Eval(model)
-		return func() { autograd.NoGrad(func() { model.Forward(x) }) }, nil
+		x = autograd.NoGrad(x)
+		return func() { model.Forward(x) }, nil
 
 	case KindResNet50Graph, KindResNet50GraphNoFuse:
 		if err := need(2); err != nil {
@@ -195,7 +196,8 @@ func Prepare(w Workload) (func(), error) {
 		if _, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16)); err != nil {
 			return nil, err
 		}
-		return func() { autograd.NoGrad(func() { amp.Autocast(func() { model.Forward(x) }) }) }, nil
+		x = amp.Autocast(autograd.NoGrad(x))
+		return func() { model.Forward(x) }, nil
 
 	case KindResNet50TrainBF16:
 		if err := need(2); err != nil {
@@ -226,10 +228,7 @@ func resNet50Graph(n, image int, fuse bool) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	was := graph.FusionEnabled()
-	graph.EnableFusion(fuse)
-	frozen, err := graph.Freeze(g)
-	graph.EnableFusion(was)
+	frozen, err := graph.Freeze(g, graph.WithFusion(fuse))
 	if err != nil {
 		return nil, err
 	}
@@ -282,8 +281,7 @@ func resNet50TrainStepBF16(n, image int) (func(), error) {
 	opt := o.Optimizer
 	return func() {
 		opt.ZeroGrad()
-		var loss *autograd.Tensor
-		amp.Autocast(func() { loss = autograd.CrossEntropy(model.Forward(x), labels, autograd.CrossEntropyOptions{}) })
+		loss := autograd.CrossEntropy(model.Forward(amp.Autocast(x)), labels, autograd.CrossEntropyOptions{})
 		loss.Backward()
 		opt.Step()
 	}, nil

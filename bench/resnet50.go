@@ -83,7 +83,7 @@ var ResNet50InferBatches = []int{1, 16}
 
 // ResNet50Workloads returns the whole-model rows for image×image inputs,
 // in table order, all in group "ResNet-50". Every inference batch has two
-// rows with the same Kiln side (eager, nn.Eval under autograd.NoGrad):
+// rows with the same Kiln side (eager, nn.Eval on an autograd.NoGrad input):
 // "vs torch eager" compares it with model.eval() under torch.no_grad(),
 // "vs torch jit.freeze" with torch.jit.freeze(torch.jit.trace(model, x));
 // Kiln is timed again for the second row so that both sides of each row

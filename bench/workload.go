@@ -31,7 +31,7 @@ const (
 	KindResNet50Train       = "resnet50_train"        // Dims batch, image: zero grad, train-mode forward, cross-entropy, backward, SGD step
 	KindResNet50TrainMem    = "resnet50_train_mem"    // Dims batch, image, steps: peak RSS of that many training steps in a fresh process
 	KindResNet50Graph       = "resnet50_graph"        // Dims batch, image: Kiln's frozen fused graph (Trace, Freeze, Compile); PyTorch as resnet50_infer_frozen
-	KindResNet50GraphNoFuse = "resnet50_graph_nofuse" // the same with graph.EnableFusion(false); PyTorch as resnet50_infer_frozen
+	KindResNet50GraphNoFuse = "resnet50_graph_nofuse" // the same with graph.WithFusion(false); PyTorch as resnet50_infer_frozen
 	KindResNet50InferBF16   = "resnet50_infer_bf16"   // Dims batch, image: BF16 inference (Kiln: kiln.Optimize with BF16 weights, under amp.Autocast; PyTorch: model.bfloat16())
 	KindResNet50TrainBF16   = "resnet50_train_bf16"   // Dims batch, image: the train step in BF16 (Kiln: split master weights from kiln.Optimize, under amp.Autocast; PyTorch: torch.cpu.amp.autocast)
 )

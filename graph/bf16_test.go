@@ -18,11 +18,11 @@ func TestTraceUnderAutocastGivesBF16Graph(t *testing.T) {
 	m := nn.Eval(models.ResNet18(g, models.ResNetOptions{NumClasses: 10}))
 	x := autograd.Randn(g, 2, 3, 32, 32)
 	var want *autograd.Tensor
-	autograd.NoGrad(func() { amp.Autocast(func() { want = m.Forward(x) }) })
+	want = m.Forward(amp.Autocast(autograd.NoGrad(x)))
 
 	var traced *Graph
 	var err error
-	amp.Autocast(func() { traced, err = Trace(m, x) })
+	traced, err = Trace(m, amp.Autocast(x))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,10 +48,7 @@ func tinyGraph(t testing.TB, fused bool) (*Graph, *autograd.Tensor) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	was := FusionEnabled()
-	EnableFusion(fused)
-	defer EnableFusion(was)
-	if g, err = Freeze(g); err != nil {
+	if g, err = Freeze(g, WithFusion(fused)); err != nil {
 		t.Fatal(err)
 	}
 	return g, x

@@ -25,7 +25,7 @@ func newBlock(g *autograd.Generator) *block {
 }
 
 func (b *block) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(b)()
+	defer nn.Enter(b, x)()
 	return autograd.ReLU(b.bn.Forward(b.conv.Forward(x)))
 }
 

@@ -60,6 +60,12 @@ func Compile(g *Graph, opts ...CompileOption) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Constants may be a model's parameters, which require gradients;
+	// detached, no op the program runs on them records.
+	g = g.Clone()
+	for id, t := range g.Consts {
+		g.Consts[id] = t.Detach()
+	}
 	p := &Program{g: g, impls: impls, budget: machineMemory()}
 	for _, o := range opts {
 		o(p)
@@ -164,14 +170,16 @@ func (p *Program) evalEager(inputs []*autograd.Tensor) ([]*autograd.Tensor, erro
 	g := p.g
 	vals := make([]*autograd.Tensor, len(g.Values))
 	for i, id := range g.Inputs {
-		vals[id] = inputs[i]
+		// A view that records nothing, even for an input that requires
+		// a gradient: the program computes, it does not train.
+		vals[id] = autograd.NoGrad(inputs[i])
 	}
 	for id, t := range g.Consts {
 		vals[id] = t
 	}
 	cur := -1
 	err := g.catch(&cur, func() {
-		autograd.NoGrad(func() {
+		func() {
 			for i := range g.Nodes {
 				cur = i
 				n := &g.Nodes[i]
@@ -189,7 +197,7 @@ func (p *Program) evalEager(inputs []*autograd.Tensor) ([]*autograd.Tensor, erro
 					vals[o] = res[j]
 				}
 			}
-		})
+		}()
 	})
 	if err != nil {
 		return nil, err
@@ -241,7 +249,7 @@ func (pl *plan) runWith(inputs []*autograd.Tensor, exec func()) (err error) {
 	for i, in := range inputs {
 		pl.ins[i].CopyFrom(in)
 	}
-	autograd.NoGrad(exec)
+	exec()
 	return nil
 }
 

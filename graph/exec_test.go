@@ -125,7 +125,7 @@ func TestCompiledResNet18BF16(t *testing.T) {
 	x := autograd.Randn(g, 1, 3, 32, 32).To(autograd.ChannelsLast)
 	var gr *Graph
 	var err error
-	autograd.WithAutocast(func() { gr, err = Trace(m, x) })
+	gr, err = Trace(m, autograd.Autocast(x))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,14 +444,11 @@ func TestRunAllocatesNothing(t *testing.T) {
 	r18 := nn.Eval(models.ResNet18(g, models.ResNetOptions{NumClasses: 10}))
 	xf := autograd.Randn(g, 1, 3, 32, 32).To(autograd.ChannelsLast)
 	frozen := func(bf16 bool) *Program {
-		var traced *Graph
-		var err error
-		trace := func() { traced, err = Trace(r18, xf) }
+		x := xf
 		if bf16 {
-			autograd.WithAutocast(trace)
-		} else {
-			trace()
+			x = autograd.Autocast(x)
 		}
+		traced, err := Trace(r18, x)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ import (
 //     convolution or linear output by a constant that is a scalar or holds
 //     one value per output channel is folded into the weight and bias.
 //   - Nodes no output needs, and constants no node reads, are dropped.
-//   - With fusion enabled (see EnableFusion), the fusion passes merge the
+//   - With fusion on (see WithFusion), the fusion passes merge the
 //     patterns FusionPatterns lists, channel shuffles and sibling Linear
 //     layers into single fused nodes.
 //
@@ -43,7 +43,11 @@ import (
 // layer gains). g itself is not changed; a g that fails Validate or has a
 // node that does not fit its op (see Compile), or a constant node whose op
 // fails, is an error.
-func Freeze(g *Graph) (*Graph, error) {
+func Freeze(g *Graph, opts ...FreezeOption) (*Graph, error) {
+	var conf freezeConfig
+	for _, o := range opts {
+		o(&conf)
+	}
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("graph.Freeze: %w", err)
 	}
@@ -51,34 +55,37 @@ func Freeze(g *Graph) (*Graph, error) {
 		return nil, fmt.Errorf("graph.Freeze: %w", validateErr{err})
 	}
 	f := g.Clone()
+	// Constants may be the model's parameters, which require gradients:
+	// detached, the passes' ops on them record nothing.
+	for id, t := range f.Consts {
+		f.Consts[id] = t.Detach()
+	}
 	var passErr error
 	err := autograd.Try(func() {
-		autograd.NoGrad(func() {
-			removeIdentities(f)
-			mergeCommon(f)
-			// BatchNorms fold before constant propagation, into the
-			// float32 weights behind autocast's casts, so BF16 weights are
-			// rounded once, after folding.
-			for foldBatchNorm(f) {
-			}
-			if passErr = propagateConstants(f); passErr != nil {
-				return
-			}
-			for foldConstArith(f) || foldBatchNorm(f) {
-			}
+		removeIdentities(f)
+		mergeCommon(f)
+		// BatchNorms fold before constant propagation, into the
+		// float32 weights behind autocast's casts, so BF16 weights are
+		// rounded once, after folding.
+		for foldBatchNorm(f) {
+		}
+		if passErr = propagateConstants(f); passErr != nil {
+			return
+		}
+		for foldConstArith(f) || foldBatchNorm(f) {
+		}
+		eliminateDead(f)
+		if !conf.noFusion {
+			fuseAll(f)
 			eliminateDead(f)
-			if FusionEnabled() {
-				fuseAll(f)
-				eliminateDead(f)
-			}
-			compactValues(f)
-			// Constants may still share memory with the model (parameters
-			// traced as they are, reshapes of them that alias) or with each
-			// other; one copy each makes the frozen graph independent.
-			for id, t := range f.Consts {
-				f.Consts[id] = t.Detach().Clone()
-			}
-		})
+		}
+		compactValues(f)
+		// Constants may still share memory with the model (parameters
+		// traced as they are, reshapes of them that alias) or with each
+		// other; one copy each makes the frozen graph independent.
+		for id, t := range f.Consts {
+			f.Consts[id] = t.Clone()
+		}
 	})
 	if err == nil {
 		err = passErr

@@ -3,24 +3,21 @@ package graph
 import (
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/kilnml/kiln/autograd"
 )
 
-// fusionOff is the switch EnableFusion sets; its zero value leaves fusion
-// on, as IPEX's is by default.
-var fusionOff atomic.Bool
+// A FreezeOption sets a knob of one Freeze.
+type FreezeOption func(*freezeConfig)
 
-// EnableFusion switches Freeze's fusion passes on or off for the whole
-// process (ipex.enable_onednn_fusion). Graphs frozen with fusion off hold
+type freezeConfig struct{ noFusion bool }
+
+// WithFusion switches Freeze's fusion passes on (the default, as IPEX's
+// ipex.enable_onednn_fusion) or off. Graphs frozen with fusion off hold
 // only the ops the trace recorded, which run with the same numerics as
 // the fused ones' decomposed forms; it is meant for comparing the two and
 // for finding a fusion at fault.
-func EnableFusion(on bool) { fusionOff.Store(!on) }
-
-// FusionEnabled reports whether Freeze runs its fusion passes.
-func FusionEnabled() bool { return !fusionOff.Load() }
+func WithFusion(on bool) FreezeOption { return func(c *freezeConfig) { c.noFusion = !on } }
 
 // The fused ops the chain fusion pass makes, by their fused names (see
 // FusedSep), in two rounds. The attention and transformer patterns go

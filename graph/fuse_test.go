@@ -20,7 +20,7 @@ type passNet struct {
 }
 
 func (m *passNet) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(m)()
+	defer nn.Enter(m, x)()
 	return m.fwd(m.layers, x)
 }
 
@@ -215,17 +215,11 @@ func passTrace(t *testing.T, m nn.Layer, x *autograd.Tensor, bf16 bool) (*Graph,
 	var g *Graph
 	var want *autograd.Tensor
 	var err error
-	run := func(f func()) {
-		if bf16 {
-			autograd.WithAutocast(f)
-		} else {
-			f()
-		}
+	if bf16 {
+		x = autograd.Autocast(x)
 	}
-	run(func() {
-		g, err = Trace(m, x)
-		autograd.NoGrad(func() { want = m.Forward(x) })
-	})
+	g, err = Trace(m, x)
+	want = m.Forward(autograd.NoGrad(x))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +257,6 @@ func hasFusedOp(g *Graph) bool {
 // autocast, where the same fusions must happen on the BF16 graph (with
 // type promotion's casts where a float32 tensor joins in).
 func TestFusionPatterns(t *testing.T) {
-	defer EnableFusion(true)
 	cases := fusionCases()
 	written := map[string]bool{}
 	for _, c := range cases {
@@ -292,8 +285,7 @@ func TestFusionPatterns(t *testing.T) {
 			}
 			var outs []*autograd.Tensor
 			for _, on := range []bool{true, false} {
-				EnableFusion(on)
-				frozen, err := Freeze(traced)
+				frozen, err := Freeze(traced, WithFusion(on))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -365,11 +357,9 @@ func TestChannelShuffleEager(t *testing.T) {
 	for _, f := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast} {
 		x := autograd.Randn(gen, 2, 6, 3, 4).To(f)
 		var got, want *autograd.Tensor
-		autograd.NoGrad(func() {
-			got = channelShuffle(x, 3)
-			y := autograd.Permute(autograd.Reshape(x, 2, 3, 2, 3, 4), 0, 2, 1, 3, 4)
-			want = autograd.Reshape(y.Contiguous(), 2, 6, 3, 4)
-		})
+		got = channelShuffle(x, 3)
+		y := autograd.Permute(autograd.Reshape(x, 2, 3, 2, 3, 4), 0, 2, 1, 3, 4)
+		want = autograd.Reshape(y.Contiguous(), 2, 6, 3, 4)
 		if !slicesEqual(got.Float32s(), want.Float32s()) || got.Format() != want.Format() {
 			t.Errorf("%v: ChannelShuffle differs from reshape, permute, reshape", f)
 		}

@@ -62,7 +62,7 @@ func checkFrozenResNet(t *testing.T, arch string) {
 			nn.To(m, format)
 			xf := x.To(format)
 			var eager *autograd.Tensor
-			autograd.NoGrad(func() { eager = m.Forward(xf) })
+			eager = m.Forward(autograd.NoGrad(xf))
 			p, _ := freezeAndCompile(t, m, xf)
 			outs, err := p.Run(xf)
 			if err != nil {

@@ -233,7 +233,7 @@ func (p *Program) compileNode(i int, vals []*autograd.Tensor, static []bool) (fn
 		outs[j] = vals[o]
 	}
 	err = g.catch(&i, func() {
-		autograd.NoGrad(func() { fn = compileOp(c, n, ins, outs) })
+		fn = compileOp(c, n, ins, outs)
 	})
 	if err != nil {
 		return nil, false, err

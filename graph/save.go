@@ -306,7 +306,7 @@ func encodeAttr(a Attr) irAttr {
 // encodeConst returns t's elements in logical row-major order as
 // little-endian bytes under its safetensors dtype.
 func encodeConst(name string, t *autograd.Tensor) (safetensors.Tensor, error) {
-	if !t.HasData() {
+	if t.Data() == nil {
 		return safetensors.Tensor{}, fmt.Errorf("constant %s has no data", name)
 	}
 	dtype, ok := stDTypes[t.DType()]
@@ -426,7 +426,7 @@ func decode(data []byte) (*Graph, error) {
 			return nil, fmt.Errorf("constant %s: %w", g.Values[v].Name, err)
 		}
 		if f := g.Values[v].Format; f != autograd.Contiguous {
-			autograd.NoGrad(func() { t = t.To(f) })
+			t = t.To(f) // t requires no gradient: nothing is recorded
 		}
 		g.Consts[v] = t
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/tracing"
 	"github.com/kilnml/kiln/nn"
 )
 
@@ -13,9 +14,14 @@ import (
 // gradient recording, and returns the ops it ran as a graph. model must be
 // an nn.Layer (one input, one output); TraceFunc traces any forward.
 // Parameters and buffers become constants named by their state-dict names
-// and shared with the model until Freeze copies them. Called inside
-// amp.Autocast, the trace records the autocast casts and gives a BF16
-// graph.
+// and shared with the model until Freeze copies them. With an input marked
+// by amp.Autocast, the trace records the autocast casts and gives a BF16
+// graph. Only the ops computed from the inputs and from model's
+// parameters and buffers are traced: other goroutines, and other traces
+// running meanwhile, are not seen. A tensor the forward reaches otherwise
+// is frozen at its value as a constant. Like the switch to evaluation
+// mode, the trace changes model while it runs: do not use model in another
+// goroutine meanwhile.
 func Trace(model nn.Module, inputs ...*autograd.Tensor) (*Graph, error) {
 	l, ok := model.(nn.Layer)
 	if !ok {
@@ -44,6 +50,16 @@ func TraceFunc(model nn.Module, forward func(inputs []*autograd.Tensor) []*autog
 		}
 	}
 	t := newTracer(model)
+	// The forward runs on views of the inputs that carry this trace, and
+	// the model's parameters and buffers join it while it runs: only ops
+	// computed from them report to t, so other goroutines' ops, and other
+	// traces, are not seen.
+	var state []*autograd.Tensor
+	for p := range t.params {
+		state = append(state, p)
+	}
+	inputs, end := tracing.Get[*autograd.Tensor]().Start(t, inputs, state)
+	defer end()
 	for i, in := range inputs {
 		id := t.g.AddValue(Value{Name: fmt.Sprintf("input%d", i), Shape: in.Shape(), DType: in.DType(), Format: in.Format()})
 		t.g.Inputs = append(t.g.Inputs, id)
@@ -64,9 +80,7 @@ func TraceFunc(model nn.Module, forward func(inputs []*autograd.Tensor) []*autog
 	}()
 	var outs []*autograd.Tensor
 	runErr := autograd.Try(func() {
-		autograd.NoGrad(func() {
-			autograd.WithTracer(t, func() { outs = forward(inputs) })
-		})
+		outs = forward(inputs)
 	})
 	if runErr != nil {
 		return nil, fmt.Errorf("graph.Trace: forward failed: %w", runErr)
@@ -91,7 +105,7 @@ func TraceFunc(model nn.Module, forward func(inputs []*autograd.Tensor) []*autog
 	return t.g, nil
 }
 
-// tracer implements autograd.Tracer, building a Graph.
+// tracer is the tracing.Tracer of one trace, building a Graph.
 type tracer struct {
 	g       *Graph
 	ids     map[*autograd.Tensor]int
@@ -166,7 +180,7 @@ func (t *tracer) use(x *autograd.Tensor) (int, error) {
 	if id, ok := t.ids[x]; ok {
 		return id, nil
 	}
-	if !x.HasData() && x.Numel() != 0 {
+	if x.Data() == nil && x.Numel() != 0 {
 		return 0, fmt.Errorf("a tensor without data reached the trace in %s", t.where())
 	}
 	name, isParam := t.params[x]
@@ -187,7 +201,7 @@ func (t *tracer) use(x *autograd.Tensor) (int, error) {
 	return id, nil
 }
 
-func (t *tracer) Op(op string, attrs []autograd.Attr, inputs, outputs []*autograd.Tensor) {
+func (t *tracer) Op(op string, attrs []tracing.Attr, inputs, outputs []*autograd.Tensor) {
 	n := Node{Op: op, Scope: t.currentScope()}
 	for _, in := range inputs {
 		if in == nil {
@@ -218,7 +232,7 @@ func (t *tracer) Op(op string, attrs []autograd.Attr, inputs, outputs []*autogra
 	t.g.Nodes = append(t.g.Nodes, n)
 }
 
-func convertAttr(a autograd.Attr) (Attr, error) {
+func convertAttr(a tracing.Attr) (Attr, error) {
 	switch v := a.Value.(type) {
 	case int:
 		return IntAttr(a.Name, v), nil

@@ -33,7 +33,7 @@ type lossy struct {
 }
 
 func (l *lossy) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(l)()
+	defer nn.Enter(l, x)()
 	y := l.fc.Forward(x)
 	return autograd.CrossEntropy(y, autograd.FromInt64([]int64{0}, 1), autograd.CrossEntropyOptions{})
 }
@@ -64,7 +64,7 @@ type wrapper struct {
 }
 
 func (w *wrapper) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(w)()
+	defer nn.Enter(w, x)()
 	return w.head.Forward(x)
 }
 
@@ -85,7 +85,7 @@ func TestTraceRunMatchesEager(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want *autograd.Tensor
-	autograd.NoGrad(func() { want = m.Forward(x) })
+	want = m.Forward(autograd.NoGrad(x))
 	if !slicesEqual(got[0].Float32s(), want.Float32s()) {
 		t.Fatalf("graph run differs from eager")
 	}
@@ -113,7 +113,7 @@ type scaled struct {
 }
 
 func (s *scaled) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(s)()
+	defer nn.Enter(s, x)()
 	return autograd.Mul(s.drop.Forward(s.fc.Forward(x)), s.scale)
 }
 
@@ -144,7 +144,7 @@ func TestTraceDropoutAndConstants(t *testing.T) {
 	}
 	m.scale.Fill(0.5)
 	var want *autograd.Tensor
-	autograd.NoGrad(func() { want = nn.Eval(m).Forward(x) })
+	want = nn.Eval(m).Forward(autograd.NoGrad(x))
 	if !slicesEqual(got[0].Float32s(), want.Float32s()) {
 		t.Errorf("graph %v, eager %v", got[0].Float32s(), want.Float32s())
 	}

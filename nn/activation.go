@@ -10,7 +10,7 @@ func NewReLU() *ReLU { return &ReLU{} }
 
 // Forward applies the activation.
 func (m *ReLU) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(m)()
+	defer Enter(m, x)()
 	return autograd.ReLU(x)
 }
 
@@ -22,7 +22,7 @@ func NewSigmoid() *Sigmoid { return &Sigmoid{} }
 
 // Forward applies the activation.
 func (m *Sigmoid) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(m)()
+	defer Enter(m, x)()
 	return autograd.Sigmoid(x)
 }
 
@@ -34,7 +34,7 @@ func NewTanh() *Tanh { return &Tanh{} }
 
 // Forward applies the activation.
 func (m *Tanh) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(m)()
+	defer Enter(m, x)()
 	return autograd.Tanh(x)
 }
 
@@ -46,7 +46,7 @@ func NewSiLU() *SiLU { return &SiLU{} }
 
 // Forward applies the activation.
 func (m *SiLU) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(m)()
+	defer Enter(m, x)()
 	return autograd.SiLU(x)
 }
 
@@ -66,7 +66,7 @@ func NewHardTanh(minVal, maxVal float32) *HardTanh {
 
 // Forward applies the activation.
 func (h *HardTanh) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(h)()
+	defer Enter(h, x)()
 	return autograd.HardTanh(x, h.Min, h.Max)
 }
 
@@ -81,7 +81,7 @@ func NewELU(alpha float32) *ELU { return &ELU{Alpha: alpha} }
 
 // Forward applies the activation.
 func (e *ELU) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(e)()
+	defer Enter(e, x)()
 	return autograd.ELU(x, e.Alpha)
 }
 
@@ -103,7 +103,7 @@ func NewGELU(approximate string) *GELU {
 
 // Forward applies the activation.
 func (g *GELU) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(g)()
+	defer Enter(g, x)()
 	return autograd.GELU(x, g.Approximate)
 }
 
@@ -118,7 +118,7 @@ func NewSoftmax(dim int) *Softmax { return &Softmax{Dim: dim} }
 
 // Forward applies the softmax.
 func (s *Softmax) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(s)()
+	defer Enter(s, x)()
 	return autograd.Softmax(x, s.Dim)
 }
 
@@ -134,7 +134,7 @@ func NewLogSoftmax(dim int) *LogSoftmax { return &LogSoftmax{Dim: dim} }
 
 // Forward applies the log-softmax.
 func (s *LogSoftmax) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(s)()
+	defer Enter(s, x)()
 	return autograd.LogSoftmax(x, s.Dim)
 }
 
@@ -160,6 +160,6 @@ func NewDropout(g *autograd.Generator, p float64) *Dropout {
 
 // Forward applies dropout according to the module's training mode.
 func (d *Dropout) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(d)()
+	defer Enter(d, x)()
 	return autograd.Dropout(x, d.P, d.Training(), d.gen)
 }

@@ -43,7 +43,7 @@ func (s *Sequential) At(i int) Layer {
 // Forward runs x through every layer in order; an empty Sequential returns
 // x.
 func (s *Sequential) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(s)()
+	defer Enter(s, x)()
 	for _, l := range s.layers {
 		x = l.Forward(x)
 	}

@@ -117,8 +117,8 @@ func (c *Conv2d) Bias() *autograd.Tensor { return c.param("bias") }
 // After Prepack, an evaluation forward without gradient recording reads
 // the packed weights.
 func (c *Conv2d) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(c)()
-	if w := c.packedWeight(&c.Base, c.Weight(), c.Options.Groups); w != nil {
+	defer Enter(c, x)()
+	if w := c.packedWeight(&c.Base, x, c.Weight(), c.Options.Groups); w != nil {
 		return autograd.ConvPacked(x, w, c.Bias(), c.Options.op())
 	}
 	return autograd.Conv2d(x, c.Weight(), c.Bias(), c.Options.op())
@@ -134,8 +134,8 @@ func (c *Conv3d) Bias() *autograd.Tensor { return c.param("bias") }
 // After Prepack, an evaluation forward without gradient recording reads
 // the packed weights.
 func (c *Conv3d) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(c)()
-	if w := c.packedWeight(&c.Base, c.Weight(), c.Options.Groups); w != nil {
+	defer Enter(c, x)()
+	if w := c.packedWeight(&c.Base, x, c.Weight(), c.Options.Groups); w != nil {
 		return autograd.ConvPacked(x, w, c.Bias(), c.Options.op())
 	}
 	return autograd.Conv3d(x, c.Weight(), c.Bias(), c.Options.op())
@@ -173,10 +173,11 @@ func (p *prepacked) Prepacked() bool { return p.on }
 // dropPacked forgets the packed copy (the weights changed).
 func (p *prepacked) dropPacked() { p.packed.Store(nil) }
 
-// packedWeight returns the packed weight for this forward, packing w if
-// needed, or nil where the plain convolution runs.
-func (p *prepacked) packedWeight(b *Base, w *autograd.Tensor, groups int) *autograd.PackedConvWeight {
-	if !p.on || b.Training() || autograd.GradEnabled() {
+// packedWeight returns the packed weight for a forward on x, packing w if
+// needed, or nil where the plain convolution runs: in training, and in a
+// computation that records gradients.
+func (p *prepacked) packedWeight(b *Base, x, w *autograd.Tensor, groups int) *autograd.PackedConvWeight {
+	if !p.on || b.Training() || x == nil || !x.Mode().NoGrad() {
 		if p.on {
 			p.packed.Store(nil)
 		}

@@ -58,7 +58,7 @@ func (e *Embedding) Weight() *autograd.Tensor { return e.param("weight") }
 // Forward returns the rows named by indices (Int64, any shape), shaped
 // [indices..., Dim].
 func (e *Embedding) Forward(indices *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(e)()
+	defer Enter(e, indices)()
 	switch {
 	case e.PaddingIdx != nil && e.Sparse:
 		return autograd.EmbeddingSparsePadding(indices, e.Weight(), *e.PaddingIdx)
@@ -121,7 +121,7 @@ func (e *EmbeddingBag) Weight() *autograd.Tensor { return e.param("weight") }
 // [bags, size] Int64 tensor with nil offsets. perSampleWeights, same shape
 // as input, weighs each row (BagSum only) and may be nil.
 func (e *EmbeddingBag) Forward(input, offsets, perSampleWeights *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(e)()
+	defer Enter(e, input)()
 	if e.Sparse {
 		return autograd.EmbeddingBagSparse(input, offsets, e.Weight(), e.Mode, perSampleWeights)
 	}

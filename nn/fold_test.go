@@ -35,7 +35,7 @@ func stateNames(m nn.Module) []string {
 // eval runs m on x without recording gradients.
 func eval(m nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 	var y *autograd.Tensor
-	autograd.NoGrad(func() { y = m.Forward(x) })
+	y = m.Forward(autograd.NoGrad(x))
 	return y
 }
 
@@ -224,7 +224,7 @@ func newFoldBlock(g *autograd.Generator, bnOpt nn.BatchNormOptions, pairs ...[2]
 func (b *foldBlock) FoldPairs() [][2]string { return b.pairs }
 
 func (b *foldBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
-	if !autograd.GradEnabled() {
+	if x.Mode().NoGrad() {
 		return b.BN.ForwardInPlace(b.Conv.Forward(x), true)
 	}
 	return b.BN.ForwardReLU(b.Conv.Forward(x))

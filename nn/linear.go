@@ -41,7 +41,7 @@ func (l *Linear) Bias() *autograd.Tensor { return l.param("bias") }
 
 // Forward maps x [..., in] to [..., out].
 func (l *Linear) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(l)()
+	defer Enter(l, x)()
 	return autograd.Linear(x, l.Weight(), l.Bias())
 }
 
@@ -54,7 +54,7 @@ func NewIdentity() *Identity { return &Identity{} }
 
 // Forward returns x.
 func (m *Identity) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(m)()
+	defer Enter(m, x)()
 	return x
 }
 
@@ -71,6 +71,6 @@ func NewFlatten(startDim, endDim int) *Flatten { return &Flatten{StartDim: start
 
 // Forward flattens x.
 func (f *Flatten) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(f)()
+	defer Enter(f, x)()
 	return autograd.Flatten(x, f.StartDim, f.EndDim)
 }

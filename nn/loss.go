@@ -18,7 +18,7 @@ func NewCrossEntropyLoss(opt autograd.CrossEntropyOptions) *CrossEntropyLoss {
 
 // Forward returns the loss of logits against target.
 func (l *CrossEntropyLoss) Forward(logits, target *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(l)()
+	defer Enter(l, logits)()
 	return autograd.CrossEntropy(logits, target, l.Options)
 }
 
@@ -34,7 +34,7 @@ func NewMSELoss(r autograd.Reduction) *MSELoss { return &MSELoss{Reduction: r} }
 
 // Forward returns the loss of x against target.
 func (l *MSELoss) Forward(x, target *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(l)()
+	defer Enter(l, x)()
 	return autograd.MSELoss(x, target, l.Reduction)
 }
 
@@ -52,6 +52,6 @@ func NewBCEWithLogitsLoss(r autograd.Reduction) *BCEWithLogitsLoss {
 
 // Forward returns the loss of x against target.
 func (l *BCEWithLogitsLoss) Forward(x, target *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(l)()
+	defer Enter(l, x)()
 	return autograd.BCEWithLogits(x, target, l.Reduction)
 }

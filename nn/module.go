@@ -2,6 +2,7 @@ package nn
 
 import (
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/tracing"
 )
 
 // Module is implemented by every type that embeds Base.
@@ -203,4 +204,16 @@ func ZeroGrad(m Module) {
 	for _, p := range Parameters(m) {
 		p.ZeroGrad()
 	}
+}
+
+// Enter marks the start of m's forward on input x, for a trace of x's
+// computation (graph.Trace), and returns the function that marks its end.
+// Modules call it first thing in Forward,
+//
+//	defer nn.Enter(m, x)()
+//
+// so that the trace names the module each op ran in (its state-dict path).
+// Outside a trace it does nothing.
+func Enter(m Module, x *autograd.Tensor) func() {
+	return tracing.Get[*autograd.Tensor]().Enter(m, x)
 }

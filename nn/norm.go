@@ -119,7 +119,7 @@ func (bn *BatchNorm) NumBatchesTracked() *autograd.Tensor {
 // none are tracked). The output keeps x's memory format. Once folded (see
 // FoldBatchNorm) it returns x.
 func (bn *BatchNorm) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(bn)()
+	defer Enter(bn, x)()
 	return bn.forward(x, false, false)
 }
 
@@ -128,7 +128,7 @@ func (bn *BatchNorm) Forward(x *autograd.Tensor) *autograd.Tensor {
 // ReLU(inplace=True) that ResNets repeat, in one pass over memory and one
 // saved activation fewer.
 func (bn *BatchNorm) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(bn)()
+	defer Enter(bn, x)()
 	return bn.forward(x, true, false)
 }
 
@@ -137,7 +137,7 @@ func (bn *BatchNorm) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
 // temporary such as a convolution's output, saving an allocation and a
 // pass over memory. x must not require grad while gradients are recorded.
 func (bn *BatchNorm) ForwardInPlace(x *autograd.Tensor, relu bool) *autograd.Tensor {
-	defer autograd.EnterModule(bn)()
+	defer Enter(bn, x)()
 	return bn.forward(x, relu, true)
 }
 
@@ -258,6 +258,6 @@ func (l *LayerNorm) Bias() *autograd.Tensor { return l.param("bias") }
 
 // Forward normalises x over its trailing dimensions.
 func (l *LayerNorm) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(l)()
+	defer Enter(l, x)()
 	return autograd.LayerNorm(x, l.NormalizedShape, l.Weight(), l.Bias(), l.Eps)
 }

@@ -44,7 +44,7 @@ func NewMaxPool2d(kernel int, opt MaxPoolOptions) *MaxPool2d {
 
 // Forward pools x; the output keeps x's memory format.
 func (p *MaxPool2d) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(p)()
+	defer Enter(p, x)()
 	o := p.Options
 	return autograd.MaxPool2d(x, autograd.PoolOptions{Kernel: []int{p.Kernel}, Stride: []int{o.Stride}, Padding: []int{o.Padding}, Dilation: []int{o.Dilation}, CeilMode: o.CeilMode})
 }
@@ -83,7 +83,7 @@ func NewAvgPool2d(kernel int, opt AvgPoolOptions) *AvgPool2d {
 
 // Forward pools x; the output keeps x's memory format.
 func (p *AvgPool2d) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(p)()
+	defer Enter(p, x)()
 	o := p.Options
 	return autograd.AvgPool2d(x, autograd.PoolOptions{Kernel: []int{p.Kernel}, Stride: []int{o.Stride}, Padding: []int{o.Padding}, CeilMode: o.CeilMode, CountIncludePad: !o.ExcludePad})
 }
@@ -106,6 +106,6 @@ func NewAdaptiveAvgPool2d(outH, outW int) *AdaptiveAvgPool2d {
 
 // Forward pools x; the output keeps x's memory format.
 func (p *AdaptiveAvgPool2d) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(p)()
+	defer Enter(p, x)()
 	return autograd.AdaptiveAvgPool2d(x, p.OutH, p.OutW)
 }

@@ -25,7 +25,7 @@ func TestConvPrepack(t *testing.T) {
 	same := func(what string) {
 		t.Helper()
 		var got, want *autograd.Tensor
-		autograd.NoGrad(func() { got, want = c.Forward(x), ref.Forward(x) })
+		got, want = c.Forward(autograd.NoGrad(x)), ref.Forward(autograd.NoGrad(x))
 		if fmt.Sprint(got.Values()) != fmt.Sprint(want.Values()) {
 			t.Fatalf("%s: the prepacked convolution's output differs from the plain one's", what)
 		}
@@ -36,7 +36,7 @@ func TestConvPrepack(t *testing.T) {
 	// Loading a state dict writes into the weight in place.
 	other := mk()
 	for _, p := range nn.Parameters(other) {
-		autograd.NoGrad(func() { p.CopyFrom(autograd.Randn(g, p.Shape()...)) })
+		p.CopyFrom(autograd.Randn(g, p.Shape()...))
 	}
 	path := filepath.Join(t.TempDir(), "w.safetensors")
 	if err := nn.SaveStateDict(other, path); err != nil {
@@ -55,7 +55,7 @@ func TestConvPrepack(t *testing.T) {
 	autograd.Sum(y, nil, false).Backward()
 	for _, m := range []*nn.Conv2d{c, ref} {
 		w := m.Weight()
-		autograd.NoGrad(func() { w.CopyFrom(autograd.AddScalar(w, 0.25)) })
+		w.CopyFrom(autograd.AddScalar(autograd.NoGrad(w), 0.25))
 	}
 	same("after a recorded forward and a weight change")
 
@@ -84,19 +84,17 @@ func TestConvPrepackConcurrent(t *testing.T) {
 	c := nn.Eval(nn.To(nn.NewConv2d(autograd.NewGenerator(3), 8, 16, 3, nn.ConvOptions{Padding: 1}), autograd.ChannelsLast))
 	x := autograd.Randn(autograd.NewGenerator(5), 2, 8, 6, 6).To(autograd.ChannelsLast)
 	var want *autograd.Tensor
-	autograd.NoGrad(func() { want = c.Forward(x) })
+	want = c.Forward(autograd.NoGrad(x))
 	c.Prepack()
 	errs := make(chan string, 4)
 	for range 4 {
 		go func() {
 			var msg string
-			autograd.NoGrad(func() {
-				for range 3 {
-					if got := c.Forward(x); fmt.Sprint(got.Values()) != fmt.Sprint(want.Values()) {
-						msg = "a concurrent prepacked forward differs from the plain one"
-					}
+			for range 3 {
+				if got := c.Forward(autograd.NoGrad(x)); fmt.Sprint(got.Values()) != fmt.Sprint(want.Values()) {
+					msg = "a concurrent prepacked forward differs from the plain one"
 				}
-			})
+			}
 			errs <- msg
 		}()
 	}

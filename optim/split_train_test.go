@@ -61,13 +61,11 @@ func TestSplitBF16TrainingTracksFP32(t *testing.T) {
 		var tail float64
 		for step := range 200 {
 			b := batches[step%len(batches)]
-			var loss *autograd.Tensor
-			run := func() { loss = autograd.CrossEntropy(m.Forward(b.Inputs), b.Labels, autograd.CrossEntropyOptions{}) }
+			x := b.Inputs
 			if split {
-				amp.Autocast(run)
-			} else {
-				run()
+				x = amp.Autocast(x)
 			}
+			loss := autograd.CrossEntropy(m.Forward(x), b.Labels, autograd.CrossEntropyOptions{})
 			opt.ZeroGrad()
 			loss.Backward()
 			opt.Step()

@@ -145,17 +145,15 @@ func randomInputs(g *graph.Graph, batch int) ([]*autograd.Tensor, error) {
 		shape[0] = batch
 		var x *autograd.Tensor
 		err := autograd.Try(func() {
-			autograd.NoGrad(func() {
-				switch v.DType {
-				case autograd.Float32:
-					x = autograd.Randn(gen, shape...)
-				case autograd.BFloat16:
-					x = autograd.Cast(autograd.Randn(gen, shape...), autograd.BFloat16)
-				default:
-					x = autograd.Empty(v.DType, shape...)
-				}
-				x = x.To(v.Format)
-			})
+			switch v.DType {
+			case autograd.Float32:
+				x = autograd.Randn(gen, shape...)
+			case autograd.BFloat16:
+				x = autograd.Cast(autograd.Randn(gen, shape...), autograd.BFloat16)
+			default:
+				x = autograd.Empty(v.DType, shape...)
+			}
+			x = x.To(v.Format)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("input %s: %w", v.Name, err)

@@ -84,7 +84,7 @@ func conform(x *autograd.Tensor, v graph.Value) (*autograd.Tensor, error) {
 	switch {
 	case x.DType() == v.DType:
 	case x.DType() == autograd.Float32 && v.DType == autograd.BFloat16:
-		autograd.NoGrad(func() { x = autograd.Cast(x, autograd.BFloat16) })
+		x = autograd.Cast(autograd.NoGrad(x), autograd.BFloat16)
 	default:
 		return nil, fmt.Errorf("array is %v, the graph's input %s is %v", x.DType(), v.Name, v.DType)
 	}
@@ -92,7 +92,7 @@ func conform(x *autograd.Tensor, v graph.Value) (*autograd.Tensor, error) {
 		return nil, fmt.Errorf("array has shape %v, the graph's input %s has %d dimensions (traced at %v)", x.Shape(), v.Name, len(v.Shape), v.Shape)
 	}
 	if v.Format != autograd.Contiguous {
-		autograd.NoGrad(func() { x = x.To(v.Format) })
+		x = autograd.NoGrad(x).To(v.Format)
 	}
 	return x, nil
 }

@@ -113,9 +113,8 @@ func run(w io.Writer, cfg config) (float64, error) {
 		// The logits come out of the last linear layer in BF16; the loss
 		// and the accuracy read them as float32, as autocast's policy has
 		// losses do.
-		forward = func(x *autograd.Tensor) (y *autograd.Tensor) {
-			amp.Autocast(func() { y = autograd.Cast(model.Forward(x), autograd.Float32) })
-			return y
+		forward = func(x *autograd.Tensor) *autograd.Tensor {
+			return autograd.Cast(model.Forward(amp.Autocast(x)), autograd.Float32)
 		}
 	}
 	sched, err := optim.NewCosineAnnealingLR(opt, cfg.Epochs, 0)
@@ -148,19 +147,12 @@ func run(w io.Writer, cfg config) (float64, error) {
 func evaluate(model nn.Module, forward func(*autograd.Tensor) *autograd.Tensor, loader *datasets.DataLoader) (float64, error) {
 	nn.Eval(model)
 	right, total := 0, 0
-	var err error
-	autograd.NoGrad(func() {
-		for batch, e := range loader.Epoch(0) {
-			if e != nil {
-				err = e
-				return
-			}
-			right += correct(forward(batch.Inputs), batch.Labels)
-			total += len(batch.Indices)
+	for batch, err := range loader.Epoch(0) {
+		if err != nil {
+			return 0, err
 		}
-	})
-	if err != nil {
-		return 0, err
+		right += correct(forward(autograd.NoGrad(batch.Inputs)), batch.Labels)
+		total += len(batch.Indices)
 	}
 	if total == 0 {
 		return 0, fmt.Errorf("quickstart: the test split is empty")

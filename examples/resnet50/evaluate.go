@@ -38,7 +38,7 @@ func evaluate(o *options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s from %s, %d images of %d×%d, batch %d, %s\n",
 		o.Arch, o.Weights, d.val.Len(), o.ImageSize, o.ImageSize, o.BatchSize, layout(o))
 	bar := kiln.NewProgress(d.val.Len(), kiln.ProgressOptions{Description: "evaluate", Quiet: o.Quiet, Writer: stderr})
-	acc, err := accuracyWith(model, loader, bar.Update)
+	acc, err := accuracyWith(model, loader, func(x *autograd.Tensor) *autograd.Tensor { return x }, bar.Update)
 	if err != nil {
 		return err
 	}
@@ -98,15 +98,16 @@ func (a accuracies) rate(hits int) float64 {
 	return float64(hits) / float64(a.n)
 }
 
-// accuracy evaluates model over every batch of loader.
-func accuracy(model nn.Layer, loader *datasets.DataLoader) (accuracies, error) {
-	return accuracyWith(model, loader, nil)
+// accuracy evaluates model over every batch of loader, each marked by
+// mark (for autocast, say).
+func accuracy(model nn.Layer, loader *datasets.DataLoader, mark func(*autograd.Tensor) *autograd.Tensor) (accuracies, error) {
+	return accuracyWith(model, loader, mark, nil)
 }
 
 // accuracyWith evaluates model over every batch of loader in evaluation
 // mode without recording gradients, calling update (if not nil) after
 // each batch with its size, mean loss and top-1 hits.
-func accuracyWith(model nn.Layer, loader *datasets.DataLoader, update func(n int, loss float64, right int)) (accuracies, error) {
+func accuracyWith(model nn.Layer, loader *datasets.DataLoader, mark func(*autograd.Tensor) *autograd.Tensor, update func(n int, loss float64, right int)) (accuracies, error) {
 	nn.Eval(model)
 	var a accuracies
 	for batch, err := range loader.Epoch(0) {
@@ -116,11 +117,9 @@ func accuracyWith(model nn.Layer, loader *datasets.DataLoader, update func(n int
 		var loss float64
 		var top1, top5 int
 		err := autograd.Try(func() {
-			autograd.NoGrad(func() {
-				logits := model.Forward(batch.Inputs)
-				top1, top5 = topK(logits, batch.Labels, 1), topK(logits, batch.Labels, 5)
-				loss = autograd.CrossEntropy(logits, batch.Labels, autograd.CrossEntropyOptions{}).Item()
-			})
+			logits := model.Forward(mark(autograd.NoGrad(batch.Inputs)))
+			top1, top5 = topK(logits, batch.Labels, 1), topK(logits, batch.Labels, 5)
+			loss = autograd.CrossEntropy(logits, batch.Labels, autograd.CrossEntropyOptions{}).Item()
 		})
 		if err != nil {
 			return a, err

@@ -22,8 +22,7 @@ func export(o *options, stdout, _ io.Writer) error {
 		nn.To(model, autograd.ChannelsLast)
 	}
 	x := exampleInput(o)
-	var g *graph.Graph
-	o.autocast(func() { g, err = graph.Trace(model, x) })
+	g, err := graph.Trace(model, o.autocast(x))
 	if err != nil {
 		return err
 	}

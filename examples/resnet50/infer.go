@@ -40,9 +40,8 @@ func infer(o *options, stdout, _ io.Writer) error {
 		o.Arch, source, o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.DType, o.Warmup, o.Iters)
 	var times []time.Duration
 	err = autograd.Try(func() {
-		autograd.NoGrad(func() {
-			times = timePasses(o, func() error { o.autocast(func() { model.Forward(x) }); return nil })
-		})
+		x := o.autocast(autograd.NoGrad(x))
+		times = timePasses(o, func() error { model.Forward(x); return nil })
 	})
 	if err != nil {
 		return err

@@ -149,6 +149,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/kilnml/kiln/amp"
+	"github.com/kilnml/kiln/autograd"
 	"io"
 	"os"
 	"slices"
@@ -418,12 +419,11 @@ func (o *options) check(names []string) error {
 	return nil
 }
 
-// autocast runs f under BF16 autocast when --dtype bf16 asks for it, else
-// as it is.
-func (o *options) autocast(f func()) {
+// autocast returns x marked for BF16 autocast when --dtype bf16 asks for
+// it, else x.
+func (o *options) autocast(x *autograd.Tensor) *autograd.Tensor {
 	if o.DType == "bf16" {
-		amp.Autocast(f)
-		return
+		return amp.Autocast(x)
 	}
-	f()
+	return x
 }

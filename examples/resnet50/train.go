@@ -241,9 +241,7 @@ func (t *trainer) epoch(ctx context.Context) error {
 		p.EpochStep = 0
 	}
 	if t.data.val.Len() > 0 && ctx.Err() == nil {
-		var acc accuracies
-		var err error
-		t.o.autocast(func() { acc, err = accuracy(t.model, t.val) })
+		acc, err := accuracy(t.model, t.val, t.o.autocast)
 		if err != nil {
 			return err
 		}
@@ -281,11 +279,8 @@ func (t *trainer) checkFinite(loss float64) error {
 // step trains on one batch and returns its mean loss and how many images
 // it classified right.
 func (t *trainer) step(b datasets.Batch) (float64, int) {
-	var logits, loss *autograd.Tensor
-	t.o.autocast(func() {
-		logits = t.model.Forward(b.Inputs)
-		loss = autograd.CrossEntropy(logits, b.Labels, autograd.CrossEntropyOptions{})
-	})
+	logits := t.model.Forward(t.o.autocast(b.Inputs))
+	loss := autograd.CrossEntropy(logits, b.Labels, autograd.CrossEntropyOptions{})
 	t.opt.ZeroGrad()
 	loss.Backward()
 	t.opt.Step()

@@ -345,20 +345,18 @@ func encode(w io.Writer, t *autograd.Tensor) error {
 	if t == nil {
 		return errors.New("tensor is nil")
 	}
-	if !t.HasData() {
+	if t.Data() == nil {
 		return errors.New("tensor has no data")
 	}
 	descr, ok := descrOf[t.DType()]
 	if !ok {
 		return fmt.Errorf("dtype %v cannot be written", t.DType())
 	}
-	autograd.NoGrad(func() {
-		t = t.Detach()
-		if t.DType() == autograd.BFloat16 {
-			t = autograd.Cast(t, autograd.Float32)
-		}
-		t = t.Contiguous()
-	})
+	t = t.Detach() // so the conversions below record nothing
+	if t.DType() == autograd.BFloat16 {
+		t = autograd.Cast(t, autograd.Float32)
+	}
+	t = t.Contiguous()
 	var shape strings.Builder
 	shape.WriteByte('(')
 	for i, d := range t.Shape() {

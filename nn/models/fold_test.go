@@ -51,7 +51,7 @@ func TestResNetFoldBatchNorm(t *testing.T) {
 				x = x.To(autograd.ChannelsLast)
 			}
 			var want *autograd.Tensor
-			autograd.NoGrad(func() { want = m.Forward(x) })
+			want = m.Forward(autograd.NoGrad(x))
 
 			n, err := nn.FoldBatchNorm(m)
 			if err != nil || n != tc.folded {
@@ -66,7 +66,7 @@ func TestResNetFoldBatchNorm(t *testing.T) {
 				}
 			}
 			var got *autograd.Tensor
-			autograd.NoGrad(func() { got = m.Forward(x) })
+			got = m.Forward(autograd.NoGrad(x))
 			golden.AssertClose(t, "folded logits (in place)", got, want, 1e-4)
 			golden.AssertClose(t, "folded logits (recording)", m.Forward(x), want, 1e-4)
 		})

@@ -76,7 +76,7 @@ func (*Bottleneck) FoldPairs() [][2]string {
 // Each BatchNorm-ReLU pair and the final sum-ReLU run as one fused op,
 // with PyTorch's results bit for bit.
 func (b *BasicBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(b)()
+	defer nn.Enter(b, x)()
 	out := bnReLU(b.BN1, b.Conv1.Forward(x))
 	out = bn(b.BN2, b.Conv2.Forward(out))
 	return addReLU(out, shortcut(b.Downsample, x))
@@ -84,35 +84,35 @@ func (b *BasicBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
 
 // Forward computes the bottleneck branch plus the shortcut, then ReLU.
 func (b *Bottleneck) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(b)()
+	defer nn.Enter(b, x)()
 	out := bnReLU(b.BN1, b.Conv1.Forward(x))
 	out = bnReLU(b.BN2, b.Conv2.Forward(out))
 	out = bn(b.BN3, b.Conv3.Forward(out))
 	return addReLU(out, shortcut(b.Downsample, x))
 }
 
-// Without gradient recording (inference) a block's convolution outputs
+// In a computation without gradient recording (inference) a block's convolution outputs
 // are temporaries that only the next op reads, so batch norm, ReLU and the
 // residual sum overwrite them, as torchvision's ReLU(inplace=True) and
 // `out += identity` do; with recording they are the fused out-of-place
 // ops autograd needs.
 
 func bnReLU(n *nn.BatchNorm, x *autograd.Tensor) *autograd.Tensor {
-	if !autograd.GradEnabled() {
+	if x.Mode().NoGrad() {
 		return n.ForwardInPlace(x, true)
 	}
 	return n.ForwardReLU(x)
 }
 
 func bn(n *nn.BatchNorm, x *autograd.Tensor) *autograd.Tensor {
-	if !autograd.GradEnabled() {
+	if x.Mode().NoGrad() {
 		return n.ForwardInPlace(x, false)
 	}
 	return n.Forward(x)
 }
 
 func addReLU(out, identity *autograd.Tensor) *autograd.Tensor {
-	if !autograd.GradEnabled() && slices.Equal(out.Shape(), identity.Shape()) && out.Format() == identity.Format() {
+	if out.Mode().NoGrad() && slices.Equal(out.Shape(), identity.Shape()) && out.Format() == identity.Format() {
 		return autograd.AddReLUInPlace(out, identity)
 	}
 	return autograd.AddReLU(out, identity)
@@ -153,7 +153,7 @@ func (*ResNet) FoldPairs() [][2]string { return [][2]string{{"conv1", "bn1"}} }
 // Forward maps images [N, 3, H, W] (any H, W ≥ 32 for the standard stem)
 // to logits [N, NumClasses].
 func (r *ResNet) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer autograd.EnterModule(r)()
+	defer nn.Enter(r, x)()
 	if x.NDim() != 4 || x.Shape()[1] != 3 {
 		autograd.Fail("ResNet.Forward", "input must be images [N, 3, H, W], got shape %v", x.Shape())
 	}

@@ -76,7 +76,7 @@ func TestResNetForward(t *testing.T) {
 			x = x.To(autograd.ChannelsLast)
 		}
 		var y *autograd.Tensor
-		autograd.NoGrad(func() { y = m.Forward(x) })
+		y = m.Forward(autograd.NoGrad(x))
 		if s := y.Shape(); len(s) != 2 || s[0] != 2 || s[1] != 7 {
 			t.Fatalf("channels-last %v: output shape %v, want [2 7]", cl, s)
 		}
@@ -130,10 +130,8 @@ func TestResNetAutocast(t *testing.T) {
 	nn.ZeroGrad(m)
 	var loss *autograd.Tensor
 	var logits *autograd.Tensor
-	amp.Autocast(func() {
-		logits = m.Forward(x)
-		loss = autograd.CrossEntropy(logits, y, autograd.CrossEntropyOptions{})
-	})
+	logits = m.Forward(amp.Autocast(x))
+	loss = autograd.CrossEntropy(logits, y, autograd.CrossEntropyOptions{})
 	loss.Backward()
 	if logits.DType() != autograd.BFloat16 {
 		t.Errorf("logits under autocast are %v", logits.DType())
@@ -147,7 +145,7 @@ func TestResNetAutocast(t *testing.T) {
 		}
 	}
 	var inf *autograd.Tensor
-	autograd.NoGrad(func() { amp.Autocast(func() { inf = nn.Eval(m).Forward(x) }) })
+	inf = nn.Eval(m).Forward(amp.Autocast(autograd.NoGrad(x)))
 	if inf.DType() != autograd.BFloat16 {
 		t.Errorf("inference logits under autocast are %v", inf.DType())
 	}
