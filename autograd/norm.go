@@ -14,7 +14,7 @@ func normCheckChannelVec(op, what string, t *Tensor, c int, x *Tensor) {
 	}
 	checkF32(op, what, t)
 	if t.NDim() != 1 || t.shape[0] != c {
-		Fail(op, "%s has shape %v, want [%d] for input %v", what, t.shape, c, x.shape)
+		failShape(op, "%s has shape %v, want [%d] for input %v", what, t.shape, c, x.shape)
 	}
 }
 
@@ -95,7 +95,7 @@ func traceBatchNorm(x, runningMean, runningVar, weight, bias *Tensor, eps float6
 
 func checkInPlace(op string, x *Tensor) {
 	if x != nil && x.requiresGrad && GradEnabled() {
-		Fail(op, "cannot overwrite a tensor that requires grad (shape %v) while gradients are recorded; use the out-of-place op or NoGrad", x.shape)
+		failGrad(op, "cannot overwrite a tensor that requires grad (shape %v) while gradients are recorded; use the out-of-place op or NoGrad", x.shape)
 	}
 }
 
@@ -155,7 +155,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 // returns the kernels' view of x.
 func bnShape(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) kernels.BatchNormShape {
 	if x.NDim() < 2 {
-		Fail(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
+		failShape(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
 	}
 	C := x.shape[1]
 	normCheckChannelVec(op, "weight", weight, C, x)
@@ -164,7 +164,7 @@ func bnShape(op string, x, runningMean, runningVar, weight, bias *Tensor, traini
 	normCheckChannelVec(op, "running variance", runningVar, C, x)
 	for _, r := range []*Tensor{runningMean, runningVar} {
 		if r != nil && r.requiresGrad {
-			Fail(op, "running statistics are updated in place and cannot require gradients")
+			failGrad(op, "running statistics are updated in place and cannot require gradients")
 		}
 	}
 	normEps(op, eps)
@@ -202,7 +202,7 @@ func bnStatistics(op string, s kernels.BatchNormShape, xd []float32, shape []int
 	}
 	n := s.Count()
 	if n <= 1 {
-		Fail(op, "Expected more than 1 value per channel when training, got input of shape %v", shape)
+		failShape(op, "Expected more than 1 value per channel when training, got input of shape %v", shape)
 	}
 	variance := invStd // overwritten by invStd below
 	kernels.BatchNormStats(s, xd, mean, variance)
@@ -316,11 +316,11 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	const op = "LayerNorm"
 	checkF32(op, "input", x)
 	if len(normalizedShape) == 0 {
-		Fail(op, "normalized shape must have at least one dimension (input %v)", x.shape)
+		failShape(op, "normalized shape must have at least one dimension (input %v)", x.shape)
 	}
 	k := len(normalizedShape)
 	if x.NDim() < k || !sameShape(x.shape[x.NDim()-k:], normalizedShape) {
-		Fail(op, "normalized shape %v does not match the trailing dimensions of input %v", normalizedShape, x.shape)
+		failShape(op, "normalized shape %v does not match the trailing dimensions of input %v", normalizedShape, x.shape)
 	}
 	for _, p := range []struct {
 		what string
@@ -331,7 +331,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 		}
 		checkF32(op, p.what, p.t)
 		if !sameShape(p.t.shape, normalizedShape) {
-			Fail(op, "%s has shape %v, want the normalized shape %v", p.what, p.t.shape, normalizedShape)
+			failShape(op, "%s has shape %v, want the normalized shape %v", p.what, p.t.shape, normalizedShape)
 		}
 	}
 	normEps(op, eps)

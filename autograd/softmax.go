@@ -23,7 +23,7 @@ func LogSoftmax(x *Tensor, dim int) *Tensor { return softmaxOp("LogSoftmax", x, 
 func softmaxDim(op string, shape []int, dim int) int {
 	nd := max(len(shape), 1)
 	if dim < -nd || dim >= nd {
-		Fail(op, "dim %d out of range for input of shape %v (valid: %d to %d)", dim, shape, -nd, nd-1)
+		failIndex(op, "dim %d out of range for input of shape %v (valid: %d to %d)", dim, shape, -nd, nd-1)
 	}
 	if dim < 0 {
 		dim += nd

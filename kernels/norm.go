@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -17,11 +16,11 @@ func (s BatchNormShape) Count() int { return s.Outer * s.Inner }
 
 func (s BatchNormShape) check(op string, lens map[string][2]int) {
 	if s.Outer < 0 || s.C < 0 || s.Inner < 0 {
-		panic(fmt.Sprintf("kernels: %s: inconsistent shape %+v", op, s))
+		fail(ErrShape, op, "inconsistent shape %+v", s)
 	}
 	for name, l := range lens {
 		if l[0] < l[1] {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, needs %d", op, name, l[0], l[1]))
+			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
 		}
 	}
 }
@@ -470,11 +469,11 @@ func lnForwardGeneric(rows, n int, x, weight, bias []float32, eps float64, y []f
 
 func lnCheck(op string, rows, n int, lens map[string][2]int) {
 	if rows < 0 || n < 0 {
-		panic(fmt.Sprintf("kernels: %s: negative size rows=%d n=%d", op, rows, n))
+		fail(ErrShape, op, "negative size rows=%d n=%d", rows, n)
 	}
 	for name, l := range lens {
 		if l[0] < l[1] {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, needs %d", op, name, l[0], l[1]))
+			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -14,12 +13,12 @@ type SoftmaxShape struct{ Outer, N, Inner int }
 
 func (s SoftmaxShape) check(op string, lens map[string]int) {
 	if s.Outer < 0 || s.N < 0 || s.Inner < 0 {
-		panic(fmt.Sprintf("kernels: %s: negative size in %+v", op, s))
+		fail(ErrShape, op, "negative size in %+v", s)
 	}
 	want := s.Outer * s.N * s.Inner
 	for name, l := range lens {
 		if l < want {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, shape %+v needs %d", op, name, l, s, want))
+			fail(ErrShape, op, "%s has %d elements, shape %+v needs %d", name, l, s, want)
 		}
 	}
 }
