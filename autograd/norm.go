@@ -119,7 +119,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 	if relu {
 		forward = kernels.BatchNormReLUForward
 	}
-	forward(s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
+	forward(&s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
 	if tracing() && !training {
 		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
 	}
@@ -146,7 +146,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 			dx = gx.Float32s()
 		}
 		gw, gb, dw, db := bnParamGrads(weight, bias, C)
-		kernels.BatchNormBackward(s, xd, g.Float32s(), mean, invStd, normF32s(weight), training, dx, dw, db)
+		kernels.BatchNormBackward(&s, xd, g.Float32s(), mean, invStd, normF32s(weight), training, dx, dw, db)
 		return []*Tensor{gx, nil, nil, gw, gb}
 	})
 }
@@ -205,7 +205,7 @@ func bnStatistics(op string, s kernels.BatchNormShape, xd []float32, shape []int
 		failShape(op, "Expected more than 1 value per channel when training, got input of shape %v", shape)
 	}
 	variance := invStd // overwritten by invStd below
-	kernels.BatchNormStats(s, xd, mean, variance)
+	kernels.BatchNormStats(&s, xd, mean, variance)
 	unbias := float64(n) / float64(n-1)
 	if runningMean != nil {
 		rm := runningMean.Float32s()
@@ -259,7 +259,7 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	if relu {
 		forward = kernels.BatchNormReLUForward
 	}
-	forward(s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
+	forward(&s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
 	out := x
 	if !inPlace {
 		out = bf16EmptyLike(x)
@@ -294,7 +294,7 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 			dx = gradBuffer(n) // BatchNormBackward writes every element
 		}
 		gw, gb, dw, db := bnParamGrads(weight, bias, C)
-		kernels.BatchNormBackward(s, xf, gf, mean, invStd, normF32s(weight), training, dx, dw, db)
+		kernels.BatchNormBackward(&s, xf, gf, mean, invStd, normF32s(weight), training, dx, dw, db)
 		releaseGradBuffer(gf)
 		releaseGradBuffer(xf)
 		if xNeeds {

@@ -165,8 +165,8 @@ func AvgPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 	s, batched := poolGeometry("AvgPool2d", x, opt, false)
 	defer tracePool("AvgPool2d", x, opt, &out)
 	return poolApply("AvgPool2d", x, &s, batched,
-		func(x, y []float32) { kernels.AvgPool2d(&s, opt.CountIncludePad, x, y) },
-		func(dy, dx []float32) { kernels.AvgPool2dBackward(&s, opt.CountIncludePad, dy, dx) })
+		func(x, y []float32) { kernels.AvgPool2d(&s, x, opt.CountIncludePad, y) },
+		func(dy, dx []float32) { kernels.AvgPool2dBackward(&s, dy, opt.CountIncludePad, dx) })
 }
 
 // AdaptiveAvgPool2d averages x into an outH×outW grid, like

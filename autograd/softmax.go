@@ -71,9 +71,9 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 	out := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: make([]float32, x.Numel())}
 	y := out.Float32s()
 	if log {
-		kernels.LogSoftmax(s, xc.Float32s(), y)
+		kernels.LogSoftmax(&s, xc.Float32s(), y)
 	} else {
-		kernels.Softmax(s, xc.Float32s(), y)
+		kernels.Softmax(&s, xc.Float32s(), y)
 	}
 	if tracing() {
 		trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"dim", d})
@@ -84,9 +84,9 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 		}
 		gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: make([]float32, x.Numel())}
 		if log {
-			kernels.LogSoftmaxBackward(s, y, g.Float32s(), gx.Float32s())
+			kernels.LogSoftmaxBackward(&s, y, g.Float32s(), gx.Float32s())
 		} else {
-			kernels.SoftmaxBackward(s, y, g.Float32s(), gx.Float32s())
+			kernels.SoftmaxBackward(&s, y, g.Float32s(), gx.Float32s())
 		}
 		if x.format != Contiguous {
 			gx = gx.reformat(x.format)

@@ -322,7 +322,7 @@ func (s *Pool2dShape) avgWindow(oh, ow int, countIncludePad bool) (h0, h1, w0, w
 // AvgPool2d writes the poolWindow means of x to y with PyTorch's divisor rules
 // (see avgWindow); windows entirely in the padding give 0. Dilation is not
 // supported, as in PyTorch.
-func AvgPool2d(s *Pool2dShape, countIncludePad bool, x, y []float32) {
+func AvgPool2d(s *Pool2dShape, x []float32, countIncludePad bool, y []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AvgPool2d", true, map[string][2]int{"x": {len(x), nx}, "y": {len(y), ny}})
 	avgPool(s, countIncludePad, x, y)
@@ -359,7 +359,7 @@ func avgPoolPlane(a *poolArgs, n, c int) {
 
 // AvgPool2dBackward spreads each element of dy evenly, by the same divisor
 // as AvgPool2d, over its poolWindow. dx is overwritten.
-func AvgPool2dBackward(s *Pool2dShape, countIncludePad bool, dy, dx []float32) {
+func AvgPool2dBackward(s *Pool2dShape, dy []float32, countIncludePad bool, dx []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AvgPool2dBackward", true, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}})
 	avgPoolBackward(s, countIncludePad, dy, dx)
