@@ -2,6 +2,7 @@ package nn
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -57,7 +58,7 @@ func SaveTensors(path string, ts []NamedTensor) error {
 
 func encodeTensor(name string, t *autograd.Tensor) (safetensors.Tensor, error) {
 	if t == nil {
-		return safetensors.Tensor{}, fmt.Errorf("tensor %q is nil", name)
+		return safetensors.Tensor{}, errors.New("the tensor is nil")
 	}
 	if t.Format() != autograd.Contiguous {
 		t = t.Detach().Contiguous()
@@ -91,7 +92,7 @@ func encodeTensor(name string, t *autograd.Tensor) (safetensors.Tensor, error) {
 	case autograd.Uint8:
 		e.DType, e.Data = "U8", append([]byte(nil), t.Uint8s()...)
 	default:
-		return e, fmt.Errorf("tensor %q has unsupported dtype %v", name, t.DType())
+		return e, fmt.Errorf("unsupported dtype %v", t.DType())
 	}
 	return e, nil
 }
