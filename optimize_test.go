@@ -532,7 +532,7 @@ func TestOptimizeErrors(t *testing.T) {
 	// A pair nn.FoldBatchNorm cannot fold is its error, wrapped.
 	g := autograd.NewGenerator(1)
 	bad := nn.Eval(nn.NewSequential(nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{}), nn.NewBatchNorm2d(5, nn.BatchNormOptions{})))
-	if _, err := kiln.Optimize(bad); err == nil || !strings.HasPrefix(err.Error(), "kiln: Optimize: nn.FoldBatchNorm: cannot fold 1 into 0: the layer has 4 output channels and the BatchNorm 5") {
+	if _, err := kiln.Optimize(bad); err == nil || !strings.HasPrefix(err.Error(), "kiln: Optimize: nn: FoldBatchNorm: cannot fold 1 into 0: the layer has 4 output channels and the BatchNorm 5") {
 		t.Errorf("unfoldable pair: %v", err)
 	}
 }

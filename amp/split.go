@@ -27,10 +27,10 @@ type SplitParam struct {
 // an *autograd.Error unless p is a float32 tensor.
 func Split(p *autograd.Tensor) *SplitParam {
 	if p == nil {
-		autograd.Fail("amp.Split", "tensor is nil")
+		fail(autograd.ErrArgument, "Split", "tensor is nil")
 	}
 	if p.DType() != autograd.Float32 {
-		autograd.Fail("amp.Split", "tensor is %v; only float32 tensors can be split", p.DType())
+		fail(autograd.ErrDType, "Split", "tensor is %v; only float32 tensors can be split", p.DType())
 	}
 	top := emptyLike(autograd.BFloat16, p)
 	s := &SplitParam{Top: top, Bottom: make([]uint16, p.Numel())}
@@ -52,7 +52,7 @@ func (s *SplitParam) Join() *autograd.Tensor {
 // JoinInto writes the joined FP32 values into dst in physical
 // (memory-format) order. dst must have Top's number of elements.
 func (s *SplitParam) JoinInto(dst []float32) {
-	s.check("amp.JoinInto", len(dst))
+	s.check("JoinInto", len(dst))
 	joinBits(dst, s.Top.BFloat16s(), s.Bottom)
 }
 
@@ -61,7 +61,7 @@ func (s *SplitParam) JoinInto(dst []float32) {
 // gradient); only its elements change. src must have Top's number of
 // elements.
 func (s *SplitParam) SplitFrom(src []float32) {
-	s.check("amp.SplitFrom", len(src))
+	s.check("SplitFrom", len(src))
 	splitBits(s.Top.BFloat16s(), s.Bottom, src)
 }
 
@@ -85,7 +85,7 @@ func (s *SplitParam) Step(grad *autograd.Tensor, step func(off int, param, grad 
 	if grad == nil {
 		return
 	}
-	s.check("amp.Step", len(s.Bottom))
+	s.check("Step", len(s.Bottom))
 	top := s.Top.BFloat16s()
 	forSpans(grad, s.Top, step, func(lo, hi int, g []float32, buf *spanBuf) {
 		p := buf.param[:hi-lo]
@@ -113,10 +113,10 @@ func forSpans(grad, like *autograd.Tensor, step func(int, []float32, []float32),
 		return false
 	}
 	if step == nil {
-		autograd.Fail("amp.Step", "step function is nil")
+		fail(autograd.ErrArgument, "Step", "step function is nil")
 	}
 	if !slices.Equal(grad.Shape(), like.Shape()) {
-		autograd.Fail("amp.Step", "gradient shape %v does not match parameter shape %v", grad.Shape(), like.Shape())
+		fail(autograd.ErrShape, "Step", "gradient shape %v does not match parameter shape %v", grad.Shape(), like.Shape())
 	}
 	if grad.Format() != like.Format() {
 		grad = grad.Detach().To(like.Format())
@@ -129,7 +129,7 @@ func forSpans(grad, like *autograd.Tensor, step func(int, []float32, []float32),
 	case autograd.BFloat16:
 		g16 = grad.BFloat16s()
 	default:
-		autograd.Fail("amp.Step", "gradient is %v, want float32 or bfloat16", grad.DType())
+		fail(autograd.ErrDType, "Step", "gradient is %v, want float32 or bfloat16", grad.DType())
 	}
 	buf := spans.Get().(*spanBuf)
 	defer spans.Put(buf)
@@ -153,13 +153,13 @@ func forSpans(grad, like *autograd.Tensor, step func(int, []float32, []float32),
 // Bottom's and n.
 func (s *SplitParam) check(op string, n int) {
 	if s.Top == nil || s.Top.DType() != autograd.BFloat16 {
-		autograd.Fail(op, "split parameter has no bfloat16 Top")
+		fail(autograd.ErrDType, op, "split parameter has no bfloat16 Top")
 	}
 	if len(s.Bottom) != s.Top.Numel() {
-		autograd.Fail(op, "Bottom has %d elements, Top %d", len(s.Bottom), s.Top.Numel())
+		fail(autograd.ErrShape, op, "Bottom has %d elements, Top %d", len(s.Bottom), s.Top.Numel())
 	}
 	if n != len(s.Bottom) {
-		autograd.Fail(op, "slice of %d elements for a parameter of %d (shape %v)", n, len(s.Bottom), s.Top.Shape())
+		fail(autograd.ErrShape, op, "slice of %d elements for a parameter of %d (shape %v)", n, len(s.Bottom), s.Top.Shape())
 	}
 }
 
@@ -206,10 +206,10 @@ type MasterCopy struct {
 // *autograd.Error unless p is a float32 tensor.
 func NewMasterCopy(p *autograd.Tensor) *MasterCopy {
 	if p == nil {
-		autograd.Fail("amp.NewMasterCopy", "tensor is nil")
+		fail(autograd.ErrArgument, "NewMasterCopy", "tensor is nil")
 	}
 	if p.DType() != autograd.Float32 {
-		autograd.Fail("amp.NewMasterCopy", "tensor is %v; the master must be float32", p.DType())
+		fail(autograd.ErrDType, "NewMasterCopy", "tensor is %v; the master must be float32", p.DType())
 	}
 	return &MasterCopy{Master: p, Copy: rounded(p)}
 }

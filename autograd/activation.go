@@ -191,7 +191,7 @@ func ReLUInPlace(x *Tensor) *Tensor {
 	case BFloat16:
 		relu.ForwardBF16(x.BFloat16s(), x.BFloat16s())
 	default:
-		Fail(op, "input has dtype %v; %s supports float32 and bfloat16", x.dtype, op)
+		failDType(op, "input has dtype %v; %s supports float32 and bfloat16", x.dtype, op)
 	}
 	if traced(x) {
 		trace("ReLU", []*Tensor{x}, []*Tensor{x})

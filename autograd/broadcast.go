@@ -37,7 +37,7 @@ func BroadcastShapes(a, b []int) ([]int, error) {
 func broadcastShapes(op string, a, b []int) []int {
 	out, err := BroadcastShapes(a, b)
 	if err != nil {
-		Fail(op, "%v", err)
+		failShape(op, "%v", err)
 	}
 	return out
 }

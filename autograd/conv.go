@@ -113,7 +113,7 @@ func convSpatialArg(op, name string, v []int, nsp, def int) []int {
 func convWindow(op string, k, stride, pad, dil int) int {
 	const limit = shape.MaxElements
 	if stride > limit || pad > limit || (k > 1 && dil > (limit-1)/(k-1)) {
-		Fail(op, "kernel size %d, stride %d, padding %d and dilation %d reach past 2^48 elements", k, stride, pad, dil)
+		failShape(op, "kernel size %d, stride %d, padding %d and dilation %d reach past 2^48 elements", k, stride, pad, dil)
 	}
 	return dil*(k-1) + 1
 }
@@ -127,7 +127,7 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 			t    *Tensor
 		}{{"weight", w}, {"bias", b}} {
 			if o.t != nil && o.t.dtype != BFloat16 {
-				Fail(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", o.what, o.t.dtype)
+				failDType(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", o.what, o.t.dtype)
 			}
 		}
 		if w == nil {
@@ -142,14 +142,14 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	}
 	batched := x.NDim() == nsp+2
 	if !batched && x.NDim() != nsp+1 {
-		Fail(op, "expected %d-D (unbatched) or %d-D (batched) input, got shape %v", nsp+1, nsp+2, x.shape)
+		failShape(op, "expected %d-D (unbatched) or %d-D (batched) input, got shape %v", nsp+1, nsp+2, x.shape)
 	}
 	kdims := "kh, kw"
 	if nsp == 3 {
 		kdims = "kd, kh, kw"
 	}
 	if w.NDim() != nsp+2 {
-		Fail(op, "weight must be %d-D [out, in/groups, %s], got shape %v", nsp+2, kdims, w.shape)
+		failShape(op, "weight must be %d-D [out, in/groups, %s], got shape %v", nsp+2, kdims, w.shape)
 	}
 	xs := x.shape
 	if !batched {
@@ -157,12 +157,12 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	}
 	for _, d := range xs[1:] {
 		if d == 0 {
-			Fail(op, "input %v has a zero-size channel or spatial dimension", x.shape)
+			failShape(op, "input %v has a zero-size channel or spatial dimension", x.shape)
 		}
 	}
 	for _, d := range w.shape {
 		if d == 0 {
-			Fail(op, "weight %v has a zero-size dimension", w.shape)
+			failShape(op, "weight %v has a zero-size dimension", w.shape)
 		}
 	}
 	groups := opt.Groups
@@ -188,13 +188,13 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	}
 	C, O := xs[1], w.shape[0]
 	if O%groups != 0 {
-		Fail(op, "weight %v has %d output channels, not divisible by groups(%d)", w.shape, O, groups)
+		failShape(op, "weight %v has %d output channels, not divisible by groups(%d)", w.shape, O, groups)
 	}
 	if C != w.shape[1]*groups {
-		Fail(op, "input has %d channels, weight %v expects %d×groups(%d)", C, w.shape, w.shape[1], groups)
+		failShape(op, "input has %d channels, weight %v expects %d×groups(%d)", C, w.shape, w.shape[1], groups)
 	}
 	if b != nil && (b.NDim() != 1 || b.shape[0] != O) {
-		Fail(op, "bias has shape %v, want [%d] for weight %v", b.shape, O, w.shape)
+		failShape(op, "bias has shape %v, want [%d] for weight %v", b.shape, O, w.shape)
 	}
 	s := kernels.ConvShape{N: xs[0], C: C, O: O, Groups: groups}
 	// Spatial sizes fill the last nsp of the kernel's three slots.
@@ -209,7 +209,7 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 		tooBig = tooBig || eff[i] > padded[i]
 	}
 	if tooBig {
-		Fail(op, "kernel %s (%s with dilation %v) is larger than the padded input %s of input %v",
+		failShape(op, "kernel %s (%s with dilation %v) is larger than the padded input %s of input %v",
 			convDims(w.shape[2:]), convDims(eff), dil, convDims(padded), x.shape)
 	}
 	for j := range 3 {

@@ -79,7 +79,7 @@ func castIn(m Mode, t *Tensor, dtype DType) *Tensor {
 		Fail("Cast", "input is nil")
 	}
 	if dtype < Float32 || dtype > Int64 {
-		Fail("Cast", "unknown dtype %v", dtype)
+		failDType("Cast", "unknown dtype %v", dtype)
 	}
 	if t.dtype == dtype {
 		return t
@@ -106,7 +106,7 @@ func castIn(m Mode, t *Tensor, dtype DType) *Tensor {
 func (t *Tensor) To(f MemoryFormat) *Tensor {
 	checkFormat("To", f)
 	if r := f.rank(); r != 0 && len(t.shape) != r {
-		Fail("To", "%v needs a %d-D tensor, got shape %v", f, r, t.shape)
+		failShape("To", "%v needs a %d-D tensor, got shape %v", f, r, t.shape)
 	}
 	if f == t.format {
 		return t
@@ -145,7 +145,7 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 		Fail("CopyFrom", "source is nil")
 	}
 	if !sameShape(t.shape, src.shape) {
-		Fail("CopyFrom", "source shape %v does not match destination %v", src.shape, t.shape)
+		failShape("CopyFrom", "source shape %v does not match destination %v", src.shape, t.shape)
 	}
 	s := src
 	if s.dtype != t.dtype {
@@ -163,11 +163,11 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 // model.to(memory_format=...), without breaking optimizers that hold them.
 func (t *Tensor) SetFormat(f MemoryFormat) {
 	if t.node != nil {
-		Fail("SetFormat", "tensor is the result of %s; only leaves can be reordered in place", t.node.op)
+		failGrad("SetFormat", "tensor is the result of %s; only leaves can be reordered in place", t.node.op)
 	}
 	checkFormat("SetFormat", f)
 	if r := f.rank(); r != 0 && len(t.shape) != r {
-		Fail("SetFormat", "%v needs a %d-D tensor, got shape %v", f, r, t.shape)
+		failShape("SetFormat", "%v needs a %d-D tensor, got shape %v", f, r, t.shape)
 	}
 	if f == t.format {
 		return

@@ -17,5 +17,9 @@
 //
 // Programmer errors in tensor maths — mismatched shapes or dtypes — panic
 // with an *Error naming the op and the shapes, in the manner of gonum's mat
-// package. Try turns such panics into ordinary errors.
+// package. Try turns such panics into ordinary errors, and also those of the
+// kernels beneath (*kernels.Error) and of the packages above (nn, amp: any
+// error implementing Misuse). Every one of them carries a kind that
+// errors.Is tests: ErrShape, ErrDType, ErrIndex, ErrArgument, ErrUnsupported
+// or ErrGrad.
 package autograd

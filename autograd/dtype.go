@@ -37,7 +37,7 @@ func (d DType) Size() int {
 	case Int64:
 		return 8
 	}
-	Fail("Size", "unknown dtype %v", d)
+	failDType("Size", "unknown dtype %v", d)
 	return 0
 }
 

@@ -119,7 +119,7 @@ func AddReLUInPlace(a, b *Tensor) *Tensor {
 	}
 	checkInPlace(op, a)
 	if !sameShape(a.shape, b.shape) || a.format != b.format {
-		Fail(op, "operands must have one shape and format, got %v (%v) and %v (%v)", a.shape, a.format, b.shape, b.format)
+		failShape(op, "operands must have one shape and format, got %v (%v) and %v (%v)", a.shape, a.format, b.shape, b.format)
 	}
 	switch {
 	case a.dtype == BFloat16 && b.dtype == BFloat16:

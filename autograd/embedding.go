@@ -39,10 +39,10 @@ func embeddingTable(op string, weight *Tensor) (num, dim int) {
 		Fail(op, "weight is nil")
 	}
 	if weight.dtype != Float32 && weight.dtype != BFloat16 {
-		Fail(op, "weight has dtype %v; %s supports float32 and bfloat16 tables", weight.dtype, op)
+		failDType(op, "weight has dtype %v; %s supports float32 and bfloat16 tables", weight.dtype, op)
 	}
 	if weight.NDim() != 2 {
-		Fail(op, "weight must be 2-D [num, dim], got shape %v", weight.shape)
+		failShape(op, "weight must be 2-D [num, dim], got shape %v", weight.shape)
 	}
 	return weight.shape[0], weight.shape[1]
 }
@@ -54,7 +54,7 @@ func embeddingIndices(op, what string, t *Tensor, num int) []int64 {
 		Fail(op, "%s is nil", what)
 	}
 	if t.dtype != Int64 {
-		Fail(op, "%s has dtype %v; %s needs int64 indices", what, t.dtype, op)
+		failDType(op, "%s has dtype %v; %s needs int64 indices", what, t.dtype, op)
 	}
 	if t.format != Contiguous {
 		t = t.reformat(Contiguous)
@@ -62,7 +62,7 @@ func embeddingIndices(op, what string, t *Tensor, num int) []int64 {
 	idx := t.Int64s()
 	for i, v := range idx {
 		if v < 0 || v >= int64(num) {
-			Fail(op, "index %d (at position %d of %s %v) is out of range for a table of %d rows", v, i, what, t.shape, num)
+			failIndex(op, "index %d (at position %d of %s %v) is out of range for a table of %d rows", v, i, what, t.shape, num)
 		}
 	}
 	return idx
@@ -119,7 +119,7 @@ func EmbeddingSparsePadding(indices, weight *Tensor, paddingIdx int64) *Tensor {
 func paddingRow(op string, weight *Tensor, paddingIdx int64) int64 {
 	num, _ := embeddingTable(op, weight)
 	if paddingIdx < -int64(num) || paddingIdx >= int64(num) {
-		Fail(op, "padding index %d is out of range for a table of %d rows", paddingIdx, num)
+		failIndex(op, "padding index %d is out of range for a table of %d rows", paddingIdx, num)
 	}
 	if paddingIdx < 0 {
 		paddingIdx += int64(num)
@@ -168,7 +168,7 @@ func widenedF32(op, what string, t *Tensor) []float32 {
 	case BFloat16:
 		return t.castTo(Float32).ContiguousFloat32s()
 	}
-	Fail(op, "%s has dtype %v; want float32 or bfloat16", what, t.dtype)
+	failDType(op, "%s has dtype %v; want float32 or bfloat16", what, t.dtype)
 	return nil
 }
 
@@ -181,20 +181,20 @@ func embeddingBagOffsets(op string, input, offsets *Tensor, num int) (idx, start
 	switch input.NDim() {
 	case 1:
 		if offsets == nil {
-			Fail(op, "offsets are required for 1-D input %v", input.shape)
+			failShape(op, "offsets are required for 1-D input %v", input.shape)
 		}
 		if offsets.dtype != Int64 {
-			Fail(op, "offsets have dtype %v; %s needs int64 offsets", offsets.dtype, op)
+			failDType(op, "offsets have dtype %v; %s needs int64 offsets", offsets.dtype, op)
 		}
 		if offsets.NDim() != 1 {
-			Fail(op, "offsets must be 1-D, got shape %v", offsets.shape)
+			failShape(op, "offsets must be 1-D, got shape %v", offsets.shape)
 		}
 		idx = embeddingIndices(op, "input", input, num)
 		starts = offsets.Int64s()
 		n := int64(len(idx))
 		if len(starts) == 0 {
 			if n > 0 {
-				Fail(op, "offsets are empty but input %v holds %d indices", input.shape, n)
+				failShape(op, "offsets are empty but input %v holds %d indices", input.shape, n)
 			}
 			return idx, starts
 		}
@@ -203,15 +203,15 @@ func embeddingBagOffsets(op string, input, offsets *Tensor, num int) (idx, start
 		}
 		for b := 1; b < len(starts); b++ {
 			if starts[b] < starts[b-1] {
-				Fail(op, "offsets must be non-decreasing, got offsets[%d] = %d after offsets[%d] = %d", b, starts[b], b-1, starts[b-1])
+				failShape(op, "offsets must be non-decreasing, got offsets[%d] = %d after offsets[%d] = %d", b, starts[b], b-1, starts[b-1])
 			}
 		}
 		if last := starts[len(starts)-1]; last > n {
-			Fail(op, "offsets[%d] = %d is beyond the input's length %d", len(starts)-1, last, n)
+			failShape(op, "offsets[%d] = %d is beyond the input's length %d", len(starts)-1, last, n)
 		}
 	case 2:
 		if offsets != nil {
-			Fail(op, "offsets must be nil for 2-D input %v, whose rows are the bags", input.shape)
+			failShape(op, "offsets must be nil for 2-D input %v, whose rows are the bags", input.shape)
 		}
 		idx = embeddingIndices(op, "input", input, num)
 		bags, size := input.shape[0], input.shape[1]
@@ -220,7 +220,7 @@ func embeddingBagOffsets(op string, input, offsets *Tensor, num int) (idx, start
 			starts[b] = int64(b * size)
 		}
 	default:
-		Fail(op, "input must be 1-D (with offsets) or 2-D [bags, size], got shape %v", input.shape)
+		failShape(op, "input must be 1-D (with offsets) or 2-D [bags, size], got shape %v", input.shape)
 	}
 	return idx, starts
 }
@@ -344,12 +344,12 @@ func bagSampleWeights(op string, perSampleWeights, input, weight *Tensor, mode E
 	case perSampleWeights.dtype == Float32:
 	case perSampleWeights.dtype == BFloat16 && weight.dtype == BFloat16:
 	case weight.dtype == BFloat16:
-		Fail(op, "per-sample weights have dtype %v; a bfloat16 table takes float32 or bfloat16 per-sample weights", perSampleWeights.dtype)
+		failDType(op, "per-sample weights have dtype %v; a bfloat16 table takes float32 or bfloat16 per-sample weights", perSampleWeights.dtype)
 	default:
-		Fail(op, "per-sample weights have dtype %v; a %v table takes %v per-sample weights", perSampleWeights.dtype, weight.dtype, weight.dtype)
+		failDType(op, "per-sample weights have dtype %v; a %v table takes %v per-sample weights", perSampleWeights.dtype, weight.dtype, weight.dtype)
 	}
 	if !sameShape(perSampleWeights.shape, input.shape) {
-		Fail(op, "per-sample weights have shape %v, want the input's shape %v", perSampleWeights.shape, input.shape)
+		failShape(op, "per-sample weights have shape %v, want the input's shape %v", perSampleWeights.shape, input.shape)
 	}
 	return widenedF32(op, "per-sample weights", perSampleWeights)
 }

@@ -41,14 +41,14 @@ func matmul(op string, a, b *Tensor) *Tensor {
 	if bf16 {
 		if b == nil || b.dtype != BFloat16 {
 			checkF32(op, "second operand", b) // names nil
-			Fail(op, "second operand has dtype %v but the first is bfloat16; cast it, or use amp.Autocast", b.dtype)
+			failDType(op, "second operand has dtype %v but the first is bfloat16; cast it, or use amp.Autocast", b.dtype)
 		}
 	} else {
 		checkF32(op, "first operand", a)
 		checkF32(op, "second operand", b)
 	}
 	if a.NDim() == 0 || b.NDim() == 0 {
-		Fail(op, "both arguments need at least 1 dimension, got shapes %v and %v", a.shape, b.shape)
+		failShape(op, "both arguments need at least 1 dimension, got shapes %v and %v", a.shape, b.shape)
 	}
 	// Matrix views of the operands: [batch..., n, k] and [batch..., k, m].
 	as, bs := a.shape, b.shape
@@ -61,9 +61,9 @@ func matmul(op string, a, b *Tensor) *Tensor {
 	n, k, m := as[len(as)-2], as[len(as)-1], bs[len(bs)-1]
 	if bs[len(bs)-2] != k {
 		if a.NDim() == 1 && b.NDim() == 1 {
-			Fail(op, "1-D operands of sizes %d and %d differ in size", a.shape[0], b.shape[0])
+			failShape(op, "1-D operands of sizes %d and %d differ in size", a.shape[0], b.shape[0])
 		}
-		Fail(op, "shapes %v and %v cannot be multiplied (%d×%d and %d×%d)", a.shape, b.shape, n, k, bs[len(bs)-2], m)
+		failShape(op, "shapes %v and %v cannot be multiplied (%d×%d and %d×%d)", a.shape, b.shape, n, k, bs[len(bs)-2], m)
 	}
 	aBatch, bBatch := as[:len(as)-2], bs[:len(bs)-2]
 	batch := matmulBatch(op, a, b, aBatch, bBatch)
@@ -179,7 +179,7 @@ func matmulBF16(op string, a, b *Tensor, outShape, batch, aBatch, bBatch []int, 
 func matmulBatch(op string, a, b *Tensor, aBatch, bBatch []int) []int {
 	var batch []int
 	if err := Try(func() { batch = broadcastShapes(op, aBatch, bBatch) }); err != nil {
-		Fail(op, "batch dimensions %v of %v and %v of %v cannot be broadcast together", aBatch, a.shape, bBatch, b.shape)
+		failShape(op, "batch dimensions %v of %v and %v of %v cannot be broadcast together", aBatch, a.shape, bBatch, b.shape)
 	}
 	return batch
 }
@@ -230,13 +230,13 @@ func BMM(a, b *Tensor) *Tensor {
 		checkF32(op, "second operand", b)
 	}
 	if a.NDim() != 3 {
-		Fail(op, "first operand must be a 3-D [batch, n, k] tensor, got shape %v", a.shape)
+		failShape(op, "first operand must be a 3-D [batch, n, k] tensor, got shape %v", a.shape)
 	}
 	if b.NDim() != 3 {
-		Fail(op, "second operand must be a 3-D [batch, k, m] tensor, got shape %v", b.shape)
+		failShape(op, "second operand must be a 3-D [batch, k, m] tensor, got shape %v", b.shape)
 	}
 	if a.shape[0] != b.shape[0] || a.shape[2] != b.shape[1] {
-		Fail(op, "second operand must have shape [%d %d m] to multiply first operand %v, got %v", a.shape[0], a.shape[2], a.shape, b.shape)
+		failShape(op, "second operand must have shape [%d %d m] to multiply first operand %v, got %v", a.shape[0], a.shape[2], a.shape, b.shape)
 	}
 	return matmul(op, a, b)
 }
@@ -265,17 +265,17 @@ func Linear(x, w, b *Tensor) *Tensor {
 		checkF32(op, "bias", b)
 	}
 	if w.NDim() != 2 {
-		Fail(op, "weight must be 2-D [out, in], got shape %v", w.shape)
+		failShape(op, "weight must be 2-D [out, in], got shape %v", w.shape)
 	}
 	outF, inF := w.shape[0], w.shape[1]
 	if x.NDim() == 0 {
-		Fail(op, "input must have at least 1 dimension [..., %d], got a 0-d tensor", inF)
+		failShape(op, "input must have at least 1 dimension [..., %d], got a 0-d tensor", inF)
 	}
 	if x.shape[x.NDim()-1] != inF {
-		Fail(op, "input %v has %d features in its last dimension, weight %v expects %d", x.shape, x.shape[x.NDim()-1], w.shape, inF)
+		failShape(op, "input %v has %d features in its last dimension, weight %v expects %d", x.shape, x.shape[x.NDim()-1], w.shape, inF)
 	}
 	if b != nil && (b.NDim() != 1 || b.shape[0] != outF) {
-		Fail(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
+		failShape(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
 	}
 	outShape := append(cloneInts(x.shape[:x.NDim()-1]), outF)
 	out := &Tensor{dtype: Float32, shape: outShape, data: make([]float32, numel(op, outShape))}
@@ -317,7 +317,7 @@ func linearBF16(x, w, b *Tensor) *Tensor {
 			Fail(op, "%s is nil", what)
 		}
 		if t.dtype != BFloat16 {
-			Fail(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", what, t.dtype)
+			failDType(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", what, t.dtype)
 		}
 	}
 	checkBF16("weight", w)
@@ -325,14 +325,14 @@ func linearBF16(x, w, b *Tensor) *Tensor {
 		checkBF16("bias", b)
 	}
 	if w.NDim() != 2 {
-		Fail(op, "weight must be 2-D [out, in], got shape %v", w.shape)
+		failShape(op, "weight must be 2-D [out, in], got shape %v", w.shape)
 	}
 	outF, inF := w.shape[0], w.shape[1]
 	if x.NDim() == 0 || x.shape[x.NDim()-1] != inF {
-		Fail(op, "input %v does not end in the %d features weight %v expects", x.shape, inF, w.shape)
+		failShape(op, "input %v does not end in the %d features weight %v expects", x.shape, inF, w.shape)
 	}
 	if b != nil && (b.NDim() != 1 || b.shape[0] != outF) {
-		Fail(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
+		failShape(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
 	}
 	outShape := append(cloneInts(x.shape[:x.NDim()-1]), outF)
 	rows := numel(op, outShape[:len(outShape)-1])

@@ -77,11 +77,11 @@ func CrossEntropy(logits, target *Tensor, opt CrossEntropyOptions) *Tensor {
 	case target == nil:
 		Fail(op, "target is nil")
 	case logits.dtype != Float32:
-		Fail(op, "logits have dtype %v; %s supports float32", logits.dtype, op)
+		failDType(op, "logits have dtype %v; %s supports float32", logits.dtype, op)
 	case target.dtype == Float32 || target.dtype == BFloat16:
-		Fail(op, "target has dtype %v; %s takes int64 class indices (probability targets are not supported)", target.dtype, op)
+		failDType(op, "target has dtype %v; %s takes int64 class indices (probability targets are not supported)", target.dtype, op)
 	case target.dtype != Int64:
-		Fail(op, "target has dtype %v; %s takes int64 class indices", target.dtype, op)
+		failDType(op, "target has dtype %v; %s takes int64 class indices", target.dtype, op)
 	}
 	if ls := opt.LabelSmoothing; !(ls >= 0 && ls <= 1) {
 		Fail(op, "label smoothing must be in [0, 1], got %v", ls)
@@ -91,7 +91,7 @@ func CrossEntropy(logits, target *Tensor, opt CrossEntropyOptions) *Tensor {
 	var posShape []int
 	switch nd {
 	case 0:
-		Fail(op, "logits must be [C], [N, C] or [N, C, d1, ...], got a 0-d tensor")
+		failShape(op, "logits must be [C], [N, C] or [N, C, d1, ...], got a 0-d tensor")
 	case 1:
 		classDim, posShape = 0, []int{}
 	default:
@@ -99,10 +99,10 @@ func CrossEntropy(logits, target *Tensor, opt CrossEntropyOptions) *Tensor {
 	}
 	C := logits.shape[classDim]
 	if C == 0 {
-		Fail(op, "logits %v have no classes (dimension %d is 0)", logits.shape, classDim)
+		failShape(op, "logits %v have no classes (dimension %d is 0)", logits.shape, classDim)
 	}
 	if !sameShape(target.shape, posShape) {
-		Fail(op, "target shape %v does not fit logits %v: want %v", target.shape, logits.shape, posShape)
+		failShape(op, "target shape %v does not fit logits %v: want %v", target.shape, logits.shape, posShape)
 	}
 	s := kernels.CrossEntropyShape{Classes: C, Smoothing: opt.LabelSmoothing}
 	if opt.IgnoreIndex != nil {
@@ -121,7 +121,7 @@ func CrossEntropy(logits, target *Tensor, opt CrossEntropyOptions) *Tensor {
 			continue
 		}
 		if t < 0 || t >= int64(C) {
-			Fail(op, "target %d is out of range for %d classes (want 0 to %d%s)", t, C, C-1, lossIgnoreNote(opt.IgnoreIndex))
+			failIndex(op, "target %d is out of range for %d classes (want 0 to %d%s)", t, C, C-1, lossIgnoreNote(opt.IgnoreIndex))
 		}
 		count++
 	}
@@ -217,11 +217,11 @@ func lossPointwise(op string, x, target *Tensor, r Reduction, layoutOfX bool, k 
 	case target == nil:
 		Fail(op, "target is nil")
 	case x.dtype != Float32:
-		Fail(op, "input has dtype %v; %s supports float32", x.dtype, op)
+		failDType(op, "input has dtype %v; %s supports float32", x.dtype, op)
 	case target.dtype != Float32:
-		Fail(op, "target has dtype %v; %s supports float32", target.dtype, op)
+		failDType(op, "target has dtype %v; %s supports float32", target.dtype, op)
 	case !sameShape(x.shape, target.shape):
-		Fail(op, "input shape %v and target shape %v differ (%s does not broadcast)", x.shape, target.shape, op)
+		failShape(op, "input shape %v and target shape %v differ (%s does not broadcast)", x.shape, target.shape, op)
 	}
 	f := target.format
 	if layoutOfX {

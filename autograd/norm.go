@@ -14,7 +14,7 @@ func normCheckChannelVec(op, what string, t *Tensor, c int, x *Tensor) {
 	}
 	checkF32(op, what, t)
 	if t.NDim() != 1 || t.shape[0] != c {
-		Fail(op, "%s has shape %v, want [%d] for input %v", what, t.shape, c, x.shape)
+		failShape(op, "%s has shape %v, want [%d] for input %v", what, t.shape, c, x.shape)
 	}
 }
 
@@ -96,7 +96,7 @@ func traceBatchNorm(x, runningMean, runningVar, weight, bias *Tensor, eps float6
 
 func checkInPlace(op string, x *Tensor) {
 	if x != nil && x.requiresGrad && !x.mode.noGrad {
-		Fail(op, "cannot overwrite a tensor that requires grad (shape %v) while gradients are recorded; use the out-of-place op, or run the computation under NoGrad", x.shape)
+		failGrad(op, "cannot overwrite a tensor that requires grad (shape %v) while gradients are recorded; use the out-of-place op, or run the computation under NoGrad", x.shape)
 	}
 }
 
@@ -120,7 +120,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 	if relu {
 		forward = kernels.BatchNormReLUForward
 	}
-	forward(s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
+	forward(&s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
 	if traced(x, runningMean, runningVar, weight, bias) && !training {
 		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
 	}
@@ -147,7 +147,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 			dx = gx.Float32s()
 		}
 		gw, gb, dw, db := bnParamGrads(weight, bias, C)
-		kernels.BatchNormBackward(s, xd, g.Float32s(), mean, invStd, normF32s(weight), training, dx, dw, db)
+		kernels.BatchNormBackward(&s, xd, g.Float32s(), mean, invStd, normF32s(weight), training, dx, dw, db)
 		return []*Tensor{gx, nil, nil, gw, gb}
 	})
 }
@@ -156,7 +156,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 // returns the kernels' view of x.
 func bnShape(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) kernels.BatchNormShape {
 	if x.NDim() < 2 {
-		Fail(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
+		failShape(op, "expected input of at least 2 dimensions [N, C, ...], got shape %v", x.shape)
 	}
 	C := x.shape[1]
 	normCheckChannelVec(op, "weight", weight, C, x)
@@ -165,7 +165,7 @@ func bnShape(op string, x, runningMean, runningVar, weight, bias *Tensor, traini
 	normCheckChannelVec(op, "running variance", runningVar, C, x)
 	for _, r := range []*Tensor{runningMean, runningVar} {
 		if r != nil && r.requiresGrad {
-			Fail(op, "running statistics are updated in place and cannot require gradients")
+			failGrad(op, "running statistics are updated in place and cannot require gradients")
 		}
 	}
 	normEps(op, eps)
@@ -203,10 +203,10 @@ func bnStatistics(op string, s kernels.BatchNormShape, xd []float32, shape []int
 	}
 	n := s.Count()
 	if n <= 1 {
-		Fail(op, "Expected more than 1 value per channel when training, got input of shape %v", shape)
+		failShape(op, "Expected more than 1 value per channel when training, got input of shape %v", shape)
 	}
 	variance := invStd // overwritten by invStd below
-	kernels.BatchNormStats(s, xd, mean, variance)
+	kernels.BatchNormStats(&s, xd, mean, variance)
 	unbias := float64(n) / float64(n-1)
 	if runningMean != nil {
 		rm := runningMean.Float32s()
@@ -260,7 +260,7 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	if relu {
 		forward = kernels.BatchNormReLUForward
 	}
-	forward(s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
+	forward(&s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
 	out := x
 	if !inPlace {
 		out = bf16EmptyLike(x)
@@ -295,7 +295,7 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 			dx = gradBuffer(n) // BatchNormBackward writes every element
 		}
 		gw, gb, dw, db := bnParamGrads(weight, bias, C)
-		kernels.BatchNormBackward(s, xf, gf, mean, invStd, normF32s(weight), training, dx, dw, db)
+		kernels.BatchNormBackward(&s, xf, gf, mean, invStd, normF32s(weight), training, dx, dw, db)
 		releaseGradBuffer(gf)
 		releaseGradBuffer(xf)
 		if xNeeds {
@@ -317,11 +317,11 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	const op = "LayerNorm"
 	checkF32(op, "input", x)
 	if len(normalizedShape) == 0 {
-		Fail(op, "normalized shape must have at least one dimension (input %v)", x.shape)
+		failShape(op, "normalized shape must have at least one dimension (input %v)", x.shape)
 	}
 	k := len(normalizedShape)
 	if x.NDim() < k || !sameShape(x.shape[x.NDim()-k:], normalizedShape) {
-		Fail(op, "normalized shape %v does not match the trailing dimensions of input %v", normalizedShape, x.shape)
+		failShape(op, "normalized shape %v does not match the trailing dimensions of input %v", normalizedShape, x.shape)
 	}
 	for _, p := range []struct {
 		what string
@@ -332,7 +332,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 		}
 		checkF32(op, p.what, p.t)
 		if !sameShape(p.t.shape, normalizedShape) {
-			Fail(op, "%s has shape %v, want the normalized shape %v", p.what, p.t.shape, normalizedShape)
+			failShape(op, "%s has shape %v, want the normalized shape %v", p.what, p.t.shape, normalizedShape)
 		}
 	}
 	normEps(op, eps)

@@ -30,10 +30,10 @@ func poolInput(op string, x *Tensor) (n, c, h, w int, batched bool) {
 	case 3:
 		n, c, h, w = 1, x.shape[0], x.shape[1], x.shape[2]
 	default:
-		Fail(op, "expected 3-D (unbatched) or 4-D (batched) input, got shape %v", x.shape)
+		failShape(op, "expected 3-D (unbatched) or 4-D (batched) input, got shape %v", x.shape)
 	}
 	if c == 0 || h == 0 || w == 0 {
-		Fail(op, "input %v has a zero-size channel or spatial dimension", x.shape)
+		failShape(op, "input %v has a zero-size channel or spatial dimension", x.shape)
 	}
 	return n, c, h, w, batched
 }
@@ -77,7 +77,7 @@ func poolGeometry(op string, x *Tensor, opt PoolOptions, dilation bool) (kernels
 	s.OutH = kernels.PoolOutSize(h, k[0], stride[0], pad[0], dil[0], opt.CeilMode)
 	s.OutW = kernels.PoolOutSize(w, k[1], stride[1], pad[1], dil[1], opt.CeilMode)
 	if s.OutH < 1 || s.OutW < 1 {
-		Fail(op, "output size %d×%d is too small for input %v (kernel %v, stride %v, padding %v, dilation %v)",
+		failShape(op, "output size %d×%d is too small for input %v (kernel %v, stride %v, padding %v, dilation %v)",
 			s.OutH, s.OutW, x.shape, k, stride, pad, dil)
 	}
 	return s, batched
@@ -168,8 +168,8 @@ func AvgPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 	s, batched := poolGeometry("AvgPool2d", x, opt, false)
 	defer tracePool("AvgPool2d", x, opt, &out)
 	return poolApply("AvgPool2d", x, &s, batched,
-		func(x, y []float32) { kernels.AvgPool2d(&s, opt.CountIncludePad, x, y) },
-		func(dy, dx []float32) { kernels.AvgPool2dBackward(&s, opt.CountIncludePad, dy, dx) })
+		func(x, y []float32) { kernels.AvgPool2d(&s, x, opt.CountIncludePad, y) },
+		func(dy, dx []float32) { kernels.AvgPool2dBackward(&s, dy, opt.CountIncludePad, dx) })
 }
 
 // AdaptiveAvgPool2d averages x into an outH×outW grid, like
@@ -190,7 +190,7 @@ func adaptivePoolGeometry(x *Tensor, outH, outW int) (kernels.Pool2dShape, bool)
 	const op = "AdaptiveAvgPool2d"
 	n, c, h, w, batched := poolInput(op, x)
 	if outH <= 0 || outW <= 0 {
-		Fail(op, "output size %d×%d must be positive", outH, outW)
+		failShape(op, "output size %d×%d must be positive", outH, outW)
 	}
 	// The output size is the caller's, unrelated to x's: count it before
 	// AdaptiveAvgPool2dGeometry's callers allocate it.

@@ -33,7 +33,7 @@ func reducePlan(op string, x *Tensor, dims []int, keepDim bool) (reduced []bool,
 		// A 0-d tensor accepts dim 0 or -1, as in PyTorch.
 		nd1 := max(nd, 1)
 		if d < -nd1 || d >= nd1 {
-			Fail(op, "dimension %d out of range for a %d-D tensor of shape %v (dims %v)", d, nd, x.shape, dims)
+			failIndex(op, "dimension %d out of range for a %d-D tensor of shape %v (dims %v)", d, nd, x.shape, dims)
 		}
 		if d < 0 {
 			d += nd1
@@ -42,7 +42,7 @@ func reducePlan(op string, x *Tensor, dims []int, keepDim bool) (reduced []bool,
 			continue
 		}
 		if reduced[d] {
-			Fail(op, "dimension %d appears more than once in dims %v", d, dims)
+			failShape(op, "dimension %d appears more than once in dims %v", d, dims)
 		}
 		reduced[d] = true
 	}

@@ -102,28 +102,28 @@ func shapeInfer(op string, x *Tensor, shape []int) []int {
 		switch {
 		case d == -1:
 			if infer >= 0 {
-				Fail(op, "only one dimension can be inferred, got shape %v", shape)
+				failShape(op, "only one dimension can be inferred, got shape %v", shape)
 			}
 			infer = i
 			out[i] = 1
 		case d < 0:
-			Fail(op, "invalid dimension %d in shape %v", d, shape)
+			failShape(op, "invalid dimension %d in shape %v", d, shape)
 		}
 	}
 	known := numel(op, out)
 	n := x.Numel()
 	if infer >= 0 {
 		if known == 0 {
-			Fail(op, "cannot reshape a tensor of %d elements (shape %v) into shape %v: the size of -1 is ambiguous", n, x.shape, shape)
+			failShape(op, "cannot reshape a tensor of %d elements (shape %v) into shape %v: the size of -1 is ambiguous", n, x.shape, shape)
 		}
 		if n%known != 0 {
-			Fail(op, "shape %v is invalid for a tensor of %d elements (shape %v)", shape, n, x.shape)
+			failShape(op, "shape %v is invalid for a tensor of %d elements (shape %v)", shape, n, x.shape)
 		}
 		out[infer] = n / known
 		return out
 	}
 	if known != n {
-		Fail(op, "shape %v is invalid for a tensor of %d elements (shape %v)", shape, n, x.shape)
+		failShape(op, "shape %v is invalid for a tensor of %d elements (shape %v)", shape, n, x.shape)
 	}
 	return out
 }
@@ -153,7 +153,7 @@ func shapeReshape(op string, x *Tensor, shape []int, view bool) *Tensor {
 	case shapeRowMajor(x):
 		out = shapeAlias(x, target, Contiguous)
 	case view:
-		Fail(op, "tensor of shape %v is %v, so its memory is not in row-major order and cannot be viewed as shape %v; use Reshape, which copies",
+		failShape(op, "tensor of shape %v is %v, so its memory is not in row-major order and cannot be viewed as shape %v; use Reshape, which copies",
 			x.shape, x.format, shape)
 	default:
 		out = shapeAlias(x.reformat(Contiguous), target, Contiguous)
@@ -200,7 +200,7 @@ func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 		return Reshape(x, 1)
 	}
 	if s > e {
-		Fail(op, "start dimension %d comes after end dimension %d for shape %v", startDim, endDim, x.shape)
+		failShape(op, "start dimension %d comes after end dimension %d for shape %v", startDim, endDim, x.shape)
 	}
 	if s == e {
 		return x
@@ -220,7 +220,7 @@ func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 func shapeDim(op string, x *Tensor, d int) int {
 	nd := max(x.NDim(), 1)
 	if d < -nd || d >= nd {
-		Fail(op, "dimension %d out of range for a %d-D tensor of shape %v", d, x.NDim(), x.shape)
+		failIndex(op, "dimension %d out of range for a %d-D tensor of shape %v", d, x.NDim(), x.shape)
 	}
 	if d < 0 {
 		d += nd
@@ -255,14 +255,14 @@ func Permute(x *Tensor, dims ...int) *Tensor {
 	const op = "Permute"
 	checkMovable(op, "input", x)
 	if len(dims) != x.NDim() {
-		Fail(op, "dims %v has %d entries for a %d-D tensor of shape %v", dims, len(dims), x.NDim(), x.shape)
+		failShape(op, "dims %v has %d entries for a %d-D tensor of shape %v", dims, len(dims), x.NDim(), x.shape)
 	}
 	perm := make([]int, len(dims))
 	seen := make([]bool, len(dims))
 	for i, d := range dims {
 		p := shapeDim(op, x, d)
 		if seen[p] {
-			Fail(op, "dimension %d appears more than once in dims %v", p, dims)
+			failShape(op, "dimension %d appears more than once in dims %v", p, dims)
 		}
 		seen[p] = true
 		perm[i] = p
@@ -315,13 +315,13 @@ func shapePermuted(t *Tensor, perm []int, prefer MemoryFormat) *Tensor {
 func Cat(xs []*Tensor, dim int) *Tensor {
 	const op = "Cat"
 	if len(xs) == 0 {
-		Fail(op, "expected a non-empty list of tensors")
+		failShape(op, "expected a non-empty list of tensors")
 	}
 	mixed := false
 	for i, x := range xs {
 		checkMovable(op, fmt.Sprintf("tensor %d", i), x)
 		if x.NDim() == 0 {
-			Fail(op, "tensor %d is 0-d; zero-dimensional tensors cannot be concatenated", i)
+			failShape(op, "tensor %d is 0-d; zero-dimensional tensors cannot be concatenated", i)
 		}
 		mixed = mixed || x.dtype != xs[0].dtype
 	}
@@ -337,7 +337,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 	x0 := xs[0]
 	nd := x0.NDim()
 	if dim < -nd || dim >= nd {
-		Fail(op, "dimension %d out of range for %d-D tensors (tensor 0 has shape %v)", dim, nd, x0.shape)
+		failIndex(op, "dimension %d out of range for %d-D tensors (tensor 0 has shape %v)", dim, nd, x0.shape)
 	}
 	if dim < 0 {
 		dim += nd
@@ -347,11 +347,11 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 	format := x0.format
 	for i, x := range xs {
 		if x.NDim() != nd {
-			Fail(op, "tensor %d has %d dimensions (shape %v) but tensor 0 has %d (shape %v)", i, x.NDim(), x.shape, nd, x0.shape)
+			failShape(op, "tensor %d has %d dimensions (shape %v) but tensor 0 has %d (shape %v)", i, x.NDim(), x.shape, nd, x0.shape)
 		}
 		for d := range nd {
 			if d != dim && x.shape[d] != x0.shape[d] {
-				Fail(op, "sizes must match except in dimension %d: tensor %d has shape %v, tensor 0 has shape %v", dim, i, x.shape, x0.shape)
+				failShape(op, "sizes must match except in dimension %d: tensor %d has shape %v, tensor 0 has shape %v", dim, i, x.shape, x0.shape)
 			}
 		}
 		outShape[dim] += x.shape[dim]
@@ -400,12 +400,12 @@ func Split(x *Tensor, splitSize int, dim int) []*Tensor {
 	const op = "Split"
 	checkMovable(op, "input", x)
 	if x.NDim() == 0 {
-		Fail(op, "cannot split a 0-d tensor")
+		failShape(op, "cannot split a 0-d tensor")
 	}
 	d := shapeDim(op, x, dim)
 	n := x.shape[d]
 	if splitSize < 0 || (splitSize == 0 && n != 0) {
-		Fail(op, "split size must be positive (or 0 for a dimension of size 0), got %d for dimension %d of size %d", splitSize, d, n)
+		failShape(op, "split size must be positive (or 0 for a dimension of size 0), got %d for dimension %d of size %d", splitSize, d, n)
 	}
 	sizes := []int{n}
 	if n > 0 {
@@ -424,13 +424,13 @@ func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
 	const op = "SplitSizes"
 	checkMovable(op, "input", x)
 	if x.NDim() == 0 {
-		Fail(op, "cannot split a 0-d tensor")
+		failShape(op, "cannot split a 0-d tensor")
 	}
 	d := shapeDim(op, x, dim)
 	total := 0
 	for _, s := range sizes {
 		if s < 0 {
-			Fail(op, "sizes %v must be non-negative", sizes)
+			failShape(op, "sizes %v must be non-negative", sizes)
 		}
 		// Past the dimension's size the total stops growing, so huge
 		// sizes cannot wrap it around to the right sum.
@@ -441,7 +441,7 @@ func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
 		}
 	}
 	if len(sizes) == 0 || total != x.shape[d] {
-		Fail(op, "sizes %v must add up to %d, the size of dimension %d of shape %v", sizes, x.shape[d], d, x.shape)
+		failShape(op, "sizes %v must add up to %d, the size of dimension %d of shape %v", sizes, x.shape[d], d, x.shape)
 	}
 	return shapeSplit(op, x, sizes, d)
 }

@@ -23,7 +23,7 @@ func LogSoftmax(x *Tensor, dim int) *Tensor { return softmaxOp("LogSoftmax", x, 
 func softmaxDim(op string, shape []int, dim int) int {
 	nd := max(len(shape), 1)
 	if dim < -nd || dim >= nd {
-		Fail(op, "dim %d out of range for input of shape %v (valid: %d to %d)", dim, shape, -nd, nd-1)
+		failIndex(op, "dim %d out of range for input of shape %v (valid: %d to %d)", dim, shape, -nd, nd-1)
 	}
 	if dim < 0 {
 		dim += nd
@@ -71,9 +71,9 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 	out := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: make([]float32, x.Numel())}
 	y := out.Float32s()
 	if log {
-		kernels.LogSoftmax(s, xc.Float32s(), y)
+		kernels.LogSoftmax(&s, xc.Float32s(), y)
 	} else {
-		kernels.Softmax(s, xc.Float32s(), y)
+		kernels.Softmax(&s, xc.Float32s(), y)
 	}
 	if traced(x) {
 		trace(op, []*Tensor{x}, []*Tensor{out}, attr("dim", d))
@@ -84,9 +84,9 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 		}
 		gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: make([]float32, x.Numel())}
 		if log {
-			kernels.LogSoftmaxBackward(s, y, g.Float32s(), gx.Float32s())
+			kernels.LogSoftmaxBackward(&s, y, g.Float32s(), gx.Float32s())
 		} else {
-			kernels.SoftmaxBackward(s, y, g.Float32s(), gx.Float32s())
+			kernels.SoftmaxBackward(&s, y, g.Float32s(), gx.Float32s())
 		}
 		if x.format != Contiguous {
 			gx = gx.reformat(x.format)

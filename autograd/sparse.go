@@ -33,12 +33,12 @@ func NewSparseGrad(num int, indices []int64, values *Tensor) *SparseGrad {
 	const op = "NewSparseGrad"
 	checkF32(op, "values", values)
 	if values.NDim() != 2 || values.shape[0] != len(indices) {
-		Fail(op, "values have shape %v, want [%d, dim] (one row per index)", values.shape, len(indices))
+		failShape(op, "values have shape %v, want [%d, dim] (one row per index)", values.shape, len(indices))
 	}
 	numel(op, []int{num, values.shape[1]}) // the dense shape Dense will allocate
 	for i, v := range indices {
 		if v < 0 || v >= int64(num) {
-			Fail(op, "index %d (at position %d) is out of range for a tensor of %d rows", v, i, num)
+			failIndex(op, "index %d (at position %d) is out of range for a tensor of %d rows", v, i, num)
 		}
 	}
 	dim := values.shape[1]
@@ -134,10 +134,10 @@ func (t *Tensor) SetSparseGrad(g *SparseGrad) {
 // gradient of t.
 func checkSparseTarget(op string, t *Tensor, shape []int) {
 	if t.dtype != Float32 && t.dtype != BFloat16 {
-		Fail(op, "a sparse gradient needs a float32 or bfloat16 tensor, not %v", t.dtype)
+		failDType(op, "a sparse gradient needs a float32 or bfloat16 tensor, not %v", t.dtype)
 	}
 	if !sameShape(shape, t.shape) {
-		Fail(op, "sparse gradient of shape %v does not match tensor %v", shape, t.shape)
+		failShape(op, "sparse gradient of shape %v does not match tensor %v", shape, t.shape)
 	}
 }
 
@@ -152,7 +152,7 @@ func checkSparseTarget(op string, t *Tensor, shape []int) {
 // mix is an error naming the op that caused it.
 func accumulateSparse(op string, t *Tensor, idx []int64, skip int64, row func(i int) []float32) {
 	if t.grad != nil {
-		Fail(op, "tensor %v already has a dense gradient; it cannot also receive a sparse one (use one kind of lookup per parameter, or call ZeroGrad between them)", t.shape)
+		failGrad(op, "tensor %v already has a dense gradient; it cannot also receive a sparse one (use one kind of lookup per parameter, or call ZeroGrad between them)", t.shape)
 	}
 	e := t.sparseGrad
 	if e == nil {
@@ -172,5 +172,5 @@ func accumulateSparse(op string, t *Tensor, idx []int64, skip int64, row func(i 
 // errMixedDense is the panic of accumulateLeaf for a leaf that holds a
 // sparse gradient.
 func errMixedDense(t *Tensor) {
-	Fail("Backward", "tensor %v has a sparse gradient (from a sparse embedding lookup); it cannot also receive a dense one (use one kind of lookup per parameter, or call ZeroGrad between them)", t.shape)
+	failGrad("Backward", "tensor %v has a sparse gradient (from a sparse embedding lookup); it cannot also receive a dense one (use one kind of lookup per parameter, or call ZeroGrad between them)", t.shape)
 }

@@ -73,10 +73,10 @@ func (t *Tensor) RequiresGrad() bool { return t.requiresGrad }
 // returns it. Only floating-point leaves can require gradients.
 func (t *Tensor) SetRequiresGrad(on bool) *Tensor {
 	if t.node != nil {
-		Fail("SetRequiresGrad", "tensor is the result of %s, not a leaf; use Detach first", t.node.op)
+		failGrad("SetRequiresGrad", "tensor is the result of %s, not a leaf; use Detach first", t.node.op)
 	}
 	if on && !t.dtype.IsFloat() {
-		Fail("SetRequiresGrad", "only floating-point tensors can require gradients, not %v", t.dtype)
+		failDType("SetRequiresGrad", "only floating-point tensors can require gradients, not %v", t.dtype)
 	}
 	t.requiresGrad = on
 	return t
@@ -103,7 +103,7 @@ func (t *Tensor) Grad() *Tensor { return t.grad }
 // SetGrad replaces t's gradient, dense or sparse; nil clears it.
 func (t *Tensor) SetGrad(g *Tensor) {
 	if g != nil && (!sameShape(g.shape, t.shape) || g.dtype != t.dtype) {
-		Fail("SetGrad", "gradient %v %v does not match tensor %v %v", g.shape, g.dtype, t.shape, t.dtype)
+		failShape("SetGrad", "gradient %v %v does not match tensor %v %v", g.shape, g.dtype, t.shape, t.dtype)
 	}
 	t.grad, t.sparseGrad = g, nil
 }
@@ -134,13 +134,13 @@ func (t *Tensor) BackwardRetainGraph(grad ...*Tensor) { t.backward(true, grad) }
 
 func (t *Tensor) backward(retain bool, grad []*Tensor) {
 	if !t.requiresGrad {
-		Fail("Backward", "tensor does not require grad and has no grad_fn")
+		failGrad("Backward", "tensor does not require grad and has no grad_fn")
 	}
 	var g *Tensor
 	switch len(grad) {
 	case 0:
 		if t.Numel() != 1 {
-			Fail("Backward", "grad can be implicitly created only for one-element outputs, got shape %v", t.shape)
+			failShape("Backward", "grad can be implicitly created only for one-element outputs, got shape %v", t.shape)
 		}
 		g = OnesLike(t)
 		if t.dtype != Float32 {
@@ -152,12 +152,12 @@ func (t *Tensor) backward(retain bool, grad []*Tensor) {
 			Fail("Backward", "gradient is nil (call Backward() with no argument for a one-element output)")
 		}
 		if !sameShape(g.shape, t.shape) {
-			Fail("Backward", "gradient shape %v does not match output shape %v", g.shape, t.shape)
+			failShape("Backward", "gradient shape %v does not match output shape %v", g.shape, t.shape)
 		}
 		// Each op's backward reads the gradient in its output's dtype; a
 		// mismatch would surface as a misleading error deep in the tape.
 		if g.dtype != t.dtype {
-			Fail("Backward", "gradient has dtype %v, output has dtype %v", g.dtype, t.dtype)
+			failDType("Backward", "gradient has dtype %v, output has dtype %v", g.dtype, t.dtype)
 		}
 	default:
 		Fail("Backward", "takes at most one gradient, got %d", len(grad))
@@ -197,7 +197,7 @@ func runBackward(root, g *Tensor, retain bool) {
 	}
 	for _, n := range order {
 		if n.backward == nil {
-			Fail("Backward", "the graph through %s was freed by an earlier Backward; run the forward pass again", n.op)
+			failGrad("Backward", "the graph through %s was freed by an earlier Backward; run the forward pass again", n.op)
 		}
 	}
 	grads := map[*node]*Tensor{root.node: g}
@@ -228,7 +228,7 @@ func runBackward(root, g *Tensor, retain bool) {
 				continue
 			}
 			if !sameShape(gi.shape, e.shape) {
-				Fail(n.op, "backward produced gradient of shape %v for input of shape %v", gi.shape, e.shape)
+				failShape(n.op, "backward produced gradient of shape %v for input of shape %v", gi.shape, e.shape)
 			}
 			if e.leaf != nil {
 				lg := leafGrads[e.leaf]
@@ -371,7 +371,7 @@ func addInto(a, b *Tensor) *Tensor {
 		// BF16 gradients are summed in float32 and rounded once.
 		kernels.BinaryBF16(kernels.BinAdd, ad, ad, b.data.([]uint16))
 	default:
-		Fail("Backward", "cannot accumulate %v gradients", a.dtype)
+		failDType("Backward", "cannot accumulate %v gradients", a.dtype)
 	}
 	return a
 }

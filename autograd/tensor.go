@@ -37,7 +37,7 @@ type Tensor struct {
 func numel(op string, dims []int) int {
 	n, err := shape.Numel(dims)
 	if err != nil {
-		Fail(op, "%v", err)
+		failShape(op, "%v", err)
 	}
 	return n
 }
@@ -132,13 +132,13 @@ func Full(v float32, shape ...int) *Tensor { return full("Full", v, shape) }
 // passed to.
 func empty(op string, dtype DType, dims []int) *Tensor {
 	if dtype < Float32 || dtype > Int64 {
-		Fail(op, "unknown dtype %v", dtype)
+		failDType(op, "unknown dtype %v", dtype)
 	}
 	n := numel(op, dims)
 	// shape.MaxElements is also the most bytes Go allocates: a bigger
 	// tensor would die in make with an untyped runtime panic.
 	if n > shape.MaxElements/dtype.Size() {
-		Fail(op, "%d elements of %v are more than can be allocated", n, dtype)
+		failShape(op, "%d elements of %v are more than can be allocated", n, dtype)
 	}
 	return &Tensor{dtype: dtype, shape: cloneInts(dims), data: makeData(dtype, n)}
 }
@@ -171,7 +171,7 @@ func fromSlice(op string, dtype DType, data any, shape []int) *Tensor {
 		shape = []int{dataLen(data)} // Scalar makes 0-d tensors
 	}
 	if n := numel(op, shape); n != dataLen(data) {
-		Fail(op, "%d elements do not fill shape %v (%d elements)", dataLen(data), shape, n)
+		failShape(op, "%d elements do not fill shape %v (%d elements)", dataLen(data), shape, n)
 	}
 	return &Tensor{dtype: dtype, shape: cloneInts(shape), data: data}
 }
@@ -214,7 +214,7 @@ func Arange(start, end, step float64, dtype DType) *Tensor {
 	// Converting a count beyond int's range is implementation-defined in
 	// Go (it gives a negative number on amd64), so check it as a float.
 	if count > shape.MaxElements {
-		Fail("Arange", "[%v, %v) in steps of %v has %.4g elements, too many to allocate", start, end, step, count)
+		failShape("Arange", "[%v, %v) in steps of %v has %.4g elements, too many to allocate", start, end, step, count)
 	}
 	n := max(int(count), 0)
 	t := Empty(dtype, n)
@@ -243,7 +243,7 @@ func (t *Tensor) Numel() int { return dataLen(t.data) }
 func (t *Tensor) Format() MemoryFormat { return t.format }
 
 func (t *Tensor) wrongType(want string) {
-	Fail("access", "tensor is %v, not %s", t.dtype, want)
+	failDType("access", "tensor is %v, not %s", t.dtype, want)
 }
 
 // Float32s returns the backing slice of a Float32 tensor in physical
@@ -307,7 +307,7 @@ func (t *Tensor) Data() any { return t.data }
 // Item returns the value of a one-element tensor as float64.
 func (t *Tensor) Item() float64 {
 	if t.Numel() != 1 {
-		Fail("Item", "tensor of shape %v has %d elements, want 1", t.shape, t.Numel())
+		failShape("Item", "tensor of shape %v has %d elements, want 1", t.shape, t.Numel())
 	}
 	return t.floatAt(0)
 }
@@ -580,7 +580,7 @@ func sameShape(a, b []int) bool {
 // normDim maps a possibly negative dimension index into [0, ndim).
 func normDim(op string, d, ndim int) int {
 	if d < -ndim || d >= ndim || (ndim == 0 && d != 0 && d != -1) {
-		Fail(op, "dimension %d out of range for a %d-D tensor", d, ndim)
+		failIndex(op, "dimension %d out of range for a %d-D tensor", d, ndim)
 	}
 	if d < 0 {
 		d += ndim

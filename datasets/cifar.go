@@ -72,19 +72,19 @@ func readCIFARBatch(path string, set *Images) error {
 	}
 	switch {
 	case len(raw) > maxCIFARRecords*cifarRecord:
-		return fmt.Errorf("%s: more than %d records of 3073 bytes; not a CIFAR-10 batch", path, maxCIFARRecords)
+		return formatError(path, "records", "more than %d records of 3073 bytes; not a CIFAR-10 batch", maxCIFARRecords)
 	case len(raw) == 0:
-		return fmt.Errorf("%s: empty file, want 3073-byte records", path)
+		return formatError(path, "records", "empty file, want 3073-byte records")
 	case len(raw)%cifarRecord != 0:
-		return fmt.Errorf("%s: %d bytes is not a whole number of 3073-byte records (%d records and %d bytes over)",
-			path, len(raw), len(raw)/cifarRecord, len(raw)%cifarRecord)
+		return formatError(path, "records", "%d bytes is not a whole number of 3073-byte records (%d records and %d bytes over)",
+			len(raw), len(raw)/cifarRecord, len(raw)%cifarRecord)
 	}
 	n := len(raw) / cifarRecord
 	set.Pixels = slices.Grow(set.Pixels, n*cifarPixels)
 	for k := range n {
 		rec := raw[k*cifarRecord : (k+1)*cifarRecord]
 		if rec[0] >= 10 {
-			return fmt.Errorf("%s: label %d of record %d is not in [0, 10)", path, rec[0], k)
+			return formatError(path, "labels", "label %d of record %d is not in [0, 10)", rec[0], k)
 		}
 		set.Labels = append(set.Labels, int64(rec[0]))
 		set.Pixels = append(set.Pixels, rec[1:]...)

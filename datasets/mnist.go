@@ -70,14 +70,14 @@ func ReadMNIST(imagesPath, labelsPath string) (*Images, error) {
 		return nil, err
 	}
 	if dims[1] == 0 || dims[2] == 0 {
-		return nil, fmt.Errorf("%s: images of %d×%d pixels", imagesPath, dims[1], dims[2])
+		return nil, formatError(imagesPath, "dimensions", "images of %d×%d pixels", dims[1], dims[2])
 	}
 	ldims, raw, err := readIDX(labelsPath, idxLabelsMagic, "labels")
 	if err != nil {
 		return nil, err
 	}
 	if ldims[0] != dims[0] {
-		return nil, fmt.Errorf("%s: %d labels, but %s has %d images", labelsPath, ldims[0], imagesPath, dims[0])
+		return nil, formatError(labelsPath, "dimensions", "%d labels, but %s has %d images", ldims[0], imagesPath, dims[0])
 	}
 	labels, err := checkLabels(labelsPath, raw, 10)
 	if err != nil {
@@ -92,7 +92,7 @@ func checkLabels(path string, raw []byte, classes int) ([]int64, error) {
 	labels := make([]int64, len(raw))
 	for k, v := range raw {
 		if int(v) >= classes {
-			return nil, fmt.Errorf("%s: label %d of example %d is not in [0, %d)", path, v, k, classes)
+			return nil, formatError(path, "labels", "label %d of example %d is not in [0, %d)", v, k, classes)
 		}
 		labels[k] = int64(v)
 	}
@@ -114,7 +114,7 @@ func readIDX(path string, magic uint32, what string) ([]int, []byte, error) {
 		return nil, nil, readError(path, "magic number", err)
 	}
 	if got := binary.BigEndian.Uint32(head[:]); got != magic {
-		return nil, nil, fmt.Errorf("%s: magic 0x%08x, want 0x%08x (%s)", path, got, magic, what)
+		return nil, nil, formatError(path, "magic number", "magic 0x%08x, want 0x%08x (%s)", got, magic, what)
 	}
 	dims := make([]int, magic&0xff)
 	for i := range dims {
@@ -125,14 +125,14 @@ func readIDX(path string, magic uint32, what string) ([]int, []byte, error) {
 	}
 	size, err := shape.Numel(dims)
 	if err != nil || size > maxIDXBytes {
-		return nil, nil, fmt.Errorf("%s: dimensions %v announce more than %d bytes", path, dims, maxIDXBytes)
+		return nil, nil, formatError(path, "dimensions", "dimensions %v announce more than %d bytes", dims, maxIDXBytes)
 	}
 	data, err := readAtMost(r, size)
 	if err != nil {
 		return nil, nil, readError(path, "data", err)
 	}
 	if len(data) < size {
-		return nil, nil, fmt.Errorf("%s: truncated: %d of %d data bytes for dimensions %v", path, len(data), size, dims)
+		return nil, nil, formatError(path, "data", "truncated: %d of %d data bytes for dimensions %v", len(data), size, dims)
 	}
 	if err := expectEOF(path, r); err != nil {
 		return nil, nil, err
@@ -152,7 +152,7 @@ func openData(path string) (io.Closer, io.Reader, error) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			f.Close()
-			return nil, nil, fmt.Errorf("%s: gzip: %w", path, err)
+			return nil, nil, formatError(path, "gzip header", "gzip: %w", err)
 		}
 		return f, zr, nil
 	}
@@ -192,7 +192,7 @@ func expectEOF(path string, r io.Reader) error {
 	n, err := io.ReadFull(r, b[:])
 	switch {
 	case n > 0:
-		return fmt.Errorf("%s: unexpected bytes after the data", path)
+		return formatError(path, "end of file", "unexpected bytes after the data")
 	case errors.Is(err, io.EOF):
 		return nil
 	}
@@ -202,7 +202,7 @@ func expectEOF(path string, r io.Reader) error {
 // readError describes a failure to read part of a file.
 func readError(path, part string, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%s: truncated in the %s", path, part)
+		return formatError(path, part, "truncated in the %s", part)
 	}
-	return fmt.Errorf("%s: reading the %s: %w", path, part, err)
+	return formatError(path, part, "reading the %s: %w", part, err)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -152,17 +153,18 @@ func TestReadCIFAR10(t *testing.T) {
 	badLabel := cifarRecords(2)
 	badLabel[3073] = 10
 	tests := []struct {
-		name string
-		file []byte
-		want string
+		name  string
+		file  []byte
+		want  string
+		field string // the *datasets.FormatError's Field
 	}{
-		{"plain", cifarRecords(3), ""},
-		{"gzip", gz(cifarRecords(3)), ""},
-		{"truncated", cifarRecords(3)[:3*3073-1], "9218 bytes is not a whole number of 3073-byte records (2 records and 3072 bytes over)"},
-		{"gzip truncated", gz(cifarRecords(3))[:40], "truncated"},
-		{"extra", append(cifarRecords(1), 1), "3074 bytes is not a whole number"},
-		{"empty", nil, "empty file"},
-		{"label", badLabel, "label 10 of record 1 is not in [0, 10)"},
+		{"plain", cifarRecords(3), "", ""},
+		{"gzip", gz(cifarRecords(3)), "", ""},
+		{"truncated", cifarRecords(3)[:3*3073-1], "9218 bytes is not a whole number of 3073-byte records (2 records and 3072 bytes over)", "records"},
+		{"gzip truncated", gz(cifarRecords(3))[:40], "truncated", "records"},
+		{"extra", append(cifarRecords(1), 1), "3074 bytes is not a whole number", "records"},
+		{"empty", nil, "empty file", "records"},
+		{"label", badLabel, "label 10 of record 1 is not in [0, 10)", "labels"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,6 +175,10 @@ func TestReadCIFAR10(t *testing.T) {
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), path+": ") {
 					t.Fatalf("error %v, want %q about %s", err, tc.want, path)
+				}
+				var fe *datasets.FormatError
+				if !errors.As(err, &fe) || fe.File != path || fe.Field != tc.field {
+					t.Fatalf("error %v (%#v), want a *datasets.FormatError for %s, field %q", err, fe, path, tc.field)
 				}
 				return
 			}

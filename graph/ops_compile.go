@@ -411,13 +411,13 @@ func compileBatchNorm(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func
 	switch x.DType() {
 	case autograd.Float32:
 		xd, yd := x.Float32s(), y.Float32s()
-		return func() { kernels.BatchNormForward(s, xd, mean, invStd, wd, bd, yd) }
+		return func() { kernels.BatchNormForward(&s, xd, mean, invStd, wd, bd, yd) }
 	case autograd.BFloat16:
 		xd, yd := x.BFloat16s(), y.BFloat16s()
 		xf := make([]float32, len(xd))
 		return func() {
 			kernels.BF16ToF32(xf, xd)
-			kernels.BatchNormForward(s, xf, mean, invStd, wd, bd, xf)
+			kernels.BatchNormForward(&s, xf, mean, invStd, wd, bd, xf)
 			kernels.F32ToBF16(yd, xf)
 		}
 	}
@@ -503,7 +503,7 @@ func compilePool(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	case "AvgPool2d":
 		s = autograd.PoolGeometry(n.Op, x, poolOptions(n))
 		include := n.Bool("count_include_pad")
-		forward = func(x, y []float32) { kernels.AvgPool2d(&s, include, x, y) }
+		forward = func(x, y []float32) { kernels.AvgPool2d(&s, x, include, y) }
 	case "AdaptiveAvgPool2d":
 		k := n.Ints("kernel")
 		if len(k) != 2 {
@@ -550,7 +550,7 @@ func softmax(n *Node, x, y *autograd.Tensor) func() {
 	switch x.DType() {
 	case autograd.Float32:
 		read, yd := contiguousReader(x, x == y), y.Float32s()
-		return func() { f(s, read(), yd) }
+		return func() { f(&s, read(), yd) }
 	case autograd.BFloat16:
 		if x.Format() != autograd.Contiguous {
 			return nil
@@ -559,7 +559,7 @@ func softmax(n *Node, x, y *autograd.Tensor) func() {
 		xf, yf := make([]float32, len(xd)), make([]float32, len(yd))
 		return func() {
 			kernels.BF16ToF32(xf, xd)
-			f(s, xf, yf)
+			f(&s, xf, yf)
 			kernels.F32ToBF16(yd, yf)
 		}
 	}

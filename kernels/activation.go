@@ -90,7 +90,7 @@ func (a Act) ReadsInput() bool {
 
 func (a Act) check(op string) {
 	if a.Fn >= actFuncCount {
-		panic(fmt.Sprintf("kernels: %s: unknown function %v", op, a.Fn))
+		fail(ErrArgument, op, "unknown function %v", a.Fn)
 	}
 }
 
@@ -99,7 +99,7 @@ func (a Act) check(op string) {
 func (a Act) Forward(dst, src []float32) {
 	a.check("Act.Forward")
 	if len(dst) != len(src) {
-		panic(fmt.Sprintf("kernels: Act.Forward(%v): dst has %d elements, src %d", a.Fn, len(dst), len(src)))
+		fail(ErrShape, fmt.Sprintf("Act.Forward(%v)", a.Fn), "dst has %d elements, src %d", len(dst), len(src))
 	}
 	n := len(src)
 	j := actJobs.get()
@@ -118,7 +118,7 @@ func (a Act) Backward(dx, dy, x, y []float32) {
 	n := len(dx)
 	bad := len(dy) != n || (a.ReadsInput() && len(x) != n) || (a.ReadsOutput() && len(y) != n)
 	if bad {
-		panic(fmt.Sprintf("kernels: Act.Backward(%v): dx has %d elements, dy %d, x %d, y %d", a.Fn, n, len(dy), len(x), len(y)))
+		fail(ErrShape, fmt.Sprintf("Act.Backward(%v)", a.Fn), "dx has %d elements, dy %d, x %d, y %d", n, len(dy), len(x), len(y))
 	}
 	j := actJobs.get()
 	j.a, j.dst, j.src = a, dx, dy
@@ -459,7 +459,7 @@ func actPowBackward(dx, dy, x []float32, e float64) {
 func Dropout(dst, src []float32, keep []uint8, scale float32) {
 	n := len(src)
 	if len(dst) != n || (keep != nil && len(keep) != n) {
-		panic(fmt.Sprintf("kernels: Dropout: dst has %d elements, src %d, keep %d", len(dst), n, len(keep)))
+		fail(ErrShape, "Dropout", "dst has %d elements, src %d, keep %d", len(dst), n, len(keep))
 	}
 	j := actJobs.get()
 	j.dst, j.src, j.keep, j.scale = dst, src, keep, scale

@@ -45,7 +45,7 @@ type AdagradStep struct {
 func (s *AdagradStep) Run() {
 	n := len(s.Param)
 	if len(s.Grad) != n || len(s.Sum) != n {
-		panic("kernels: AdagradStep slices differ in length")
+		fail(ErrShape, "AdagradStep", "slices differ in length")
 	}
 	if s.span == nil {
 		s.span = s.run

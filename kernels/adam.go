@@ -73,7 +73,7 @@ type AdamStep struct {
 func (s *AdamStep) Run() {
 	n := len(s.Param)
 	if len(s.Grad) != n || len(s.ExpAvg) != n || len(s.ExpAvgSq) != n || (s.AMSGrad && len(s.MaxExpAvgSq) != n) {
-		panic("kernels: AdamStep slices differ in length")
+		fail(ErrShape, "AdamStep", "slices differ in length")
 	}
 	if s.span == nil {
 		s.span = s.run

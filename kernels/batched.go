@@ -1,7 +1,5 @@
 package kernels
 
-import "fmt"
-
 // SgemmBatched runs Sgemm once per batch entry i on the matrices starting
 // at a[aOff[i]:], b[bOff[i]:] and c[cOff[i]:], all with the same sizes and
 // leading dimensions. Entries whose C offsets coincide accumulate: the first
@@ -12,12 +10,12 @@ import "fmt"
 func SgemmBatched(transA, transB bool, m, n, k int, alpha float32, a []float32, aOff []int, lda int,
 	b []float32, bOff []int, ldb int, beta float32, c []float32, cOff []int, ldc int) {
 	if len(aOff) != len(cOff) || len(bOff) != len(cOff) {
-		panic(fmt.Sprintf("kernels: SgemmBatched: %d A, %d B and %d C offsets", len(aOff), len(bOff), len(cOff)))
+		fail(ErrShape, "SgemmBatched", "%d A, %d B and %d C offsets", len(aOff), len(bOff), len(cOff))
 	}
 	for i := range cOff {
 		if aOff[i] < 0 || bOff[i] < 0 || cOff[i] < 0 || aOff[i] > len(a) || bOff[i] > len(b) || cOff[i] > len(c) {
-			panic(fmt.Sprintf("kernels: SgemmBatched: entry %d offsets (%d, %d, %d) outside A, B, C (%d, %d, %d elements)",
-				i, aOff[i], bOff[i], cOff[i], len(a), len(b), len(c)))
+			fail(ErrShape, "SgemmBatched", "entry %d offsets (%d, %d, %d) outside A, B, C (%d, %d, %d elements)",
+				i, aOff[i], bOff[i], cOff[i], len(a), len(b), len(c))
 		}
 	}
 	// Group the entries by C offset, groups in order of first appearance.

@@ -41,7 +41,7 @@ func (j *bf16Job) release() {
 func (a Act) ForwardBF16(dst, src []uint16) {
 	a.check("Act.ForwardBF16")
 	if len(dst) != len(src) {
-		panic(fmt.Sprintf("kernels: Act.ForwardBF16(%v): dst has %d elements, src %d", a.Fn, len(dst), len(src)))
+		fail(ErrShape, fmt.Sprintf("Act.ForwardBF16(%v)", a.Fn), "dst has %d elements, src %d", len(dst), len(src))
 	}
 	n := len(src)
 	j := bf16Jobs.get()
@@ -58,7 +58,7 @@ func (a Act) BackwardBF16(dx, dy, v []uint16) {
 	n := len(dx)
 	reads := a.ReadsOutput() || a.ReadsInput()
 	if len(dy) != n || (reads && len(v) != n) {
-		panic(fmt.Sprintf("kernels: Act.BackwardBF16(%v): dx has %d elements, dy %d, v %d", a.Fn, n, len(dy), len(v)))
+		fail(ErrShape, fmt.Sprintf("Act.BackwardBF16(%v)", a.Fn), "dx has %d elements, dy %d, v %d", n, len(dy), len(v))
 	}
 	if !reads {
 		v = nil
@@ -75,7 +75,7 @@ func BinaryBF16(op BinOp, dst, a, b []uint16) {
 	op.check("BinaryBF16")
 	n := len(dst)
 	if len(a) != n || len(b) != n {
-		panic(fmt.Sprintf("kernels: BinaryBF16(%v): dst has %d elements, a %d, b %d", op, n, len(a), len(b)))
+		fail(ErrShape, fmt.Sprintf("BinaryBF16(%v)", op), "dst has %d elements, a %d, b %d", n, len(a), len(b))
 	}
 	j := bf16Jobs.get()
 	j.op, j.dst, j.a, j.b = op, dst, a, b
@@ -90,7 +90,7 @@ func BinaryScalarBF16(op BinOp, dst, a []uint16, s float32, scalarLeft bool) {
 	op.check("BinaryScalarBF16")
 	n := len(dst)
 	if len(a) != n {
-		panic(fmt.Sprintf("kernels: BinaryScalarBF16(%v): dst has %d elements, a %d", op, n, len(a)))
+		fail(ErrShape, fmt.Sprintf("BinaryScalarBF16(%v)", op), "dst has %d elements, a %d", n, len(a))
 	}
 	j := bf16Jobs.get()
 	j.op, j.dst, j.a, j.s, j.left = op, dst, a, s, scalarLeft
@@ -104,7 +104,7 @@ func BinaryScalarBF16(op BinOp, dst, a []uint16, s float32, scalarLeft bool) {
 func AddReLUBF16(dst, a, b []uint16) {
 	n := len(dst)
 	if len(a) != n || len(b) != n {
-		panic(fmt.Sprintf("kernels: AddReLUBF16: dst has %d elements, a %d, b %d", n, len(a), len(b)))
+		fail(ErrShape, "AddReLUBF16", "dst has %d elements, a %d, b %d", n, len(a), len(b))
 	}
 	j := bf16Jobs.get()
 	j.dst, j.a, j.b = dst, a, b

@@ -29,7 +29,7 @@ func (op BinOp) String() string {
 
 func (op BinOp) check(fn string) {
 	if op >= binOpCount {
-		panic(fmt.Sprintf("kernels: %s: unknown operation %v", fn, op))
+		fail(ErrArgument, fn, "unknown operation %v", op)
 	}
 }
 
@@ -43,7 +43,7 @@ func Binary(op BinOp, dst, a, b []float32) {
 	op.check("Binary")
 	n := len(dst)
 	if len(a) != n || len(b) != n {
-		panic(fmt.Sprintf("kernels: Binary(%v): dst has %d elements, a %d, b %d", op, n, len(a), len(b)))
+		fail(ErrShape, fmt.Sprintf("Binary(%v)", op), "dst has %d elements, a %d, b %d", n, len(a), len(b))
 	}
 	j := binJobs.get()
 	j.op, j.dst, j.a, j.b = op, dst, a, b
@@ -58,7 +58,7 @@ func BinaryScalar(op BinOp, dst, a []float32, s float32, scalarLeft bool) {
 	op.check("BinaryScalar")
 	n := len(dst)
 	if len(a) != n {
-		panic(fmt.Sprintf("kernels: BinaryScalar(%v): dst has %d elements, a %d", op, n, len(a)))
+		fail(ErrShape, fmt.Sprintf("BinaryScalar(%v)", op), "dst has %d elements, a %d", n, len(a))
 	}
 	j := binJobs.get()
 	j.op, j.dst, j.a, j.s, j.left = op, dst, a, s, scalarLeft
@@ -77,8 +77,8 @@ func BinaryStrided(op BinOp, n int, dst []float32, ds int, a []float32, as int, 
 		return
 	}
 	if ds < 0 || as < 0 || bs < 0 || (n-1)*ds >= len(dst) || (n-1)*as >= len(a) || (n-1)*bs >= len(b) {
-		panic(fmt.Sprintf("kernels: BinaryStrided(%v): %d elements with strides %d, %d, %d do not fit slices of %d, %d, %d",
-			op, n, ds, as, bs, len(dst), len(a), len(b)))
+		fail(ErrShape, fmt.Sprintf("BinaryStrided(%v)", op), "%d elements with strides %d, %d, %d do not fit slices of %d, %d, %d",
+			n, ds, as, bs, len(dst), len(a), len(b))
 	}
 	switch {
 	case ds == 1 && as == 1 && bs == 1:
@@ -134,7 +134,7 @@ var binJobs = freeList[binJob]{New: func() *binJob {
 func AddReLU(dst, a, b []float32) {
 	n := len(dst)
 	if len(a) != n || len(b) != n {
-		panic(fmt.Sprintf("kernels: AddReLU: dst has %d elements, a %d, b %d", n, len(a), len(b)))
+		fail(ErrShape, "AddReLU", "dst has %d elements, a %d, b %d", n, len(a), len(b))
 	}
 	j := binJobs.get()
 	j.dst, j.a, j.b = dst, a, b

@@ -146,7 +146,7 @@ func TestBinaryPanics(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			defer func() {
 				r := recover()
-				if s, ok := r.(string); !ok || !strings.Contains(s, c.want) {
+				if e, ok := r.(*Error); !ok || !strings.Contains(e.Error(), c.want) {
 					t.Fatalf("panic %v, want one containing %q", r, c.want)
 				}
 			}()

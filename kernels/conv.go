@@ -1,8 +1,6 @@
 package kernels
 
-import (
-	"fmt"
-)
+import ()
 
 // ConvShape describes a grouped convolution over up to three spatial
 // dimensions, given in depth, height, width order. A 2-D convolution sets
@@ -67,11 +65,11 @@ func (s *ConvShape) check(op string, lens ...convLen) {
 			s.Out[i] != ConvOutSize(s.In[i], s.Kernel[i], s.Stride[i], s.Pad[i], s.Dil[i])
 	}
 	if bad {
-		panic(fmt.Sprintf("kernels: %s: inconsistent shape %+v", op, *s))
+		fail(ErrShape, op, "inconsistent shape %+v", *s)
 	}
 	for _, l := range lens {
 		if l.have < l.need {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, needs %d", op, l.name, l.have, l.need))
+			fail(ErrShape, op, "%s has %d elements, needs %d", l.name, l.have, l.need)
 		}
 	}
 }

@@ -1,7 +1,5 @@
 package kernels
 
-import "fmt"
-
 // ConvEpilogue is what a forward convolution does to its output after the
 // bias, while each block of output is still in cache: add Residual (laid
 // out as the output, often a residual connection's other branch), then
@@ -21,7 +19,7 @@ func (ep *ConvEpilogue) active() bool { return ep.Residual != nil || ep.Activate
 // holds w packed by PackConvWeights for s (as ConvForwardPacked reads it).
 func ConvForwardEpilogue(s *ConvShape, x, w []float32, cw *ConvWeights, bias, y []float32, ep ConvEpilogue) {
 	if ep.Residual != nil && len(ep.Residual) < s.yLen() {
-		panic(fmt.Sprintf("kernels: ConvForwardEpilogue: residual has %d elements, the output %d", len(ep.Residual), s.yLen()))
+		fail(ErrShape, "ConvForwardEpilogue", "residual has %d elements, the output %d", len(ep.Residual), s.yLen())
 	}
 	if ep.Activate {
 		ep.Act.check("ConvForwardEpilogue")
@@ -29,8 +27,8 @@ func ConvForwardEpilogue(s *ConvShape, x, w []float32, cw *ConvWeights, bias, y 
 	var pb *PackedB
 	if cw != nil {
 		if !cw.Fits(s) {
-			panic(fmt.Sprintf("kernels: ConvForwardEpilogue: weights packed for %d→%d %v (groups %d), convolution is %d→%d %v (groups %d, channels-last %v)",
-				cw.c, cw.o, cw.kernel, cw.groups, s.C, s.O, s.Kernel, s.Groups, s.ChannelsLast))
+			fail(ErrShape, "ConvForwardEpilogue", "weights packed for %d→%d %v (groups %d), convolution is %d→%d %v (groups %d, channels-last %v)",
+				cw.c, cw.o, cw.kernel, cw.groups, s.C, s.O, s.Kernel, s.Groups, s.ChannelsLast)
 		}
 		pb = cw.pb
 	}

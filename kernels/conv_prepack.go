@@ -1,7 +1,5 @@
 package kernels
 
-import "fmt"
-
 // ConvWeights are a convolution's filters packed once into the panels the
 // GEMM micro-kernel reads (PackB of the [O, K] weight matrix, read
 // transposed), for inference, where the same filters meet every input: a
@@ -23,7 +21,7 @@ func PackConvWeights(s *ConvShape, w []float32) *ConvWeights {
 		return nil
 	}
 	if len(w) < s.wLen() {
-		panic(fmt.Sprintf("kernels: PackConvWeights: w has %d elements, want %d for %d×%d×%v", len(w), s.wLen(), s.O, s.C, s.Kernel))
+		fail(ErrShape, "PackConvWeights", "w has %d elements, want %d for %d×%d×%v", len(w), s.wLen(), s.O, s.C, s.Kernel)
 	}
 	k := s.kSize() * s.C
 	return &ConvWeights{c: s.C, o: s.O, groups: s.Groups, kernel: s.Kernel, pb: PackB(true, k, s.O, w, k)}
@@ -45,8 +43,8 @@ func ConvForwardPacked(s *ConvShape, x, w []float32, cw *ConvWeights, bias, y []
 		return
 	}
 	if !cw.Fits(s) {
-		panic(fmt.Sprintf("kernels: ConvForwardPacked: weights packed for %d→%d %v (groups %d), convolution is %d→%d %v (groups %d, channels-last %v)",
-			cw.c, cw.o, cw.kernel, cw.groups, s.C, s.O, s.Kernel, s.Groups, s.ChannelsLast))
+		fail(ErrShape, "ConvForwardPacked", "weights packed for %d→%d %v (groups %d), convolution is %d→%d %v (groups %d, channels-last %v)",
+			cw.c, cw.o, cw.kernel, cw.groups, s.C, s.O, s.Kernel, s.Groups, s.ChannelsLast)
 	}
 	convForward(s, x, w, cw.pb, bias, y)
 }

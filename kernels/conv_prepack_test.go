@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -71,9 +73,10 @@ func TestPackConvWeightsRefuses(t *testing.T) {
 	other.o = 32
 	so := other.shape(true)
 	defer func() {
-		msg, _ := recover().(string)
-		if !strings.Contains(msg, "weights packed for 8→16") {
-			t.Errorf("mismatched geometry: panic %q", msg)
+		r := recover()
+		e, ok := r.(*Error)
+		if msg := fmt.Sprint(r); !ok || !errors.Is(e, ErrShape) || !strings.Contains(msg, "weights packed for 8→16") {
+			t.Errorf("mismatched geometry: panic %v", r)
 		}
 	}()
 	ConvForwardPacked(&so, make([]float32, so.xLen()), make([]float32, so.wLen()), cw, nil, make([]float32, so.yLen()))

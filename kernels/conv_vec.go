@@ -1,7 +1,5 @@
 package kernels
 
-import "fmt"
-
 // The short vector loops the convolution paths spend their non-GEMM time
 // in: adding col2im rows back onto the input gradient, adding the bias,
 // summing the bias gradient, and the depthwise stencils. Each has a pure-Go
@@ -48,8 +46,8 @@ func copyRunsGo(dst []float32, dstStride int, src []float32, srcStride, count, r
 // floats at the given strides.
 func checkRuns(ld, dstStride, ls, srcStride, count, runLen int) {
 	if dstStride < 0 || srcStride < 0 || (count-1)*dstStride+runLen > ld || (count-1)*srcStride+runLen > ls {
-		panic(fmt.Sprintf("kernels: copyRuns: %d runs of %d at strides %d, %d do not fit %d and %d floats",
-			count, runLen, dstStride, srcStride, ld, ls))
+		fail(ErrShape, "copyRuns", "%d runs of %d at strides %d, %d do not fit %d and %d floats",
+			count, runLen, dstStride, srcStride, ld, ls)
 	}
 }
 

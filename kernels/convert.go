@@ -28,7 +28,7 @@ const cvtCost = 1
 // length. Large slices are split across the worker pool.
 func F32ToBF16(dst []uint16, src []float32) {
 	if len(dst) != len(src) {
-		panic("kernels: F32ToBF16 length mismatch")
+		fail(ErrShape, "F32ToBF16", "length mismatch")
 	}
 	j := cvtJobs.get()
 	j.f32, j.bf16 = src, dst
@@ -40,7 +40,7 @@ func F32ToBF16(dst []uint16, src []float32) {
 // length. Large slices are split across the worker pool.
 func BF16ToF32(dst []float32, src []uint16) {
 	if len(dst) != len(src) {
-		panic("kernels: BF16ToF32 length mismatch")
+		fail(ErrShape, "BF16ToF32", "length mismatch")
 	}
 	j := cvtJobs.get()
 	j.f32, j.bf16 = dst, src

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -14,7 +13,7 @@ import (
 func embCheck(op string, lens map[string][2]int) {
 	for name, l := range lens {
 		if l[0] < l[1] {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, needs %d", op, name, l[0], l[1]))
+			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
 		}
 	}
 }
@@ -41,7 +40,7 @@ func embForwardGeneric(dim int, idx []int64, weight, out []float32) {
 // (with end[-1] = 0), in increasing position order.
 func embRowOrder(num int, idx []int64) (end, order []int32) {
 	if len(idx) > math.MaxInt32 {
-		panic(fmt.Sprintf("kernels: embedding: %d indices exceed the int32 limit", len(idx)))
+		fail(ErrArgument, "embedding", "%d indices exceed the int32 limit", len(idx))
 	}
 	end = make([]int32, num+1)
 	for _, r := range idx {
@@ -414,7 +413,7 @@ func bagSumKit(k *vecKit, dim int, idx, offsets []int64, weight, psw []float32, 
 		rows := int64(len(weight) / dim)
 		for _, r := range idx {
 			if uint64(r) >= uint64(rows) {
-				panic(fmt.Sprintf("kernels: EmbeddingBagSum: index %d outside a table of %d rows", r, rows))
+				fail(ErrIndex, "EmbeddingBagSum", "index %d outside a table of %d rows", r, rows)
 			}
 		}
 	}
@@ -514,7 +513,7 @@ func bagMaxBags(a *embArgs, lo, hi int) {
 // elements, order len(idx); it returns end[:num].
 func embRowOrderInto(num int, idx []int64, end, order []int32) []int32 {
 	if len(idx) > math.MaxInt32 {
-		panic(fmt.Sprintf("kernels: embedding: %d indices exceed the int32 limit", len(idx)))
+		fail(ErrArgument, "embedding", "%d indices exceed the int32 limit", len(idx))
 	}
 	clear(end)
 	for _, r := range idx {

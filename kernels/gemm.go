@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -96,7 +95,7 @@ func sgemmGeneric(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 
 func (ep *Epilogue) check(m, n, ldc int) {
 	if ep.Residual != nil && m > 0 && n > 0 && len(ep.Residual) < (m-1)*ldc+n {
-		panic(fmt.Sprintf("kernels: Sgemm epilogue residual has %d elements for %d rows of %d with stride %d", len(ep.Residual), m, n, ldc))
+		fail(ErrShape, "Sgemm", "epilogue residual has %d elements for %d rows of %d with stride %d", len(ep.Residual), m, n, ldc)
 	}
 	if ep.Bias != nil {
 		want, what := n, "columns"
@@ -104,7 +103,7 @@ func (ep *Epilogue) check(m, n, ldc int) {
 			want, what = m, "rows"
 		}
 		if len(ep.Bias) < want {
-			panic(fmt.Sprintf("kernels: Sgemm epilogue bias has %d elements for %d %s", len(ep.Bias), want, what))
+			fail(ErrShape, "Sgemm", "epilogue bias has %d elements for %d %s", len(ep.Bias), want, what)
 		}
 	}
 	if ep.Activate {
@@ -201,16 +200,16 @@ func sgemmRef(transA, transB bool, lo, hi, n, k int, alpha float32, a []float32,
 func checkGemm(transA, transB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) {
 	need := func(name string, rows, cols, ld, have int) {
 		if rows < 0 || cols < 0 {
-			panic(fmt.Sprintf("kernels: Sgemm negative size %s %d×%d", name, rows, cols))
+			fail(ErrShape, "Sgemm", "negative size %s %d×%d", name, rows, cols)
 		}
 		if rows == 0 || cols == 0 {
 			return
 		}
 		if ld < cols {
-			panic(fmt.Sprintf("kernels: Sgemm %s leading dimension %d < %d columns", name, ld, cols))
+			fail(ErrShape, "Sgemm", "%s leading dimension %d < %d columns", name, ld, cols)
 		}
 		if have < (rows-1)*ld+cols {
-			panic(fmt.Sprintf("kernels: Sgemm %s has %d elements, needs %d", name, have, (rows-1)*ld+cols))
+			fail(ErrShape, "Sgemm", "%s has %d elements, needs %d", name, have, (rows-1)*ld+cols)
 		}
 	}
 	if transA {

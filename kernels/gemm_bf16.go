@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math/bits"
 )
 
@@ -54,7 +53,7 @@ var sbgemmCalls = freeList[sbgemmCall]{New: func() *sbgemmCall {
 // Elements of c between rows are left alone.
 func GemmBF16To(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, c []uint16, ldc int) {
 	if m > 0 && n > 0 && (ldc < n || len(c) < (m-1)*ldc+n) {
-		panic(fmt.Sprintf("kernels: GemmBF16To: c has %d elements with row stride %d, want %d rows of %d", len(c), ldc, m, n))
+		fail(ErrShape, "GemmBF16To", "c has %d elements with row stride %d, want %d rows of %d", len(c), ldc, m, n)
 	}
 	acc := f32Scratch(m * n)
 	GemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, *acc, max(n, 1))

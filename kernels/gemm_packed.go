@@ -74,7 +74,7 @@ func SgemmPacked(transA bool, m int, alpha float32, a []float32, lda int, pb *Pa
 
 func sgemmPackedEntry(impl sgemmPackedFunc, transA bool, m int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, ep Epilogue) {
 	if pb == nil {
-		panic("kernels: SgemmPacked: nil PackedB")
+		fail(ErrArgument, "SgemmPacked", "nil PackedB")
 	}
 	n, k := pb.n, pb.k
 	checkGemm(transA, false, m, n, k, len(a), lda, k*n, max(n, 1), len(c), ldc)

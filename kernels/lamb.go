@@ -77,7 +77,7 @@ type LambStep struct {
 func (s *LambStep) Run() {
 	n := len(s.Param)
 	if len(s.Grad) != n || len(s.ExpAvg) != n || len(s.ExpAvgSq) != n {
-		panic("kernels: LambStep slices differ in length")
+		fail(ErrShape, "LambStep", "slices differ in length")
 	}
 	if s.pass1 == nil {
 		s.pass1, s.pass2 = s.runPass1, s.runPass2

@@ -58,7 +58,7 @@ type LARSStep struct {
 func (s *LARSStep) Run() {
 	n := len(s.Param)
 	if len(s.Grad) != n || (s.SGD.Momentum != 0 && len(s.Buf) != n) {
-		panic("kernels: LARSStep slices differ in length")
+		fail(ErrShape, "LARSStep", "slices differ in length")
 	}
 	if s.pass1 == nil {
 		s.pass1 = s.runPass1

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -23,11 +22,11 @@ type CrossEntropyShape struct {
 
 func (s *CrossEntropyShape) check(op string, lens map[string][2]int) {
 	if s.Outer < 0 || s.Classes <= 0 || s.Inner < 0 || !(s.Smoothing >= 0 && s.Smoothing <= 1) {
-		panic(fmt.Sprintf("kernels: %s: inconsistent shape %+v", op, *s))
+		fail(ErrShape, op, "inconsistent shape %+v", *s)
 	}
 	for name, l := range lens {
 		if l[0] < l[1] {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, needs %d", op, name, l[0], l[1]))
+			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
 		}
 	}
 }
@@ -65,7 +64,7 @@ func CrossEntropyForward(s *CrossEntropyShape, x []float32, target []int64, loss
 				continue
 			}
 			if t < 0 || t >= int64(C) {
-				panic(fmt.Sprintf("kernels: CrossEntropyForward: target %d out of range for %d classes", t, C))
+				fail(ErrIndex, "CrossEntropyForward", "target %d out of range for %d classes", t, C)
 			}
 			l := mx[c] + math.Log(sum[c])
 			lse[p] = l
@@ -155,11 +154,11 @@ func lossEach(n, cost int, f func(lo, hi int)) { Parallel(n, n*cost, f) }
 
 func lossCheck(op string, x, t []float32, others map[string][]float32) {
 	if len(t) != len(x) {
-		panic(fmt.Sprintf("kernels: %s: target has %d elements, x has %d", op, len(t), len(x)))
+		fail(ErrShape, op, "target has %d elements, x has %d", len(t), len(x))
 	}
 	for name, s := range others {
 		if s != nil && len(s) != len(x) {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, x has %d", op, name, len(s), len(x)))
+			fail(ErrShape, op, "%s has %d elements, x has %d", name, len(s), len(x))
 		}
 	}
 }
@@ -173,7 +172,8 @@ func lossGradStep(op string, g []float32, n int) int {
 	case len(g) == n:
 		return 1
 	}
-	panic(fmt.Sprintf("kernels: %s: gradient has %d elements, want 1 or %d", op, len(g), n))
+	fail(ErrShape, op, "gradient has %d elements, want 1 or %d", len(g), n)
+	return 0
 }
 
 // bceWithLogits is max(x,0) − x·t + log(1+exp(−|x|)), which neither

@@ -104,7 +104,7 @@ func TestLossKernelsRejectBadLengths(t *testing.T) {
 		f()
 	}
 	x := make([]float32, 6)
-	mustPanic("softmax y", func() { Softmax(SoftmaxShape{2, 3, 1}, x, x[:5]) })
+	mustPanic("softmax y", func() { Softmax(&SoftmaxShape{2, 3, 1}, x, x[:5]) })
 	mustPanic("mse target", func() { MSE(x, x[:5], x) })
 	mustPanic("bce grad", func() { BCEWithLogitsBackward(x, x, x[:2], 1, x, nil) })
 	mustPanic("ce target", func() {

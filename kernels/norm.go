@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -17,11 +16,11 @@ func (s BatchNormShape) Count() int { return s.Outer * s.Inner }
 
 func (s BatchNormShape) check(op string, lens map[string][2]int) {
 	if s.Outer < 0 || s.C < 0 || s.Inner < 0 {
-		panic(fmt.Sprintf("kernels: %s: inconsistent shape %+v", op, s))
+		fail(ErrShape, op, "inconsistent shape %+v", s)
 	}
 	for name, l := range lens {
 		if l[0] < l[1] {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, needs %d", op, name, l[0], l[1]))
+			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
 		}
 	}
 }
@@ -183,7 +182,8 @@ func bnChannelSums(s BatchNormShape, kind bnSumKind, a, b []float32, m, s1, s2 [
 // The variance is taken about the mean (never as E[x²] − mean²), so a
 // large mean does not swamp it. The order of the additions depends only on
 // the shape, so results do not change with the number of workers.
-func BatchNormStats(s BatchNormShape, x []float32, mean, variance []float64) {
+func BatchNormStats(sp *BatchNormShape, x []float32, mean, variance []float64) {
+	s := *sp
 	n := s.Outer * s.C * s.Inner
 	s.check("BatchNormStats", map[string][2]int{"x": {len(x), n}, "mean": {len(mean), s.C}, "variance": {len(variance), s.C}})
 	bnStats(s, x, mean, variance)
@@ -294,14 +294,16 @@ func bnApplyGeneric(s BatchNormShape, u, v []float32, p, q, r []float64, out []f
 
 // BatchNormForward writes y = (x − mean)·invStd·weight + bias per channel.
 // A nil weight means 1 and a nil bias 0.
-func BatchNormForward(s BatchNormShape, x []float32, mean, invStd []float64, weight, bias []float32, y []float32) {
+func BatchNormForward(sp *BatchNormShape, x []float32, mean, invStd []float64, weight, bias []float32, y []float32) {
+	s := *sp
 	batchNormForward("BatchNormForward", s, x, mean, invStd, weight, bias, y, false)
 }
 
 // BatchNormReLUForward writes y = max(0, BatchNormForward's y), exactly
 // what the two ops give one after the other, in one pass over memory: each
 // block is rectified while it is still in cache.
-func BatchNormReLUForward(s BatchNormShape, x []float32, mean, invStd []float64, weight, bias []float32, y []float32) {
+func BatchNormReLUForward(sp *BatchNormShape, x []float32, mean, invStd []float64, weight, bias []float32, y []float32) {
+	s := *sp
 	batchNormForward("BatchNormReLUForward", s, x, mean, invStd, weight, bias, y, true)
 }
 
@@ -339,7 +341,8 @@ func batchNormForward(op string, s BatchNormShape, x []float32, mean, invStd []f
 // statistics; otherwise they were constants (evaluation) and dx is
 // dy·weight·invStd. Any of dx, dweight, dbias may be nil when not wanted;
 // the others are overwritten.
-func BatchNormBackward(s BatchNormShape, x, dy []float32, mean, invStd []float64, weight []float32, batchStats bool, dx, dweight, dbias []float32) {
+func BatchNormBackward(sp *BatchNormShape, x, dy []float32, mean, invStd []float64, weight []float32, batchStats bool, dx, dweight, dbias []float32) {
+	s := *sp
 	n := s.Outer * s.C * s.Inner
 	lens := map[string][2]int{"x": {len(x), n}, "dy": {len(dy), n}, "mean": {len(mean), s.C}, "invStd": {len(invStd), s.C}}
 	if weight != nil {
@@ -470,11 +473,11 @@ func lnForwardGeneric(rows, n int, x, weight, bias []float32, eps float64, y []f
 
 func lnCheck(op string, rows, n int, lens map[string][2]int) {
 	if rows < 0 || n < 0 {
-		panic(fmt.Sprintf("kernels: %s: negative size rows=%d n=%d", op, rows, n))
+		fail(ErrShape, op, "negative size rows=%d n=%d", rows, n)
 	}
 	for name, l := range lens {
 		if l[0] < l[1] {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, needs %d", op, name, l[0], l[1]))
+			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
 		}
 	}
 }

@@ -118,7 +118,7 @@ func TestBatchNormKernels(t *testing.T) {
 				const eps = 1e-5
 				wy, wdx, wdw, wdb, wmean, wvar := bnReference(s, x, dy, w, eps, batch, rm, rv)
 				mean, variance := make([]float64, s.C), make([]float64, s.C)
-				BatchNormStats(s, x, mean, variance)
+				BatchNormStats(&s, x, mean, variance)
 				for c := range mean {
 					if math.Abs(mean[c]-wmean[c]) > 1e-9*(1+math.Abs(wmean[c])) || math.Abs(variance[c]-wvar[c]) > 1e-9*(1+wvar[c]) {
 						t.Fatalf("channel %d: stats %v %v, want %v %v", c, mean[c], variance[c], wmean[c], wvar[c])
@@ -133,13 +133,13 @@ func TestBatchNormKernels(t *testing.T) {
 					}
 				}
 				y, yok := normOut(t, "y", n)
-				BatchNormForward(s, x, mean, invStd, w, nil, y)
+				BatchNormForward(&s, x, mean, invStd, w, nil, y)
 				yok()
 				normClose(t, "y", y, wy, 1e-5)
 				dx, dxok := normOut(t, "dx", n)
 				dw, dwok := normOut(t, "dw", s.C)
 				db, dbok := normOut(t, "db", s.C)
-				BatchNormBackward(s, x, dy, mean, invStd, w, batch, dx, dw, db)
+				BatchNormBackward(&s, x, dy, mean, invStd, w, batch, dx, dw, db)
 				dxok()
 				dwok()
 				dbok()
@@ -158,7 +158,7 @@ func TestBatchNormKernelShortSlices(t *testing.T) {
 		}
 	}()
 	s := BatchNormShape{2, 3, 4}
-	BatchNormForward(s, make([]float32, 24), make([]float64, 3), make([]float64, 3), nil, nil, make([]float32, 23))
+	BatchNormForward(&s, make([]float32, 24), make([]float64, 3), make([]float64, 3), nil, nil, make([]float32, 23))
 }
 
 func TestLayerNormKernels(t *testing.T) {
@@ -334,10 +334,10 @@ func TestBatchNormReLUForward(t *testing.T) {
 			w[c], b[c] = float32(r.NormFloat64()), float32(r.NormFloat64())
 		}
 		want := make([]float32, n)
-		BatchNormForward(s, x, mean, invStd, w, b, want)
+		BatchNormForward(&s, x, mean, invStd, w, b, want)
 		Act{Fn: ActReLU}.Forward(want, want)
 		got, ok := guarded(t, n)
-		BatchNormReLUForward(s, x, mean, invStd, w, b, got)
+		BatchNormReLUForward(&s, x, mean, invStd, w, b, got)
 		ok()
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
@@ -491,14 +491,14 @@ func TestNormKernelsDoNotAllocate(t *testing.T) {
 		w, b := normRandom(r, s.C, 1), normRandom(r, s.C, 0)
 		dw, db := make([]float32, s.C), make([]float32, s.C)
 		mean, v, invStd := make([]float64, s.C), make([]float64, s.C), make([]float64, s.C)
-		BatchNormStats(s, x, mean, v)
+		BatchNormStats(&s, x, mean, v)
 		for c := range v {
 			invStd[c] = 1 / math.Sqrt(v[c]+1e-5)
 		}
 		for name, f := range map[string]func(){
-			"BatchNormStats":    func() { BatchNormStats(s, x, mean, v) },
-			"BatchNormForward":  func() { BatchNormForward(s, x, mean, invStd, w, b, y) },
-			"BatchNormBackward": func() { BatchNormBackward(s, x, dy, mean, invStd, w, true, dx, dw, db) },
+			"BatchNormStats":    func() { BatchNormStats(&s, x, mean, v) },
+			"BatchNormForward":  func() { BatchNormForward(&s, x, mean, invStd, w, b, y) },
+			"BatchNormBackward": func() { BatchNormBackward(&s, x, dy, mean, invStd, w, true, dx, dw, db) },
 		} {
 			f()
 			if a := testing.AllocsPerRun(5, f); a != 0 {
@@ -544,12 +544,12 @@ func BenchmarkBatchNormTrain(b *testing.B) {
 			b.Run(fmt.Sprintf("%dx%dx%dx%d/%s", sh[0], sh[1], sh[2], sh[3], layout), func(b *testing.B) {
 				m := startMeter()
 				for b.Loop() {
-					BatchNormStats(s, x, mean, v)
+					BatchNormStats(&s, x, mean, v)
 					for c := range v {
 						v[c] = 1 / math.Sqrt(v[c]+1e-5)
 					}
-					BatchNormForward(s, x, mean, v, w, bias, y)
-					BatchNormBackward(s, x, dy, mean, v, w, true, dx, dw, db)
+					BatchNormForward(&s, x, mean, v, w, bias, y)
+					BatchNormBackward(&s, x, dy, mean, v, w, true, dx, dw, db)
 				}
 				m.report(b, float64(16*n))
 			})
@@ -573,7 +573,7 @@ func BenchmarkBatchNormEval(b *testing.B) {
 		b.Run(fmt.Sprintf("inner=%d", s.Inner), func(b *testing.B) {
 			m := startMeter()
 			for b.Loop() {
-				BatchNormForward(s, x, mean, invStd, w, bias, y)
+				BatchNormForward(&s, x, mean, invStd, w, bias, y)
 			}
 			m.report(b, float64(8*n))
 		})

@@ -33,7 +33,7 @@ type LambSplitStep struct {
 func (s *LambSplitStep) Run() {
 	n := checkSplit("LambSplitStep", s.Top, s.Bottom, s.Grad)
 	if len(s.ExpAvg) != n || len(s.ExpAvgSq) != n {
-		panic("kernels: LambSplitStep slices differ in length")
+		fail(ErrShape, "LambSplitStep", "slices differ in length")
 	}
 	if s.pass1 == nil {
 		s.pass1, s.pass2 = s.runPass1, s.runPass2
@@ -103,7 +103,7 @@ type LARSSplitStep struct {
 func (s *LARSSplitStep) Run() {
 	n := checkSplit("LARSSplitStep", s.Top, s.Bottom, s.Grad)
 	if s.SGD.Momentum != 0 && len(s.Buf) != n {
-		panic("kernels: LARSSplitStep slices differ in length")
+		fail(ErrShape, "LARSSplitStep", "slices differ in length")
 	}
 	if s.pass1 == nil {
 		s.pass1 = s.runPass1

@@ -153,7 +153,7 @@ func TestTwoPassSplitStepsRejectMismatches(t *testing.T) {
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
-				if r, _ := recover().(string); r == "" {
+				if _, ok := recover().(*Error); !ok {
 					t.Fatal("no panic")
 				}
 			}()

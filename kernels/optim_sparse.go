@@ -25,10 +25,10 @@ type SparseRows struct {
 // check panics unless the rows fit a table of n elements and ascend.
 func (r SparseRows) check(name string, n int) {
 	if r.Dim < 0 || (r.Dim == 0 && n != 0) || (r.Dim > 0 && n%r.Dim != 0) {
-		panic("kernels: " + name + ": table length is not a multiple of the row length")
+		fail(ErrShape, name, "table length is not a multiple of the row length")
 	}
 	if len(r.Values) != len(r.Rows)*r.Dim {
-		panic("kernels: " + name + ": values do not hold one row per row index")
+		fail(ErrShape, name, "values do not hold one row per row index")
 	}
 	var num int64
 	if r.Dim > 0 {
@@ -39,10 +39,10 @@ func (r SparseRows) check(name string, n int) {
 		switch {
 		case r.Dim == 0:
 		case i < 0 || i >= num:
-			panic("kernels: " + name + ": row index out of range")
+			fail(ErrIndex, name, "row index out of range")
 		case i <= prev:
 			// Unique rows are what lets workers update them in parallel.
-			panic("kernels: " + name + ": row indices are not ascending and unique")
+			fail(ErrArgument, name, "row indices are not ascending and unique")
 		}
 		prev = i
 	}
@@ -72,7 +72,7 @@ func (r SparseRows) forRows(cost int, fn func(k int)) {
 func SGDSparse(param []float32, rows SparseRows, c SGDConfig) {
 	rows.check("SGDSparse", len(param))
 	if c.Momentum != 0 {
-		panic("kernels: SGDSparse: momentum needs the dense step")
+		fail(ErrArgument, "SGDSparse", "momentum needs the dense step")
 	}
 	rows.forRows(sgdCost, func(k int) {
 		lo, hi, g := rows.span(k)
@@ -94,7 +94,7 @@ func SGDSparse(param []float32, rows SparseRows, c SGDConfig) {
 func AdagradSparse(param, sum []float32, rows SparseRows, c AdagradConfig) {
 	rows.check("AdagradSparse", len(param))
 	if len(sum) != len(param) {
-		panic("kernels: AdagradSparse: param and sum differ in length")
+		fail(ErrShape, "AdagradSparse", "param and sum differ in length")
 	}
 	checkSparseAdagrad("AdagradSparse", c)
 	rows.forRows(adagradCost, func(k int) {
@@ -105,7 +105,7 @@ func AdagradSparse(param, sum []float32, rows SparseRows, c AdagradConfig) {
 
 func checkSparseAdagrad(name string, c AdagradConfig) {
 	if c.WeightDecay != 0 {
-		panic("kernels: " + name + ": weight decay is not defined for sparse gradients")
+		fail(ErrArgument, name, "weight decay is not defined for sparse gradients")
 	}
 }
 
@@ -142,10 +142,10 @@ func adagradSparseSpan(c *AdagradConfig, p, g, s []float32) {
 func SGDSparseSplit(top, bottom []uint16, rows SparseRows, c SGDConfig) {
 	rows.check("SGDSparseSplit", len(top))
 	if len(bottom) != len(top) {
-		panic("kernels: SGDSparseSplit: top and bottom differ in length")
+		fail(ErrShape, "SGDSparseSplit", "top and bottom differ in length")
 	}
 	if c.Momentum != 0 {
-		panic("kernels: SGDSparseSplit: momentum needs the dense step")
+		fail(ErrArgument, "SGDSparseSplit", "momentum needs the dense step")
 	}
 	rows.forRows(sgdCost, func(k int) {
 		lo, hi, g := rows.span(k)
@@ -159,7 +159,7 @@ func SGDSparseSplit(top, bottom []uint16, rows SparseRows, c SGDConfig) {
 func AdagradSparseSplit(top, bottom []uint16, sum []float32, rows SparseRows, c AdagradConfig) {
 	rows.check("AdagradSparseSplit", len(top))
 	if len(bottom) != len(top) || len(sum) != len(top) {
-		panic("kernels: AdagradSparseSplit: top, bottom and sum differ in length")
+		fail(ErrShape, "AdagradSparseSplit", "top, bottom and sum differ in length")
 	}
 	checkSparseAdagrad("AdagradSparseSplit", c)
 	rows.forRows(adagradCost, func(k int) {

@@ -163,7 +163,7 @@ func TestSparseStepsRejectBadRows(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			defer func() {
 				r := recover()
-				if s, _ := r.(string); !strings.Contains(s, c.want) {
+				if e, ok := r.(*Error); !ok || !strings.Contains(e.Error(), c.want) {
 					t.Fatalf("panic %v, want one containing %q", r, c.want)
 				}
 			}()

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -48,11 +47,11 @@ func (s *Pool2dShape) check(op string, poolWindow bool, lens map[string][2]int) 
 		bad = bad || s.KH <= 0 || s.KW <= 0 || s.SH <= 0 || s.SW <= 0 || s.PH < 0 || s.PW < 0 || s.DH <= 0 || s.DW <= 0
 	}
 	if bad {
-		panic(fmt.Sprintf("kernels: %s: inconsistent shape %+v", op, *s))
+		fail(ErrShape, op, "inconsistent shape %+v", *s)
 	}
 	for name, l := range lens {
 		if l[0] < l[1] {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, needs %d", op, name, l[0], l[1]))
+			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
 		}
 	}
 }
@@ -126,7 +125,7 @@ func MaxPool2d(s *Pool2dShape, x, y []float32, idx []int32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("MaxPool2d", true, map[string][2]int{"x": {len(x), nx}, "y": {len(y), ny}, "idx": {len(idx), ny}})
 	if s.H*s.W > math.MaxInt32 {
-		panic("kernels: MaxPool2d: plane too large for int32 indices")
+		fail(ErrArgument, "MaxPool2d", "plane too large for int32 indices")
 	}
 	maxPool(s, x, y, idx)
 }
@@ -323,7 +322,7 @@ func (s *Pool2dShape) avgWindow(oh, ow int, countIncludePad bool) (h0, h1, w0, w
 // AvgPool2d writes the poolWindow means of x to y with PyTorch's divisor rules
 // (see avgWindow); windows entirely in the padding give 0. Dilation is not
 // supported, as in PyTorch.
-func AvgPool2d(s *Pool2dShape, countIncludePad bool, x, y []float32) {
+func AvgPool2d(s *Pool2dShape, x []float32, countIncludePad bool, y []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AvgPool2d", true, map[string][2]int{"x": {len(x), nx}, "y": {len(y), ny}})
 	avgPool(s, countIncludePad, x, y)
@@ -360,7 +359,7 @@ func avgPoolPlane(a *poolArgs, n, c int) {
 
 // AvgPool2dBackward spreads each element of dy evenly, by the same divisor
 // as AvgPool2d, over its poolWindow. dx is overwritten.
-func AvgPool2dBackward(s *Pool2dShape, countIncludePad bool, dy, dx []float32) {
+func AvgPool2dBackward(s *Pool2dShape, dy []float32, countIncludePad bool, dx []float32) {
 	nx, ny := s.N*s.C*s.H*s.W, s.N*s.C*s.OutH*s.OutW
 	s.check("AvgPool2dBackward", true, map[string][2]int{"dx": {len(dx), nx}, "dy": {len(dy), ny}})
 	avgPoolBackward(s, countIncludePad, dy, dx)

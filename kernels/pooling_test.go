@@ -179,8 +179,8 @@ func TestPoolingDoesNotAllocate(t *testing.T) {
 	for name, f := range map[string]func(){
 		"MaxPool2d":                 func() { MaxPool2d(&s, x, y, idx) },
 		"MaxPool2dBackward":         func() { MaxPool2dBackward(&s, y, idx, dx) },
-		"AvgPool2d":                 func() { AvgPool2d(&s, true, x, y) },
-		"AvgPool2dBackward":         func() { AvgPool2dBackward(&s, true, y, dx) },
+		"AvgPool2d":                 func() { AvgPool2d(&s, x, true, y) },
+		"AvgPool2dBackward":         func() { AvgPool2dBackward(&s, y, true, dx) },
 		"AdaptiveAvgPool2d":         func() { AdaptiveAvgPool2d(&g, x, y[:4*64]) },
 		"AdaptiveAvgPool2dBackward": func() { AdaptiveAvgPool2dBackward(&g, y[:4*64], dx) },
 	} {
@@ -228,14 +228,14 @@ func BenchmarkAvgPool2d(b *testing.B) {
 	b.Run("3x3s2/forward", func(b *testing.B) {
 		m := startMeter()
 		for b.Loop() {
-			AvgPool2d(&s, true, x, y)
+			AvgPool2d(&s, x, true, y)
 		}
 		m.report(b, float64(4*nx+4*ny))
 	})
 	b.Run("3x3s2/backward", func(b *testing.B) {
 		m := startMeter()
 		for b.Loop() {
-			AvgPool2dBackward(&s, true, y, dx)
+			AvgPool2dBackward(&s, y, true, dx)
 		}
 		m.report(b, float64(4*nx+4*ny))
 	})

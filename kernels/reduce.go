@@ -1,7 +1,5 @@
 package kernels
 
-import "fmt"
-
 // StridedSum sums src over the dimensions of shape whose destination
 // stride is zero and writes float32(sum·scale) to dst, the sums accumulating
 // in float64: dst[Σ i·dstStrides] = scale · Σ src[Σ i·srcStrides]. The
@@ -25,7 +23,7 @@ func StridedSum(dst, src []float32, shape, dstStrides, srcStrides []int, scale f
 	if ext != outN || len(dst) < outN {
 		// The final pass writes all of dst[:outN], so the kept dimensions
 		// must cover it exactly.
-		panic(fmt.Sprintf("kernels: StridedSum: kept dimensions of shape %v with dst strides %v do not lay out %d dst elements densely", shape, dstStrides, len(dst)))
+		fail(ErrShape, "StridedSum", "kept dimensions of shape %v with dst strides %v do not lay out %d dst elements densely", shape, dstStrides, len(dst))
 	}
 	stridedSum(dst, src, shape, dstStrides, srcStrides, outN, scale)
 }

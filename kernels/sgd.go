@@ -48,7 +48,7 @@ type SGDStep struct {
 func (s *SGDStep) Run() {
 	n := len(s.Param)
 	if len(s.Grad) != n || (s.Momentum != 0 && len(s.Buf) != n) {
-		panic("kernels: SGDStep slices differ in length")
+		fail(ErrShape, "SGDStep", "slices differ in length")
 	}
 	if s.span == nil {
 		s.span = s.run

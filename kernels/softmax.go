@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -14,12 +13,12 @@ type SoftmaxShape struct{ Outer, N, Inner int }
 
 func (s SoftmaxShape) check(op string, lens map[string]int) {
 	if s.Outer < 0 || s.N < 0 || s.Inner < 0 {
-		panic(fmt.Sprintf("kernels: %s: negative size in %+v", op, s))
+		fail(ErrShape, op, "negative size in %+v", s)
 	}
 	want := s.Outer * s.N * s.Inner
 	for name, l := range lens {
 		if l < want {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, shape %+v needs %d", op, name, l, s, want))
+			fail(ErrShape, op, "%s has %d elements, shape %+v needs %d", name, l, s, want)
 		}
 	}
 }
@@ -311,21 +310,24 @@ func softmaxMaxSum(x, e []float32, base, n, stride, w int, mx, sum []float64) {
 // maximum first so no exponential overflows; like torch.softmax on a
 // row-major tensor. A NaN anywhere makes its whole softmax NaN, as in
 // PyTorch. It allocates nothing.
-func Softmax(s SoftmaxShape, x, y []float32) {
+func Softmax(sp *SoftmaxShape, x, y []float32) {
+	s := *sp
 	s.check("Softmax", map[string]int{"x": len(x), "y": len(y)})
 	smRun(smForward, s, x, y, nil, nil)
 }
 
 // LogSoftmax writes x − log Σexp(x) along N to y, with the log-sum-exp
 // computed stably in float64; like torch.log_softmax on a row-major tensor.
-func LogSoftmax(s SoftmaxShape, x, y []float32) {
+func LogSoftmax(sp *SoftmaxShape, x, y []float32) {
+	s := *sp
 	s.check("LogSoftmax", map[string]int{"x": len(x), "y": len(y)})
 	smRun(smLogForward, s, x, y, nil, nil)
 }
 
 // SoftmaxBackward writes the input gradient of Softmax, dx = y·(dy − Σ dy·y)
 // along N, given its output y and output gradient dy. dx is overwritten.
-func SoftmaxBackward(s SoftmaxShape, y, dy, dx []float32) {
+func SoftmaxBackward(sp *SoftmaxShape, y, dy, dx []float32) {
+	s := *sp
 	s.check("SoftmaxBackward", map[string]int{"y": len(y), "dy": len(dy), "dx": len(dx)})
 	smRun(smBackward, s, nil, y, dy, dx)
 }
@@ -333,7 +335,8 @@ func SoftmaxBackward(s SoftmaxShape, y, dy, dx []float32) {
 // LogSoftmaxBackward writes the input gradient of LogSoftmax,
 // dx = dy − exp(y)·Σ dy along N, given its output y and output gradient dy.
 // dx is overwritten.
-func LogSoftmaxBackward(s SoftmaxShape, y, dy, dx []float32) {
+func LogSoftmaxBackward(sp *SoftmaxShape, y, dy, dx []float32) {
+	s := *sp
 	s.check("LogSoftmaxBackward", map[string]int{"y": len(y), "dy": len(dy), "dx": len(dx)})
 	smRun(smLogBackward, s, nil, y, dy, dx)
 }

@@ -93,10 +93,10 @@ func TestSoftmaxKernelsMatchReference(t *testing.T) {
 			yb, lb, dyb, dlb := softmaxGuarded(n), softmaxGuarded(n), softmaxGuarded(n), softmaxGuarded(n)
 			y, l := yb[softmaxGuard:softmaxGuard+n], lb[softmaxGuard:softmaxGuard+n]
 			dy, dl := dyb[softmaxGuard:softmaxGuard+n], dlb[softmaxGuard:softmaxGuard+n]
-			Softmax(s, x, y)
-			LogSoftmax(s, x, l)
-			SoftmaxBackward(s, y, g, dy)
-			LogSoftmaxBackward(s, l, g, dl)
+			Softmax(&s, x, y)
+			LogSoftmax(&s, x, l)
+			SoftmaxBackward(&s, y, g, dy)
+			LogSoftmaxBackward(&s, l, g, dl)
 			for name, b := range map[string][]float32{"y": yb, "logy": lb, "dx": dyb, "dlogx": dlb} {
 				softmaxCheckGuards(t, name, b)
 			}
@@ -147,7 +147,7 @@ func BenchmarkSoftmax(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(4 * n))
 			for b.Loop() {
-				Softmax(s, x, y)
+				Softmax(&s, x, y)
 			}
 		})
 	}
@@ -239,10 +239,10 @@ func TestSoftmaxDoesNotAllocate(t *testing.T) {
 		n := s.Outer * s.N * s.Inner
 		x, y, dx := make([]float32, n), make([]float32, n), make([]float32, n)
 		for name, f := range map[string]func(){
-			"Softmax":            func() { Softmax(s, x, y) },
-			"LogSoftmax":         func() { LogSoftmax(s, x, y) },
-			"SoftmaxBackward":    func() { SoftmaxBackward(s, y, x, dx) },
-			"LogSoftmaxBackward": func() { LogSoftmaxBackward(s, y, x, dx) },
+			"Softmax":            func() { Softmax(&s, x, y) },
+			"LogSoftmax":         func() { LogSoftmax(&s, x, y) },
+			"SoftmaxBackward":    func() { SoftmaxBackward(&s, y, x, dx) },
+			"LogSoftmaxBackward": func() { LogSoftmaxBackward(&s, y, x, dx) },
 		} {
 			if a := testing.AllocsPerRun(10, f); a != 0 {
 				t.Errorf("%s(%+v) allocates %v times per call", name, s, a)
@@ -280,7 +280,7 @@ func BenchmarkSoftmaxLevels(b *testing.B) {
 					defer useSmLevel(l)()
 					b.SetBytes(int64(8 * n))
 					for b.Loop() {
-						Softmax(s, x, y)
+						Softmax(&s, x, y)
 					}
 					reportElems(b, n)
 				})
@@ -288,7 +288,7 @@ func BenchmarkSoftmaxLevels(b *testing.B) {
 					defer useSmLevel(l)()
 					b.SetBytes(int64(12 * n))
 					for b.Loop() {
-						SoftmaxBackward(s, y, x, dx)
+						SoftmaxBackward(&s, y, x, dx)
 					}
 					reportElems(b, n)
 				})

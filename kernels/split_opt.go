@@ -56,7 +56,7 @@ func (sc *splitScratch) load(top, bottom []uint16, grad SplitGrad, a, b int) (p,
 // bottom[i] to dst[i]. The slices must have the same length.
 func JoinBF16(dst []float32, top, bottom []uint16) {
 	if len(top) != len(dst) || len(bottom) != len(dst) {
-		panic("kernels: JoinBF16 slices differ in length")
+		fail(ErrShape, "JoinBF16", "slices differ in length")
 	}
 	joinBF16Impl(dst, top, bottom)
 }
@@ -66,7 +66,7 @@ func JoinBF16(dst []float32, top, bottom []uint16) {
 // length.
 func SplitBF16(top, bottom []uint16, src []float32) {
 	if len(top) != len(src) || len(bottom) != len(src) {
-		panic("kernels: SplitBF16 slices differ in length")
+		fail(ErrShape, "SplitBF16", "slices differ in length")
 	}
 	splitBF16Impl(top, bottom, src)
 }
@@ -106,10 +106,10 @@ var (
 func checkSplit(name string, top, bottom []uint16, grad SplitGrad) int {
 	n := len(top)
 	if len(bottom) != n || grad.len() != n {
-		panic("kernels: " + name + " slices differ in length")
+		fail(ErrShape, name, "slices differ in length")
 	}
 	if (grad.BF16 != nil) == (grad.F32 != nil) {
-		panic("kernels: " + name + " needs exactly one of Grad.BF16 and Grad.F32")
+		fail(ErrArgument, name, "needs exactly one of Grad.BF16 and Grad.F32")
 	}
 	return n
 }
@@ -136,7 +136,7 @@ type SGDSplitStep struct {
 func (s *SGDSplitStep) Run() {
 	n := checkSplit("SGDSplitStep", s.Top, s.Bottom, s.Grad)
 	if s.Momentum != 0 && len(s.Buf) != n {
-		panic("kernels: SGDSplitStep slices differ in length")
+		fail(ErrShape, "SGDSplitStep", "slices differ in length")
 	}
 	if s.span == nil {
 		s.span = s.run
@@ -183,7 +183,7 @@ type AdamSplitStep struct {
 func (s *AdamSplitStep) Run() {
 	n := checkSplit("AdamSplitStep", s.Top, s.Bottom, s.Grad)
 	if len(s.ExpAvg) != n || len(s.ExpAvgSq) != n || (s.AMSGrad && len(s.MaxExpAvgSq) != n) {
-		panic("kernels: AdamSplitStep slices differ in length")
+		fail(ErrShape, "AdamSplitStep", "slices differ in length")
 	}
 	if s.span == nil {
 		s.span = s.run
@@ -229,7 +229,7 @@ type AdagradSplitStep struct {
 func (s *AdagradSplitStep) Run() {
 	n := checkSplit("AdagradSplitStep", s.Top, s.Bottom, s.Grad)
 	if len(s.Sum) != n {
-		panic("kernels: AdagradSplitStep slices differ in length")
+		fail(ErrShape, "AdagradSplitStep", "slices differ in length")
 	}
 	if s.span == nil {
 		s.span = s.run

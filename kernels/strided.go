@@ -1,7 +1,5 @@
 package kernels
 
-import "fmt"
-
 // Strided kernels move or reduce the elements of an n-dimensional array
 // described by a shape and per-operand strides (in elements). They are what
 // the autograd layer's shape ops (permute, cat, split) and reductions run
@@ -126,15 +124,15 @@ func stridedExtent(shape, strides []int) int {
 func stridedCheck(kernel string, shape []int, strides [][]int, lens []int, names []string) {
 	for k, st := range strides {
 		if len(st) != len(shape) {
-			panic(fmt.Sprintf("kernels: %s: %s has %d strides for %d dimensions", kernel, names[k], len(st), len(shape)))
+			fail(ErrShape, kernel, "%s has %d strides for %d dimensions", names[k], len(st), len(shape))
 		}
 		for i, s := range st {
 			if s < 0 || shape[i] < 0 {
-				panic(fmt.Sprintf("kernels: %s: negative size or stride (shape %v, %s strides %v)", kernel, shape, names[k], st))
+				fail(ErrShape, kernel, "negative size or stride (shape %v, %s strides %v)", shape, names[k], st)
 			}
 		}
 		if need := stridedExtent(shape, st); lens[k] < need {
-			panic(fmt.Sprintf("kernels: %s: %s has %d elements, shape %v with strides %v needs %d", kernel, names[k], lens[k], shape, st, need))
+			fail(ErrShape, kernel, "%s has %d elements, shape %v with strides %v needs %d", names[k], lens[k], shape, st, need)
 		}
 	}
 }

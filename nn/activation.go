@@ -59,7 +59,7 @@ type HardTanh struct {
 // NewHardTanh returns a HardTanh layer; PyTorch's default is (-1, 1).
 func NewHardTanh(minVal, maxVal float32) *HardTanh {
 	if minVal > maxVal {
-		autograd.Fail("NewHardTanh", "min %v is greater than max %v", minVal, maxVal)
+		Fail(autograd.ErrArgument, "NewHardTanh", "min %v is greater than max %v", minVal, maxVal)
 	}
 	return &HardTanh{Min: minVal, Max: maxVal}
 }
@@ -96,7 +96,7 @@ type GELU struct {
 // or "tanh".
 func NewGELU(approximate string) *GELU {
 	if approximate != "none" && approximate != "tanh" {
-		autograd.Fail("NewGELU", "approximate must be \"none\" or \"tanh\", got %q", approximate)
+		Fail(autograd.ErrArgument, "NewGELU", "approximate must be \"none\" or \"tanh\", got %q", approximate)
 	}
 	return &GELU{Approximate: approximate}
 }
@@ -153,7 +153,7 @@ type Dropout struct {
 func NewDropout(g *autograd.Generator, p float64) *Dropout {
 	checkGen("NewDropout", g)
 	if !(p >= 0 && p <= 1) {
-		autograd.Fail("NewDropout", "dropout probability has to be between 0 and 1, but got %v", p)
+		Fail(autograd.ErrArgument, "NewDropout", "dropout probability has to be between 0 and 1, but got %v", p)
 	}
 	return &Dropout{P: p, gen: autograd.NewGenerator(g.Uint64())}
 }

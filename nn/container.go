@@ -87,7 +87,7 @@ func (l *ModuleList) At(i int) Module {
 // unless i indexes one of n entries.
 func checkIndex(op string, i, n int) {
 	if i < 0 || i >= n {
-		autograd.Fail(op, "index %d out of range for %d entries", i, n)
+		Fail(autograd.ErrIndex, op, "index %d out of range for %d entries", i, n)
 	}
 }
 

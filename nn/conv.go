@@ -68,13 +68,13 @@ func newConvWeight(op string, g *autograd.Generator, b *Base, in, out, kernel, d
 	opt = opt.withDefaults()
 	switch {
 	case in <= 0 || out <= 0 || kernel <= 0:
-		autograd.Fail(op, "channels and kernel size must be positive: in=%d out=%d kernel=%d", in, out, kernel)
+		Fail(autograd.ErrArgument, op, "channels and kernel size must be positive: in=%d out=%d kernel=%d", in, out, kernel)
 	case opt.Stride < 0 || opt.Padding < 0 || opt.Dilation < 0 || opt.Groups < 0:
-		autograd.Fail(op, "negative stride, padding, dilation or groups: %+v", opt)
+		Fail(autograd.ErrArgument, op, "negative stride, padding, dilation or groups: %+v", opt)
 	case in%opt.Groups != 0:
-		autograd.Fail(op, "in channels %d must be divisible by groups %d", in, opt.Groups)
+		Fail(autograd.ErrArgument, op, "in channels %d must be divisible by groups %d", in, opt.Groups)
 	case out%opt.Groups != 0:
-		autograd.Fail(op, "out channels %d must be divisible by groups %d", out, opt.Groups)
+		Fail(autograd.ErrArgument, op, "out channels %d must be divisible by groups %d", out, opt.Groups)
 	}
 	shape := []int{out, in / opt.Groups}
 	for range dims {

@@ -31,13 +31,13 @@ type Embedding struct {
 func NewEmbedding(g *autograd.Generator, num, dim int, opt EmbeddingOptions) *Embedding {
 	checkGen("NewEmbedding", g)
 	if num < 0 || dim < 0 {
-		autograd.Fail("NewEmbedding", "negative size: num=%d dim=%d", num, dim)
+		Fail(autograd.ErrArgument, "NewEmbedding", "negative size: num=%d dim=%d", num, dim)
 	}
 	e := &Embedding{Num: num, Dim: dim, Sparse: opt.Sparse}
 	if opt.PaddingIdx != nil {
 		p := *opt.PaddingIdx
 		if p < -int64(num) || p >= int64(num) {
-			autograd.Fail("NewEmbedding", "padding index %d must be within the %d embeddings", p, num)
+			Fail(autograd.ErrIndex, "NewEmbedding", "padding index %d must be within the %d embeddings", p, num)
 		}
 		if p < 0 {
 			p += int64(num)
@@ -98,15 +98,15 @@ type EmbeddingBag struct {
 func NewEmbeddingBag(g *autograd.Generator, num, dim int, opt EmbeddingBagOptions) *EmbeddingBag {
 	checkGen("NewEmbeddingBag", g)
 	if num < 0 || dim < 0 {
-		autograd.Fail("NewEmbeddingBag", "negative size: num=%d dim=%d", num, dim)
+		Fail(autograd.ErrArgument, "NewEmbeddingBag", "negative size: num=%d dim=%d", num, dim)
 	}
 	modes := map[string]autograd.EmbeddingBagMode{"": autograd.BagMean, "mean": autograd.BagMean, "sum": autograd.BagSum, "max": autograd.BagMax}
 	mode, ok := modes[opt.Mode]
 	if !ok {
-		autograd.Fail("NewEmbeddingBag", "mode must be \"sum\", \"mean\" or \"max\", got %q", opt.Mode)
+		Fail(autograd.ErrArgument, "NewEmbeddingBag", "mode must be \"sum\", \"mean\" or \"max\", got %q", opt.Mode)
 	}
 	if opt.Sparse && mode == autograd.BagMax {
-		autograd.Fail("NewEmbeddingBag", "mode \"max\" does not support sparse gradients (Sparse); use \"sum\" or \"mean\"")
+		Fail(autograd.ErrArgument, "NewEmbeddingBag", "mode \"max\" does not support sparse gradients (Sparse); use \"sum\" or \"mean\"")
 	}
 	e := &EmbeddingBag{Num: num, Dim: dim, Mode: mode, Sparse: opt.Sparse}
 	Normal(g, e.RegisterParameter("weight", autograd.Zeros(num, dim)), 0, 1)

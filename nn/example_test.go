@@ -117,7 +117,7 @@ func ExampleFoldBatchNorm() {
 		fmt.Println(nt.Name)
 	}
 	// Output:
-	// nn.FoldBatchNorm: the model is in training mode; folding needs an eval model: call nn.Eval(m) first
+	// nn: FoldBatchNorm: the model is in training mode; folding needs an eval model: call nn.Eval(m) first
 	// 1 <nil>
 	// true
 	// 0.weight

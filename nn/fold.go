@@ -66,7 +66,7 @@ type foldPair struct {
 // pair and the problem.
 func FoldBatchNorm(m Module) (int, error) {
 	if m.base().Training() {
-		return 0, fmt.Errorf("nn.FoldBatchNorm: the model is in training mode; folding needs an eval model: call nn.Eval(m) first")
+		return 0, fmt.Errorf("nn: FoldBatchNorm: the model is in training mode; folding needs an eval model: call nn.Eval(m) first")
 	}
 	pairs, err := findFoldPairs(m)
 	if err != nil {
@@ -87,10 +87,10 @@ func findFoldPairs(m Module) ([]foldPair, error) {
 	byBN := map[*BatchNorm]foldPair{}
 	add := func(p foldPair) error {
 		if q, ok := byLayer[p.layer]; ok && q.bn != p.bn {
-			return fmt.Errorf("nn.FoldBatchNorm: %s is paired with both %s and %s", p.layerName, q.bnName, p.bnName)
+			return fmt.Errorf("nn: FoldBatchNorm: %s is paired with both %s and %s", p.layerName, q.bnName, p.bnName)
 		}
 		if q, ok := byBN[p.bn]; ok && q.layer != p.layer {
-			return fmt.Errorf("nn.FoldBatchNorm: %s is paired with both %s and %s", p.bnName, q.layerName, p.layerName)
+			return fmt.Errorf("nn: FoldBatchNorm: %s is paired with both %s and %s", p.bnName, q.layerName, p.layerName)
 		}
 		if _, ok := byBN[p.bn]; ok {
 			return nil // declared and also in a Sequential: fold once
@@ -147,16 +147,16 @@ func declaredPair(owner NamedModule, names [2]string) (foldPair, error) {
 	for i, name := range names {
 		found[i] = descendant(owner.Module, name)
 		if found[i] == nil {
-			return foldPair{}, fmt.Errorf("nn.FoldBatchNorm: %T at %q declares fold pair %q but has no submodule %q", owner.Module, owner.Name, names, name)
+			return foldPair{}, fmt.Errorf("nn: FoldBatchNorm: %T at %q declares fold pair %q but has no submodule %q", owner.Module, owner.Name, names, name)
 		}
 	}
 	p := foldPair{layerName: join(owner.Name, names[0]), bnName: join(owner.Name, names[1]), layer: found[0]}
 	if _, _, ok := layerOut(p.layer); !ok {
-		return p, fmt.Errorf("nn.FoldBatchNorm: %s is a %T; only Conv2d, Conv3d and Linear fold a BatchNorm", p.layerName, p.layer)
+		return p, fmt.Errorf("nn: FoldBatchNorm: %s is a %T; only Conv2d, Conv3d and Linear fold a BatchNorm", p.layerName, p.layer)
 	}
 	bn, ok := found[1].(*BatchNorm)
 	if !ok {
-		return p, fmt.Errorf("nn.FoldBatchNorm: %s is a %T, not a BatchNorm", p.bnName, found[1])
+		return p, fmt.Errorf("nn: FoldBatchNorm: %s is a %T, not a BatchNorm", p.bnName, found[1])
 	}
 	p.bn = bn
 	return p, nil
@@ -199,7 +199,7 @@ func layerOut(m Module) (out int, bn string, ok bool) {
 // running statistics; Sequential ones without are skipped before this.
 func (p foldPair) check(declared bool) error {
 	problem := func(format string, args ...any) error {
-		return fmt.Errorf("nn.FoldBatchNorm: cannot fold %s into %s: %s", p.bnName, p.layerName, fmt.Sprintf(format, args...))
+		return fmt.Errorf("nn: FoldBatchNorm: cannot fold %s into %s: %s", p.bnName, p.layerName, fmt.Sprintf(format, args...))
 	}
 	if p.bn.folded {
 		return nil

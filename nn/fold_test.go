@@ -331,7 +331,7 @@ func TestFoldBatchNormErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("FoldBatchNorm = %d, %v; want an error containing %q", n, err, tc.want)
 			}
-			if !strings.HasPrefix(err.Error(), "nn.FoldBatchNorm: ") {
+			if !strings.HasPrefix(err.Error(), "nn: FoldBatchNorm: ") {
 				t.Errorf("error %q does not name FoldBatchNorm", err)
 			}
 			if after := stateNames(m); n != 0 || !slices.Equal(after, before) {

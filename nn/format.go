@@ -15,7 +15,7 @@ import "github.com/kilnml/kiln/autograd"
 func To[M Module](m M, f autograd.MemoryFormat) M {
 	rank := map[autograd.MemoryFormat]int{autograd.ChannelsLast: 4, autograd.ChannelsLast3d: 5}[f]
 	if f != autograd.Contiguous && rank == 0 {
-		autograd.Fail("nn.To", "unknown memory format %v", f)
+		Fail(autograd.ErrArgument, "To", "unknown memory format %v", f)
 	}
 	for _, nt := range StateDict(m) {
 		if rank == 0 || nt.Tensor.NDim() == rank {

@@ -27,7 +27,7 @@ const (
 // (converting dtype and layout).
 func fill(op string, t *autograd.Tensor, draw func(i int) float32) *autograd.Tensor {
 	if !t.DType().IsFloat() {
-		autograd.Fail(op, "cannot initialise a %v tensor", t.DType())
+		Fail(autograd.ErrDType, op, "cannot initialise a %v tensor", t.DType())
 	}
 	v := make([]float32, t.Numel())
 	for i := range v {
@@ -41,7 +41,7 @@ func fill(op string, t *autograd.Tensor, draw func(i int) float32) *autograd.Ten
 // where it is passed rather than deep inside an initialiser.
 func checkGen(op string, g *autograd.Generator) {
 	if g == nil {
-		autograd.Fail(op, "generator is nil")
+		Fail(autograd.ErrArgument, op, "generator is nil")
 	}
 }
 
@@ -49,7 +49,7 @@ func checkGen(op string, g *autograd.Generator) {
 func Uniform(g *autograd.Generator, t *autograd.Tensor, lo, hi float64) *autograd.Tensor {
 	checkGen("Uniform", g)
 	if !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
-		autograd.Fail("Uniform", "expects a finite range [from, to) with from <= to, got [%v, %v)", lo, hi)
+		Fail(autograd.ErrArgument, "Uniform", "expects a finite range [from, to) with from <= to, got [%v, %v)", lo, hi)
 	}
 	return fill("Uniform", t, func(int) float32 { return float32(g.Uniform(lo, hi)) })
 }
@@ -58,7 +58,7 @@ func Uniform(g *autograd.Generator, t *autograd.Tensor, lo, hi float64) *autogra
 func Normal(g *autograd.Generator, t *autograd.Tensor, mean, std float64) *autograd.Tensor {
 	checkGen("Normal", g)
 	if std < 0 || math.IsNaN(std) {
-		autograd.Fail("Normal", "standard deviation %v is not a non-negative number", std)
+		Fail(autograd.ErrArgument, "Normal", "standard deviation %v is not a non-negative number", std)
 	}
 	return fill("Normal", t, func(int) float32 { return float32(g.Normal(mean, std)) })
 }
@@ -80,7 +80,7 @@ func Ones(t *autograd.Tensor) *autograd.Tensor { return Constant(t, 1) }
 func Fans(t *autograd.Tensor) (fanIn, fanOut int) {
 	shape := t.Shape()
 	if len(shape) < 2 {
-		autograd.Fail("Fans", "fan in and fan out need a tensor with at least 2 dimensions, got shape %v", shape)
+		Fail(autograd.ErrShape, "Fans", "fan in and fan out need a tensor with at least 2 dimensions, got shape %v", shape)
 	}
 	field := 1
 	for _, d := range shape[2:] {
@@ -108,7 +108,7 @@ func Gain(nonlinearity string, param float64) float64 {
 	case "selu":
 		return 0.75
 	}
-	autograd.Fail("Gain", "unsupported nonlinearity %q", nonlinearity)
+	Fail(autograd.ErrArgument, "Gain", "unsupported nonlinearity %q", nonlinearity)
 	return 0
 }
 
@@ -131,7 +131,7 @@ func kaimingStd(op string, t *autograd.Tensor, opt KaimingOptions) float64 {
 		fan = fanOut
 	}
 	if fan == 0 {
-		autograd.Fail(op, "cannot initialise a weight of shape %v: its fan is zero", t.Shape())
+		Fail(autograd.ErrShape, op, "cannot initialise a weight of shape %v: its fan is zero", t.Shape())
 	}
 	nl := opt.Nonlinearity
 	if nl == "" {

@@ -21,7 +21,7 @@ type Linear struct {
 func NewLinear(g *autograd.Generator, in, out int, opt LinearOptions) *Linear {
 	checkGen("NewLinear", g)
 	if in < 0 || out < 0 {
-		autograd.Fail("NewLinear", "negative size: in=%d out=%d", in, out)
+		Fail(autograd.ErrArgument, "NewLinear", "negative size: in=%d out=%d", in, out)
 	}
 	l := &Linear{In: in, Out: out}
 	w := l.RegisterParameter("weight", autograd.Zeros(out, in))

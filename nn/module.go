@@ -75,7 +75,7 @@ func (b *Base) RegisterBuffer(name string, t *autograd.Tensor) *autograd.Tensor 
 func (b *Base) RegisterModule(name string, m Module) Module {
 	b.checkName("RegisterModule", name)
 	if m == nil {
-		autograd.Fail("RegisterModule", "module %q is nil", name)
+		Fail(autograd.ErrArgument, "RegisterModule", "module %q is nil", name)
 	}
 	b.children = append(b.children, slot[Module]{name, m})
 	return m
@@ -83,21 +83,21 @@ func (b *Base) RegisterModule(name string, m Module) Module {
 
 func (b *Base) checkName(op, name string) {
 	if name == "" {
-		autograd.Fail(op, "empty name")
+		Fail(autograd.ErrArgument, op, "empty name")
 	}
 	for _, s := range b.params {
 		if s.name == name {
-			autograd.Fail(op, "name %q already holds a parameter", name)
+			Fail(autograd.ErrArgument, op, "name %q already holds a parameter", name)
 		}
 	}
 	for _, s := range b.buffers {
 		if s.name == name {
-			autograd.Fail(op, "name %q already holds a buffer", name)
+			Fail(autograd.ErrArgument, op, "name %q already holds a buffer", name)
 		}
 	}
 	for _, s := range b.children {
 		if s.name == name {
-			autograd.Fail(op, "name %q already holds a module", name)
+			Fail(autograd.ErrArgument, op, "name %q already holds a module", name)
 		}
 	}
 }

@@ -47,7 +47,7 @@ type BatchNorm struct {
 
 func newBatchNorm(name string, ranks []int, c int, opt BatchNormOptions) *BatchNorm {
 	if c <= 0 {
-		autograd.Fail("New"+name, "number of features must be positive, got %d", c)
+		Fail(autograd.ErrArgument, "New"+name, "number of features must be positive, got %d", c)
 	}
 	if opt.Eps == 0 {
 		opt.Eps = 1e-5
@@ -59,10 +59,10 @@ func newBatchNorm(name string, ranks []int, c int, opt BatchNormOptions) *BatchN
 	// first Forward (or, for momentum, never: NaN would fill the running
 	// statistics).
 	if !(opt.Eps > 0) || math.IsInf(opt.Eps, 0) {
-		autograd.Fail("New"+name, "eps must be finite and positive, got %v", opt.Eps)
+		Fail(autograd.ErrArgument, "New"+name, "eps must be finite and positive, got %v", opt.Eps)
 	}
 	if math.IsNaN(opt.Momentum) || math.IsInf(opt.Momentum, 0) {
-		autograd.Fail("New"+name, "momentum must be a finite number, got %v", opt.Momentum)
+		Fail(autograd.ErrArgument, "New"+name, "momentum must be a finite number, got %v", opt.Momentum)
 	}
 	bn := &BatchNorm{NumFeatures: c, Eps: opt.Eps, Momentum: opt.Momentum, CumulativeAverage: opt.CumulativeAverage, name: name, ranks: ranks}
 	if !opt.NoAffine {
@@ -162,7 +162,7 @@ func (bn *BatchNorm) forward(x *autograd.Tensor, relu, inPlace bool) *autograd.T
 		if len(bn.ranks) == 2 {
 			want = fmt.Sprintf("%dD or %dD", bn.ranks[0], bn.ranks[1])
 		}
-		autograd.Fail(bn.name, "expected %s input (got %dD input of shape %v)", want, x.NDim(), x.Shape())
+		Fail(autograd.ErrShape, bn.name, "expected %s input (got %dD input of shape %v)", want, x.NDim(), x.Shape())
 	}
 	if bn.folded {
 		return foldedForward(x, relu, inPlace)
@@ -229,18 +229,18 @@ type LayerNorm struct {
 // NewLayerNorm returns a LayerNorm over the trailing dimensions shape.
 func NewLayerNorm(shape []int, opt LayerNormOptions) *LayerNorm {
 	if len(shape) == 0 {
-		autograd.Fail("NewLayerNorm", "normalized shape must have at least one dimension")
+		Fail(autograd.ErrArgument, "NewLayerNorm", "normalized shape must have at least one dimension")
 	}
 	for _, d := range shape {
 		if d <= 0 {
-			autograd.Fail("NewLayerNorm", "normalized shape %v has a non-positive dimension", shape)
+			Fail(autograd.ErrArgument, "NewLayerNorm", "normalized shape %v has a non-positive dimension", shape)
 		}
 	}
 	if opt.Eps == 0 {
 		opt.Eps = 1e-5
 	}
 	if !(opt.Eps > 0) || math.IsInf(opt.Eps, 0) {
-		autograd.Fail("NewLayerNorm", "eps must be finite and positive, got %v", opt.Eps)
+		Fail(autograd.ErrArgument, "NewLayerNorm", "eps must be finite and positive, got %v", opt.Eps)
 	}
 	l := &LayerNorm{NormalizedShape: append([]int(nil), shape...), Eps: opt.Eps}
 	if !opt.NoAffine {

@@ -26,7 +26,7 @@ type MaxPool2d struct {
 
 func checkPool(op string, kernel, stride, padding int) {
 	if kernel <= 0 || stride < 0 || padding < 0 {
-		autograd.Fail(op, "kernel size must be positive and stride, padding non-negative: kernel=%d stride=%d padding=%d", kernel, stride, padding)
+		Fail(autograd.ErrArgument, op, "kernel size must be positive and stride, padding non-negative: kernel=%d stride=%d padding=%d", kernel, stride, padding)
 	}
 }
 
@@ -99,7 +99,7 @@ type AdaptiveAvgPool2d struct {
 // outH×outW; (1, 1) is global average pooling.
 func NewAdaptiveAvgPool2d(outH, outW int) *AdaptiveAvgPool2d {
 	if outH <= 0 || outW <= 0 {
-		autograd.Fail("NewAdaptiveAvgPool2d", "output size must be positive, got %dx%d", outH, outW)
+		Fail(autograd.ErrArgument, "NewAdaptiveAvgPool2d", "output size must be positive, got %dx%d", outH, outW)
 	}
 	return &AdaptiveAvgPool2d{OutH: outH, OutW: outW}
 }

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -45,19 +46,19 @@ func SaveTensors(path string, ts []NamedTensor) error {
 	for _, nt := range ts {
 		e, err := encodeTensor(nt.Name, nt.Tensor)
 		if err != nil {
-			return fmt.Errorf("nn: saving %s: %w", path, err)
+			return fileError("saving", path, nt.Name, err)
 		}
 		f.Tensors = append(f.Tensors, e)
 	}
 	if err := safetensors.WriteFile(path, f); err != nil {
-		return fmt.Errorf("nn: saving %s: %w", path, err)
+		return fileError("saving", path, "", err)
 	}
 	return nil
 }
 
 func encodeTensor(name string, t *autograd.Tensor) (safetensors.Tensor, error) {
 	if t == nil {
-		return safetensors.Tensor{}, fmt.Errorf("tensor %q is nil", name)
+		return safetensors.Tensor{}, errors.New("the tensor is nil")
 	}
 	if t.Format() != autograd.Contiguous {
 		t = t.Detach().Contiguous()
@@ -91,25 +92,26 @@ func encodeTensor(name string, t *autograd.Tensor) (safetensors.Tensor, error) {
 	case autograd.Uint8:
 		e.DType, e.Data = "U8", append([]byte(nil), t.Uint8s()...)
 	default:
-		return e, fmt.Errorf("tensor %q has unsupported dtype %v", name, t.DType())
+		return e, fmt.Errorf("unsupported dtype %v", t.DType())
 	}
 	return e, nil
 }
 
 // ReadTensors reads every tensor of a safetensors file, in the file's
 // order, without loading them into a module: for programs that sort a
-// checkpoint's entries themselves or inspect a state dict. Errors name the
-// file and, for a tensor that cannot be decoded, the tensor.
+// checkpoint's entries themselves or inspect a state dict. Errors are
+// *FileError, naming the file and, for a tensor that cannot be decoded, the
+// tensor.
 func ReadTensors(path string) ([]NamedTensor, error) {
-	f, err := safetensors.ReadFile(path)
+	f, err := readSafetensors("", path)
 	if err != nil {
-		return nil, fmt.Errorf("nn: %w", err)
+		return nil, err
 	}
 	ts := make([]NamedTensor, 0, len(f.Tensors))
 	for _, e := range f.Tensors {
 		t, err := tensorcodec.Decode(e)
 		if err != nil {
-			return nil, fmt.Errorf("nn: %s: tensor %q: %w", path, e.Name, err)
+			return nil, fileError("", path, e.Name, err)
 		}
 		ts = append(ts, NamedTensor{Name: e.Name, Tensor: t})
 	}
@@ -183,13 +185,13 @@ type source struct {
 // entries (I64, I32, I8, U8) load into integer tensors the same way. A
 // float entry for an integer tensor or the reverse is a dtype mismatch.
 // Every problem found is reported in one *StateDictError and nothing is
-// loaded unless all keys fit. A file that cannot be read or decoded gives
-// the codec's error (with the byte offset for truncated files or bad
-// headers), prefixed by path.
+// loaded unless all keys fit. A file that cannot be read or decoded gives a
+// *FileError wrapping the codec's error (with the byte offset for truncated
+// files or bad headers).
 func LoadStateDict(m Module, path string, opt ...LoadOptions) error {
-	f, err := safetensors.ReadFile(path)
+	f, err := readSafetensors("loading state dict", path)
 	if err != nil {
-		return fmt.Errorf("nn: loading state dict: %w", err)
+		return err
 	}
 	srcs := map[string]source{}
 	for _, e := range f.Tensors {
@@ -205,7 +207,7 @@ func LoadTensors(m Module, ts []NamedTensor, opt ...LoadOptions) error {
 	for _, nt := range ts {
 		t := nt.Tensor
 		if t == nil {
-			autograd.Fail("LoadTensors", "tensor %q is nil", nt.Name)
+			Fail(autograd.ErrArgument, "LoadTensors", "tensor %q is nil", nt.Name)
 		}
 		srcs[nt.Name] = source{dtype: t.DType().String(), shape: t.Shape(), decode: func() (*autograd.Tensor, error) { return t, nil }}
 	}

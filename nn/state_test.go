@@ -375,7 +375,8 @@ func TestLoadTensorsErrors(t *testing.T) {
 func TestSaveTensorsErrors(t *testing.T) {
 	dir := t.TempDir()
 	err := nn.SaveTensors(filepath.Join(dir, "nil.safetensors"), []nn.NamedTensor{{Name: "w", Tensor: autograd.Zeros(1)}, {Name: "b"}})
-	if err == nil || !contains(err.Error(), "nil.safetensors") || !contains(err.Error(), `tensor "b" is nil`) {
+	var fe *nn.FileError
+	if !errors.As(err, &fe) || fe.Field != "b" || !contains(err.Error(), "nil.safetensors") || !contains(err.Error(), `tensor "b": the tensor is nil`) {
 		t.Errorf("nil tensor: %v", err)
 	}
 	dup := []nn.NamedTensor{{Name: "w", Tensor: autograd.Zeros(1)}, {Name: "w", Tensor: autograd.Zeros(2)}}

@@ -155,7 +155,7 @@ func (*ResNet) FoldPairs() [][2]string { return [][2]string{{"conv1", "bn1"}} }
 func (r *ResNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 	defer nn.Enter(r, x)()
 	if x.NDim() != 4 || x.Shape()[1] != 3 {
-		autograd.Fail("ResNet.Forward", "input must be images [N, 3, H, W], got shape %v", x.Shape())
+		nn.Fail(autograd.ErrShape, "ResNet.Forward", "input must be images [N, 3, H, W], got shape %v", x.Shape())
 	}
 	x = r.MaxPool.Forward(bnReLU(r.BN1, r.Conv1.Forward(x)))
 	for _, l := range r.Layers {
@@ -227,7 +227,7 @@ func NewResNet(g *autograd.Generator, block string, layers [4]int, opt ResNetOpt
 	kinds := map[string]blockKind{"basic": basic, "bottleneck": bottleneck}
 	kind, ok := kinds[block]
 	if !ok {
-		autograd.Fail(op, "unknown block kind %q (want \"basic\" or \"bottleneck\")", block)
+		nn.Fail(autograd.ErrArgument, op, "unknown block kind %q (want \"basic\" or \"bottleneck\")", block)
 	}
 	if opt.NumClasses == 0 {
 		opt.NumClasses = 1000
@@ -240,15 +240,15 @@ func NewResNet(g *autograd.Generator, block string, layers [4]int, opt ResNetOpt
 	}
 	switch {
 	case opt.NumClasses < 0:
-		autograd.Fail(op, "number of classes must be positive, got %d", opt.NumClasses)
+		nn.Fail(autograd.ErrArgument, op, "number of classes must be positive, got %d", opt.NumClasses)
 	case opt.Groups < 0 || opt.WidthPerGroup < 0:
-		autograd.Fail(op, "groups %d and width per group %d must be positive", opt.Groups, opt.WidthPerGroup)
+		nn.Fail(autograd.ErrArgument, op, "groups %d and width per group %d must be positive", opt.Groups, opt.WidthPerGroup)
 	case block == "basic" && (opt.Groups != 1 || opt.WidthPerGroup != 64):
-		autograd.Fail(op, "basic blocks only support groups=1 and width per group 64, got %d and %d", opt.Groups, opt.WidthPerGroup)
+		nn.Fail(autograd.ErrArgument, op, "basic blocks only support groups=1 and width per group 64, got %d and %d", opt.Groups, opt.WidthPerGroup)
 	}
 	for i, n := range layers {
 		if n < 1 {
-			autograd.Fail(op, "stage %d must have at least one block, got %d", i+1, n)
+			nn.Fail(autograd.ErrArgument, op, "stage %d must have at least one block, got %d", i+1, n)
 		}
 	}
 
