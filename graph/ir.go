@@ -87,6 +87,21 @@ func (a Attr) String() string {
 	return a.Name + "=?"
 }
 
+// value returns the attribute's value as a Go value of its kind.
+func (a Attr) value() any {
+	switch a.Kind {
+	case AttrInt:
+		return a.Int
+	case AttrInts:
+		return slices.Clone(a.Ints)
+	case AttrFloat:
+		return a.Float
+	case AttrBool:
+		return a.Bool
+	}
+	return a.Str
+}
+
 // Attr returns the attribute called name and whether n has it.
 func (n *Node) Attr(name string) (Attr, bool) {
 	for _, a := range n.Attrs {

@@ -33,6 +33,9 @@ type opImpl struct {
 	// and it runs any node that has no compiled form (ops_compile.go).
 	// Bad operands or attributes panic with an *autograd.Error.
 	eager func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor
+	// compile is a registered op's compiled form, nil for none; built-in
+	// ops keep theirs in compilers.
+	compile compileFunc
 }
 
 var opImpls = map[string]*opImpl{}
@@ -68,8 +71,11 @@ func lookupOp(op string) (*opImpl, error) {
 	if impl, ok := opImpls[op]; ok {
 		return impl, nil
 	}
+	if impl, ok := customOp(op); ok {
+		return impl, nil
+	}
 	if !strings.Contains(op, FusedSep) {
-		return nil, fmt.Errorf("unknown op %q", op)
+		return nil, fmt.Errorf("%w %q (an op added with autograd.Function must be registered with graph.Register in the process that loads or runs the graph)", ErrUnknownOp, op)
 	}
 	parts := strings.Split(op, FusedSep)
 	if _, ok := opImpls[parts[0]]; !ok {

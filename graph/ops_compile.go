@@ -73,6 +73,9 @@ func compileOp(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	if strings.Contains(n.Op, FusedSep) {
 		return compileFused(c, n, ins, outs)
 	}
+	if impl, ok := customOp(n.Op); ok && impl.compile != nil {
+		return impl.compile(c, n, ins, outs)
+	}
 	return nil
 }
 

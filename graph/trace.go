@@ -37,8 +37,8 @@ func Trace(model nn.Module, inputs ...*autograd.Tensor) (*Graph, error) {
 
 // TraceFunc is Trace for a forward of any arity: forward receives the
 // inputs and returns the graph's outputs. model names the parameters and
-// the module scopes; it is put in evaluation mode for the trace and its
-// modules' training flags are restored afterwards.
+// the module scopes (nil for none); it is put in evaluation mode for the
+// trace and its modules' training flags are restored afterwards.
 //
 // Ops that have no graph form (losses, training-mode dropout or batch
 // norm, sparse embedding lookups) are reported in the error by name with
@@ -48,6 +48,9 @@ func TraceFunc(model nn.Module, forward func(inputs []*autograd.Tensor) []*autog
 		if in == nil {
 			return nil, fmt.Errorf("graph.Trace: input %d is nil", i)
 		}
+	}
+	if model == nil {
+		model = &nn.Base{} // a forward with no module: nothing to name
 	}
 	t := newTracer(model)
 	// The forward runs on views of the inputs that carry this trace, and

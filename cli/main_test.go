@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -76,7 +76,7 @@ func saveGraphs(t *testing.T, dir string) (one, two saved) {
 // call runs the kiln command line in-process.
 func call(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
-	code = kiln(args, &o, &e)
+	code = Main(args, &o, &e)
 	return code, o.String(), e.String()
 }
 
