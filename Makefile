@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all demo test fuzz bench bench-deps fmt vet golden parity
+.PHONY: all demo test race fuzz bench bench-deps fmt vet golden parity
 
 all: test
 
@@ -23,7 +23,13 @@ test: vet
 		KILN_ISA=$$l $(GO) test -count=1 -short $(LEVEL_PKGS); \
 	done
 	$(GO) test -count=1 -tags noasm ./kernels/...
+	$(MAKE) race
 	$(MAKE) fuzz FUZZTIME=5s
+
+# The concurrency test under the race detector: training beside
+# inference, autocast, compiled graphs and traces in other goroutines.
+race:
+	$(GO) test -race -count=1 -short -run '^TestConcurrentModes$$' .
 
 # Short fuzzing runs of every reader of outside bytes, each of which must
 # never panic or hang whatever it is handed: PACKAGE:Target pairs, FUZZTIME
