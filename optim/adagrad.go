@@ -54,6 +54,11 @@ func (o AdagradOptions) check() string {
 	return ""
 }
 
+func (o *AdagradOptions) fields() []field {
+	return []field{num("lr", &o.LR), num("lr_decay", &o.LRDecay), num("weight_decay", &o.WeightDecay),
+		num("initial_accumulator_value", &o.InitialAccumulatorValue), num("eps", &o.Eps), flag("maximize", &o.Maximize)}
+}
+
 // config returns the kernel configuration of a parameter's step-th update
 // (counting from 1), with the learning rate computed in float64 as
 // PyTorch's _single_tensor_adagrad computes it in Python.
@@ -112,49 +117,34 @@ type adagradState struct {
 	split  kernels.AdagradSplitStep // for a split parameter
 }
 
-var adagradKind = kind[AdagradOptions, adagradState]{
-	name:  "Adagrad",
-	lr:    func(o *AdagradOptions) *float64 { return &o.LR },
-	check: AdagradOptions.check,
-	hyper: func(o AdagradOptions) map[string]float64 {
-		return map[string]float64{
-			"lr":                        o.LR,
-			"lr_decay":                  o.LRDecay,
-			"weight_decay":              o.WeightDecay,
-			"initial_accumulator_value": o.InitialAccumulatorValue,
-			"eps":                       o.Eps,
-			"maximize":                  boolHyper(o.Maximize),
+var adagradKind = newKind("Adagrad", adagradStep, func(b base[AdagradOptions, adagradState]) Optimizer { return &Adagrad{b} })
+
+// Group returns a copy of group's parameters and hyper-parameters.
+func (a *Adagrad) Group(group int) AdagradGroup {
+	ps, o := a.group(group)
+	return AdagradGroup{ps, o}
+}
+
+func (*adagradState) names() (bool, []string) { return true, []string{"sum"} }
+
+// fresh sets up the state PyTorch gives every parameter when the optimizer
+// is made: step 0 and a sum filled with the initial accumulator value.
+func (st *adagradState) fresh(p *autograd.Tensor, o AdagradOptions) {
+	st.step, st.sum = autograd.Scalar(0), zerosState(p).Fill(float32(o.InitialAccumulatorValue))
+}
+
+func (st *adagradState) save() map[string]*autograd.Tensor {
+	return map[string]*autograd.Tensor{"step": st.step, "sum": st.sum}
+}
+
+func (st *adagradState) load(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32) string {
+	for _, name := range []string{"step", "sum"} {
+		if saved[name] == nil {
+			return name
 		}
-	},
-	read: func(r *hyperReader) AdagradOptions {
-		return AdagradOptions{
-			LR:                      r.float("lr"),
-			LRDecay:                 r.float("lr_decay"),
-			WeightDecay:             r.float("weight_decay"),
-			InitialAccumulatorValue: r.float("initial_accumulator_value"),
-			Eps:                     r.float("eps"),
-			Maximize:                r.bool("maximize"),
-		}
-	},
-	counted:    true,
-	stateNames: []string{"sum"},
-	// As in PyTorch, every parameter's sum is allocated with the optimizer.
-	fresh: func(p *autograd.Tensor, o AdagradOptions) adagradState {
-		return adagradState{step: autograd.Scalar(0), sum: zerosState(p).Fill(float32(o.InitialAccumulatorValue))}
-	},
-	save: func(st *adagradState) map[string]*autograd.Tensor {
-		return map[string]*autograd.Tensor{"step": st.step, "sum": st.sum}
-	},
-	load: func(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32, _ AdagradOptions) (adagradState, string) {
-		for _, name := range []string{"step", "sum"} {
-			if saved[name] == nil {
-				return adagradState{}, name
-			}
-		}
-		return adagradState{step: autograd.Scalar(step), sum: copyState(saved["sum"], p)}, ""
-	},
-	step: adagradStep,
-	wrap: func(b base[AdagradOptions, adagradState]) Optimizer { return &Adagrad{b} },
+	}
+	st.step, st.sum = autograd.Scalar(step), copyState(saved["sum"], p)
+	return ""
 }
 
 func adagradParts(g AdagradGroup) ([]*autograd.Tensor, AdagradOptions) {
@@ -171,7 +161,7 @@ func NewAdagrad(params []*autograd.Tensor, opt AdagradOptions) (*Adagrad, error)
 // parameters, or when a parameter is nil, not a float32 leaf, or in two
 // groups.
 func NewAdagradGroups(groups ...AdagradGroup) (*Adagrad, error) {
-	return as[*Adagrad](build(&adagradKind, false, nil, groups, adagradParts))
+	return as[*Adagrad](build(adagradKind, false, nil, groups, adagradParts))
 }
 
 // NewAdagradSplit returns an Adagrad optimizer, as one group, over the
@@ -192,13 +182,7 @@ func NewAdagradSplit(sm *amp.SplitModel, opt AdagradOptions) (*Adagrad, error) {
 // ones. It fails as NewAdagradGroups does, and when a bfloat16 parameter
 // is not the Top of one of sm's split parameters.
 func NewAdagradSplitGroups(sm *amp.SplitModel, groups ...AdagradGroup) (*Adagrad, error) {
-	return as[*Adagrad](build(&adagradKind, true, sm, groups, adagradParts))
-}
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (a *Adagrad) Group(group int) AdagradGroup {
-	ps, o := a.group(group)
-	return AdagradGroup{ps, o}
+	return as[*Adagrad](build(adagradKind, true, sm, groups, adagradParts))
 }
 
 // adagradStep updates one parameter.

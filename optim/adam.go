@@ -68,6 +68,11 @@ func checkAdamLike(lr float64, betas [2]float64, eps, weightDecay float64, hint 
 	return ""
 }
 
+func (o *AdamOptions) fields() []field {
+	return []field{num("lr", &o.LR), num("betas.0", &o.Betas[0]), num("betas.1", &o.Betas[1]),
+		num("eps", &o.Eps), num("weight_decay", &o.WeightDecay), flag("amsgrad", &o.AMSGrad), flag("maximize", &o.Maximize)}
+}
+
 // config returns the kernel configuration of a parameter's step-th update
 // (counting from 1), with the scalars computed in float64 as PyTorch's
 // _single_tensor_adam computes them in Python.
@@ -160,23 +165,31 @@ func (m *moments) save() map[string]*autograd.Tensor {
 	return saved
 }
 
-// loadMoments returns copies of p's saved moments, or the name of one that
-// is missing; max_exp_avg_sq is needed with amsgrad.
-func loadMoments(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32, amsgrad bool) (moments, string) {
-	need := []string{"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
-	if !amsgrad {
-		need = need[:3]
-	}
-	for _, name := range need {
+func (*moments) names() (bool, []string) {
+	return true, []string{"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
+}
+
+// load copies p's saved moments; max_exp_avg_sq is optional here, and
+// AdamOptions.requires asks for it with AMSGrad.
+func (m *moments) load(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32) string {
+	for _, name := range []string{"step", "exp_avg", "exp_avg_sq"} {
 		if saved[name] == nil {
-			return moments{}, name
+			return name
 		}
 	}
-	m := moments{step: autograd.Scalar(step), expAvg: copyState(saved["exp_avg"], p), expAvgSq: copyState(saved["exp_avg_sq"], p)}
+	*m = moments{step: autograd.Scalar(step), expAvg: copyState(saved["exp_avg"], p), expAvgSq: copyState(saved["exp_avg_sq"], p)}
 	if t := saved["max_exp_avg_sq"]; t != nil {
 		m.maxExpAvgSq = copyState(t, p)
 	}
-	return m, ""
+	return ""
+}
+
+// requires asks a group with AMSGrad for max_exp_avg_sq.
+func (o AdamOptions) requires(saved map[string]*autograd.Tensor) string {
+	if o.AMSGrad && saved["max_exp_avg_sq"] == nil {
+		return "max_exp_avg_sq"
+	}
+	return ""
 }
 
 // next makes the moments on q's first step (PyTorch counts steps in a
@@ -202,41 +215,14 @@ var (
 )
 
 func newAdamKind(name string, decoupled bool) *kind[AdamOptions, adamState] {
-	return &kind[AdamOptions, adamState]{
-		name:  name,
-		lr:    func(o *AdamOptions) *float64 { return &o.LR },
-		check: AdamOptions.check,
-		hyper: func(o AdamOptions) map[string]float64 {
-			return map[string]float64{
-				"lr":           o.LR,
-				"betas.0":      o.Betas[0],
-				"betas.1":      o.Betas[1],
-				"eps":          o.Eps,
-				"weight_decay": o.WeightDecay,
-				"amsgrad":      boolHyper(o.AMSGrad),
-				"maximize":     boolHyper(o.Maximize),
-			}
-		},
-		read: func(r *hyperReader) AdamOptions {
-			return AdamOptions{
-				LR:          r.float("lr"),
-				Betas:       [2]float64{r.float("betas.0"), r.float("betas.1")},
-				Eps:         r.float("eps"),
-				WeightDecay: r.float("weight_decay"),
-				AMSGrad:     r.bool("amsgrad"),
-				Maximize:    r.bool("maximize"),
-			}
-		},
-		counted:    true,
-		stateNames: []string{"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
-		save:       func(st *adamState) map[string]*autograd.Tensor { return st.save() },
-		load: func(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32, o AdamOptions) (adamState, string) {
-			m, missing := loadMoments(p, saved, step, o.AMSGrad)
-			return adamState{moments: m}, missing
-		},
-		step: func(o *AdamOptions, st *adamState, q param) { adamStep(o, st, q, decoupled) },
-		wrap: func(b base[AdamOptions, adamState]) Optimizer { return &Adam{b} },
-	}
+	step := func(o *AdamOptions, st *adamState, q param) { adamStep(o, st, q, decoupled) }
+	return newKind(name, step, func(b base[AdamOptions, adamState]) Optimizer { return &Adam{b} })
+}
+
+// Group returns a copy of group's parameters and hyper-parameters.
+func (a *Adam) Group(group int) AdamGroup {
+	ps, o := a.group(group)
+	return AdamGroup{ps, o}
 }
 
 func adamParts(g AdamGroup) ([]*autograd.Tensor, AdamOptions) { return g.Params, g.AdamOptions }
@@ -298,12 +284,6 @@ func NewAdamWSplitGroups(sm *amp.SplitModel, groups ...AdamGroup) (*Adam, error)
 // Decoupled reports whether a is AdamW (decoupled weight decay) rather
 // than Adam (L2 penalty).
 func (a *Adam) Decoupled() bool { return a.kind == adamWKind }
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (a *Adam) Group(group int) AdamGroup {
-	ps, o := a.group(group)
-	return AdamGroup{ps, o}
-}
 
 // adamStep updates one parameter.
 func adamStep(o *AdamOptions, st *adamState, q param, decoupled bool) {

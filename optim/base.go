@@ -12,39 +12,130 @@ import (
 // state (its buffers and the kernel structs it steps with). The base owns
 // what they all share: validating options and parameters, the groups and
 // their learning rates, ZeroGrad, the state dict and its loading, and the
-// split-BF16 form. The optimizer's file gives a kind, the table of its
-// maths, and the exported names (constructors, the Group type).
+// split-BF16 form. The optimizer's file gives the maths: O's check and
+// fields methods, S's saved-state methods (a part shared by a family:
+// momentum, moments), the step of one parameter, and the exported names
+// (constructors, the Group type).
 
-// kind describes one optimizer to the base.
+// options is what the base needs of an optimizer's options type O.
+type options[O any] interface {
+	*O
+	// check returns what is wrong with the options, or "".
+	check() string
+	// fields lists the hyper-parameters under their state-dict names, in
+	// the order they are read back; the first is the learning rate, "lr".
+	fields() []field
+}
+
+// state is what the base needs of an optimizer's per-parameter state S.
+// S may also have a method fresh(p *autograd.Tensor, o O) that sets up
+// the state of a parameter with none saved (otherwise it is S's zero
+// value), and O a method requires(saved map[string]*autograd.Tensor)
+// string naming a state tensor that O's group needs and saved lacks.
+type state[S any] interface {
+	*S
+	// names says whether the saved state includes "step", a one-element
+	// step count, and names the other state tensors.
+	names() (counted bool, names []string)
+	// save returns the state tensors (the optimizer's own), or nil for a
+	// parameter without state.
+	save() map[string]*autograd.Tensor
+	// load sets the state of parameter p from its saved tensors (checked
+	// for names, dtypes and shapes; step is the checked step count when
+	// counted), or returns the name of a tensor it needs and saved lacks.
+	load(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32) (missing string)
+}
+
+// kind is one optimizer as the base sees it: its name, its step and its
+// exported type, and the methods of O and S in the forms the base calls.
 type kind[O, S any] struct {
 	name string // "SGD", "AdamW", …: errors and method names start with it
-	// lr returns the learning rate field of o.
-	lr func(o *O) *float64
-	// check validates o, returning the problem's description or "".
-	check func(o O) string
-	// hyper returns o's hyper-parameters under their state-dict names;
-	// read reads them back (every name hyper writes).
-	hyper func(o O) map[string]float64
-	read  func(r *hyperReader) O
-	// counted says the state includes "step", a one-element step count;
-	// stateNames are the other state tensors' names.
-	counted    bool
-	stateNames []string
-	// fresh returns the state of a parameter that has none saved; nil
-	// means the zero S.
-	fresh func(p *autograd.Tensor, o O) S
-	// save returns st's state tensors (the optimizer's own), or nil for a
-	// parameter without state.
-	save func(st *S) map[string]*autograd.Tensor
-	// load returns the state of parameter p, of a group with options o,
-	// from its saved tensors (checked for names, dtypes and shapes;
-	// step is the checked step count when counted), or the name of a
-	// tensor it needs and saved lacks.
-	load func(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32, o O) (S, string)
 	// step updates one parameter that has a dense or sparse gradient.
 	step func(o *O, st *S, q param)
 	// wrap returns b as the optimizer's exported type (*SGD, …).
 	wrap func(b base[O, S]) Optimizer
+
+	check      func(o O) string
+	fields     func(o *O) []field
+	counted    bool
+	stateNames []string
+	fresh      func(p *autograd.Tensor, o O) S // nil: S's zero value
+	save       func(st *S) map[string]*autograd.Tensor
+	load       func(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32, o O) (S, string)
+}
+
+type freshener[O any] interface{ fresh(p *autograd.Tensor, o O) }
+
+type requirer interface {
+	requires(saved map[string]*autograd.Tensor) string
+}
+
+// newKind returns the kind of the optimizer called name.
+func newKind[O, S any, PO options[O], PS state[S]](name string, step func(o *O, st *S, q param), wrap func(b base[O, S]) Optimizer) *kind[O, S] {
+	var zero S
+	k := &kind[O, S]{
+		name:   name,
+		step:   step,
+		wrap:   wrap,
+		check:  func(o O) string { return PO(&o).check() },
+		fields: func(o *O) []field { return PO(o).fields() },
+		save:   func(st *S) map[string]*autograd.Tensor { return PS(st).save() },
+		load: func(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32, o O) (S, string) {
+			var st S
+			missing := PS(&st).load(p, saved, step)
+			if r, ok := any(o).(requirer); ok && missing == "" {
+				missing = r.requires(saved)
+			}
+			return st, missing
+		},
+	}
+	k.counted, k.stateNames = PS(&zero).names()
+	if _, ok := any(PS(&zero)).(freshener[O]); ok {
+		k.fresh = func(p *autograd.Tensor, o O) S {
+			var st S
+			any(PS(&st)).(freshener[O]).fresh(p, o)
+			return st
+		}
+	}
+	return k
+}
+
+// field is one hyper-parameter of an options struct: a number, or a
+// boolean that state dicts hold as 0 or 1.
+type field struct {
+	name string
+	f    *float64
+	b    *bool
+}
+
+// num and flag return the fields of a number and of a boolean.
+func num(name string, f *float64) field { return field{name: name, f: f} }
+func flag(name string, b *bool) field   { return field{name: name, b: b} }
+
+// hyper returns o's hyper-parameters under their state-dict names.
+func (k *kind[O, S]) hyper(o O) map[string]float64 {
+	m := map[string]float64{}
+	for _, h := range k.fields(&o) {
+		if h.b != nil {
+			m[h.name] = boolHyper(*h.b)
+		} else {
+			m[h.name] = *h.f
+		}
+	}
+	return m
+}
+
+// read reads the options hyper writes.
+func (k *kind[O, S]) read(r *hyperReader) O {
+	var o O
+	for _, h := range k.fields(&o) {
+		if h.b != nil {
+			*h.b = r.bool(h.name)
+		} else {
+			*h.f = r.float(h.name)
+		}
+	}
+	return o
 }
 
 // param is one parameter as a kind's step sees it.
@@ -91,6 +182,7 @@ type base[O, S any] struct {
 type group[O, S any] struct {
 	params  []*autograd.Tensor
 	opts    O
+	lr      *float64          // opts' learning rate
 	splits  []*amp.SplitParam // per parameter, nil unless split
 	state   []S               // per parameter
 	initial initialLR
@@ -124,14 +216,15 @@ func newBase[O, S any](k *kind[O, S], sm *amp.SplitModel, specs []groupSpec[O]) 
 	}
 	b := base[O, S]{kind: k, groups: make([]group[O, S], len(specs))}
 	for g, gs := range specs {
-		ps := append([]*autograd.Tensor(nil), gs.params...)
-		state := make([]S, len(ps))
+		gr := &b.groups[g]
+		gr.params = append([]*autograd.Tensor(nil), gs.params...)
+		gr.opts, gr.splits, gr.state = gs.opts, splits[g], make([]S, len(gs.params))
+		gr.lr = k.fields(&gr.opts)[0].f
 		if k.fresh != nil {
-			for i, p := range ps {
-				state[i] = k.fresh(p, gs.opts)
+			for i, p := range gr.params {
+				gr.state[i] = k.fresh(p, gs.opts)
 			}
 		}
-		b.groups[g] = group[O, S]{params: ps, opts: gs.opts, splits: splits[g], state: state}
 	}
 	return b, nil
 }
@@ -206,14 +299,14 @@ func (b *base[O, S]) group(group int) ([]*autograd.Tensor, O) {
 // LR returns group's learning rate.
 func (b *base[O, S]) LR(group int) float64 {
 	b.checkGroup("LR", group)
-	return *b.kind.lr(&b.groups[group].opts)
+	return *b.groups[group].lr
 }
 
 // SetLR sets group's learning rate. Like PyTorch it does not validate lr;
 // schedulers call it on every step.
 func (b *base[O, S]) SetLR(group int, lr float64) {
 	b.checkGroup("SetLR", group)
-	*b.kind.lr(&b.groups[group].opts) = lr
+	*b.groups[group].lr = lr
 }
 
 // InitialLR returns group's initial learning rate, if a scheduler set one.

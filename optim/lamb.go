@@ -38,6 +38,11 @@ func (o LambOptions) check() string {
 	return checkAdamLike(o.LR, o.Betas, o.Eps, o.WeightDecay, "DefaultLambOptions has 1e-8")
 }
 
+func (o *LambOptions) fields() []field {
+	return []field{num("lr", &o.LR), num("betas.0", &o.Betas[0]), num("betas.1", &o.Betas[1]),
+		num("eps", &o.Eps), num("weight_decay", &o.WeightDecay)}
+}
+
 // config returns the kernel configuration of a parameter's step-th update
 // (counting from 1), the bias corrections computed in float64 as IPEX
 // does and then rounded.
@@ -96,36 +101,15 @@ type lambState struct {
 	split  kernels.LambSplitStep // for a split parameter
 }
 
-var lambKind = kind[LambOptions, lambState]{
-	name:  "Lamb",
-	lr:    func(o *LambOptions) *float64 { return &o.LR },
-	check: LambOptions.check,
-	hyper: func(o LambOptions) map[string]float64 {
-		return map[string]float64{
-			"lr":           o.LR,
-			"betas.0":      o.Betas[0],
-			"betas.1":      o.Betas[1],
-			"eps":          o.Eps,
-			"weight_decay": o.WeightDecay,
-		}
-	},
-	read: func(r *hyperReader) LambOptions {
-		return LambOptions{
-			LR:          r.float("lr"),
-			Betas:       [2]float64{r.float("betas.0"), r.float("betas.1")},
-			Eps:         r.float("eps"),
-			WeightDecay: r.float("weight_decay"),
-		}
-	},
-	counted:    true,
-	stateNames: []string{"exp_avg", "exp_avg_sq"},
-	save:       func(st *lambState) map[string]*autograd.Tensor { return st.save() },
-	load: func(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32, _ LambOptions) (lambState, string) {
-		m, missing := loadMoments(p, saved, step, false)
-		return lambState{moments: m}, missing
-	},
-	step: lambStep,
-	wrap: func(b base[LambOptions, lambState]) Optimizer { return &Lamb{b} },
+// names leaves out Adam's max_exp_avg_sq: Lamb has no AMSGrad.
+func (*lambState) names() (bool, []string) { return true, []string{"exp_avg", "exp_avg_sq"} }
+
+var lambKind = newKind("Lamb", lambStep, func(b base[LambOptions, lambState]) Optimizer { return &Lamb{b} })
+
+// Group returns a copy of group's parameters and hyper-parameters.
+func (l *Lamb) Group(group int) LambGroup {
+	ps, o := l.group(group)
+	return LambGroup{ps, o}
 }
 
 func lambParts(g LambGroup) ([]*autograd.Tensor, LambOptions) { return g.Params, g.LambOptions }
@@ -139,7 +123,7 @@ func NewLamb(params []*autograd.Tensor, opt LambOptions) (*Lamb, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewLambGroups(groups ...LambGroup) (*Lamb, error) {
-	return as[*Lamb](build(&lambKind, false, nil, groups, lambParts))
+	return as[*Lamb](build(lambKind, false, nil, groups, lambParts))
 }
 
 // NewLambSplit returns a Lamb optimizer, as one group, over the split
@@ -160,13 +144,7 @@ func NewLambSplit(sm *amp.SplitModel, opt LambOptions) (*Lamb, error) {
 // ones. It fails as NewLambGroups does, and when a bfloat16 parameter is
 // not the Top of one of sm's split parameters.
 func NewLambSplitGroups(sm *amp.SplitModel, groups ...LambGroup) (*Lamb, error) {
-	return as[*Lamb](build(&lambKind, true, sm, groups, lambParts))
-}
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (l *Lamb) Group(group int) LambGroup {
-	ps, o := l.group(group)
-	return LambGroup{ps, o}
+	return as[*Lamb](build(lambKind, true, sm, groups, lambParts))
 }
 
 // lambStep updates one parameter.

@@ -59,6 +59,11 @@ func (o LARSOptions) check() string {
 	return ""
 }
 
+func (o *LARSOptions) fields() []field {
+	return []field{num("lr", &o.LR), num("momentum", &o.Momentum), num("dampening", &o.Dampening),
+		num("weight_decay", &o.WeightDecay), flag("nesterov", &o.Nesterov), num("eeta", &o.Eeta), num("epsilon", &o.Eps)}
+}
+
 func (o LARSOptions) config() kernels.LARSConfig {
 	return kernels.LARSConfig{
 		LR:          o.LR,
@@ -107,44 +112,17 @@ type LARS struct {
 }
 
 type larsState struct {
-	buf    *autograd.Tensor // momentum buffer, nil until the first step with momentum
+	momentum
 	kernel kernels.LARSStep
 	split  kernels.LARSSplitStep // for a split parameter
 }
 
-var larsKind = kind[LARSOptions, larsState]{
-	name:  "LARS",
-	lr:    func(o *LARSOptions) *float64 { return &o.LR },
-	check: LARSOptions.check,
-	hyper: func(o LARSOptions) map[string]float64 {
-		return map[string]float64{
-			"lr":           o.LR,
-			"momentum":     o.Momentum,
-			"dampening":    o.Dampening,
-			"weight_decay": o.WeightDecay,
-			"nesterov":     boolHyper(o.Nesterov),
-			"eeta":         o.Eeta,
-			"epsilon":      o.Eps,
-		}
-	},
-	read: func(r *hyperReader) LARSOptions {
-		return LARSOptions{
-			LR:          r.float("lr"),
-			Momentum:    r.float("momentum"),
-			Dampening:   r.float("dampening"),
-			WeightDecay: r.float("weight_decay"),
-			Nesterov:    r.bool("nesterov"),
-			Eeta:        r.float("eeta"),
-			Eps:         r.float("epsilon"),
-		}
-	},
-	stateNames: []string{"momentum_buffer"},
-	save:       func(st *larsState) map[string]*autograd.Tensor { return bufState(st.buf) },
-	load: func(p *autograd.Tensor, saved map[string]*autograd.Tensor, _ float32, _ LARSOptions) (larsState, string) {
-		return larsState{buf: copyState(saved["momentum_buffer"], p)}, ""
-	},
-	step: larsStep,
-	wrap: func(b base[LARSOptions, larsState]) Optimizer { return &LARS{b} },
+var larsKind = newKind("LARS", larsStep, func(b base[LARSOptions, larsState]) Optimizer { return &LARS{b} })
+
+// Group returns a copy of group's parameters and hyper-parameters.
+func (l *LARS) Group(group int) LARSGroup {
+	ps, o := l.group(group)
+	return LARSGroup{ps, o}
 }
 
 func larsParts(g LARSGroup) ([]*autograd.Tensor, LARSOptions) { return g.Params, g.LARSOptions }
@@ -158,7 +136,7 @@ func NewLARS(params []*autograd.Tensor, opt LARSOptions) (*LARS, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewLARSGroups(groups ...LARSGroup) (*LARS, error) {
-	return as[*LARS](build(&larsKind, false, nil, groups, larsParts))
+	return as[*LARS](build(larsKind, false, nil, groups, larsParts))
 }
 
 // NewLARSSplit returns a LARS optimizer, as one group, over the split
@@ -179,25 +157,14 @@ func NewLARSSplit(sm *amp.SplitModel, opt LARSOptions) (*LARS, error) {
 // ones. It fails as NewLARSGroups does, and when a bfloat16 parameter is
 // not the Top of one of sm's split parameters.
 func NewLARSSplitGroups(sm *amp.SplitModel, groups ...LARSGroup) (*LARS, error) {
-	return as[*LARS](build(&larsKind, true, sm, groups, larsParts))
-}
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (l *LARS) Group(group int) LARSGroup {
-	ps, o := l.group(group)
-	return LARSGroup{ps, o}
+	return as[*LARS](build(larsKind, true, sm, groups, larsParts))
 }
 
 // larsStep updates one parameter.
 func larsStep(o *LARSOptions, st *larsState, q param) {
 	q.rejectSparse()
 	grad := q.grad()
-	init := false
-	var buf []float32
-	if o.Momentum != 0 {
-		init = q.follow(&st.buf)
-		buf = st.buf.Float32s()
-	}
+	buf, init := st.next(q, o.Momentum)
 	if q.split != nil {
 		k := &st.split
 		k.Top, k.Bottom, k.Grad, k.Buf, k.Init = q.BFloat16s(), q.split.Bottom, splitGrad(grad, q.Tensor), buf, init

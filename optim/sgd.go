@@ -45,6 +45,11 @@ func (o SGDOptions) check() string {
 	return ""
 }
 
+func (o *SGDOptions) fields() []field {
+	return []field{num("lr", &o.LR), num("momentum", &o.Momentum), num("dampening", &o.Dampening),
+		num("weight_decay", &o.WeightDecay), flag("nesterov", &o.Nesterov), flag("maximize", &o.Maximize)}
+}
+
 func (o SGDOptions) config() kernels.SGDConfig {
 	return kernels.SGDConfig{
 		LR:          float32(o.LR),
@@ -102,52 +107,19 @@ type SGD struct {
 }
 
 type sgdState struct {
-	buf  *autograd.Tensor // momentum buffer, nil until the first step with momentum
+	momentum
 	step kernels.SGDStep
 	// split is the step of a split parameter, whose Top is the parameter
 	// and Bottom its low half.
 	split kernels.SGDSplitStep
 }
 
-var sgdKind = kind[SGDOptions, sgdState]{
-	name:  "SGD",
-	lr:    func(o *SGDOptions) *float64 { return &o.LR },
-	check: SGDOptions.check,
-	hyper: func(o SGDOptions) map[string]float64 {
-		return map[string]float64{
-			"lr":           o.LR,
-			"momentum":     o.Momentum,
-			"dampening":    o.Dampening,
-			"weight_decay": o.WeightDecay,
-			"nesterov":     boolHyper(o.Nesterov),
-			"maximize":     boolHyper(o.Maximize),
-		}
-	},
-	read: func(r *hyperReader) SGDOptions {
-		return SGDOptions{
-			LR:          r.float("lr"),
-			Momentum:    r.float("momentum"),
-			Dampening:   r.float("dampening"),
-			WeightDecay: r.float("weight_decay"),
-			Nesterov:    r.bool("nesterov"),
-			Maximize:    r.bool("maximize"),
-		}
-	},
-	stateNames: []string{"momentum_buffer"},
-	save:       func(st *sgdState) map[string]*autograd.Tensor { return bufState(st.buf) },
-	load: func(p *autograd.Tensor, saved map[string]*autograd.Tensor, _ float32, _ SGDOptions) (sgdState, string) {
-		return sgdState{buf: copyState(saved["momentum_buffer"], p)}, ""
-	},
-	step: sgdStep,
-	wrap: func(b base[SGDOptions, sgdState]) Optimizer { return &SGD{b} },
-}
+var sgdKind = newKind("SGD", sgdStep, func(b base[SGDOptions, sgdState]) Optimizer { return &SGD{b} })
 
-// bufState is the saved state of a momentum buffer, none without one.
-func bufState(buf *autograd.Tensor) map[string]*autograd.Tensor {
-	if buf == nil {
-		return nil
-	}
-	return map[string]*autograd.Tensor{"momentum_buffer": buf}
+// Group returns a copy of group's parameters and hyper-parameters.
+func (s *SGD) Group(group int) SGDGroup {
+	ps, o := s.group(group)
+	return SGDGroup{ps, o}
 }
 
 func sgdParts(g SGDGroup) ([]*autograd.Tensor, SGDOptions) { return g.Params, g.SGDOptions }
@@ -172,7 +144,7 @@ func NewSGDSplit(sm *amp.SplitModel, opt SGDOptions) (*SGD, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewSGDGroups(groups ...SGDGroup) (*SGD, error) {
-	return as[*SGD](build(&sgdKind, false, nil, groups, sgdParts))
+	return as[*SGD](build(sgdKind, false, nil, groups, sgdParts))
 }
 
 // NewSGDSplitGroups is NewSGDGroups for a model split by amp.SplitModule:
@@ -181,13 +153,7 @@ func NewSGDGroups(groups ...SGDGroup) (*SGD, error) {
 // fails as NewSGDGroups does, and when a bfloat16 parameter is not the Top
 // of one of sm's split parameters.
 func NewSGDSplitGroups(sm *amp.SplitModel, groups ...SGDGroup) (*SGD, error) {
-	return as[*SGD](build(&sgdKind, true, sm, groups, sgdParts))
-}
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (s *SGD) Group(group int) SGDGroup {
-	ps, o := s.group(group)
-	return SGDGroup{ps, o}
+	return as[*SGD](build(sgdKind, true, sm, groups, sgdParts))
 }
 
 // sgdStep updates one parameter.
@@ -209,12 +175,7 @@ func sgdStep(o *SGDOptions, st *sgdState, q param) {
 		// dense in all but name), so the step is the dense one.
 		grad = q.formatted(sg.Dense())
 	}
-	init := false
-	var buf []float32
-	if cfg.Momentum != 0 {
-		init = q.follow(&st.buf)
-		buf = st.buf.Float32s()
-	}
+	buf, init := st.next(q, float64(cfg.Momentum))
 	if q.split != nil {
 		k := &st.split
 		k.Top, k.Bottom, k.Grad, k.Buf = q.BFloat16s(), q.split.Bottom, splitGrad(grad, q.Tensor), buf
@@ -230,4 +191,35 @@ func sgdStep(o *SGDOptions, st *sgdState, q param) {
 	// Drop the references so a gradient freed by ZeroGrad is not kept
 	// alive until the next step.
 	k.Grad = nil
+}
+
+// momentum is the saved state of SGD and LARS: a parameter's momentum
+// buffer, nil until its first step with momentum. A parameter loaded
+// without one loses its buffer, as in PyTorch.
+type momentum struct {
+	buf *autograd.Tensor
+}
+
+func (*momentum) names() (bool, []string) { return false, []string{"momentum_buffer"} }
+
+func (m *momentum) save() map[string]*autograd.Tensor {
+	if m.buf == nil {
+		return nil
+	}
+	return map[string]*autograd.Tensor{"momentum_buffer": m.buf}
+}
+
+func (m *momentum) load(p *autograd.Tensor, saved map[string]*autograd.Tensor, _ float32) string {
+	m.buf = copyState(saved["momentum_buffer"], p)
+	return ""
+}
+
+// next returns the momentum buffer of q's step, and whether it is q's
+// first step with momentum, which makes the buffer; nil without momentum.
+func (m *momentum) next(q param, momentum float64) (buf []float32, init bool) {
+	if momentum == 0 {
+		return nil, false
+	}
+	init = q.follow(&m.buf)
+	return m.buf.Float32s(), init
 }
