@@ -107,7 +107,7 @@ type AdagradGroup struct {
 // saved state needs both step and sum; one without saved state starts
 // afresh (step 0, sum filled with its group's initial accumulator value).
 type Adagrad struct {
-	base[AdagradOptions, adagradState]
+	base[AdagradGroup, AdagradOptions, adagradState]
 }
 
 type adagradState struct {
@@ -117,13 +117,8 @@ type adagradState struct {
 	split  kernels.AdagradSplitStep // for a split parameter
 }
 
-var adagradKind = newKind("Adagrad", adagradStep, func(b base[AdagradOptions, adagradState]) Optimizer { return &Adagrad{b} })
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (a *Adagrad) Group(group int) AdagradGroup {
-	ps, o := a.group(group)
-	return AdagradGroup{ps, o}
-}
+var adagradKind = newKind("Adagrad", adagradStep, func(b base[AdagradGroup, AdagradOptions, adagradState]) Optimizer { return &Adagrad{b} },
+	func(g *AdagradGroup) (*[]*autograd.Tensor, *AdagradOptions) { return &g.Params, &g.AdagradOptions })
 
 func (*adagradState) names() (bool, []string) { return true, []string{"sum"} }
 
@@ -147,10 +142,6 @@ func (st *adagradState) load(p *autograd.Tensor, saved map[string]*autograd.Tens
 	return ""
 }
 
-func adagradParts(g AdagradGroup) ([]*autograd.Tensor, AdagradOptions) {
-	return g.Params, g.AdagradOptions
-}
-
 // NewAdagrad returns an Adagrad optimizer over params as one group.
 func NewAdagrad(params []*autograd.Tensor, opt AdagradOptions) (*Adagrad, error) {
 	return NewAdagradGroups(AdagradGroup{Params: params, AdagradOptions: opt})
@@ -161,7 +152,7 @@ func NewAdagrad(params []*autograd.Tensor, opt AdagradOptions) (*Adagrad, error)
 // parameters, or when a parameter is nil, not a float32 leaf, or in two
 // groups.
 func NewAdagradGroups(groups ...AdagradGroup) (*Adagrad, error) {
-	return as[*Adagrad](build(adagradKind, false, nil, groups, adagradParts))
+	return as[*Adagrad](build(adagradKind, false, nil, groups))
 }
 
 // NewAdagradSplit returns an Adagrad optimizer, as one group, over the
@@ -182,7 +173,7 @@ func NewAdagradSplit(sm *amp.SplitModel, opt AdagradOptions) (*Adagrad, error) {
 // ones. It fails as NewAdagradGroups does, and when a bfloat16 parameter
 // is not the Top of one of sm's split parameters.
 func NewAdagradSplitGroups(sm *amp.SplitModel, groups ...AdagradGroup) (*Adagrad, error) {
-	return as[*Adagrad](build(adagradKind, true, sm, groups, adagradParts))
+	return as[*Adagrad](build(adagradKind, true, sm, groups))
 }
 
 // adagradStep updates one parameter.

@@ -134,7 +134,7 @@ type AdamGroup struct {
 // state needs step, exp_avg and exp_avg_sq, and max_exp_avg_sq when its
 // group uses AMSGrad.
 type Adam struct {
-	base[AdamOptions, adamState]
+	base[AdamGroup, AdamOptions, adamState]
 }
 
 type adamState struct {
@@ -214,18 +214,11 @@ var (
 	adamWKind = newAdamKind("AdamW", true)
 )
 
-func newAdamKind(name string, decoupled bool) *kind[AdamOptions, adamState] {
+func newAdamKind(name string, decoupled bool) *kind[AdamGroup, AdamOptions, adamState] {
 	step := func(o *AdamOptions, st *adamState, q param) { adamStep(o, st, q, decoupled) }
-	return newKind(name, step, func(b base[AdamOptions, adamState]) Optimizer { return &Adam{b} })
+	return newKind(name, step, func(b base[AdamGroup, AdamOptions, adamState]) Optimizer { return &Adam{b} },
+		func(g *AdamGroup) (*[]*autograd.Tensor, *AdamOptions) { return &g.Params, &g.AdamOptions })
 }
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (a *Adam) Group(group int) AdamGroup {
-	ps, o := a.group(group)
-	return AdamGroup{ps, o}
-}
-
-func adamParts(g AdamGroup) ([]*autograd.Tensor, AdamOptions) { return g.Params, g.AdamOptions }
 
 // NewAdam returns an Adam optimizer over params as one group.
 func NewAdam(params []*autograd.Tensor, opt AdamOptions) (*Adam, error) {
@@ -236,7 +229,7 @@ func NewAdam(params []*autograd.Tensor, opt AdamOptions) (*Adam, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewAdamGroups(groups ...AdamGroup) (*Adam, error) {
-	return as[*Adam](build(adamKind, false, nil, groups, adamParts))
+	return as[*Adam](build(adamKind, false, nil, groups))
 }
 
 // NewAdamSplit returns an Adam optimizer, as one group, over the split
@@ -256,7 +249,7 @@ func NewAdamSplit(sm *amp.SplitModel, opt AdamOptions) (*Adam, error) {
 // ones. It fails as NewAdamGroups does, and when a bfloat16 parameter is
 // not the Top of one of sm's split parameters.
 func NewAdamSplitGroups(sm *amp.SplitModel, groups ...AdamGroup) (*Adam, error) {
-	return as[*Adam](build(adamKind, true, sm, groups, adamParts))
+	return as[*Adam](build(adamKind, true, sm, groups))
 }
 
 // NewAdamW returns an AdamW optimizer (Adam with decoupled weight decay)
@@ -268,7 +261,7 @@ func NewAdamW(params []*autograd.Tensor, opt AdamOptions) (*Adam, error) {
 // NewAdamWGroups returns an AdamW optimizer over parameter groups, failing
 // as NewAdamGroups does.
 func NewAdamWGroups(groups ...AdamGroup) (*Adam, error) {
-	return as[*Adam](build(adamWKind, false, nil, groups, adamParts))
+	return as[*Adam](build(adamWKind, false, nil, groups))
 }
 
 // NewAdamWSplit is NewAdamSplit for AdamW.
@@ -278,7 +271,7 @@ func NewAdamWSplit(sm *amp.SplitModel, opt AdamOptions) (*Adam, error) {
 
 // NewAdamWSplitGroups is NewAdamSplitGroups for AdamW.
 func NewAdamWSplitGroups(sm *amp.SplitModel, groups ...AdamGroup) (*Adam, error) {
-	return as[*Adam](build(adamWKind, true, sm, groups, adamParts))
+	return as[*Adam](build(adamWKind, true, sm, groups))
 }
 
 // Decoupled reports whether a is AdamW (decoupled weight decay) rather

@@ -48,12 +48,15 @@ type state[S any] interface {
 
 // kind is one optimizer as the base sees it: its name, its step and its
 // exported type, and the methods of O and S in the forms the base calls.
-type kind[O, S any] struct {
+type kind[G, O, S any] struct {
 	name string // "SGD", "AdamW", …: errors and method names start with it
 	// step updates one parameter that has a dense or sparse gradient.
 	step func(o *O, st *S, q param)
 	// wrap returns b as the optimizer's exported type (*SGD, …).
-	wrap func(b base[O, S]) Optimizer
+	wrap func(b base[G, O, S]) Optimizer
+	// at returns the parameters and options of a group of the exported
+	// group type G (SGDGroup, …).
+	at func(g *G) (*[]*autograd.Tensor, *O)
 
 	check      func(o O) string
 	fields     func(o *O) []field
@@ -71,12 +74,13 @@ type requirer interface {
 }
 
 // newKind returns the kind of the optimizer called name.
-func newKind[O, S any, PO options[O], PS state[S]](name string, step func(o *O, st *S, q param), wrap func(b base[O, S]) Optimizer) *kind[O, S] {
+func newKind[G, O, S any, PO options[O], PS state[S]](name string, step func(o *O, st *S, q param), wrap func(b base[G, O, S]) Optimizer, at func(g *G) (*[]*autograd.Tensor, *O)) *kind[G, O, S] {
 	var zero S
-	k := &kind[O, S]{
+	k := &kind[G, O, S]{
 		name:   name,
 		step:   step,
 		wrap:   wrap,
+		at:     at,
 		check:  func(o O) string { return PO(&o).check() },
 		fields: func(o *O) []field { return PO(o).fields() },
 		save:   func(st *S) map[string]*autograd.Tensor { return PS(st).save() },
@@ -113,7 +117,7 @@ func num(name string, f *float64) field { return field{name: name, f: f} }
 func flag(name string, b *bool) field   { return field{name: name, b: b} }
 
 // hyper returns o's hyper-parameters under their state-dict names.
-func (k *kind[O, S]) hyper(o O) map[string]float64 {
+func (k *kind[G, O, S]) hyper(o O) map[string]float64 {
 	m := map[string]float64{}
 	for _, h := range k.fields(&o) {
 		if h.b != nil {
@@ -126,7 +130,7 @@ func (k *kind[O, S]) hyper(o O) map[string]float64 {
 }
 
 // read reads the options hyper writes.
-func (k *kind[O, S]) read(r *hyperReader) O {
+func (k *kind[G, O, S]) read(r *hyperReader) O {
 	var o O
 	for _, h := range k.fields(&o) {
 		if h.b != nil {
@@ -174,8 +178,8 @@ func (q param) follow(t **autograd.Tensor) bool {
 }
 
 // base is an optimizer's groups and state; every optimizer embeds one.
-type base[O, S any] struct {
-	kind   *kind[O, S]
+type base[G, O, S any] struct {
+	kind   *kind[G, O, S]
 	groups []group[O, S]
 }
 
@@ -202,19 +206,19 @@ type groupSpec[O any] struct {
 
 // newBase validates groups and returns their base. With sm (amp.SplitModule),
 // the groups' bfloat16 parameters must be Tops of sm's split parameters.
-func newBase[O, S any](k *kind[O, S], sm *amp.SplitModel, specs []groupSpec[O]) (base[O, S], error) {
+func newBase[G, O, S any](k *kind[G, O, S], sm *amp.SplitModel, specs []groupSpec[O]) (base[G, O, S], error) {
 	lists := make([][]*autograd.Tensor, len(specs))
 	for g, gs := range specs {
 		if msg := k.check(gs.opts); msg != "" {
-			return base[O, S]{}, errorf(k.name, "group %d: %s", g, msg)
+			return base[G, O, S]{}, errorf(k.name, "group %d: %s", g, msg)
 		}
 		lists[g] = gs.params
 	}
 	splits, err := checkSplitParams(k.name, lists, sm)
 	if err != nil {
-		return base[O, S]{}, err
+		return base[G, O, S]{}, err
 	}
-	b := base[O, S]{kind: k, groups: make([]group[O, S], len(specs))}
+	b := base[G, O, S]{kind: k, groups: make([]group[O, S], len(specs))}
 	for g, gs := range specs {
 		gr := &b.groups[g]
 		gr.params = append([]*autograd.Tensor(nil), gs.params...)
@@ -229,16 +233,16 @@ func newBase[O, S any](k *kind[O, S], sm *amp.SplitModel, specs []groupSpec[O]) 
 	return b, nil
 }
 
-// build returns the optimizer of kind k over groups (of the exported group
-// type G, whose parameters and options parts returns); sm is the split
-// model of the Split constructors, which must not be nil when split is set.
-func build[G, O, S any](k *kind[O, S], split bool, sm *amp.SplitModel, groups []G, parts func(G) ([]*autograd.Tensor, O)) (Optimizer, error) {
+// build returns the optimizer of kind k over groups; sm is the split model
+// of the Split constructors, which must not be nil when split is set.
+func build[G, O, S any](k *kind[G, O, S], split bool, sm *amp.SplitModel, groups []G) (Optimizer, error) {
 	if split && sm == nil {
 		return nil, errorf(k.name, "split model is nil")
 	}
 	specs := make([]groupSpec[O], len(groups))
-	for i, g := range groups {
-		specs[i].params, specs[i].opts = parts(g)
+	for i := range groups {
+		ps, o := k.at(&groups[i])
+		specs[i].params, specs[i].opts = *ps, *o
 	}
 	b, err := newBase(k, sm, specs)
 	if err != nil {
@@ -258,7 +262,7 @@ func as[T Optimizer](o Optimizer, err error) (T, error) {
 
 // Step updates every parameter that has a gradient; parameters whose Grad
 // and SparseGrad are nil are skipped, as in PyTorch.
-func (b *base[O, S]) Step() {
+func (b *base[G, O, S]) Step() {
 	for gi := range b.groups {
 		g := &b.groups[gi]
 		for i, p := range g.params {
@@ -271,7 +275,7 @@ func (b *base[O, S]) Step() {
 }
 
 // ZeroGrad drops every parameter's gradient.
-func (b *base[O, S]) ZeroGrad() {
+func (b *base[G, O, S]) ZeroGrad() {
 	for _, g := range b.groups {
 		for _, p := range g.params {
 			p.ZeroGrad()
@@ -280,43 +284,45 @@ func (b *base[O, S]) ZeroGrad() {
 }
 
 // NumGroups returns the number of parameter groups.
-func (b *base[O, S]) NumGroups() int { return len(b.groups) }
+func (b *base[G, O, S]) NumGroups() int { return len(b.groups) }
 
 // checkGroup panics with an *Error unless group indexes one of b's groups.
-func (b *base[O, S]) checkGroup(method string, group int) {
+func (b *base[G, O, S]) checkGroup(method string, group int) {
 	if group < 0 || group >= len(b.groups) {
 		fail(b.kind.name+"."+method, "parameter group %d out of range [0, %d)", group, len(b.groups))
 	}
 }
 
-// group returns a copy of group's parameter list and its options.
-func (b *base[O, S]) group(group int) ([]*autograd.Tensor, O) {
+// Group returns a copy of group's parameters and hyper-parameters.
+func (b *base[G, O, S]) Group(group int) G {
 	b.checkGroup("Group", group)
-	g := &b.groups[group]
-	return append([]*autograd.Tensor(nil), g.params...), g.opts
+	var out G
+	ps, o := b.kind.at(&out)
+	*ps, *o = append([]*autograd.Tensor(nil), b.groups[group].params...), b.groups[group].opts
+	return out
 }
 
 // LR returns group's learning rate.
-func (b *base[O, S]) LR(group int) float64 {
+func (b *base[G, O, S]) LR(group int) float64 {
 	b.checkGroup("LR", group)
 	return *b.groups[group].lr
 }
 
 // SetLR sets group's learning rate. Like PyTorch it does not validate lr;
 // schedulers call it on every step.
-func (b *base[O, S]) SetLR(group int, lr float64) {
+func (b *base[G, O, S]) SetLR(group int, lr float64) {
 	b.checkGroup("SetLR", group)
 	*b.groups[group].lr = lr
 }
 
 // InitialLR returns group's initial learning rate, if a scheduler set one.
-func (b *base[O, S]) InitialLR(group int) (float64, bool) {
+func (b *base[G, O, S]) InitialLR(group int) (float64, bool) {
 	b.checkGroup("InitialLR", group)
 	return b.groups[group].initial.lr, b.groups[group].initial.ok
 }
 
 // SetInitialLR records group's initial learning rate.
-func (b *base[O, S]) SetInitialLR(group int, lr float64) {
+func (b *base[G, O, S]) SetInitialLR(group int, lr float64) {
 	b.checkGroup("SetInitialLR", group)
 	b.groups[group].initial = initialLR{lr, true}
 }
@@ -324,7 +330,7 @@ func (b *base[O, S]) SetInitialLR(group int, lr float64) {
 // StateDict returns the optimizer's state: each parameter's state tensors
 // (the optimizer's own) under the names its type documents, and each
 // group's hyper-parameters with, once a scheduler set it, initial_lr.
-func (b *base[O, S]) StateDict() *StateDict {
+func (b *base[G, O, S]) StateDict() *StateDict {
 	sd := &StateDict{State: map[int]map[string]*autograd.Tensor{}}
 	id := 0
 	for _, g := range b.groups {
@@ -350,7 +356,7 @@ func (b *base[O, S]) StateDict() *StateDict {
 // Loaded tensors take their parameter's memory format. Errors name the
 // offending key (e.g. "state.3.exp_avg" or "param_groups.0.lr"), and
 // nothing changes when there is one.
-func (b *base[O, S]) LoadStateDict(sd *StateDict) error {
+func (b *base[G, O, S]) LoadStateDict(sd *StateDict) error {
 	k := b.kind
 	lists := make([][]*autograd.Tensor, len(b.groups))
 	groupOf := map[*autograd.Tensor]int{}
@@ -415,7 +421,7 @@ func (b *base[O, S]) LoadStateDict(sd *StateDict) error {
 // (amp.SplitModule), with the same groups, hyper-parameters and state:
 // each parameter p becomes swap(p), the bfloat16 Top of p's split
 // parameter or p itself. Parameters keep their places and numbers.
-func (b *base[O, S]) SplitForm(sm *amp.SplitModel, swap func(*autograd.Tensor) *autograd.Tensor) (Optimizer, error) {
+func (b *base[G, O, S]) SplitForm(sm *amp.SplitModel, swap func(*autograd.Tensor) *autograd.Tensor) (Optimizer, error) {
 	if sm == nil {
 		return nil, errorf(b.kind.name, "split model is nil")
 	}

@@ -92,7 +92,7 @@ type LambGroup struct {
 // once a scheduler set it, initial_lr. A parameter's saved state needs all
 // three tensors.
 type Lamb struct {
-	base[LambOptions, lambState]
+	base[LambGroup, LambOptions, lambState]
 }
 
 type lambState struct {
@@ -104,15 +104,8 @@ type lambState struct {
 // names leaves out Adam's max_exp_avg_sq: Lamb has no AMSGrad.
 func (*lambState) names() (bool, []string) { return true, []string{"exp_avg", "exp_avg_sq"} }
 
-var lambKind = newKind("Lamb", lambStep, func(b base[LambOptions, lambState]) Optimizer { return &Lamb{b} })
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (l *Lamb) Group(group int) LambGroup {
-	ps, o := l.group(group)
-	return LambGroup{ps, o}
-}
-
-func lambParts(g LambGroup) ([]*autograd.Tensor, LambOptions) { return g.Params, g.LambOptions }
+var lambKind = newKind("Lamb", lambStep, func(b base[LambGroup, LambOptions, lambState]) Optimizer { return &Lamb{b} },
+	func(g *LambGroup) (*[]*autograd.Tensor, *LambOptions) { return &g.Params, &g.LambOptions })
 
 // NewLamb returns a Lamb optimizer over params as one group.
 func NewLamb(params []*autograd.Tensor, opt LambOptions) (*Lamb, error) {
@@ -123,7 +116,7 @@ func NewLamb(params []*autograd.Tensor, opt LambOptions) (*Lamb, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewLambGroups(groups ...LambGroup) (*Lamb, error) {
-	return as[*Lamb](build(lambKind, false, nil, groups, lambParts))
+	return as[*Lamb](build(lambKind, false, nil, groups))
 }
 
 // NewLambSplit returns a Lamb optimizer, as one group, over the split
@@ -144,7 +137,7 @@ func NewLambSplit(sm *amp.SplitModel, opt LambOptions) (*Lamb, error) {
 // ones. It fails as NewLambGroups does, and when a bfloat16 parameter is
 // not the Top of one of sm's split parameters.
 func NewLambSplitGroups(sm *amp.SplitModel, groups ...LambGroup) (*Lamb, error) {
-	return as[*Lamb](build(lambKind, true, sm, groups, lambParts))
+	return as[*Lamb](build(lambKind, true, sm, groups))
 }
 
 // lambStep updates one parameter.

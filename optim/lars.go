@@ -108,7 +108,7 @@ type LARSGroup struct {
 // initial_lr. LoadStateDict drops the momentum buffer of a parameter
 // without saved state.
 type LARS struct {
-	base[LARSOptions, larsState]
+	base[LARSGroup, LARSOptions, larsState]
 }
 
 type larsState struct {
@@ -117,15 +117,8 @@ type larsState struct {
 	split  kernels.LARSSplitStep // for a split parameter
 }
 
-var larsKind = newKind("LARS", larsStep, func(b base[LARSOptions, larsState]) Optimizer { return &LARS{b} })
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (l *LARS) Group(group int) LARSGroup {
-	ps, o := l.group(group)
-	return LARSGroup{ps, o}
-}
-
-func larsParts(g LARSGroup) ([]*autograd.Tensor, LARSOptions) { return g.Params, g.LARSOptions }
+var larsKind = newKind("LARS", larsStep, func(b base[LARSGroup, LARSOptions, larsState]) Optimizer { return &LARS{b} },
+	func(g *LARSGroup) (*[]*autograd.Tensor, *LARSOptions) { return &g.Params, &g.LARSOptions })
 
 // NewLARS returns a LARS optimizer over params as one group.
 func NewLARS(params []*autograd.Tensor, opt LARSOptions) (*LARS, error) {
@@ -136,7 +129,7 @@ func NewLARS(params []*autograd.Tensor, opt LARSOptions) (*LARS, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewLARSGroups(groups ...LARSGroup) (*LARS, error) {
-	return as[*LARS](build(larsKind, false, nil, groups, larsParts))
+	return as[*LARS](build(larsKind, false, nil, groups))
 }
 
 // NewLARSSplit returns a LARS optimizer, as one group, over the split
@@ -157,7 +150,7 @@ func NewLARSSplit(sm *amp.SplitModel, opt LARSOptions) (*LARS, error) {
 // ones. It fails as NewLARSGroups does, and when a bfloat16 parameter is
 // not the Top of one of sm's split parameters.
 func NewLARSSplitGroups(sm *amp.SplitModel, groups ...LARSGroup) (*LARS, error) {
-	return as[*LARS](build(larsKind, true, sm, groups, larsParts))
+	return as[*LARS](build(larsKind, true, sm, groups))
 }
 
 // larsStep updates one parameter.

@@ -103,7 +103,7 @@ type SGDGroup struct {
 // it, initial_lr. LoadStateDict drops the momentum buffer of a parameter
 // without saved state, as PyTorch's load_state_dict does.
 type SGD struct {
-	base[SGDOptions, sgdState]
+	base[SGDGroup, SGDOptions, sgdState]
 }
 
 type sgdState struct {
@@ -114,15 +114,8 @@ type sgdState struct {
 	split kernels.SGDSplitStep
 }
 
-var sgdKind = newKind("SGD", sgdStep, func(b base[SGDOptions, sgdState]) Optimizer { return &SGD{b} })
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (s *SGD) Group(group int) SGDGroup {
-	ps, o := s.group(group)
-	return SGDGroup{ps, o}
-}
-
-func sgdParts(g SGDGroup) ([]*autograd.Tensor, SGDOptions) { return g.Params, g.SGDOptions }
+var sgdKind = newKind("SGD", sgdStep, func(b base[SGDGroup, SGDOptions, sgdState]) Optimizer { return &SGD{b} },
+	func(g *SGDGroup) (*[]*autograd.Tensor, *SGDOptions) { return &g.Params, &g.SGDOptions })
 
 // NewSGD returns an SGD optimizer over params as one group.
 func NewSGD(params []*autograd.Tensor, opt SGDOptions) (*SGD, error) {
@@ -144,7 +137,7 @@ func NewSGDSplit(sm *amp.SplitModel, opt SGDOptions) (*SGD, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewSGDGroups(groups ...SGDGroup) (*SGD, error) {
-	return as[*SGD](build(sgdKind, false, nil, groups, sgdParts))
+	return as[*SGD](build(sgdKind, false, nil, groups))
 }
 
 // NewSGDSplitGroups is NewSGDGroups for a model split by amp.SplitModule:
@@ -153,7 +146,7 @@ func NewSGDGroups(groups ...SGDGroup) (*SGD, error) {
 // fails as NewSGDGroups does, and when a bfloat16 parameter is not the Top
 // of one of sm's split parameters.
 func NewSGDSplitGroups(sm *amp.SplitModel, groups ...SGDGroup) (*SGD, error) {
-	return as[*SGD](build(sgdKind, true, sm, groups, sgdParts))
+	return as[*SGD](build(sgdKind, true, sm, groups))
 }
 
 // sgdStep updates one parameter.

@@ -118,108 +118,6 @@ func sameBits(got, want []float32) string {
 	return ""
 }
 
-type splitCase struct {
-	name    string
-	mk      func([]*autograd.Tensor) (optim.Optimizer, error)
-	mkSplit func(*amp.SplitModel) (optim.Optimizer, error)
-}
-
-func splitCases() []splitCase {
-	sgd := optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-3, Nesterov: true}
-	sgdPlain := optim.SGDOptions{LR: 0.1, Maximize: true}
-	adam := optim.DefaultAdamOptions()
-	adam.WeightDecay, adam.AMSGrad = 1e-2, true
-	adamw := optim.DefaultAdamWOptions()
-	ada := optim.DefaultAdagradOptions()
-	ada.LRDecay, ada.WeightDecay, ada.InitialAccumulatorValue = 1e-3, 1e-2, 0.1
-	lamb := optim.DefaultLambOptions()
-	lamb.LR, lamb.WeightDecay = 1e-2, 1e-2
-	lambPlain := optim.DefaultLambOptions()
-	lars := optim.LARSOptions{LR: 0.1, Momentum: 0.9, WeightDecay: 1e-4, Eeta: 0.02, Eps: 1e-8, Dampening: 0.1}
-	larsNesterov := optim.LARSOptions{LR: 0.5, Momentum: 0.9, Nesterov: true, Eeta: 1e-3}
-	larsPlain := optim.DefaultLARSOptions()
-	return []splitCase{
-		{"SGD", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewSGD(p, sgd) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewSGDSplit(sm, sgd) }},
-		{"SGDPlain", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewSGD(p, sgdPlain) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewSGDSplit(sm, sgdPlain) }},
-		{"Adam", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdam(p, adam) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdamSplit(sm, adam) }},
-		{"AdamW", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdamW(p, adamw) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdamWSplit(sm, adamw) }},
-		{"Adagrad", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdagrad(p, ada) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdagradSplit(sm, ada) }},
-		{"Lamb", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLamb(p, lamb) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLambSplit(sm, lamb) }},
-		{"LambPlain", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLamb(p, lambPlain) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLambSplit(sm, lambPlain) }},
-		{"LARS", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLARS(p, lars) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLARSSplit(sm, lars) }},
-		{"LARSNesterov", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLARS(p, larsNesterov) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLARSSplit(sm, larsNesterov) }},
-		{"LARSPlain", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLARS(p, larsPlain) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLARSSplit(sm, larsPlain) }},
-	}
-}
-
-// TestSplitOptimizersMatchFP32: for the same sequence of bfloat16
-// gradients, every optimizer's split-BF16 step gives FP32 masters and state
-// identical bit for bit to its FP32 step on the joined values.
-func TestSplitOptimizersMatchFP32(t *testing.T) {
-	for _, c := range splitCases() {
-		t.Run(c.name, func(t *testing.T) {
-			sp := newSplitPair(t, c.mk, c.mkSplit)
-			for s := range 5 {
-				sp.step()
-				sp.check(t, fmt.Sprintf("step %d", s+1))
-			}
-		})
-	}
-}
-
-// TestSplitOptimizerStateDictRoundTrip: optimizer state dicts of the split
-// and FP32 forms are interchangeable (FP32 state, same numbering), and
-// training on from a swapped state stays bit for bit the same.
-func TestSplitOptimizerStateDictRoundTrip(t *testing.T) {
-	for _, c := range splitCases() {
-		t.Run(c.name, func(t *testing.T) {
-			sp := newSplitPair(t, c.mk, c.mkSplit)
-			sp.step()
-			sp.step()
-			// Fresh optimizers on both sides, each loading the other
-			// form's state.
-			fresh := newSplitPair(t, c.mk, c.mkSplit)
-			if err := fresh.sopt.LoadStateDict(sp.opt.StateDict()); err != nil {
-				t.Fatal(err)
-			}
-			if err := fresh.opt.LoadStateDict(sp.sopt.StateDict()); err != nil {
-				t.Fatal(err)
-			}
-			sp.opt, sp.sopt = fresh.opt, fresh.sopt
-			// Parameters come through the split model's state dict, the
-			// joined FP32 values, into a new split model.
-			sm2, err := amp.SplitModule(newSplitNet(2))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sm2.LoadTensors(sp.sm.StateDict()); err != nil {
-				t.Fatal(err)
-			}
-			// The fresh optimizers were made over fresh's models: give them
-			// the trained values (the split ones through sm2).
-			for i, ns := range fresh.sm.Params() {
-				ns.Param.SplitFrom(sm2.Params()[i].Param.Join().Float32s())
-				copy(fresh.fp32[i].Float32s(), sp.fp32[i].Float32s())
-			}
-			sp.sm, sp.fp32 = fresh.sm, fresh.fp32
-			for s := range 3 {
-				sp.step()
-				sp.check(t, fmt.Sprintf("step %d after reload", s+3))
-			}
-		})
-	}
-}
-
 func TestSplitOptimizerErrors(t *testing.T) {
 	sm, err := amp.SplitModule(newSplitNet(1))
 	if err != nil {
@@ -296,4 +194,12 @@ func TestSplitOptimizerErrors(t *testing.T) {
 	if got, want := sm.Params()[0].Param.Join().Float32s()[0], float32(float64(before)-0.1); got != want {
 		t.Errorf("split parameter after a mixed step: %v, want %v", got, want)
 	}
+}
+
+// splitCase is an optimizer made over FP32 parameters by mk and over a
+// split model by mkSplit.
+type splitCase struct {
+	name    string
+	mk      func([]*autograd.Tensor) (optim.Optimizer, error)
+	mkSplit func(*amp.SplitModel) (optim.Optimizer, error)
 }
