@@ -28,10 +28,9 @@ type conformer interface {
 
 // suiteCase is an optimizer with options O, groups G and type T.
 type suiteCase[O, G any, T optim.Optimizer] struct {
-	name  string // the optimizer's name in its errors
-	opts  O      // options that exercise its features (momentum, AMSGrad, …)
-	lr    func(o *O) *float64
-	decay func(o *O) *float64 // the weight decay
+	name  string                          // the optimizer's name in its errors
+	opts  O                               // options that exercise its features (momentum, AMSGrad, …)
+	hyper func(o *O) (lr, decay *float64) // the learning rate and weight decay
 	group func(ps []*autograd.Tensor, o O) G
 	new   func(groups ...G) (T, error)
 	split func(sm *amp.SplitModel, groups ...G) (T, error)
@@ -51,6 +50,23 @@ type badOption[O any] struct {
 }
 
 func (c suiteCase[O, G, T]) caseName() string { return c.name }
+
+func (c suiteCase[O, G, T]) lr(o *O) *float64 {
+	lr, _ := c.hyper(o)
+	return lr
+}
+
+func (c suiteCase[O, G, T]) decay(o *O) *float64 {
+	_, wd := c.hyper(o)
+	return wd
+}
+
+// newCase returns the case of the optimizer called name, made by new and
+// split from groups that group makes.
+func newCase[O, G any, T optim.Optimizer](name string, new func(...G) (T, error), split func(*amp.SplitModel, ...G) (T, error),
+	group func([]*autograd.Tensor, O) G, hyper func(o *O) (lr, decay *float64)) suiteCase[O, G, T] {
+	return suiteCase[O, G, T]{name: name, new: new, split: split, group: group, hyper: hyper}
+}
 
 // with returns c's options with learning rate lr.
 func (c suiteCase[O, G, T]) with(lr float64) O {
@@ -156,6 +172,10 @@ func (c suiteCase[O, G, T]) testBadParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	other, err := amp.SplitModule(newSplitNet(1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	top := sm.Params()[0].Param.Top
 	loose := autograd.FromBFloat16([]uint16{0x3f80, 0x4000})
 	loose.SetRequiresGrad(true)
@@ -175,6 +195,7 @@ func (c suiteCase[O, G, T]) testBadParameters(t *testing.T) {
 		{nil, [][]*autograd.Tensor{{top}}, "bfloat16 Tops of split parameters need the Split constructors"},
 		{sm, [][]*autograd.Tensor{{loose}}, "not the Top of one of the split model's parameters"},
 		{sm, [][]*autograd.Tensor{{top}, {top}}, "more than one parameter group"},
+		{sm, [][]*autograd.Tensor{{other.Params()[1].Param.Top}}, "not the Top of one of the split model's parameters"},
 	} {
 		opts := make([]O, len(b.groups))
 		for i := range opts {
@@ -498,53 +519,43 @@ func splitTops(sm *amp.SplitModel) []*autograd.Tensor {
 }
 
 func conformers() []conformer {
-	sgd := suiteCase[optim.SGDOptions, optim.SGDGroup, *optim.SGD]{
-		name:  "SGD",
-		lr:    func(o *optim.SGDOptions) *float64 { return &o.LR },
-		decay: func(o *optim.SGDOptions) *float64 { return &o.WeightDecay },
-		group: func(ps []*autograd.Tensor, o optim.SGDOptions) optim.SGDGroup {
+	sgd := newCase("SGD", optim.NewSGDGroups, optim.NewSGDSplitGroups,
+		func(ps []*autograd.Tensor, o optim.SGDOptions) optim.SGDGroup {
 			return optim.SGDGroup{Params: ps, SGDOptions: o}
 		},
-		new:   optim.NewSGDGroups,
-		split: optim.NewSGDSplitGroups,
-		state: "momentum_buffer",
-		opts:  optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-3, Nesterov: true},
-		bad: []badOption[optim.SGDOptions]{
-			{func(o *optim.SGDOptions) { o.Momentum = -0.5 }, "invalid momentum value: -0.5"},
-			{func(o *optim.SGDOptions) { o.Dampening = math.NaN() }, "invalid dampening value: NaN"},
-			{func(o *optim.SGDOptions) { o.Dampening = 0.1 }, "Nesterov momentum requires a momentum and zero dampening"},
-			{func(o *optim.SGDOptions) { o.Momentum = 0 }, "Nesterov momentum requires a momentum and zero dampening"},
-		},
-		load: []loadCase{
-			{"bad nesterov", func(sd *optim.StateDict) { sd.Groups[0].Hyper["nesterov"] = 2 }, "param_groups.0.nesterov: boolean hyper-parameter is 2, want 0 or 1"},
-		},
+		func(o *optim.SGDOptions) (*float64, *float64) { return &o.LR, &o.WeightDecay })
+	sgd.state = "momentum_buffer"
+	sgd.opts = optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-3, Nesterov: true}
+	sgd.bad = []badOption[optim.SGDOptions]{
+		{func(o *optim.SGDOptions) { o.Momentum = -0.5 }, "invalid momentum value: -0.5"},
+		{func(o *optim.SGDOptions) { o.Dampening = math.NaN() }, "invalid dampening value: NaN"},
+		{func(o *optim.SGDOptions) { o.Dampening = 0.1 }, "Nesterov momentum requires a momentum and zero dampening"},
+		{func(o *optim.SGDOptions) { o.Momentum = 0 }, "Nesterov momentum requires a momentum and zero dampening"},
+	}
+	sgd.load = []loadCase{
+		{"bad nesterov", func(sd *optim.StateDict) { sd.Groups[0].Hyper["nesterov"] = 2 }, "param_groups.0.nesterov: boolean hyper-parameter is 2, want 0 or 1"},
 	}
 	sgdDampened := sgd
 	sgdDampened.opts = optim.SGDOptions{LR: 0.1, Momentum: 0.5, Dampening: 0.25, WeightDecay: 1e-2, Maximize: true}
 	sgdDampened.bad = nil
 
-	adam := suiteCase[optim.AdamOptions, optim.AdamGroup, *optim.Adam]{
-		name:  "Adam",
-		lr:    func(o *optim.AdamOptions) *float64 { return &o.LR },
-		decay: func(o *optim.AdamOptions) *float64 { return &o.WeightDecay },
-		group: func(ps []*autograd.Tensor, o optim.AdamOptions) optim.AdamGroup {
+	adam := newCase("Adam", optim.NewAdamGroups, optim.NewAdamSplitGroups,
+		func(ps []*autograd.Tensor, o optim.AdamOptions) optim.AdamGroup {
 			return optim.AdamGroup{Params: ps, AdamOptions: o}
 		},
-		new:   optim.NewAdamGroups,
-		split: optim.NewAdamSplitGroups,
-		state: "exp_avg",
-		opts:  optim.AdamOptions{LR: 1e-2, Betas: [2]float64{0.9, 0.99}, Eps: 1e-8, WeightDecay: 1e-2, AMSGrad: true},
-		bad: []badOption[optim.AdamOptions]{
-			{func(o *optim.AdamOptions) { o.Eps = 0 }, "invalid epsilon value: 0 (want > 0; DefaultAdamOptions has 1e-8)"},
-			{func(o *optim.AdamOptions) { o.Eps = math.NaN() }, "invalid epsilon value: NaN"},
-			{func(o *optim.AdamOptions) { o.Betas[0] = 1 }, "invalid beta parameter at index 0: 1"},
-			{func(o *optim.AdamOptions) { o.Betas[1] = -0.5 }, "invalid beta parameter at index 1: -0.5"},
-		},
-		load: []loadCase{
-			{"missing exp_avg_sq", func(sd *optim.StateDict) { delete(sd.State[0], "exp_avg_sq") }, "state.0.exp_avg_sq: missing state"},
-			{"missing max_exp_avg_sq", func(sd *optim.StateDict) { delete(sd.State[2], "max_exp_avg_sq") }, "state.2.max_exp_avg_sq: missing state"},
-			{"step too large", func(sd *optim.StateDict) { sd.State[0]["step"] = autograd.Scalar(1 << 25) }, "state.0.step: 3.3554432e+07 is not a step count"},
-		},
+		func(o *optim.AdamOptions) (*float64, *float64) { return &o.LR, &o.WeightDecay })
+	adam.state = "exp_avg"
+	adam.opts = optim.AdamOptions{LR: 1e-2, Betas: [2]float64{0.9, 0.99}, Eps: 1e-8, WeightDecay: 1e-2, AMSGrad: true}
+	adam.bad = []badOption[optim.AdamOptions]{
+		{func(o *optim.AdamOptions) { o.Eps = 0 }, "invalid epsilon value: 0 (want > 0; DefaultAdamOptions has 1e-8)"},
+		{func(o *optim.AdamOptions) { o.Eps = math.NaN() }, "invalid epsilon value: NaN"},
+		{func(o *optim.AdamOptions) { o.Betas[0] = 1 }, "invalid beta parameter at index 0: 1"},
+		{func(o *optim.AdamOptions) { o.Betas[1] = -0.5 }, "invalid beta parameter at index 1: -0.5"},
+	}
+	adam.load = []loadCase{
+		{"missing exp_avg_sq", func(sd *optim.StateDict) { delete(sd.State[0], "exp_avg_sq") }, "state.0.exp_avg_sq: missing state"},
+		{"missing max_exp_avg_sq", func(sd *optim.StateDict) { delete(sd.State[2], "max_exp_avg_sq") }, "state.2.max_exp_avg_sq: missing state"},
+		{"step too large", func(sd *optim.StateDict) { sd.State[0]["step"] = autograd.Scalar(1 << 25) }, "state.0.step: 3.3554432e+07 is not a step count"},
 	}
 	adamW := adam
 	adamW.name, adamW.new, adamW.split = "AdamW", optim.NewAdamWGroups, optim.NewAdamWSplitGroups
@@ -552,70 +563,55 @@ func conformers() []conformer {
 	adamW.opts.Maximize = true
 	adamW.load = adam.load[:1]
 
-	adagrad := suiteCase[optim.AdagradOptions, optim.AdagradGroup, *optim.Adagrad]{
-		name:  "Adagrad",
-		lr:    func(o *optim.AdagradOptions) *float64 { return &o.LR },
-		decay: func(o *optim.AdagradOptions) *float64 { return &o.WeightDecay },
-		group: func(ps []*autograd.Tensor, o optim.AdagradOptions) optim.AdagradGroup {
+	adagrad := newCase("Adagrad", optim.NewAdagradGroups, optim.NewAdagradSplitGroups,
+		func(ps []*autograd.Tensor, o optim.AdagradOptions) optim.AdagradGroup {
 			return optim.AdagradGroup{Params: ps, AdagradOptions: o}
 		},
-		new:   optim.NewAdagradGroups,
-		split: optim.NewAdagradSplitGroups,
-		state: "sum",
-		eager: true,
-		opts:  optim.AdagradOptions{LR: 0.1, LRDecay: 1e-3, WeightDecay: 1e-2, InitialAccumulatorValue: 0.1, Eps: 1e-10},
-		bad: []badOption[optim.AdagradOptions]{
-			{func(o *optim.AdagradOptions) { o.LRDecay = -1 }, "invalid lr_decay value: -1"},
-			{func(o *optim.AdagradOptions) { o.InitialAccumulatorValue = math.NaN() }, "invalid initial_accumulator_value value: NaN"},
-			{func(o *optim.AdagradOptions) { o.Eps = 0 }, "invalid epsilon value: 0 (want > 0; DefaultAdagradOptions has 1e-10)"},
-		},
-		load: []loadCase{
-			{"missing step", func(sd *optim.StateDict) { delete(sd.State[1], "step") }, "state.1.step: missing state"},
-			{"negative accumulator", func(sd *optim.StateDict) { sd.Groups[1].Hyper["initial_accumulator_value"] = -1 }, "invalid initial_accumulator_value value: -1 (in param_groups.1)"},
-		},
+		func(o *optim.AdagradOptions) (*float64, *float64) { return &o.LR, &o.WeightDecay })
+	adagrad.state = "sum"
+	adagrad.eager = true
+	adagrad.opts = optim.AdagradOptions{LR: 0.1, LRDecay: 1e-3, WeightDecay: 1e-2, InitialAccumulatorValue: 0.1, Eps: 1e-10}
+	adagrad.bad = []badOption[optim.AdagradOptions]{
+		{func(o *optim.AdagradOptions) { o.LRDecay = -1 }, "invalid lr_decay value: -1"},
+		{func(o *optim.AdagradOptions) { o.InitialAccumulatorValue = math.NaN() }, "invalid initial_accumulator_value value: NaN"},
+		{func(o *optim.AdagradOptions) { o.Eps = 0 }, "invalid epsilon value: 0 (want > 0; DefaultAdagradOptions has 1e-10)"},
+	}
+	adagrad.load = []loadCase{
+		{"missing step", func(sd *optim.StateDict) { delete(sd.State[1], "step") }, "state.1.step: missing state"},
+		{"negative accumulator", func(sd *optim.StateDict) { sd.Groups[1].Hyper["initial_accumulator_value"] = -1 }, "invalid initial_accumulator_value value: -1 (in param_groups.1)"},
 	}
 
-	lamb := suiteCase[optim.LambOptions, optim.LambGroup, *optim.Lamb]{
-		name:  "Lamb",
-		lr:    func(o *optim.LambOptions) *float64 { return &o.LR },
-		decay: func(o *optim.LambOptions) *float64 { return &o.WeightDecay },
-		group: func(ps []*autograd.Tensor, o optim.LambOptions) optim.LambGroup {
+	lamb := newCase("Lamb", optim.NewLambGroups, optim.NewLambSplitGroups,
+		func(ps []*autograd.Tensor, o optim.LambOptions) optim.LambGroup {
 			return optim.LambGroup{Params: ps, LambOptions: o}
 		},
-		new:   optim.NewLambGroups,
-		split: optim.NewLambSplitGroups,
-		state: "exp_avg",
-		opts:  optim.LambOptions{LR: 1e-2, Betas: [2]float64{0.9, 0.99}, Eps: 1e-6, WeightDecay: 1e-2},
-		bad: []badOption[optim.LambOptions]{
-			{func(o *optim.LambOptions) { o.Eps = 0 }, "invalid epsilon value: 0 (want > 0; DefaultLambOptions has 1e-8)"},
-			{func(o *optim.LambOptions) { o.Betas[0] = 1 }, "invalid beta parameter at index 0: 1"},
-		},
-		load: []loadCase{
-			{"missing step", func(sd *optim.StateDict) { delete(sd.State[2], "step") }, "state.2.step: missing state"},
-			{"no AMSGrad state", func(sd *optim.StateDict) { sd.State[0]["max_exp_avg_sq"] = sd.State[0]["exp_avg"] }, "state.0.max_exp_avg_sq: unknown state"},
-		},
+		func(o *optim.LambOptions) (*float64, *float64) { return &o.LR, &o.WeightDecay })
+	lamb.state = "exp_avg"
+	lamb.opts = optim.LambOptions{LR: 1e-2, Betas: [2]float64{0.9, 0.99}, Eps: 1e-6, WeightDecay: 1e-2}
+	lamb.bad = []badOption[optim.LambOptions]{
+		{func(o *optim.LambOptions) { o.Eps = 0 }, "invalid epsilon value: 0 (want > 0; DefaultLambOptions has 1e-8)"},
+		{func(o *optim.LambOptions) { o.Betas[0] = 1 }, "invalid beta parameter at index 0: 1"},
+	}
+	lamb.load = []loadCase{
+		{"missing step", func(sd *optim.StateDict) { delete(sd.State[2], "step") }, "state.2.step: missing state"},
+		{"no AMSGrad state", func(sd *optim.StateDict) { sd.State[0]["max_exp_avg_sq"] = sd.State[0]["exp_avg"] }, "state.0.max_exp_avg_sq: unknown state"},
 	}
 
-	lars := suiteCase[optim.LARSOptions, optim.LARSGroup, *optim.LARS]{
-		name:  "LARS",
-		lr:    func(o *optim.LARSOptions) *float64 { return &o.LR },
-		decay: func(o *optim.LARSOptions) *float64 { return &o.WeightDecay },
-		group: func(ps []*autograd.Tensor, o optim.LARSOptions) optim.LARSGroup {
+	lars := newCase("LARS", optim.NewLARSGroups, optim.NewLARSSplitGroups,
+		func(ps []*autograd.Tensor, o optim.LARSOptions) optim.LARSGroup {
 			return optim.LARSGroup{Params: ps, LARSOptions: o}
 		},
-		new:   optim.NewLARSGroups,
-		split: optim.NewLARSSplitGroups,
-		state: "momentum_buffer",
-		opts:  optim.LARSOptions{LR: 0.1, Momentum: 0.9, WeightDecay: 1e-4, Eeta: 0.02, Eps: 1e-8, Dampening: 0.1},
-		bad: []badOption[optim.LARSOptions]{
-			{func(o *optim.LARSOptions) { o.Eeta = 0 }, "invalid eeta value: 0 (want (0, 1]; DefaultLARSOptions has 1e-3)"},
-			{func(o *optim.LARSOptions) { o.Eeta = 1.5 }, "invalid eeta value: 1.5"},
-			{func(o *optim.LARSOptions) { o.Eps = -1 }, "invalid epsilon value: -1"},
-			{func(o *optim.LARSOptions) { o.Nesterov = true }, "Nesterov momentum requires a momentum and zero dampening"},
-		},
-		load: []loadCase{
-			{"bad eeta", func(sd *optim.StateDict) { sd.Groups[1].Hyper["eeta"] = 2 }, "invalid eeta value: 2 (want (0, 1]; DefaultLARSOptions has 1e-3) (in param_groups.1)"},
-		},
+		func(o *optim.LARSOptions) (*float64, *float64) { return &o.LR, &o.WeightDecay })
+	lars.state = "momentum_buffer"
+	lars.opts = optim.LARSOptions{LR: 0.1, Momentum: 0.9, WeightDecay: 1e-4, Eeta: 0.02, Eps: 1e-8, Dampening: 0.1}
+	lars.bad = []badOption[optim.LARSOptions]{
+		{func(o *optim.LARSOptions) { o.Eeta = 0 }, "invalid eeta value: 0 (want (0, 1]; DefaultLARSOptions has 1e-3)"},
+		{func(o *optim.LARSOptions) { o.Eeta = 1.5 }, "invalid eeta value: 1.5"},
+		{func(o *optim.LARSOptions) { o.Eps = -1 }, "invalid epsilon value: -1"},
+		{func(o *optim.LARSOptions) { o.Nesterov = true }, "Nesterov momentum requires a momentum and zero dampening"},
+	}
+	lars.load = []loadCase{
+		{"bad eeta", func(sd *optim.StateDict) { sd.Groups[1].Hyper["eeta"] = 2 }, "invalid eeta value: 2 (want (0, 1]; DefaultLARSOptions has 1e-3) (in param_groups.1)"},
 	}
 	larsNesterov := lars
 	larsNesterov.opts = optim.LARSOptions{LR: 0.5, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-3, Eeta: 1e-3}
