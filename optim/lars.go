@@ -40,17 +40,9 @@ func DefaultLARSOptions() LARSOptions {
 }
 
 func (o LARSOptions) check() string {
-	switch {
-	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
-		return fmt.Sprintf("invalid learning rate: %v", o.LR)
-	case !(o.Momentum >= 0) || math.IsInf(o.Momentum, 0):
-		return fmt.Sprintf("invalid momentum value: %v", o.Momentum)
-	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0):
-		return fmt.Sprintf("invalid weight_decay value: %v", o.WeightDecay)
-	case math.IsNaN(o.Dampening) || math.IsInf(o.Dampening, 0):
-		return fmt.Sprintf("invalid dampening value: %v", o.Dampening)
-	case o.Nesterov && (o.Momentum <= 0 || o.Dampening != 0):
-		return fmt.Sprintf("Nesterov momentum requires a momentum and zero dampening (momentum %v, dampening %v)", o.Momentum, o.Dampening)
+	switch msg := checkMomentumSGD(o.LR, o.Momentum, o.Dampening, o.WeightDecay, o.Nesterov); {
+	case msg != "":
+		return msg
 	case !(o.Eeta > 0 && o.Eeta <= 1):
 		return fmt.Sprintf("invalid eeta value: %v (want (0, 1]; DefaultLARSOptions has 1e-3)", o.Eeta)
 	case !(o.Eps >= 0) || math.IsInf(o.Eps, 0):

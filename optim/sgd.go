@@ -30,17 +30,22 @@ type SGDOptions struct {
 }
 
 func (o SGDOptions) check() string {
+	return checkMomentumSGD(o.LR, o.Momentum, o.Dampening, o.WeightDecay, o.Nesterov)
+}
+
+// checkMomentumSGD checks the options SGD and LARS share.
+func checkMomentumSGD(lr, momentum, dampening, weightDecay float64, nesterov bool) string {
 	switch {
-	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
-		return fmt.Sprintf("invalid learning rate: %v", o.LR)
-	case !(o.Momentum >= 0) || math.IsInf(o.Momentum, 0):
-		return fmt.Sprintf("invalid momentum value: %v", o.Momentum)
-	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0):
-		return fmt.Sprintf("invalid weight_decay value: %v", o.WeightDecay)
-	case math.IsNaN(o.Dampening) || math.IsInf(o.Dampening, 0):
-		return fmt.Sprintf("invalid dampening value: %v", o.Dampening)
-	case o.Nesterov && (o.Momentum <= 0 || o.Dampening != 0):
-		return fmt.Sprintf("Nesterov momentum requires a momentum and zero dampening (momentum %v, dampening %v)", o.Momentum, o.Dampening)
+	case !(lr >= 0) || math.IsInf(lr, 0):
+		return fmt.Sprintf("invalid learning rate: %v", lr)
+	case !(momentum >= 0) || math.IsInf(momentum, 0):
+		return fmt.Sprintf("invalid momentum value: %v", momentum)
+	case !(weightDecay >= 0) || math.IsInf(weightDecay, 0):
+		return fmt.Sprintf("invalid weight_decay value: %v", weightDecay)
+	case math.IsNaN(dampening) || math.IsInf(dampening, 0):
+		return fmt.Sprintf("invalid dampening value: %v", dampening)
+	case nesterov && (momentum <= 0 || dampening != 0):
+		return fmt.Sprintf("Nesterov momentum requires a momentum and zero dampening (momentum %v, dampening %v)", momentum, dampening)
 	}
 	return ""
 }
