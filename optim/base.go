@@ -146,8 +146,8 @@ func (k *kind[G, O, S]) read(r *hyperReader) O {
 type param struct {
 	*autograd.Tensor
 	split        *amp.SplitParam // nil unless p is a split parameter's Top
-	opt          string          // the optimizer's name, for errors
-	group, index int
+	name         *string         // the optimizer's name, for errors
+	group, index int32
 }
 
 // grad returns q's dense gradient for the kernels: in q's memory format
@@ -269,7 +269,7 @@ func (b *base[G, O, S]) Step() {
 			if p.Grad() == nil && p.SparseGrad() == nil {
 				continue
 			}
-			b.kind.step(&g.opts, &g.state[i], param{Tensor: p, split: g.splits[i], opt: b.kind.name, group: gi, index: i})
+			b.kind.step(&g.opts, &g.state[i], param{Tensor: p, split: g.splits[i], name: &b.kind.name, group: int32(gi), index: int32(i)})
 		}
 	}
 }

@@ -20,7 +20,7 @@ func sparseRows(sg *autograd.SparseGrad) kernels.SparseRows {
 // what a sparse step avoids, and PyTorch rejects it too.
 func (q param) checkSparseDecay(weightDecay float64) {
 	if weightDecay != 0 {
-		fail(q.opt+".Step", "group %d parameter %d has a sparse gradient, and weight_decay %v is not compatible with sparse gradients (use weight_decay 0 for the embedding's group)", q.group, q.index, weightDecay)
+		fail(*q.name+".Step", "group %d parameter %d has a sparse gradient, and weight_decay %v is not compatible with sparse gradients (use weight_decay 0 for the embedding's group)", q.group, q.index, weightDecay)
 	}
 }
 
@@ -28,6 +28,6 @@ func (q param) checkSparseDecay(weightDecay float64) {
 // optimizers whose update needs the whole gradient.
 func (q param) rejectSparse() {
 	if q.SparseGrad() != nil {
-		fail(q.opt+".Step", "group %d parameter %d has a sparse gradient; %s does not support sparse gradients (use SGD or Adagrad, or a dense embedding)", q.group, q.index, q.opt)
+		fail(*q.name+".Step", "group %d parameter %d has a sparse gradient; %s does not support sparse gradients (use SGD or Adagrad, or a dense embedding)", q.group, q.index, *q.name)
 	}
 }
