@@ -11,6 +11,8 @@ import (
 
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/optim"
 )
 
@@ -24,6 +26,9 @@ import (
 type conformer interface {
 	caseName() string
 	run(t *testing.T)
+	// makers returns functions that make the optimizer, as one group with
+	// the case's options, over FP32 parameters and over a split model.
+	makers() (mk func([]*autograd.Tensor) (optim.Optimizer, error), mkSplit func(*amp.SplitModel) (optim.Optimizer, error))
 }
 
 // suiteCase is an optimizer with options O, groups G and type T.
@@ -415,13 +420,18 @@ func (c suiteCase[O, G, T]) testLoadRejects(t *testing.T) {
 // testSplitMatchesFP32: for the same bfloat16 gradients, the split-BF16
 // step gives FP32 masters and state bit for bit those of the FP32 step on
 // the joined values, and the two forms' state dicts are interchangeable.
-func (c suiteCase[O, G, T]) testSplitMatchesFP32(t *testing.T) {
+func (c suiteCase[O, G, T]) makers() (func([]*autograd.Tensor) (optim.Optimizer, error), func(*amp.SplitModel) (optim.Optimizer, error)) {
 	mk := func(ps []*autograd.Tensor) (optim.Optimizer, error) {
 		return c.make(nil, [][]*autograd.Tensor{ps}, c.opts)
 	}
 	mkSplit := func(sm *amp.SplitModel) (optim.Optimizer, error) {
 		return c.make(sm, [][]*autograd.Tensor{splitTops(sm)}, c.opts)
 	}
+	return mk, mkSplit
+}
+
+func (c suiteCase[O, G, T]) testSplitMatchesFP32(t *testing.T) {
+	mk, mkSplit := c.makers()
 	sp := newSplitPair(t, mk, mkSplit)
 	for s := range 3 {
 		sp.step()
@@ -738,6 +748,89 @@ func trainThree(opt optim.Optimizer, params []*autograd.Tensor, steps int) {
 	for i := range steps {
 		setGrad(params[0], 0.1, float32(i), -1)
 		setGrad(params[2], 1, -0.5*float32(i))
+		opt.Step()
+	}
+}
+
+// benchSizes are the parameter sizes of the step benchmarks: a bias, a
+// small layer's weight and a large one (about 1.1 M elements in all).
+var benchSizes = []int{64, 4096, 1 << 20}
+
+// smallSizes are 256 parameters of 256 elements, where the cost of a step
+// outside the kernels shows.
+var smallSizes = func() []int {
+	s := make([]int, 256)
+	for i := range s {
+		s[i] = 256
+	}
+	return s
+}()
+
+type benchNet struct{ nn.Base }
+
+func newBenchNet(sizes []int) *benchNet {
+	m := &benchNet{}
+	g := autograd.NewGenerator(7)
+	for i, n := range sizes {
+		p := autograd.Randn(g, n)
+		p.SetRequiresGrad(true)
+		m.RegisterParameter(fmt.Sprintf("p%d", i), p)
+	}
+	return m
+}
+
+// BenchmarkStep times one Step of each optimizer of the conformance suite
+// (with its options there) over benchSizes, over FP32 parameters and over a
+// split-BF16 model (bfloat16 gradients).
+func BenchmarkStep(b *testing.B) { benchStep(b, benchSizes) }
+
+// BenchmarkStepSmall is BenchmarkStep over smallSizes.
+func BenchmarkStepSmall(b *testing.B) { benchStep(b, smallSizes) }
+
+func benchStep(b *testing.B, sizes []int) {
+	for _, c := range conformers() {
+		mk, mkSplit := c.makers()
+		name := strings.ReplaceAll(c.caseName(), " ", "_")
+		b.Run(name+"/FP32", func(b *testing.B) {
+			ps := nn.Parameters(newBenchNet(sizes))
+			g := autograd.NewGenerator(8)
+			for _, p := range ps {
+				p.SetGrad(autograd.MulScalar(autograd.Randn(g, p.Shape()...), 1e-2))
+			}
+			opt, err := mk(ps)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchSteps(b, opt)
+		})
+		b.Run(name+"/split", func(b *testing.B) {
+			sm, err := amp.SplitModule(newBenchNet(sizes))
+			if err != nil {
+				b.Fatal(err)
+			}
+			g := autograd.NewGenerator(8)
+			for _, ns := range sm.Params() {
+				top := ns.Param.Top
+				grad := make([]uint16, top.Numel())
+				for i, v := range autograd.Randn(g, top.Shape()...).Float32s() {
+					grad[i] = kernels.BF16FromF32(v * 1e-2)
+				}
+				top.SetGrad(autograd.FromBFloat16(grad, top.Shape()...))
+			}
+			opt, err := mkSplit(sm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchSteps(b, opt)
+		})
+	}
+}
+
+func benchSteps(b *testing.B, opt optim.Optimizer) {
+	opt.Step()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
 		opt.Step()
 	}
 }
