@@ -7,15 +7,16 @@ import (
 	"github.com/kilnml/kiln/autograd"
 )
 
-// Every optimizer is a base over two types of its own: O, a group's
-// hyper-parameters (SGDOptions, AdamOptions, …), and S, one parameter's
-// state (its buffers and the kernel structs it steps with). The base owns
-// what they all share: validating options and parameters, the groups and
-// their learning rates, ZeroGrad, the state dict and its loading, and the
-// split-BF16 form. The optimizer's file gives the maths: O's check and
-// fields methods, S's saved-state methods (a part shared by a family:
-// momentum, moments), the step of one parameter, and the exported names
-// (constructors, the Group type).
+// Every optimizer embeds a base over three types of its own: G, its
+// exported parameter group (SGDGroup, …), O, a group's hyper-parameters
+// (SGDOptions, …), and S, one parameter's state (its buffers and the kernel
+// structs it steps with). The base owns what they all share: validating
+// options and parameters, the groups and their learning rates, Group,
+// ZeroGrad, Step's loop, the state dict and its loading, and the split-BF16
+// form. The optimizer's file gives the maths: O's check and fields
+// methods, S's saved-state methods (or a part shared by a family:
+// momentum for SGD and LARS, moments for Adam and Lamb), the step of one
+// parameter, its kind (newKind), and its constructors.
 
 // options is what the base needs of an optimizer's options type O.
 type options[O any] interface {
