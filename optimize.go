@@ -371,75 +371,32 @@ func toChannelsLast(model nn.Module) int {
 	return n
 }
 
-// checkSplittable returns an error naming opt's type unless splitOptimizer
-// can rebuild it.
+// checkSplittable returns an error naming opt's type unless it can make
+// its split form (optim.Splittable).
 func checkSplittable(opt optim.Optimizer) error {
-	switch opt.(type) {
-	case *optim.SGD, *optim.Adam, *optim.Adagrad, *optim.Lamb, *optim.LARS:
+	if _, ok := opt.(optim.Splittable); ok {
 		return nil
 	}
-	return fmt.Errorf("WithOptimizer: cannot rebuild a %T over split BF16 master weights; Kiln's split optimizers are *optim.SGD, *optim.Adam (Adam and AdamW), *optim.Adagrad, *optim.Lamb and *optim.LARS (or use SplitMasterWeights(false), which steps any optimizer)", opt)
+	return fmt.Errorf("WithOptimizer: cannot rebuild a %T over split BF16 master weights: it is not an optim.Splittable, as all of Kiln's optimizers are (or use SplitMasterWeights(false), which steps any optimizer)", opt)
 }
 
-// splitOptimizer returns an optimizer of opt's kind over sm, with opt's
-// groups, hyper-parameters and state. names gives the dotted name each of
-// the model's parameters had before splitting: a parameter of opt that was
+// splitOptimizer returns opt's split form over sm, with opt's groups,
+// hyper-parameters and state. names gives the dotted name each of the
+// model's parameters had before splitting: a parameter of opt that was
 // split is replaced by its Top, any other kept as it is (FP32, updated
-// beside the split ones). Parameters keep their places, so opt's state
-// dict numbers them as the new optimizer does and loads into it.
+// beside the split ones).
 func splitOptimizer(opt optim.Optimizer, sm *amp.SplitModel, names map[*autograd.Tensor]string) (optim.Optimizer, error) {
-	remap := func(ps []*autograd.Tensor) []*autograd.Tensor {
-		out := make([]*autograd.Tensor, len(ps))
-		for i, p := range ps {
-			out[i] = p
-			if name, ok := names[p]; ok {
-				if sp := sm.Param(name); sp != nil {
-					out[i] = sp.Top
-				}
-			}
-		}
-		return out
-	}
-	var split optim.Optimizer
-	var err error
-	switch o := opt.(type) {
-	case *optim.SGD:
-		split, err = optim.NewSGDSplitGroups(sm, regroup(o.NumGroups(), o.Group, func(g *optim.SGDGroup) *[]*autograd.Tensor { return &g.Params }, remap)...)
-	case *optim.Adam:
-		groups := regroup(o.NumGroups(), o.Group, func(g *optim.AdamGroup) *[]*autograd.Tensor { return &g.Params }, remap)
-		if o.Decoupled() {
-			split, err = optim.NewAdamWSplitGroups(sm, groups...)
-		} else {
-			split, err = optim.NewAdamSplitGroups(sm, groups...)
-		}
-	case *optim.Adagrad:
-		split, err = optim.NewAdagradSplitGroups(sm, regroup(o.NumGroups(), o.Group, func(g *optim.AdagradGroup) *[]*autograd.Tensor { return &g.Params }, remap)...)
-	case *optim.Lamb:
-		split, err = optim.NewLambSplitGroups(sm, regroup(o.NumGroups(), o.Group, func(g *optim.LambGroup) *[]*autograd.Tensor { return &g.Params }, remap)...)
-	case *optim.LARS:
-		split, err = optim.NewLARSSplitGroups(sm, regroup(o.NumGroups(), o.Group, func(g *optim.LARSGroup) *[]*autograd.Tensor { return &g.Params }, remap)...)
-	default:
-		err = checkSplittable(opt)
-	}
-	if err != nil {
+	if err := checkSplittable(opt); err != nil {
 		return nil, err
 	}
-	if err := split.LoadStateDict(opt.StateDict()); err != nil {
-		return nil, fmt.Errorf("carrying %T's state over to its split form: %w", opt, err)
-	}
-	return split, nil
-}
-
-// regroup copies an optimizer's n groups (group returns a copy of one) with
-// their parameter lists passed through remap.
-func regroup[G any](n int, group func(int) G, params func(*G) *[]*autograd.Tensor, remap func([]*autograd.Tensor) []*autograd.Tensor) []G {
-	out := make([]G, n)
-	for i := range out {
-		out[i] = group(i)
-		ps := params(&out[i])
-		*ps = remap(*ps)
-	}
-	return out
+	return opt.(optim.Splittable).SplitForm(sm, func(p *autograd.Tensor) *autograd.Tensor {
+		if name, ok := names[p]; ok {
+			if sp := sm.Param(name); sp != nil {
+				return sp.Top
+			}
+		}
+		return p
+	})
 }
 
 // masterCopyOptimizer steps an FP32 optimizer over the masters of master

@@ -37,24 +37,26 @@ func DefaultAdagradOptions() AdagradOptions {
 	return AdagradOptions{LR: 1e-2, Eps: 1e-10}
 }
 
-func (o AdagradOptions) check(group int) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("optim: Adagrad: group %d: %s", group, fmt.Sprintf(format, args...))
-	}
+func (o AdagradOptions) check() string {
 	bad := func(v float64) bool { return !(v >= 0) || math.IsInf(v, 0) }
 	switch {
 	case bad(o.LR):
-		return fail("invalid learning rate: %v", o.LR)
+		return fmt.Sprintf("invalid learning rate: %v", o.LR)
 	case bad(o.LRDecay):
-		return fail("invalid lr_decay value: %v", o.LRDecay)
+		return fmt.Sprintf("invalid lr_decay value: %v", o.LRDecay)
 	case bad(o.WeightDecay):
-		return fail("invalid weight_decay value: %v", o.WeightDecay)
+		return fmt.Sprintf("invalid weight_decay value: %v", o.WeightDecay)
 	case bad(o.InitialAccumulatorValue):
-		return fail("invalid initial_accumulator_value value: %v", o.InitialAccumulatorValue)
+		return fmt.Sprintf("invalid initial_accumulator_value value: %v", o.InitialAccumulatorValue)
 	case !(o.Eps > 0) || math.IsInf(o.Eps, 0):
-		return fail("invalid epsilon value: %v (want > 0; DefaultAdagradOptions has 1e-10)", o.Eps)
+		return fmt.Sprintf("invalid epsilon value: %v (want > 0; DefaultAdagradOptions has 1e-10)", o.Eps)
 	}
-	return nil
+	return ""
+}
+
+func (o *AdagradOptions) fields() []field {
+	return []field{num("lr", &o.LR), num("lr_decay", &o.LRDecay), num("weight_decay", &o.WeightDecay),
+		num("initial_accumulator_value", &o.InitialAccumulatorValue), num("eps", &o.Eps), flag("maximize", &o.Maximize)}
 }
 
 // config returns the kernel configuration of a parameter's step-th update
@@ -97,15 +99,15 @@ type AdagradGroup struct {
 // PyTorch's sparse Adagrad (kernels.AdagradSparse); the step count still
 // advances. WeightDecay must be 0 for such parameters, as in PyTorch:
 // Step panics otherwise.
+//
+// Its state dict holds every parameter's state under PyTorch's names:
+// "step" (a 0-d float32 count) and "sum"; and each group's
+// hyper-parameters: lr, lr_decay, weight_decay, initial_accumulator_value,
+// eps, maximize and, once a scheduler set it, initial_lr. A parameter's
+// saved state needs both step and sum; one without saved state starts
+// afresh (step 0, sum filled with its group's initial accumulator value).
 type Adagrad struct {
-	lrGroups
-	groups []adagradGroup
-}
-
-type adagradGroup struct {
-	AdagradGroup
-	splits []*amp.SplitParam // per parameter, nil unless split
-	state  []adagradState    // one per parameter
+	base[AdagradGroup, AdagradOptions, adagradState]
 }
 
 type adagradState struct {
@@ -115,10 +117,29 @@ type adagradState struct {
 	split  kernels.AdagradSplitStep // for a split parameter
 }
 
-// newAdagradState returns the state PyTorch gives a parameter: step 0 and
-// a sum filled with the initial accumulator value.
-func newAdagradState(p *autograd.Tensor, initial float64) adagradState {
-	return adagradState{step: autograd.Scalar(0), sum: zerosState(p).Fill(float32(initial))}
+var adagradKind = newKind("Adagrad", adagradStep, func(b base[AdagradGroup, AdagradOptions, adagradState]) Optimizer { return &Adagrad{b} },
+	func(g *AdagradGroup) (*[]*autograd.Tensor, *AdagradOptions) { return &g.Params, &g.AdagradOptions })
+
+func (*adagradState) names() (bool, []string) { return true, []string{"sum"} }
+
+// fresh sets up the state PyTorch gives every parameter when the optimizer
+// is made: step 0 and a sum filled with the initial accumulator value.
+func (st *adagradState) fresh(p *autograd.Tensor, o AdagradOptions) {
+	st.step, st.sum = autograd.Scalar(0), zerosState(p).Fill(float32(o.InitialAccumulatorValue))
+}
+
+func (st *adagradState) save() map[string]*autograd.Tensor {
+	return map[string]*autograd.Tensor{"step": st.step, "sum": st.sum}
+}
+
+func (st *adagradState) load(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32) string {
+	for _, name := range []string{"step", "sum"} {
+		if saved[name] == nil {
+			return name
+		}
+	}
+	st.step, st.sum = autograd.Scalar(step), copyState(saved["sum"], p)
+	return ""
 }
 
 // NewAdagrad returns an Adagrad optimizer over params as one group.
@@ -131,7 +152,7 @@ func NewAdagrad(params []*autograd.Tensor, opt AdagradOptions) (*Adagrad, error)
 // parameters, or when a parameter is nil, not a float32 leaf, or in two
 // groups.
 func NewAdagradGroups(groups ...AdagradGroup) (*Adagrad, error) {
-	return newAdagrad(nil, groups)
+	return as[*Adagrad](build(adagradKind, false, nil, groups))
 }
 
 // NewAdagradSplit returns an Adagrad optimizer, as one group, over the
@@ -152,172 +173,40 @@ func NewAdagradSplit(sm *amp.SplitModel, opt AdagradOptions) (*Adagrad, error) {
 // ones. It fails as NewAdagradGroups does, and when a bfloat16 parameter
 // is not the Top of one of sm's split parameters.
 func NewAdagradSplitGroups(sm *amp.SplitModel, groups ...AdagradGroup) (*Adagrad, error) {
-	if sm == nil {
-		return nil, fmt.Errorf("optim: Adagrad: split model is nil")
-	}
-	return newAdagrad(sm, groups)
+	return as[*Adagrad](build(adagradKind, true, sm, groups))
 }
 
-func newAdagrad(sm *amp.SplitModel, groups []AdagradGroup) (*Adagrad, error) {
-	splits, err := checkSplitGroups("Adagrad", sm, groups, func(gr AdagradGroup, g int) ([]*autograd.Tensor, error) {
-		return gr.Params, gr.check(g)
-	})
-	if err != nil {
-		return nil, err
+// adagradStep updates one parameter.
+func adagradStep(o *AdagradOptions, st *adagradState, q param) {
+	sg := q.SparseGrad()
+	if sg != nil {
+		q.checkSparseDecay(o.WeightDecay)
 	}
-	a := &Adagrad{groups: make([]adagradGroup, len(groups))}
-	for g, gr := range groups {
-		gr.Params = append([]*autograd.Tensor(nil), gr.Params...)
-		state := make([]adagradState, len(gr.Params))
-		for i, p := range gr.Params {
-			state[i] = newAdagradState(p, gr.InitialAccumulatorValue)
+	// PyTorch counts steps in a float32 tensor.
+	step := st.step.Float32s()
+	step[0]++
+	cfg := o.config(float64(step[0]))
+	if sg != nil {
+		if q.split != nil {
+			kernels.AdagradSparseSplit(q.BFloat16s(), q.split.Bottom, st.sum.Float32s(), sparseRows(sg), cfg)
+		} else {
+			kernels.AdagradSparse(q.Float32s(), st.sum.Float32s(), sparseRows(sg), cfg)
 		}
-		a.groups[g] = adagradGroup{AdagradGroup: gr, splits: splits[g], state: state}
+		return
 	}
-	a.lrGroups = newLRGroups("Adagrad", len(groups), func(g int) (*float64, []*autograd.Tensor) {
-		return &a.groups[g].LR, a.groups[g].Params
-	})
-	return a, nil
-}
-
-// Step updates every parameter that has a gradient.
-func (a *Adagrad) Step() {
-	for gi := range a.groups {
-		g := &a.groups[gi]
-		for i, p := range g.Params {
-			grad, sg := p.Grad(), p.SparseGrad()
-			if grad == nil && sg == nil {
-				continue
-			}
-			st := &g.state[i]
-			sp := g.splits[i]
-			if sg != nil {
-				checkSparseDecay("Adagrad", gi, i, g.WeightDecay)
-				step := st.step.Float32s()
-				step[0]++
-				cfg := g.config(float64(step[0]))
-				if sp != nil {
-					kernels.AdagradSparseSplit(p.BFloat16s(), sp.Bottom, st.sum.Float32s(), sparseRows(sg), cfg)
-				} else {
-					kernels.AdagradSparse(p.Float32s(), st.sum.Float32s(), sparseRows(sg), cfg)
-				}
-				continue
-			}
-			if sp == nil && grad.Format() != p.Format() {
-				grad = copyState(grad, p)
-			}
-			if st.sum.Format() != p.Format() {
-				st.sum.SetFormat(p.Format())
-			}
-			// PyTorch counts steps in a float32 tensor.
-			step := st.step.Float32s()
-			step[0]++
-			if sp != nil {
-				k := &st.split
-				k.Top, k.Bottom, k.Grad, k.Sum = p.BFloat16s(), sp.Bottom, splitGrad(grad, p), st.sum.Float32s()
-				k.AdagradConfig = g.config(float64(step[0]))
-				k.Run()
-				k.Grad = kernels.SplitGrad{}
-				continue
-			}
-			k := &st.kernel
-			k.Param, k.Grad, k.Sum = p.Float32s(), grad.Float32s(), st.sum.Float32s()
-			k.AdagradConfig = g.config(float64(step[0]))
-			k.Run()
-			k.Grad = nil
-		}
+	grad := q.grad()
+	q.follow(&st.sum)
+	if q.split != nil {
+		k := &st.split
+		k.Top, k.Bottom, k.Grad, k.Sum = q.BFloat16s(), q.split.Bottom, splitGrad(grad, q.Tensor), st.sum.Float32s()
+		k.AdagradConfig = cfg
+		k.Run()
+		k.Grad = kernels.SplitGrad{}
+		return
 	}
-}
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (a *Adagrad) Group(group int) AdagradGroup {
-	checkGroup("Adagrad.Group", group, len(a.groups))
-	g := a.groups[group].AdagradGroup
-	g.Params = append([]*autograd.Tensor(nil), g.Params...)
-	return g
-}
-
-// StateDict returns every parameter's state under PyTorch's names (the
-// optimizer's own tensors): "step" (a 0-d float32 count) and "sum"; and
-// each group's hyper-parameters: lr, lr_decay, weight_decay,
-// initial_accumulator_value, eps, maximize and, once a scheduler set it,
-// initial_lr.
-func (a *Adagrad) StateDict() *StateDict {
-	sd := &StateDict{State: map[int]map[string]*autograd.Tensor{}}
-	id := 0
-	for gi, g := range a.groups {
-		gs := GroupState{Hyper: map[string]float64{
-			"lr":                        g.LR,
-			"lr_decay":                  g.LRDecay,
-			"weight_decay":              g.WeightDecay,
-			"initial_accumulator_value": g.InitialAccumulatorValue,
-			"eps":                       g.Eps,
-			"maximize":                  boolHyper(g.Maximize),
-		}}
-		a.putInitialLR(gi, gs.Hyper)
-		for i := range g.Params {
-			if st := g.state[i]; st.step != nil {
-				sd.State[id] = map[string]*autograd.Tensor{"step": st.step, "sum": st.sum}
-			}
-			gs.Params = append(gs.Params, id)
-			id++
-		}
-		sd.Groups = append(sd.Groups, gs)
-	}
-	return sd
-}
-
-// LoadStateDict replaces the hyper-parameters and state with copies of
-// sd's, as PyTorch's load_state_dict does: groups and parameters
-// correspond by position. A parameter's saved state needs both step and
-// sum; a parameter without saved state starts afresh (step 0, sum filled
-// with its group's initial accumulator value). Loaded sums take their
-// parameter's memory format. Errors name the offending key (e.g.
-// "state.3.sum" or "param_groups.0.lr_decay"), and nothing changes when
-// there is one.
-func (a *Adagrad) LoadStateDict(sd *StateDict) error {
-	byID, steps, err := checkLoadSteps(a.name, sd, a.params, "sum")
-	if err != nil {
-		return err
-	}
-	opts, initial, err := readGroups(a.name, sd, func(r *hyperReader) AdagradOptions {
-		return AdagradOptions{
-			LR:                      r.float("lr"),
-			LRDecay:                 r.float("lr_decay"),
-			WeightDecay:             r.float("weight_decay"),
-			InitialAccumulatorValue: r.float("initial_accumulator_value"),
-			Eps:                     r.float("eps"),
-			Maximize:                r.bool("maximize"),
-		}
-	}, AdagradOptions.check)
-	if err != nil {
-		return err
-	}
-	states := map[*autograd.Tensor]adagradState{}
-	for _, id := range sortedKeys(sd.State) {
-		st := sd.State[id]
-		if len(st) == 0 {
-			continue
-		}
-		for _, name := range []string{"step", "sum"} {
-			if st[name] == nil {
-				return fmt.Errorf("optim: %s: state.%d.%s: missing state", a.name, id, name)
-			}
-		}
-		p := byID[id]
-		states[p] = adagradState{step: autograd.Scalar(steps[id]), sum: copyState(st["sum"], p)}
-	}
-	a.initial = initial
-	for g := range a.groups {
-		gr := &a.groups[g]
-		gr.AdagradOptions = opts[g]
-		for i, p := range gr.Params {
-			if st, ok := states[p]; ok {
-				gr.state[i] = st
-			} else {
-				gr.state[i] = newAdagradState(p, gr.InitialAccumulatorValue)
-			}
-		}
-	}
-	return nil
+	k := &st.kernel
+	k.Param, k.Grad, k.Sum = q.Float32s(), grad.Float32s(), st.sum.Float32s()
+	k.AdagradConfig = cfg
+	k.Run()
+	k.Grad = nil
 }

@@ -46,23 +46,31 @@ func DefaultAdamWOptions() AdamOptions {
 	return o
 }
 
-func (o AdamOptions) check(opt string, group int) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("optim: %s: group %d: %s", opt, group, fmt.Sprintf(format, args...))
-	}
+func (o AdamOptions) check() string {
+	return checkAdamLike(o.LR, o.Betas, o.Eps, o.WeightDecay, "DefaultAdamOptions has 1e-8")
+}
+
+// checkAdamLike checks the options Adam and Lamb share; hint says where a
+// good Eps is.
+func checkAdamLike(lr float64, betas [2]float64, eps, weightDecay float64, hint string) string {
 	switch {
-	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
-		return fail("invalid learning rate: %v", o.LR)
-	case !(o.Eps > 0) || math.IsInf(o.Eps, 0):
-		return fail("invalid epsilon value: %v (want > 0; DefaultAdamOptions has 1e-8)", o.Eps)
-	case !(o.Betas[0] >= 0 && o.Betas[0] < 1):
-		return fail("invalid beta parameter at index 0: %v (want [0, 1))", o.Betas[0])
-	case !(o.Betas[1] >= 0 && o.Betas[1] < 1):
-		return fail("invalid beta parameter at index 1: %v (want [0, 1))", o.Betas[1])
-	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0):
-		return fail("invalid weight_decay value: %v", o.WeightDecay)
+	case !(lr >= 0) || math.IsInf(lr, 0):
+		return fmt.Sprintf("invalid learning rate: %v", lr)
+	case !(eps > 0) || math.IsInf(eps, 0):
+		return fmt.Sprintf("invalid epsilon value: %v (want > 0; %s)", eps, hint)
+	case !(betas[0] >= 0 && betas[0] < 1):
+		return fmt.Sprintf("invalid beta parameter at index 0: %v (want [0, 1))", betas[0])
+	case !(betas[1] >= 0 && betas[1] < 1):
+		return fmt.Sprintf("invalid beta parameter at index 1: %v (want [0, 1))", betas[1])
+	case !(weightDecay >= 0) || math.IsInf(weightDecay, 0):
+		return fmt.Sprintf("invalid weight_decay value: %v", weightDecay)
 	}
-	return nil
+	return ""
+}
+
+func (o *AdamOptions) fields() []field {
+	return []field{num("lr", &o.LR), num("betas.0", &o.Betas[0]), num("betas.1", &o.Betas[1]),
+		num("eps", &o.Eps), num("weight_decay", &o.WeightDecay), flag("amsgrad", &o.AMSGrad), flag("maximize", &o.Maximize)}
 }
 
 // config returns the kernel configuration of a parameter's step-th update
@@ -117,24 +125,99 @@ type AdamGroup struct {
 // and state (kernels.AdamStep); steps after the first allocate nothing.
 // State tensors take their parameter's memory format and follow it if the
 // parameter is reordered.
+//
+// Its state dict holds each stepped parameter's state under PyTorch's
+// names: "step" (a 0-d float32 count), "exp_avg", "exp_avg_sq" and, with
+// AMSGrad, "max_exp_avg_sq"; and each group's hyper-parameters: lr,
+// betas.0, betas.1 (PyTorch's betas tuple), eps, weight_decay, amsgrad,
+// maximize and, once a scheduler set it, initial_lr. A parameter's saved
+// state needs step, exp_avg and exp_avg_sq, and max_exp_avg_sq when its
+// group uses AMSGrad.
 type Adam struct {
-	lrGroups  // name is "Adam" or "AdamW"
-	decoupled bool
-	groups    []adamGroup
-}
-
-type adamGroup struct {
-	AdamGroup
-	splits []*amp.SplitParam // per parameter, nil unless split
-	state  []adamState       // one per parameter
+	base[AdamGroup, AdamOptions, adamState]
 }
 
 type adamState struct {
+	moments
+	kernel kernels.AdamStep
+	split  kernels.AdamSplitStep // for a split parameter
+}
+
+// moments is the state of the Adam family: the step count and the running
+// averages of the gradient and of its square, with AMSGrad also the
+// running maximum of the latter.
+type moments struct {
 	step             *autograd.Tensor // 0-d float32 step count, nil until the first step
 	expAvg, expAvgSq *autograd.Tensor
 	maxExpAvgSq      *autograd.Tensor // with AMSGrad
-	kernel           kernels.AdamStep
-	split            kernels.AdamSplitStep // for a split parameter
+}
+
+// save returns m's tensors under PyTorch's names, none before the first
+// step.
+func (m *moments) save() map[string]*autograd.Tensor {
+	if m.step == nil {
+		return nil
+	}
+	saved := map[string]*autograd.Tensor{"step": m.step, "exp_avg": m.expAvg, "exp_avg_sq": m.expAvgSq}
+	if m.maxExpAvgSq != nil {
+		saved["max_exp_avg_sq"] = m.maxExpAvgSq
+	}
+	return saved
+}
+
+func (*moments) names() (bool, []string) {
+	return true, []string{"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
+}
+
+// load copies p's saved moments; max_exp_avg_sq is optional here, and
+// AdamOptions.requires asks for it with AMSGrad.
+func (m *moments) load(p *autograd.Tensor, saved map[string]*autograd.Tensor, step float32) string {
+	for _, name := range []string{"step", "exp_avg", "exp_avg_sq"} {
+		if saved[name] == nil {
+			return name
+		}
+	}
+	*m = moments{step: autograd.Scalar(step), expAvg: copyState(saved["exp_avg"], p), expAvgSq: copyState(saved["exp_avg_sq"], p)}
+	if t := saved["max_exp_avg_sq"]; t != nil {
+		m.maxExpAvgSq = copyState(t, p)
+	}
+	return ""
+}
+
+// requires asks a group with AMSGrad for max_exp_avg_sq.
+func (o AdamOptions) requires(saved map[string]*autograd.Tensor) string {
+	if o.AMSGrad && saved["max_exp_avg_sq"] == nil {
+		return "max_exp_avg_sq"
+	}
+	return ""
+}
+
+// next makes the moments on q's first step (PyTorch counts steps in a
+// float32 tensor), gives them q's memory format, counts the step and
+// returns its number.
+func (m *moments) next(q param, amsgrad bool) float64 {
+	if m.step == nil {
+		m.step = autograd.Scalar(0)
+	}
+	q.follow(&m.expAvg)
+	q.follow(&m.expAvgSq)
+	if amsgrad || m.maxExpAvgSq != nil {
+		q.follow(&m.maxExpAvgSq)
+	}
+	step := m.step.Float32s()
+	step[0]++
+	return float64(step[0])
+}
+
+var (
+	adamKind  = newAdamKind("Adam", false)
+	adamWKind = newAdamKind("AdamW", true)
+)
+
+func newAdamKind(name string, decoupled bool) *kind[AdamGroup, AdamOptions, adamState] {
+	step := func(o *AdamOptions, st *adamState, q param) { adamStep(o, st, q, decoupled) }
+	return newKind(name, step, func(b base[AdamGroup, AdamOptions, adamState]) Optimizer { return &Adam{b} },
+		func(g *AdamGroup) (*[]*autograd.Tensor, *AdamOptions) { return &g.Params, &g.AdamOptions })
 }
 
 // NewAdam returns an Adam optimizer over params as one group.
@@ -146,7 +229,7 @@ func NewAdam(params []*autograd.Tensor, opt AdamOptions) (*Adam, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewAdamGroups(groups ...AdamGroup) (*Adam, error) {
-	return newAdam("Adam", false, nil, groups)
+	return as[*Adam](build(adamKind, false, nil, groups))
 }
 
 // NewAdamSplit returns an Adam optimizer, as one group, over the split
@@ -166,23 +249,7 @@ func NewAdamSplit(sm *amp.SplitModel, opt AdamOptions) (*Adam, error) {
 // ones. It fails as NewAdamGroups does, and when a bfloat16 parameter is
 // not the Top of one of sm's split parameters.
 func NewAdamSplitGroups(sm *amp.SplitModel, groups ...AdamGroup) (*Adam, error) {
-	if sm == nil {
-		return nil, fmt.Errorf("optim: Adam: split model is nil")
-	}
-	return newAdam("Adam", false, sm, groups)
-}
-
-// NewAdamWSplit is NewAdamSplit for AdamW.
-func NewAdamWSplit(sm *amp.SplitModel, opt AdamOptions) (*Adam, error) {
-	return NewAdamWSplitGroups(sm, AdamGroup{Params: splitTops(sm), AdamOptions: opt})
-}
-
-// NewAdamWSplitGroups is NewAdamSplitGroups for AdamW.
-func NewAdamWSplitGroups(sm *amp.SplitModel, groups ...AdamGroup) (*Adam, error) {
-	if sm == nil {
-		return nil, fmt.Errorf("optim: AdamW: split model is nil")
-	}
-	return newAdam("AdamW", true, sm, groups)
+	return as[*Adam](build(adamKind, true, sm, groups))
 }
 
 // NewAdamW returns an AdamW optimizer (Adam with decoupled weight decay)
@@ -194,202 +261,47 @@ func NewAdamW(params []*autograd.Tensor, opt AdamOptions) (*Adam, error) {
 // NewAdamWGroups returns an AdamW optimizer over parameter groups, failing
 // as NewAdamGroups does.
 func NewAdamWGroups(groups ...AdamGroup) (*Adam, error) {
-	return newAdam("AdamW", true, nil, groups)
+	return as[*Adam](build(adamWKind, false, nil, groups))
 }
 
-func newAdam(name string, decoupled bool, sm *amp.SplitModel, groups []AdamGroup) (*Adam, error) {
-	splits, err := checkSplitGroups(name, sm, groups, func(gr AdamGroup, g int) ([]*autograd.Tensor, error) {
-		return gr.Params, gr.check(name, g)
-	})
-	if err != nil {
-		return nil, err
-	}
-	a := &Adam{decoupled: decoupled, groups: make([]adamGroup, len(groups))}
-	for g, gr := range groups {
-		gr.Params = append([]*autograd.Tensor(nil), gr.Params...)
-		a.groups[g] = adamGroup{AdamGroup: gr, splits: splits[g], state: make([]adamState, len(gr.Params))}
-	}
-	a.lrGroups = newLRGroups(name, len(groups), func(g int) (*float64, []*autograd.Tensor) {
-		return &a.groups[g].LR, a.groups[g].Params
-	})
-	return a, nil
+// NewAdamWSplit is NewAdamSplit for AdamW.
+func NewAdamWSplit(sm *amp.SplitModel, opt AdamOptions) (*Adam, error) {
+	return NewAdamWSplitGroups(sm, AdamGroup{Params: splitTops(sm), AdamOptions: opt})
+}
+
+// NewAdamWSplitGroups is NewAdamSplitGroups for AdamW.
+func NewAdamWSplitGroups(sm *amp.SplitModel, groups ...AdamGroup) (*Adam, error) {
+	return as[*Adam](build(adamWKind, true, sm, groups))
 }
 
 // Decoupled reports whether a is AdamW (decoupled weight decay) rather
 // than Adam (L2 penalty).
-func (a *Adam) Decoupled() bool { return a.decoupled }
+func (a *Adam) Decoupled() bool { return a.kind == adamWKind }
 
-// Step updates every parameter that has a gradient.
-func (a *Adam) Step() {
-	for gi := range a.groups {
-		g := &a.groups[gi]
-		for i, p := range g.Params {
-			rejectSparse(a.name, gi, i, p)
-			grad := p.Grad()
-			if grad == nil {
-				continue
-			}
-			st := &g.state[i]
-			sp := g.splits[i]
-			if sp == nil && grad.Format() != p.Format() {
-				// The kernel needs the gradient in the parameter's
-				// physical order.
-				grad = copyState(grad, p)
-			}
-			if st.step == nil {
-				st.step = autograd.Scalar(0)
-				st.expAvg = zerosState(p)
-				st.expAvgSq = zerosState(p)
-			}
-			if g.AMSGrad && st.maxExpAvgSq == nil {
-				st.maxExpAvgSq = zerosState(p)
-			}
-			for _, s := range []*autograd.Tensor{st.expAvg, st.expAvgSq, st.maxExpAvgSq} {
-				if s != nil && s.Format() != p.Format() {
-					s.SetFormat(p.Format())
-				}
-			}
-			// PyTorch counts steps in a float32 tensor.
-			step := st.step.Float32s()
-			step[0]++
-			if sp != nil {
-				k := &st.split
-				k.Top, k.Bottom, k.Grad = p.BFloat16s(), sp.Bottom, splitGrad(grad, p)
-				k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()
-				k.MaxExpAvgSq = nil
-				if g.AMSGrad {
-					k.MaxExpAvgSq = st.maxExpAvgSq.Float32s()
-				}
-				k.AdamConfig = g.config(a.decoupled, float64(step[0]))
-				k.Run()
-				k.Grad = kernels.SplitGrad{}
-				continue
-			}
-			k := &st.kernel
-			k.Param, k.Grad = p.Float32s(), grad.Float32s()
-			k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()
-			k.MaxExpAvgSq = nil
-			if g.AMSGrad {
-				k.MaxExpAvgSq = st.maxExpAvgSq.Float32s()
-			}
-			k.AdamConfig = g.config(a.decoupled, float64(step[0]))
-			k.Run()
-			// Drop the references so a gradient freed by ZeroGrad is not
-			// kept alive until the next step.
-			k.Grad = nil
-		}
+// adamStep updates one parameter.
+func adamStep(o *AdamOptions, st *adamState, q param, decoupled bool) {
+	q.rejectSparse()
+	grad := q.grad()
+	step := st.next(q, o.AMSGrad)
+	var maxExpAvgSq []float32
+	if o.AMSGrad {
+		maxExpAvgSq = st.maxExpAvgSq.Float32s()
 	}
-}
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (a *Adam) Group(group int) AdamGroup {
-	checkGroup(a.name+".Group", group, len(a.groups))
-	g := a.groups[group].AdamGroup
-	g.Params = append([]*autograd.Tensor(nil), g.Params...)
-	return g
-}
-
-// StateDict returns each stepped parameter's state under PyTorch's names
-// (the optimizer's own tensors): "step" (a 0-d float32 count),
-// "exp_avg", "exp_avg_sq" and, with AMSGrad, "max_exp_avg_sq"; and each
-// group's hyper-parameters: lr, betas.0, betas.1 (PyTorch's betas tuple),
-// eps, weight_decay, amsgrad, maximize and, once a scheduler set it,
-// initial_lr.
-func (a *Adam) StateDict() *StateDict {
-	sd := &StateDict{State: map[int]map[string]*autograd.Tensor{}}
-	id := 0
-	for gi, g := range a.groups {
-		gs := GroupState{Hyper: map[string]float64{
-			"lr":           g.LR,
-			"betas.0":      g.Betas[0],
-			"betas.1":      g.Betas[1],
-			"eps":          g.Eps,
-			"weight_decay": g.WeightDecay,
-			"amsgrad":      boolHyper(g.AMSGrad),
-			"maximize":     boolHyper(g.Maximize),
-		}}
-		a.putInitialLR(gi, gs.Hyper)
-		for i := range g.Params {
-			if st := g.state[i]; st.step != nil {
-				m := map[string]*autograd.Tensor{"step": st.step, "exp_avg": st.expAvg, "exp_avg_sq": st.expAvgSq}
-				if st.maxExpAvgSq != nil {
-					m["max_exp_avg_sq"] = st.maxExpAvgSq
-				}
-				sd.State[id] = m
-			}
-			gs.Params = append(gs.Params, id)
-			id++
-		}
-		sd.Groups = append(sd.Groups, gs)
+	if q.split != nil {
+		k := &st.split
+		k.Top, k.Bottom, k.Grad = q.BFloat16s(), q.split.Bottom, splitGrad(grad, q.Tensor)
+		k.ExpAvg, k.ExpAvgSq, k.MaxExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s(), maxExpAvgSq
+		k.AdamConfig = o.config(decoupled, step)
+		k.Run()
+		k.Grad = kernels.SplitGrad{}
+		return
 	}
-	return sd
-}
-
-// LoadStateDict replaces the hyper-parameters and state with copies of
-// sd's, as PyTorch's load_state_dict does: groups and parameters
-// correspond by position, and parameters without saved state start afresh.
-// A parameter's saved state needs step, exp_avg and exp_avg_sq, and
-// max_exp_avg_sq when its group uses AMSGrad. Loaded tensors take their
-// parameter's memory format. Errors name the offending key (e.g.
-// "state.3.exp_avg" or "param_groups.0.betas.1"), and nothing changes when
-// there is one.
-func (a *Adam) LoadStateDict(sd *StateDict) error {
-	byID, steps, err := checkLoadSteps(a.name, sd, a.params, "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
-	if err != nil {
-		return err
-	}
-	opts, initial, err := readGroups(a.name, sd, func(r *hyperReader) AdamOptions {
-		return AdamOptions{
-			LR:          r.float("lr"),
-			Betas:       [2]float64{r.float("betas.0"), r.float("betas.1")},
-			Eps:         r.float("eps"),
-			WeightDecay: r.float("weight_decay"),
-			AMSGrad:     r.bool("amsgrad"),
-			Maximize:    r.bool("maximize"),
-		}
-	}, func(o AdamOptions, g int) error { return o.check(a.name, g) })
-	if err != nil {
-		return err
-	}
-	amsgrad := map[*autograd.Tensor]bool{}
-	for g, ps := range a.params {
-		for _, p := range ps {
-			amsgrad[p] = opts[g].AMSGrad
-		}
-	}
-	states := map[*autograd.Tensor]adamState{}
-	for _, id := range sortedKeys(sd.State) {
-		st := sd.State[id]
-		if len(st) == 0 {
-			continue // a parameter not yet stepped
-		}
-		p := byID[id]
-		need := []string{"step", "exp_avg", "exp_avg_sq"}
-		if amsgrad[p] {
-			need = append(need, "max_exp_avg_sq")
-		}
-		for _, name := range need {
-			if st[name] == nil {
-				return fmt.Errorf("optim: %s: state.%d.%s: missing state", a.name, id, name)
-			}
-		}
-		ns := adamState{
-			step:     autograd.Scalar(steps[id]),
-			expAvg:   copyState(st["exp_avg"], p),
-			expAvgSq: copyState(st["exp_avg_sq"], p),
-		}
-		if m := st["max_exp_avg_sq"]; m != nil {
-			ns.maxExpAvgSq = copyState(m, p)
-		}
-		states[p] = ns
-	}
-	a.initial = initial
-	for g := range a.groups {
-		gr := &a.groups[g]
-		gr.AdamOptions = opts[g]
-		for i, p := range gr.Params {
-			gr.state[i] = states[p]
-		}
-	}
-	return nil
+	k := &st.kernel
+	k.Param, k.Grad = q.Float32s(), grad.Float32s()
+	k.ExpAvg, k.ExpAvgSq, k.MaxExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s(), maxExpAvgSq
+	k.AdamConfig = o.config(decoupled, step)
+	k.Run()
+	// Drop the reference so a gradient freed by ZeroGrad is not kept
+	// alive until the next step.
+	k.Grad = nil
 }

@@ -1,6 +1,7 @@
 package optim_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kilnml/kiln/autograd"
@@ -85,4 +86,16 @@ func ExampleNewCosineAnnealingLR() {
 	// epoch 7: lr 0.0206
 	// epoch 8: lr 0.0095
 	// epoch 9: lr 0.0024
+}
+
+// Bad options are reported as an *optim.Error naming the optimizer.
+func ExampleError() {
+	w := autograd.Zeros(2)
+	w.SetRequiresGrad(true)
+	_, err := optim.NewAdam([]*autograd.Tensor{w}, optim.AdamOptions{LR: 1e-3})
+	var oe *optim.Error
+	if errors.As(err, &oe) {
+		fmt.Println(oe.Op, "-", oe.Msg)
+	}
+	// Output: Adam - group 0: invalid epsilon value: 0 (want > 0; DefaultAdamOptions has 1e-8)
 }

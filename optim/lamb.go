@@ -1,7 +1,6 @@
 package optim
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/kilnml/kiln/amp"
@@ -35,23 +34,13 @@ func DefaultLambOptions() LambOptions {
 	return LambOptions{LR: 1e-3, Betas: [2]float64{0.9, 0.999}, Eps: 1e-8}
 }
 
-func (o LambOptions) check(group int) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("optim: Lamb: group %d: %s", group, fmt.Sprintf(format, args...))
-	}
-	switch {
-	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
-		return fail("invalid learning rate: %v", o.LR)
-	case !(o.Eps > 0) || math.IsInf(o.Eps, 0):
-		return fail("invalid epsilon value: %v (want > 0; DefaultLambOptions has 1e-8)", o.Eps)
-	case !(o.Betas[0] >= 0 && o.Betas[0] < 1):
-		return fail("invalid beta parameter at index 0: %v (want [0, 1))", o.Betas[0])
-	case !(o.Betas[1] >= 0 && o.Betas[1] < 1):
-		return fail("invalid beta parameter at index 1: %v (want [0, 1))", o.Betas[1])
-	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0):
-		return fail("invalid weight_decay value: %v", o.WeightDecay)
-	}
-	return nil
+func (o LambOptions) check() string {
+	return checkAdamLike(o.LR, o.Betas, o.Eps, o.WeightDecay, "DefaultLambOptions has 1e-8")
+}
+
+func (o *LambOptions) fields() []field {
+	return []field{num("lr", &o.LR), num("betas.0", &o.Betas[0]), num("betas.1", &o.Betas[1]),
+		num("eps", &o.Eps), num("weight_decay", &o.WeightDecay)}
 }
 
 // config returns the kernel configuration of a parameter's step-th update
@@ -96,23 +85,27 @@ type LambGroup struct {
 // threads; the second recomputes u and applies it. Steps after the first
 // allocate nothing. State tensors take their parameter's memory format and
 // follow it if the parameter is reordered.
+//
+// Its state dict holds each stepped parameter's state under IPEX's names:
+// "step" (a 0-d float32 count), "exp_avg" and "exp_avg_sq"; and each
+// group's hyper-parameters: lr, betas.0, betas.1, eps, weight_decay and,
+// once a scheduler set it, initial_lr. A parameter's saved state needs all
+// three tensors.
 type Lamb struct {
-	lrGroups
-	groups []lambGroup
-}
-
-type lambGroup struct {
-	LambGroup
-	splits []*amp.SplitParam // per parameter, nil unless split
-	state  []lambState       // one per parameter
+	base[LambGroup, LambOptions, lambState]
 }
 
 type lambState struct {
-	step             *autograd.Tensor // 0-d float32 step count, nil until the first step
-	expAvg, expAvgSq *autograd.Tensor
-	kernel           kernels.LambStep
-	split            kernels.LambSplitStep // for a split parameter
+	moments
+	kernel kernels.LambStep
+	split  kernels.LambSplitStep // for a split parameter
 }
+
+// names leaves out Adam's max_exp_avg_sq: Lamb has no AMSGrad.
+func (*lambState) names() (bool, []string) { return true, []string{"exp_avg", "exp_avg_sq"} }
+
+var lambKind = newKind("Lamb", lambStep, func(b base[LambGroup, LambOptions, lambState]) Optimizer { return &Lamb{b} },
+	func(g *LambGroup) (*[]*autograd.Tensor, *LambOptions) { return &g.Params, &g.LambOptions })
 
 // NewLamb returns a Lamb optimizer over params as one group.
 func NewLamb(params []*autograd.Tensor, opt LambOptions) (*Lamb, error) {
@@ -123,7 +116,7 @@ func NewLamb(params []*autograd.Tensor, opt LambOptions) (*Lamb, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewLambGroups(groups ...LambGroup) (*Lamb, error) {
-	return newLamb(nil, groups)
+	return as[*Lamb](build(lambKind, false, nil, groups))
 }
 
 // NewLambSplit returns a Lamb optimizer, as one group, over the split
@@ -144,163 +137,29 @@ func NewLambSplit(sm *amp.SplitModel, opt LambOptions) (*Lamb, error) {
 // ones. It fails as NewLambGroups does, and when a bfloat16 parameter is
 // not the Top of one of sm's split parameters.
 func NewLambSplitGroups(sm *amp.SplitModel, groups ...LambGroup) (*Lamb, error) {
-	if sm == nil {
-		return nil, fmt.Errorf("optim: Lamb: split model is nil")
-	}
-	return newLamb(sm, groups)
+	return as[*Lamb](build(lambKind, true, sm, groups))
 }
 
-func newLamb(sm *amp.SplitModel, groups []LambGroup) (*Lamb, error) {
-	splits, err := checkSplitGroups("Lamb", sm, groups, func(gr LambGroup, g int) ([]*autograd.Tensor, error) {
-		return gr.Params, gr.check(g)
-	})
-	if err != nil {
-		return nil, err
+// lambStep updates one parameter.
+func lambStep(o *LambOptions, st *lambState, q param) {
+	q.rejectSparse()
+	grad := q.grad()
+	step := st.next(q, false)
+	if q.split != nil {
+		k := &st.split
+		k.Top, k.Bottom, k.Grad = q.BFloat16s(), q.split.Bottom, splitGrad(grad, q.Tensor)
+		k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()
+		k.LambConfig = o.config(step)
+		k.Run()
+		k.Grad = kernels.SplitGrad{}
+		return
 	}
-	l := &Lamb{groups: make([]lambGroup, len(groups))}
-	for g, gr := range groups {
-		gr.Params = append([]*autograd.Tensor(nil), gr.Params...)
-		l.groups[g] = lambGroup{LambGroup: gr, splits: splits[g], state: make([]lambState, len(gr.Params))}
-	}
-	l.lrGroups = newLRGroups("Lamb", len(groups), func(g int) (*float64, []*autograd.Tensor) {
-		return &l.groups[g].LR, l.groups[g].Params
-	})
-	return l, nil
-}
-
-// Step updates every parameter that has a gradient.
-func (l *Lamb) Step() {
-	for gi := range l.groups {
-		g := &l.groups[gi]
-		for i, p := range g.Params {
-			rejectSparse("Lamb", gi, i, p)
-			grad := p.Grad()
-			if grad == nil {
-				continue
-			}
-			st := &g.state[i]
-			sp := g.splits[i]
-			if sp == nil && grad.Format() != p.Format() {
-				// The kernel needs the gradient in the parameter's
-				// physical order.
-				grad = copyState(grad, p)
-			}
-			if st.step == nil {
-				st.step = autograd.Scalar(0)
-				st.expAvg = zerosState(p)
-				st.expAvgSq = zerosState(p)
-			}
-			for _, s := range []*autograd.Tensor{st.expAvg, st.expAvgSq} {
-				if s.Format() != p.Format() {
-					s.SetFormat(p.Format())
-				}
-			}
-			step := st.step.Float32s()
-			step[0]++
-			if sp != nil {
-				k := &st.split
-				k.Top, k.Bottom, k.Grad = p.BFloat16s(), sp.Bottom, splitGrad(grad, p)
-				k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()
-				k.LambConfig = g.config(float64(step[0]))
-				k.Run()
-				k.Grad = kernels.SplitGrad{}
-				continue
-			}
-			k := &st.kernel
-			k.Param, k.Grad = p.Float32s(), grad.Float32s()
-			k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()
-			k.LambConfig = g.config(float64(step[0]))
-			k.Run()
-			// Drop the reference so a gradient freed by ZeroGrad is not
-			// kept alive until the next step.
-			k.Grad = nil
-		}
-	}
-}
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (l *Lamb) Group(group int) LambGroup {
-	checkGroup("Lamb.Group", group, len(l.groups))
-	g := l.groups[group].LambGroup
-	g.Params = append([]*autograd.Tensor(nil), g.Params...)
-	return g
-}
-
-// StateDict returns each stepped parameter's state under IPEX's names (the
-// optimizer's own tensors): "step" (a 0-d float32 count), "exp_avg" and
-// "exp_avg_sq"; and each group's hyper-parameters: lr, betas.0, betas.1,
-// eps, weight_decay and, once a scheduler set it, initial_lr.
-func (l *Lamb) StateDict() *StateDict {
-	sd := &StateDict{State: map[int]map[string]*autograd.Tensor{}}
-	id := 0
-	for gi, g := range l.groups {
-		gs := GroupState{Hyper: map[string]float64{
-			"lr":           g.LR,
-			"betas.0":      g.Betas[0],
-			"betas.1":      g.Betas[1],
-			"eps":          g.Eps,
-			"weight_decay": g.WeightDecay,
-		}}
-		l.putInitialLR(gi, gs.Hyper)
-		for i := range g.Params {
-			if st := g.state[i]; st.step != nil {
-				sd.State[id] = map[string]*autograd.Tensor{"step": st.step, "exp_avg": st.expAvg, "exp_avg_sq": st.expAvgSq}
-			}
-			gs.Params = append(gs.Params, id)
-			id++
-		}
-		sd.Groups = append(sd.Groups, gs)
-	}
-	return sd
-}
-
-// LoadStateDict replaces the hyper-parameters and state with copies of
-// sd's: groups and parameters correspond by position, and parameters
-// without saved state start afresh. A parameter's saved state needs step,
-// exp_avg and exp_avg_sq. Loaded tensors take their parameter's memory
-// format. Errors name the offending key (e.g. "state.3.exp_avg" or
-// "param_groups.0.betas.1"), and nothing changes when there is one.
-func (l *Lamb) LoadStateDict(sd *StateDict) error {
-	byID, steps, err := checkLoadSteps("Lamb", sd, l.params, "exp_avg", "exp_avg_sq")
-	if err != nil {
-		return err
-	}
-	opts, initial, err := readGroups("Lamb", sd, func(r *hyperReader) LambOptions {
-		return LambOptions{
-			LR:          r.float("lr"),
-			Betas:       [2]float64{r.float("betas.0"), r.float("betas.1")},
-			Eps:         r.float("eps"),
-			WeightDecay: r.float("weight_decay"),
-		}
-	}, func(o LambOptions, g int) error { return o.check(g) })
-	if err != nil {
-		return err
-	}
-	states := map[*autograd.Tensor]lambState{}
-	for _, id := range sortedKeys(sd.State) {
-		st := sd.State[id]
-		if len(st) == 0 {
-			continue // a parameter not yet stepped
-		}
-		p := byID[id]
-		for _, name := range []string{"step", "exp_avg", "exp_avg_sq"} {
-			if st[name] == nil {
-				return fmt.Errorf("optim: Lamb: state.%d.%s: missing state", id, name)
-			}
-		}
-		states[p] = lambState{
-			step:     autograd.Scalar(steps[id]),
-			expAvg:   copyState(st["exp_avg"], p),
-			expAvgSq: copyState(st["exp_avg_sq"], p),
-		}
-	}
-	l.initial = initial
-	for g := range l.groups {
-		gr := &l.groups[g]
-		gr.LambOptions = opts[g]
-		for i, p := range gr.Params {
-			gr.state[i] = states[p]
-		}
-	}
-	return nil
+	k := &st.kernel
+	k.Param, k.Grad = q.Float32s(), grad.Float32s()
+	k.ExpAvg, k.ExpAvgSq = st.expAvg.Float32s(), st.expAvgSq.Float32s()
+	k.LambConfig = o.config(step)
+	k.Run()
+	// Drop the reference so a gradient freed by ZeroGrad is not kept
+	// alive until the next step.
+	k.Grad = nil
 }

@@ -39,27 +39,21 @@ func DefaultLARSOptions() LARSOptions {
 	return LARSOptions{LR: 1e-3, Eeta: 1e-3}
 }
 
-func (o LARSOptions) check(group int) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("optim: LARS: group %d: %s", group, fmt.Sprintf(format, args...))
-	}
-	switch {
-	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
-		return fail("invalid learning rate: %v", o.LR)
-	case !(o.Momentum >= 0) || math.IsInf(o.Momentum, 0):
-		return fail("invalid momentum value: %v", o.Momentum)
-	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0):
-		return fail("invalid weight_decay value: %v", o.WeightDecay)
-	case math.IsNaN(o.Dampening) || math.IsInf(o.Dampening, 0):
-		return fail("invalid dampening value: %v", o.Dampening)
-	case o.Nesterov && (o.Momentum <= 0 || o.Dampening != 0):
-		return fail("Nesterov momentum requires a momentum and zero dampening (momentum %v, dampening %v)", o.Momentum, o.Dampening)
+func (o LARSOptions) check() string {
+	switch msg := checkMomentumSGD(o.LR, o.Momentum, o.Dampening, o.WeightDecay, o.Nesterov); {
+	case msg != "":
+		return msg
 	case !(o.Eeta > 0 && o.Eeta <= 1):
-		return fail("invalid eeta value: %v (want (0, 1]; DefaultLARSOptions has 1e-3)", o.Eeta)
+		return fmt.Sprintf("invalid eeta value: %v (want (0, 1]; DefaultLARSOptions has 1e-3)", o.Eeta)
 	case !(o.Eps >= 0) || math.IsInf(o.Eps, 0):
-		return fail("invalid epsilon value: %v", o.Eps)
+		return fmt.Sprintf("invalid epsilon value: %v", o.Eps)
 	}
-	return nil
+	return ""
+}
+
+func (o *LARSOptions) fields() []field {
+	return []field{num("lr", &o.LR), num("momentum", &o.Momentum), num("dampening", &o.Dampening),
+		num("weight_decay", &o.WeightDecay), flag("nesterov", &o.Nesterov), num("eeta", &o.Eeta), num("epsilon", &o.Eps)}
 }
 
 func (o LARSOptions) config() kernels.LARSConfig {
@@ -99,22 +93,24 @@ type LARSGroup struct {
 // does not depend on the number of threads. Each parameter's update is
 // two passes over its memory (kernels.LARSStep: the norms, then the SGD
 // step); steps after the first allocate nothing.
+//
+// Its state dict holds the momentum buffers (as "momentum_buffer") and
+// each group's hyper-parameters: lr, momentum, dampening, weight_decay,
+// nesterov, eeta, epsilon (IPEX's names) and, once a scheduler set it,
+// initial_lr. LoadStateDict drops the momentum buffer of a parameter
+// without saved state.
 type LARS struct {
-	lrGroups
-	groups []larsGroup
-}
-
-type larsGroup struct {
-	LARSGroup
-	splits []*amp.SplitParam // per parameter, nil unless split
-	state  []larsState       // one per parameter
+	base[LARSGroup, LARSOptions, larsState]
 }
 
 type larsState struct {
-	buf    *autograd.Tensor // momentum buffer, nil until the first step with momentum
+	momentum
 	kernel kernels.LARSStep
 	split  kernels.LARSSplitStep // for a split parameter
 }
+
+var larsKind = newKind("LARS", larsStep, func(b base[LARSGroup, LARSOptions, larsState]) Optimizer { return &LARS{b} },
+	func(g *LARSGroup) (*[]*autograd.Tensor, *LARSOptions) { return &g.Params, &g.LARSOptions })
 
 // NewLARS returns a LARS optimizer over params as one group.
 func NewLARS(params []*autograd.Tensor, opt LARSOptions) (*LARS, error) {
@@ -125,7 +121,7 @@ func NewLARS(params []*autograd.Tensor, opt LARSOptions) (*LARS, error) {
 // when a hyper-parameter is out of range, when there are no parameters, or
 // when a parameter is nil, not a float32 leaf, or in two groups.
 func NewLARSGroups(groups ...LARSGroup) (*LARS, error) {
-	return newLARS(nil, groups)
+	return as[*LARS](build(larsKind, false, nil, groups))
 }
 
 // NewLARSSplit returns a LARS optimizer, as one group, over the split
@@ -146,156 +142,28 @@ func NewLARSSplit(sm *amp.SplitModel, opt LARSOptions) (*LARS, error) {
 // ones. It fails as NewLARSGroups does, and when a bfloat16 parameter is
 // not the Top of one of sm's split parameters.
 func NewLARSSplitGroups(sm *amp.SplitModel, groups ...LARSGroup) (*LARS, error) {
-	if sm == nil {
-		return nil, fmt.Errorf("optim: LARS: split model is nil")
-	}
-	return newLARS(sm, groups)
+	return as[*LARS](build(larsKind, true, sm, groups))
 }
 
-func newLARS(sm *amp.SplitModel, groups []LARSGroup) (*LARS, error) {
-	splits, err := checkSplitGroups("LARS", sm, groups, func(gr LARSGroup, g int) ([]*autograd.Tensor, error) {
-		return gr.Params, gr.check(g)
-	})
-	if err != nil {
-		return nil, err
+// larsStep updates one parameter.
+func larsStep(o *LARSOptions, st *larsState, q param) {
+	q.rejectSparse()
+	grad := q.grad()
+	buf, init := st.next(q, o.Momentum)
+	if q.split != nil {
+		k := &st.split
+		k.Top, k.Bottom, k.Grad, k.Buf, k.Init = q.BFloat16s(), q.split.Bottom, splitGrad(grad, q.Tensor), buf, init
+		k.LARSConfig = o.config()
+		k.Run()
+		k.Grad = kernels.SplitGrad{}
+		return
 	}
-	l := &LARS{groups: make([]larsGroup, len(groups))}
-	for g, gr := range groups {
-		gr.Params = append([]*autograd.Tensor(nil), gr.Params...)
-		l.groups[g] = larsGroup{LARSGroup: gr, splits: splits[g], state: make([]larsState, len(gr.Params))}
-	}
-	l.lrGroups = newLRGroups("LARS", len(groups), func(g int) (*float64, []*autograd.Tensor) {
-		return &l.groups[g].LR, l.groups[g].Params
-	})
-	return l, nil
-}
-
-// Step updates every parameter that has a gradient.
-func (l *LARS) Step() {
-	for gi := range l.groups {
-		g := &l.groups[gi]
-		cfg := g.config()
-		for i, p := range g.Params {
-			rejectSparse("LARS", gi, i, p)
-			grad := p.Grad()
-			if grad == nil {
-				continue
-			}
-			st := &g.state[i]
-			sp := g.splits[i]
-			if sp == nil && grad.Format() != p.Format() {
-				grad = copyState(grad, p)
-			}
-			init := false
-			var buf []float32
-			if g.Momentum != 0 {
-				switch {
-				case st.buf == nil:
-					st.buf = zerosState(p)
-					init = true
-				case st.buf.Format() != p.Format():
-					st.buf.SetFormat(p.Format())
-				}
-				buf = st.buf.Float32s()
-			}
-			if sp != nil {
-				k := &st.split
-				k.Top, k.Bottom, k.Grad, k.Buf, k.Init = p.BFloat16s(), sp.Bottom, splitGrad(grad, p), buf, init
-				k.LARSConfig = cfg
-				k.Run()
-				k.Grad = kernels.SplitGrad{}
-				continue
-			}
-			k := &st.kernel
-			k.Init, k.Buf = init, buf
-			k.Param, k.Grad = p.Float32s(), grad.Float32s()
-			k.LARSConfig = cfg
-			k.Run()
-			// Drop the reference so a gradient freed by ZeroGrad is not
-			// kept alive until the next step.
-			k.Grad = nil
-		}
-	}
-}
-
-// Group returns a copy of group's parameters and hyper-parameters.
-func (l *LARS) Group(group int) LARSGroup {
-	checkGroup("LARS.Group", group, len(l.groups))
-	g := l.groups[group].LARSGroup
-	g.Params = append([]*autograd.Tensor(nil), g.Params...)
-	return g
-}
-
-// StateDict returns the momentum buffers (as "momentum_buffer", the
-// optimizer's own tensors) and each group's hyper-parameters: lr,
-// momentum, dampening, weight_decay, nesterov, eeta, epsilon (IPEX's
-// names) and, once a scheduler set it, initial_lr.
-func (l *LARS) StateDict() *StateDict {
-	sd := &StateDict{State: map[int]map[string]*autograd.Tensor{}}
-	id := 0
-	for gi, g := range l.groups {
-		gs := GroupState{Hyper: map[string]float64{
-			"lr":           g.LR,
-			"momentum":     g.Momentum,
-			"dampening":    g.Dampening,
-			"weight_decay": g.WeightDecay,
-			"nesterov":     boolHyper(g.Nesterov),
-			"eeta":         g.Eeta,
-			"epsilon":      g.Eps,
-		}}
-		l.putInitialLR(gi, gs.Hyper)
-		for i := range g.Params {
-			if b := g.state[i].buf; b != nil {
-				sd.State[id] = map[string]*autograd.Tensor{"momentum_buffer": b}
-			}
-			gs.Params = append(gs.Params, id)
-			id++
-		}
-		sd.Groups = append(sd.Groups, gs)
-	}
-	return sd
-}
-
-// LoadStateDict replaces the hyper-parameters and momentum buffers with
-// copies of sd's: groups and parameters correspond by position, and
-// parameters without saved state lose their momentum buffer. Loaded
-// buffers take their parameter's memory format. Errors name the offending
-// key (e.g. "state.3.momentum_buffer" or "param_groups.0.eeta"), and
-// nothing changes when there is one.
-func (l *LARS) LoadStateDict(sd *StateDict) error {
-	byID, err := checkLoad("LARS", sd, l.params, "momentum_buffer")
-	if err != nil {
-		return err
-	}
-	opts, initial, err := readGroups("LARS", sd, func(r *hyperReader) LARSOptions {
-		return LARSOptions{
-			LR:          r.float("lr"),
-			Momentum:    r.float("momentum"),
-			Dampening:   r.float("dampening"),
-			WeightDecay: r.float("weight_decay"),
-			Nesterov:    r.bool("nesterov"),
-			Eeta:        r.float("eeta"),
-			Eps:         r.float("epsilon"),
-		}
-	}, func(o LARSOptions, g int) error { return o.check(g) })
-	if err != nil {
-		return err
-	}
-	bufs := map[*autograd.Tensor]*autograd.Tensor{}
-	for id, st := range sd.State {
-		// An empty entry (a parameter not yet stepped) means no buffer.
-		if b := st["momentum_buffer"]; b != nil {
-			p := byID[id]
-			bufs[p] = copyState(b, p)
-		}
-	}
-	l.initial = initial
-	for g := range l.groups {
-		gr := &l.groups[g]
-		gr.LARSOptions = opts[g]
-		for i, p := range gr.Params {
-			gr.state[i] = larsState{buf: bufs[p]}
-		}
-	}
-	return nil
+	k := &st.kernel
+	k.Init, k.Buf = init, buf
+	k.Param, k.Grad = q.Float32s(), grad.Float32s()
+	k.LARSConfig = o.config()
+	k.Run()
+	// Drop the reference so a gradient freed by ZeroGrad is not kept
+	// alive until the next step.
+	k.Grad = nil
 }

@@ -64,47 +64,33 @@ type GroupState struct {
 	Params []int
 }
 
-// checkParams validates the parameter lists of an optimizer's groups as
-// PyTorch's Optimizer constructor does, plus Kiln's own limits: every
-// parameter is a float32 leaf.
-func checkParams(opt string, groups [][]*autograd.Tensor) error {
-	_, err := checkSplitParams(opt, groups, nil)
-	return err
-}
-
-// checkSplitParams is checkParams for optimizers that also take split
-// parameters: a bfloat16 parameter of group g must be the Top of one of
-// models[g]'s split parameters (models may be nil or shorter than groups:
-// no split model). It returns each parameter's split, nil for a float32
-// parameter.
-func checkSplitParams(opt string, groups [][]*autograd.Tensor, models []*amp.SplitModel) ([][]*amp.SplitParam, error) {
+// checkSplitParams validates the parameter lists of an optimizer's groups
+// as PyTorch's Optimizer constructor does, plus Kiln's own limits: every
+// parameter is a float32 leaf or, when sm is not nil, the bfloat16 Top of
+// one of sm's split parameters. It returns each parameter's split, nil for
+// a float32 parameter.
+func checkSplitParams(opt string, groups [][]*autograd.Tensor, sm *amp.SplitModel) ([][]*amp.SplitParam, error) {
 	seen := map[*autograd.Tensor]int{}
-	tops := map[*amp.SplitModel]map[*autograd.Tensor]*amp.SplitParam{}
+	tops := map[*autograd.Tensor]*amp.SplitParam{}
+	if sm != nil {
+		for _, ns := range sm.Params() {
+			tops[ns.Param.Top] = ns.Param
+		}
+	}
 	splits := make([][]*amp.SplitParam, len(groups))
 	total := 0
 	for g, ps := range groups {
-		var sm *amp.SplitModel
-		if g < len(models) {
-			sm = models[g]
-		}
-		if sm != nil && tops[sm] == nil {
-			m := map[*autograd.Tensor]*amp.SplitParam{}
-			for _, ns := range sm.Params() {
-				m[ns.Param.Top] = ns.Param
-			}
-			tops[sm] = m
-		}
 		splits[g] = make([]*amp.SplitParam, len(ps))
 		for i, p := range ps {
 			switch {
 			case p == nil:
-				return nil, fmt.Errorf("optim: %s: group %d parameter %d is nil", opt, g, i)
+				return nil, errorf(opt, "group %d parameter %d is nil", g, i)
 			case p.GradFn() != "":
-				return nil, fmt.Errorf("optim: %s: group %d parameter %d is the result of %s; can't optimize a non-leaf tensor", opt, g, i, p.GradFn())
+				return nil, errorf(opt, "group %d parameter %d is the result of %s; can't optimize a non-leaf tensor", g, i, p.GradFn())
 			case p.DType() == autograd.BFloat16 && sm != nil:
-				sp := tops[sm][p]
+				sp := tops[p]
 				if sp == nil {
-					return nil, fmt.Errorf("optim: %s: group %d parameter %d is bfloat16 but not the Top of one of the split model's parameters, so it has no Bottom (FP32 master) to update", opt, g, i)
+					return nil, errorf(opt, "group %d parameter %d is bfloat16 but not the Top of one of the split model's parameters, so it has no Bottom (FP32 master) to update", g, i)
 				}
 				splits[g][i] = sp
 			case p.DType() != autograd.Float32:
@@ -112,17 +98,17 @@ func checkSplitParams(opt string, groups [][]*autograd.Tensor, models []*amp.Spl
 				if sm != nil {
 					what = "only float32 parameters and the bfloat16 Tops of split parameters are supported"
 				}
-				return nil, fmt.Errorf("optim: %s: group %d parameter %d is %v; %s", opt, g, i, p.DType(), what)
+				return nil, errorf(opt, "group %d parameter %d is %v; %s", g, i, p.DType(), what)
 			}
 			if prev, dup := seen[p]; dup {
-				return nil, fmt.Errorf("optim: %s: group %d parameter %d already appears in group %d; some parameters appear in more than one parameter group", opt, g, i, prev)
+				return nil, errorf(opt, "group %d parameter %d already appears in group %d; some parameters appear in more than one parameter group", g, i, prev)
 			}
 			seen[p] = g
 			total++
 		}
 	}
 	if total == 0 {
-		return nil, fmt.Errorf("optim: %s: optimizer got an empty parameter list", opt)
+		return nil, errorf(opt, "optimizer got an empty parameter list")
 	}
 	return splits, nil
 }
@@ -165,33 +151,25 @@ func zerosState(p *autograd.Tensor) *autograd.Tensor {
 	return t
 }
 
-// checkGroup panics with an *autograd.Error unless group indexes one of n
-// groups.
-func checkGroup(op string, group, n int) {
-	if group < 0 || group >= n {
-		autograd.Fail(op, "parameter group %d out of range [0, %d)", group, n)
-	}
-}
-
 // checkLoad validates the parts of sd every optimizer shares: the group
 // count and sizes, the parameter numbering, and that each state tensor is
 // float32-compatible and shaped like its parameter with a name in
 // stateNames. It returns the parameter each number stands for.
 func checkLoad(opt string, sd *StateDict, groups [][]*autograd.Tensor, stateNames ...string) (map[int]*autograd.Tensor, error) {
 	if sd == nil {
-		return nil, fmt.Errorf("optim: %s: nil state dict", opt)
+		return nil, errorf(opt, "nil state dict")
 	}
 	if len(sd.Groups) != len(groups) {
-		return nil, fmt.Errorf("optim: %s: loaded state dict has %d parameter groups, the optimizer has %d", opt, len(sd.Groups), len(groups))
+		return nil, errorf(opt, "loaded state dict has %d parameter groups, the optimizer has %d", len(sd.Groups), len(groups))
 	}
 	byID := map[int]*autograd.Tensor{}
 	for g, gs := range sd.Groups {
 		if len(gs.Params) != len(groups[g]) {
-			return nil, fmt.Errorf("optim: %s: param_groups.%d: loaded group has %d parameters, the optimizer's has %d", opt, g, len(gs.Params), len(groups[g]))
+			return nil, errorf(opt, "param_groups.%d: loaded group has %d parameters, the optimizer's has %d", g, len(gs.Params), len(groups[g]))
 		}
 		for i, id := range gs.Params {
 			if _, dup := byID[id]; dup {
-				return nil, fmt.Errorf("optim: %s: param_groups.%d.params: parameter number %d appears twice", opt, g, id)
+				return nil, errorf(opt, "param_groups.%d.params: parameter number %d appears twice", g, id)
 			}
 			byID[id] = groups[g][i]
 		}
@@ -199,7 +177,7 @@ func checkLoad(opt string, sd *StateDict, groups [][]*autograd.Tensor, stateName
 	for _, id := range sortedKeys(sd.State) {
 		p, ok := byID[id]
 		if !ok {
-			return nil, fmt.Errorf("optim: %s: state.%d: no parameter has number %d", opt, id, id)
+			return nil, errorf(opt, "state.%d: no parameter has number %d", id, id)
 		}
 		st := sd.State[id]
 		for _, name := range sortedKeys(st) {
@@ -207,13 +185,13 @@ func checkLoad(opt string, sd *StateDict, groups [][]*autograd.Tensor, stateName
 			t := st[name]
 			switch {
 			case !slices.Contains(stateNames, name):
-				return nil, fmt.Errorf("optim: %s: %s: unknown state (want one of %q)", opt, key, stateNames)
+				return nil, errorf(opt, "%s: unknown state (want one of %q)", key, stateNames)
 			case t == nil:
-				return nil, fmt.Errorf("optim: %s: %s: nil tensor", opt, key)
+				return nil, errorf(opt, "%s: nil tensor", key)
 			case !t.DType().IsFloat():
-				return nil, fmt.Errorf("optim: %s: %s: dtype %v, want a floating-point tensor", opt, key, t.DType())
+				return nil, errorf(opt, "%s: dtype %v, want a floating-point tensor", key, t.DType())
 			case !slices.Equal(t.Shape(), p.Shape()):
-				return nil, fmt.Errorf("optim: %s: %s: shape %v does not match the parameter's shape %v", opt, key, t.Shape(), p.Shape())
+				return nil, errorf(opt, "%s: shape %v does not match the parameter's shape %v", key, t.Shape(), p.Shape())
 			}
 		}
 	}
@@ -246,7 +224,7 @@ func newHyperReader(opt string, group int, m map[string]float64) *hyperReader {
 
 func (r *hyperReader) fail(key, format string, args ...any) {
 	if r.err == nil {
-		r.err = fmt.Errorf("optim: %s: param_groups.%d.%s: %s", r.opt, r.group, key, fmt.Sprintf(format, args...))
+		r.err = errorf(r.opt, "param_groups.%d.%s: %s", r.group, key, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -313,7 +291,7 @@ func sortedKeys[K int | string, V any](m map[K]V) []K {
 // (exact in float32), and returns them by parameter number.
 func checkLoadSteps(opt string, sd *StateDict, groups [][]*autograd.Tensor, stateNames ...string) (map[int]*autograd.Tensor, map[int]float32, error) {
 	if sd == nil {
-		return nil, nil, fmt.Errorf("optim: %s: nil state dict", opt)
+		return nil, nil, errorf(opt, "nil state dict")
 	}
 	rest := &StateDict{State: map[int]map[string]*autograd.Tensor{}, Groups: sd.Groups}
 	steps := map[int]float32{}
@@ -327,15 +305,15 @@ func checkLoadSteps(opt string, sd *StateDict, groups [][]*autograd.Tensor, stat
 			key := fmt.Sprintf("state.%d.step", id)
 			switch {
 			case t == nil:
-				return nil, nil, fmt.Errorf("optim: %s: %s: nil tensor", opt, key)
+				return nil, nil, errorf(opt, "%s: nil tensor", key)
 			case !t.DType().IsFloat() && t.DType() != autograd.Int64:
-				return nil, nil, fmt.Errorf("optim: %s: %s: dtype %v, want a number", opt, key, t.DType())
+				return nil, nil, errorf(opt, "%s: dtype %v, want a number", key, t.DType())
 			case t.Numel() != 1:
-				return nil, nil, fmt.Errorf("optim: %s: %s: shape %v, want a single number", opt, key, t.Shape())
+				return nil, nil, errorf(opt, "%s: shape %v, want a single number", key, t.Shape())
 			}
 			v := t.Item()
 			if !(v >= 0 && v <= 1<<24) || v != math.Trunc(v) {
-				return nil, nil, fmt.Errorf("optim: %s: %s: %v is not a step count", opt, key, v)
+				return nil, nil, errorf(opt, "%s: %v is not a step count", key, v)
 			}
 			steps[id] = float32(v)
 		}
@@ -348,119 +326,17 @@ func checkLoadSteps(opt string, sd *StateDict, groups [][]*autograd.Tensor, stat
 	return byID, steps, nil
 }
 
-// lrGroups implements the Optimizer methods that concern only the groups'
-// parameters and learning rates, for optimizers that embed it (Adam,
-// Adagrad).
-type lrGroups struct {
-	name    string // the optimizer's name, for errors
-	params  [][]*autograd.Tensor
-	lr      []*float64 // each group's LR option
-	initial []initialLR
-}
-
-// initialLR is a group's param_group["initial_lr"], once a scheduler set it.
-type initialLR struct {
-	lr float64
-	ok bool
-}
-
-// newLRGroups returns the lrGroups of n groups; group returns a group's LR
-// option, which must stay where it is, and its parameters.
-func newLRGroups(name string, n int, group func(g int) (*float64, []*autograd.Tensor)) lrGroups {
-	b := lrGroups{name: name, params: make([][]*autograd.Tensor, n), lr: make([]*float64, n), initial: make([]initialLR, n)}
-	for g := range n {
-		b.lr[g], b.params[g] = group(g)
-	}
-	return b
-}
-
-// ZeroGrad drops every parameter's gradient.
-func (b *lrGroups) ZeroGrad() {
-	for _, ps := range b.params {
-		for _, p := range ps {
-			p.ZeroGrad()
-		}
-	}
-}
-
-// NumGroups returns the number of parameter groups.
-func (b *lrGroups) NumGroups() int { return len(b.params) }
-
-// LR returns group's learning rate.
-func (b *lrGroups) LR(group int) float64 {
-	checkGroup(b.name+".LR", group, len(b.params))
-	return *b.lr[group]
-}
-
-// SetLR sets group's learning rate. Like PyTorch it does not validate lr;
-// schedulers call it on every step.
-func (b *lrGroups) SetLR(group int, lr float64) {
-	checkGroup(b.name+".SetLR", group, len(b.params))
-	*b.lr[group] = lr
-}
-
-// InitialLR returns group's initial learning rate, if a scheduler set one.
-func (b *lrGroups) InitialLR(group int) (float64, bool) {
-	checkGroup(b.name+".InitialLR", group, len(b.params))
-	return b.initial[group].lr, b.initial[group].ok
-}
-
-// SetInitialLR records group's initial learning rate.
-func (b *lrGroups) SetInitialLR(group int, lr float64) {
-	checkGroup(b.name+".SetInitialLR", group, len(b.params))
-	b.initial[group] = initialLR{lr, true}
-}
-
-// putInitialLR adds group's initial_lr to hyper, if a scheduler set one.
-func (b *lrGroups) putInitialLR(group int, hyper map[string]float64) {
-	if b.initial[group].ok {
-		hyper["initial_lr"] = b.initial[group].lr
-	}
-}
-
-// readGroups reads every group's hyper-parameters from sd (whose group
-// count checkLoad has checked) with read, and its optional initial_lr,
-// failing on an unknown or unread key or when check rejects the options.
-func readGroups[O any](opt string, sd *StateDict, read func(r *hyperReader) O, check func(o O, group int) error) ([]O, []initialLR, error) {
-	opts := make([]O, len(sd.Groups))
-	initial := make([]initialLR, len(sd.Groups))
-	for g, gs := range sd.Groups {
-		r := newHyperReader(opt, g, gs.Hyper)
-		opts[g] = read(r)
-		initial[g].lr, initial[g].ok = r.optional("initial_lr")
-		if err := r.done(); err != nil {
-			return nil, nil, err
-		}
-		if err := check(opts[g], g); err != nil {
-			return nil, nil, fmt.Errorf("%w (in param_groups.%d)", err, g)
-		}
-	}
-	return opts, initial, nil
-}
-
-// checkGroups validates a new optimizer's groups: each group's options with
-// check (which also returns the group's parameters), then the parameter
-// lists with checkParams.
-func checkGroups[G any](opt string, groups []G, check func(gr G, group int) ([]*autograd.Tensor, error)) error {
-	_, err := checkSplitGroups(opt, nil, groups, check)
-	return err
-}
-
-// checkSplitGroups is checkGroups for optimizers over a split model sm
-// (nil for none): bfloat16 parameters must be Tops of sm's split
-// parameters. It returns each parameter's split, nil for float32 ones.
-func checkSplitGroups[G any](opt string, sm *amp.SplitModel, groups []G, check func(gr G, group int) ([]*autograd.Tensor, error)) ([][]*amp.SplitParam, error) {
-	lists := make([][]*autograd.Tensor, len(groups))
-	var models []*amp.SplitModel
-	for g, gr := range groups {
-		ps, err := check(gr, g)
-		if err != nil {
-			return nil, err
-		}
-		lists[g] = ps
-		if sm != nil {
-			models = append(models, sm)
-		}
-	}
-	return checkSplitParams(opt, lists, models)
+// Splittable is an Optimizer that can make its split-BF16 form: the same
+// optimizer over a model split by amp.SplitModule, whose bfloat16 Tops it
+// steps by updating the FP32 masters they stand for. kiln.Optimize uses it
+// to rebuild the optimizer it is given; all of Kiln's optimizers are
+// Splittable.
+type Splittable interface {
+	Optimizer
+	// SplitForm returns an optimizer of the same kind over the split model
+	// sm, with the same groups, hyper-parameters and state, each parameter
+	// p replaced by swap(p): the Top of p's split parameter, or p itself
+	// to keep p FP32. Parameters keep their places, so state dicts number
+	// them alike.
+	SplitForm(sm *amp.SplitModel, swap func(p *autograd.Tensor) *autograd.Tensor) (Optimizer, error)
 }

@@ -51,7 +51,7 @@ var errNilOptimizer = errors.New("optim: scheduler needs an optimizer, got nil")
 // learning rate the schedule sets into NaN or infinity.
 func checkFinite(sched, name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Errorf("optim: %s: %s must be a finite number, got %v", sched, name, v)
+		return errorf(sched, "%s must be a finite number, got %v", name, v)
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*StepLR, error) {
 		return nil, errNilOptimizer
 	}
 	if stepSize <= 0 {
-		return nil, fmt.Errorf("optim: StepLR: step size must be positive, got %d", stepSize)
+		return nil, errorf("StepLR", "step size must be positive, got %d", stepSize)
 	}
 	if err := checkFinite("StepLR", "gamma", gamma); err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func NewCosineAnnealingLR(opt Optimizer, tMax int, etaMin float64) (*CosineAnnea
 		return nil, errNilOptimizer
 	}
 	if tMax <= 0 {
-		return nil, fmt.Errorf("optim: CosineAnnealingLR: T_max must be positive, got %d", tMax)
+		return nil, errorf("CosineAnnealingLR", "T_max must be positive, got %d", tMax)
 	}
 	if err := checkFinite("CosineAnnealingLR", "eta_min", etaMin); err != nil {
 		return nil, err
@@ -251,13 +251,13 @@ func NewLinearLR(opt Optimizer, startFactor, endFactor float64, totalIters int) 
 	// PyTorch accepts a start factor of 0 here but then divides by zero on
 	// the second step.
 	if !(startFactor > 0 && startFactor <= 1) {
-		return nil, fmt.Errorf("optim: LinearLR: start factor must be in (0, 1], got %v", startFactor)
+		return nil, errorf("LinearLR", "start factor must be in (0, 1], got %v", startFactor)
 	}
 	if !(endFactor >= 0 && endFactor <= 1) {
-		return nil, fmt.Errorf("optim: LinearLR: end factor must be in [0, 1], got %v", endFactor)
+		return nil, errorf("LinearLR", "end factor must be in [0, 1], got %v", endFactor)
 	}
 	if totalIters < 0 {
-		return nil, fmt.Errorf("optim: LinearLR: total iterations must not be negative, got %d", totalIters)
+		return nil, errorf("LinearLR", "total iterations must not be negative, got %d", totalIters)
 	}
 	s := &LinearLR{start: startFactor, end: endFactor, totalIters: totalIters}
 	s.schedule.start(opt, func(_ int, lr float64) float64 {

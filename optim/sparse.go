@@ -18,16 +18,16 @@ func sparseRows(sg *autograd.SparseGrad) kernels.SparseRows {
 // checkSparseDecay panics for a parameter with a sparse gradient in a
 // group with weight decay: the L2 term would touch every row, which is
 // what a sparse step avoids, and PyTorch rejects it too.
-func checkSparseDecay(opt string, group, param int, weightDecay float64) {
+func (q param) checkSparseDecay(weightDecay float64) {
 	if weightDecay != 0 {
-		autograd.Fail(opt+".Step", "group %d parameter %d has a sparse gradient, and weight_decay %v is not compatible with sparse gradients (use weight_decay 0 for the embedding's group)", group, param, weightDecay)
+		fail(*q.name+".Step", "group %d parameter %d has a sparse gradient, and weight_decay %v is not compatible with sparse gradients (use weight_decay 0 for the embedding's group)", q.group, q.index, weightDecay)
 	}
 }
 
 // rejectSparse panics for a parameter with a sparse gradient, for the
 // optimizers whose update needs the whole gradient.
-func rejectSparse(opt string, group, param int, p *autograd.Tensor) {
-	if p.SparseGrad() != nil {
-		autograd.Fail(opt+".Step", "group %d parameter %d has a sparse gradient; %s does not support sparse gradients (use SGD or Adagrad, or a dense embedding)", group, param, opt)
+func (q param) rejectSparse() {
+	if q.SparseGrad() != nil {
+		fail(*q.name+".Step", "group %d parameter %d has a sparse gradient; %s does not support sparse gradients (use SGD or Adagrad, or a dense embedding)", q.group, q.index, *q.name)
 	}
 }

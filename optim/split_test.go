@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln/amp"
@@ -118,168 +117,14 @@ func sameBits(got, want []float32) string {
 	return ""
 }
 
-type splitCase struct {
-	name    string
-	mk      func([]*autograd.Tensor) (optim.Optimizer, error)
-	mkSplit func(*amp.SplitModel) (optim.Optimizer, error)
-}
-
-func splitCases() []splitCase {
-	sgd := optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-3, Nesterov: true}
-	sgdPlain := optim.SGDOptions{LR: 0.1, Maximize: true}
-	adam := optim.DefaultAdamOptions()
-	adam.WeightDecay, adam.AMSGrad = 1e-2, true
-	adamw := optim.DefaultAdamWOptions()
-	ada := optim.DefaultAdagradOptions()
-	ada.LRDecay, ada.WeightDecay, ada.InitialAccumulatorValue = 1e-3, 1e-2, 0.1
-	lamb := optim.DefaultLambOptions()
-	lamb.LR, lamb.WeightDecay = 1e-2, 1e-2
-	lambPlain := optim.DefaultLambOptions()
-	lars := optim.LARSOptions{LR: 0.1, Momentum: 0.9, WeightDecay: 1e-4, Eeta: 0.02, Eps: 1e-8, Dampening: 0.1}
-	larsNesterov := optim.LARSOptions{LR: 0.5, Momentum: 0.9, Nesterov: true, Eeta: 1e-3}
-	larsPlain := optim.DefaultLARSOptions()
-	return []splitCase{
-		{"SGD", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewSGD(p, sgd) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewSGDSplit(sm, sgd) }},
-		{"SGDPlain", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewSGD(p, sgdPlain) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewSGDSplit(sm, sgdPlain) }},
-		{"Adam", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdam(p, adam) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdamSplit(sm, adam) }},
-		{"AdamW", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdamW(p, adamw) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdamWSplit(sm, adamw) }},
-		{"Adagrad", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdagrad(p, ada) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdagradSplit(sm, ada) }},
-		{"Lamb", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLamb(p, lamb) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLambSplit(sm, lamb) }},
-		{"LambPlain", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLamb(p, lambPlain) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLambSplit(sm, lambPlain) }},
-		{"LARS", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLARS(p, lars) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLARSSplit(sm, lars) }},
-		{"LARSNesterov", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLARS(p, larsNesterov) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLARSSplit(sm, larsNesterov) }},
-		{"LARSPlain", func(p []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewLARS(p, larsPlain) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewLARSSplit(sm, larsPlain) }},
-	}
-}
-
-// TestSplitOptimizersMatchFP32: for the same sequence of bfloat16
-// gradients, every optimizer's split-BF16 step gives FP32 masters and state
-// identical bit for bit to its FP32 step on the joined values.
-func TestSplitOptimizersMatchFP32(t *testing.T) {
-	for _, c := range splitCases() {
-		t.Run(c.name, func(t *testing.T) {
-			sp := newSplitPair(t, c.mk, c.mkSplit)
-			for s := range 5 {
-				sp.step()
-				sp.check(t, fmt.Sprintf("step %d", s+1))
-			}
-		})
-	}
-}
-
-// TestSplitOptimizerStateDictRoundTrip: optimizer state dicts of the split
-// and FP32 forms are interchangeable (FP32 state, same numbering), and
-// training on from a swapped state stays bit for bit the same.
-func TestSplitOptimizerStateDictRoundTrip(t *testing.T) {
-	for _, c := range splitCases() {
-		t.Run(c.name, func(t *testing.T) {
-			sp := newSplitPair(t, c.mk, c.mkSplit)
-			sp.step()
-			sp.step()
-			// Fresh optimizers on both sides, each loading the other
-			// form's state.
-			fresh := newSplitPair(t, c.mk, c.mkSplit)
-			if err := fresh.sopt.LoadStateDict(sp.opt.StateDict()); err != nil {
-				t.Fatal(err)
-			}
-			if err := fresh.opt.LoadStateDict(sp.sopt.StateDict()); err != nil {
-				t.Fatal(err)
-			}
-			sp.opt, sp.sopt = fresh.opt, fresh.sopt
-			// Parameters come through the split model's state dict, the
-			// joined FP32 values, into a new split model.
-			sm2, err := amp.SplitModule(newSplitNet(2))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sm2.LoadTensors(sp.sm.StateDict()); err != nil {
-				t.Fatal(err)
-			}
-			// The fresh optimizers were made over fresh's models: give them
-			// the trained values (the split ones through sm2).
-			for i, ns := range fresh.sm.Params() {
-				ns.Param.SplitFrom(sm2.Params()[i].Param.Join().Float32s())
-				copy(fresh.fp32[i].Float32s(), sp.fp32[i].Float32s())
-			}
-			sp.sm, sp.fp32 = fresh.sm, fresh.fp32
-			for s := range 3 {
-				sp.step()
-				sp.check(t, fmt.Sprintf("step %d after reload", s+3))
-			}
-		})
-	}
-}
-
-func TestSplitOptimizerErrors(t *testing.T) {
+// TestSplitGroupsMixFP32AndTops: FP32 parameters and Tops may share an
+// optimizer and a group.
+func TestSplitGroupsMixFP32AndTops(t *testing.T) {
 	sm, err := amp.SplitModule(newSplitNet(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := amp.SplitModule(newSplitNet(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	top := sm.Params()[0].Param.Top
-	loose := autograd.FromBFloat16([]uint16{0x3f80, 0x4000})
-	loose.SetRequiresGrad(true)
-	fp := leaf(1, 2)
-	opts := optim.SGDOptions{LR: 0.1}
-	for _, c := range []struct {
-		name string
-		err  func() error
-		want string
-	}{
-		{"top without split model", func() error { _, err := optim.NewSGD([]*autograd.Tensor{top}, opts); return err }, "split"},
-		{"bf16 not a top", func() error {
-			_, err := optim.NewSGDSplitGroups(sm, optim.SGDGroup{Params: []*autograd.Tensor{loose}, SGDOptions: opts})
-			return err
-		}, "not the Top"},
-		{"top of another model", func() error {
-			_, err := optim.NewAdamSplitGroups(sm, optim.AdamGroup{Params: []*autograd.Tensor{other.Params()[1].Param.Top}, AdamOptions: optim.DefaultAdamOptions()})
-			return err
-		}, "not the Top"},
-		{"top in two groups", func() error {
-			_, err := optim.NewAdagradSplitGroups(sm,
-				optim.AdagradGroup{Params: []*autograd.Tensor{top}, AdagradOptions: optim.DefaultAdagradOptions()},
-				optim.AdagradGroup{Params: []*autograd.Tensor{top}, AdagradOptions: optim.DefaultAdagradOptions()})
-			return err
-		}, "more than one parameter group"},
-		{"nil split model", func() error { _, err := optim.NewAdamWSplit(nil, optim.DefaultAdamWOptions()); return err }, "nil"},
-		{"adam top without split model", func() error {
-			_, err := optim.NewAdamW([]*autograd.Tensor{top}, optim.DefaultAdamWOptions())
-			return err
-		}, "float32"},
-		{"lamb top without split model", func() error {
-			_, err := optim.NewLamb([]*autograd.Tensor{top}, optim.DefaultLambOptions())
-			return err
-		}, "bfloat16 Tops of split parameters need the Split constructors"},
-		{"lamb nil split model", func() error { _, err := optim.NewLambSplit(nil, optim.DefaultLambOptions()); return err }, "Lamb: split model is nil"},
-		{"lars bf16 not a top", func() error {
-			_, err := optim.NewLARSSplitGroups(sm, optim.LARSGroup{Params: []*autograd.Tensor{loose}, LARSOptions: optim.DefaultLARSOptions()})
-			return err
-		}, "not the Top"},
-		{"lars nil split model", func() error {
-			_, err := optim.NewLARSSplitGroups(nil, optim.LARSGroup{Params: []*autograd.Tensor{fp}, LARSOptions: optim.DefaultLARSOptions()})
-			return err
-		}, "LARS: split model is nil"},
-	} {
-		err := c.err()
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
-		}
-	}
-
-	// FP32 parameters and Tops may share an optimizer and a group.
+	top, fp, opts := sm.Params()[0].Param.Top, leaf(1, 2), optim.SGDOptions{LR: 0.1}
 	mixed, err := optim.NewSGDSplitGroups(sm,
 		optim.SGDGroup{Params: []*autograd.Tensor{fp, top}, SGDOptions: opts},
 		optim.SGDGroup{Params: []*autograd.Tensor{sm.Params()[1].Param.Top}, SGDOptions: opts})
@@ -296,4 +141,12 @@ func TestSplitOptimizerErrors(t *testing.T) {
 	if got, want := sm.Params()[0].Param.Join().Float32s()[0], float32(float64(before)-0.1); got != want {
 		t.Errorf("split parameter after a mixed step: %v, want %v", got, want)
 	}
+}
+
+// splitCase is an optimizer made over FP32 parameters by mk and over a
+// split model by mkSplit.
+type splitCase struct {
+	name    string
+	mk      func([]*autograd.Tensor) (optim.Optimizer, error)
+	mkSplit func(*amp.SplitModel) (optim.Optimizer, error)
 }
