@@ -96,31 +96,7 @@ func TestAdamAdagradMatchPyTorch(t *testing.T) {
 			for i, p := range params {
 				compare(fmt.Sprintf("p%d", i), p, set.Get(t, fmt.Sprintf("%s.p%d", name, i)))
 			}
-			sd := opt.StateDict()
-			prefix := name + ".state."
-			wantStates := 0
-			for key := range set {
-				if len(key) > len(prefix) && key[:len(prefix)] == prefix {
-					wantStates++
-				}
-			}
-			gotStates := 0
-			for id, st := range sd.State {
-				for sname, got := range st {
-					gotStates++
-					want := set.Get(t, fmt.Sprintf("%s%d.%s", prefix, id, sname))
-					if sname == "step" {
-						if got.Numel() != 1 || got.Item() != want.Item() {
-							t.Errorf("state.%d.step: %v, PyTorch %v", id, got.Values(), want.Item())
-						}
-						continue
-					}
-					compare(fmt.Sprintf("state.%d.%s", id, sname), got, want)
-				}
-			}
-			if gotStates != wantStates {
-				t.Errorf("%d state tensors, PyTorch has %d", gotStates, wantStates)
-			}
+			compareGoldenState(t, set, name, "PyTorch", opt.StateDict(), compare)
 			if differ > 0 {
 				t.Errorf("%d of %d values differ from PyTorch's (within tolerance, but not bit for bit)", differ, total)
 				worst := 0.0

@@ -3,7 +3,6 @@ package optim_test
 import (
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
@@ -94,31 +93,7 @@ func TestLambLARSMatchReference(t *testing.T) {
 			for i, p := range params {
 				compare(fmt.Sprintf("p%d", i), p, set.Get(t, fmt.Sprintf("%s.p%d", name, i)))
 			}
-			sd := opt.StateDict()
-			prefix := name + ".state."
-			wantStates := 0
-			for key := range set {
-				if strings.HasPrefix(key, prefix) {
-					wantStates++
-				}
-			}
-			gotStates := 0
-			for id, st := range sd.State {
-				for sname, got := range st {
-					gotStates++
-					want := set.Get(t, fmt.Sprintf("%s%d.%s", prefix, id, sname))
-					if sname == "step" {
-						if got.Numel() != 1 || got.Item() != want.Item() {
-							t.Errorf("state.%d.step: %v, reference %v", id, got.Values(), want.Item())
-						}
-						continue
-					}
-					compare(fmt.Sprintf("state.%d.%s", id, sname), got, want)
-				}
-			}
-			if gotStates != wantStates {
-				t.Errorf("%d state tensors, the reference has %d", gotStates, wantStates)
-			}
+			compareGoldenState(t, set, name, "the reference", opt.StateDict(), compare)
 			t.Logf("%d of %d values differ from the reference's bits; worst relative difference %.3g", differ, total, worst)
 		})
 	}
