@@ -296,7 +296,7 @@ func AddScalar(x *Tensor, v float32) *Tensor {
 	}
 	checkF32(op, "input", x)
 	out := actEmptyLike(x)
-	kernels.Act{Fn: kernels.ActAddScalar, A: v}.Forward(out.Float32s(), x.Float32s())
+	bindAct(kernels.Act{Fn: kernels.ActAddScalar, A: v}, x, out)()
 	if tracing() {
 		trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"value", float64(v)})
 	}

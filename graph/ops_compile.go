@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -33,10 +34,6 @@ type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func
 var compilers = map[string]compileFunc{}
 
 func init() {
-	for _, name := range []string{"ReLU", "Sigmoid", "Tanh", "SiLU", "HardTanh", "ELU", "GELU",
-		"Neg", "Exp", "Log", "Sqrt", "Pow", "AddScalar", "MulScalar"} {
-		compilers[name] = compileAct
-	}
 	for name, op := range binOps {
 		compilers[name] = func(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
 			return compileBinary(op, ins[0], ins[1], outs[0])
@@ -67,7 +64,7 @@ var binOps = map[string]kernels.BinOp{"Add": kernels.BinAdd, "Sub": kernels.BinS
 
 // compileOp returns n's compiled form on ins and outs, or nil.
 func compileOp(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	if f, ok := compilers[n.Op]; ok {
+	if f, ok := compilerOf(n.Op); ok {
 		return f(c, n, ins, outs)
 	}
 	if strings.Contains(n.Op, FusedSep) {
@@ -117,30 +114,29 @@ func actOf(op string, n *Node) (kernels.Act, bool) {
 	return kernels.Act{}, false
 }
 
-func compileAct(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	a, ok := actOf(n.Op, n)
-	x, y := ins[0], outs[0]
-	if !ok || !sigOf(x).equal(sigOf(y)) {
-		return nil
+// compilerOf returns op's compiled form: the one in compilers, or the
+// kernel binding autograd registered for op, which its eager op runs too.
+func compilerOf(op string) (compileFunc, bool) {
+	if f, ok := compilers[op]; ok {
+		return f, true
 	}
-	switch x.DType() {
-	case autograd.Float32:
-		xd, yd := x.Float32s(), y.Float32s()
-		return func() { a.Forward(yd, xd) }
-	case autograd.BFloat16:
-		xd, yd := x.BFloat16s(), y.BFloat16s()
-		if n.Op == "AddScalar" {
-			// AddScalar takes bfloat16 through float32 and back.
-			xf := make([]float32, len(xd))
-			return func() {
-				kernels.BF16ToF32(xf, xd)
-				a.Forward(xf, xf)
-				kernels.F32ToBF16(yd, xf)
-			}
+	b, ok := opbind.Lookup[*autograd.Tensor](op)
+	if !ok {
+		return nil, false
+	}
+	return func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
+		var consts []bool
+		if c != nil {
+			consts = c.consts
 		}
-		return func() { a.ForwardBF16(yd, xd) }
-	}
-	return nil
+		return b(bindAttrs(n), ins, outs, consts)
+	}, true
+}
+
+// bindAttrs is n's attributes as its op's binder takes them: the node
+// itself, read by name, or a typed options struct.
+func bindAttrs(n *Node) any {
+	return n
 }
 
 // compileBinary computes y = a op b as binaryF32 does: one vector kernel
@@ -733,7 +729,7 @@ func compileCast(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
 // once) tells.
 func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	names := strings.Split(n.Op, FusedSep)
-	first, ok := compilers[names[0]]
+	first, ok := compilerOf(names[0])
 	if !ok || len(outs) != 1 {
 		return nil
 	}
@@ -837,7 +833,8 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 		return compileBinary(op, y, extra[0], y)
 	}
 	if _, ok := actOf(name, part); ok && name != "AddScalar" {
-		return compileAct(nil, part, []*autograd.Tensor{y}, []*autograd.Tensor{y})
+		f, _ := compilerOf(name)
+		return f(nil, part, []*autograd.Tensor{y}, []*autograd.Tensor{y})
 	}
 	switch name {
 	case "SigmoidMul":
