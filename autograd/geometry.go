@@ -58,31 +58,6 @@ func SoftmaxGeometry(x *Tensor, dim int) kernels.SoftmaxShape {
 	return kernels.SoftmaxShape{Outer: o, N: n, Inner: in}
 }
 
-// BinaryRun is one innermost run of a broadcast elementwise op: N
-// elements of the result from offset Out with step OutStep, read from a
-// at A with step AStep and from b at B with step BStep, as
-// kernels.BinaryStrided takes them.
-type BinaryRun struct {
-	N, Out, OutStep, A, AStep, B, BStep int
-}
-
-// BroadcastRuns lists the runs that make up Add, Sub, Mul or Div of a and
-// b (float32, broadcast together) in the result's memory order, the
-// result having the shape and memory format the op gives it.
-func BroadcastRuns(a, b *Tensor) []BinaryRun {
-	const op = "Binary"
-	checkFloat32(op, a, b)
-	shape := broadcastShapes(op, a.shape, b.shape)
-	numel(op, shape) // as binaryF32 counts the result it allocates
-	f := resultFormat(shape, a, b)
-	strides := [][]int{stridesOf(shape, f), broadcastStrides(a.shape, a.format, shape), broadcastStrides(b.shape, b.format, shape)}
-	var runs []BinaryRun
-	walk(shape, physicalOrder(f, len(shape)), strides, func(offs []int, n int, steps []int) {
-		runs = append(runs, BinaryRun{N: n, Out: offs[0], OutStep: steps[0], A: offs[1], AStep: steps[1], B: offs[2], BStep: steps[2]})
-	})
-	return runs
-}
-
 // MatmulGeometry returns how Matmul (or BMM) of a and b lays out its
 // products: a is read as [batch..., n, k] and b as [batch..., k, m] (a 1-D
 // operand as one row or column), aOff, bOff and cOff are the offsets of

@@ -34,11 +34,6 @@ type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func
 var compilers = map[string]compileFunc{}
 
 func init() {
-	for name, op := range binOps {
-		compilers[name] = func(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
-			return compileBinary(op, ins[0], ins[1], outs[0])
-		}
-	}
 	compilers["Conv2d"] = compileConv
 	compilers["Conv3d"] = compileConv
 	compilers["Linear"] = compileLinear
@@ -59,8 +54,6 @@ func init() {
 	compilers["Split"] = compileSplit
 	compilers["Cast"] = compileCast
 }
-
-var binOps = map[string]kernels.BinOp{"Add": kernels.BinAdd, "Sub": kernels.BinSub, "Mul": kernels.BinMul, "Div": kernels.BinDiv}
 
 // compileOp returns n's compiled form on ins and outs, or nil.
 func compileOp(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
@@ -120,17 +113,22 @@ func compilerOf(op string) (compileFunc, bool) {
 	if f, ok := compilers[op]; ok {
 		return f, true
 	}
-	b, ok := opbind.Lookup[*autograd.Tensor](op)
-	if !ok {
+	if _, ok := opbind.Lookup[*autograd.Tensor](op); !ok {
 		return nil, false
 	}
 	return func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-		var consts []bool
-		if c != nil {
-			consts = c.consts
-		}
-		return b(bindAttrs(n), ins, outs, consts)
+		return bind(op, n, ins, outs, c.consts)
 	}, true
+}
+
+// bind returns the function op's binder binds over ins and outs with n's
+// attributes, or nil where op has none or it declines the operands.
+func bind(op string, n *Node, ins, outs []*autograd.Tensor, consts []bool) func() {
+	b, ok := opbind.Lookup[*autograd.Tensor](op)
+	if !ok {
+		return nil
+	}
+	return b(bindAttrs(n), ins, outs, consts)
 }
 
 // bindAttrs is n's attributes as its op's binder takes them: the node
@@ -139,98 +137,11 @@ func bindAttrs(n *Node) any {
 	return n
 }
 
-// compileBinary computes y = a op b as binaryF32 does: one vector kernel
-// over operands laid out like y, the scalar kernel for a one-element
-// operand, else the strided kernel on every run of the broadcast walk
-// (found once, here). Two bfloat16 operands of y's type run on
-// BinaryBF16, and one with a 0-dimensional operand on BinaryScalarBF16:
-// both compute in float32 and round once, as the eager op does.
-func compileBinary(op kernels.BinOp, a, b, y *autograd.Tensor) func() {
-	ys := sigOf(y)
-	like := func(t *autograd.Tensor) bool { return sigOf(t).equal(ys) }
-	f32 := autograd.Float32
-	switch {
-	case a.DType() == f32 && b.DType() == f32 && y.DType() == f32:
-		ad, bd, yd := a.Float32s(), b.Float32s(), y.Float32s()
-		switch {
-		case len(yd) == 0:
-			return func() {}
-		case like(a) && like(b):
-			return func() { kernels.Binary(op, yd, ad, bd) }
-		case like(a) && len(bd) == 1:
-			return func() { kernels.BinaryScalar(op, yd, ad, bd[0], false) }
-		case like(b) && len(ad) == 1:
-			return func() { kernels.BinaryScalar(op, yd, bd, ad[0], true) }
-		}
-		if !broadcastsTo(a, y) || !broadcastsTo(b, y) {
-			return nil
-		}
-		runs := autograd.BroadcastRuns(a, b)
-		return func() {
-			for _, r := range runs {
-				kernels.BinaryStrided(op, r.N, yd[r.Out:], r.OutStep, ad[r.A:], r.AStep, bd[r.B:], r.BStep)
-			}
-		}
-	case y.DType() != autograd.BFloat16:
-	case like(a) && like(b):
-		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
-		return func() { kernels.BinaryBF16(op, yd, ad, bd) }
-	case like(a) && b.NDim() == 0:
-		ad, yd := a.BFloat16s(), y.BFloat16s()
-		return func() { kernels.BinaryScalarBF16(op, yd, ad, scalarOf(b), false) }
-	case like(b) && a.NDim() == 0:
-		bd, yd := b.BFloat16s(), y.BFloat16s()
-		return func() { kernels.BinaryScalarBF16(op, yd, bd, scalarOf(a), true) }
-	case a.DType() == autograd.BFloat16 && b.DType() == autograd.BFloat16:
-		// A broadcast, as the eager op runs it: widen both, the float32
-		// broadcast, round once.
-		a32, b32, y32 := scratch(f32, a.Shape(), a.Format()), scratch(f32, b.Shape(), b.Format()), scratch(f32, y.Shape(), y.Format())
-		f := compileBinary(op, a32, b32, y32)
-		if f == nil {
-			return nil
-		}
-		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
-		ad32, bd32, yd32 := a32.Float32s(), b32.Float32s(), y32.Float32s()
-		return func() {
-			kernels.BF16ToF32(ad32, ad)
-			kernels.BF16ToF32(bd32, bd)
-			f()
-			kernels.F32ToBF16(yd, yd32)
-		}
-	}
-	return nil
-}
-
 // scratch returns plan-time storage of the given type.
 func scratch(dtype autograd.DType, shape []int, f autograd.MemoryFormat) *autograd.Tensor {
 	s := autograd.Empty(dtype, shape...)
 	s.SetFormat(f)
 	return s
-}
-
-// scalarOf reads a 0-dimensional float32 or bfloat16 operand when the
-// plan runs: it may be an input or a computed value, not only a constant.
-func scalarOf(t *autograd.Tensor) float32 {
-	if t.DType() == autograd.BFloat16 {
-		return kernels.F32FromBF16(t.BFloat16s()[0])
-	}
-	return t.Float32s()[0]
-}
-
-// broadcastsTo reports whether t broadcasts to y's shape without growing
-// it, and y has the layout the broadcast result takes: y's own format
-// when t has y's shape or is broadcast, contiguous otherwise.
-func broadcastsTo(t, y *autograd.Tensor) bool {
-	ts, ys := t.Shape(), y.Shape()
-	if len(ts) > len(ys) {
-		return false
-	}
-	for i, d := range ts {
-		if yd := ys[len(ys)-len(ts)+i]; d != yd && d != 1 {
-			return false
-		}
-	}
-	return true
 }
 
 func compileConv(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
@@ -829,34 +740,15 @@ func compileConvFused(c *compileCtx, names []string, parts []Node, ins []*autogr
 // compileEpilogue returns the function applying a later part of a fused
 // op to y in place, with the extra operands extra.
 func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autograd.Tensor) func() {
-	if op, ok := binOps[name]; ok {
-		return compileBinary(op, y, extra[0], y)
-	}
-	if _, ok := actOf(name, part); ok && name != "AddScalar" {
-		f, _ := compilerOf(name)
-		return f(nil, part, []*autograd.Tensor{y}, []*autograd.Tensor{y})
-	}
 	switch name {
+	case "AddScalar":
+		return nil
 	case "SigmoidMul":
 		// y·sigmoid(y), as Mul(y, Sigmoid(y)): the sigmoid (rounded to
 		// y's dtype) into scratch, then the product.
-		sig := kernels.Act{Fn: kernels.ActSigmoid}
-		switch y.DType() {
-		case autograd.Float32:
-			yd := y.Float32s()
-			s := make([]float32, len(yd))
-			return func() {
-				sig.Forward(s, yd)
-				kernels.Binary(kernels.BinMul, yd, yd, s)
-			}
-		case autograd.BFloat16:
-			yd := y.BFloat16s()
-			s := make([]uint16, len(yd))
-			return func() {
-				sig.ForwardBF16(s, yd)
-				kernels.BinaryBF16(kernels.BinMul, yd, yd, s)
-			}
-		}
+		s := scratch(y.DType(), y.Shape(), y.Format())
+		return runAll([]func(){bind("Sigmoid", part, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
+			bind("Mul", part, []*autograd.Tensor{y, s}, []*autograd.Tensor{y}, nil)})
 	case "Softmax":
 		if y.Format() == autograd.Contiguous {
 			return softmax(part, y, y)
@@ -865,8 +757,11 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 		if y.DType() == autograd.Float32 && y.Format() == autograd.Contiguous {
 			return layerNorm(part, y, extra[0], extra[1], y)
 		}
+		return nil
 	}
-	return nil
+	// An elementwise op in place: its binding with y as its first
+	// operand and its result.
+	return bind(name, part, append([]*autograd.Tensor{y}, extra...), []*autograd.Tensor{y}, nil)
 }
 
 // compileChannelShuffle copies x into y with channel c = i·(C/g) + j of x
