@@ -57,33 +57,3 @@ func SoftmaxGeometry(x *Tensor, dim int) kernels.SoftmaxShape {
 	o, n, in := softmaxSplit(x.shape, Contiguous, d)
 	return kernels.SoftmaxShape{Outer: o, N: n, Inner: in}
 }
-
-// MatmulGeometry returns how Matmul (or BMM) of a and b lays out its
-// products: a is read as [batch..., n, k] and b as [batch..., k, m] (a 1-D
-// operand as one row or column), aOff, bOff and cOff are the offsets of
-// each batch's matrices in a, b and the result (row-major), and
-// oneRight reports that b is a single matrix, which the op multiplies
-// with every row of a in one product.
-func MatmulGeometry(a, b *Tensor) (n, k, m int, aOff, bOff, cOff []int, oneRight bool) {
-	const op = "Matmul"
-	if a == nil || b == nil || a.NDim() == 0 || b.NDim() == 0 {
-		Fail(op, "both arguments need at least 1 dimension")
-	}
-	as, bs := a.shape, b.shape
-	if a.NDim() == 1 {
-		as = []int{1, as[0]}
-	}
-	if b.NDim() == 1 {
-		bs = []int{bs[0], 1}
-	}
-	n, k, m = as[len(as)-2], as[len(as)-1], bs[len(bs)-1]
-	if bs[len(bs)-2] != k {
-		Fail(op, "shapes %v and %v cannot be multiplied", a.shape, b.shape)
-	}
-	aBatch, bBatch := as[:len(as)-2], bs[:len(bs)-2]
-	batch := matmulBatch(op, a, b, aBatch, bBatch)
-	aOff = matmulOffsets(op, aBatch, batch, n*k)
-	bOff = matmulOffsets(op, bBatch, batch, k*m)
-	cOff = matmulOffsets(op, batch, batch, n*m)
-	return n, k, m, aOff, bOff, cOff, len(bBatch) == 0
-}

@@ -36,9 +36,6 @@ var compilers = map[string]compileFunc{}
 func init() {
 	compilers["Conv2d"] = compileConv
 	compilers["Conv3d"] = compileConv
-	compilers["Linear"] = compileLinear
-	compilers["Matmul"] = compileMatmul
-	compilers["BMM"] = compileMatmul
 	compilers["BatchNorm"] = compileBatchNorm
 	compilers["LayerNorm"] = compileLayerNorm
 	for _, name := range []string{"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"} {
@@ -199,108 +196,6 @@ func compileConvEpilogue(c *compileCtx, n *Node, ins, outs []*autograd.Tensor, e
 				kernels.BF16ToF32(bias, bd)
 			}
 			kernels.ConvForwardBF16To(&s, xd, wd, bias, yd)
-		}
-	}
-	return nil
-}
-
-func compileLinear(c *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
-	x, w, b, y := ins[0], ins[1], ins[2], outs[0]
-	if x.Format() != autograd.Contiguous || w.NDim() != 2 || x.DType() != y.DType() {
-		return nil
-	}
-	wk := w
-	if w.Format() != autograd.Contiguous {
-		if !c.isConst(1) {
-			return nil
-		}
-		wk = w.Contiguous()
-	}
-	outF, inF := w.Dim(0), w.Dim(1)
-	if outF == 0 {
-		return nil
-	}
-	rows := y.Numel() / outF
-	switch x.DType() {
-	case autograd.Float32:
-		xd, wd, yd := x.Float32s(), wk.Float32s(), y.Float32s()
-		var bd []float32
-		if b != nil {
-			bd = b.Float32s()
-		}
-		// Constant weights are packed once here where the packed product
-		// is the eager op's bit for bit.
-		var pb *kernels.PackedB
-		if c.isConst(1) && kernels.PackedMatchesSgemm(rows, outF, inF) {
-			pb = kernels.PackB(true, inF, outF, wd, inF)
-		}
-		return func() {
-			beta := float32(0)
-			if bd != nil && rows > 0 {
-				// Every row starts at the bias; the GEMM adds x·wᵀ.
-				for r := range rows {
-					copy(yd[r*outF:(r+1)*outF], bd)
-				}
-				beta = 1
-			}
-			if pb != nil {
-				kernels.SgemmPacked(false, rows, 1, xd, inF, pb, beta, yd, outF, kernels.Epilogue{})
-				return
-			}
-			kernels.Sgemm(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, yd, outF)
-		}
-	case autograd.BFloat16:
-		xd, wd, yd := x.BFloat16s(), wk.BFloat16s(), y.BFloat16s()
-		acc := make([]float32, rows*outF)
-		var bias []float32
-		var bd []uint16
-		if b != nil {
-			bias, bd = make([]float32, outF), b.BFloat16s()
-		}
-		return func() {
-			beta := float32(0)
-			if bd != nil && rows > 0 {
-				kernels.BF16ToF32(bias, bd)
-				for r := range rows {
-					copy(acc[r*outF:(r+1)*outF], bias)
-				}
-				beta = 1
-			}
-			kernels.GemmBF16(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, acc, outF)
-			kernels.F32ToBF16(yd, acc)
-		}
-	}
-	return nil
-}
-
-func compileMatmul(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
-	a, b, y := ins[0], ins[1], outs[0]
-	if y.Format() != autograd.Contiguous || a.DType() != b.DType() || a.DType() != y.DType() {
-		return nil
-	}
-	n, k, m, aOff, bOff, cOff, oneRight := autograd.MatmulGeometry(a, b)
-	switch a.DType() {
-	case autograd.Float32:
-		ra, rb, yd := contiguousReader(a, false), contiguousReader(b, false), y.Float32s()
-		if oneRight {
-			// Every row of every batch of a multiplies b: one GEMM.
-			rows := len(cOff) * n
-			return func() { kernels.Sgemm(false, false, rows, m, k, 1, ra(), k, rb(), m, 0, yd, m) }
-		}
-		return func() {
-			kernels.SgemmBatched(false, false, n, m, k, 1, ra(), aOff, k, rb(), bOff, m, 0, yd, cOff, m)
-		}
-	case autograd.BFloat16:
-		if a.Format() != autograd.Contiguous || b.Format() != autograd.Contiguous {
-			return nil
-		}
-		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
-		acc := make([]float32, len(yd))
-		return func() {
-			for i := range cOff {
-				kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
-			}
-			kernels.F32ToBF16(yd, acc)
 		}
 	}
 	return nil
@@ -791,7 +686,7 @@ func compileLinearConcat(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) f
 	}
 	shape := append(x.Shape()[:x.NDim()-1], w.Dim(0))
 	product := autograd.Empty(outs[0].DType(), shape...)
-	gemm := compileLinear(c, n, ins, []*autograd.Tensor{product})
+	gemm := bind("Linear", n, ins, []*autograd.Tensor{product}, c.consts)
 	split := compileSplit(c, &Node{Attrs: []Attr{IntAttr("dim", len(shape)-1)}}, []*autograd.Tensor{product}, outs)
 	if gemm == nil || split == nil {
 		return nil
