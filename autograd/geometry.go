@@ -46,14 +46,3 @@ func BatchNormEval(x, runningMean, runningVar, weight, bias *Tensor, eps float64
 	mean, invStd = bnStatistics(op, s, nil, x.shape, runningMean, runningVar, false, 0, eps)
 	return s, mean, invStd
 }
-
-// SoftmaxGeometry returns the kernel shape of Softmax or LogSoftmax of x
-// along dim, which the kernels run on x's contiguous form.
-func SoftmaxGeometry(x *Tensor, dim int) kernels.SoftmaxShape {
-	if x == nil {
-		Fail("Softmax", "input is nil")
-	}
-	d := softmaxDim("Softmax", x.shape, dim)
-	o, n, in := softmaxSplit(x.shape, Contiguous, d)
-	return kernels.SoftmaxShape{Outer: o, N: n, Inner: in}
-}

@@ -41,8 +41,6 @@ func init() {
 	for _, name := range []string{"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"} {
 		compilers[name] = compilePool
 	}
-	compilers["Softmax"] = compileSoftmax
-	compilers["LogSoftmax"] = compileSoftmax
 	for _, name := range []string{"Reshape", "Flatten", "Identity", "Dropout", "Clone", "To"} {
 		compilers[name] = compileCopy
 	}
@@ -333,41 +331,6 @@ func compilePool(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	return nil
 }
 
-func compileSoftmax(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if y.Format() != autograd.Contiguous || x.DType() != y.DType() {
-		return nil
-	}
-	return softmax(n, x, y)
-}
-
-// softmax computes y = Softmax(x) (LogSoftmax for n.Op "LogSoftmax"), a
-// bfloat16 x through float32 as the op takes it.
-func softmax(n *Node, x, y *autograd.Tensor) func() {
-	s := autograd.SoftmaxGeometry(x, n.Int("dim"))
-	f := kernels.Softmax
-	if n.Op == "LogSoftmax" {
-		f = kernels.LogSoftmax
-	}
-	switch x.DType() {
-	case autograd.Float32:
-		read, yd := contiguousReader(x, x == y), y.Float32s()
-		return func() { f(s, read(), yd) }
-	case autograd.BFloat16:
-		if x.Format() != autograd.Contiguous {
-			return nil
-		}
-		xd, yd := x.BFloat16s(), y.BFloat16s()
-		xf, yf := make([]float32, len(xd)), make([]float32, len(yd))
-		return func() {
-			kernels.BF16ToF32(xf, xd)
-			f(s, xf, yf)
-			kernels.F32ToBF16(yd, yf)
-		}
-	}
-	return nil
-}
-
 // compileCopy covers the ops whose result holds x's elements, where the
 // plan did not let the result share x's storage: a copy of the same
 // layout, or a reorder into the result's layout (Reshape of a
@@ -644,10 +607,6 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 		s := scratch(y.DType(), y.Shape(), y.Format())
 		return runAll([]func(){bind("Sigmoid", part, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
 			bind("Mul", part, []*autograd.Tensor{y, s}, []*autograd.Tensor{y}, nil)})
-	case "Softmax":
-		if y.Format() == autograd.Contiguous {
-			return softmax(part, y, y)
-		}
 	case "LayerNorm":
 		if y.DType() == autograd.Float32 && y.Format() == autograd.Contiguous {
 			return layerNorm(part, y, extra[0], extra[1], y)
