@@ -20,20 +20,6 @@ func ConvGeometry(x, w, b *Tensor, opt ConvOptions) kernels.ConvShape {
 	return s
 }
 
-// PoolGeometry returns the kernel shape of op ("MaxPool2d" or
-// "AvgPool2d") on x with opt.
-func PoolGeometry(op string, x *Tensor, opt PoolOptions) kernels.Pool2dShape {
-	s, _ := poolGeometry(op, x, opt, op == "MaxPool2d")
-	return s
-}
-
-// AdaptiveAvgPool2dGeometry returns the kernel shape of
-// AdaptiveAvgPool2d(x, outH, outW).
-func AdaptiveAvgPool2dGeometry(x *Tensor, outH, outW int) kernels.Pool2dShape {
-	s, _ := adaptivePoolGeometry(x, outH, outW)
-	return s
-}
-
 // BatchNormEval returns the kernel shape of an evaluation-mode BatchNorm
 // of x and the per-channel mean and 1/sqrt(var+eps) it normalises with,
 // computed from the running statistics as BatchNorm computes them.

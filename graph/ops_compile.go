@@ -38,9 +38,6 @@ func init() {
 	compilers["Conv3d"] = compileConv
 	compilers["BatchNorm"] = compileBatchNorm
 	compilers["LayerNorm"] = compileLayerNorm
-	for _, name := range []string{"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"} {
-		compilers[name] = compilePool
-	}
 	for _, name := range []string{"Reshape", "Flatten", "Identity", "Dropout", "Clone", "To"} {
 		compilers[name] = compileCopy
 	}
@@ -129,6 +126,12 @@ func bind(op string, n *Node, ins, outs []*autograd.Tensor, consts []bool) func(
 // bindAttrs is n's attributes as its op's binder takes them: the node
 // itself, read by name, or a typed options struct.
 func bindAttrs(n *Node) any {
+	switch n.Op {
+	case "MaxPool2d", "AvgPool2d":
+		return poolOptions(n)
+	case "AdaptiveAvgPool2d":
+		return autograd.PoolOptions{Kernel: n.Ints("kernel")}
+	}
 	return n
 }
 
@@ -286,49 +289,6 @@ func rowMajorStrides(shape []int) []int {
 		s *= shape[i]
 	}
 	return st
-}
-
-func compilePool(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if x.Format() != y.Format() || x.DType() != y.DType() {
-		return nil
-	}
-	var s kernels.Pool2dShape
-	var forward func(x, y []float32)
-	switch n.Op {
-	case "MaxPool2d":
-		s = autograd.PoolGeometry(n.Op, x, poolOptions(n))
-		idx := make([]int32, y.Numel())
-		forward = func(x, y []float32) { kernels.MaxPool2d(&s, x, y, idx) }
-	case "AvgPool2d":
-		s = autograd.PoolGeometry(n.Op, x, poolOptions(n))
-		include := n.Bool("count_include_pad")
-		forward = func(x, y []float32) { kernels.AvgPool2d(&s, include, x, y) }
-	case "AdaptiveAvgPool2d":
-		k := n.Ints("kernel")
-		if len(k) != 2 {
-			return nil
-		}
-		s = autograd.AdaptiveAvgPool2dGeometry(x, k[0], k[1])
-		forward = func(x, y []float32) { kernels.AdaptiveAvgPool2d(&s, x, y) }
-	default:
-		return nil
-	}
-	switch x.DType() {
-	case autograd.Float32:
-		xd, yd := x.Float32s(), y.Float32s()
-		return func() { forward(xd, yd) }
-	case autograd.BFloat16:
-		// Pooled in float32 and rounded once, as the op does.
-		xd, yd := x.BFloat16s(), y.BFloat16s()
-		xf, yf := make([]float32, len(xd)), make([]float32, len(yd))
-		return func() {
-			kernels.BF16ToF32(xf, xd)
-			forward(xf, yf)
-			kernels.F32ToBF16(yd, yf)
-		}
-	}
-	return nil
 }
 
 // compileCopy covers the ops whose result holds x's elements, where the
