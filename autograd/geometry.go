@@ -19,16 +19,3 @@ func ConvGeometry(x, w, b *Tensor, opt ConvOptions) kernels.ConvShape {
 	s, _ := convGeometry(op, nsp, x, w, b, opt)
 	return s
 }
-
-// BatchNormEval returns the kernel shape of an evaluation-mode BatchNorm
-// of x and the per-channel mean and 1/sqrt(var+eps) it normalises with,
-// computed from the running statistics as BatchNorm computes them.
-func BatchNormEval(x, runningMean, runningVar, weight, bias *Tensor, eps float64) (s kernels.BatchNormShape, mean, invStd []float64) {
-	const op = "BatchNorm"
-	if x == nil {
-		Fail(op, "input is nil")
-	}
-	s = bnShape(op, x, runningMean, runningVar, weight, bias, false, 0, eps)
-	mean, invStd = bnStatistics(op, s, nil, x.shape, runningMean, runningVar, false, 0, eps)
-	return s, mean, invStd
-}

@@ -3,6 +3,7 @@ package autograd
 import (
 	"math"
 
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -115,11 +116,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 	} else {
 		out = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
 	}
-	forward := kernels.BatchNormForward
-	if relu {
-		forward = kernels.BatchNormReLUForward
-	}
-	forward(s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
+	bindBatchNorm(s, x, out, mean, invStd, weight, bias, relu)()
 	if tracing() && !training {
 		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
 	}
@@ -252,20 +249,25 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	}
 	n := x.Numel()
 	xd := x.BFloat16s()
-	xf := gradBuffer(n)
-	kernels.BF16ToF32(xf, xd)
-	mean, invStd := bnStatistics(op, s, xf, x.shape, runningMean, runningVar, training, momentum, eps)
-	forward := kernels.BatchNormForward
-	if relu {
-		forward = kernels.BatchNormReLUForward
-	}
-	forward(s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
 	out := x
 	if !inPlace {
 		out = bf16EmptyLike(x)
 	}
-	kernels.F32ToBF16(out.BFloat16s(), xf)
-	releaseGradBuffer(xf)
+	var xf []float32
+	if training {
+		// The batch statistics need x widened, and the forward then
+		// normalises that copy in place rather than widen x again.
+		xf = gradBuffer(n)
+		kernels.BF16ToF32(xf, xd)
+	}
+	mean, invStd := bnStatistics(op, s, xf, x.shape, runningMean, runningVar, training, momentum, eps)
+	if training {
+		bnForward(relu)(s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
+		kernels.F32ToBF16(out.BFloat16s(), xf)
+		releaseGradBuffer(xf)
+	} else {
+		bindBatchNorm(s, x, out, mean, invStd, weight, bias, relu)()
+	}
 	if tracing() && !training {
 		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
 	}
@@ -377,5 +379,55 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 			gx = gx.reformat(x.format)
 		}
 		return []*Tensor{gx, gw, gb}
+	})
+}
+
+// bnForward is the batch norm forward kernel, with relu the one that
+// rectifies too.
+func bnForward(relu bool) func(s kernels.BatchNormShape, x []float32, mean, invStd []float64, weight, bias, y []float32) {
+	if relu {
+		return kernels.BatchNormReLUForward
+	}
+	return kernels.BatchNormForward
+}
+
+// bindBatchNorm binds y = BatchNorm(x) on s, normalised with the
+// per-channel mean and invStd (ReLU(BatchNorm(x)) with relu), y of x's
+// dtype and format (x itself for in place), or returns nil for another
+// dtype. A bfloat16 x is widened exactly into scratch, normalised in
+// float32 and the result rounded once.
+func bindBatchNorm(s kernels.BatchNormShape, x, y *Tensor, mean, invStd []float64, weight, bias *Tensor, relu bool) func() {
+	forward, wd, bd := bnForward(relu), normF32s(weight), normF32s(bias)
+	switch x.dtype {
+	case Float32:
+		xd, yd := x.Float32s(), y.Float32s()
+		return func() { forward(s, xd, mean, invStd, wd, bd, yd) }
+	case BFloat16:
+		xd, yd := x.BFloat16s(), y.BFloat16s()
+		xf := make([]float32, len(xd))
+		return func() {
+			kernels.BF16ToF32(xf, xd)
+			forward(s, xf, mean, invStd, wd, bd, xf)
+			kernels.F32ToBF16(yd, xf)
+		}
+	}
+	return nil
+}
+
+func init() {
+	// Evaluation-mode BatchNorm's binder takes opbind.Attrs ("eps") and
+	// needs constant running statistics, which it turns into the
+	// normalising mean and 1/sqrt(var+eps) once, here.
+	opbind.Register("BatchNorm", func(attrs any, ins, outs []*Tensor, consts []bool) func() {
+		const op = "BatchNorm"
+		at, ok := attrs.(opbind.Attrs)
+		x, y := ins[0], outs[0]
+		if !ok || !opbind.Const(consts, 1) || !opbind.Const(consts, 2) || x.format != y.format || x.dtype != y.dtype {
+			return nil
+		}
+		eps := at.Float("eps")
+		s := bnShape(op, x, ins[1], ins[2], ins[3], ins[4], false, 0, eps)
+		mean, invStd := bnStatistics(op, s, nil, x.shape, ins[1], ins[2], false, 0, eps)
+		return bindBatchNorm(s, x, y, mean, invStd, ins[3], ins[4], false)
 	})
 }

@@ -36,7 +36,6 @@ var compilers = map[string]compileFunc{}
 func init() {
 	compilers["Conv2d"] = compileConv
 	compilers["Conv3d"] = compileConv
-	compilers["BatchNorm"] = compileBatchNorm
 	compilers["LayerNorm"] = compileLayerNorm
 	for _, name := range []string{"Reshape", "Flatten", "Identity", "Dropout", "Clone", "To"} {
 		compilers[name] = compileCopy
@@ -197,31 +196,6 @@ func compileConvEpilogue(c *compileCtx, n *Node, ins, outs []*autograd.Tensor, e
 				kernels.BF16ToF32(bias, bd)
 			}
 			kernels.ConvForwardBF16To(&s, xd, wd, bias, yd)
-		}
-	}
-	return nil
-}
-
-func compileBatchNorm(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	// The statistics are computed once, here, from the constant running
-	// mean and variance.
-	if !c.isConst(1) || !c.isConst(2) || x.Format() != y.Format() || x.DType() != y.DType() {
-		return nil
-	}
-	s, mean, invStd := autograd.BatchNormEval(x, ins[1], ins[2], ins[3], ins[4], n.Float("eps"))
-	wd, bd := f32sOrNil(ins[3]), f32sOrNil(ins[4])
-	switch x.DType() {
-	case autograd.Float32:
-		xd, yd := x.Float32s(), y.Float32s()
-		return func() { kernels.BatchNormForward(s, xd, mean, invStd, wd, bd, yd) }
-	case autograd.BFloat16:
-		xd, yd := x.BFloat16s(), y.BFloat16s()
-		xf := make([]float32, len(xd))
-		return func() {
-			kernels.BF16ToF32(xf, xd)
-			kernels.BatchNormForward(s, xf, mean, invStd, wd, bd, xf)
-			kernels.F32ToBF16(yd, xf)
 		}
 	}
 	return nil
