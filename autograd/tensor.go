@@ -387,12 +387,19 @@ func (t *Tensor) IsContiguous() bool { return t.format == Contiguous }
 // reformat returns a copy of t's data laid out in format f (t unchanged).
 func (t *Tensor) reformat(f MemoryFormat) *Tensor {
 	out := &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: f, data: makeData(t.dtype, t.Numel())}
-	if f == t.format {
+	t.reformatInto(out)
+	return out
+}
+
+// reformatInto copies t's data into out, a tensor of t's dtype and shape,
+// laid out in out's format.
+func (t *Tensor) reformatInto(out *Tensor) {
+	if out.format == t.format {
 		copyData(out.data, t.data)
-		return out
+		return
 	}
 	src := stridesOf(t.shape, t.format)
-	dst := stridesOf(t.shape, f)
+	dst := stridesOf(t.shape, out.format)
 	switch s := t.data.(type) {
 	case []float32:
 		strideCopy(out.data.([]float32), s, t.shape, dst, src)
@@ -407,7 +414,6 @@ func (t *Tensor) reformat(f MemoryFormat) *Tensor {
 	case []int64:
 		strideCopy(out.data.([]int64), s, t.shape, dst, src)
 	}
-	return out
 }
 
 // strideCopy copies every element of shape from src (with srcStrides) into

@@ -34,8 +34,6 @@ type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func
 var compilers = map[string]compileFunc{}
 
 func init() {
-	compilers["Conv2d"] = compileConv
-	compilers["Conv3d"] = compileConv
 	compilers["LayerNorm"] = compileLayerNorm
 	for _, name := range []string{"Reshape", "Flatten", "Identity", "Dropout", "Clone", "To"} {
 		compilers[name] = compileCopy
@@ -57,47 +55,6 @@ func compileOp(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	return nil
 }
 
-// actOf returns the elementwise kernel function of an activation or
-// scalar op, as its autograd op builds it.
-func actOf(op string, n *Node) (kernels.Act, bool) {
-	switch op {
-	case "ReLU":
-		return kernels.Act{Fn: kernels.ActReLU}, true
-	case "Sigmoid":
-		return kernels.Act{Fn: kernels.ActSigmoid}, true
-	case "Tanh":
-		return kernels.Act{Fn: kernels.ActTanh}, true
-	case "SiLU":
-		return kernels.Act{Fn: kernels.ActSiLU}, true
-	case "Neg":
-		return kernels.Act{Fn: kernels.ActNeg}, true
-	case "Exp":
-		return kernels.Act{Fn: kernels.ActExp}, true
-	case "Log":
-		return kernels.Act{Fn: kernels.ActLog}, true
-	case "Sqrt":
-		return kernels.Act{Fn: kernels.ActSqrt}, true
-	case "HardTanh":
-		return kernels.Act{Fn: kernels.ActHardTanh, A: float32(n.Float("min_val")), B: float32(n.Float("max_val"))}, true
-	case "ELU":
-		return kernels.Act{Fn: kernels.ActELU, A: float32(n.Float("alpha"))}, true
-	case "GELU":
-		switch n.Str("approximate") {
-		case "none":
-			return kernels.Act{Fn: kernels.ActGELU}, true
-		case "tanh":
-			return kernels.Act{Fn: kernels.ActGELUTanh}, true
-		}
-	case "Pow":
-		return kernels.Act{Fn: kernels.ActPow, A: float32(n.Float("exponent"))}, true
-	case "AddScalar":
-		return kernels.Act{Fn: kernels.ActAddScalar, A: float32(n.Float("value"))}, true
-	case "MulScalar":
-		return kernels.Act{Fn: kernels.ActMulScalar, A: float32(n.Float("value"))}, true
-	}
-	return kernels.Act{}, false
-}
-
 // compilerOf returns op's compiled form: the one in compilers, or the
 // kernel binding autograd registered for op, which its eager op runs too.
 func compilerOf(op string) (compileFunc, bool) {
@@ -108,18 +65,18 @@ func compilerOf(op string) (compileFunc, bool) {
 		return nil, false
 	}
 	return func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-		return bind(op, n, ins, outs, c.consts)
+		return bind(op, bindAttrs(n), ins, outs, c.consts)
 	}, true
 }
 
-// bind returns the function op's binder binds over ins and outs with n's
-// attributes, or nil where op has none or it declines the operands.
-func bind(op string, n *Node, ins, outs []*autograd.Tensor, consts []bool) func() {
+// bind returns the function op's binder binds over ins and outs with
+// attrs, or nil where op has none or it declines the operands.
+func bind(op string, attrs any, ins, outs []*autograd.Tensor, consts []bool) func() {
 	b, ok := opbind.Lookup[*autograd.Tensor](op)
 	if !ok {
 		return nil
 	}
-	return b(bindAttrs(n), ins, outs, consts)
+	return b(attrs, ins, outs, consts)
 }
 
 // bindAttrs is n's attributes as its op's binder takes them: the node
@@ -130,6 +87,8 @@ func bindAttrs(n *Node) any {
 		return poolOptions(n)
 	case "AdaptiveAvgPool2d":
 		return autograd.PoolOptions{Kernel: n.Ints("kernel")}
+	case "Conv2d", "Conv3d":
+		return convOptions(n)
 	}
 	return n
 }
@@ -139,66 +98,6 @@ func scratch(dtype autograd.DType, shape []int, f autograd.MemoryFormat) *autogr
 	s := autograd.Empty(dtype, shape...)
 	s.SetFormat(f)
 	return s
-}
-
-func compileConv(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	return compileConvEpilogue(c, n, ins, outs, kernels.ConvEpilogue{})
-}
-
-// compileConvEpilogue is compileConv with a float32 convolution's
-// epilogue (residual, activation) applied by the kernel block by block.
-func compileConvEpilogue(c *compileCtx, n *Node, ins, outs []*autograd.Tensor, ep kernels.ConvEpilogue) func() {
-	x, w, b, y := ins[0], ins[1], ins[2], outs[0]
-	s := autograd.ConvGeometry(x, w, b, convOptions(n))
-	// The result's format is the layout the op ran in.
-	layout := y.Format()
-	s.ChannelsLast = layout != autograd.Contiguous
-	if x.DType() != y.DType() {
-		return nil
-	}
-	if x.Format() != layout {
-		// Weights in the other layout decided it (PyTorch's rule): x is
-		// reordered into scratch first, as the op reorders it.
-		xr := scratch(x.DType(), x.Shape(), layout)
-		return runAll([]func(){
-			stridedCopy(xr, 0, x, 0, x.Shape(), xr.Strides(), x.Strides()),
-			compileConvEpilogue(c, n, []*autograd.Tensor{xr, w, b}, outs, ep),
-		})
-	}
-	wk := w
-	if w.Format() != layout {
-		if !c.isConst(1) {
-			return nil
-		}
-		wk = w.To(layout) // reordered once here, as the op does every call
-	}
-	switch x.DType() {
-	case autograd.Float32:
-		var packed *kernels.ConvWeights
-		if c.isConst(1) {
-			packed = kernels.PackConvWeights(&s, wk.Float32s())
-		}
-		var bias []float32
-		if b != nil {
-			bias = b.Float32s()
-		}
-		xd, wd, yd := x.Float32s(), wk.Float32s(), y.Float32s()
-		return func() { kernels.ConvForwardEpilogue(&s, xd, wd, packed, bias, yd, ep) }
-	case autograd.BFloat16:
-		var bias []float32
-		var bd []uint16
-		if b != nil {
-			bias, bd = make([]float32, s.O), b.BFloat16s()
-		}
-		xd, wd, yd := x.BFloat16s(), wk.BFloat16s(), y.BFloat16s()
-		return func() {
-			if bd != nil {
-				kernels.BF16ToF32(bias, bd)
-			}
-			kernels.ConvForwardBF16To(&s, xd, wd, bias, yd)
-		}
-	}
-	return nil
 }
 
 func f32sOrNil(t *autograd.Tensor) []float32 {
@@ -494,39 +393,31 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	}
 }
 
-// convEpilogueActs are the activations a float32 convolution applies in
-// its own epilogue.
-var convEpilogueActs = map[string]bool{"ReLU": true, "Sigmoid": true, "Tanh": true, "SiLU": true,
-	"HardTanh": true, "ELU": true, "GELU": true}
-
-// compileConvFused compiles a float32 Conv2d/Conv3d followed by an Add of
-// a tensor like its result and/or one activation as one convolution whose
-// kernel adds and activates each output block while it is in cache
-// (kernels.ConvForwardEpilogue, bit for bit the parts in turn), or
-// returns nil for any other fused op.
+// compileConvFused compiles a Conv2d/Conv3d followed by an Add of a
+// tensor like its result and/or one activation as one convolution whose
+// kernel adds and activates each output block while it is in cache, where
+// the convolution's binder takes them (opbind.Fused), or returns nil.
 func compileConvFused(c *compileCtx, names []string, parts []Node, ins []*autograd.Tensor, y *autograd.Tensor) func() {
-	if (names[0] != "Conv2d" && names[0] != "Conv3d") || y.DType() != autograd.Float32 || len(names) > 3 {
+	if (names[0] != "Conv2d" && names[0] != "Conv3d") || len(names) > 3 {
 		return nil
-	}
-	var ep kernels.ConvEpilogue
-	rest := names[1:]
-	if len(rest) > 0 && rest[0] == "Add" {
-		r := ins[parts[1].Inputs[1]]
-		if r.DType() != y.DType() || r.Format() != y.Format() || !slices.Equal(r.Shape(), y.Shape()) {
-			return nil
-		}
-		ep.Residual = r.Float32s()
-		rest = rest[1:]
-	}
-	if len(rest) > 1 || (len(rest) == 1 && !convEpilogueActs[rest[0]]) {
-		return nil
-	}
-	if len(rest) == 1 {
-		act, _ := actOf(rest[0], &parts[len(parts)-1])
-		ep.Act, ep.Activate = act, true
 	}
 	k := len(parts[0].Inputs)
-	return compileConvEpilogue(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], []*autograd.Tensor{y}, ep)
+	f := opbind.Fused{Attrs: convOptions(&parts[0])}
+	cins := slices.Clone(ins[:k])
+	rest := names[1:]
+	if len(rest) > 0 && rest[0] == "Add" {
+		f.Residual = true
+		cins = append(cins, ins[parts[1].Inputs[1]])
+		rest = rest[1:]
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		f.Act, f.ActAttrs = rest[0], &parts[len(parts)-1]
+	default:
+		return nil
+	}
+	return bind(names[0], f, cins, []*autograd.Tensor{y}, c.consts[:k])
 }
 
 // compileEpilogue returns the function applying a later part of a fused
@@ -549,7 +440,7 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 	}
 	// An elementwise op in place: its binding with y as its first
 	// operand and its result.
-	return bind(name, part, append([]*autograd.Tensor{y}, extra...), []*autograd.Tensor{y}, nil)
+	return bind(name, bindAttrs(part), append([]*autograd.Tensor{y}, extra...), []*autograd.Tensor{y}, nil)
 }
 
 // compileChannelShuffle copies x into y with channel c = i·(C/g) + j of x
@@ -579,7 +470,7 @@ func compileLinearConcat(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) f
 	}
 	shape := append(x.Shape()[:x.NDim()-1], w.Dim(0))
 	product := autograd.Empty(outs[0].DType(), shape...)
-	gemm := bind("Linear", n, ins, []*autograd.Tensor{product}, c.consts)
+	gemm := bind("Linear", nil, ins, []*autograd.Tensor{product}, c.consts)
 	split := compileSplit(c, &Node{Attrs: []Attr{IntAttr("dim", len(shape)-1)}}, []*autograd.Tensor{product}, outs)
 	if gemm == nil || split == nil {
 		return nil

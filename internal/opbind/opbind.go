@@ -33,6 +33,19 @@ type Attrs interface {
 	Str(name string) string
 }
 
+// Fused are the attributes of an op whose binder also applies the parts
+// that follow it in a fused op to its result, in its own epilogue: Attrs
+// are the op's own attributes; with Residual the result adds an operand
+// of its shape, the last of ins; Act names an activation applied last
+// ("" for none), with its attributes ActAttrs. A binder that cannot fuse
+// them returns nil.
+type Fused struct {
+	Attrs    any
+	Residual bool
+	Act      string
+	ActAttrs Attrs
+}
+
 // Const reports whether consts marks operand j as a constant.
 func Const(consts []bool, j int) bool { return j < len(consts) && consts[j] }
 
