@@ -352,7 +352,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	stats := make([]float64, 2*rows)
 	mean, rstd := stats[:rows], stats[rows:]
 	out := Zeros(x.shape...)
-	kernels.LayerNormForward(rows, n, xc.Float32s(), normF32s(weight), normF32s(bias), eps, out.Float32s(), mean, rstd)
+	bindLayerNorm(xc, weight, bias, out, rows, n, eps, stats)()
 	if tracing() {
 		trace(op, []*Tensor{x, weight, bias}, []*Tensor{out}, Attr{"normalized_shape", cloneInts(normalizedShape)}, Attr{"eps", eps})
 	}
@@ -414,7 +414,38 @@ func bindBatchNorm(s kernels.BatchNormShape, x, y *Tensor, mean, invStd []float6
 	return nil
 }
 
+// bindLayerNorm binds y = LayerNorm(x) over rows of size elements, x and
+// y float32 and y contiguous (x itself for in place), keeping each row's
+// mean and 1/std in stats (2·rows). x is read through a row-major copy
+// when it is not contiguous or is y itself (the kernel writes y as it
+// reads x).
+func bindLayerNorm(x, weight, bias, y *Tensor, rows, size int, eps float64, stats []float64) func() {
+	if x.dtype != Float32 || y.dtype != Float32 || y.format != Contiguous {
+		return nil
+	}
+	mean, rstd := stats[:rows], stats[rows:]
+	wd, bd, yd := normF32s(weight), normF32s(bias), y.Float32s()
+	read := rowMajorReader(x, x == y)
+	return func() { kernels.LayerNormForward(rows, size, read(), wd, bd, eps, yd, mean, rstd) }
+}
+
 func init() {
+	// LayerNorm's binder takes opbind.Attrs ("normalized_shape", "eps").
+	opbind.Register("LayerNorm", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		at, ok := attrs.(opbind.Attrs)
+		if !ok {
+			return nil
+		}
+		size := 1
+		for _, d := range at.Ints("normalized_shape") {
+			size *= d
+		}
+		if size == 0 {
+			return nil
+		}
+		rows := ins[0].Numel() / size
+		return bindLayerNorm(ins[0], ins[1], ins[2], outs[0], rows, size, at.Float("eps"), make([]float64, 2*rows))
+	})
 	// Evaluation-mode BatchNorm's binder takes opbind.Attrs ("eps") and
 	// needs constant running statistics, which it turns into the
 	// normalising mean and 1/sqrt(var+eps) once, here.

@@ -10,9 +10,13 @@ import (
 )
 
 // The compiled forms of the ops: each binds a node to the plan's storage
-// and returns the function that computes it there with the very kernel
-// calls its autograd op makes, so a compiled run gives the eager run's
-// bits. A form returns nil for operands it does not take (a mix of memory
+// and returns the function that computes it there. Most are the kernel
+// bindings autograd registers in internal/opbind, the very functions its
+// eager ops run on the results they allocate, so a compiled run gives the
+// eager run's bits by construction; this file reads a node's attributes
+// for them, composes fused ops from them, and holds the forms of the ops
+// that only move data (copies, permutes, concatenation, splits, casts). A
+// form returns nil for operands it does not take (a mix of memory
 // formats, a broadcast it does not cover); the node then runs eagerly.
 // Scratch a form needs is allocated when it compiles, never when it runs.
 
@@ -23,8 +27,6 @@ type compileCtx struct {
 	consts []bool
 }
 
-func (c *compileCtx) isConst(j int) bool { return j < len(c.consts) && c.consts[j] }
-
 // compileFunc is a compiled form. It may panic with an *autograd.Error
 // for operands the op rejects.
 type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func()
@@ -34,7 +36,6 @@ type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func
 var compilers = map[string]compileFunc{}
 
 func init() {
-	compilers["LayerNorm"] = compileLayerNorm
 	for _, name := range []string{"Reshape", "Flatten", "Identity", "Dropout", "Clone", "To"} {
 		compilers[name] = compileCopy
 	}
@@ -98,60 +99,6 @@ func scratch(dtype autograd.DType, shape []int, f autograd.MemoryFormat) *autogr
 	s := autograd.Empty(dtype, shape...)
 	s.SetFormat(f)
 	return s
-}
-
-func f32sOrNil(t *autograd.Tensor) []float32 {
-	if t == nil {
-		return nil
-	}
-	return t.Float32s()
-}
-
-func compileLayerNorm(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if x.DType() != autograd.Float32 || y.Format() != autograd.Contiguous {
-		return nil
-	}
-	return layerNorm(n, x, ins[1], ins[2], y)
-}
-
-// layerNorm computes y = LayerNorm(x) as the op does, reading x through a
-// contiguous copy when it is not contiguous or is y itself (the kernel
-// writes y as it reads x).
-func layerNorm(n *Node, x, w, b, y *autograd.Tensor) func() {
-	size := 1
-	for _, d := range n.Ints("normalized_shape") {
-		size *= d
-	}
-	if size == 0 {
-		return nil
-	}
-	rows := x.Numel() / size
-	eps := n.Float("eps")
-	stats := make([]float64, 2*rows)
-	mean, rstd := stats[:rows], stats[rows:]
-	wd, bd, yd := f32sOrNil(w), f32sOrNil(b), y.Float32s()
-	read := contiguousReader(x, x == y)
-	return func() {
-		kernels.LayerNormForward(rows, size, read(), wd, bd, eps, yd, mean, rstd)
-	}
-}
-
-// contiguousReader returns a function giving x's float32 elements in
-// row-major order: x's own slice when x is contiguous and copy is false,
-// else a copy refreshed on each call into scratch allocated here.
-func contiguousReader(x *autograd.Tensor, copyAlways bool) func() []float32 {
-	xd := x.Float32s()
-	if x.Format() == autograd.Contiguous && !copyAlways {
-		return func() []float32 { return xd }
-	}
-	scratch := make([]float32, len(xd))
-	shape, src := x.Shape(), x.Strides()
-	dst := rowMajorStrides(shape)
-	return func() []float32 {
-		kernels.StridedCopy(scratch, xd, shape, dst, src)
-		return scratch
-	}
 }
 
 func rowMajorStrides(shape []int) []int {
@@ -432,14 +379,10 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 		s := scratch(y.DType(), y.Shape(), y.Format())
 		return runAll([]func(){bind("Sigmoid", part, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
 			bind("Mul", part, []*autograd.Tensor{y, s}, []*autograd.Tensor{y}, nil)})
-	case "LayerNorm":
-		if y.DType() == autograd.Float32 && y.Format() == autograd.Contiguous {
-			return layerNorm(part, y, extra[0], extra[1], y)
-		}
-		return nil
 	}
-	// An elementwise op in place: its binding with y as its first
-	// operand and its result.
+	// Any other part in place: its binding with y as its first operand
+	// and its result (a binder reads such an operand through scratch
+	// where its kernel needs one).
 	return bind(name, bindAttrs(part), append([]*autograd.Tensor{y}, extra...), []*autograd.Tensor{y}, nil)
 }
 
