@@ -5,15 +5,6 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// linearRowMajor returns t's elements in row-major order: t's own slice
-// when t is contiguous, else a reordered copy. Matrix products need rows.
-func linearRowMajor(t *Tensor) []float32 {
-	if t.format == Contiguous {
-		return t.Float32s()
-	}
-	return t.reformat(Contiguous).Float32s()
-}
-
 // linearGrad wraps a row-major gradient in a tensor of t's shape and
 // memory format.
 func linearGrad(t *Tensor, data []float32) *Tensor {
@@ -65,7 +56,7 @@ func matmul(op string, a, b *Tensor) *Tensor {
 		// batch·n rows.
 		rows := numel(op, d.batch) * n
 		return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-			gd := linearRowMajor(g)
+			gd := rowMajor(g).Float32s()
 			var ga, gb *Tensor
 			if a.requiresGrad {
 				d := make([]float32, len(ad))
@@ -83,7 +74,7 @@ func matmul(op string, a, b *Tensor) *Tensor {
 
 	aOff, bOff, cOff := d.offsets(op)
 	return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		gd := linearRowMajor(g)
+		gd := rowMajor(g).Float32s()
 		var ga, gb *Tensor
 		if a.requiresGrad {
 			// Batches that shared a matrix of a (broadcast) add into it.
@@ -232,7 +223,7 @@ func matmulBF16(op string, a, b *Tensor, d matmulDims) *Tensor {
 		if g.dtype != BFloat16 {
 			g = g.castTo(BFloat16)
 		}
-		gd := bf16RowMajor(g)
+		gd := rowMajor(g).BFloat16s()
 		// grad runs one product per batch into dst at offs, adding where a
 		// broadcast matrix was already written.
 		grad := func(like *Tensor, offs []int, size int, product func(i int, dst []float32, beta float32)) *Tensor {
@@ -345,12 +336,24 @@ func Linear(x, w, b *Tensor) *Tensor {
 	const op = "Linear"
 	x, w, b = autocastBF16(x), autocastBF16(w), autocastBF16(b)
 	if x != nil && x.dtype == BFloat16 {
-		return linearBF16(x, w, b)
-	}
-	checkF32(op, "input", x)
-	checkF32(op, "weight", w)
-	if b != nil {
-		checkF32(op, "bias", b)
+		checkBF16 := func(what string, t *Tensor) {
+			if t == nil {
+				Fail(op, "%s is nil", what)
+			}
+			if t.dtype != BFloat16 {
+				Fail(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", what, t.dtype)
+			}
+		}
+		checkBF16("weight", w)
+		if b != nil {
+			checkBF16("bias", b)
+		}
+	} else {
+		checkF32(op, "input", x)
+		checkF32(op, "weight", w)
+		if b != nil {
+			checkF32(op, "bias", b)
+		}
 	}
 	if w.NDim() != 2 {
 		Fail(op, "weight must be 2-D [out, in], got shape %v", w.shape)
@@ -366,13 +369,16 @@ func Linear(x, w, b *Tensor) *Tensor {
 		Fail(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
 	}
 	outShape := append(cloneInts(x.shape[:x.NDim()-1]), outF)
-	out := &Tensor{dtype: Float32, shape: outShape, data: make([]float32, numel(op, outShape))}
+	out := &Tensor{dtype: x.dtype, shape: outShape, data: makeData(x.dtype, numel(op, outShape))}
 	rows := numel(op, outShape[:len(outShape)-1])
 	xc, wc := rowMajor(x), rowMajor(w)
 	bindLinear(xc, wc, b, out, false)()
+	if x.dtype == BFloat16 {
+		return linearBF16(x, w, b, xc, wc, out, rows)
+	}
 	xd, wd := xc.Float32s(), wc.Float32s()
 	return traceRecord(op, out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
-		gd := linearRowMajor(g)
+		gd := rowMajor(g).Float32s()
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
 			d := make([]float32, len(xd))
@@ -392,42 +398,17 @@ func Linear(x, w, b *Tensor) *Tensor {
 	})
 }
 
-// linearBF16 is Linear on bfloat16 operands.
-func linearBF16(x, w, b *Tensor) *Tensor {
+// linearBF16 records Linear's result out of bfloat16 operands, xc and wc
+// being x and w in row-major order.
+func linearBF16(x, w, b, xc, wc, out *Tensor, rows int) *Tensor {
 	const op = "Linear"
-	checkBF16 := func(what string, t *Tensor) {
-		if t == nil {
-			Fail(op, "%s is nil", what)
-		}
-		if t.dtype != BFloat16 {
-			Fail(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", what, t.dtype)
-		}
-	}
-	checkBF16("weight", w)
-	if b != nil {
-		checkBF16("bias", b)
-	}
-	if w.NDim() != 2 {
-		Fail(op, "weight must be 2-D [out, in], got shape %v", w.shape)
-	}
 	outF, inF := w.shape[0], w.shape[1]
-	if x.NDim() == 0 || x.shape[x.NDim()-1] != inF {
-		Fail(op, "input %v does not end in the %d features weight %v expects", x.shape, inF, w.shape)
-	}
-	if b != nil && (b.NDim() != 1 || b.shape[0] != outF) {
-		Fail(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
-	}
-	outShape := append(cloneInts(x.shape[:x.NDim()-1]), outF)
-	rows := numel(op, outShape[:len(outShape)-1])
-	out := &Tensor{dtype: BFloat16, shape: outShape, data: make([]uint16, numel(op, outShape))}
-	xc, wc := rowMajor(x), rowMajor(w)
-	bindLinear(xc, wc, b, out, false)()
 	xd, wd := xc.BFloat16s(), wc.BFloat16s()
 	return traceRecord(op, out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
 		if g.dtype != BFloat16 {
 			g = g.castTo(BFloat16)
 		}
-		gd := bf16RowMajor(g)
+		gd := rowMajor(g).BFloat16s()
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
 			d := gradBuffer(rows * inF)
@@ -538,14 +519,6 @@ func init() {
 			return bindMatmul(op, matmulShape(op, a, b), a, b, outs[0])
 		})
 	}
-}
-
-// bf16RowMajor is linearRowMajor for bfloat16 tensors.
-func bf16RowMajor(t *Tensor) []uint16 {
-	if t.format == Contiguous {
-		return t.BFloat16s()
-	}
-	return t.reformat(Contiguous).BFloat16s()
 }
 
 // bf16Tensor rounds float32 results, laid out in format from, to a

@@ -36,38 +36,29 @@ type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func
 var compilers = map[string]compileFunc{}
 
 func init() {
-	for _, name := range []string{"Reshape", "Flatten", "Identity", "Dropout", "Clone", "To"} {
-		compilers[name] = compileCopy
+	// Identity and Dropout, left in a plan where the result could not
+	// share x's storage, copy x as Clone does.
+	for _, name := range []string{"Identity", "Dropout"} {
+		compilers[name] = func(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
+			return bind("Clone", nil, ins, outs, nil)
+		}
 	}
 	compilers["Permute"] = compilePermute
 	compilers["Cat"] = compileCat
 	compilers["Split"] = compileSplit
-	compilers["Cast"] = compileCast
 }
 
-// compileOp returns n's compiled form on ins and outs, or nil.
+// compileOp returns n's compiled form on ins and outs, or nil: the one in
+// compilers, or the kernel binding autograd registered for n's op, which
+// its eager op runs too.
 func compileOp(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	if f, ok := compilerOf(n.Op); ok {
+	if f, ok := compilers[n.Op]; ok {
 		return f(c, n, ins, outs)
 	}
 	if strings.Contains(n.Op, FusedSep) {
 		return compileFused(c, n, ins, outs)
 	}
-	return nil
-}
-
-// compilerOf returns op's compiled form: the one in compilers, or the
-// kernel binding autograd registered for op, which its eager op runs too.
-func compilerOf(op string) (compileFunc, bool) {
-	if f, ok := compilers[op]; ok {
-		return f, true
-	}
-	if _, ok := opbind.Lookup[*autograd.Tensor](op); !ok {
-		return nil, false
-	}
-	return func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-		return bind(op, bindAttrs(n), ins, outs, c.consts)
-	}, true
+	return bind(n.Op, bindAttrs(n), ins, outs, c.consts)
 }
 
 // bind returns the function op's binder binds over ins and outs with
@@ -101,45 +92,6 @@ func scratch(dtype autograd.DType, shape []int, f autograd.MemoryFormat) *autogr
 	return s
 }
 
-func rowMajorStrides(shape []int) []int {
-	st := make([]int, len(shape))
-	s := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		st[i] = s
-		s *= shape[i]
-	}
-	return st
-}
-
-// compileCopy covers the ops whose result holds x's elements, where the
-// plan did not let the result share x's storage: a copy of the same
-// layout, or a reorder into the result's layout (Reshape of a
-// channels-last x, To).
-func compileCopy(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if x.DType() != y.DType() || x.Numel() != y.Numel() {
-		return nil
-	}
-	sameOrder := x.Format() == y.Format() && (slices.Equal(x.Shape(), y.Shape()) || x.Format() == autograd.Contiguous)
-	if sameOrder {
-		return copyData(y, x)
-	}
-	shape, src := x.Shape(), x.Strides()
-	var dst []int
-	switch n.Op {
-	case "Reshape", "Flatten": // x's elements in row-major order are y's
-		if y.Format() != autograd.Contiguous {
-			return nil
-		}
-		dst = rowMajorStrides(shape)
-	case "To":
-		dst = y.Strides()
-	default:
-		return nil
-	}
-	return stridedCopy(y, 0, x, 0, shape, dst, src)
-}
-
 // stridedCopy returns a function running kernels.StridedCopy, or its
 // bfloat16 twin, from src's storage at srcOff into dst's at dstOff; nil
 // for other dtypes.
@@ -170,32 +122,6 @@ func runAll(fns []func()) func() {
 			f()
 		}
 	}
-}
-
-// copyData returns a function copying src's memory into dst's, which have
-// one dtype and length.
-func copyData(dst, src *autograd.Tensor) func() {
-	switch d := dst.Data().(type) {
-	case []float32:
-		s := src.Data().([]float32)
-		return func() { copy(d, s) }
-	case []uint16:
-		s := src.Data().([]uint16)
-		return func() { copy(d, s) }
-	case []int8:
-		s := src.Data().([]int8)
-		return func() { copy(d, s) }
-	case []uint8:
-		s := src.Data().([]uint8)
-		return func() { copy(d, s) }
-	case []int32:
-		s := src.Data().([]int32)
-		return func() { copy(d, s) }
-	case []int64:
-		s := src.Data().([]int64)
-		return func() { copy(d, s) }
-	}
-	return nil
 }
 
 func compilePermute(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
@@ -253,24 +179,6 @@ func compileSplit(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	return runAll(fns)
 }
 
-func compileCast(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if x.Format() != y.Format() || x.Numel() != y.Numel() {
-		return nil
-	}
-	switch {
-	case x.DType() == y.DType():
-		return copyData(y, x)
-	case x.DType() == autograd.Float32 && y.DType() == autograd.BFloat16:
-		xd, yd := x.Float32s(), y.BFloat16s()
-		return func() { kernels.F32ToBF16(yd, xd) }
-	case x.DType() == autograd.BFloat16 && y.DType() == autograd.Float32:
-		xd, yd := x.BFloat16s(), y.Float32s()
-		return func() { kernels.BF16ToF32(yd, xd) }
-	}
-	return nil
-}
-
 // compileFused compiles a fused node as its parts in sequence in the
 // node's result: the first part's compiled form writes it, then each
 // later part rewrites it in place with its kernel. That needs the first
@@ -278,8 +186,7 @@ func compileCast(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
 // once) tells.
 func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	names := strings.Split(n.Op, FusedSep)
-	first, ok := compilerOf(names[0])
-	if !ok || len(outs) != 1 {
+	if _, bound := opbind.Lookup[*autograd.Tensor](names[0]); (!bound && compilers[names[0]] == nil) || len(outs) != 1 {
 		return nil
 	}
 	parts := fusedParts(n)
@@ -312,7 +219,7 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	if fn := compileConvFused(c, names, parts, ins, y); fn != nil {
 		return fn
 	}
-	fns := []func(){first(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], []*autograd.Tensor{run})}
+	fns := []func(){compileOp(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], []*autograd.Tensor{run})}
 	for i := 1; i < len(parts); i++ {
 		if i == widenAt {
 			rd, yd := run.BFloat16s(), y.Float32s()
