@@ -183,14 +183,6 @@ func bindMatmul(op string, d matmulDims, a, b, y *Tensor) func() {
 	return nil
 }
 
-// rowMajor returns t, or a contiguous copy of t in another format.
-func rowMajor(t *Tensor) *Tensor {
-	if t.format == Contiguous {
-		return t
-	}
-	return t.reformat(Contiguous)
-}
-
 // rowMajorReader returns a function giving x's float32 elements in
 // row-major order: x's own slice when x is contiguous and copyAlways is
 // false, else a copy refreshed on each call into scratch allocated here.

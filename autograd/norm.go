@@ -345,10 +345,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	for _, d := range x.shape[:x.NDim()-k] {
 		rows *= d
 	}
-	xc := x
-	if x.format != Contiguous {
-		xc = x.reformat(Contiguous)
-	}
+	xc := rowMajor(x)
 	stats := make([]float64, 2*rows)
 	mean, rstd := stats[:rows], stats[rows:]
 	out := Zeros(x.shape...)
@@ -357,9 +354,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 		trace(op, []*Tensor{x, weight, bias}, []*Tensor{out}, Attr{"normalized_shape", cloneInts(normalizedShape)}, Attr{"eps", eps})
 	}
 	return record(op+"Backward", out, []*Tensor{x, weight, bias}, func(g *Tensor) []*Tensor {
-		if g.format != Contiguous {
-			g = g.reformat(Contiguous)
-		}
+		g = rowMajor(g)
 		var gx, gw, gb *Tensor
 		var dx, dw, db []float32
 		if x.requiresGrad {

@@ -73,9 +73,7 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 		trace(op, []*Tensor{x}, []*Tensor{out}, Attr{"dim", d})
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		if g.format != Contiguous {
-			g = g.reformat(Contiguous)
-		}
+		g = rowMajor(g)
 		gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: make([]float32, x.Numel())}
 		if log {
 			kernels.LogSoftmaxBackward(s, y, g.Float32s(), gx.Float32s())

@@ -391,6 +391,14 @@ func (t *Tensor) reformat(f MemoryFormat) *Tensor {
 	return out
 }
 
+// rowMajor returns t, or a contiguous copy of t in another format.
+func rowMajor(t *Tensor) *Tensor {
+	if t.format == Contiguous {
+		return t
+	}
+	return t.reformat(Contiguous)
+}
+
 // reformatInto copies t's data into out, a tensor of t's dtype and shape,
 // laid out in out's format.
 func (t *Tensor) reformatInto(out *Tensor) {
@@ -477,20 +485,12 @@ func copyData(dst, src any) {
 
 // ContiguousFloat32s returns t's float32 elements in row-major logical
 // order: the backing slice itself when t is contiguous, else a copy.
-func (t *Tensor) ContiguousFloat32s() []float32 {
-	if t.format == Contiguous {
-		return t.Float32s()
-	}
-	return t.reformat(Contiguous).Float32s()
-}
+func (t *Tensor) ContiguousFloat32s() []float32 { return rowMajor(t).Float32s() }
 
 // Values returns every element in row-major logical order as float64, a
 // convenience for tests and printing.
 func (t *Tensor) Values() []float64 {
-	c := t
-	if t.format != Contiguous {
-		c = t.reformat(Contiguous)
-	}
+	c := rowMajor(t)
 	v := make([]float64, c.Numel())
 	for i := range v {
 		v[i] = c.floatAt(i)
