@@ -186,9 +186,12 @@ func bindBinary(k kernels.BinOp, a, b, y *Tensor) func() {
 			return nil
 		}
 		type run struct{ n, o, os, i, is, j, js int }
-		var runs []run
+		// The walk's runs span y's innermost dimension; y has one here,
+		// as a 0-d y has 0-d operands, which the cases above take.
+		order := physicalOrder(y.format, len(y.shape))
+		runs := make([]run, 0, len(yd)/y.shape[order[len(order)-1]])
 		strides := [][]int{stridesOf(y.shape, y.format), broadcastStrides(a.shape, a.format, y.shape), broadcastStrides(b.shape, b.format, y.shape)}
-		walk(y.shape, physicalOrder(y.format, len(y.shape)), strides, func(offs []int, n int, steps []int) {
+		walk(y.shape, order, strides, func(offs []int, n int, steps []int) {
 			runs = append(runs, run{n, offs[0], steps[0], offs[1], steps[1], offs[2], steps[2]})
 		})
 		return func() {
