@@ -237,14 +237,7 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 		}
 		fns = append(fns, f)
 	}
-	if fns[0] == nil {
-		return nil
-	}
-	return func() {
-		for _, f := range fns {
-			f()
-		}
-	}
+	return runAll(fns)
 }
 
 // compileConvFused compiles a Conv2d/Conv3d followed by an Add of a
