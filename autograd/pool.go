@@ -168,7 +168,7 @@ func init() {
 		opbind.Register(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
 			opt, ok := attrs.(PoolOptions)
 			x, y := ins[0], outs[0]
-			if !ok || x.format != y.format || x.dtype != y.dtype {
+			if !ok || x.format != y.format || x.dtype != y.dtype || (op == "AdaptiveAvgPool2d" && len(opt.Kernel) != 2) {
 				return nil
 			}
 			s, _ := poolShape(op, x, opt)
