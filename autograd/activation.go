@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/internal/tracing"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -130,7 +131,7 @@ func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 	}
 	checkF32(op, "input", x)
 	out := actEmptyLike(x)
-	a.Forward(out.Float32s(), x.Float32s())
+	bindAct(a, x, out)()
 	// The backward keeps only the slice its derivative reads: ReLU's
 	// output, not its input too, so that input (often a batch norm's
 	// output) can be freed as soon as the forward pass moves on.
@@ -156,7 +157,7 @@ func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 // float32 and rounds the result, and the gradient, to bfloat16 once.
 func actApplyBF16(op string, x *Tensor, a kernels.Act) *Tensor {
 	out := bf16EmptyLike(x)
-	a.ForwardBF16(out.BFloat16s(), x.BFloat16s())
+	bindAct(a, x, out)()
 	var v []uint16
 	switch {
 	case a.ReadsOutput():
@@ -199,24 +200,107 @@ func ReLUInPlace(x *Tensor) *Tensor {
 	return x
 }
 
+// actParams names the parameters of the elementwise ops that have them:
+// the attributes a trace records for kernels.Act's A and B. GELU's
+// attribute, "approximate", picks its function instead.
+var actParams = map[string][]string{"HardTanh": {"min_val", "max_val"}, "ELU": {"alpha"}, "Pow": {"exponent"},
+	"AddScalar": {"value"}, "MulScalar": {"value"}}
+
+// actFuncs are the kernel functions of the elementwise ops run by one
+// kernels.Act (GELU's by its attribute).
+var actFuncs = map[string]kernels.ActFunc{"ReLU": kernels.ActReLU, "Sigmoid": kernels.ActSigmoid,
+	"Tanh": kernels.ActTanh, "SiLU": kernels.ActSiLU, "HardTanh": kernels.ActHardTanh, "ELU": kernels.ActELU,
+	"GELU": kernels.ActGELU, "Neg": kernels.ActNeg, "Exp": kernels.ActExp, "Log": kernels.ActLog,
+	"Sqrt": kernels.ActSqrt, "Pow": kernels.ActPow, "AddScalar": kernels.ActAddScalar, "MulScalar": kernels.ActMulScalar}
+
 // actAttrs names the parameters of an elementwise op for a tracer.
 func actAttrs(op string, a kernels.Act) []tracing.Attr {
-	switch op {
-	case "HardTanh":
-		return []tracing.Attr{attr("min_val", float64(a.A)), attr("max_val", float64(a.B))}
-	case "ELU":
-		return []tracing.Attr{attr("alpha", float64(a.A))}
-	case "GELU":
+	if op == "GELU" {
 		if a.Fn == kernels.ActGELUTanh {
 			return []tracing.Attr{attr("approximate", "tanh")}
 		}
 		return []tracing.Attr{attr("approximate", "none")}
-	case "Pow":
-		return []tracing.Attr{attr("exponent", float64(a.A))}
-	case "MulScalar", "AddScalar":
-		return []tracing.Attr{attr("value", float64(a.A))}
+	}
+	var attrs []tracing.Attr
+	for i, name := range actParams[op] {
+		v := a.A
+		if i == 1 {
+			v = a.B
+		}
+		attrs = append(attrs, attr(name, float64(v)))
+	}
+	return attrs
+}
+
+// actOf is actAttrs' inverse: the kernel function of op from the
+// attributes its trace recorded, and whether op is one.
+func actOf(op string, at opbind.Attrs) (kernels.Act, bool) {
+	fn, ok := actFuncs[op]
+	a := kernels.Act{Fn: fn}
+	if !ok {
+		return a, false
+	}
+	if op == "GELU" {
+		switch at.Str("approximate") {
+		case "none":
+		case "tanh":
+			a.Fn = kernels.ActGELUTanh
+		default:
+			return a, false
+		}
+	}
+	if p := actParams[op]; len(p) > 0 {
+		a.A = float32(at.Float(p[0]))
+		if len(p) > 1 {
+			a.B = float32(at.Float(p[1]))
+		}
+	}
+	return a, true
+}
+
+// bindAct binds a over x's physical elements into y, a tensor of x's
+// dtype, shape and format (x itself for in place); nil for other dtypes.
+// Bfloat16 runs a's bfloat16 kernel, except AddScalar, which goes through
+// float32 and back as the op does.
+func bindAct(a kernels.Act, x, y *Tensor) func() {
+	switch x.dtype {
+	case Float32:
+		xd, yd := x.Float32s(), y.Float32s()
+		return func() { a.Forward(yd, xd) }
+	case BFloat16:
+		xd, yd := x.BFloat16s(), y.BFloat16s()
+		if a.Fn == kernels.ActAddScalar {
+			xf := make([]float32, len(xd))
+			return func() {
+				kernels.BF16ToF32(xf, xd)
+				a.Forward(xf, xf)
+				kernels.F32ToBF16(yd, xf)
+			}
+		}
+		return func() { a.ForwardBF16(yd, xd) }
 	}
 	return nil
+}
+
+// sameLayout reports whether a and b have one dtype, shape and format.
+func sameLayout(a, b *Tensor) bool {
+	return a.dtype == b.dtype && a.format == b.format && sameShape(a.shape, b.shape)
+}
+
+func init() {
+	// The elementwise ops' binders take their attributes as opbind.Attrs.
+	for op := range actFuncs {
+		opbind.Register(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+			at, _ := attrs.(opbind.Attrs)
+			if at == nil || !sameLayout(ins[0], outs[0]) {
+				return nil
+			}
+			if a, ok := actOf(op, at); ok {
+				return bindAct(a, ins[0], outs[0])
+			}
+			return nil
+		})
+	}
 }
 
 // bf16EmptyLike allocates a bfloat16 tensor with x's shape and format.

@@ -3,6 +3,7 @@ package autograd
 import (
 	"fmt"
 
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -146,36 +147,109 @@ func sumToShape(g *Tensor, shape []int, f MemoryFormat) *Tensor {
 }
 
 // binaryF32 applies op elementwise to broadcast float32 operands and returns
-// the result in the format resultFormat chooses. Operands laid out like the
-// result go to one vector kernel over the whole slice, a one-element operand
-// to the scalar kernel, and anything else to the broadcast walk, which hands
-// each innermost run to the strided kernel.
+// the result in the format resultFormat chooses, as bindBinary computes it.
 func binaryF32(op string, a, b *Tensor, k kernels.BinOp) *Tensor {
 	checkFloat32(op, a, b)
 	shape := broadcastShapes(op, a.shape, b.shape)
-	f := resultFormat(shape, a, b)
-	out := &Tensor{dtype: Float32, shape: shape, format: f, data: make([]float32, numel(op, shape))}
-	od, ad, bd := out.Float32s(), a.Float32s(), b.Float32s()
-	like := func(t *Tensor) bool { return sameShape(t.shape, shape) && t.format == f }
-	switch {
-	case len(od) == 0:
-		return out
-	case like(a) && like(b):
-		kernels.Binary(k, od, ad, bd)
-		return out
-	case like(a) && len(bd) == 1:
-		kernels.BinaryScalar(k, od, ad, bd[0], false)
-		return out
-	case like(b) && len(ad) == 1:
-		kernels.BinaryScalar(k, od, bd, ad[0], true)
-		return out
-	}
-	strides := [][]int{stridesOf(shape, f), broadcastStrides(a.shape, a.format, shape), broadcastStrides(b.shape, b.format, shape)}
-	walk(shape, physicalOrder(f, len(shape)), strides, func(offs []int, n int, steps []int) {
-		o, i, j := offs[0], offs[1], offs[2]
-		kernels.BinaryStrided(k, n, od[o:], steps[0], ad[i:], steps[1], bd[j:], steps[2])
-	})
+	out := &Tensor{dtype: Float32, shape: shape, format: resultFormat(shape, a, b), data: make([]float32, numel(op, shape))}
+	bindBinary(k, a, b, out)()
 	return out
+}
+
+// bindBinary binds y = a k b, with a and b broadcast to y's shape, or
+// returns nil for operands it does not take. Float32 operands laid out
+// like y go to one vector kernel over the whole slice, a one-element
+// operand to the scalar kernel, and anything else to the broadcast walk
+// (done once, here), which hands each innermost run to the strided
+// kernel. A bfloat16 y of two bfloat16 operands like it runs on
+// BinaryBF16, of one like it and a 0-dimensional one on
+// BinaryScalarBF16, of two bfloat16 operands that broadcast on widened
+// copies through the float32 walk: each computes in float32 and rounds
+// once.
+func bindBinary(k kernels.BinOp, a, b, y *Tensor) func() {
+	like := func(t *Tensor) bool { return sameLayout(t, y) }
+	scalar := func(t *Tensor) bool { return t.NDim() == 0 && (t.dtype == Float32 || t.dtype == BFloat16) }
+	switch {
+	case a.dtype == Float32 && b.dtype == Float32 && y.dtype == Float32:
+		ad, bd, yd := a.Float32s(), b.Float32s(), y.Float32s()
+		switch {
+		case len(yd) == 0:
+			return func() {}
+		case like(a) && like(b):
+			return func() { kernels.Binary(k, yd, ad, bd) }
+		case like(a) && len(bd) == 1:
+			return func() { kernels.BinaryScalar(k, yd, ad, bd[0], false) }
+		case like(b) && len(ad) == 1:
+			return func() { kernels.BinaryScalar(k, yd, bd, ad[0], true) }
+		}
+		if !broadcastsTo(a.shape, y.shape) || !broadcastsTo(b.shape, y.shape) {
+			return nil
+		}
+		type run struct{ n, o, os, i, is, j, js int }
+		// The walk's runs span y's innermost dimension; y has one here,
+		// as a 0-d y has 0-d operands, which the cases above take.
+		order := physicalOrder(y.format, len(y.shape))
+		runs := make([]run, 0, len(yd)/y.shape[order[len(order)-1]])
+		strides := [][]int{stridesOf(y.shape, y.format), broadcastStrides(a.shape, a.format, y.shape), broadcastStrides(b.shape, b.format, y.shape)}
+		walk(y.shape, order, strides, func(offs []int, n int, steps []int) {
+			runs = append(runs, run{n, offs[0], steps[0], offs[1], steps[1], offs[2], steps[2]})
+		})
+		return func() {
+			for _, r := range runs {
+				kernels.BinaryStrided(k, r.n, yd[r.o:], r.os, ad[r.i:], r.is, bd[r.j:], r.js)
+			}
+		}
+	case y.dtype != BFloat16:
+	case like(a) && like(b):
+		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
+		return func() { kernels.BinaryBF16(k, yd, ad, bd) }
+	case like(a) && scalar(b):
+		ad, yd := a.BFloat16s(), y.BFloat16s()
+		return func() { kernels.BinaryScalarBF16(k, yd, ad, scalarValue(b), false) }
+	case like(b) && scalar(a):
+		bd, yd := b.BFloat16s(), y.BFloat16s()
+		return func() { kernels.BinaryScalarBF16(k, yd, bd, scalarValue(a), true) }
+	case a.dtype == BFloat16 && b.dtype == BFloat16:
+		a32, b32, y32 := a.meta(), b.meta(), y.meta()
+		for _, t := range []*Tensor{a32, b32, y32} {
+			t.dtype, t.data = Float32, make([]float32, numel("Binary", t.shape))
+		}
+		f := bindBinary(k, a32, b32, y32)
+		if f == nil {
+			return nil
+		}
+		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
+		ad32, bd32, yd32 := a32.Float32s(), b32.Float32s(), y32.Float32s()
+		return func() {
+			kernels.BF16ToF32(ad32, ad)
+			kernels.BF16ToF32(bd32, bd)
+			f()
+			kernels.F32ToBF16(yd, yd32)
+		}
+	}
+	return nil
+}
+
+// broadcastsTo reports whether shape broadcasts to out without growing it.
+func broadcastsTo(shape, out []int) bool {
+	if len(shape) > len(out) {
+		return false
+	}
+	for i, d := range shape {
+		if o := out[len(out)-len(shape)+i]; d != o && d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func init() {
+	// The binary ops' binders take no attributes.
+	for op, k := range map[string]kernels.BinOp{"Add": kernels.BinAdd, "Sub": kernels.BinSub, "Mul": kernels.BinMul, "Div": kernels.BinDiv} {
+		opbind.Register(op, func(_ any, ins, outs []*Tensor, _ []bool) func() {
+			return bindBinary(k, ins[0], ins[1], outs[0])
+		})
+	}
 }
 
 // unaryF32 applies fn to every element of a float32 tensor, keeping its

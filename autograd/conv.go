@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/internal/shape"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -215,7 +216,7 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 	for j := range 3 {
 		s.Out[j] = kernels.ConvOutSize(s.In[j], s.Kernel[j], s.Stride[j], s.Pad[j], s.Dil[j])
 	}
-	// Padding can make the output far larger than the input; ConvGeometry's
+	// Padding can make the output far larger than the input; binders'
 	// callers allocate it themselves, so it is counted here.
 	numel(op, append([]int{s.N, s.O}, s.Out[3-nsp:]...))
 	return s, batched
@@ -274,16 +275,11 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernel
 	if x.dtype == BFloat16 {
 		return convBF16(op, s, x, w, b, xk, wk, layout, outShape)
 	}
-	var bias []float32
-	if b != nil {
-		bias = b.Float32s()
-	}
 	out := &Tensor{dtype: Float32, shape: outShape, format: layout, data: make([]float32, numel(op, outShape))}
-	if packed != nil && wk == w && packed.Fits(&s) {
-		kernels.ConvForwardPacked(&s, xk.Float32s(), wk.Float32s(), packed, bias, out.Float32s())
-	} else {
-		kernels.ConvForward(&s, xk.Float32s(), wk.Float32s(), bias, out.Float32s())
+	if packed == nil || wk != w || !packed.Fits(&s) {
+		packed = nil
 	}
+	bindConv(s, xk, wk, b, out, packed, kernels.ConvEpilogue{})()
 	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
 	}
@@ -318,13 +314,8 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernel
 // and its backwards accumulate in float32 (the bias too); the result and
 // the gradients are rounded to bfloat16 once.
 func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout MemoryFormat, outShape []int) *Tensor {
-	var bias []float32
-	if b != nil {
-		bias = make([]float32, s.O)
-		kernels.BF16ToF32(bias, b.BFloat16s())
-	}
 	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: make([]uint16, numel(op, outShape))}
-	kernels.ConvForwardBF16To(&s, xk.BFloat16s(), wk.BFloat16s(), bias, out.BFloat16s())
+	bindConv(s, xk, wk, b, out, nil, kernels.ConvEpilogue{})()
 	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
 	}
@@ -362,4 +353,119 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 		}
 		return []*Tensor{gx, gw, gb}
 	})
+}
+
+// bindConv binds y = conv(x, w) + b on s, x, w and y laid out as s says
+// and of one dtype, or returns nil. A float32 convolution reads packed
+// (weights packed for s, or nil) and applies ep to each output block
+// while it is in cache, bit for bit the parts in turn; a bfloat16 one
+// takes no epilogue, accumulates in float32 and widens its bias on each
+// call.
+func bindConv(s kernels.ConvShape, x, w, b, y *Tensor, packed *kernels.ConvWeights, ep kernels.ConvEpilogue) func() {
+	switch x.dtype {
+	case Float32:
+		var bias []float32
+		if b != nil {
+			bias = b.Float32s()
+		}
+		xd, wd, yd := x.Float32s(), w.Float32s(), y.Float32s()
+		return func() { kernels.ConvForwardEpilogue(&s, xd, wd, packed, bias, yd, ep) }
+	case BFloat16:
+		if ep.Residual != nil || ep.Activate {
+			return nil
+		}
+		var bias []float32
+		var bd []uint16
+		if b != nil {
+			bias, bd = make([]float32, s.O), b.BFloat16s()
+		}
+		xd, wd, yd := x.BFloat16s(), w.BFloat16s(), y.BFloat16s()
+		return func() {
+			if bd != nil {
+				kernels.BF16ToF32(bias, bd)
+			}
+			kernels.ConvForwardBF16To(&s, xd, wd, bias, yd)
+		}
+	}
+	return nil
+}
+
+// bindConvOp binds op (Conv2d or Conv3d) of x, w and b with opt into y,
+// whose format is the layout the op runs in, with the epilogue ep, or
+// returns nil. Where x has the other layout (weights in that layout
+// decided it, PyTorch's rule) it is reordered into scratch first, as the
+// op reorders it; a constant w (constW) is reordered once, here, and a
+// float32 one packed.
+func bindConvOp(op string, nsp int, opt ConvOptions, x, w, b, y *Tensor, constW bool, ep kernels.ConvEpilogue) func() {
+	s, _ := convGeometry(op, nsp, x, w, b, opt)
+	layout := y.format
+	s.ChannelsLast = layout != Contiguous
+	if x.dtype != y.dtype {
+		return nil
+	}
+	if w.format != layout {
+		if !constW {
+			return nil
+		}
+		w = w.reformat(layout)
+	}
+	var packed *kernels.ConvWeights
+	if constW && w.dtype == Float32 {
+		packed = kernels.PackConvWeights(&s, w.Float32s())
+	}
+	if x.format == layout {
+		return bindConv(s, x, w, b, y, packed, ep)
+	}
+	xr := &Tensor{dtype: x.dtype, shape: x.shape, format: layout, data: makeData(x.dtype, x.Numel())}
+	conv := bindConv(s, xr, w, b, y, packed, ep)
+	if conv == nil {
+		return nil
+	}
+	return func() {
+		x.reformatInto(xr)
+		conv()
+	}
+}
+
+// convEpilogueActs are the activations a float32 convolution applies in
+// its own epilogue.
+var convEpilogueActs = map[string]bool{"ReLU": true, "Sigmoid": true, "Tanh": true, "SiLU": true,
+	"HardTanh": true, "ELU": true, "GELU": true}
+
+func init() {
+	// The convolutions' binders take ConvOptions, or opbind.Fused holding
+	// them with an Add of a tensor like the result and/or one activation
+	// of convEpilogueActs, which a float32 convolution applies in its
+	// epilogue.
+	for op, nsp := range map[string]int{"Conv2d": 2, "Conv3d": 3} {
+		opbind.Register(op, func(attrs any, ins, outs []*Tensor, consts []bool) func() {
+			x, w, b, y := ins[0], ins[1], ins[2], outs[0]
+			var ep kernels.ConvEpilogue
+			if f, fused := attrs.(opbind.Fused); fused {
+				attrs = f.Attrs
+				if y.dtype != Float32 {
+					return nil
+				}
+				if f.Residual {
+					if r := ins[3]; sameLayout(r, y) {
+						ep.Residual = r.Float32s()
+					} else {
+						return nil
+					}
+				}
+				if f.Act != "" {
+					a, ok := actOf(f.Act, f.ActAttrs)
+					if !ok || !convEpilogueActs[f.Act] {
+						return nil
+					}
+					ep.Act, ep.Activate = a, true
+				}
+			}
+			opt, ok := attrs.(ConvOptions)
+			if !ok {
+				return nil
+			}
+			return bindConvOp(op, nsp, opt, x, w, b, y, opbind.Const(consts, 1), ep)
+		})
+	}
 }

@@ -180,7 +180,9 @@ func TestConvBadInputs(t *testing.T) {
 			"Conv2d: kernel size 3, stride 1, padding 0 and dilation 4611686018427387904 reach past 2^48 elements"},
 		{"output overflowing", func() { Conv2d(Zeros(1, 1, 1, 1), Zeros(1, 1, 1, 1), nil, ConvOptions{Padding: []int{1 << 47}}) },
 			"Conv2d: shape [1 1 281474976710657 281474976710657]: element count overflows"},
-		{"geometry of an output overflowing", func() { ConvGeometry(Zeros(1, 1, 1, 1), Zeros(1, 1, 1, 1), nil, ConvOptions{Padding: []int{1 << 47}}) },
+		{"geometry of an output overflowing", func() {
+			convGeometry("Conv2d", 2, Zeros(1, 1, 1, 1), Zeros(1, 1, 1, 1), nil, ConvOptions{Padding: []int{1 << 47}})
+		},
 			"Conv2d: shape [1 1 281474976710657 281474976710657]: element count overflows"},
 		{"huge padding", func() { Conv3d(Zeros(1, 1, 2, 2, 2), Zeros(1, 1, 1, 1, 1), nil, ConvOptions{Padding: []int{1 << 62}}) },
 			"Conv3d: kernel size 1, stride 1, padding 4611686018427387904 and dilation 1 reach past 2^48 elements"},
@@ -321,7 +323,7 @@ func TestPoolBadInputs(t *testing.T) {
 			"stride 9223372036854775807"},
 		{"adaptive overflowing", func() { AdaptiveAvgPool2d(x, 1<<31, 1<<31) },
 			"AdaptiveAvgPool2d: shape [2 3 2147483648 2147483648]: element count overflows"},
-		{"adaptive geometry overflowing", func() { AdaptiveAvgPool2dGeometry(x, 1<<31, 1<<31) },
+		{"adaptive geometry overflowing", func() { poolShape("AdaptiveAvgPool2d", x, PoolOptions{Kernel: []int{1 << 31, 1 << 31}}) },
 			"AdaptiveAvgPool2d: shape [2 3 2147483648 2147483648]: element count overflows"},
 	}
 	for _, c := range cases {

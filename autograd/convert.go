@@ -1,12 +1,23 @@
 package autograd
 
-import "github.com/kilnml/kiln/kernels"
+import (
+	"github.com/kilnml/kiln/internal/opbind"
+	"github.com/kilnml/kiln/kernels"
+)
 
 // castTo converts t's elements to dtype without recording on the tape.
 // Float to integer conversion truncates toward zero; float32 to bfloat16
 // rounds to nearest even.
 func (t *Tensor) castTo(dtype DType) *Tensor {
 	out := &Tensor{dtype: dtype, shape: cloneInts(t.shape), format: t.format, data: makeData(dtype, t.Numel())}
+	t.castInto(out)
+	return out
+}
+
+// castInto writes t's elements, converted to out's dtype, into out, a
+// tensor of t's shape and format.
+func (t *Tensor) castInto(out *Tensor) {
+	dtype := out.dtype
 	switch {
 	case t.dtype == dtype:
 		copyData(out.data, t.data)
@@ -25,7 +36,40 @@ func (t *Tensor) castTo(dtype DType) *Tensor {
 			out.setFloat(i, t.floatAt(i))
 		}
 	}
-	return out
+}
+
+// bindCopy binds a copy of x's elements into y, of x's dtype: laid out in
+// y's format where y has x's shape, else in row-major order into a
+// contiguous y with as many elements (a reshape). It returns nil for any
+// other y.
+func bindCopy(x, y *Tensor) func() {
+	if x.dtype != y.dtype || x.Numel() != y.Numel() {
+		return nil
+	}
+	dst := y
+	if !sameShape(x.shape, y.shape) {
+		if y.format != Contiguous {
+			return nil
+		}
+		dst = &Tensor{dtype: y.dtype, shape: x.shape, format: Contiguous, data: y.data}
+	}
+	return func() { x.reformatInto(dst) }
+}
+
+func init() {
+	// The binders of the ops that copy or convert elements take no
+	// attributes: Cast converts to its result's dtype, the others copy
+	// into its layout.
+	opbind.Register("Cast", func(_ any, ins, outs []*Tensor, _ []bool) func() {
+		x, y := ins[0], outs[0]
+		if x.format != y.format || !sameShape(x.shape, y.shape) {
+			return nil
+		}
+		return func() { x.castInto(y) }
+	})
+	for _, op := range []string{"Reshape", "Flatten", "Clone", "To"} {
+		opbind.Register(op, func(_ any, ins, outs []*Tensor, _ []bool) func() { return bindCopy(ins[0], outs[0]) })
+	}
 }
 
 // intAt reads physical element i of an integer tensor.

@@ -189,17 +189,15 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 	switch {
 	case a.dtype == BFloat16 && b.dtype == BFloat16 && sameShape(a.shape, b.shape) && a.format == b.format:
 		out = bf16EmptyLike(a)
-		kernels.BinaryBF16(k, out.BFloat16s(), a.BFloat16s(), b.BFloat16s())
 	case a.dtype == BFloat16 && a.NDim() > 0 && scalar(b):
 		out = bf16EmptyLike(a)
-		kernels.BinaryScalarBF16(k, out.BFloat16s(), a.BFloat16s(), scalarValue(b), false)
 	case b.dtype == BFloat16 && b.NDim() > 0 && scalar(a):
 		out = bf16EmptyLike(b)
-		kernels.BinaryScalarBF16(k, out.BFloat16s(), b.BFloat16s(), scalarValue(a), true)
 	case a.dtype == BFloat16 && b.dtype == BFloat16:
 		// A broadcast: computed in float32 on widened copies and rounded
 		// once, but one op, not a chain of casts.
-		out = binaryF32(op, a.castTo(Float32), b.castTo(Float32), k).castTo(BFloat16)
+		shape := broadcastShapes(op, a.shape, b.shape)
+		out = &Tensor{dtype: BFloat16, shape: shape, format: resultFormat(shape, a, b), data: make([]uint16, numel(op, shape))}
 	default:
 		out = binaryOp(op, k, Cast(a, Float32), Cast(b, Float32))
 		if (a.dtype == BFloat16 || scalar(a)) && (b.dtype == BFloat16 || scalar(b)) {
@@ -207,6 +205,7 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 		}
 		return out, true
 	}
+	bindBinary(k, a, b, out)()
 	if traced(a, b) {
 		trace(op, []*Tensor{a, b}, []*Tensor{out})
 	}
@@ -297,7 +296,7 @@ func AddScalar(x *Tensor, v float32) *Tensor {
 	}
 	checkF32(op, "input", x)
 	out := actEmptyLike(x)
-	kernels.Act{Fn: kernels.ActAddScalar, A: v}.Forward(out.Float32s(), x.Float32s())
+	bindAct(kernels.Act{Fn: kernels.ActAddScalar, A: v}, x, out)()
 	if traced(x) {
 		trace(op, []*Tensor{x}, []*Tensor{out}, attr("value", float64(v)))
 	}

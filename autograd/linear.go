@@ -1,15 +1,9 @@
 package autograd
 
-import "github.com/kilnml/kiln/kernels"
-
-// linearRowMajor returns t's elements in row-major order: t's own slice
-// when t is contiguous, else a reordered copy. Matrix products need rows.
-func linearRowMajor(t *Tensor) []float32 {
-	if t.format == Contiguous {
-		return t.Float32s()
-	}
-	return t.reformat(Contiguous).Float32s()
-}
+import (
+	"github.com/kilnml/kiln/internal/opbind"
+	"github.com/kilnml/kiln/kernels"
+)
 
 // linearGrad wraps a row-major gradient in a tensor of t's shape and
 // memory format.
@@ -47,6 +41,70 @@ func matmul(op string, a, b *Tensor) *Tensor {
 		checkF32(op, "first operand", a)
 		checkF32(op, "second operand", b)
 	}
+	d := matmulShape(op, a, b)
+	if bf16 {
+		return matmulBF16(op, a, b, d)
+	}
+	out := &Tensor{dtype: Float32, shape: d.out, data: make([]float32, numel(op, d.out))}
+	ac, bc := rowMajor(a), rowMajor(b)
+	bindMatmul(op, d, ac, bc, out)()
+	ad, bd := ac.Float32s(), bc.Float32s()
+	n, k, m := d.n, d.k, d.m
+
+	if d.oneRight() {
+		// b is one matrix: every row of every batch of a multiplies it,
+		// so the whole product (and its gradients) is one GEMM over
+		// batch·n rows.
+		rows := numel(op, d.batch) * n
+		return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+			gd := rowMajor(g).Float32s()
+			var ga, gb *Tensor
+			if a.requiresGrad {
+				d := make([]float32, len(ad))
+				kernels.Sgemm(false, true, rows, k, m, 1, gd, m, bd, m, 0, d, k)
+				ga = linearGrad(a, d)
+			}
+			if b.requiresGrad {
+				d := make([]float32, len(bd))
+				kernels.Sgemm(true, false, k, m, rows, 1, ad, k, gd, m, 0, d, m)
+				gb = linearGrad(b, d)
+			}
+			return []*Tensor{ga, gb}
+		})
+	}
+
+	aOff, bOff, cOff := d.offsets(op)
+	return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
+		gd := rowMajor(g).Float32s()
+		var ga, gb *Tensor
+		if a.requiresGrad {
+			// Batches that shared a matrix of a (broadcast) add into it.
+			d := make([]float32, len(ad))
+			kernels.SgemmBatched(false, true, n, k, m, 1, gd, cOff, m, bd, bOff, m, 0, d, aOff, k)
+			ga = linearGrad(a, d)
+		}
+		if b.requiresGrad {
+			d := make([]float32, len(bd))
+			kernels.SgemmBatched(true, false, k, m, n, 1, ad, aOff, k, gd, cOff, m, 0, d, bOff, m)
+			gb = linearGrad(b, d)
+		}
+		return []*Tensor{ga, gb}
+	})
+}
+
+// matmulDims is how Matmul (or BMM) lays out its products: a read as
+// [aBatch..., n, k] and b as [bBatch..., k, m] (a 1-D operand as one row
+// or column), the batch dimensions broadcast to batch; out is the
+// result's shape.
+type matmulDims struct {
+	n, k, m               int
+	batch, aBatch, bBatch []int
+	out                   []int
+}
+
+// matmulShape works out the products of a and b, which have their dtypes
+// checked.
+func matmulShape(op string, a, b *Tensor) matmulDims {
 	if a.NDim() == 0 || b.NDim() == 0 {
 		failShape(op, "both arguments need at least 1 dimension, got shapes %v and %v", a.shape, b.shape)
 	}
@@ -65,85 +123,100 @@ func matmul(op string, a, b *Tensor) *Tensor {
 		}
 		failShape(op, "shapes %v and %v cannot be multiplied (%d×%d and %d×%d)", a.shape, b.shape, n, k, bs[len(bs)-2], m)
 	}
-	aBatch, bBatch := as[:len(as)-2], bs[:len(bs)-2]
-	batch := matmulBatch(op, a, b, aBatch, bBatch)
-	outShape := cloneInts(batch)
+	d := matmulDims{n: n, k: k, m: m, aBatch: as[:len(as)-2], bBatch: bs[:len(bs)-2]}
+	d.batch = matmulBatch(op, a, b, d.aBatch, d.bBatch)
+	d.out = cloneInts(d.batch)
 	if a.NDim() > 1 {
-		outShape = append(outShape, n)
+		d.out = append(d.out, n)
 	}
 	if b.NDim() > 1 {
-		outShape = append(outShape, m)
+		d.out = append(d.out, m)
 	}
-	if bf16 {
-		return matmulBF16(op, a, b, outShape, batch, aBatch, bBatch, n, k, m)
-	}
-	out := &Tensor{dtype: Float32, shape: outShape, data: make([]float32, numel(op, outShape))}
-	ad, bd, od := linearRowMajor(a), linearRowMajor(b), out.Float32s()
+	return d
+}
 
-	if len(bBatch) == 0 {
-		// b is one matrix: every row of every batch of a multiplies it,
-		// so the whole product (and its gradients) is one GEMM over
-		// batch·n rows.
-		rows := numel(op, batch) * n
-		kernels.Sgemm(false, false, rows, m, k, 1, ad, k, bd, m, 0, od, m)
-		return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-			gd := linearRowMajor(g)
-			var ga, gb *Tensor
-			if a.requiresGrad {
-				d := make([]float32, len(ad))
-				kernels.Sgemm(false, true, rows, k, m, 1, gd, m, bd, m, 0, d, k)
-				ga = linearGrad(a, d)
-			}
-			if b.requiresGrad {
-				d := make([]float32, len(bd))
-				kernels.Sgemm(true, false, k, m, rows, 1, ad, k, gd, m, 0, d, m)
-				gb = linearGrad(b, d)
-			}
-			return []*Tensor{ga, gb}
-		})
-	}
+// oneRight reports that b is a single matrix, which multiplies every row
+// of a in one product.
+func (d matmulDims) oneRight() bool { return len(d.bBatch) == 0 }
 
-	aOff := matmulOffsets(op, aBatch, batch, n*k)
-	bOff := matmulOffsets(op, bBatch, batch, k*m)
-	cOff := matmulOffsets(op, batch, batch, n*m)
-	kernels.SgemmBatched(false, false, n, m, k, 1, ad, aOff, k, bd, bOff, m, 0, od, cOff, m)
-	return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		gd := linearRowMajor(g)
-		var ga, gb *Tensor
-		if a.requiresGrad {
-			// Batches that shared a matrix of a (broadcast) add into it.
-			d := make([]float32, len(ad))
-			kernels.SgemmBatched(false, true, n, k, m, 1, gd, cOff, m, bd, bOff, m, 0, d, aOff, k)
-			ga = linearGrad(a, d)
+// offsets are the offsets of each batch's matrices in a, b and the
+// result (row-major).
+func (d matmulDims) offsets(op string) (aOff, bOff, cOff []int) {
+	return matmulOffsets(op, d.aBatch, d.batch, d.n*d.k), matmulOffsets(op, d.bBatch, d.batch, d.k*d.m),
+		matmulOffsets(op, d.batch, d.batch, d.n*d.m)
+}
+
+// bindMatmul binds y = a·b laid out as d says, y contiguous and of a's
+// and b's dtype, or returns nil. Float32 operands in another layout are
+// read through row-major scratch; bfloat16 ones must be contiguous, and
+// their products accumulate in float32 scratch rounded once.
+func bindMatmul(op string, d matmulDims, a, b, y *Tensor) func() {
+	if y.format != Contiguous || a.dtype != b.dtype || a.dtype != y.dtype {
+		return nil
+	}
+	n, k, m := d.n, d.k, d.m
+	switch a.dtype {
+	case Float32:
+		ra, rb, yd := rowMajorReader(a, false), rowMajorReader(b, false), y.Float32s()
+		if d.oneRight() {
+			// Every row of every batch of a multiplies b: one GEMM.
+			rows := numel(op, d.batch) * n
+			return func() { kernels.Sgemm(false, false, rows, m, k, 1, ra(), k, rb(), m, 0, yd, m) }
 		}
-		if b.requiresGrad {
-			d := make([]float32, len(bd))
-			kernels.SgemmBatched(true, false, k, m, n, 1, ad, aOff, k, gd, cOff, m, 0, d, bOff, m)
-			gb = linearGrad(b, d)
+		aOff, bOff, cOff := d.offsets(op)
+		return func() {
+			kernels.SgemmBatched(false, false, n, m, k, 1, ra(), aOff, k, rb(), bOff, m, 0, yd, cOff, m)
 		}
-		return []*Tensor{ga, gb}
-	})
+	case BFloat16:
+		if a.format != Contiguous || b.format != Contiguous {
+			return nil
+		}
+		aOff, bOff, cOff := d.offsets(op)
+		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
+		acc := make([]float32, len(yd))
+		return func() {
+			for i := range cOff {
+				kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
+			}
+			kernels.F32ToBF16(yd, acc)
+		}
+	}
+	return nil
+}
+
+// rowMajorReader returns a function giving x's float32 elements in
+// row-major order: x's own slice when x is contiguous and copyAlways is
+// false, else a copy refreshed on each call into scratch allocated here.
+func rowMajorReader(x *Tensor, copyAlways bool) func() []float32 {
+	xd := x.Float32s()
+	if x.format == Contiguous && !copyAlways {
+		return func() []float32 { return xd }
+	}
+	scratch := make([]float32, len(xd))
+	dst := stridesOf(x.shape, Contiguous)
+	src := stridesOf(x.shape, x.format)
+	return func() []float32 {
+		kernels.StridedCopy(scratch, xd, x.shape, dst, src)
+		return scratch
+	}
 }
 
 // matmulBF16 is matmul on bfloat16 operands: one GemmBF16 per batch
 // matrix, float32 accumulation, the result and the gradients rounded to
 // bfloat16 once (gradients of broadcast matrices are summed in float32
 // first).
-func matmulBF16(op string, a, b *Tensor, outShape, batch, aBatch, bBatch []int, n, k, m int) *Tensor {
-	ad, bd := bf16RowMajor(a), bf16RowMajor(b)
-	aOff := matmulOffsets(op, aBatch, batch, n*k)
-	bOff := matmulOffsets(op, bBatch, batch, k*m)
-	cOff := matmulOffsets(op, batch, batch, n*m)
-	acc := gradBuffer(numel(op, outShape))
-	for i := range cOff {
-		kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
-	}
-	out := bf16Tensor(outShape, Contiguous, Contiguous, acc)
+func matmulBF16(op string, a, b *Tensor, d matmulDims) *Tensor {
+	out := &Tensor{dtype: BFloat16, shape: d.out, data: make([]uint16, numel(op, d.out))}
+	ac, bc := rowMajor(a), rowMajor(b)
+	bindMatmul(op, d, ac, bc, out)()
+	ad, bd := ac.BFloat16s(), bc.BFloat16s()
+	n, k, m := d.n, d.k, d.m
+	aOff, bOff, cOff := d.offsets(op)
 	return traceRecord(op, out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
 		if g.dtype != BFloat16 {
 			g = g.castTo(BFloat16)
 		}
-		gd := bf16RowMajor(g)
+		gd := rowMajor(g).BFloat16s()
 		// grad runs one product per batch into dst at offs, adding where a
 		// broadcast matrix was already written.
 		grad := func(like *Tensor, offs []int, size int, product func(i int, dst []float32, beta float32)) *Tensor {
@@ -257,12 +330,24 @@ func Linear(x, w, b *Tensor) *Tensor {
 	m := modeOf(x, w, b)
 	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
 	if x != nil && x.dtype == BFloat16 {
-		return linearBF16(x, w, b)
-	}
-	checkF32(op, "input", x)
-	checkF32(op, "weight", w)
-	if b != nil {
-		checkF32(op, "bias", b)
+		checkBF16 := func(what string, t *Tensor) {
+			if t == nil {
+				Fail(op, "%s is nil", what)
+			}
+			if t.dtype != BFloat16 {
+				Fail(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", what, t.dtype)
+			}
+		}
+		checkBF16("weight", w)
+		if b != nil {
+			checkBF16("bias", b)
+		}
+	} else {
+		checkF32(op, "input", x)
+		checkF32(op, "weight", w)
+		if b != nil {
+			checkF32(op, "bias", b)
+		}
 	}
 	if w.NDim() != 2 {
 		failShape(op, "weight must be 2-D [out, in], got shape %v", w.shape)
@@ -278,18 +363,16 @@ func Linear(x, w, b *Tensor) *Tensor {
 		failShape(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
 	}
 	outShape := append(cloneInts(x.shape[:x.NDim()-1]), outF)
-	out := &Tensor{dtype: Float32, shape: outShape, data: make([]float32, numel(op, outShape))}
+	out := &Tensor{dtype: x.dtype, shape: outShape, data: makeData(x.dtype, numel(op, outShape))}
 	rows := numel(op, outShape[:len(outShape)-1])
-	xd, wd, od := linearRowMajor(x), linearRowMajor(w), out.Float32s()
-	beta := float32(0)
-	if b != nil && rows > 0 {
-		// Start every row at the bias and let the GEMM add x·wᵀ to it.
-		kernels.StridedCopy(od, b.Float32s(), []int{rows, outF}, []int{outF, 1}, []int{0, 1})
-		beta = 1
+	xc, wc := rowMajor(x), rowMajor(w)
+	bindLinear(xc, wc, b, out, false)()
+	if x.dtype == BFloat16 {
+		return linearBF16(x, w, b, xc, wc, out, rows)
 	}
-	kernels.Sgemm(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, od, outF)
+	xd, wd := xc.Float32s(), wc.Float32s()
 	return traceRecord(op, out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
-		gd := linearRowMajor(g)
+		gd := rowMajor(g).Float32s()
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
 			d := make([]float32, len(xd))
@@ -309,51 +392,17 @@ func Linear(x, w, b *Tensor) *Tensor {
 	})
 }
 
-// linearBF16 is Linear on bfloat16 operands.
-func linearBF16(x, w, b *Tensor) *Tensor {
+// linearBF16 records Linear's result out of bfloat16 operands, xc and wc
+// being x and w in row-major order.
+func linearBF16(x, w, b, xc, wc, out *Tensor, rows int) *Tensor {
 	const op = "Linear"
-	checkBF16 := func(what string, t *Tensor) {
-		if t == nil {
-			Fail(op, "%s is nil", what)
-		}
-		if t.dtype != BFloat16 {
-			failDType(op, "%s has dtype %v but the input is bfloat16; cast it, or use amp.Autocast", what, t.dtype)
-		}
-	}
-	checkBF16("weight", w)
-	if b != nil {
-		checkBF16("bias", b)
-	}
-	if w.NDim() != 2 {
-		failShape(op, "weight must be 2-D [out, in], got shape %v", w.shape)
-	}
 	outF, inF := w.shape[0], w.shape[1]
-	if x.NDim() == 0 || x.shape[x.NDim()-1] != inF {
-		failShape(op, "input %v does not end in the %d features weight %v expects", x.shape, inF, w.shape)
-	}
-	if b != nil && (b.NDim() != 1 || b.shape[0] != outF) {
-		failShape(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
-	}
-	outShape := append(cloneInts(x.shape[:x.NDim()-1]), outF)
-	rows := numel(op, outShape[:len(outShape)-1])
-	xd, wd := bf16RowMajor(x), bf16RowMajor(w)
-	acc := gradBuffer(rows * outF)
-	beta := float32(0)
-	if b != nil && rows > 0 {
-		bias := make([]float32, outF)
-		kernels.BF16ToF32(bias, b.BFloat16s())
-		for r := range rows {
-			copy(acc[r*outF:(r+1)*outF], bias)
-		}
-		beta = 1
-	}
-	kernels.GemmBF16(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, acc, outF)
-	out := bf16Tensor(outShape, Contiguous, Contiguous, acc)
+	xd, wd := xc.BFloat16s(), wc.BFloat16s()
 	return traceRecord(op, out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
 		if g.dtype != BFloat16 {
 			g = g.castTo(BFloat16)
 		}
-		gd := bf16RowMajor(g)
+		gd := rowMajor(g).BFloat16s()
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
 			d := gradBuffer(rows * inF)
@@ -380,12 +429,90 @@ func linearBF16(x, w, b *Tensor) *Tensor {
 	})
 }
 
-// bf16RowMajor is linearRowMajor for bfloat16 tensors.
-func bf16RowMajor(t *Tensor) []uint16 {
-	if t.format == Contiguous {
-		return t.BFloat16s()
+// bindLinear binds y = x·wᵀ + b, the rows of x's last dimension
+// multiplied by w [out, in] on one GEMM, or returns nil. x, y and w are
+// contiguous and of one dtype, or w is a constant (constW), reordered
+// here; a constant float32 w is also packed here where the packed
+// product is the unpacked one bit for bit. Every row starts at the bias
+// and the GEMM adds x·wᵀ to it; bfloat16 operands accumulate in float32
+// scratch rounded once.
+func bindLinear(x, w, b, y *Tensor, constW bool) func() {
+	if x.format != Contiguous || y.format != Contiguous || y.NDim() == 0 || w.NDim() != 2 ||
+		x.dtype != y.dtype || w.dtype != x.dtype || (b != nil && b.dtype != x.dtype) {
+		return nil
 	}
-	return t.reformat(Contiguous).BFloat16s()
+	if w.format != Contiguous {
+		if !constW {
+			return nil
+		}
+		w = w.reformat(Contiguous)
+	}
+	outF, inF := w.shape[0], w.shape[1]
+	rows := numel("Linear", y.shape[:y.NDim()-1])
+	// start sets every row of c to the bias, or reports that there is
+	// none to add: the GEMM's beta.
+	start := func(c, bias []float32) float32 {
+		if bias == nil || rows == 0 {
+			return 0
+		}
+		for r := range rows {
+			copy(c[r*outF:(r+1)*outF], bias)
+		}
+		return 1
+	}
+	switch x.dtype {
+	case Float32:
+		xd, wd, yd := x.Float32s(), w.Float32s(), y.Float32s()
+		var bd []float32
+		if b != nil {
+			bd = b.Float32s()
+		}
+		var pb *kernels.PackedB
+		if constW && kernels.PackedMatchesSgemm(rows, outF, inF) {
+			pb = kernels.PackB(true, inF, outF, wd, inF)
+		}
+		return func() {
+			beta := start(yd, bd)
+			if pb != nil {
+				kernels.SgemmPacked(false, rows, 1, xd, inF, pb, beta, yd, outF, kernels.Epilogue{})
+				return
+			}
+			kernels.Sgemm(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, yd, outF)
+		}
+	case BFloat16:
+		xd, wd, yd := x.BFloat16s(), w.BFloat16s(), y.BFloat16s()
+		acc := make([]float32, len(yd))
+		var bias []float32
+		var bd []uint16
+		if b != nil {
+			bias, bd = make([]float32, outF), b.BFloat16s()
+		}
+		return func() {
+			if bd != nil {
+				kernels.BF16ToF32(bias, bd)
+			}
+			beta := start(acc, bias)
+			kernels.GemmBF16(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, acc, outF)
+			kernels.F32ToBF16(yd, acc)
+		}
+	}
+	return nil
+}
+
+func init() {
+	// The products' binders take no attributes.
+	opbind.Register("Linear", func(_ any, ins, outs []*Tensor, consts []bool) func() {
+		return bindLinear(ins[0], ins[1], ins[2], outs[0], opbind.Const(consts, 1))
+	})
+	for _, op := range []string{"Matmul", "BMM"} {
+		opbind.Register(op, func(_ any, ins, outs []*Tensor, _ []bool) func() {
+			a, b := ins[0], ins[1]
+			if a.dtype != b.dtype || (a.dtype != Float32 && a.dtype != BFloat16) {
+				return nil
+			}
+			return bindMatmul(op, matmulShape(op, a, b), a, b, outs[0])
+		})
+	}
 }
 
 // bf16Tensor rounds float32 results, laid out in format from, to a

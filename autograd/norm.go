@@ -3,6 +3,7 @@ package autograd
 import (
 	"math"
 
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -116,11 +117,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 	} else {
 		out = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
 	}
-	forward := kernels.BatchNormForward
-	if relu {
-		forward = kernels.BatchNormReLUForward
-	}
-	forward(&s, xd, mean, invStd, normF32s(weight), normF32s(bias), out.Float32s())
+	bindBatchNorm(s, x, out, mean, invStd, weight, bias, relu)()
 	if traced(x, runningMean, runningVar, weight, bias) && !training {
 		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
 	}
@@ -253,20 +250,25 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	}
 	n := x.Numel()
 	xd := x.BFloat16s()
-	xf := gradBuffer(n)
-	kernels.BF16ToF32(xf, xd)
-	mean, invStd := bnStatistics(op, s, xf, x.shape, runningMean, runningVar, training, momentum, eps)
-	forward := kernels.BatchNormForward
-	if relu {
-		forward = kernels.BatchNormReLUForward
-	}
-	forward(&s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
 	out := x
 	if !inPlace {
 		out = bf16EmptyLike(x)
 	}
-	kernels.F32ToBF16(out.BFloat16s(), xf)
-	releaseGradBuffer(xf)
+	var xf []float32
+	if training {
+		// The batch statistics need x widened, and the forward then
+		// normalises that copy in place rather than widen x again.
+		xf = gradBuffer(n)
+		kernels.BF16ToF32(xf, xd)
+	}
+	mean, invStd := bnStatistics(op, s, xf, x.shape, runningMean, runningVar, training, momentum, eps)
+	if training {
+		bnForward(relu)(&s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
+		kernels.F32ToBF16(out.BFloat16s(), xf)
+		releaseGradBuffer(xf)
+	} else {
+		bindBatchNorm(s, x, out, mean, invStd, weight, bias, relu)()
+	}
 	if traced(x, runningMean, runningVar, weight, bias) && !training {
 		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
 	}
@@ -344,21 +346,16 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	for _, d := range x.shape[:x.NDim()-k] {
 		rows *= d
 	}
-	xc := x
-	if x.format != Contiguous {
-		xc = x.reformat(Contiguous)
-	}
+	xc := rowMajor(x)
 	stats := make([]float64, 2*rows)
 	mean, rstd := stats[:rows], stats[rows:]
 	out := Zeros(x.shape...)
-	kernels.LayerNormForward(rows, n, xc.Float32s(), normF32s(weight), normF32s(bias), eps, out.Float32s(), mean, rstd)
+	bindLayerNorm(xc, weight, bias, out, rows, n, eps, stats)()
 	if traced(x, weight, bias) {
 		trace(op, []*Tensor{x, weight, bias}, []*Tensor{out}, attr("normalized_shape", cloneInts(normalizedShape)), attr("eps", eps))
 	}
 	return record(op+"Backward", out, []*Tensor{x, weight, bias}, func(g *Tensor) []*Tensor {
-		if g.format != Contiguous {
-			g = g.reformat(Contiguous)
-		}
+		g = rowMajor(g)
 		var gx, gw, gb *Tensor
 		var dx, dw, db []float32
 		if x.requiresGrad {
@@ -378,5 +375,86 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 			gx = gx.reformat(x.format)
 		}
 		return []*Tensor{gx, gw, gb}
+	})
+}
+
+// bnForward is the batch norm forward kernel, with relu the one that
+// rectifies too.
+func bnForward(relu bool) func(s *kernels.BatchNormShape, x []float32, mean, invStd []float64, weight, bias, y []float32) {
+	if relu {
+		return kernels.BatchNormReLUForward
+	}
+	return kernels.BatchNormForward
+}
+
+// bindBatchNorm binds y = BatchNorm(x) on s, normalised with the
+// per-channel mean and invStd (ReLU(BatchNorm(x)) with relu), y of x's
+// dtype and format (x itself for in place), or returns nil for another
+// dtype. A bfloat16 x is widened exactly into scratch, normalised in
+// float32 and the result rounded once.
+func bindBatchNorm(s kernels.BatchNormShape, x, y *Tensor, mean, invStd []float64, weight, bias *Tensor, relu bool) func() {
+	forward, wd, bd := bnForward(relu), normF32s(weight), normF32s(bias)
+	switch x.dtype {
+	case Float32:
+		xd, yd := x.Float32s(), y.Float32s()
+		return func() { forward(&s, xd, mean, invStd, wd, bd, yd) }
+	case BFloat16:
+		xd, yd := x.BFloat16s(), y.BFloat16s()
+		xf := make([]float32, len(xd))
+		return func() {
+			kernels.BF16ToF32(xf, xd)
+			forward(&s, xf, mean, invStd, wd, bd, xf)
+			kernels.F32ToBF16(yd, xf)
+		}
+	}
+	return nil
+}
+
+// bindLayerNorm binds y = LayerNorm(x) over rows of size elements, x and
+// y float32 and y contiguous (x itself for in place), keeping each row's
+// mean and 1/std in stats (2·rows). x is read through a row-major copy
+// when it is not contiguous or is y itself (the kernel writes y as it
+// reads x).
+func bindLayerNorm(x, weight, bias, y *Tensor, rows, size int, eps float64, stats []float64) func() {
+	if x.dtype != Float32 || y.dtype != Float32 || y.format != Contiguous {
+		return nil
+	}
+	mean, rstd := stats[:rows], stats[rows:]
+	wd, bd, yd := normF32s(weight), normF32s(bias), y.Float32s()
+	read := rowMajorReader(x, x == y)
+	return func() { kernels.LayerNormForward(rows, size, read(), wd, bd, eps, yd, mean, rstd) }
+}
+
+func init() {
+	// LayerNorm's binder takes opbind.Attrs ("normalized_shape", "eps").
+	opbind.Register("LayerNorm", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		at, ok := attrs.(opbind.Attrs)
+		if !ok {
+			return nil
+		}
+		size := 1
+		for _, d := range at.Ints("normalized_shape") {
+			size *= d
+		}
+		if size == 0 {
+			return nil
+		}
+		rows := ins[0].Numel() / size
+		return bindLayerNorm(ins[0], ins[1], ins[2], outs[0], rows, size, at.Float("eps"), make([]float64, 2*rows))
+	})
+	// Evaluation-mode BatchNorm's binder takes opbind.Attrs ("eps") and
+	// needs constant running statistics, which it turns into the
+	// normalising mean and 1/sqrt(var+eps) once, here.
+	opbind.Register("BatchNorm", func(attrs any, ins, outs []*Tensor, consts []bool) func() {
+		const op = "BatchNorm"
+		at, ok := attrs.(opbind.Attrs)
+		x, y := ins[0], outs[0]
+		if !ok || !opbind.Const(consts, 1) || !opbind.Const(consts, 2) || x.format != y.format || x.dtype != y.dtype {
+			return nil
+		}
+		eps := at.Float("eps")
+		s := bnShape(op, x, ins[1], ins[2], ins[3], ins[4], false, 0, eps)
+		mean, invStd := bnStatistics(op, s, nil, x.shape, ins[1], ins[2], false, 0, eps)
+		return bindBatchNorm(s, x, y, mean, invStd, ins[3], ins[4], false)
 	})
 }

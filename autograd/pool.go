@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/internal/tracing"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -97,27 +98,85 @@ func poolOutput(op string, s *kernels.Pool2dShape, x *Tensor, batched bool) *Ten
 	return &Tensor{dtype: Float32, shape: shape, format: x.format, data: make([]float32, n)}
 }
 
-// poolApply runs a pooling forward kernel on x into a new result and
-// records its backward kernel. A bfloat16 x is widened exactly into
-// scratch, pooled in float32 and the result rounded once, as PyTorch's
-// bf16 pooling does (maxima and window sums computed in float32); the
-// gradient comes back bfloat16 the same way.
-func poolApply(op string, x *Tensor, s *kernels.Pool2dShape, batched bool, forward, backward func(a, b []float32)) *Tensor {
+// poolApply runs op's forward kernel on x into a new result and records
+// its backward kernel.
+func poolApply(op string, x *Tensor, opt PoolOptions, s *kernels.Pool2dShape, batched bool) *Tensor {
+	forward, backward := poolKernels(op, s, opt)
 	out := poolOutput(op, s, x, batched)
-	if x.dtype == BFloat16 {
-		xf, yf := gradBuffer(x.Numel()), gradBuffer(out.Numel())
-		kernels.BF16ToF32(xf, x.BFloat16s())
-		forward(xf, yf)
-		kernels.F32ToBF16(out.BFloat16s(), yf)
-		releaseGradBuffer(xf)
-		releaseGradBuffer(yf)
-	} else {
-		forward(x.Float32s(), out.Float32s())
-	}
+	bindPool(x, out, forward)()
 	xm, om := x.meta(), out.meta()
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		return []*Tensor{poolGrad(xm, om, g, backward)}
 	})
+}
+
+// poolShape validates x and opt and returns op's kernel shape (for
+// AdaptiveAvgPool2d, opt.Kernel is the output size).
+func poolShape(op string, x *Tensor, opt PoolOptions) (kernels.Pool2dShape, bool) {
+	switch op {
+	case "MaxPool2d":
+		return poolGeometry(op, x, opt, true)
+	case "AvgPool2d":
+		return poolGeometry(op, x, opt, false)
+	}
+	if len(opt.Kernel) != 2 {
+		Fail(op, "output size must have 2 elements, got %v", opt.Kernel)
+	}
+	return adaptivePoolGeometry(x, opt.Kernel[0], opt.Kernel[1])
+}
+
+// poolKernels returns op's forward and backward kernels on s with opt;
+// MaxPool2d's forward keeps each window's argmax for its backward.
+func poolKernels(op string, s *kernels.Pool2dShape, opt PoolOptions) (forward, backward func(a, b []float32)) {
+	switch op {
+	case "MaxPool2d":
+		idx := make([]int32, s.N*s.C*s.OutH*s.OutW)
+		return func(x, y []float32) { kernels.MaxPool2d(s, x, y, idx) },
+			func(dy, dx []float32) { kernels.MaxPool2dBackward(s, dy, idx, dx) }
+	case "AvgPool2d":
+		return func(x, y []float32) { kernels.AvgPool2d(s, x, opt.CountIncludePad, y) },
+			func(dy, dx []float32) { kernels.AvgPool2dBackward(s, dy, opt.CountIncludePad, dx) }
+	}
+	return func(x, y []float32) { kernels.AdaptiveAvgPool2d(s, x, y) },
+		func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(s, dy, dx) }
+}
+
+// bindPool binds a pooling forward kernel from x into y, or returns nil
+// for a dtype it does not take. A bfloat16 x is widened exactly into
+// scratch, pooled in float32 and the result rounded once, as PyTorch's
+// bf16 pooling does (maxima and window sums computed in float32).
+func bindPool(x, y *Tensor, forward func(x, y []float32)) func() {
+	switch x.dtype {
+	case Float32:
+		xd, yd := x.Float32s(), y.Float32s()
+		return func() { forward(xd, yd) }
+	case BFloat16:
+		xd, yd := x.BFloat16s(), y.BFloat16s()
+		xf, yf := make([]float32, len(xd)), make([]float32, len(yd))
+		return func() {
+			kernels.BF16ToF32(xf, xd)
+			forward(xf, yf)
+			kernels.F32ToBF16(yd, yf)
+		}
+	}
+	return nil
+}
+
+func init() {
+	// The pools' binders take PoolOptions (AdaptiveAvgPool2d's output
+	// size as Kernel, as it is traced).
+	for _, op := range []string{"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"} {
+		opbind.Register(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+			opt, ok := attrs.(PoolOptions)
+			x, y := ins[0], outs[0]
+			if !ok || x.format != y.format || x.dtype != y.dtype || (op == "AdaptiveAvgPool2d" && len(opt.Kernel) != 2) {
+				return nil
+			}
+			s, _ := poolShape(op, x, opt)
+			forward, _ := poolKernels(op, &s, opt)
+			return bindPool(x, y, forward)
+		})
+	}
 }
 
 // poolGrad runs a pooling backward kernel, which adds into a zeroed dx,
@@ -150,12 +209,9 @@ func poolGrad(x, out, g *Tensor, run func(dy, dx []float32)) *Tensor {
 // result, as in PyTorch; so do AvgPool2d and AdaptiveAvgPool2d, whose sums
 // are taken in float32.
 func MaxPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
-	s, batched := poolGeometry("MaxPool2d", x, opt, true)
-	idx := make([]int32, s.N*s.C*s.OutH*s.OutW)
+	s, batched := poolShape("MaxPool2d", x, opt)
 	defer tracePool("MaxPool2d", x, opt, &out)
-	return poolApply("MaxPool2d", x, &s, batched,
-		func(x, y []float32) { kernels.MaxPool2d(&s, x, y, idx) },
-		func(dy, dx []float32) { kernels.MaxPool2dBackward(&s, dy, idx, dx) })
+	return poolApply("MaxPool2d", x, opt, &s, batched)
 }
 
 // AvgPool2d averages over sliding windows, like
@@ -165,11 +221,9 @@ func MaxPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 // only the input positions. Dilation must be nil or 1. The result keeps x's
 // format.
 func AvgPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
-	s, batched := poolGeometry("AvgPool2d", x, opt, false)
+	s, batched := poolShape("AvgPool2d", x, opt)
 	defer tracePool("AvgPool2d", x, opt, &out)
-	return poolApply("AvgPool2d", x, &s, batched,
-		func(x, y []float32) { kernels.AvgPool2d(&s, x, opt.CountIncludePad, y) },
-		func(dy, dx []float32) { kernels.AvgPool2dBackward(&s, dy, opt.CountIncludePad, dx) })
+	return poolApply("AvgPool2d", x, opt, &s, batched)
 }
 
 // AdaptiveAvgPool2d averages x into an outH×outW grid, like
@@ -177,11 +231,10 @@ func AvgPool2d(x *Tensor, opt PoolOptions) (out *Tensor) {
 // of input length in covers [floor(i·in/out), ceil((i+1)·in/out)). The
 // result keeps x's format.
 func AdaptiveAvgPool2d(x *Tensor, outH, outW int) (out *Tensor) {
-	s, batched := adaptivePoolGeometry(x, outH, outW)
+	opt := PoolOptions{Kernel: []int{outH, outW}}
+	s, batched := poolShape("AdaptiveAvgPool2d", x, opt)
 	defer tracePool("AdaptiveAvgPool2d", x, PoolOptions{Kernel: []int{outH, outW}}, &out)
-	return poolApply("AdaptiveAvgPool2d", x, &s, batched,
-		func(x, y []float32) { kernels.AdaptiveAvgPool2d(&s, x, y) },
-		func(dy, dx []float32) { kernels.AdaptiveAvgPool2dBackward(&s, dy, dx) })
+	return poolApply("AdaptiveAvgPool2d", x, opt, &s, batched)
 }
 
 // adaptivePoolGeometry validates x and the output size of
@@ -193,7 +246,7 @@ func adaptivePoolGeometry(x *Tensor, outH, outW int) (kernels.Pool2dShape, bool)
 		failShape(op, "output size %d×%d must be positive", outH, outW)
 	}
 	// The output size is the caller's, unrelated to x's: count it before
-	// AdaptiveAvgPool2dGeometry's callers allocate it.
+	// the caller allocates it.
 	numel(op, []int{n, c, outH, outW})
 	return kernels.Pool2dShape{N: n, C: c, H: h, W: w, OutH: outH, OutW: outW, ChannelsLast: x.format == ChannelsLast}, batched
 }

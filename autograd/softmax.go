@@ -1,6 +1,9 @@
 package autograd
 
-import "github.com/kilnml/kiln/kernels"
+import (
+	"github.com/kilnml/kiln/internal/opbind"
+	"github.com/kilnml/kiln/kernels"
+)
 
 // Softmax rescales x along dim so the elements there are positive and sum
 // to 1, exp(x)/Σexp(x), like torch.nn.functional.softmax(x, dim). dim may
@@ -62,26 +65,15 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 	}
 	checkF32(op, "input", x)
 	d := softmaxDim(op, x.shape, dim)
-	xc := x
-	if x.format != Contiguous {
-		xc = x.reformat(Contiguous)
-	}
-	o, n, in := softmaxSplit(x.shape, Contiguous, d)
-	s := kernels.SoftmaxShape{Outer: o, N: n, Inner: in}
+	s := softmaxShape(x.shape, d)
 	out := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: make([]float32, x.Numel())}
+	bindSoftmax(op, x, out, d)()
 	y := out.Float32s()
-	if log {
-		kernels.LogSoftmax(&s, xc.Float32s(), y)
-	} else {
-		kernels.Softmax(&s, xc.Float32s(), y)
-	}
 	if traced(x) {
 		trace(op, []*Tensor{x}, []*Tensor{out}, attr("dim", d))
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		if g.format != Contiguous {
-			g = g.reformat(Contiguous)
-		}
+		g = rowMajor(g)
 		gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: make([]float32, x.Numel())}
 		if log {
 			kernels.LogSoftmaxBackward(&s, y, g.Float32s(), gx.Float32s())
@@ -93,4 +85,56 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 		}
 		return []*Tensor{gx}
 	})
+}
+
+// softmaxShape is the kernel shape of Softmax along dimension dim (not
+// negative) of a contiguous tensor of shape.
+func softmaxShape(shape []int, dim int) kernels.SoftmaxShape {
+	o, n, in := softmaxSplit(shape, Contiguous, dim)
+	return kernels.SoftmaxShape{Outer: o, N: n, Inner: in}
+}
+
+// bindSoftmax binds y = op(x) along dim, op "Softmax" or "LogSoftmax", y
+// contiguous of x's dtype and shape (x itself for in place), or returns
+// nil. A float32 x in another layout, or y itself, is read through
+// row-major scratch; a bfloat16 x, contiguous, goes through float32 and is
+// rounded once, as the op takes it.
+func bindSoftmax(op string, x, y *Tensor, dim int) func() {
+	if y.format != Contiguous || x.dtype != y.dtype || !sameShape(x.shape, y.shape) {
+		return nil
+	}
+	s := softmaxShape(x.shape, softmaxDim(op, x.shape, dim))
+	f := kernels.Softmax
+	if op == "LogSoftmax" {
+		f = kernels.LogSoftmax
+	}
+	switch x.dtype {
+	case Float32:
+		read, yd := rowMajorReader(x, x == y), y.Float32s()
+		return func() { f(&s, read(), yd) }
+	case BFloat16:
+		if x.format != Contiguous {
+			return nil
+		}
+		xd, yd := x.BFloat16s(), y.BFloat16s()
+		xf, yf := make([]float32, len(xd)), make([]float32, len(yd))
+		return func() {
+			kernels.BF16ToF32(xf, xd)
+			f(&s, xf, yf)
+			kernels.F32ToBF16(yd, yf)
+		}
+	}
+	return nil
+}
+
+func init() {
+	// Softmax's and LogSoftmax's binders take opbind.Attrs ("dim").
+	for _, op := range []string{"Softmax", "LogSoftmax"} {
+		opbind.Register(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+			if at, ok := attrs.(opbind.Attrs); ok {
+				return bindSoftmax(op, ins[0], outs[0], at.Int("dim"))
+			}
+			return nil
+		})
+	}
 }

@@ -388,12 +388,27 @@ func (t *Tensor) IsContiguous() bool { return t.format == Contiguous }
 // reformat returns a copy of t's data laid out in format f (t unchanged).
 func (t *Tensor) reformat(f MemoryFormat) *Tensor {
 	out := &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: f, data: makeData(t.dtype, t.Numel())}
-	if f == t.format {
+	t.reformatInto(out)
+	return out
+}
+
+// rowMajor returns t, or a contiguous copy of t in another format.
+func rowMajor(t *Tensor) *Tensor {
+	if t.format == Contiguous {
+		return t
+	}
+	return t.reformat(Contiguous)
+}
+
+// reformatInto copies t's data into out, a tensor of t's dtype and shape,
+// laid out in out's format.
+func (t *Tensor) reformatInto(out *Tensor) {
+	if out.format == t.format {
 		copyData(out.data, t.data)
-		return out
+		return
 	}
 	src := stridesOf(t.shape, t.format)
-	dst := stridesOf(t.shape, f)
+	dst := stridesOf(t.shape, out.format)
 	switch s := t.data.(type) {
 	case []float32:
 		strideCopy(out.data.([]float32), s, t.shape, dst, src)
@@ -408,7 +423,6 @@ func (t *Tensor) reformat(f MemoryFormat) *Tensor {
 	case []int64:
 		strideCopy(out.data.([]int64), s, t.shape, dst, src)
 	}
-	return out
 }
 
 // strideCopy copies every element of shape from src (with srcStrides) into
@@ -472,20 +486,12 @@ func copyData(dst, src any) {
 
 // ContiguousFloat32s returns t's float32 elements in row-major logical
 // order: the backing slice itself when t is contiguous, else a copy.
-func (t *Tensor) ContiguousFloat32s() []float32 {
-	if t.format == Contiguous {
-		return t.Float32s()
-	}
-	return t.reformat(Contiguous).Float32s()
-}
+func (t *Tensor) ContiguousFloat32s() []float32 { return rowMajor(t).Float32s() }
 
 // Values returns every element in row-major logical order as float64, a
 // convenience for tests and printing.
 func (t *Tensor) Values() []float64 {
-	c := t
-	if t.format != Contiguous {
-		c = t.reformat(Contiguous)
-	}
+	c := rowMajor(t)
 	v := make([]float64, c.Numel())
 	for i := range v {
 		v[i] = c.floatAt(i)

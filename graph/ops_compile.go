@@ -5,13 +5,18 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
 // The compiled forms of the ops: each binds a node to the plan's storage
-// and returns the function that computes it there with the very kernel
-// calls its autograd op makes, so a compiled run gives the eager run's
-// bits. A form returns nil for operands it does not take (a mix of memory
+// and returns the function that computes it there. Most are the kernel
+// bindings autograd registers in internal/opbind, the very functions its
+// eager ops run on the results they allocate, so a compiled run gives the
+// eager run's bits by construction; this file reads a node's attributes
+// for them, composes fused ops from them, and holds the forms of the ops
+// that only move data (copies, permutes, concatenation, splits, casts). A
+// form returns nil for operands it does not take (a mix of memory
 // formats, a broadcast it does not cover); the node then runs eagerly.
 // Scratch a form needs is allocated when it compiles, never when it runs.
 
@@ -22,8 +27,6 @@ type compileCtx struct {
 	consts []bool
 }
 
-func (c *compileCtx) isConst(j int) bool { return j < len(c.consts) && c.consts[j] }
-
 // compileFunc is a compiled form. It may panic with an *autograd.Error
 // for operands the op rejects.
 type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func()
@@ -33,39 +36,21 @@ type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func
 var compilers = map[string]compileFunc{}
 
 func init() {
-	for _, name := range []string{"ReLU", "Sigmoid", "Tanh", "SiLU", "HardTanh", "ELU", "GELU",
-		"Neg", "Exp", "Log", "Sqrt", "Pow", "AddScalar", "MulScalar"} {
-		compilers[name] = compileAct
-	}
-	for name, op := range binOps {
+	// Identity and Dropout, left in a plan where the result could not
+	// share x's storage, copy x as Clone does.
+	for _, name := range []string{"Identity", "Dropout"} {
 		compilers[name] = func(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
-			return compileBinary(op, ins[0], ins[1], outs[0])
+			return bind("Clone", nil, ins, outs, nil)
 		}
-	}
-	compilers["Conv2d"] = compileConv
-	compilers["Conv3d"] = compileConv
-	compilers["Linear"] = compileLinear
-	compilers["Matmul"] = compileMatmul
-	compilers["BMM"] = compileMatmul
-	compilers["BatchNorm"] = compileBatchNorm
-	compilers["LayerNorm"] = compileLayerNorm
-	for _, name := range []string{"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"} {
-		compilers[name] = compilePool
-	}
-	compilers["Softmax"] = compileSoftmax
-	compilers["LogSoftmax"] = compileSoftmax
-	for _, name := range []string{"Reshape", "Flatten", "Identity", "Dropout", "Clone", "To"} {
-		compilers[name] = compileCopy
 	}
 	compilers["Permute"] = compilePermute
 	compilers["Cat"] = compileCat
 	compilers["Split"] = compileSplit
-	compilers["Cast"] = compileCast
 }
 
-var binOps = map[string]kernels.BinOp{"Add": kernels.BinAdd, "Sub": kernels.BinSub, "Mul": kernels.BinMul, "Div": kernels.BinDiv}
-
-// compileOp returns n's compiled form on ins and outs, or nil.
+// compileOp returns n's compiled form on ins and outs, or nil: the one in
+// compilers, or the kernel binding autograd registered for n's op, which
+// its eager op runs too.
 func compileOp(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	if f, ok := compilers[n.Op]; ok {
 		return f(c, n, ins, outs)
@@ -73,139 +58,37 @@ func compileOp(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	if strings.Contains(n.Op, FusedSep) {
 		return compileFused(c, n, ins, outs)
 	}
-	if impl, ok := customOp(n.Op); ok && impl.compile != nil {
-		return impl.compile(c, n, ins, outs)
-	}
-	return nil
-}
-
-// actOf returns the elementwise kernel function of an activation or
-// scalar op, as its autograd op builds it.
-func actOf(op string, n *Node) (kernels.Act, bool) {
-	switch op {
-	case "ReLU":
-		return kernels.Act{Fn: kernels.ActReLU}, true
-	case "Sigmoid":
-		return kernels.Act{Fn: kernels.ActSigmoid}, true
-	case "Tanh":
-		return kernels.Act{Fn: kernels.ActTanh}, true
-	case "SiLU":
-		return kernels.Act{Fn: kernels.ActSiLU}, true
-	case "Neg":
-		return kernels.Act{Fn: kernels.ActNeg}, true
-	case "Exp":
-		return kernels.Act{Fn: kernels.ActExp}, true
-	case "Log":
-		return kernels.Act{Fn: kernels.ActLog}, true
-	case "Sqrt":
-		return kernels.Act{Fn: kernels.ActSqrt}, true
-	case "HardTanh":
-		return kernels.Act{Fn: kernels.ActHardTanh, A: float32(n.Float("min_val")), B: float32(n.Float("max_val"))}, true
-	case "ELU":
-		return kernels.Act{Fn: kernels.ActELU, A: float32(n.Float("alpha"))}, true
-	case "GELU":
-		switch n.Str("approximate") {
-		case "none":
-			return kernels.Act{Fn: kernels.ActGELU}, true
-		case "tanh":
-			return kernels.Act{Fn: kernels.ActGELUTanh}, true
+	if impl, ok := customOp(n.Op); ok {
+		if impl.compile != nil {
+			return impl.compile(c, n, ins, outs)
 		}
-	case "Pow":
-		return kernels.Act{Fn: kernels.ActPow, A: float32(n.Float("exponent"))}, true
-	case "AddScalar":
-		return kernels.Act{Fn: kernels.ActAddScalar, A: float32(n.Float("value"))}, true
-	case "MulScalar":
-		return kernels.Act{Fn: kernels.ActMulScalar, A: float32(n.Float("value"))}, true
-	}
-	return kernels.Act{}, false
-}
-
-func compileAct(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	a, ok := actOf(n.Op, n)
-	x, y := ins[0], outs[0]
-	if !ok || !sigOf(x).equal(sigOf(y)) {
 		return nil
 	}
-	switch x.DType() {
-	case autograd.Float32:
-		xd, yd := x.Float32s(), y.Float32s()
-		return func() { a.Forward(yd, xd) }
-	case autograd.BFloat16:
-		xd, yd := x.BFloat16s(), y.BFloat16s()
-		if n.Op == "AddScalar" {
-			// AddScalar takes bfloat16 through float32 and back.
-			xf := make([]float32, len(xd))
-			return func() {
-				kernels.BF16ToF32(xf, xd)
-				a.Forward(xf, xf)
-				kernels.F32ToBF16(yd, xf)
-			}
-		}
-		return func() { a.ForwardBF16(yd, xd) }
-	}
-	return nil
+	return bind(n.Op, bindAttrs(n), ins, outs, c.consts)
 }
 
-// compileBinary computes y = a op b as binaryF32 does: one vector kernel
-// over operands laid out like y, the scalar kernel for a one-element
-// operand, else the strided kernel on every run of the broadcast walk
-// (found once, here). Two bfloat16 operands of y's type run on
-// BinaryBF16, and one with a 0-dimensional operand on BinaryScalarBF16:
-// both compute in float32 and round once, as the eager op does.
-func compileBinary(op kernels.BinOp, a, b, y *autograd.Tensor) func() {
-	ys := sigOf(y)
-	like := func(t *autograd.Tensor) bool { return sigOf(t).equal(ys) }
-	f32 := autograd.Float32
-	switch {
-	case a.DType() == f32 && b.DType() == f32 && y.DType() == f32:
-		ad, bd, yd := a.Float32s(), b.Float32s(), y.Float32s()
-		switch {
-		case len(yd) == 0:
-			return func() {}
-		case like(a) && like(b):
-			return func() { kernels.Binary(op, yd, ad, bd) }
-		case like(a) && len(bd) == 1:
-			return func() { kernels.BinaryScalar(op, yd, ad, bd[0], false) }
-		case like(b) && len(ad) == 1:
-			return func() { kernels.BinaryScalar(op, yd, bd, ad[0], true) }
-		}
-		if !broadcastsTo(a, y) || !broadcastsTo(b, y) {
-			return nil
-		}
-		runs := autograd.BroadcastRuns(a, b)
-		return func() {
-			for _, r := range runs {
-				kernels.BinaryStrided(op, r.N, yd[r.Out:], r.OutStep, ad[r.A:], r.AStep, bd[r.B:], r.BStep)
-			}
-		}
-	case y.DType() != autograd.BFloat16:
-	case like(a) && like(b):
-		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
-		return func() { kernels.BinaryBF16(op, yd, ad, bd) }
-	case like(a) && b.NDim() == 0:
-		ad, yd := a.BFloat16s(), y.BFloat16s()
-		return func() { kernels.BinaryScalarBF16(op, yd, ad, scalarOf(b), false) }
-	case like(b) && a.NDim() == 0:
-		bd, yd := b.BFloat16s(), y.BFloat16s()
-		return func() { kernels.BinaryScalarBF16(op, yd, bd, scalarOf(a), true) }
-	case a.DType() == autograd.BFloat16 && b.DType() == autograd.BFloat16:
-		// A broadcast, as the eager op runs it: widen both, the float32
-		// broadcast, round once.
-		a32, b32, y32 := scratch(f32, a.Shape(), a.Format()), scratch(f32, b.Shape(), b.Format()), scratch(f32, y.Shape(), y.Format())
-		f := compileBinary(op, a32, b32, y32)
-		if f == nil {
-			return nil
-		}
-		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
-		ad32, bd32, yd32 := a32.Float32s(), b32.Float32s(), y32.Float32s()
-		return func() {
-			kernels.BF16ToF32(ad32, ad)
-			kernels.BF16ToF32(bd32, bd)
-			f()
-			kernels.F32ToBF16(yd, yd32)
-		}
+// bind returns the function op's binder binds over ins and outs with
+// attrs, or nil where op has none or it declines the operands.
+func bind(op string, attrs any, ins, outs []*autograd.Tensor, consts []bool) func() {
+	b, ok := opbind.Lookup[*autograd.Tensor](op)
+	if !ok {
+		return nil
 	}
-	return nil
+	return b(attrs, ins, outs, consts)
+}
+
+// bindAttrs is n's attributes as its op's binder takes them: the node
+// itself, read by name, or a typed options struct.
+func bindAttrs(n *Node) any {
+	switch n.Op {
+	case "MaxPool2d", "AvgPool2d":
+		return poolOptions(n)
+	case "AdaptiveAvgPool2d":
+		return autograd.PoolOptions{Kernel: n.Ints("kernel")}
+	case "Conv2d", "Conv3d":
+		return convOptions(n)
+	}
+	return n
 }
 
 // scratch returns plan-time storage of the given type.
@@ -213,389 +96,6 @@ func scratch(dtype autograd.DType, shape []int, f autograd.MemoryFormat) *autogr
 	s := autograd.Empty(dtype, shape...)
 	s.SetFormat(f)
 	return s
-}
-
-// scalarOf reads a 0-dimensional float32 or bfloat16 operand when the
-// plan runs: it may be an input or a computed value, not only a constant.
-func scalarOf(t *autograd.Tensor) float32 {
-	if t.DType() == autograd.BFloat16 {
-		return kernels.F32FromBF16(t.BFloat16s()[0])
-	}
-	return t.Float32s()[0]
-}
-
-// broadcastsTo reports whether t broadcasts to y's shape without growing
-// it, and y has the layout the broadcast result takes: y's own format
-// when t has y's shape or is broadcast, contiguous otherwise.
-func broadcastsTo(t, y *autograd.Tensor) bool {
-	ts, ys := t.Shape(), y.Shape()
-	if len(ts) > len(ys) {
-		return false
-	}
-	for i, d := range ts {
-		if yd := ys[len(ys)-len(ts)+i]; d != yd && d != 1 {
-			return false
-		}
-	}
-	return true
-}
-
-func compileConv(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	return compileConvEpilogue(c, n, ins, outs, kernels.ConvEpilogue{})
-}
-
-// compileConvEpilogue is compileConv with a float32 convolution's
-// epilogue (residual, activation) applied by the kernel block by block.
-func compileConvEpilogue(c *compileCtx, n *Node, ins, outs []*autograd.Tensor, ep kernels.ConvEpilogue) func() {
-	x, w, b, y := ins[0], ins[1], ins[2], outs[0]
-	s := autograd.ConvGeometry(x, w, b, convOptions(n))
-	// The result's format is the layout the op ran in.
-	layout := y.Format()
-	s.ChannelsLast = layout != autograd.Contiguous
-	if x.DType() != y.DType() {
-		return nil
-	}
-	if x.Format() != layout {
-		// Weights in the other layout decided it (PyTorch's rule): x is
-		// reordered into scratch first, as the op reorders it.
-		xr := scratch(x.DType(), x.Shape(), layout)
-		return runAll([]func(){
-			stridedCopy(xr, 0, x, 0, x.Shape(), xr.Strides(), x.Strides()),
-			compileConvEpilogue(c, n, []*autograd.Tensor{xr, w, b}, outs, ep),
-		})
-	}
-	wk := w
-	if w.Format() != layout {
-		if !c.isConst(1) {
-			return nil
-		}
-		wk = w.To(layout) // reordered once here, as the op does every call
-	}
-	switch x.DType() {
-	case autograd.Float32:
-		var packed *kernels.ConvWeights
-		if c.isConst(1) {
-			packed = kernels.PackConvWeights(&s, wk.Float32s())
-		}
-		var bias []float32
-		if b != nil {
-			bias = b.Float32s()
-		}
-		xd, wd, yd := x.Float32s(), wk.Float32s(), y.Float32s()
-		return func() { kernels.ConvForwardEpilogue(&s, xd, wd, packed, bias, yd, ep) }
-	case autograd.BFloat16:
-		var bias []float32
-		var bd []uint16
-		if b != nil {
-			bias, bd = make([]float32, s.O), b.BFloat16s()
-		}
-		xd, wd, yd := x.BFloat16s(), wk.BFloat16s(), y.BFloat16s()
-		return func() {
-			if bd != nil {
-				kernels.BF16ToF32(bias, bd)
-			}
-			kernels.ConvForwardBF16To(&s, xd, wd, bias, yd)
-		}
-	}
-	return nil
-}
-
-func compileLinear(c *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
-	x, w, b, y := ins[0], ins[1], ins[2], outs[0]
-	if x.Format() != autograd.Contiguous || w.NDim() != 2 || x.DType() != y.DType() {
-		return nil
-	}
-	wk := w
-	if w.Format() != autograd.Contiguous {
-		if !c.isConst(1) {
-			return nil
-		}
-		wk = w.Contiguous()
-	}
-	outF, inF := w.Dim(0), w.Dim(1)
-	if outF == 0 {
-		return nil
-	}
-	rows := y.Numel() / outF
-	switch x.DType() {
-	case autograd.Float32:
-		xd, wd, yd := x.Float32s(), wk.Float32s(), y.Float32s()
-		var bd []float32
-		if b != nil {
-			bd = b.Float32s()
-		}
-		// Constant weights are packed once here where the packed product
-		// is the eager op's bit for bit.
-		var pb *kernels.PackedB
-		if c.isConst(1) && kernels.PackedMatchesSgemm(rows, outF, inF) {
-			pb = kernels.PackB(true, inF, outF, wd, inF)
-		}
-		return func() {
-			beta := float32(0)
-			if bd != nil && rows > 0 {
-				// Every row starts at the bias; the GEMM adds x·wᵀ.
-				for r := range rows {
-					copy(yd[r*outF:(r+1)*outF], bd)
-				}
-				beta = 1
-			}
-			if pb != nil {
-				kernels.SgemmPacked(false, rows, 1, xd, inF, pb, beta, yd, outF, kernels.Epilogue{})
-				return
-			}
-			kernels.Sgemm(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, yd, outF)
-		}
-	case autograd.BFloat16:
-		xd, wd, yd := x.BFloat16s(), wk.BFloat16s(), y.BFloat16s()
-		acc := make([]float32, rows*outF)
-		var bias []float32
-		var bd []uint16
-		if b != nil {
-			bias, bd = make([]float32, outF), b.BFloat16s()
-		}
-		return func() {
-			beta := float32(0)
-			if bd != nil && rows > 0 {
-				kernels.BF16ToF32(bias, bd)
-				for r := range rows {
-					copy(acc[r*outF:(r+1)*outF], bias)
-				}
-				beta = 1
-			}
-			kernels.GemmBF16(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, acc, outF)
-			kernels.F32ToBF16(yd, acc)
-		}
-	}
-	return nil
-}
-
-func compileMatmul(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
-	a, b, y := ins[0], ins[1], outs[0]
-	if y.Format() != autograd.Contiguous || a.DType() != b.DType() || a.DType() != y.DType() {
-		return nil
-	}
-	n, k, m, aOff, bOff, cOff, oneRight := autograd.MatmulGeometry(a, b)
-	switch a.DType() {
-	case autograd.Float32:
-		ra, rb, yd := contiguousReader(a, false), contiguousReader(b, false), y.Float32s()
-		if oneRight {
-			// Every row of every batch of a multiplies b: one GEMM.
-			rows := len(cOff) * n
-			return func() { kernels.Sgemm(false, false, rows, m, k, 1, ra(), k, rb(), m, 0, yd, m) }
-		}
-		return func() {
-			kernels.SgemmBatched(false, false, n, m, k, 1, ra(), aOff, k, rb(), bOff, m, 0, yd, cOff, m)
-		}
-	case autograd.BFloat16:
-		if a.Format() != autograd.Contiguous || b.Format() != autograd.Contiguous {
-			return nil
-		}
-		ad, bd, yd := a.BFloat16s(), b.BFloat16s(), y.BFloat16s()
-		acc := make([]float32, len(yd))
-		return func() {
-			for i := range cOff {
-				kernels.GemmBF16(false, false, n, m, k, 1, ad[aOff[i]:], k, bd[bOff[i]:], m, 0, acc[cOff[i]:], m)
-			}
-			kernels.F32ToBF16(yd, acc)
-		}
-	}
-	return nil
-}
-
-func compileBatchNorm(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	// The statistics are computed once, here, from the constant running
-	// mean and variance.
-	if !c.isConst(1) || !c.isConst(2) || x.Format() != y.Format() || x.DType() != y.DType() {
-		return nil
-	}
-	s, mean, invStd := autograd.BatchNormEval(x, ins[1], ins[2], ins[3], ins[4], n.Float("eps"))
-	wd, bd := f32sOrNil(ins[3]), f32sOrNil(ins[4])
-	switch x.DType() {
-	case autograd.Float32:
-		xd, yd := x.Float32s(), y.Float32s()
-		return func() { kernels.BatchNormForward(&s, xd, mean, invStd, wd, bd, yd) }
-	case autograd.BFloat16:
-		xd, yd := x.BFloat16s(), y.BFloat16s()
-		xf := make([]float32, len(xd))
-		return func() {
-			kernels.BF16ToF32(xf, xd)
-			kernels.BatchNormForward(&s, xf, mean, invStd, wd, bd, xf)
-			kernels.F32ToBF16(yd, xf)
-		}
-	}
-	return nil
-}
-
-func f32sOrNil(t *autograd.Tensor) []float32 {
-	if t == nil {
-		return nil
-	}
-	return t.Float32s()
-}
-
-func compileLayerNorm(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if x.DType() != autograd.Float32 || y.Format() != autograd.Contiguous {
-		return nil
-	}
-	return layerNorm(n, x, ins[1], ins[2], y)
-}
-
-// layerNorm computes y = LayerNorm(x) as the op does, reading x through a
-// contiguous copy when it is not contiguous or is y itself (the kernel
-// writes y as it reads x).
-func layerNorm(n *Node, x, w, b, y *autograd.Tensor) func() {
-	size := 1
-	for _, d := range n.Ints("normalized_shape") {
-		size *= d
-	}
-	if size == 0 {
-		return nil
-	}
-	rows := x.Numel() / size
-	eps := n.Float("eps")
-	stats := make([]float64, 2*rows)
-	mean, rstd := stats[:rows], stats[rows:]
-	wd, bd, yd := f32sOrNil(w), f32sOrNil(b), y.Float32s()
-	read := contiguousReader(x, x == y)
-	return func() {
-		kernels.LayerNormForward(rows, size, read(), wd, bd, eps, yd, mean, rstd)
-	}
-}
-
-// contiguousReader returns a function giving x's float32 elements in
-// row-major order: x's own slice when x is contiguous and copy is false,
-// else a copy refreshed on each call into scratch allocated here.
-func contiguousReader(x *autograd.Tensor, copyAlways bool) func() []float32 {
-	xd := x.Float32s()
-	if x.Format() == autograd.Contiguous && !copyAlways {
-		return func() []float32 { return xd }
-	}
-	scratch := make([]float32, len(xd))
-	shape, src := x.Shape(), x.Strides()
-	dst := rowMajorStrides(shape)
-	return func() []float32 {
-		kernels.StridedCopy(scratch, xd, shape, dst, src)
-		return scratch
-	}
-}
-
-func rowMajorStrides(shape []int) []int {
-	st := make([]int, len(shape))
-	s := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		st[i] = s
-		s *= shape[i]
-	}
-	return st
-}
-
-func compilePool(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if x.Format() != y.Format() || x.DType() != y.DType() {
-		return nil
-	}
-	var s kernels.Pool2dShape
-	var forward func(x, y []float32)
-	switch n.Op {
-	case "MaxPool2d":
-		s = autograd.PoolGeometry(n.Op, x, poolOptions(n))
-		idx := make([]int32, y.Numel())
-		forward = func(x, y []float32) { kernels.MaxPool2d(&s, x, y, idx) }
-	case "AvgPool2d":
-		s = autograd.PoolGeometry(n.Op, x, poolOptions(n))
-		include := n.Bool("count_include_pad")
-		forward = func(x, y []float32) { kernels.AvgPool2d(&s, x, include, y) }
-	case "AdaptiveAvgPool2d":
-		k := n.Ints("kernel")
-		if len(k) != 2 {
-			return nil
-		}
-		s = autograd.AdaptiveAvgPool2dGeometry(x, k[0], k[1])
-		forward = func(x, y []float32) { kernels.AdaptiveAvgPool2d(&s, x, y) }
-	default:
-		return nil
-	}
-	switch x.DType() {
-	case autograd.Float32:
-		xd, yd := x.Float32s(), y.Float32s()
-		return func() { forward(xd, yd) }
-	case autograd.BFloat16:
-		// Pooled in float32 and rounded once, as the op does.
-		xd, yd := x.BFloat16s(), y.BFloat16s()
-		xf, yf := make([]float32, len(xd)), make([]float32, len(yd))
-		return func() {
-			kernels.BF16ToF32(xf, xd)
-			forward(xf, yf)
-			kernels.F32ToBF16(yd, yf)
-		}
-	}
-	return nil
-}
-
-func compileSoftmax(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if y.Format() != autograd.Contiguous || x.DType() != y.DType() {
-		return nil
-	}
-	return softmax(n, x, y)
-}
-
-// softmax computes y = Softmax(x) (LogSoftmax for n.Op "LogSoftmax"), a
-// bfloat16 x through float32 as the op takes it.
-func softmax(n *Node, x, y *autograd.Tensor) func() {
-	s := autograd.SoftmaxGeometry(x, n.Int("dim"))
-	f := kernels.Softmax
-	if n.Op == "LogSoftmax" {
-		f = kernels.LogSoftmax
-	}
-	switch x.DType() {
-	case autograd.Float32:
-		read, yd := contiguousReader(x, x == y), y.Float32s()
-		return func() { f(&s, read(), yd) }
-	case autograd.BFloat16:
-		if x.Format() != autograd.Contiguous {
-			return nil
-		}
-		xd, yd := x.BFloat16s(), y.BFloat16s()
-		xf, yf := make([]float32, len(xd)), make([]float32, len(yd))
-		return func() {
-			kernels.BF16ToF32(xf, xd)
-			f(&s, xf, yf)
-			kernels.F32ToBF16(yd, yf)
-		}
-	}
-	return nil
-}
-
-// compileCopy covers the ops whose result holds x's elements, where the
-// plan did not let the result share x's storage: a copy of the same
-// layout, or a reorder into the result's layout (Reshape of a
-// channels-last x, To).
-func compileCopy(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if x.DType() != y.DType() || x.Numel() != y.Numel() {
-		return nil
-	}
-	sameOrder := x.Format() == y.Format() && (slices.Equal(x.Shape(), y.Shape()) || x.Format() == autograd.Contiguous)
-	if sameOrder {
-		return copyData(y, x)
-	}
-	shape, src := x.Shape(), x.Strides()
-	var dst []int
-	switch n.Op {
-	case "Reshape", "Flatten": // x's elements in row-major order are y's
-		if y.Format() != autograd.Contiguous {
-			return nil
-		}
-		dst = rowMajorStrides(shape)
-	case "To":
-		dst = y.Strides()
-	default:
-		return nil
-	}
-	return stridedCopy(y, 0, x, 0, shape, dst, src)
 }
 
 // stridedCopy returns a function running kernels.StridedCopy, or its
@@ -628,32 +128,6 @@ func runAll(fns []func()) func() {
 			f()
 		}
 	}
-}
-
-// copyData returns a function copying src's memory into dst's, which have
-// one dtype and length.
-func copyData(dst, src *autograd.Tensor) func() {
-	switch d := dst.Data().(type) {
-	case []float32:
-		s := src.Data().([]float32)
-		return func() { copy(d, s) }
-	case []uint16:
-		s := src.Data().([]uint16)
-		return func() { copy(d, s) }
-	case []int8:
-		s := src.Data().([]int8)
-		return func() { copy(d, s) }
-	case []uint8:
-		s := src.Data().([]uint8)
-		return func() { copy(d, s) }
-	case []int32:
-		s := src.Data().([]int32)
-		return func() { copy(d, s) }
-	case []int64:
-		s := src.Data().([]int64)
-		return func() { copy(d, s) }
-	}
-	return nil
 }
 
 func compilePermute(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
@@ -711,24 +185,6 @@ func compileSplit(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	return runAll(fns)
 }
 
-func compileCast(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	if x.Format() != y.Format() || x.Numel() != y.Numel() {
-		return nil
-	}
-	switch {
-	case x.DType() == y.DType():
-		return copyData(y, x)
-	case x.DType() == autograd.Float32 && y.DType() == autograd.BFloat16:
-		xd, yd := x.Float32s(), y.BFloat16s()
-		return func() { kernels.F32ToBF16(yd, xd) }
-	case x.DType() == autograd.BFloat16 && y.DType() == autograd.Float32:
-		xd, yd := x.BFloat16s(), y.Float32s()
-		return func() { kernels.BF16ToF32(yd, xd) }
-	}
-	return nil
-}
-
 // compileFused compiles a fused node as its parts in sequence in the
 // node's result: the first part's compiled form writes it, then each
 // later part rewrites it in place with its kernel. That needs the first
@@ -736,8 +192,7 @@ func compileCast(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
 // once) tells.
 func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	names := strings.Split(n.Op, FusedSep)
-	first, ok := compilers[names[0]]
-	if !ok || len(outs) != 1 {
+	if _, bound := opbind.Lookup[*autograd.Tensor](names[0]); (!bound && compilers[names[0]] == nil) || len(outs) != 1 {
 		return nil
 	}
 	parts := fusedParts(n)
@@ -770,7 +225,7 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	if fn := compileConvFused(c, names, parts, ins, y); fn != nil {
 		return fn
 	}
-	fns := []func(){first(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], []*autograd.Tensor{run})}
+	fns := []func(){compileOp(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], []*autograd.Tensor{run})}
 	for i := 1; i < len(parts); i++ {
 		if i == widenAt {
 			rd, yd := run.BFloat16s(), y.Float32s()
@@ -788,91 +243,53 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 		}
 		fns = append(fns, f)
 	}
-	if fns[0] == nil {
-		return nil
-	}
-	return func() {
-		for _, f := range fns {
-			f()
-		}
-	}
+	return runAll(fns)
 }
 
-// convEpilogueActs are the activations a float32 convolution applies in
-// its own epilogue.
-var convEpilogueActs = map[string]bool{"ReLU": true, "Sigmoid": true, "Tanh": true, "SiLU": true,
-	"HardTanh": true, "ELU": true, "GELU": true}
-
-// compileConvFused compiles a float32 Conv2d/Conv3d followed by an Add of
-// a tensor like its result and/or one activation as one convolution whose
-// kernel adds and activates each output block while it is in cache
-// (kernels.ConvForwardEpilogue, bit for bit the parts in turn), or
-// returns nil for any other fused op.
+// compileConvFused compiles a Conv2d/Conv3d followed by an Add of a
+// tensor like its result and/or one activation as one convolution whose
+// kernel adds and activates each output block while it is in cache, where
+// the convolution's binder takes them (opbind.Fused), or returns nil.
 func compileConvFused(c *compileCtx, names []string, parts []Node, ins []*autograd.Tensor, y *autograd.Tensor) func() {
-	if (names[0] != "Conv2d" && names[0] != "Conv3d") || y.DType() != autograd.Float32 || len(names) > 3 {
+	if (names[0] != "Conv2d" && names[0] != "Conv3d") || len(names) > 3 {
 		return nil
-	}
-	var ep kernels.ConvEpilogue
-	rest := names[1:]
-	if len(rest) > 0 && rest[0] == "Add" {
-		r := ins[parts[1].Inputs[1]]
-		if r.DType() != y.DType() || r.Format() != y.Format() || !slices.Equal(r.Shape(), y.Shape()) {
-			return nil
-		}
-		ep.Residual = r.Float32s()
-		rest = rest[1:]
-	}
-	if len(rest) > 1 || (len(rest) == 1 && !convEpilogueActs[rest[0]]) {
-		return nil
-	}
-	if len(rest) == 1 {
-		act, _ := actOf(rest[0], &parts[len(parts)-1])
-		ep.Act, ep.Activate = act, true
 	}
 	k := len(parts[0].Inputs)
-	return compileConvEpilogue(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], []*autograd.Tensor{y}, ep)
+	f := opbind.Fused{Attrs: convOptions(&parts[0])}
+	cins := slices.Clone(ins[:k])
+	rest := names[1:]
+	if len(rest) > 0 && rest[0] == "Add" {
+		f.Residual = true
+		cins = append(cins, ins[parts[1].Inputs[1]])
+		rest = rest[1:]
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		f.Act, f.ActAttrs = rest[0], &parts[len(parts)-1]
+	default:
+		return nil
+	}
+	return bind(names[0], f, cins, []*autograd.Tensor{y}, c.consts[:k])
 }
 
 // compileEpilogue returns the function applying a later part of a fused
 // op to y in place, with the extra operands extra.
 func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autograd.Tensor) func() {
-	if op, ok := binOps[name]; ok {
-		return compileBinary(op, y, extra[0], y)
-	}
-	if _, ok := actOf(name, part); ok && name != "AddScalar" {
-		return compileAct(nil, part, []*autograd.Tensor{y}, []*autograd.Tensor{y})
-	}
 	switch name {
+	case "AddScalar":
+		return nil
 	case "SigmoidMul":
 		// y·sigmoid(y), as Mul(y, Sigmoid(y)): the sigmoid (rounded to
 		// y's dtype) into scratch, then the product.
-		sig := kernels.Act{Fn: kernels.ActSigmoid}
-		switch y.DType() {
-		case autograd.Float32:
-			yd := y.Float32s()
-			s := make([]float32, len(yd))
-			return func() {
-				sig.Forward(s, yd)
-				kernels.Binary(kernels.BinMul, yd, yd, s)
-			}
-		case autograd.BFloat16:
-			yd := y.BFloat16s()
-			s := make([]uint16, len(yd))
-			return func() {
-				sig.ForwardBF16(s, yd)
-				kernels.BinaryBF16(kernels.BinMul, yd, yd, s)
-			}
-		}
-	case "Softmax":
-		if y.Format() == autograd.Contiguous {
-			return softmax(part, y, y)
-		}
-	case "LayerNorm":
-		if y.DType() == autograd.Float32 && y.Format() == autograd.Contiguous {
-			return layerNorm(part, y, extra[0], extra[1], y)
-		}
+		s := scratch(y.DType(), y.Shape(), y.Format())
+		return runAll([]func(){bind("Sigmoid", part, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
+			bind("Mul", part, []*autograd.Tensor{y, s}, []*autograd.Tensor{y}, nil)})
 	}
-	return nil
+	// Any other part in place: its binding with y as its first operand
+	// and its result (a binder reads such an operand through scratch
+	// where its kernel needs one).
+	return bind(name, bindAttrs(part), append([]*autograd.Tensor{y}, extra...), []*autograd.Tensor{y}, nil)
 }
 
 // compileChannelShuffle copies x into y with channel c = i·(C/g) + j of x
@@ -902,7 +319,7 @@ func compileLinearConcat(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) f
 	}
 	shape := append(x.Shape()[:x.NDim()-1], w.Dim(0))
 	product := autograd.Empty(outs[0].DType(), shape...)
-	gemm := compileLinear(c, n, ins, []*autograd.Tensor{product})
+	gemm := bind("Linear", nil, ins, []*autograd.Tensor{product}, c.consts)
 	split := compileSplit(c, &Node{Attrs: []Attr{IntAttr("dim", len(shape)-1)}}, []*autograd.Tensor{product}, outs)
 	if gemm == nil || split == nil {
 		return nil
