@@ -71,7 +71,7 @@ func (f *Function[A]) Apply(attrs A, inputs ...*Tensor) *Tensor {
 	views := make([]*Tensor, len(inputs))
 	for i, in := range inputs {
 		if in != nil {
-			views[i] = in.Detach()
+			views[i] = in.detached()
 			views[i].mode = inner
 		}
 	}
@@ -87,13 +87,13 @@ func (f *Function[A]) Apply(attrs A, inputs ...*Tensor) *Tensor {
 		}
 		traceIn(m, f.Name, inputs, []*Tensor{out}, named...)
 	}
-	saved := y.Detach()
+	saved := y.detached()
 	saved.mode = inner
 	return recordIn(m, f.Name+"Backward", out, inputs, func(g *Tensor) []*Tensor {
 		if f.Backward == nil {
 			failGrad(f.Name, "the op has no Backward and cannot be differentiated")
 		}
-		gv := g.Detach()
+		gv := g.detached()
 		gv.mode = inner
 		grads := f.Backward(attrs, views, saved, gv)
 		if len(grads) != len(inputs) {

@@ -57,8 +57,9 @@ func (t *Tensor) Mode() Mode { return t.mode }
 // mode m added to t's own, cut off from the tape: the start of a
 // computation in that mode.
 func (t *Tensor) inMode(m Mode) *Tensor {
-	v := t.Detach()
+	v := t.detached()
 	v.mode = t.mode.union(m)
+	traceIdentity(t, v)
 	return v
 }
 

@@ -113,8 +113,15 @@ func (t *Tensor) SetGrad(g *Tensor) {
 func (t *Tensor) ZeroGrad() { t.grad, t.sparseGrad = nil, nil }
 
 // Detach returns a tensor that shares t's data and mode but is cut off
-// from the tape and requires no gradient.
+// from the tape and requires no gradient. In a trace it is an Identity.
 func (t *Tensor) Detach() *Tensor {
+	v := t.detached()
+	traceIdentity(t, v)
+	return v
+}
+
+// detached is Detach for autograd's own views, which a trace must not see.
+func (t *Tensor) detached() *Tensor {
 	return &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: t.format, data: t.data, mode: t.mode}
 }
 

@@ -75,6 +75,15 @@ func traceIn(m Mode, op string, inputs, outputs []*Tensor, attrs ...tracing.Attr
 	}
 }
 
+// traceIdentity reports v, a view of t made outside the ops (Detach,
+// NoGrad, Autocast), to the trace t belongs to, if any, as an Identity:
+// without it the trace would take the view for a constant.
+func traceIdentity(t, v *Tensor) {
+	if t.mode.trace != nil {
+		t.mode.trace.t.Op("Identity", nil, []*Tensor{t}, []*Tensor{v})
+	}
+}
+
 // traceRecord is record for an op whose trace form is its name, its
 // operands and its one result, with no attributes.
 func traceRecord(op string, out *Tensor, inputs []*Tensor, backward func(grad *Tensor) []*Tensor) *Tensor {

@@ -142,3 +142,15 @@ func TestTraceState(t *testing.T) {
 		t.Errorf("after the trace the parameter is in mode %+v", w.Mode())
 	}
 }
+
+// TestViewsAreTraced: Detach, NoGrad and Autocast views of a traced
+// tensor stay in the trace (as Identity), so the trace does not take them
+// for constants.
+func TestViewsAreTraced(t *testing.T) {
+	r := &recordingTracer{outs: map[*Tensor]bool{}}
+	x := traceView(r, Ones(2))
+	ReLU(Autocast(NoGrad(x.Detach())))
+	if got, want := strings.Join(r.ops, " "), "Identity() Identity() Identity() ReLU()"; got != want {
+		t.Errorf("traced %q, want %q", got, want)
+	}
+}

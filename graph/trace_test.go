@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -147,5 +148,34 @@ func TestTraceDropoutAndConstants(t *testing.T) {
 	want = nn.Eval(m).Forward(autograd.NoGrad(x))
 	if !slicesEqual(got[0].Float32s(), want.Float32s()) {
 		t.Errorf("graph %v, eager %v", got[0].Float32s(), want.Float32s())
+	}
+}
+
+// TestTraceThroughViews: a forward that starts autocast (or detaches) part
+// way keeps the traced value flowing; the graph computes from its input,
+// not from a constant frozen at the traced one.
+func TestTraceThroughViews(t *testing.T) {
+	gen := autograd.NewGenerator(3)
+	w := autograd.Randn(gen, 5, 4)
+	f := func(in []*autograd.Tensor) []*autograd.Tensor {
+		h := autograd.ReLU(in[0]).Detach()
+		return []*autograd.Tensor{autograd.Linear(autograd.Autocast(h), w, nil)}
+	}
+	g, err := TraceFunc(nil, f, autograd.Randn(gen, 3, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := autograd.Randn(gen, 3, 4)
+	got, err := p.Run(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := f([]*autograd.Tensor{autograd.NoGrad(x)})[0]
+	if !slices.Equal(got[0].BFloat16s(), want.BFloat16s()) {
+		t.Errorf("the graph of\n%s\ngives %v, the function %v", g, got[0].Values(), want.Values())
 	}
 }
