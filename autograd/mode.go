@@ -25,12 +25,18 @@ func (m Mode) NoGrad() bool { return m.noGrad }
 func (m Mode) Autocast() bool { return m.autocast }
 
 // Tracing reports whether ops in this mode are being traced.
-func (m Mode) Tracing() bool { return m.trace != nil }
+func (m Mode) Tracing() bool { return m.trace.active() }
 
 // union is the mode of an op whose operands are in modes m and o.
 func (m Mode) union(o Mode) Mode {
 	m.noGrad = m.noGrad || o.noGrad
 	m.autocast = m.autocast || o.autocast
+	if !m.trace.active() {
+		m.trace = nil
+	}
+	if !o.trace.active() {
+		o.trace = nil
+	}
 	if m.trace == nil {
 		m.trace = o.trace
 	} else if o.trace != nil && o.trace != m.trace {
@@ -51,7 +57,7 @@ func modeOf(ts ...*Tensor) Mode {
 }
 
 // Mode returns the mode ops on t compute in.
-func (t *Tensor) Mode() Mode { return t.mode }
+func (t *Tensor) Mode() Mode { return t.mode.union(Mode{}) }
 
 // inMode returns a view of t (the same data, shape and format) carrying
 // mode m added to t's own, cut off from the tape: the start of a
@@ -71,6 +77,13 @@ func (t *Tensor) inMode(m Mode) *Tensor {
 // the forward pass meets) record as before.
 //
 //	out := model.Forward(autograd.NoGrad(x)) // inference
+//
+// The computation goes on for as long as its results are used: an op with
+// any operand from it records nothing. To train on the results of a NoGrad
+// forward (a frozen teacher's output in a student's loss, the features of
+// a frozen backbone feeding a head), Detach them first: that ends the
+// NoGrad computation. Backward on a loss that such a result made
+// no-grad says so.
 func NoGrad(t *Tensor) *Tensor {
 	if t == nil {
 		Fail("NoGrad", "tensor is nil")

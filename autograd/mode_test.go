@@ -1,6 +1,9 @@
 package autograd
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestModesFlow runs every op on operands of a marked computation (one
 // marked operand among unmarked parameters) and checks that each result
@@ -91,6 +94,9 @@ func TestModesFlow(t *testing.T) {
 			x := mk.mark(Randn(g, 2, 3, 6, 4).SetRequiresGrad(true))
 			idx := mk.mark(RandInt(g, 0, 10, 6))
 			want := x.Mode()
+			if op.name == "Detach" {
+				want = Mode{autocast: want.autocast} // Detach leaves a NoGrad computation
+			}
 			var y *Tensor
 			if err := Try(func() { y = op.f(x, idx) }); err != nil {
 				t.Errorf("%s %s: %v", mk.name, op.name, err)
@@ -121,5 +127,22 @@ func TestBackwardRecordsNothing(t *testing.T) {
 		if grad.RequiresGrad() || !grad.IsLeaf() {
 			t.Errorf("%s gradient was recorded (%s)", name, grad.GradFn())
 		}
+	}
+}
+
+// TestNoGradResultsInTraining: a NoGrad result used in training makes the
+// loss no-grad, and Backward says why; detached, it trains.
+func TestNoGradResultsInTraining(t *testing.T) {
+	g := NewGenerator(5)
+	w := Randn(g, 3, 4).SetRequiresGrad(true)
+	x := Randn(g, 2, 4)
+	target := Linear(NoGrad(x), w, nil) // a frozen model's output
+	err := Try(func() { MSELoss(Linear(x, w, nil), target, ReductionMean).Backward() })
+	if err == nil || !strings.Contains(err.Error(), "Detach a NoGrad result") {
+		t.Errorf("training against a NoGrad result: %v", err)
+	}
+	MSELoss(MulScalar(Linear(x, w, nil), 2), target.Detach(), ReductionMean).Backward()
+	if w.Grad() == nil {
+		t.Error("training against a detached NoGrad result gave no gradient")
 	}
 }

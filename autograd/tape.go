@@ -112,10 +112,14 @@ func (t *Tensor) SetGrad(g *Tensor) {
 // zero_grad(set_to_none=True) does.
 func (t *Tensor) ZeroGrad() { t.grad, t.sparseGrad = nil, nil }
 
-// Detach returns a tensor that shares t's data and mode but is cut off
-// from the tape and requires no gradient. In a trace it is an Identity.
+// Detach returns a tensor that shares t's data but is cut off from the
+// tape and requires no gradient. It also leaves a NoGrad computation: ops
+// on it record again where their other operands require gradients (the
+// features of a frozen backbone, detached, train the head they feed). It
+// stays in t's autocast computation and, in a trace, is an Identity.
 func (t *Tensor) Detach() *Tensor {
 	v := t.detached()
+	v.mode.noGrad = false
 	traceIdentity(t, v)
 	return v
 }
@@ -141,6 +145,9 @@ func (t *Tensor) BackwardRetainGraph(grad ...*Tensor) { t.backward(true, grad) }
 
 func (t *Tensor) backward(retain bool, grad []*Tensor) {
 	if !t.requiresGrad {
+		if t.mode.noGrad {
+			failGrad("Backward", "tensor does not require grad: it was computed from a NoGrad computation's result (Detach a NoGrad result, such as a frozen model's output, before using it in a computation that trains)")
+		}
 		failGrad("Backward", "tensor does not require grad and has no grad_fn")
 	}
 	var g *Tensor

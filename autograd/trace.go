@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"strings"
+	"sync/atomic"
 
 	"github.com/kilnml/kiln/internal/tracing"
 )
@@ -11,7 +12,13 @@ import (
 // their Mode.
 type traceSession struct {
 	t tracing.Tracer[*Tensor]
+	// done is set when the trace returns: tensors it made may live on (a
+	// module's cache), and their later ops are nobody's trace.
+	done atomic.Bool
 }
+
+// active reports whether s is a trace still running.
+func (s *traceSession) active() bool { return s != nil && !s.done.Load() }
 
 func init() {
 	tracing.Install(tracing.Hooks[*Tensor]{Start: startTrace, Enter: enterModule})
@@ -34,6 +41,7 @@ func startTrace(tr tracing.Tracer[*Tensor], inputs, state []*Tensor) (views []*T
 		s.mode = s.mode.union(m)
 	}
 	return views, func() {
+		m.trace.done.Store(true)
 		for i := len(state) - 1; i >= 0; i-- { // a tensor listed twice ends as it began
 			state[i].mode = saved[i]
 		}
@@ -43,7 +51,7 @@ func startTrace(tr tracing.Tracer[*Tensor], inputs, state []*Tensor) (views []*T
 // enterModule tells the tracer of x's computation, if any, that module's
 // forward begins and returns the function that ends it.
 func enterModule(module any, x *Tensor) func() {
-	if x == nil || x.mode.trace == nil {
+	if x == nil || !x.mode.trace.active() {
 		return func() {}
 	}
 	tr := x.mode.trace.t
@@ -55,7 +63,7 @@ func enterModule(module any, x *Tensor) func() {
 // building their attributes.
 func traced(ts ...*Tensor) bool {
 	for _, t := range ts {
-		if t != nil && t.mode.trace != nil {
+		if t != nil && t.mode.trace.active() {
 			return true
 		}
 	}
@@ -79,7 +87,7 @@ func traceIn(m Mode, op string, inputs, outputs []*Tensor, attrs ...tracing.Attr
 // NoGrad, Autocast), to the trace t belongs to, if any, as an Identity:
 // without it the trace would take the view for a constant.
 func traceIdentity(t, v *Tensor) {
-	if t.mode.trace != nil {
+	if t.mode.trace.active() {
 		t.mode.trace.t.Op("Identity", nil, []*Tensor{t}, []*Tensor{v})
 	}
 }
