@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/kilnml/kiln/autograd"
-	"github.com/kilnml/kiln/internal/shape"
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -30,6 +30,34 @@ func inferWidened(n *Node, ins []*sig) ([]sig, error) {
 	s, _ := inferSame(n, ins)
 	s[0].dtype = autograd.Float32
 	return s, nil
+}
+
+// inferShared is the type of an op whose type inference autograd
+// registers in internal/opbind, the rule its eager op runs: it fails
+// where the op would, with the op's error.
+func inferShared(n *Node, ins []*sig) ([]sig, error) {
+	return inferOp(n.Op, bindAttrs(n), "inputs", ins)
+}
+
+// inferOp runs op's registered type inference with attrs on ins; its
+// error names field.
+func inferOp(op string, attrs any, field string, ins []*sig) ([]sig, error) {
+	f, _ := opbind.LookupInfer[autograd.TensorType](op)
+	types := make([]*autograd.TensorType, len(ins))
+	for i, s := range ins {
+		if s != nil {
+			types[i] = &autograd.TensorType{DType: s.dtype, Shape: s.shape, Format: s.format}
+		}
+	}
+	var outs []autograd.TensorType
+	if err := autograd.Try(func() { outs = f(attrs, types) }); err != nil {
+		return nil, &fieldError{field, err}
+	}
+	r := make([]sig, len(outs))
+	for i, t := range outs {
+		r[i] = sig{dtype: t.DType, format: t.Format, shape: t.Shape}
+	}
+	return r, nil
 }
 
 // dimIndex resolves a possibly negative dimension of a rank-nd shape, where
@@ -154,240 +182,13 @@ func inferAdaptivePool(n *Node, ins []*sig) ([]sig, error) {
 	return like(x, append(slices.Clone(x.shape[:len(x.shape)-2]), k...)), nil
 }
 
-// linearShape is the shape of x·wᵀ.
-func linearShape(x, w, b *sig) ([]int, error) {
-	if len(w.shape) != 2 || len(x.shape) == 0 || x.shape[len(x.shape)-1] != w.shape[1] {
-		return nil, fmt.Errorf("input %v and weight %v do not multiply", x.shape, w.shape)
-	}
-	if b != nil && (len(b.shape) != 1 || b.shape[0] != w.shape[0]) {
-		return nil, fmt.Errorf("bias %v does not fit weight %v", b.shape, w.shape)
-	}
-	return append(slices.Clone(x.shape[:len(x.shape)-1]), w.shape[0]), nil
-}
-
-func inferLinear(_ *Node, ins []*sig) ([]sig, error) {
-	s, err := linearShape(ins[0], ins[1], ins[2])
-	if err != nil {
-		return nil, err
-	}
-	r := like(ins[0], s)
-	r[0].format = autograd.Contiguous
-	return r, nil
-}
-
 func inferLinearConcat(n *Node, ins []*sig) ([]sig, error) {
-	s, err := linearShape(ins[0], ins[1], ins[2])
+	y, err := inferOp("Linear", nil, "inputs", ins)
 	if err != nil {
 		return nil, err
 	}
-	y := sig{dtype: ins[0].dtype, shape: s}
-	return splitShapes(&y, n.Ints("sizes"), len(s)-1)
-}
-
-// splitShapes gives the pieces of x split along dimension d into sizes.
-func splitShapes(x *sig, sizes []int, d int) ([]sig, error) {
-	total := 0
-	for _, s := range sizes {
-		if total += s; total > maxDim { // each is at most maxDim: no overflow
-			break
-		}
-	}
-	if total != x.shape[d] {
-		return nil, badField("attrs.sizes", "%v add up to %d, dimension %d of %v is %d", sizes, total, d, x.shape, x.shape[d])
-	}
-	out := make([]sig, len(sizes))
-	for i, s := range sizes {
-		sh := slices.Clone(x.shape)
-		sh[d] = s
-		out[i] = sig{dtype: x.dtype, format: x.format, shape: sh}
-	}
-	return out, nil
-}
-
-func inferSplit(n *Node, ins []*sig) ([]sig, error) {
-	x := ins[0]
-	if len(x.shape) == 0 {
-		return nil, fmt.Errorf("cannot split a 0-d value")
-	}
-	d, err := dimIndex("attrs.dim", n.Int("dim"), len(x.shape))
-	if err != nil {
-		return nil, err
-	}
-	return splitShapes(x, n.Ints("sizes"), d)
-}
-
-func inferMatmul(_ *Node, ins []*sig) ([]sig, error) {
-	a, b := ins[0], ins[1]
-	if len(a.shape) == 0 || len(b.shape) == 0 {
-		return nil, fmt.Errorf("operands %v and %v need at least 1 dimension", a.shape, b.shape)
-	}
-	as, bs := a.shape, b.shape
-	if len(as) == 1 {
-		as = []int{1, as[0]}
-	}
-	if len(bs) == 1 {
-		bs = []int{bs[0], 1}
-	}
-	if as[len(as)-1] != bs[len(bs)-2] {
-		return nil, fmt.Errorf("operands %v and %v do not multiply", a.shape, b.shape)
-	}
-	batch, err := inferBroadcast(nil, []*sig{{shape: as[:len(as)-2]}, {shape: bs[:len(bs)-2]}})
-	if err != nil {
-		return nil, err
-	}
-	out := batch[0].shape
-	if len(a.shape) > 1 {
-		out = append(out, as[len(as)-2])
-	}
-	if len(b.shape) > 1 {
-		out = append(out, bs[len(bs)-1])
-	}
-	return []sig{{dtype: a.dtype, shape: out}}, nil
-}
-
-func inferBMM(n *Node, ins []*sig) ([]sig, error) {
-	a, b := ins[0], ins[1]
-	if len(a.shape) != 3 || len(b.shape) != 3 || a.shape[0] != b.shape[0] {
-		return nil, fmt.Errorf("operands %v and %v are not [batch, n, k] and [batch, k, m]", a.shape, b.shape)
-	}
-	return inferMatmul(n, ins)
-}
-
-func inferReduce(n *Node, ins []*sig) ([]sig, error) {
-	x := ins[0]
-	dims := n.Ints("dims")
-	reduced := make([]bool, len(x.shape))
-	for _, d := range dims {
-		i, err := dimIndex("attrs.dims", d, len(x.shape))
-		if err != nil {
-			return nil, err
-		}
-		if len(x.shape) > 0 {
-			reduced[i] = true
-		}
-	}
-	out := []int{}
-	for i, d := range x.shape {
-		switch {
-		case !reduced[i] && len(dims) > 0:
-			out = append(out, d)
-		case n.Bool("keepdim"):
-			out = append(out, 1)
-		}
-	}
-	return like(x, out), nil
-}
-
-func inferReshape(n *Node, ins []*sig) ([]sig, error) {
-	x := ins[0]
-	want := n.Ints("shape")
-	free := -1
-	known := make([]int, 0, len(want))
-	for i, d := range want {
-		if d == -1 {
-			if free >= 0 {
-				return nil, badField("attrs.shape", "%v infers more than one dimension", want)
-			}
-			free = i
-			continue
-		}
-		known = append(known, d)
-	}
-	k, err := shape.Numel(known)
-	if err != nil {
-		return nil, badField("attrs.shape", "%w", err)
-	}
-	have, err := shape.Numel(x.shape)
-	if err != nil {
-		return nil, err
-	}
-	out := slices.Clone(want)
-	if free >= 0 {
-		if k == 0 || have%k != 0 {
-			return nil, badField("attrs.shape", "%v does not fit %v", want, x.shape)
-		}
-		out[free] = have / k
-	} else if k != have {
-		return nil, badField("attrs.shape", "%v does not hold the %d elements of %v", want, have, x.shape)
-	}
-	return []sig{{dtype: x.dtype, shape: out}}, nil
-}
-
-func inferFlatten(n *Node, ins []*sig) ([]sig, error) {
-	x := ins[0]
-	nd := len(x.shape)
-	s, err := dimIndex("attrs.start_dim", n.Int("start_dim"), nd)
-	if err != nil {
-		return nil, err
-	}
-	e, err := dimIndex("attrs.end_dim", n.Int("end_dim"), nd)
-	if err != nil {
-		return nil, err
-	}
-	if nd == 0 {
-		return []sig{{dtype: x.dtype, shape: []int{1}}}, nil
-	}
-	if s > e {
-		return nil, badField("attrs.start_dim", "start_dim %d comes after end_dim %d", s, e)
-	}
-	merged, err := shape.Numel(x.shape[s : e+1])
-	if err != nil {
-		return nil, err
-	}
-	out := append(append(slices.Clone(x.shape[:s]), merged), x.shape[e+1:]...)
-	return []sig{{dtype: x.dtype, shape: out}}, nil
-}
-
-func inferPermute(n *Node, ins []*sig) ([]sig, error) {
-	x := ins[0]
-	perm := n.Ints("dims")
-	if len(perm) != len(x.shape) {
-		return nil, badField("attrs.dims", "%v has %d entries for %d dimensions", perm, len(perm), len(x.shape))
-	}
-	out := make([]int, len(perm))
-	seen := make([]bool, len(perm))
-	for i, p := range perm {
-		d, err := dimIndex("attrs.dims", p, len(perm))
-		if err != nil {
-			return nil, err
-		}
-		if seen[d] {
-			return nil, badField("attrs.dims", "%v names dimension %d twice", perm, d)
-		}
-		seen[d] = true
-		out[i] = x.shape[d]
-	}
-	return []sig{{dtype: x.dtype, shape: out}}, nil
-}
-
-func inferCat(n *Node, ins []*sig) ([]sig, error) {
-	x0 := ins[0]
-	if len(x0.shape) == 0 {
-		return nil, fmt.Errorf("cannot concatenate 0-d values")
-	}
-	d, err := dimIndex("attrs.dim", n.Int("dim"), len(x0.shape))
-	if err != nil {
-		return nil, err
-	}
-	out := slices.Clone(x0.shape)
-	out[d] = 0
-	for i, x := range ins {
-		if len(x.shape) != len(out) {
-			return nil, fmt.Errorf("operand %d %v and operand 0 %v differ in rank", i, x.shape, x0.shape)
-		}
-		for j := range out {
-			if j != d && x.shape[j] != out[j] {
-				return nil, fmt.Errorf("operand %d %v and operand 0 %v differ outside dimension %d", i, x.shape, x0.shape, d)
-			}
-		}
-		if out[d] > maxDim {
-			return nil, fmt.Errorf("concatenation is longer than %d", maxDim)
-		}
-		out[d] += x.shape[d]
-	}
-	r := like(x0, out)
-	r[0].format = autograd.Contiguous
-	return r, nil
+	split := &Node{Attrs: []Attr{IntsAttr("sizes", n.Ints("sizes")), IntAttr("dim", -1)}}
+	return inferOp("Split", split, "attrs.sizes", []*sig{&y[0]})
 }
 
 func inferSoftmax(n *Node, ins []*sig) ([]sig, error) {

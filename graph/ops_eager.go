@@ -82,13 +82,13 @@ func init() {
 	}
 	registerOp("Conv2d", conv(2, autograd.Conv2d))
 	registerOp("Conv3d", conv(3, autograd.Conv3d))
-	registerOp("Linear", eagerOp(opImpl{ins: exactly(3), optional: []int{2}, infer: inferLinear}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
+	registerOp("Linear", eagerOp(opImpl{ins: exactly(3), optional: []int{2}, infer: inferShared}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.Linear(in[0], in[1], in[2])
 	}))
-	registerOp("Matmul", eagerOp(opImpl{ins: exactly(2), infer: inferMatmul}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
+	registerOp("Matmul", eagerOp(opImpl{ins: exactly(2), infer: inferShared}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.Matmul(in[0], in[1])
 	}))
-	registerOp("BMM", eagerOp(opImpl{ins: exactly(2), infer: inferBMM}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
+	registerOp("BMM", eagerOp(opImpl{ins: exactly(2), infer: inferShared}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.BMM(in[0], in[1])
 	}))
 	// The running statistics may be absent too: autograd names them.
@@ -155,28 +155,30 @@ func init() {
 			return autograd.AdaptiveAvgPool2d(in[0], k[0], k[1])
 		}))
 	reduce := func(f func(x *autograd.Tensor, dims []int, keepDim bool) *autograd.Tensor) *opImpl {
-		return eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}, {name: "keepdim", kind: AttrBool}}, infer: inferReduce},
+		return eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}, {name: "keepdim", kind: AttrBool}}, infer: inferShared},
 			func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 				return f(in[0], n.Ints("dims"), n.Bool("keepdim"))
 			})
 	}
 	registerOp("Sum", reduce(autograd.Sum))
 	registerOp("Mean", reduce(autograd.Mean))
-	registerOp("Reshape", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("shape", -1, maxDim)}, infer: inferReshape},
+	registerOp("Reshape", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("shape", -1, maxDim)}, infer: func(n *Node, ins []*sig) ([]sig, error) {
+		return inferOp("Reshape", n, "attrs.shape", ins)
+	}},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			return autograd.Reshape(in[0], n.Ints("shape")...)
 		}))
-	registerOp("Flatten", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("start_dim"), dimAttr("end_dim")}, infer: inferFlatten},
+	registerOp("Flatten", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("start_dim"), dimAttr("end_dim")}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			return autograd.Flatten(in[0], n.Int("start_dim"), n.Int("end_dim"))
 		}))
-	registerOp("Permute", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}}, infer: inferPermute},
+	registerOp("Permute", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			return autograd.Permute(in[0], n.Ints("dims")...)
 		}))
-	registerOp("Cat", eagerOp(opImpl{ins: arity{1, -1}, attrs: []attrSpec{dimAttr("dim")}, infer: inferCat},
+	registerOp("Cat", eagerOp(opImpl{ins: arity{1, -1}, attrs: []attrSpec{dimAttr("dim")}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.Cat(in, n.Int("dim")) }))
-	registerOp("Split", &opImpl{ins: exactly(1), outs: arity{1, -1}, attrs: []attrSpec{intsAttr("sizes", 0, maxDim), dimAttr("dim")}, infer: inferSplit,
+	registerOp("Split", &opImpl{ins: exactly(1), outs: arity{1, -1}, attrs: []attrSpec{intsAttr("sizes", 0, maxDim), dimAttr("dim")}, infer: inferShared,
 		eager: func(n *Node, in []*autograd.Tensor) []*autograd.Tensor {
 			return autograd.SplitSizes(in[0], n.Ints("sizes"), n.Int("dim"))
 		}})
