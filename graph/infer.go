@@ -6,7 +6,6 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/opbind"
-	"github.com/kilnml/kiln/kernels"
 )
 
 // Type inference of the ops, the infer field of their definitions. Each
@@ -110,76 +109,24 @@ func windowFits(padded, k, dil int) bool {
 	return k >= 1 && padded >= 1 && k-1 <= (padded-1)/dil
 }
 
-func inferConv(nsp int) inferFunc {
-	return func(n *Node, ins []*sig) ([]sig, error) {
-		x, w, b := ins[0], ins[1], ins[2]
-		batched := len(x.shape) == nsp+2
-		if !batched && len(x.shape) != nsp+1 {
-			return nil, fmt.Errorf("input %v is not %d-D or %d-D", x.shape, nsp+1, nsp+2)
-		}
-		if len(w.shape) != nsp+2 {
-			return nil, fmt.Errorf("weight %v is not %d-D", w.shape, nsp+2)
-		}
-		xs := x.shape
-		if !batched {
-			xs = append([]int{1}, xs...)
-		}
-		groups := n.Int("groups")
-		c, o := xs[1], w.shape[0]
-		if o%groups != 0 || c%groups != 0 || c/groups != w.shape[1] {
-			return nil, fmt.Errorf("input %v and weight %v do not fit groups=%d", x.shape, w.shape, groups)
-		}
-		if b != nil && (len(b.shape) != 1 || b.shape[0] != o) {
-			return nil, fmt.Errorf("bias %v does not fit weight %v", b.shape, w.shape)
-		}
-		stride, pad, dil := spatial(n.Ints("stride"), nsp, 1), spatial(n.Ints("padding"), nsp, 0), spatial(n.Ints("dilation"), nsp, 1)
-		out := []int{xs[0], o}
-		for i := range nsp {
-			in, k := xs[2+i], w.shape[2+i]
-			if !windowFits(in+2*pad[i], k, dil[i]) {
-				return nil, fmt.Errorf("kernel %v with dilation %v does not fit input %v padded by %v", w.shape[2:], dil, x.shape, pad)
-			}
-			out = append(out, kernels.ConvOutSize(in, k, stride[i], pad[i], dil[i]))
-		}
-		if !batched {
-			out = out[1:]
-		}
-		return like(x, out), nil
-	}
-}
-
+// inferPool is inferShared after the checks whose fields and messages
+// graph files have always been told of a misfit pool.
 func inferPool(n *Node, ins []*sig) ([]sig, error) {
 	x := ins[0]
 	if len(x.shape) != 3 && len(x.shape) != 4 {
 		return nil, fmt.Errorf("input %v is not 3-D or 4-D", x.shape)
 	}
 	k := spatial(n.Ints("kernel"), 2, 0)
-	stride := k
-	if s := n.Ints("stride"); len(s) > 0 {
-		stride = spatial(s, 2, 0)
-	}
 	pad, dil := spatial(n.Ints("padding"), 2, 0), spatial(n.Ints("dilation"), 2, 1)
-	out := slices.Clone(x.shape)
 	for i := range 2 {
 		if pad[i] > k[i]/2 {
 			return nil, badField("attrs.padding", "%v is more than half the kernel %v", n.Ints("padding"), k)
 		}
-		in := x.shape[len(x.shape)-2+i]
-		if !windowFits(in+2*pad[i], k[i], dil[i]) {
+		if !windowFits(x.shape[len(x.shape)-2+i]+2*pad[i], k[i], dil[i]) {
 			return nil, fmt.Errorf("kernel %v with dilation %v does not fit input %v padded by %v", k, dil, x.shape, pad)
 		}
-		out[len(out)-2+i] = kernels.PoolOutSize(in, k[i], stride[i], pad[i], dil[i], n.Bool("ceil_mode"))
 	}
-	return like(x, out), nil
-}
-
-func inferAdaptivePool(n *Node, ins []*sig) ([]sig, error) {
-	x := ins[0]
-	if len(x.shape) != 3 && len(x.shape) != 4 {
-		return nil, fmt.Errorf("input %v is not 3-D or 4-D", x.shape)
-	}
-	k := n.Ints("kernel")
-	return like(x, append(slices.Clone(x.shape[:len(x.shape)-2]), k...)), nil
+	return inferShared(n, ins)
 }
 
 func inferLinearConcat(n *Node, ins []*sig) ([]sig, error) {

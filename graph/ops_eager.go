@@ -77,7 +77,7 @@ func poolOptions(n *Node) autograd.PoolOptions {
 
 func init() {
 	conv := func(nsp int, f func(x, w, b *autograd.Tensor, opt autograd.ConvOptions) *autograd.Tensor) *opImpl {
-		return eagerOp(opImpl{ins: exactly(3), optional: []int{2}, attrs: convAttrs(nsp), infer: inferConv(nsp)},
+		return eagerOp(opImpl{ins: exactly(3), optional: []int{2}, attrs: convAttrs(nsp), infer: inferShared},
 			func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return f(in[0], in[1], in[2], convOptions(n)) })
 	}
 	registerOp("Conv2d", conv(2, autograd.Conv2d))
@@ -149,7 +149,7 @@ func init() {
 		return autograd.AvgPool2d(in[0], poolOptions(n))
 	}))
 	// AdaptiveAvgPool2d's kernel is the output height and width.
-	registerOp("AdaptiveAvgPool2d", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("kernel", 1, maxDim, 2)}, infer: inferAdaptivePool},
+	registerOp("AdaptiveAvgPool2d", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("kernel", 1, maxDim, 2)}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			k := n.Ints("kernel")
 			return autograd.AdaptiveAvgPool2d(in[0], k[0], k[1])
