@@ -127,10 +127,27 @@ func paddingRow(op string, weight *Tensor, paddingIdx int64) int64 {
 	return paddingIdx
 }
 
+// embeddingType checks Embedding's operands but for the values of the
+// indices and returns the result's type: a row of weight per index.
+func embeddingType(op string, indices, weight *Tensor) TensorType {
+	_, dim := embeddingTable(op, weight)
+	if indices == nil {
+		Fail(op, "indices is nil")
+	}
+	return TensorType{DType: weight.dtype, Shape: append(cloneInts(indices.shape), dim)}
+}
+
+func init() {
+	registerInfer(func(op string, _ any, in []*Tensor) []TensorType {
+		return []TensorType{embeddingType(op, in[0], in[1])}
+	}, "Embedding")
+}
+
 func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool) *Tensor {
-	num, dim := embeddingTable(op, weight)
+	t := embeddingType(op, indices, weight)
+	num, dim := weight.shape[0], weight.shape[1]
 	idx := embeddingIndices(op, "indices", indices, num)
-	out := empty(op, weight.dtype, append(cloneInts(indices.shape), dim))
+	out := empty(op, t.DType, t.Shape)
 	if weight.dtype == BFloat16 {
 		kernels.EmbeddingForwardBF16(dim, idx, weight.BFloat16s(), out.BFloat16s())
 	} else {

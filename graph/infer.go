@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/opbind"
@@ -57,19 +56,6 @@ func inferOp(op string, attrs any, field string, ins []*sig) ([]sig, error) {
 		r[i] = sig{dtype: t.DType, format: t.Format, shape: t.Shape}
 	}
 	return r, nil
-}
-
-// dimIndex resolves a possibly negative dimension of a rank-nd shape, where
-// a 0-d shape takes 0 or -1 as autograd's ops do.
-func dimIndex(field string, d, nd int) (int, error) {
-	m := max(nd, 1)
-	if d < -m || d >= m {
-		return 0, badField(field, "dimension %d is out of range for %d dimensions", d, nd)
-	}
-	if d < 0 {
-		d += m
-	}
-	return d, nil
 }
 
 // inferBroadcast is the type of an elementwise op of two operands.
@@ -129,6 +115,16 @@ func inferPool(n *Node, ins []*sig) ([]sig, error) {
 	return inferShared(n, ins)
 }
 
+// inferSoftmax is inferShared with the dim at fault, Softmax's result
+// widened as its operand is (see ops_eager.go).
+func inferSoftmax(n *Node, ins []*sig) ([]sig, error) {
+	r, err := inferOp(n.Op, n, "attrs.dim", ins)
+	if err == nil && n.Op == "Softmax" {
+		r[0].dtype = autograd.Float32
+	}
+	return r, err
+}
+
 func inferLinearConcat(n *Node, ins []*sig) ([]sig, error) {
 	y, err := inferOp("Linear", nil, "inputs", ins)
 	if err != nil {
@@ -136,24 +132,6 @@ func inferLinearConcat(n *Node, ins []*sig) ([]sig, error) {
 	}
 	split := &Node{Attrs: []Attr{IntsAttr("sizes", n.Ints("sizes")), IntAttr("dim", -1)}}
 	return inferOp("Split", split, "attrs.sizes", []*sig{&y[0]})
-}
-
-func inferSoftmax(n *Node, ins []*sig) ([]sig, error) {
-	if _, err := dimIndex("attrs.dim", n.Int("dim"), len(ins[0].shape)); err != nil {
-		return nil, err
-	}
-	if n.Op == "Softmax" {
-		return inferWidened(n, ins)
-	}
-	return inferSame(n, ins)
-}
-
-func inferEmbedding(_ *Node, ins []*sig) ([]sig, error) {
-	idx, w := ins[0], ins[1]
-	if len(w.shape) != 2 {
-		return nil, fmt.Errorf("weight %v is not 2-D", w.shape)
-	}
-	return []sig{{dtype: w.dtype, shape: append(slices.Clone(idx.shape), w.shape[1])}}, nil
 }
 
 func inferEmbeddingBag(_ *Node, ins []*sig) ([]sig, error) {

@@ -189,7 +189,7 @@ func init() {
 	registerOp("LogSoftmax", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("dim")}, infer: inferSoftmax},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.LogSoftmax(in[0], n.Int("dim")) }))
 	// Embedding's padding_idx is negative for none.
-	registerOp("Embedding", eagerOp(opImpl{ins: exactly(2), attrs: []attrSpec{{name: "padding_idx", kind: AttrInt}}, infer: inferEmbedding},
+	registerOp("Embedding", eagerOp(opImpl{ins: exactly(2), attrs: []attrSpec{{name: "padding_idx", kind: AttrInt}}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			if p := n.Int("padding_idx"); p >= 0 {
 				return autograd.EmbeddingPadding(in[0], in[1], int64(p))
