@@ -134,23 +134,6 @@ func inferLinearConcat(n *Node, ins []*sig) ([]sig, error) {
 	return inferOp("Split", split, "attrs.sizes", []*sig{&y[0]})
 }
 
-func inferEmbeddingBag(_ *Node, ins []*sig) ([]sig, error) {
-	input, offsets, w := ins[0], ins[1], ins[2]
-	if len(w.shape) != 2 {
-		return nil, fmt.Errorf("weight %v is not 2-D", w.shape)
-	}
-	var bags int
-	switch {
-	case len(input.shape) == 2 && offsets == nil:
-		bags = input.shape[0]
-	case len(input.shape) == 1 && offsets != nil && len(offsets.shape) == 1:
-		bags = offsets.shape[0]
-	default:
-		return nil, fmt.Errorf("input %v and offsets are neither 2-D without offsets nor 1-D with 1-D offsets", input.shape)
-	}
-	return []sig{{dtype: w.dtype, shape: []int{bags, w.shape[1]}}}, nil
-}
-
 func inferCast(n *Node, ins []*sig) ([]sig, error) {
 	d, _ := ParseDType(n.Str("dtype")) // checked with the attribute
 	r := like(ins[0], ins[0].shape)

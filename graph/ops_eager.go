@@ -197,7 +197,7 @@ func init() {
 			return autograd.Embedding(in[0], in[1])
 		}))
 	// EmbeddingBag(input, offsets, weight, per_sample_weights).
-	registerOp("EmbeddingBag", eagerOp(opImpl{ins: exactly(4), optional: []int{1, 3}, infer: inferEmbeddingBag,
+	registerOp("EmbeddingBag", eagerOp(opImpl{ins: exactly(4), optional: []int{1, 3}, infer: inferShared,
 		attrs: []attrSpec{{name: "mode", kind: AttrString, valid: oneOf(bagModes...)}}},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			m := autograd.EmbeddingBagMode(slices.Index(bagModes, n.Str("mode")))
