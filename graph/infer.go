@@ -134,23 +134,6 @@ func inferLinearConcat(n *Node, ins []*sig) ([]sig, error) {
 	return inferOp("Split", split, "attrs.sizes", []*sig{&y[0]})
 }
 
-func inferCast(n *Node, ins []*sig) ([]sig, error) {
-	d, _ := ParseDType(n.Str("dtype")) // checked with the attribute
-	r := like(ins[0], ins[0].shape)
-	r[0].dtype = d
-	return r, nil
-}
-
-func inferTo(n *Node, ins []*sig) ([]sig, error) {
-	f, _ := ParseFormat(n.Str("format")) // checked with the attribute
-	if r := formatRank(f); r != 0 && len(ins[0].shape) != r {
-		return nil, fmt.Errorf("format %v needs %d dimensions, the input is %v", f, r, ins[0].shape)
-	}
-	r := like(ins[0], ins[0].shape)
-	r[0].format = f
-	return r, nil
-}
-
 func inferChannelShuffle(n *Node, ins []*sig) ([]sig, error) {
 	x := ins[0]
 	if g := n.Int("groups"); len(x.shape) < 2 || x.shape[1]%g != 0 {

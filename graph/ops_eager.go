@@ -203,7 +203,7 @@ func init() {
 			m := autograd.EmbeddingBagMode(slices.Index(bagModes, n.Str("mode")))
 			return autograd.EmbeddingBag(in[0], in[1], in[2], m, in[3])
 		}))
-	registerOp("Cast", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dtype", kind: AttrString, valid: validDType}}, infer: inferCast},
+	registerOp("Cast", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dtype", kind: AttrString, valid: validDType}}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			d, err := ParseDType(n.Str("dtype"))
 			if err != nil {
@@ -211,7 +211,7 @@ func init() {
 			}
 			return autograd.Cast(in[0], d)
 		}))
-	registerOp("To", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "format", kind: AttrString, valid: validFormat}}, infer: inferTo},
+	registerOp("To", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "format", kind: AttrString, valid: validFormat}}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			f, err := ParseFormat(n.Str("format"))
 			if err != nil {
