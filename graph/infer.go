@@ -7,13 +7,13 @@ import (
 	"github.com/kilnml/kiln/internal/opbind"
 )
 
-// Type inference of the ops, the infer field of their definitions. Each
-// follows the shape rules of the autograd op the node runs and fails where
-// it would; dtypes follow it too, closely enough to size memory (the eager
-// run the plan starts from is what decides them). Operand counts and
-// attributes have been checked against the op's definition first.
-
-type inferFunc = func(n *Node, ins []*sig) ([]sig, error)
+// Type inference of the ops, the infer field of their definitions. Most
+// ops run their autograd op's own rule, registered in internal/opbind
+// (inferShared); the rest follow the shape rules of the autograd ops the
+// node runs and fail where they would, with dtypes close enough to size
+// memory (the eager run the plan starts from is what decides them).
+// Operand counts and attributes have been checked against the op's
+// definition first.
 
 func like(s *sig, shape []int) []sig {
 	return []sig{{dtype: s.dtype, format: s.format, shape: shape}}
@@ -22,12 +22,14 @@ func like(s *sig, shape []int) []sig {
 // inferSame is the type of an op whose result is its first operand's.
 func inferSame(_ *Node, ins []*sig) ([]sig, error) { return like(ins[0], ins[0].shape), nil }
 
-// inferWidened is inferSame with bfloat16 widened to float32 (LayerNorm and
-// Softmax, see ops_eager.go).
-func inferWidened(n *Node, ins []*sig) ([]sig, error) {
-	s, _ := inferSame(n, ins)
-	s[0].dtype = autograd.Float32
-	return s, nil
+// inferLayerNorm is inferShared on the operand widened to float32, as
+// ops_eager.go widens it.
+func inferLayerNorm(n *Node, ins []*sig) ([]sig, error) {
+	x := *ins[0]
+	if x.dtype == autograd.BFloat16 {
+		x.dtype = autograd.Float32
+	}
+	return inferOp(n.Op, n, "inputs", append([]*sig{&x}, ins[1:]...))
 }
 
 // inferShared is the type of an op whose type inference autograd
@@ -72,7 +74,7 @@ func inferBroadcast(_ *Node, ins []*sig) ([]sig, error) {
 	return r, nil
 }
 
-// spatial expands a convolution or pooling attribute to one value per
+// spatial expands a pooling attribute to one value per
 // spatial dimension, as autograd's convSpatialArg does.
 func spatial(v []int, nsp, def int) []int {
 	out := make([]int, nsp)

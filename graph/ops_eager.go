@@ -101,7 +101,7 @@ func init() {
 	// Cast nodes of a bfloat16 softmax outside autocast, come first), but
 	// a fused "…+LayerNorm" or "…+Softmax" that took autocast's cast in
 	// does.
-	registerOp("LayerNorm", eagerOp(opImpl{ins: exactly(3), optional: []int{1, 2}, infer: inferWidened,
+	registerOp("LayerNorm", eagerOp(opImpl{ins: exactly(3), optional: []int{1, 2}, infer: inferLayerNorm,
 		attrs: []attrSpec{intsAttr("normalized_shape", 0, maxDim), {name: "eps", kind: AttrFloat}}},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			return autograd.LayerNorm(widen(in[0]), n.Ints("normalized_shape"), in[1], in[2], n.Float("eps"))
