@@ -449,6 +449,12 @@ func init() {
 		rows := ins[0].Numel() / size
 		return bindLayerNorm(ins[0], ins[1], ins[2], outs[0], rows, size, at.Float("eps"), make([]float64, 2*rows))
 	})
+	// Evaluation-mode BatchNorm's checks; its result is x's type.
+	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+		x := in[0]
+		bnShape(op, x, in[1], in[2], in[3], in[4], false, 0, attrs.(opbind.Attrs).Float("eps"))
+		return []TensorType{{DType: x.dtype, Shape: x.shape, Format: x.format}}
+	}, "BatchNorm")
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
 		at := attrs.(opbind.Attrs)
 		layerNormCheck(in[0], at.Ints("normalized_shape"), in[1], in[2], at.Float("eps"))

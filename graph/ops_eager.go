@@ -91,8 +91,8 @@ func init() {
 	registerOp("BMM", eagerOp(opImpl{ins: exactly(2), infer: inferShared}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.BMM(in[0], in[1])
 	}))
-	// The running statistics may be absent too: autograd names them.
-	registerOp("BatchNorm", eagerOp(opImpl{ins: exactly(5), optional: []int{1, 2, 3, 4}, infer: inferSame,
+	// The running statistics may be absent too: inference names them.
+	registerOp("BatchNorm", eagerOp(opImpl{ins: exactly(5), optional: []int{1, 2, 3, 4}, infer: inferShared,
 		attrs: []attrSpec{{name: "eps", kind: AttrFloat}}}, func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.BatchNorm(in[0], in[1], in[2], in[3], in[4], false, 0.1, n.Float("eps"))
 	}))
