@@ -60,20 +60,6 @@ func inferOp(op string, attrs any, field string, ins []*sig) ([]sig, error) {
 	return r, nil
 }
 
-// inferBroadcast is the type of an elementwise op of two operands.
-func inferBroadcast(_ *Node, ins []*sig) ([]sig, error) {
-	a, b := ins[0], ins[1]
-	out, err := autograd.BroadcastShapes(a.shape, b.shape)
-	if err != nil {
-		return nil, err
-	}
-	r := like(a, out)
-	if a.dtype != b.dtype {
-		r[0].dtype = autograd.Float32
-	}
-	return r, nil
-}
-
 // spatial expands a pooling attribute to one value per
 // spatial dimension, as autograd's convSpatialArg does.
 func spatial(v []int, nsp, def int) []int {

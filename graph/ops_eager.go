@@ -15,7 +15,7 @@ func unary(f func(x *autograd.Tensor) *autograd.Tensor) *opImpl {
 }
 
 func binary(f func(a, b *autograd.Tensor) *autograd.Tensor) *opImpl {
-	return eagerOp(opImpl{ins: exactly(2), infer: inferBroadcast}, func(_ *Node, ins []*autograd.Tensor) *autograd.Tensor { return f(ins[0], ins[1]) })
+	return eagerOp(opImpl{ins: exactly(2), infer: inferShared}, func(_ *Node, ins []*autograd.Tensor) *autograd.Tensor { return f(ins[0], ins[1]) })
 }
 
 // eagerOp completes def, whose eager form is f, giving one result.
