@@ -150,11 +150,31 @@ func sumToShape(g *Tensor, shape []int, f MemoryFormat) *Tensor {
 // the result in the format resultFormat chooses, as bindBinary computes it.
 func binaryF32(op string, a, b *Tensor, k kernels.BinOp) *Tensor {
 	checkFloat32(op, a, b)
-	shape := broadcastShapes(op, a.shape, b.shape)
-	out := &Tensor{dtype: Float32, shape: shape, format: resultFormat(shape, a, b), data: make([]float32, numel(op, shape))}
+	t := binaryType(op, a, b)
+	out := &Tensor{dtype: Float32, shape: t.Shape, format: t.Format, data: make([]float32, numel(op, t.Shape))}
 	bindBinary(k, a, b, out)()
 	return out
 }
+
+// binaryType checks the operands of a binary op (both float32 unless one
+// is bfloat16) and returns its result's type: the broadcast shape, in the
+// format resultFormat picks, bfloat16 where binaryBF16 keeps it.
+func binaryType(op string, a, b *Tensor) TensorType {
+	bf16 := a != nil && b != nil && (a.dtype == BFloat16 || b.dtype == BFloat16)
+	if !bf16 {
+		checkFloat32(op, a, b)
+	}
+	shape := broadcastShapes(op, a.shape, b.shape)
+	t := TensorType{DType: Float32, Shape: shape, Format: resultFormat(shape, a, b)}
+	if bf16 && (a.dtype == BFloat16 || bf16Scalar(a)) && (b.dtype == BFloat16 || bf16Scalar(b)) {
+		t.DType = BFloat16
+	}
+	return t
+}
+
+// bf16Scalar reports whether t is a 0-d float, which a binary op takes
+// with a bfloat16 tensor in bfloat16.
+func bf16Scalar(t *Tensor) bool { return (t.dtype == Float32 || t.dtype == BFloat16) && t.NDim() == 0 }
 
 // bindBinary binds y = a k b, with a and b broadcast to y's shape, or
 // returns nil for operands it does not take. Float32 operands laid out
@@ -250,6 +270,9 @@ func init() {
 			return bindBinary(k, ins[0], ins[1], outs[0])
 		})
 	}
+	registerInfer(func(op string, _ any, in []*Tensor) []TensorType {
+		return []TensorType{binaryType(op, in[0], in[1])}
+	}, "Add", "Sub", "Mul", "Div")
 }
 
 // unaryF32 applies fn to every element of a float32 tensor, keeping its

@@ -111,10 +111,11 @@ func convSpatialArg(op, name string, v []int, nsp, def int) []int {
 // be at most shape.MaxElements, more than any tensor holds. It returns the
 // span. Unchecked, a huge dilation wraps the span around to a small one
 // and the kernels read the wrong elements.
-func convWindow(op string, k, stride, pad, dil int) int {
+func convWindow(op string, x *Tensor, k, stride, pad, dil int) int {
 	const limit = shape.MaxElements
 	if stride > limit || pad > limit || (k > 1 && dil > (limit-1)/(k-1)) {
-		failShape(op, "kernel size %d, stride %d, padding %d and dilation %d reach past 2^48 elements", k, stride, pad, dil)
+		failShape(op, "kernel size %d, stride %d, padding %d and dilation %d reach past 2^48 elements: the window does not fit input %v",
+			k, stride, pad, dil, x.shape)
 	}
 	return dil*(k-1) + 1
 }
@@ -206,7 +207,7 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 		j := 3 - nsp + i
 		s.In[j], s.Kernel[j] = xs[2+i], w.shape[2+i]
 		s.Stride[j], s.Pad[j], s.Dil[j] = stride[i], pad[i], dil[i]
-		padded[i], eff[i] = xs[2+i]+2*pad[i], convWindow(op, w.shape[2+i], stride[i], pad[i], dil[i])
+		padded[i], eff[i] = xs[2+i]+2*pad[i], convWindow(op, x, w.shape[2+i], stride[i], pad[i], dil[i])
 		tooBig = tooBig || eff[i] > padded[i]
 	}
 	if tooBig {
@@ -241,9 +242,9 @@ func convDims(d []int) string {
 	return strings.Join(parts, "×")
 }
 
-func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernels.ConvWeights) *Tensor {
-	m := modeOf(x, w, b)
-	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
+// convType checks a convolution's operands and options and returns the
+// kernel shape and the result's type.
+func convType(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels.ConvShape, TensorType) {
 	s, batched := convGeometry(op, nsp, x, w, b, opt)
 	clFormat := ChannelsLast
 	if nsp == 3 {
@@ -258,19 +259,27 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernel
 		layout = clFormat
 	}
 	s.ChannelsLast = layout != Contiguous
-	xk, wk := x, w
-	if x.format != layout {
-		xk = x.reformat(layout)
-	}
-	if w.format != layout {
-		wk = w.reformat(layout)
-	}
 	outShape := []int{s.N, s.O}
 	for j := 3 - nsp; j < 3; j++ {
 		outShape = append(outShape, s.Out[j])
 	}
 	if !batched {
 		outShape = outShape[1:]
+	}
+	return s, TensorType{DType: x.dtype, Shape: outShape, Format: layout}
+}
+
+func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernels.ConvWeights) *Tensor {
+	m := modeOf(x, w, b)
+	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
+	s, t := convType(op, nsp, x, w, b, opt)
+	layout, outShape := t.Format, t.Shape
+	xk, wk := x, w
+	if x.format != layout {
+		xk = x.reformat(layout)
+	}
+	if w.format != layout {
+		wk = w.reformat(layout)
 	}
 	if x.dtype == BFloat16 {
 		return convBF16(op, s, x, w, b, xk, wk, layout, outShape)
@@ -438,6 +447,10 @@ func init() {
 	// of convEpilogueActs, which a float32 convolution applies in its
 	// epilogue.
 	for op, nsp := range map[string]int{"Conv2d": 2, "Conv3d": 3} {
+		registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+			_, t := convType(op, nsp, in[0], in[1], in[2], attrs.(ConvOptions))
+			return []TensorType{t}
+		}, op)
 		opbind.Register(op, func(attrs any, ins, outs []*Tensor, consts []bool) func() {
 			x, w, b, y := ins[0], ins[1], ins[2], outs[0]
 			var ep kernels.ConvEpilogue

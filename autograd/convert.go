@@ -70,6 +70,35 @@ func init() {
 	for _, op := range []string{"Reshape", "Flatten", "Clone", "To"} {
 		opbind.Register(op, func(_ any, ins, outs []*Tensor, _ []bool) func() { return bindCopy(ins[0], outs[0]) })
 	}
+	// Their type inference takes the DType or MemoryFormat converted to.
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		x, d := in[0], attrs.(DType)
+		checkCast(x, d)
+		return []TensorType{{DType: d, Shape: x.shape, Format: x.format}}
+	}, "Cast")
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		x, f := in[0], attrs.(MemoryFormat)
+		checkTo(x, f)
+		return []TensorType{{DType: x.dtype, Shape: x.shape, Format: f}}
+	}, "To")
+}
+
+// checkCast fails unless t can be cast to dtype.
+func checkCast(t *Tensor, dtype DType) {
+	if t == nil {
+		Fail("Cast", "input is nil")
+	}
+	if dtype < Float32 || dtype > Int64 {
+		failDType("Cast", "unknown dtype %v", dtype)
+	}
+}
+
+// checkTo fails unless t can be laid out in format f.
+func checkTo(t *Tensor, f MemoryFormat) {
+	checkFormat("To", f)
+	if r := f.rank(); r != 0 && len(t.shape) != r {
+		failShape("To", "%v needs a %d-D tensor, got shape %v", f, r, t.shape)
+	}
 }
 
 // intAt reads physical element i of an integer tensor.
@@ -119,12 +148,7 @@ func Cast(t *Tensor, dtype DType) *Tensor {
 // castIn is Cast running in mode m besides t's own: autocast's casts run
 // in the mode of the op they serve, so a trace records them.
 func castIn(m Mode, t *Tensor, dtype DType) *Tensor {
-	if t == nil {
-		Fail("Cast", "input is nil")
-	}
-	if dtype < Float32 || dtype > Int64 {
-		failDType("Cast", "unknown dtype %v", dtype)
-	}
+	checkCast(t, dtype)
 	if t.dtype == dtype {
 		return t
 	}
@@ -148,10 +172,7 @@ func castIn(m Mode, t *Tensor, dtype DType) *Tensor {
 // reordered copy. ChannelsLast needs a 4-D tensor and ChannelsLast3d a 5-D
 // one. The gradient flows back in t's format.
 func (t *Tensor) To(f MemoryFormat) *Tensor {
-	checkFormat("To", f)
-	if r := f.rank(); r != 0 && len(t.shape) != r {
-		failShape("To", "%v needs a %d-D tensor, got shape %v", f, r, t.shape)
-	}
+	checkTo(t, f)
 	if f == t.format {
 		return t
 	}

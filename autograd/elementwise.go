@@ -184,23 +184,22 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 	if a == nil || b == nil || (a.dtype != BFloat16 && b.dtype != BFloat16) {
 		return nil, false
 	}
-	scalar := func(t *Tensor) bool { return (t.dtype == Float32 || t.dtype == BFloat16) && t.NDim() == 0 }
 	var out *Tensor
 	switch {
 	case a.dtype == BFloat16 && b.dtype == BFloat16 && sameShape(a.shape, b.shape) && a.format == b.format:
 		out = bf16EmptyLike(a)
-	case a.dtype == BFloat16 && a.NDim() > 0 && scalar(b):
+	case a.dtype == BFloat16 && a.NDim() > 0 && bf16Scalar(b):
 		out = bf16EmptyLike(a)
-	case b.dtype == BFloat16 && b.NDim() > 0 && scalar(a):
+	case b.dtype == BFloat16 && b.NDim() > 0 && bf16Scalar(a):
 		out = bf16EmptyLike(b)
 	case a.dtype == BFloat16 && b.dtype == BFloat16:
 		// A broadcast: computed in float32 on widened copies and rounded
 		// once, but one op, not a chain of casts.
-		shape := broadcastShapes(op, a.shape, b.shape)
-		out = &Tensor{dtype: BFloat16, shape: shape, format: resultFormat(shape, a, b), data: make([]uint16, numel(op, shape))}
+		t := binaryType(op, a, b)
+		out = &Tensor{dtype: BFloat16, shape: t.Shape, format: t.Format, data: make([]uint16, numel(op, t.Shape))}
 	default:
 		out = binaryOp(op, k, Cast(a, Float32), Cast(b, Float32))
-		if (a.dtype == BFloat16 || scalar(a)) && (b.dtype == BFloat16 || scalar(b)) {
+		if binaryType(op, a, b).DType == BFloat16 {
 			out = Cast(out, BFloat16)
 		}
 		return out, true

@@ -127,10 +127,30 @@ func paddingRow(op string, weight *Tensor, paddingIdx int64) int64 {
 	return paddingIdx
 }
 
+// embeddingType checks Embedding's operands but for the values of the
+// indices and returns the result's type: a row of weight per index.
+func embeddingType(op string, indices, weight *Tensor) TensorType {
+	_, dim := embeddingTable(op, weight)
+	if indices == nil {
+		Fail(op, "indices is nil")
+	}
+	return TensorType{DType: weight.dtype, Shape: append(cloneInts(indices.shape), dim)}
+}
+
+func init() {
+	registerInfer(func(op string, _ any, in []*Tensor) []TensorType {
+		return []TensorType{embeddingType(op, in[0], in[1])}
+	}, "Embedding")
+	registerInfer(func(op string, _ any, in []*Tensor) []TensorType {
+		return []TensorType{embeddingBagType(op, in[0], in[1], in[2])}
+	}, "EmbeddingBag")
+}
+
 func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool) *Tensor {
-	num, dim := embeddingTable(op, weight)
+	t := embeddingType(op, indices, weight)
+	num, dim := weight.shape[0], weight.shape[1]
 	idx := embeddingIndices(op, "indices", indices, num)
-	out := empty(op, weight.dtype, append(cloneInts(indices.shape), dim))
+	out := empty(op, t.DType, t.Shape)
 	if weight.dtype == BFloat16 {
 		kernels.EmbeddingForwardBF16(dim, idx, weight.BFloat16s(), out.BFloat16s())
 	} else {
@@ -172,9 +192,11 @@ func widenedF32(op, what string, t *Tensor) []float32 {
 	return nil
 }
 
-// embeddingBagOffsets validates the bag layout of EmbeddingBag's input and
-// returns the indices (validated against num rows) and the bag starts.
-func embeddingBagOffsets(op string, input, offsets *Tensor, num int) (idx, starts []int64) {
+// embeddingBagType checks EmbeddingBag's table and the layout of its input
+// and offsets but for their values, and returns the result's type: a row
+// of weight per bag.
+func embeddingBagType(op string, input, offsets, weight *Tensor) TensorType {
+	_, dim := embeddingTable(op, weight)
 	if input == nil {
 		Fail(op, "input is nil")
 	}
@@ -189,38 +211,48 @@ func embeddingBagOffsets(op string, input, offsets *Tensor, num int) (idx, start
 		if offsets.NDim() != 1 {
 			failShape(op, "offsets must be 1-D, got shape %v", offsets.shape)
 		}
-		idx = embeddingIndices(op, "input", input, num)
-		starts = offsets.Int64s()
-		n := int64(len(idx))
-		if len(starts) == 0 {
-			if n > 0 {
-				failShape(op, "offsets are empty but input %v holds %d indices", input.shape, n)
-			}
-			return idx, starts
-		}
-		if starts[0] != 0 {
-			Fail(op, "offsets[0] must be 0 (the first bag starts at the first index), got %d", starts[0])
-		}
-		for b := 1; b < len(starts); b++ {
-			if starts[b] < starts[b-1] {
-				failShape(op, "offsets must be non-decreasing, got offsets[%d] = %d after offsets[%d] = %d", b, starts[b], b-1, starts[b-1])
-			}
-		}
-		if last := starts[len(starts)-1]; last > n {
-			failShape(op, "offsets[%d] = %d is beyond the input's length %d", len(starts)-1, last, n)
-		}
+		return TensorType{DType: weight.dtype, Shape: []int{offsets.shape[0], dim}}
 	case 2:
 		if offsets != nil {
 			failShape(op, "offsets must be nil for 2-D input %v, whose rows are the bags", input.shape)
 		}
-		idx = embeddingIndices(op, "input", input, num)
+		return TensorType{DType: weight.dtype, Shape: []int{input.shape[0], dim}}
+	}
+	failShape(op, "input must be 1-D (with offsets) or 2-D [bags, size], got shape %v", input.shape)
+	return TensorType{}
+}
+
+// embeddingBagOffsets validates the indices of EmbeddingBag's input, whose
+// layout embeddingBagType has checked, against num rows and returns them
+// with the bag starts.
+func embeddingBagOffsets(op string, input, offsets *Tensor, num int) (idx, starts []int64) {
+	idx = embeddingIndices(op, "input", input, num)
+	if input.NDim() == 2 {
 		bags, size := input.shape[0], input.shape[1]
 		starts = make([]int64, bags)
 		for b := range starts {
 			starts[b] = int64(b * size)
 		}
-	default:
-		failShape(op, "input must be 1-D (with offsets) or 2-D [bags, size], got shape %v", input.shape)
+		return idx, starts
+	}
+	starts = offsets.Int64s()
+	n := int64(len(idx))
+	if len(starts) == 0 {
+		if n > 0 {
+			failShape(op, "offsets are empty but input %v holds %d indices", input.shape, n)
+		}
+		return idx, starts
+	}
+	if starts[0] != 0 {
+		Fail(op, "offsets[0] must be 0 (the first bag starts at the first index), got %d", starts[0])
+	}
+	for b := 1; b < len(starts); b++ {
+		if starts[b] < starts[b-1] {
+			failShape(op, "offsets must be non-decreasing, got offsets[%d] = %d after offsets[%d] = %d", b, starts[b], b-1, starts[b-1])
+		}
+	}
+	if last := starts[len(starts)-1]; last > n {
+		failShape(op, "offsets[%d] = %d is beyond the input's length %d", len(starts)-1, last, n)
 	}
 	return idx, starts
 }
@@ -272,11 +304,12 @@ func embeddingBag(op string, input, offsets, weight *Tensor, mode EmbeddingBagMo
 	if mode != BagSum && mode != BagMean && mode != BagMax {
 		Fail(op, "unknown mode %v; want BagSum, BagMean or BagMax", mode)
 	}
-	num, dim := embeddingTable(op, weight)
+	t := embeddingBagType(op, input, offsets, weight)
+	num, dim := weight.shape[0], weight.shape[1]
 	idx, starts := embeddingBagOffsets(op, input, offsets, num)
 	psw := bagSampleWeights(op, perSampleWeights, input, weight, mode)
-	bags := len(starts)
-	out := empty(op, weight.dtype, []int{bags, dim})
+	bags := t.Shape[0]
+	out := empty(op, t.DType, t.Shape)
 	bf16 := weight.dtype == BFloat16
 	var argmax []int64
 	switch {

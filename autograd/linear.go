@@ -297,6 +297,12 @@ func matmulOffsets(op string, shape, batch []int, mat int) []int {
 // a [B, n, m] tensor, like torch.bmm: both must be 3-D with the same batch
 // size (no broadcasting; use Matmul for that).
 func BMM(a, b *Tensor) *Tensor {
+	bmmCheck(a, b)
+	return matmul("BMM", a, b)
+}
+
+// bmmCheck checks BMM's operand shapes.
+func bmmCheck(a, b *Tensor) {
 	const op = "BMM"
 	if a == nil || b == nil {
 		checkF32(op, "first operand", a)
@@ -311,24 +317,11 @@ func BMM(a, b *Tensor) *Tensor {
 	if a.shape[0] != b.shape[0] || a.shape[2] != b.shape[1] {
 		failShape(op, "second operand must have shape [%d %d m] to multiply first operand %v, got %v", a.shape[0], a.shape[2], a.shape, b.shape)
 	}
-	return matmul(op, a, b)
 }
 
-// Linear applies an affine map to the last dimension of x, like
-// torch.nn.functional.linear: x [..., in], w [out, in] and b [out] or nil
-// give x·wᵀ + b of shape [..., out]. All leading dimensions of x are rows of
-// one GEMM (with w transposed), and so are the gradients. x may be in any
-// memory format; the result is contiguous, as in PyTorch.
-//
-// The operands are all float32 or all bfloat16; in an autocast computation float32
-// ones are cast to bfloat16 first. BF16 operands multiply on
-// kernels.GemmBF16 (float32 accumulation, the bias added in float32) and
-// give a bfloat16 result, as PyTorch's bf16 linear does; their gradients
-// are computed the same way.
-func Linear(x, w, b *Tensor) *Tensor {
+// linearShape checks Linear's operands and returns the result's shape.
+func linearShape(x, w, b *Tensor) []int {
 	const op = "Linear"
-	m := modeOf(x, w, b)
-	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
 	if x != nil && x.dtype == BFloat16 {
 		checkBF16 := func(what string, t *Tensor) {
 			if t == nil {
@@ -362,7 +355,26 @@ func Linear(x, w, b *Tensor) *Tensor {
 	if b != nil && (b.NDim() != 1 || b.shape[0] != outF) {
 		failShape(op, "bias has shape %v, want [%d] for weight %v", b.shape, outF, w.shape)
 	}
-	outShape := append(cloneInts(x.shape[:x.NDim()-1]), outF)
+	return append(cloneInts(x.shape[:x.NDim()-1]), outF)
+}
+
+// Linear applies an affine map to the last dimension of x, like
+// torch.nn.functional.linear: x [..., in], w [out, in] and b [out] or nil
+// give x·wᵀ + b of shape [..., out]. All leading dimensions of x are rows of
+// one GEMM (with w transposed), and so are the gradients. x may be in any
+// memory format; the result is contiguous, as in PyTorch.
+//
+// The operands are all float32 or all bfloat16; in an autocast computation float32
+// ones are cast to bfloat16 first. BF16 operands multiply on
+// kernels.GemmBF16 (float32 accumulation, the bias added in float32) and
+// give a bfloat16 result, as PyTorch's bf16 linear does; their gradients
+// are computed the same way.
+func Linear(x, w, b *Tensor) *Tensor {
+	const op = "Linear"
+	m := modeOf(x, w, b)
+	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
+	outShape := linearShape(x, w, b)
+	outF, inF := w.shape[0], w.shape[1]
 	out := &Tensor{dtype: x.dtype, shape: outShape, data: makeData(x.dtype, numel(op, outShape))}
 	rows := numel(op, outShape[:len(outShape)-1])
 	xc, wc := rowMajor(x), rowMajor(w)
@@ -513,6 +525,15 @@ func init() {
 			return bindMatmul(op, matmulShape(op, a, b), a, b, outs[0])
 		})
 	}
+	registerInfer(func(_ string, _ any, in []*Tensor) []TensorType {
+		return []TensorType{{DType: in[0].dtype, Shape: linearShape(in[0], in[1], in[2])}}
+	}, "Linear")
+	registerInfer(func(op string, _ any, in []*Tensor) []TensorType {
+		if op == "BMM" {
+			bmmCheck(in[0], in[1])
+		}
+		return []TensorType{{DType: in[0].dtype, Shape: matmulShape(op, in[0], in[1]).out}}
+	}, "Matmul", "BMM")
 }
 
 // bf16Tensor rounds float32 results, laid out in format from, to a

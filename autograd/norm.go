@@ -307,15 +307,8 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	})
 }
 
-// LayerNorm normalises x over its trailing dimensions normalizedShape,
-// like torch.nn.functional.layer_norm: each group of trailing elements is
-// shifted to zero mean and scaled to unit biased variance (statistics in
-// float64), then multiplied by weight and shifted by bias, each of
-// normalizedShape or nil. A channels-last x is read through a contiguous
-// copy and, as in PyTorch, the result is contiguous. Gradients flow to x,
-// weight and bias.
-func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float64) *Tensor {
-	x = autocastF32(modeOf(x, weight, bias), x)
+// layerNormCheck checks LayerNorm's operands and eps.
+func layerNormCheck(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float64) {
 	const op = "LayerNorm"
 	checkF32(op, "input", x)
 	if len(normalizedShape) == 0 {
@@ -338,6 +331,20 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 		}
 	}
 	normEps(op, eps)
+}
+
+// LayerNorm normalises x over its trailing dimensions normalizedShape,
+// like torch.nn.functional.layer_norm: each group of trailing elements is
+// shifted to zero mean and scaled to unit biased variance (statistics in
+// float64), then multiplied by weight and shifted by bias, each of
+// normalizedShape or nil. A channels-last x is read through a contiguous
+// copy and, as in PyTorch, the result is contiguous. Gradients flow to x,
+// weight and bias.
+func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float64) *Tensor {
+	x = autocastF32(modeOf(x, weight, bias), x)
+	const op = "LayerNorm"
+	layerNormCheck(x, normalizedShape, weight, bias, eps)
+	k := len(normalizedShape)
 	n := 1
 	for _, d := range normalizedShape {
 		n *= d
@@ -442,6 +449,17 @@ func init() {
 		rows := ins[0].Numel() / size
 		return bindLayerNorm(ins[0], ins[1], ins[2], outs[0], rows, size, at.Float("eps"), make([]float64, 2*rows))
 	})
+	// Evaluation-mode BatchNorm's checks; its result is x's type.
+	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+		x := in[0]
+		bnShape(op, x, in[1], in[2], in[3], in[4], false, 0, attrs.(opbind.Attrs).Float("eps"))
+		return []TensorType{{DType: x.dtype, Shape: x.shape, Format: x.format}}
+	}, "BatchNorm")
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		at := attrs.(opbind.Attrs)
+		layerNormCheck(in[0], at.Ints("normalized_shape"), in[1], in[2], at.Float("eps"))
+		return []TensorType{{DType: Float32, Shape: in[0].shape}}
+	}, "LayerNorm")
 	// Evaluation-mode BatchNorm's binder takes opbind.Attrs ("eps") and
 	// needs constant running statistics, which it turns into the
 	// normalising mean and 1/sqrt(var+eps) once, here.

@@ -68,7 +68,7 @@ func poolGeometry(op string, x *Tensor, opt PoolOptions, dilation bool) (kernels
 		case pad[i] > k[i]/2:
 			Fail(op, "padding %v should be at most half of kernel size %v", pad, k)
 		}
-		convWindow(op, k[i], stride[i], pad[i], dil[i])
+		convWindow(op, x, k[i], stride[i], pad[i], dil[i])
 	}
 	s := kernels.Pool2dShape{
 		N: n, C: c, H: h, W: w,
@@ -84,18 +84,20 @@ func poolGeometry(op string, x *Tensor, opt PoolOptions, dilation bool) (kernels
 	return s, batched
 }
 
-// poolOutput allocates the result of pooling x to s's output size, in x's
-// format and dtype.
-func poolOutput(op string, s *kernels.Pool2dShape, x *Tensor, batched bool) *Tensor {
+// poolType is the type of the result of pooling x to s's output size: in
+// x's format and dtype.
+func poolType(s *kernels.Pool2dShape, x *Tensor, batched bool) TensorType {
 	shape := []int{s.N, s.C, s.OutH, s.OutW}
 	if !batched {
 		shape = shape[1:]
 	}
-	n := numel(op, shape)
-	if x.dtype == BFloat16 {
-		return &Tensor{dtype: BFloat16, shape: shape, format: x.format, data: make([]uint16, n)}
-	}
-	return &Tensor{dtype: Float32, shape: shape, format: x.format, data: make([]float32, n)}
+	return TensorType{DType: x.dtype, Shape: shape, Format: x.format}
+}
+
+// poolOutput allocates the result of pooling x to s's output size.
+func poolOutput(op string, s *kernels.Pool2dShape, x *Tensor, batched bool) *Tensor {
+	t := poolType(s, x, batched)
+	return &Tensor{dtype: t.DType, shape: t.Shape, format: t.Format, data: makeData(t.DType, numel(op, t.Shape))}
 }
 
 // poolApply runs op's forward kernel on x into a new result and records
@@ -177,6 +179,10 @@ func init() {
 			return bindPool(x, y, forward)
 		})
 	}
+	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+		s, batched := poolShape(op, in[0], attrs.(PoolOptions))
+		return []TensorType{poolType(&s, in[0], batched)}
+	}, "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d")
 }
 
 // poolGrad runs a pooling backward kernel, which adds into a zeroed dx,

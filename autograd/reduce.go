@@ -1,6 +1,9 @@
 package autograd
 
-import "github.com/kilnml/kiln/kernels"
+import (
+	"github.com/kilnml/kiln/internal/opbind"
+	"github.com/kilnml/kiln/kernels"
+)
 
 // Sum adds up x's elements over dims, like torch.sum(x, dims, keepdim).
 // Dims may be negative (counting from the end) and must not repeat; nil or
@@ -117,4 +120,14 @@ func reduceSum(op string, x *Tensor, dims []int, keepDim, mean bool) *Tensor {
 		kernels.StridedCopy(gx.Float32s(), gd, x.shape, stridesOf(x.shape, x.format), src)
 		return []*Tensor{gx}
 	})
+}
+
+func init() {
+	// Sum's and Mean's type inference reads opbind.Attrs ("dims",
+	// "keepdim").
+	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+		at := attrs.(opbind.Attrs)
+		_, s, _ := reducePlan(op, in[0], at.Ints("dims"), at.Bool("keepdim"))
+		return []TensorType{{DType: in[0].dtype, Shape: s}}
+	}, "Sum", "Mean")
 }

@@ -3,6 +3,7 @@ package autograd
 import (
 	"fmt"
 
+	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -111,7 +112,7 @@ func shapeInfer(op string, x *Tensor, shape []int) []int {
 		}
 	}
 	known := numel(op, out)
-	n := x.Numel()
+	n := numel(op, x.shape) // x may be a type without data
 	if infer >= 0 {
 		if known == 0 {
 			failShape(op, "cannot reshape a tensor of %d elements (shape %v) into shape %v: the size of -1 is ambiguous", n, x.shape, shape)
@@ -194,25 +195,34 @@ func shapeUnreshape(g, x *Tensor) *Tensor {
 func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 	const op = "Flatten"
 	checkMovable(op, "input", x)
-	nd := x.NDim()
-	s, e := shapeDim(op, x, startDim), shapeDim(op, x, endDim)
-	if nd == 0 {
+	s, e, shape := flattenShape(x, startDim, endDim)
+	if x.NDim() == 0 {
 		return Reshape(x, 1)
-	}
-	if s > e {
-		failShape(op, "start dimension %d comes after end dimension %d for shape %v", startDim, endDim, x.shape)
 	}
 	if s == e {
 		return x
 	}
-	shape := cloneInts(x.shape[:s])
-	shape = append(shape, numel(op, x.shape[s:e+1]))
-	shape = append(shape, x.shape[e+1:]...)
 	out := shapeReshape(op, x, shape, false)
 	if traced(x) {
 		trace(op, []*Tensor{x}, []*Tensor{out}, attr("start_dim", s), attr("end_dim", e))
 	}
 	return out
+}
+
+// flattenShape checks Flatten's dimensions for x and returns them
+// non-negative, with the result's shape.
+func flattenShape(x *Tensor, startDim, endDim int) (s, e int, shape []int) {
+	const op = "Flatten"
+	s, e = shapeDim(op, x, startDim), shapeDim(op, x, endDim)
+	if x.NDim() == 0 {
+		return s, e, []int{1}
+	}
+	if s > e {
+		failShape(op, "start dimension %d comes after end dimension %d for shape %v", startDim, endDim, x.shape)
+	}
+	shape = cloneInts(x.shape[:s])
+	shape = append(shape, numel(op, x.shape[s:e+1]))
+	return s, e, append(shape, x.shape[e+1:]...)
 }
 
 // shapeDim normalises dimension d of x, accepting 0 and -1 for a 0-d x as
@@ -254,6 +264,12 @@ func Transpose(x *Tensor, dim0, dim1 int) *Tensor {
 func Permute(x *Tensor, dims ...int) *Tensor {
 	const op = "Permute"
 	checkMovable(op, "input", x)
+	return shapePermute(op, x, permuteDims(x, dims))
+}
+
+// permuteDims checks Permute's dims for x and returns them non-negative.
+func permuteDims(x *Tensor, dims []int) []int {
+	const op = "Permute"
 	if len(dims) != x.NDim() {
 		failShape(op, "dims %v has %d entries for a %d-D tensor of shape %v", dims, len(dims), x.NDim(), x.shape)
 	}
@@ -267,7 +283,7 @@ func Permute(x *Tensor, dims ...int) *Tensor {
 		seen[p] = true
 		perm[i] = p
 	}
-	return shapePermute(op, x, perm)
+	return perm
 }
 
 // shapePermute returns x with dimension i of the result being perm[i] of x.
@@ -314,52 +330,20 @@ func shapePermuted(t *Tensor, perm []int, prefer MemoryFormat) *Tensor {
 // 1-D empty tensors of a different rank.
 func Cat(xs []*Tensor, dim int) *Tensor {
 	const op = "Cat"
-	if len(xs) == 0 {
-		failShape(op, "expected a non-empty list of tensors")
-	}
-	mixed := false
-	for i, x := range xs {
-		checkMovable(op, fmt.Sprintf("tensor %d", i), x)
-		if x.NDim() == 0 {
-			failShape(op, "tensor %d is 0-d; zero-dimensional tensors cannot be concatenated", i)
-		}
-		mixed = mixed || x.dtype != xs[0].dtype
-	}
-	if mixed {
-		// float32 with bfloat16 concatenates in float32, as PyTorch's type
-		// promotion does.
-		wide := make([]*Tensor, len(xs))
-		for i, x := range xs {
-			wide[i] = Cast(x, Float32)
-		}
-		return Cat(wide, dim)
-	}
-	x0 := xs[0]
-	nd := x0.NDim()
-	if dim < -nd || dim >= nd {
-		failIndex(op, "dimension %d out of range for %d-D tensors (tensor 0 has shape %v)", dim, nd, x0.shape)
-	}
-	if dim < 0 {
-		dim += nd
-	}
-	outShape := cloneInts(x0.shape)
-	outShape[dim] = 0
-	format := x0.format
-	for i, x := range xs {
-		if x.NDim() != nd {
-			failShape(op, "tensor %d has %d dimensions (shape %v) but tensor 0 has %d (shape %v)", i, x.NDim(), x.shape, nd, x0.shape)
-		}
-		for d := range nd {
-			if d != dim && x.shape[d] != x0.shape[d] {
-				failShape(op, "sizes must match except in dimension %d: tensor %d has shape %v, tensor 0 has shape %v", dim, i, x.shape, x0.shape)
+	d, t := catType(xs, dim)
+	for _, x := range xs {
+		if x.dtype != t.DType {
+			// float32 with bfloat16 concatenates in float32, as PyTorch's
+			// type promotion does.
+			wide := make([]*Tensor, len(xs))
+			for i, x := range xs {
+				wide[i] = Cast(x, Float32)
 			}
-		}
-		outShape[dim] += x.shape[dim]
-		if x.format != format {
-			format = Contiguous
+			return Cat(wide, dim)
 		}
 	}
-	out := &Tensor{dtype: x0.dtype, shape: outShape, format: format, data: makeData(x0.dtype, numel(op, outShape))}
+	dim = d
+	out := &Tensor{dtype: t.DType, shape: t.Shape, format: t.Format, data: makeData(t.DType, numel(op, t.Shape))}
 	ost := out.Strides()
 	off := 0
 	for _, x := range xs {
@@ -388,6 +372,52 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		}
 		return grads
 	})
+}
+
+// catType checks Cat's operands and dim and returns dim non-negative and
+// the result's type: float32 for a mix of dtypes.
+func catType(xs []*Tensor, dim int) (int, TensorType) {
+	const op = "Cat"
+	if len(xs) == 0 {
+		failShape(op, "expected a non-empty list of tensors")
+	}
+	dtype := xs[0].dtype
+	for i, x := range xs {
+		checkMovable(op, fmt.Sprintf("tensor %d", i), x)
+		if x.NDim() == 0 {
+			failShape(op, "tensor %d is 0-d; zero-dimensional tensors cannot be concatenated", i)
+		}
+		if x.dtype != dtype {
+			dtype = Float32
+		}
+	}
+	x0 := xs[0]
+	nd := x0.NDim()
+	if dim < -nd || dim >= nd {
+		failIndex(op, "dimension %d out of range for %d-D tensors (tensor 0 has shape %v)", dim, nd, x0.shape)
+	}
+	if dim < 0 {
+		dim += nd
+	}
+	outShape := cloneInts(x0.shape)
+	outShape[dim] = 0
+	format := x0.format
+	for i, x := range xs {
+		if x.NDim() != nd {
+			failShape(op, "tensor %d has %d dimensions (shape %v) but tensor 0 has %d (shape %v)", i, x.NDim(), x.shape, nd, x0.shape)
+		}
+		for d := range nd {
+			if d != dim && x.shape[d] != x0.shape[d] {
+				failShape(op, "sizes must match except in dimension %d: tensor %d has shape %v, tensor 0 has shape %v", dim, i, x.shape, x0.shape)
+			}
+		}
+		// Counted through numel, so many long operands cannot wrap around.
+		outShape[dim] = numel(op, []int{outShape[dim] + x.shape[dim]})
+		if x.format != format {
+			format = Contiguous
+		}
+	}
+	return dim, TensorType{DType: dtype, Shape: outShape, Format: format}
 }
 
 // Split cuts x along dim into chunks of splitSize (the last one smaller
@@ -421,8 +451,14 @@ func Split(x *Tensor, splitSize int, dim int) []*Tensor {
 // be non-negative and add up to x's size along dim, like torch.split with
 // a list. Chunks behave as Split's do.
 func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
+	checkMovable("SplitSizes", "input", x)
+	return shapeSplit("SplitSizes", x, sizes, splitSizesDim(x, sizes, dim))
+}
+
+// splitSizesDim checks SplitSizes's sizes and dim for x and returns dim
+// non-negative.
+func splitSizesDim(x *Tensor, sizes []int, dim int) int {
 	const op = "SplitSizes"
-	checkMovable(op, "input", x)
 	if x.NDim() == 0 {
 		failShape(op, "cannot split a 0-d tensor")
 	}
@@ -443,7 +479,7 @@ func SplitSizes(x *Tensor, sizes []int, dim int) []*Tensor {
 	if len(sizes) == 0 || total != x.shape[d] {
 		failShape(op, "sizes %v must add up to %d, the size of dimension %d of shape %v", sizes, x.shape[d], d, x.shape)
 	}
-	return shapeSplit(op, x, sizes, d)
+	return d
 }
 
 func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
@@ -489,4 +525,46 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 		off += size
 	}
 	return chunks
+}
+
+func init() {
+	// The shape ops' type inference reads opbind.Attrs by the names
+	// their traces record.
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		x := in[0]
+		s, f := shapeInfer("Reshape", x, attrs.(opbind.Attrs).Ints("shape")), Contiguous
+		if sameShape(s, x.shape) {
+			f = x.format
+		}
+		return []TensorType{{DType: x.dtype, Shape: s, Format: f}}
+	}, "Reshape")
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		at := attrs.(opbind.Attrs)
+		_, _, s := flattenShape(in[0], at.Int("start_dim"), at.Int("end_dim"))
+		return []TensorType{{DType: in[0].dtype, Shape: s}}
+	}, "Flatten")
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		x := in[0]
+		perm := permuteDims(x, attrs.(opbind.Attrs).Ints("dims"))
+		s := make([]int, len(perm))
+		for i, p := range perm {
+			s[i] = x.shape[p]
+		}
+		return []TensorType{{DType: x.dtype, Shape: s}}
+	}, "Permute")
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		_, t := catType(in, attrs.(opbind.Attrs).Int("dim"))
+		return []TensorType{t}
+	}, "Cat")
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		at := attrs.(opbind.Attrs)
+		x, sizes := in[0], at.Ints("sizes")
+		d := splitSizesDim(x, sizes, at.Int("dim"))
+		ts := make([]TensorType, len(sizes))
+		for i, n := range sizes {
+			ts[i] = TensorType{DType: x.dtype, Shape: cloneInts(x.shape), Format: x.format}
+			ts[i].Shape[d] = n
+		}
+		return ts
+	}, "Split")
 }

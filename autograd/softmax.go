@@ -137,4 +137,10 @@ func init() {
 			return nil
 		})
 	}
+	// A contiguous result of x's dtype and shape.
+	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+		x := in[0]
+		softmaxDim(op, x.shape, attrs.(opbind.Attrs).Int("dim"))
+		return []TensorType{{DType: x.dtype, Shape: x.shape}}
+	}, "Softmax", "LogSoftmax")
 }

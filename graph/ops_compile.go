@@ -87,6 +87,13 @@ func bindAttrs(n *Node) any {
 		return autograd.PoolOptions{Kernel: n.Ints("kernel")}
 	case "Conv2d", "Conv3d":
 		return convOptions(n)
+	// Cast's dtype and To's format were checked with the attributes.
+	case "Cast":
+		d, _ := ParseDType(n.Str("dtype"))
+		return d
+	case "To":
+		f, _ := ParseFormat(n.Str("format"))
+		return f
 	}
 	return n
 }

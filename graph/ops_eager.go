@@ -15,7 +15,7 @@ func unary(f func(x *autograd.Tensor) *autograd.Tensor) *opImpl {
 }
 
 func binary(f func(a, b *autograd.Tensor) *autograd.Tensor) *opImpl {
-	return eagerOp(opImpl{ins: exactly(2), infer: inferBroadcast}, func(_ *Node, ins []*autograd.Tensor) *autograd.Tensor { return f(ins[0], ins[1]) })
+	return eagerOp(opImpl{ins: exactly(2), infer: inferShared}, func(_ *Node, ins []*autograd.Tensor) *autograd.Tensor { return f(ins[0], ins[1]) })
 }
 
 // eagerOp completes def, whose eager form is f, giving one result.
@@ -77,22 +77,22 @@ func poolOptions(n *Node) autograd.PoolOptions {
 
 func init() {
 	conv := func(nsp int, f func(x, w, b *autograd.Tensor, opt autograd.ConvOptions) *autograd.Tensor) *opImpl {
-		return eagerOp(opImpl{ins: exactly(3), optional: []int{2}, attrs: convAttrs(nsp), infer: inferConv(nsp)},
+		return eagerOp(opImpl{ins: exactly(3), optional: []int{2}, attrs: convAttrs(nsp), infer: inferShared},
 			func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return f(in[0], in[1], in[2], convOptions(n)) })
 	}
 	registerOp("Conv2d", conv(2, autograd.Conv2d))
 	registerOp("Conv3d", conv(3, autograd.Conv3d))
-	registerOp("Linear", eagerOp(opImpl{ins: exactly(3), optional: []int{2}, infer: inferLinear}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
+	registerOp("Linear", eagerOp(opImpl{ins: exactly(3), optional: []int{2}, infer: inferShared}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.Linear(in[0], in[1], in[2])
 	}))
-	registerOp("Matmul", eagerOp(opImpl{ins: exactly(2), infer: inferMatmul}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
+	registerOp("Matmul", eagerOp(opImpl{ins: exactly(2), infer: inferShared}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.Matmul(in[0], in[1])
 	}))
-	registerOp("BMM", eagerOp(opImpl{ins: exactly(2), infer: inferBMM}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
+	registerOp("BMM", eagerOp(opImpl{ins: exactly(2), infer: inferShared}, func(_ *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.BMM(in[0], in[1])
 	}))
-	// The running statistics may be absent too: autograd names them.
-	registerOp("BatchNorm", eagerOp(opImpl{ins: exactly(5), optional: []int{1, 2, 3, 4}, infer: inferSame,
+	// The running statistics may be absent too: inference names them.
+	registerOp("BatchNorm", eagerOp(opImpl{ins: exactly(5), optional: []int{1, 2, 3, 4}, infer: inferShared,
 		attrs: []attrSpec{{name: "eps", kind: AttrFloat}}}, func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.BatchNorm(in[0], in[1], in[2], in[3], in[4], false, 0.1, n.Float("eps"))
 	}))
@@ -101,7 +101,7 @@ func init() {
 	// Cast nodes of a bfloat16 softmax outside autocast, come first), but
 	// a fused "…+LayerNorm" or "…+Softmax" that took autocast's cast in
 	// does.
-	registerOp("LayerNorm", eagerOp(opImpl{ins: exactly(3), optional: []int{1, 2}, infer: inferWidened,
+	registerOp("LayerNorm", eagerOp(opImpl{ins: exactly(3), optional: []int{1, 2}, infer: inferLayerNorm,
 		attrs: []attrSpec{intsAttr("normalized_shape", 0, maxDim), {name: "eps", kind: AttrFloat}}},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			return autograd.LayerNorm(widen(in[0]), n.Ints("normalized_shape"), in[1], in[2], n.Float("eps"))
@@ -149,34 +149,36 @@ func init() {
 		return autograd.AvgPool2d(in[0], poolOptions(n))
 	}))
 	// AdaptiveAvgPool2d's kernel is the output height and width.
-	registerOp("AdaptiveAvgPool2d", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("kernel", 1, maxDim, 2)}, infer: inferAdaptivePool},
+	registerOp("AdaptiveAvgPool2d", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("kernel", 1, maxDim, 2)}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			k := n.Ints("kernel")
 			return autograd.AdaptiveAvgPool2d(in[0], k[0], k[1])
 		}))
 	reduce := func(f func(x *autograd.Tensor, dims []int, keepDim bool) *autograd.Tensor) *opImpl {
-		return eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}, {name: "keepdim", kind: AttrBool}}, infer: inferReduce},
+		return eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}, {name: "keepdim", kind: AttrBool}}, infer: inferShared},
 			func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 				return f(in[0], n.Ints("dims"), n.Bool("keepdim"))
 			})
 	}
 	registerOp("Sum", reduce(autograd.Sum))
 	registerOp("Mean", reduce(autograd.Mean))
-	registerOp("Reshape", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("shape", -1, maxDim)}, infer: inferReshape},
+	registerOp("Reshape", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("shape", -1, maxDim)}, infer: func(n *Node, ins []*sig) ([]sig, error) {
+		return inferOp("Reshape", n, "attrs.shape", ins)
+	}},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			return autograd.Reshape(in[0], n.Ints("shape")...)
 		}))
-	registerOp("Flatten", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("start_dim"), dimAttr("end_dim")}, infer: inferFlatten},
+	registerOp("Flatten", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("start_dim"), dimAttr("end_dim")}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			return autograd.Flatten(in[0], n.Int("start_dim"), n.Int("end_dim"))
 		}))
-	registerOp("Permute", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}}, infer: inferPermute},
+	registerOp("Permute", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dims", kind: AttrInts}}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			return autograd.Permute(in[0], n.Ints("dims")...)
 		}))
-	registerOp("Cat", eagerOp(opImpl{ins: arity{1, -1}, attrs: []attrSpec{dimAttr("dim")}, infer: inferCat},
+	registerOp("Cat", eagerOp(opImpl{ins: arity{1, -1}, attrs: []attrSpec{dimAttr("dim")}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.Cat(in, n.Int("dim")) }))
-	registerOp("Split", &opImpl{ins: exactly(1), outs: arity{1, -1}, attrs: []attrSpec{intsAttr("sizes", 0, maxDim), dimAttr("dim")}, infer: inferSplit,
+	registerOp("Split", &opImpl{ins: exactly(1), outs: arity{1, -1}, attrs: []attrSpec{intsAttr("sizes", 0, maxDim), dimAttr("dim")}, infer: inferShared,
 		eager: func(n *Node, in []*autograd.Tensor) []*autograd.Tensor {
 			return autograd.SplitSizes(in[0], n.Ints("sizes"), n.Int("dim"))
 		}})
@@ -187,7 +189,7 @@ func init() {
 	registerOp("LogSoftmax", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{dimAttr("dim")}, infer: inferSoftmax},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor { return autograd.LogSoftmax(in[0], n.Int("dim")) }))
 	// Embedding's padding_idx is negative for none.
-	registerOp("Embedding", eagerOp(opImpl{ins: exactly(2), attrs: []attrSpec{{name: "padding_idx", kind: AttrInt}}, infer: inferEmbedding},
+	registerOp("Embedding", eagerOp(opImpl{ins: exactly(2), attrs: []attrSpec{{name: "padding_idx", kind: AttrInt}}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			if p := n.Int("padding_idx"); p >= 0 {
 				return autograd.EmbeddingPadding(in[0], in[1], int64(p))
@@ -195,13 +197,13 @@ func init() {
 			return autograd.Embedding(in[0], in[1])
 		}))
 	// EmbeddingBag(input, offsets, weight, per_sample_weights).
-	registerOp("EmbeddingBag", eagerOp(opImpl{ins: exactly(4), optional: []int{1, 3}, infer: inferEmbeddingBag,
+	registerOp("EmbeddingBag", eagerOp(opImpl{ins: exactly(4), optional: []int{1, 3}, infer: inferShared,
 		attrs: []attrSpec{{name: "mode", kind: AttrString, valid: oneOf(bagModes...)}}},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			m := autograd.EmbeddingBagMode(slices.Index(bagModes, n.Str("mode")))
 			return autograd.EmbeddingBag(in[0], in[1], in[2], m, in[3])
 		}))
-	registerOp("Cast", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dtype", kind: AttrString, valid: validDType}}, infer: inferCast},
+	registerOp("Cast", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "dtype", kind: AttrString, valid: validDType}}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			d, err := ParseDType(n.Str("dtype"))
 			if err != nil {
@@ -209,7 +211,7 @@ func init() {
 			}
 			return autograd.Cast(in[0], d)
 		}))
-	registerOp("To", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "format", kind: AttrString, valid: validFormat}}, infer: inferTo},
+	registerOp("To", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{{name: "format", kind: AttrString, valid: validFormat}}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			f, err := ParseFormat(n.Str("format"))
 			if err != nil {

@@ -1,6 +1,7 @@
-// Package opbind holds the kernel bindings of the ops, by op name: for
-// each op, the one function that binds its kernel calls over given
-// operand and result buffers. Package autograd registers them, runs them
+// Package opbind holds the kernel bindings and type inference of the ops,
+// by op name: for each op, the one function that binds its kernel calls
+// over given operand and result buffers, and the one that gives its result
+// types. Package autograd registers them, runs them
 // on the results it allocates in eager mode, and package graph looks them
 // up to bind its compiled plans' buffers, so an eager and a compiled run
 // make the same kernel calls. The package is generic over the tensor type,
@@ -49,26 +50,46 @@ type Fused struct {
 // Const reports whether consts marks operand j as a constant.
 func Const(consts []bool, j int) bool { return j < len(consts) && consts[j] }
 
+// Infer gives an op's result types from its operands' (nil for an absent
+// operand) with attrs as its Binder takes them, panicking with the op's
+// error where the op would fail. It allocates nothing sized by the
+// operands' shapes: the eager op and package graph's checks of a decoded
+// file run the same rule.
+type Infer[T any] func(attrs any, ins []*T) []T
+
 var (
 	mu      sync.RWMutex
 	binders = map[string]any{}
+	infers  = map[string]any{}
 )
 
 // Register makes b the binder of op. Registering an op twice panics.
-func Register[T any](op string, b Binder[T]) {
+func Register[T any](op string, b Binder[T]) { register(binders, op, b) }
+
+// RegisterInfer makes f the type inference of op. Registering an op twice
+// panics.
+func RegisterInfer[T any](op string, f Infer[T]) { register(infers, op, f) }
+
+func register(m map[string]any, op string, f any) {
 	mu.Lock()
 	defer mu.Unlock()
-	if _, dup := binders[op]; dup {
+	if _, dup := m[op]; dup {
 		panic(fmt.Sprintf("opbind: op %q registered twice", op))
 	}
-	binders[op] = b
+	m[op] = f
 }
 
 // Lookup returns op's binder over tensors of type T, and whether there is
 // one.
-func Lookup[T any](op string) (Binder[T], bool) {
+func Lookup[T any](op string) (Binder[T], bool) { return lookup[Binder[T]](binders, op) }
+
+// LookupInfer returns op's type inference over types T, and whether there
+// is one.
+func LookupInfer[T any](op string) (Infer[T], bool) { return lookup[Infer[T]](infers, op) }
+
+func lookup[F any](m map[string]any, op string) (F, bool) {
 	mu.RLock()
 	defer mu.RUnlock()
-	b, ok := binders[op].(Binder[T])
-	return b, ok
+	f, ok := m[op].(F)
+	return f, ok
 }

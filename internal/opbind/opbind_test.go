@@ -37,3 +37,20 @@ func TestConst(t *testing.T) {
 		t.Error("Const misreads the constants")
 	}
 }
+
+func TestRegisterLookupInfer(t *testing.T) {
+	RegisterInfer("opbind.test.Twice", func(_ any, ins []*tensor) []tensor { return []tensor{*ins[0], *ins[0]} })
+	f, ok := LookupInfer[tensor]("opbind.test.Twice")
+	if !ok {
+		t.Fatal("registered inference not found")
+	}
+	if got := f(nil, []*tensor{{3}}); len(got) != 2 || got[1].v != 3 {
+		t.Errorf("inference gave %v, want two of {3}", got)
+	}
+	if _, ok := LookupInfer[float64]("opbind.test.Twice"); ok {
+		t.Error("LookupInfer found an inference over another type")
+	}
+	if _, ok := Lookup[*tensor]("opbind.test.Twice"); ok {
+		t.Error("Lookup found a binder for an op with only an inference")
+	}
+}
