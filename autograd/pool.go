@@ -2,7 +2,6 @@ package autograd
 
 import (
 	"github.com/kilnml/kiln/internal/opbind"
-	"github.com/kilnml/kiln/internal/tracing"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -258,15 +257,17 @@ func adaptivePoolGeometry(x *Tensor, outH, outW int) (kernels.Pool2dShape, bool)
 }
 
 // tracePool reports a pooling op once it has returned *out, with its
-// options as given (AdaptiveAvgPool2d's output size as Kernel).
+// options as given (AdaptiveAvgPool2d's output size, which it keeps as
+// Kernel, as "output_size").
 func tracePool(op string, x *Tensor, opt PoolOptions, out **Tensor) {
 	if !traced(x) || *out == nil {
 		return
 	}
-	attrs := []tracing.Attr{attr("kernel", cloneInts(opt.Kernel))}
-	if op != "AdaptiveAvgPool2d" {
-		attrs = append(attrs, attr("stride", cloneInts(opt.Stride)), attr("padding", cloneInts(opt.Padding)),
-			attr("dilation", cloneInts(opt.Dilation)), attr("ceil_mode", opt.CeilMode), attr("count_include_pad", opt.CountIncludePad))
+	if op == "AdaptiveAvgPool2d" {
+		trace(op, []*Tensor{x}, []*Tensor{*out}, attr("output_size", cloneInts(opt.Kernel)))
+		return
 	}
-	trace(op, []*Tensor{x}, []*Tensor{*out}, attrs...)
+	trace(op, []*Tensor{x}, []*Tensor{*out}, attr("kernel", cloneInts(opt.Kernel)), attr("stride", cloneInts(opt.Stride)),
+		attr("padding", cloneInts(opt.Padding)), attr("dilation", cloneInts(opt.Dilation)), attr("ceil_mode", opt.CeilMode),
+		attr("count_include_pad", opt.CountIncludePad))
 }

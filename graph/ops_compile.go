@@ -84,7 +84,7 @@ func bindAttrs(n *Node) any {
 	case "MaxPool2d", "AvgPool2d":
 		return poolOptions(n)
 	case "AdaptiveAvgPool2d":
-		return autograd.PoolOptions{Kernel: n.Ints("kernel")}
+		return autograd.PoolOptions{Kernel: n.Ints("output_size")}
 	case "Conv2d", "Conv3d":
 		return convOptions(n)
 	// Cast's dtype and To's format were checked with the attributes.

@@ -148,10 +148,9 @@ func init() {
 	registerOp("AvgPool2d", eagerOp(opImpl{ins: exactly(1), attrs: poolAttrs, infer: inferPool}, func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 		return autograd.AvgPool2d(in[0], poolOptions(n))
 	}))
-	// AdaptiveAvgPool2d's kernel is the output height and width.
-	registerOp("AdaptiveAvgPool2d", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("kernel", 1, maxDim, 2)}, infer: inferShared},
+	registerOp("AdaptiveAvgPool2d", eagerOp(opImpl{ins: exactly(1), attrs: []attrSpec{intsAttr("output_size", 1, maxDim, 2)}, infer: inferShared},
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
-			k := n.Ints("kernel")
+			k := n.Ints("output_size")
 			return autograd.AdaptiveAvgPool2d(in[0], k[0], k[1])
 		}))
 	reduce := func(f func(x *autograd.Tensor, dims []int, keepDim bool) *autograd.Tensor) *opImpl {

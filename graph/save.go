@@ -558,6 +558,17 @@ func parseNode(out *Node, n irNode) error {
 		}
 		out.Attrs = append(out.Attrs, at)
 	}
+	if out.Op == "AdaptiveAvgPool2d" {
+		// Files written before the attribute had its own name kept the
+		// output size under "kernel".
+		if _, ok := out.Attr("output_size"); !ok {
+			for j := range out.Attrs {
+				if out.Attrs[j].Name == "kernel" {
+					out.Attrs[j].Name = "output_size"
+				}
+			}
+		}
+	}
 	return nil
 }
 

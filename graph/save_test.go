@@ -473,3 +473,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeAdaptivePoolKernel: files written before AdaptiveAvgPool2d's
+// output size had its own name kept it under "kernel"; they still load.
+func TestDecodeAdaptivePoolKernel(t *testing.T) {
+	x := autograd.Randn(autograd.NewGenerator(1), 1, 2, 4, 4)
+	g, err := TraceFunc(nil, func(in []*autograd.Tensor) []*autograd.Tensor {
+		return []*autograd.Tensor{autograd.AdaptiveAvgPool2d(in[0], 2, 1)}
+	}, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := g.String(); !strings.Contains(s, "output_size=[2,1]") {
+		t.Fatalf("trace:\n%s", s)
+	}
+	old := editIR(t, encodeBytes(t, g), func(ir map[string]any) {
+		attrs := nodeOf(t, ir, "AdaptiveAvgPool2d")["attrs"].([]any)
+		attrs[0].(map[string]any)["name"] = "kernel"
+	})
+	loaded, err := Decode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := loaded.Nodes[0].Attr("output_size"); !ok || !slices.Equal(got.Ints, []int{2, 1}) {
+		t.Errorf("a legacy file's node has attributes %v", loaded.Nodes[0].Attrs)
+	}
+}
