@@ -11,11 +11,7 @@ import (
 // slice bound panic here.
 
 func embCheck(op string, lens map[string][2]int) {
-	for name, l := range lens {
-		if l[0] < l[1] {
-			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
-		}
-	}
+	checkLens(op, lens)
 }
 
 // EmbeddingForward copies row idx[i] of the table weight (rows of dim) to

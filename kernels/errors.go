@@ -44,3 +44,24 @@ func (e *Error) Unwrap() error { return e.Kind }
 func fail(kind error, kernel, format string, args ...any) {
 	panic(&Error{Kernel: kernel, Kind: kind, Msg: fmt.Sprintf(format, args...)})
 }
+
+// checkLens fails with ErrShape for the first operand, by name, whose
+// length (l[0]) is below what it needs (l[1]). Taking the first by name
+// keeps the message the same whatever order the map gives.
+func checkLens(op string, lens map[string][2]int) {
+	if bad := firstShort(lens, func(l [2]int) bool { return l[0] < l[1] }); bad != "" {
+		fail(ErrShape, op, "%s has %d elements, needs %d", bad, lens[bad][0], lens[bad][1])
+	}
+}
+
+// firstShort returns the first name, in sorted order, whose value short
+// reports, or "" for none.
+func firstShort[V any](lens map[string]V, short func(V) bool) string {
+	bad := ""
+	for name, l := range lens {
+		if short(l) && (bad == "" || name < bad) {
+			bad = name
+		}
+	}
+	return bad
+}

@@ -24,11 +24,7 @@ func (s *CrossEntropyShape) check(op string, lens map[string][2]int) {
 	if s.Outer < 0 || s.Classes <= 0 || s.Inner < 0 || !(s.Smoothing >= 0 && s.Smoothing <= 1) {
 		fail(ErrShape, op, "inconsistent shape %+v", *s)
 	}
-	for name, l := range lens {
-		if l[0] < l[1] {
-			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
-		}
-	}
+	checkLens(op, lens)
 }
 
 func (s *CrossEntropyShape) ignored(t int64) bool { return s.HasIgnore && t == s.IgnoreIndex }

@@ -18,11 +18,7 @@ func (s BatchNormShape) check(op string, lens map[string][2]int) {
 	if s.Outer < 0 || s.C < 0 || s.Inner < 0 {
 		fail(ErrShape, op, "inconsistent shape %+v", s)
 	}
-	for name, l := range lens {
-		if l[0] < l[1] {
-			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
-		}
-	}
+	checkLens(op, lens)
 }
 
 // bnBlock is the number of elements one block of rows covers in the
@@ -475,11 +471,7 @@ func lnCheck(op string, rows, n int, lens map[string][2]int) {
 	if rows < 0 || n < 0 {
 		fail(ErrShape, op, "negative size rows=%d n=%d", rows, n)
 	}
-	for name, l := range lens {
-		if l[0] < l[1] {
-			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
-		}
-	}
+	checkLens(op, lens)
 }
 
 // LayerNormBackward computes the gradients of LayerNormForward for the

@@ -49,11 +49,7 @@ func (s *Pool2dShape) check(op string, poolWindow bool, lens map[string][2]int) 
 	if bad {
 		fail(ErrShape, op, "inconsistent shape %+v", *s)
 	}
-	for name, l := range lens {
-		if l[0] < l[1] {
-			fail(ErrShape, op, "%s has %d elements, needs %d", name, l[0], l[1])
-		}
-	}
+	checkLens(op, lens)
 }
 
 // layout returns the offset between the planes of neighbouring channels

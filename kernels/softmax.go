@@ -16,10 +16,8 @@ func (s SoftmaxShape) check(op string, lens map[string]int) {
 		fail(ErrShape, op, "negative size in %+v", s)
 	}
 	want := s.Outer * s.N * s.Inner
-	for name, l := range lens {
-		if l < want {
-			fail(ErrShape, op, "%s has %d elements, shape %+v needs %d", name, l, s, want)
-		}
+	if bad := firstShort(lens, func(l int) bool { return l < want }); bad != "" {
+		fail(ErrShape, op, "%s has %d elements, shape %+v needs %d", bad, lens[bad], s, want)
 	}
 }
 
