@@ -29,7 +29,8 @@ var ErrUnknownOp = errors.New("unknown op")
 //
 // f must have a Name that is a Go identifier and not a built-in op's, an
 // attribute struct of int, []int, float64, bool and string fields, a
-// Forward and an Infer. Registering a name twice is an error.
+// Forward and an Infer. Registering f again does nothing; registering
+// another function under a name already taken is an error.
 func Register[A any](f *autograd.Function[A]) error {
 	if f == nil {
 		return errors.New("graph.Register: function is nil")
@@ -89,7 +90,8 @@ func Register[A any](f *autograd.Function[A]) error {
 			return f.Compile(attrsOf(n), ins, outs[0])
 		}
 	}
-	if _, dup := customOps.LoadOrStore(f.Name, impl); dup {
+	impl.source = f
+	if prev, dup := customOps.LoadOrStore(f.Name, impl); dup && prev.(*opImpl).source != any(f) {
 		return fmt.Errorf("graph.Register: op %q is already registered", f.Name)
 	}
 	return nil

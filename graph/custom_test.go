@@ -63,6 +63,10 @@ func TestRegisterRejects(t *testing.T) {
 	if err := Register(scaleOp("ScaleTwice")); err == nil || !strings.Contains(err.Error(), "already registered") {
 		t.Errorf("registering a name twice: %v", err)
 	}
+	same := scaleOp("ScaleSame")
+	if err := errors.Join(Register(same), Register(same)); err != nil {
+		t.Errorf("registering one function twice: %v", err)
+	}
 }
 
 // TestRegisteredOpRoundTrip traces, saves and loads a registered op with

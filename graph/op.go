@@ -36,6 +36,8 @@ type opImpl struct {
 	// compile is a registered op's compiled form, nil for none; built-in
 	// ops keep theirs in compilers.
 	compile compileFunc
+	// source is the *autograd.Function a registered op was made from.
+	source any
 }
 
 var opImpls = map[string]*opImpl{}
