@@ -61,6 +61,24 @@ func badField(field, format string, args ...any) error {
 	return &fieldError{field, fmt.Errorf(format, args...)}
 }
 
+// opError is what graph's own op code panics with when a node's operands or
+// attributes do not fit it, as autograd's ops panic with *autograd.Error:
+// Run and Compile report it inside the node's *NodeError, and its Kind
+// (autograd.ErrShape, ErrArgument, …) is reachable with errors.Is.
+type opError struct {
+	op, msg string
+	kind    error
+}
+
+func (e *opError) Error() string { return e.op + ": " + e.msg }
+func (e *opError) Unwrap() error { return e.kind }
+func (e *opError) Misuse()       {}
+
+// fail panics with an *opError of kind for op.
+func fail(kind error, op, format string, args ...any) {
+	panic(&opError{op: op, msg: fmt.Sprintf(format, args...), kind: kind})
+}
+
 // ErrMemoryBudget is wrapped by the error of a Compile or Run whose values
 // would need more memory than its budget.
 var ErrMemoryBudget = errors.New("memory budget exceeded")

@@ -191,7 +191,7 @@ func (p *Program) evalEager(inputs []*autograd.Tensor) ([]*autograd.Tensor, erro
 				}
 				res := p.impls[i].eager(n, args)
 				if len(res) != len(n.Outputs) {
-					autograd.Fail(n.Op, "node %d gave %d results for %d outputs", i, len(res), len(n.Outputs))
+					fail(autograd.ErrArgument, n.Op, "node %d gave %d results for %d outputs", i, len(res), len(n.Outputs))
 				}
 				for j, o := range n.Outputs {
 					vals[o] = res[j]

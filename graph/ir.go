@@ -118,16 +118,16 @@ func (n *Node) Attr(name string) (Attr, bool) {
 func (n *Node) attr(name string, k AttrKind) Attr {
 	a, ok := n.Attr(name)
 	if !ok {
-		autograd.Fail(n.Op, "node has no attribute %q", name)
+		fail(autograd.ErrArgument, n.Op, "node has no attribute %q", name)
 	}
 	if a.Kind != k {
-		autograd.Fail(n.Op, "attribute %q has the wrong kind", name)
+		fail(autograd.ErrArgument, n.Op, "attribute %q has the wrong kind", name)
 	}
 	return a
 }
 
 // Int, Ints, Float, Bool and Str return an attribute's value; a missing
-// attribute or one of another kind panics with an *autograd.Error.
+// attribute or one of another kind panics with an *opError.
 func (n *Node) Int(name string) int       { return n.attr(name, AttrInt).Int }
 func (n *Node) Ints(name string) []int    { return n.attr(name, AttrInts).Ints }
 func (n *Node) Float(name string) float64 { return n.attr(name, AttrFloat).Float }

@@ -206,7 +206,7 @@ func init() {
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			d, err := ParseDType(n.Str("dtype"))
 			if err != nil {
-				autograd.Fail("Cast", "%v", err)
+				fail(autograd.ErrDType, "Cast", "%v", err)
 			}
 			return autograd.Cast(in[0], d)
 		}))
@@ -214,7 +214,7 @@ func init() {
 		func(n *Node, in []*autograd.Tensor) *autograd.Tensor {
 			f, err := ParseFormat(n.Str("format"))
 			if err != nil {
-				autograd.Fail("To", "%v", err)
+				fail(autograd.ErrArgument, "To", "%v", err)
 			}
 			return in[0].To(f)
 		}))

@@ -27,10 +27,10 @@ func channelShuffle(x *autograd.Tensor, groups int) *autograd.Tensor {
 	const op = "ChannelShuffle"
 	shape := x.Shape()
 	if len(shape) < 2 {
-		autograd.Fail(op, "input must be [N, C, …], got shape %v", shape)
+		fail(autograd.ErrShape, op, "input must be [N, C, …], got shape %v", shape)
 	}
 	if groups <= 0 || shape[1]%groups != 0 {
-		autograd.Fail(op, "%d channels do not split into %d groups", shape[1], groups)
+		fail(autograd.ErrShape, op, "%d channels do not split into %d groups", shape[1], groups)
 	}
 	split := append([]int{shape[0], groups, shape[1] / groups}, shape[2:]...)
 	perm := []int{0, 2, 1}
