@@ -55,6 +55,17 @@ func stridedCopyData(dst any, dstOff int, src any, srcOff int, shape, dstStrides
 	}
 }
 
+// bindStridedCopy binds stridedCopyData from src's storage at srcOff into
+// dst's at dstOff, or returns nil unless both are float32 or both
+// bfloat16.
+func bindStridedCopy(dst *Tensor, dstOff int, src *Tensor, srcOff int, shape, dstStrides, srcStrides []int) func() {
+	if dst.dtype != src.dtype || (dst.dtype != Float32 && dst.dtype != BFloat16) {
+		return nil
+	}
+	dd, sd := dst.data, src.data
+	return func() { stridedCopyData(dd, dstOff, sd, srcOff, shape, dstStrides, srcStrides) }
+}
+
 // shapeDenseFormat returns the layout whose strides for shape are strides
 // (on every dimension of size above 1, which alone decide where elements
 // lie), trying prefer first, then contiguous, channels-last and
@@ -318,8 +329,20 @@ func shapePermuted(t *Tensor, perm []int, prefer MemoryFormat) *Tensor {
 		prefer = Contiguous
 	}
 	out := &Tensor{dtype: t.dtype, shape: shape, format: prefer, data: makeData(t.dtype, t.Numel())}
-	stridedCopyData(out.data, 0, t.data, 0, shape, out.Strides(), strides)
+	bindPermute(perm, t, out)()
 	return out
+}
+
+// bindPermute binds the copy of x's elements into y, dimension i of y
+// being perm[i] of x, in y's layout; nil unless y has x's dtype, float32
+// or bfloat16.
+func bindPermute(perm []int, x, y *Tensor) func() {
+	xs := x.Strides()
+	src := make([]int, len(perm))
+	for i, p := range perm {
+		src[i] = xs[p]
+	}
+	return bindStridedCopy(y, 0, x, 0, y.shape, y.Strides(), src)
 }
 
 // Cat concatenates tensors along dim, like torch.cat. All must be float32
@@ -344,14 +367,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 	}
 	dim = d
 	out := &Tensor{dtype: t.DType, shape: t.Shape, format: t.Format, data: makeData(t.DType, numel(op, t.Shape))}
-	ost := out.Strides()
-	off := 0
-	for _, x := range xs {
-		if x.Numel() > 0 {
-			stridedCopyData(out.data, off*ost[dim], x.data, 0, x.shape, ost, x.Strides())
-		}
-		off += x.shape[dim]
-	}
+	bindCat(dim, xs, out)()
 	inputs := append([]*Tensor(nil), xs...)
 	if traced(inputs...) {
 		trace(op, inputs, []*Tensor{out}, attr("dim", dim))
@@ -372,6 +388,21 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		}
 		return grads
 	})
+}
+
+// bindCat binds the copy of xs, concatenated along dim, into y; nil
+// unless they all have y's dtype, float32 or bfloat16.
+func bindCat(dim int, xs []*Tensor, y *Tensor) func() {
+	ys := y.Strides()
+	fns := make([]func(), 0, len(xs))
+	off := 0
+	for _, x := range xs {
+		if x.Numel() > 0 {
+			fns = append(fns, bindStridedCopy(y, off*ys[dim], x, 0, x.shape, ys, x.Strides()))
+		}
+		off += x.shape[dim]
+	}
+	return opbind.All(fns)
 }
 
 // catType checks Cat's operands and dim and returns dim non-negative and
@@ -498,20 +529,22 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 	for i, size := range sizes {
 		shape := cloneInts(x.shape)
 		shape[dim] = size
-		n := numel(op, shape)
-		start := off * xs[dim]
-		var c *Tensor
-		switch {
-		case n == 0:
-			c = &Tensor{dtype: x.dtype, shape: shape, format: x.format, data: makeData(x.dtype, 0)}
-		case run:
-			c = &Tensor{dtype: x.dtype, shape: shape, format: x.format, data: sliceData(x.data, start, start+n)}
-		default:
-			c = &Tensor{dtype: x.dtype, shape: shape, format: x.format, data: makeData(x.dtype, n)}
-			stridedCopyData(c.data, 0, x.data, start, shape, c.Strides(), xs)
+		n, start := numel(op, shape), off*xs[dim]
+		var data any
+		if run && n > 0 {
+			data = sliceData(x.data, start, start+n)
+		} else {
+			data = makeData(x.dtype, n) // copied into below unless run
 		}
+		chunks[i] = &Tensor{dtype: x.dtype, shape: shape, format: x.format, data: data}
+		off += size
+	}
+	if !run {
+		bindSplit(dim, x, chunks)()
+	}
+	off = 0
+	for i, c := range chunks {
 		if i == len(sizes)-1 && traced(x) {
-			chunks[i] = c
 			trace("Split", []*Tensor{x}, chunks, attr("sizes", cloneInts(sizes)), attr("dim", dim))
 		}
 		lo := off
@@ -522,12 +555,42 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 			}
 			return []*Tensor{gx}
 		})
-		off += size
+		off += c.shape[dim]
 	}
 	return chunks
 }
 
+// bindSplit binds the copy of x's elements, cut along dim into pieces of
+// the chunks' sizes there, into chunks; nil unless each has x's dtype,
+// float32 or bfloat16, and x's layout.
+func bindSplit(dim int, x *Tensor, chunks []*Tensor) func() {
+	xs := x.Strides()
+	fns := make([]func(), 0, len(chunks))
+	off := 0
+	for _, c := range chunks {
+		if c.format != x.format {
+			return nil
+		}
+		if c.Numel() > 0 {
+			fns = append(fns, bindStridedCopy(c, 0, x, off*xs[dim], c.shape, c.Strides(), xs))
+		}
+		off += c.shape[dim]
+	}
+	return opbind.All(fns)
+}
+
 func init() {
+	// Permute's, Cat's and Split's binders take opbind.Attrs ("dims";
+	// "dim"; "dim", the sizes being the results').
+	opbind.Register("Permute", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		return bindPermute(permuteDims(ins[0], attrs.(opbind.Attrs).Ints("dims")), ins[0], outs[0])
+	})
+	opbind.Register("Cat", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		return bindCat(shapeDim("Cat", outs[0], attrs.(opbind.Attrs).Int("dim")), ins, outs[0])
+	})
+	opbind.Register("Split", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		return bindSplit(shapeDim("Split", ins[0], attrs.(opbind.Attrs).Int("dim")), ins[0], outs)
+	})
 	// The shape ops' type inference reads opbind.Attrs by the names
 	// their traces record.
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {

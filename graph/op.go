@@ -34,7 +34,8 @@ type opImpl struct {
 	// Bad operands or attributes panic with an *autograd.Error.
 	eager func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor
 	// compile is a registered op's compiled form, nil for none; built-in
-	// ops keep theirs in compilers.
+	// ops bind autograd's binders (internal/opbind) or keep theirs in
+	// compilers.
 	compile compileFunc
 	// source is the *autograd.Function a registered op was made from.
 	source any

@@ -15,7 +15,7 @@ import (
 // eager ops run on the results they allocate, so a compiled run gives the
 // eager run's bits by construction; this file reads a node's attributes
 // for them, composes fused ops from them, and holds the forms of the ops
-// that only move data (copies, permutes, concatenation, splits, casts). A
+// only graph has (Identity, Dropout, and those Freeze's fusion makes). A
 // form returns nil for operands it does not take (a mix of memory
 // formats, a broadcast it does not cover); the node then runs eagerly.
 // Scratch a form needs is allocated when it compiles, never when it runs.
@@ -43,9 +43,6 @@ func init() {
 			return bind("Clone", nil, ins, outs, nil)
 		}
 	}
-	compilers["Permute"] = compilePermute
-	compilers["Cat"] = compileCat
-	compilers["Split"] = compileSplit
 }
 
 // compileOp returns n's compiled form on ins and outs, or nil: the one in
@@ -103,93 +100,6 @@ func scratch(dtype autograd.DType, shape []int, f autograd.MemoryFormat) *autogr
 	s := autograd.Empty(dtype, shape...)
 	s.SetFormat(f)
 	return s
-}
-
-// stridedCopy returns a function running kernels.StridedCopy, or its
-// bfloat16 twin, from src's storage at srcOff into dst's at dstOff; nil
-// for other dtypes.
-func stridedCopy(dst *autograd.Tensor, dstOff int, src *autograd.Tensor, srcOff int, shape, dstStrides, srcStrides []int) func() {
-	if dst.DType() != src.DType() {
-		return nil
-	}
-	switch d := dst.Data().(type) {
-	case []float32:
-		d, s := d[dstOff:], src.Float32s()[srcOff:]
-		return func() { kernels.StridedCopy(d, s, shape, dstStrides, srcStrides) }
-	case []uint16:
-		d, s := d[dstOff:], src.BFloat16s()[srcOff:]
-		return func() { kernels.StridedCopyBF16(d, s, shape, dstStrides, srcStrides) }
-	}
-	return nil
-}
-
-// runAll returns a function calling each of fns, or nil when one is nil.
-func runAll(fns []func()) func() {
-	for _, f := range fns {
-		if f == nil {
-			return nil
-		}
-	}
-	return func() {
-		for _, f := range fns {
-			f()
-		}
-	}
-}
-
-func compilePermute(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x, y := ins[0], outs[0]
-	perm, xs := n.Ints("dims"), x.Strides()
-	if len(perm) != len(xs) {
-		return nil
-	}
-	src := make([]int, len(perm))
-	for i, p := range perm {
-		if p < 0 {
-			p += len(perm)
-		}
-		src[i] = xs[p]
-	}
-	return stridedCopy(y, 0, x, 0, y.Shape(), y.Strides(), src)
-}
-
-func compileCat(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	y := outs[0]
-	dim := n.Int("dim")
-	if dim < 0 {
-		dim += y.NDim()
-	}
-	ys := y.Strides()
-	var fns []func()
-	off := 0
-	for _, x := range ins {
-		if x.Numel() > 0 {
-			fns = append(fns, stridedCopy(y, off*ys[dim], x, 0, x.Shape(), ys, x.Strides()))
-		}
-		off += x.Dim(dim)
-	}
-	return runAll(fns)
-}
-
-func compileSplit(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	x := ins[0]
-	dim := n.Int("dim")
-	if dim < 0 {
-		dim += x.NDim()
-	}
-	xs := x.Strides()
-	var fns []func()
-	off := 0
-	for _, c := range outs {
-		if c.Format() != x.Format() {
-			return nil
-		}
-		if c.Numel() > 0 {
-			fns = append(fns, stridedCopy(c, 0, x, off*xs[dim], c.Shape(), c.Strides(), xs))
-		}
-		off += c.Dim(dim)
-	}
-	return runAll(fns)
 }
 
 // compileFused compiles a fused node as its parts in sequence in the
@@ -250,7 +160,7 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 		}
 		fns = append(fns, f)
 	}
-	return runAll(fns)
+	return opbind.All(fns)
 }
 
 // compileConvFused compiles a Conv2d/Conv3d followed by an Add of a
@@ -290,7 +200,7 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 		// y·sigmoid(y), as Mul(y, Sigmoid(y)): the sigmoid (rounded to
 		// y's dtype) into scratch, then the product.
 		s := scratch(y.DType(), y.Shape(), y.Format())
-		return runAll([]func(){bind("Sigmoid", part, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
+		return opbind.All([]func(){bind("Sigmoid", part, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
 			bind("Mul", part, []*autograd.Tensor{y, s}, []*autograd.Tensor{y}, nil)})
 	}
 	// Any other part in place: its binding with y as its first operand
@@ -302,7 +212,8 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 // compileChannelShuffle copies x into y with channel c = i·(C/g) + j of x
 // landing at j·g + i, one strided copy over x's [N, g, C/g, …] view: the
 // element moves of the eager Reshape/Permute/Reshape chain without its
-// intermediate copies.
+// intermediate copies. That view has no dense layout for a channels-last
+// x, so it is not Permute's binder on reshaped operands.
 func compileChannelShuffle(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 	x, y := ins[0], outs[0]
 	g := n.Int("groups")
@@ -314,7 +225,18 @@ func compileChannelShuffle(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor)
 	view := append([]int{shape[0], g, shape[1] / g}, shape[2:]...)
 	src := append([]int{xs[0], shape[1] / g * xs[1], xs[1]}, xs[2:]...)
 	dst := append([]int{ys[0], ys[1], g * ys[1]}, ys[2:]...)
-	return stridedCopy(y, 0, x, 0, view, dst, src)
+	if x.DType() != y.DType() {
+		return nil
+	}
+	switch yd := y.Data().(type) {
+	case []float32:
+		xd := x.Float32s()
+		return func() { kernels.StridedCopy(yd, xd, view, dst, src) }
+	case []uint16:
+		xd := x.BFloat16s()
+		return func() { kernels.StridedCopyBF16(yd, xd, view, dst, src) }
+	}
+	return nil
 }
 
 // compileLinearConcat runs the one product into plan-time scratch and
@@ -327,7 +249,7 @@ func compileLinearConcat(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) f
 	shape := append(x.Shape()[:x.NDim()-1], w.Dim(0))
 	product := autograd.Empty(outs[0].DType(), shape...)
 	gemm := bind("Linear", nil, ins, []*autograd.Tensor{product}, c.consts)
-	split := compileSplit(c, &Node{Attrs: []Attr{IntAttr("dim", len(shape)-1)}}, []*autograd.Tensor{product}, outs)
+	split := bind("Split", &Node{Attrs: []Attr{IntAttr("dim", len(shape)-1)}}, []*autograd.Tensor{product}, outs, nil)
 	if gemm == nil || split == nil {
 		return nil
 	}
