@@ -55,17 +55,6 @@ func stridedCopyData(dst any, dstOff int, src any, srcOff int, shape, dstStrides
 	}
 }
 
-// bindStridedCopy binds stridedCopyData from src's storage at srcOff into
-// dst's at dstOff, or returns nil unless both are float32 or both
-// bfloat16.
-func bindStridedCopy(dst *Tensor, dstOff int, src *Tensor, srcOff int, shape, dstStrides, srcStrides []int) func() {
-	if dst.dtype != src.dtype || (dst.dtype != Float32 && dst.dtype != BFloat16) {
-		return nil
-	}
-	dd, sd := dst.data, src.data
-	return func() { stridedCopyData(dd, dstOff, sd, srcOff, shape, dstStrides, srcStrides) }
-}
-
 // shapeDenseFormat returns the layout whose strides for shape are strides
 // (on every dimension of size above 1, which alone decide where elements
 // lie), trying prefer first, then contiguous, channels-last and
@@ -316,12 +305,7 @@ func shapePermute(op string, x *Tensor, perm []int) *Tensor {
 // shares t's memory when the permuted strides form a dense layout (prefer
 // first), else copies into layout prefer.
 func shapePermuted(t *Tensor, perm []int, prefer MemoryFormat) *Tensor {
-	shape := make([]int, len(perm))
-	strides := make([]int, len(perm))
-	ts := t.Strides()
-	for i, p := range perm {
-		shape[i], strides[i] = t.shape[p], ts[p]
-	}
+	shape, strides := permutedStrides(t, perm)
 	if f, ok := shapeDenseFormat(shape, strides, prefer); ok {
 		return shapeAlias(t, shape, f)
 	}
@@ -329,20 +313,41 @@ func shapePermuted(t *Tensor, perm []int, prefer MemoryFormat) *Tensor {
 		prefer = Contiguous
 	}
 	out := &Tensor{dtype: t.dtype, shape: shape, format: prefer, data: makeData(t.dtype, t.Numel())}
-	bindPermute(perm, t, out)()
+	bindPermute(t, out, strides)()
 	return out
 }
 
-// bindPermute binds the copy of x's elements into y, dimension i of y
-// being perm[i] of x, in y's layout; nil unless y has x's dtype, float32
-// or bfloat16.
-func bindPermute(perm []int, x, y *Tensor) func() {
-	xs := x.Strides()
-	src := make([]int, len(perm))
+// permutedStrides returns the shape of t with dimension i being perm[i]
+// of t, and the strides of t's elements in that shape.
+func permutedStrides(t *Tensor, perm []int) (shape, strides []int) {
+	shape, strides = make([]int, len(perm)), make([]int, len(perm))
+	ts := t.Strides()
 	for i, p := range perm {
-		src[i] = xs[p]
+		shape[i], strides[i] = t.shape[p], ts[p]
 	}
-	return bindStridedCopy(y, 0, x, 0, y.shape, y.Strides(), src)
+	return shape, strides
+}
+
+// bindPermute binds the copy of x's elements, lying at strides src in
+// y's shape (permutedStrides), into y's layout; nil unless y has x's
+// dtype, float32 or bfloat16.
+func bindPermute(x, y *Tensor, src []int) func() {
+	if !movableTo(y, x) {
+		return nil
+	}
+	ys := y.Strides()
+	return func() { stridedCopyData(y.data, 0, x.data, 0, y.shape, ys, src) }
+}
+
+// movableTo reports whether shape ops can copy elements of each of ts
+// into t, or back: all are float32, or all bfloat16.
+func movableTo(t *Tensor, ts ...*Tensor) bool {
+	for _, u := range ts {
+		if u.dtype != t.dtype {
+			return false
+		}
+	}
+	return t.dtype == Float32 || t.dtype == BFloat16
 }
 
 // Cat concatenates tensors along dim, like torch.cat. All must be float32
@@ -367,7 +372,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 	}
 	dim = d
 	out := &Tensor{dtype: t.DType, shape: t.Shape, format: t.Format, data: makeData(t.DType, numel(op, t.Shape))}
-	bindCat(dim, xs, out)()
+	bindPieces(dim, out, xs, true)()
 	inputs := append([]*Tensor(nil), xs...)
 	if traced(inputs...) {
 		trace(op, inputs, []*Tensor{out}, attr("dim", dim))
@@ -388,21 +393,6 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		}
 		return grads
 	})
-}
-
-// bindCat binds the copy of xs, concatenated along dim, into y; nil
-// unless they all have y's dtype, float32 or bfloat16.
-func bindCat(dim int, xs []*Tensor, y *Tensor) func() {
-	ys := y.Strides()
-	fns := make([]func(), 0, len(xs))
-	off := 0
-	for _, x := range xs {
-		if x.Numel() > 0 {
-			fns = append(fns, bindStridedCopy(y, off*ys[dim], x, 0, x.shape, ys, x.Strides()))
-		}
-		off += x.shape[dim]
-	}
-	return opbind.All(fns)
 }
 
 // catType checks Cat's operands and dim and returns dim non-negative and
@@ -560,33 +550,52 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 	return chunks
 }
 
-// bindSplit binds the copy of x's elements, cut along dim into pieces of
-// the chunks' sizes there, into chunks; nil unless each has x's dtype,
-// float32 or bfloat16, and x's layout.
+// bindPieces binds the copies between whole and parts, the pieces whole
+// is cut into along dim, in order: parts into whole (Cat) when gather,
+// else whole into parts (Split). It returns nil unless all are float32
+// or all bfloat16.
+func bindPieces(dim int, whole *Tensor, parts []*Tensor, gather bool) func() {
+	if !movableTo(whole, parts...) {
+		return nil
+	}
+	ws, ps := whole.Strides(), make([][]int, len(parts))
+	for i, p := range parts {
+		ps[i] = p.Strides()
+	}
+	return func() {
+		off := 0
+		for i, p := range parts {
+			switch {
+			case p.Numel() == 0:
+			case gather:
+				stridedCopyData(whole.data, off*ws[dim], p.data, 0, p.shape, ws, ps[i])
+			default:
+				stridedCopyData(p.data, 0, whole.data, off*ws[dim], p.shape, ps[i], ws)
+			}
+			off += p.shape[dim]
+		}
+	}
+}
+
+// bindSplit is bindPieces for Split, whose chunks have x's layout.
 func bindSplit(dim int, x *Tensor, chunks []*Tensor) func() {
-	xs := x.Strides()
-	fns := make([]func(), 0, len(chunks))
-	off := 0
 	for _, c := range chunks {
 		if c.format != x.format {
 			return nil
 		}
-		if c.Numel() > 0 {
-			fns = append(fns, bindStridedCopy(c, 0, x, off*xs[dim], c.shape, c.Strides(), xs))
-		}
-		off += c.shape[dim]
 	}
-	return opbind.All(fns)
+	return bindPieces(dim, x, chunks, false)
 }
 
 func init() {
 	// Permute's, Cat's and Split's binders take opbind.Attrs ("dims";
 	// "dim"; "dim", the sizes being the results').
 	opbind.Register("Permute", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-		return bindPermute(permuteDims(ins[0], attrs.(opbind.Attrs).Ints("dims")), ins[0], outs[0])
+		_, src := permutedStrides(ins[0], permuteDims(ins[0], attrs.(opbind.Attrs).Ints("dims")))
+		return bindPermute(ins[0], outs[0], src)
 	})
 	opbind.Register("Cat", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-		return bindCat(shapeDim("Cat", outs[0], attrs.(opbind.Attrs).Int("dim")), ins, outs[0])
+		return bindPieces(shapeDim("Cat", outs[0], attrs.(opbind.Attrs).Int("dim")), outs[0], ins, true)
 	})
 	opbind.Register("Split", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
 		return bindSplit(shapeDim("Split", ins[0], attrs.(opbind.Attrs).Int("dim")), ins[0], outs)

@@ -102,6 +102,20 @@ func scratch(dtype autograd.DType, shape []int, f autograd.MemoryFormat) *autogr
 	return s
 }
 
+// runAll returns a function calling each of fns, or nil when one is nil.
+func runAll(fns []func()) func() {
+	for _, f := range fns {
+		if f == nil {
+			return nil
+		}
+	}
+	return func() {
+		for _, f := range fns {
+			f()
+		}
+	}
+}
+
 // compileFused compiles a fused node as its parts in sequence in the
 // node's result: the first part's compiled form writes it, then each
 // later part rewrites it in place with its kernel. That needs the first
@@ -160,7 +174,7 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 		}
 		fns = append(fns, f)
 	}
-	return opbind.All(fns)
+	return runAll(fns)
 }
 
 // compileConvFused compiles a Conv2d/Conv3d followed by an Add of a
@@ -200,7 +214,7 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 		// y·sigmoid(y), as Mul(y, Sigmoid(y)): the sigmoid (rounded to
 		// y's dtype) into scratch, then the product.
 		s := scratch(y.DType(), y.Shape(), y.Format())
-		return opbind.All([]func(){bind("Sigmoid", part, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
+		return runAll([]func(){bind("Sigmoid", part, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
 			bind("Mul", part, []*autograd.Tensor{y, s}, []*autograd.Tensor{y}, nil)})
 	}
 	// Any other part in place: its binding with y as its first operand

@@ -50,21 +50,6 @@ type Fused struct {
 // Const reports whether consts marks operand j as a constant.
 func Const(consts []bool, j int) bool { return j < len(consts) && consts[j] }
 
-// All returns a function calling each of fns in turn, or nil when one of
-// them is nil (a binder declined).
-func All(fns []func()) func() {
-	for _, f := range fns {
-		if f == nil {
-			return nil
-		}
-	}
-	return func() {
-		for _, f := range fns {
-			f()
-		}
-	}
-}
-
 // Infer gives an op's result types from its operands' (nil for an absent
 // operand) with attrs as its Binder takes them, panicking with the op's
 // error where the op would fail. It allocates nothing sized by the

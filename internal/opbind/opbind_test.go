@@ -54,18 +54,3 @@ func TestRegisterLookupInfer(t *testing.T) {
 		t.Error("Lookup found a binder for an op with only an inference")
 	}
 }
-
-func TestAll(t *testing.T) {
-	var got []int
-	f := All([]func(){func() { got = append(got, 1) }, func() { got = append(got, 2) }})
-	if f == nil {
-		t.Fatal("All of bound functions gave nil")
-	}
-	f()
-	if len(got) != 2 || got[0] != 1 || got[1] != 2 {
-		t.Errorf("All ran %v, want [1 2]", got)
-	}
-	if All([]func(){f, nil}) != nil {
-		t.Error("All with a declined binding did not give nil")
-	}
-}
