@@ -52,35 +52,14 @@ var adamGoldenCases = map[string]func(params []*autograd.Tensor) (optim.Optimize
 func TestAdamAdagradMatchPyTorch(t *testing.T) {
 	const rtol = 1e-6
 	set := golden.Load(t, "adam.safetensors")
-	hasGrad := func(i, step int) bool { return !((i == 1 && step%3 == 2) || (i == 2 && step < 5)) }
 	for name, mk := range adamGoldenCases {
 		t.Run(name, func(t *testing.T) {
-			var params, grads []*autograd.Tensor
-			for i := 0; ; i++ {
-				p0, ok := set[fmt.Sprintf("init.p%d", i)]
-				if !ok {
-					break
-				}
-				p := p0.Clone()
-				p.SetRequiresGrad(true)
-				params = append(params, p)
-				grads = append(grads, set.Get(t, fmt.Sprintf("grad.p%d", i)))
-			}
+			params, grads := goldenParams(t, set)
 			opt, err := mk(params)
 			if err != nil {
 				t.Fatal(err)
 			}
-			steps := grads[0].Dim(0)
-			for step := range steps {
-				for i, p := range params {
-					p.SetGrad(nil)
-					if hasGrad(i, step) {
-						n := p.Numel()
-						p.SetGrad(autograd.FromFloat32(append([]float32(nil), grads[i].Float32s()[step*n:(step+1)*n]...), p.Shape()...))
-					}
-				}
-				opt.Step()
-			}
+			stepGolden(opt, params, grads)
 			differ, total := 0, 0
 			compare := func(what string, got, want *autograd.Tensor) {
 				t.Helper()
