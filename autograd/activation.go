@@ -1,8 +1,6 @@
 package autograd
 
 import (
-	"github.com/kilnml/kiln/internal/opbind"
-	"github.com/kilnml/kiln/internal/tracing"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -83,7 +81,7 @@ func Dropout(x *Tensor, p float64, training bool, g *Generator) *Tensor {
 			// The identity is traced, so a graph shows where dropout was
 			// and Freeze visibly removes it, as PyTorch's freezing does.
 			out := &Tensor{dtype: x.dtype, shape: x.shape, format: x.format, data: x.data, requiresGrad: x.requiresGrad, node: x.node, mode: x.mode}
-			trace(op, []*Tensor{x}, []*Tensor{out}, attr("p", p))
+			trace(op, dropoutAttrs{p}, []*Tensor{x}, []*Tensor{out})
 			return out
 		}
 		return x
@@ -142,7 +140,7 @@ func actApply(op string, x *Tensor, a kernels.Act) *Tensor {
 		xs = x.Float32s()
 	}
 	if traced(x) {
-		trace(op, []*Tensor{x}, []*Tensor{out}, actAttrs(op, a)...)
+		trace(op, actAttrs(op, a), []*Tensor{x}, []*Tensor{out})
 	}
 	like := x.meta()
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
@@ -166,7 +164,7 @@ func actApplyBF16(op string, x *Tensor, a kernels.Act) *Tensor {
 		v = x.BFloat16s()
 	}
 	if traced(x) {
-		trace(op, []*Tensor{x}, []*Tensor{out}, actAttrs(op, a)...)
+		trace(op, actAttrs(op, a), []*Tensor{x}, []*Tensor{out})
 	}
 	like := x.meta()
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
@@ -195,16 +193,10 @@ func ReLUInPlace(x *Tensor) *Tensor {
 		failDType(op, "input has dtype %v; %s supports float32 and bfloat16", x.dtype, op)
 	}
 	if traced(x) {
-		trace("ReLU", []*Tensor{x}, []*Tensor{x})
+		trace("ReLU", nil, []*Tensor{x}, []*Tensor{x})
 	}
 	return x
 }
-
-// actParams names the parameters of the elementwise ops that have them:
-// the attributes a trace records for kernels.Act's A and B. GELU's
-// attribute, "approximate", picks its function instead.
-var actParams = map[string][]string{"HardTanh": {"min_val", "max_val"}, "ELU": {"alpha"}, "Pow": {"exponent"},
-	"AddScalar": {"value"}, "MulScalar": {"value"}}
 
 // actFuncs are the kernel functions of the elementwise ops run by one
 // kernels.Act (GELU's by its attribute).
@@ -213,49 +205,60 @@ var actFuncs = map[string]kernels.ActFunc{"ReLU": kernels.ActReLU, "Sigmoid": ke
 	"GELU": kernels.ActGELU, "Neg": kernels.ActNeg, "Exp": kernels.ActExp, "Log": kernels.ActLog,
 	"Sqrt": kernels.ActSqrt, "Pow": kernels.ActPow, "AddScalar": kernels.ActAddScalar, "MulScalar": kernels.ActMulScalar}
 
-// actAttrs names the parameters of an elementwise op for a tracer.
-func actAttrs(op string, a kernels.Act) []tracing.Attr {
-	if op == "GELU" {
+// The attribute structs of the elementwise ops that have attributes.
+type (
+	hardTanhAttrs struct{ MinVal, MaxVal float64 }
+	eluAttrs      struct{ Alpha float64 }
+	powAttrs      struct{ Exponent float64 }
+	scalarAttrs   struct{ Value float64 } // AddScalar's and MulScalar's
+	geluAttrs     struct{ Approximate string }
+	dropoutAttrs  struct{ P float64 }
+)
+
+// actAttrs is the attribute struct of the elementwise op running a.
+func actAttrs(op string, a kernels.Act) any {
+	switch op {
+	case "GELU":
 		if a.Fn == kernels.ActGELUTanh {
-			return []tracing.Attr{attr("approximate", "tanh")}
+			return geluAttrs{"tanh"}
 		}
-		return []tracing.Attr{attr("approximate", "none")}
+		return geluAttrs{"none"}
+	case "HardTanh":
+		return hardTanhAttrs{float64(a.A), float64(a.B)}
+	case "ELU":
+		return eluAttrs{float64(a.A)}
+	case "Pow":
+		return powAttrs{float64(a.A)}
+	case "AddScalar", "MulScalar":
+		return scalarAttrs{float64(a.A)}
 	}
-	var attrs []tracing.Attr
-	for i, name := range actParams[op] {
-		v := a.A
-		if i == 1 {
-			v = a.B
-		}
-		attrs = append(attrs, attr(name, float64(v)))
-	}
-	return attrs
+	return nil
 }
 
-// actOf is actAttrs' inverse: the kernel function of op from the
-// attributes its trace recorded, and whether op is one.
-func actOf(op string, at opbind.Attrs) (kernels.Act, bool) {
+// actOf is actAttrs' inverse: the kernel function of op with attributes
+// attrs, and whether op is one.
+func actOf(op string, attrs any) (kernels.Act, bool) {
 	fn, ok := actFuncs[op]
 	a := kernels.Act{Fn: fn}
-	if !ok {
-		return a, false
-	}
-	if op == "GELU" {
-		switch at.Str("approximate") {
+	switch at := attrs.(type) {
+	case geluAttrs:
+		switch at.Approximate {
 		case "none":
 		case "tanh":
 			a.Fn = kernels.ActGELUTanh
 		default:
 			return a, false
 		}
+	case hardTanhAttrs:
+		a.A, a.B = float32(at.MinVal), float32(at.MaxVal)
+	case eluAttrs:
+		a.A = float32(at.Alpha)
+	case powAttrs:
+		a.A = float32(at.Exponent)
+	case scalarAttrs:
+		a.A = float32(at.Value)
 	}
-	if p := actParams[op]; len(p) > 0 {
-		a.A = float32(at.Float(p[0]))
-		if len(p) > 1 {
-			a.B = float32(at.Float(p[1]))
-		}
-	}
-	return a, true
+	return a, ok
 }
 
 // bindAct binds a over x's physical elements into y, a tensor of x's
@@ -288,19 +291,34 @@ func sameLayout(a, b *Tensor) bool {
 }
 
 func init() {
-	// The elementwise ops' binders take their attributes as opbind.Attrs.
 	for op := range actFuncs {
-		opbind.Register(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-			at, _ := attrs.(opbind.Attrs)
-			if at == nil || !sameLayout(ins[0], outs[0]) {
+		defineBind(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+			if !sameLayout(ins[0], outs[0]) {
 				return nil
 			}
-			if a, ok := actOf(op, at); ok {
+			if a, ok := actOf(op, attrs); ok {
 				return bindAct(a, ins[0], outs[0])
 			}
 			return nil
 		})
 	}
+	for op, f := range map[string]func(*Tensor) *Tensor{"ReLU": ReLU, "Sigmoid": Sigmoid, "Tanh": Tanh,
+		"SiLU": SiLU, "Neg": Neg, "Exp": Exp, "Log": Log, "Sqrt": Sqrt} {
+		defineEager(op, nil, func(_ any, in []*Tensor) []*Tensor { return one(f(in[0])) })
+	}
+	defineEager("HardTanh", hardTanhAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		at := a.(hardTanhAttrs)
+		return one(HardTanh(in[0], float32(at.MinVal), float32(at.MaxVal)))
+	})
+	defineEager("ELU", eluAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(ELU(in[0], float32(a.(eluAttrs).Alpha))) })
+	defineEager("GELU", geluAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(GELU(in[0], a.(geluAttrs).Approximate)) })
+	defineEager("Pow", powAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(Pow(in[0], float32(a.(powAttrs).Exponent))) })
+	defineEager("AddScalar", scalarAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		return one(AddScalar(in[0], float32(a.(scalarAttrs).Value)))
+	})
+	defineEager("MulScalar", scalarAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		return one(MulScalar(in[0], float32(a.(scalarAttrs).Value)))
+	})
 }
 
 // bf16EmptyLike allocates a bfloat16 tensor with x's shape and format.

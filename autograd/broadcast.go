@@ -3,7 +3,6 @@ package autograd
 import (
 	"fmt"
 
-	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -266,13 +265,16 @@ func broadcastsTo(shape, out []int) bool {
 func init() {
 	// The binary ops' binders take no attributes.
 	for op, k := range map[string]kernels.BinOp{"Add": kernels.BinAdd, "Sub": kernels.BinSub, "Mul": kernels.BinMul, "Div": kernels.BinDiv} {
-		opbind.Register(op, func(_ any, ins, outs []*Tensor, _ []bool) func() {
+		defineBind(op, func(_ any, ins, outs []*Tensor, _ []bool) func() {
 			return bindBinary(k, ins[0], ins[1], outs[0])
 		})
 	}
 	registerInfer(func(op string, _ any, in []*Tensor) []TensorType {
 		return []TensorType{binaryType(op, in[0], in[1])}
 	}, "Add", "Sub", "Mul", "Div")
+	for op, f := range map[string]func(a, b *Tensor) *Tensor{"Add": Add, "Sub": Sub, "Mul": Mul, "Div": Div} {
+		defineEager(op, nil, func(_ any, in []*Tensor) []*Tensor { return one(f(in[0], in[1])) })
+	}
 }
 
 // unaryF32 applies fn to every element of a float32 tensor, keeping its

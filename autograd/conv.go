@@ -228,9 +228,8 @@ func convGeometry(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels
 func traceConv(op string, s kernels.ConvShape, x, w, b, out *Tensor) {
 	nsp := w.NDim() - 2
 	lo := 3 - nsp
-	trace(op, []*Tensor{x, w, b}, []*Tensor{out},
-		attr("stride", cloneInts(s.Stride[lo:])), attr("padding", cloneInts(s.Pad[lo:])),
-		attr("dilation", cloneInts(s.Dil[lo:])), attr("groups", s.Groups))
+	trace(op, ConvOptions{Stride: cloneInts(s.Stride[lo:]), Padding: cloneInts(s.Pad[lo:]),
+		Dilation: cloneInts(s.Dil[lo:]), Groups: s.Groups}, []*Tensor{x, w, b}, []*Tensor{out})
 }
 
 // convDims writes sizes as 3×3.
@@ -446,12 +445,14 @@ func init() {
 	// them with an Add of a tensor like the result and/or one activation
 	// of convEpilogueActs, which a float32 convolution applies in its
 	// epilogue.
-	for op, nsp := range map[string]int{"Conv2d": 2, "Conv3d": 3} {
+	for op, f := range map[string]func(x, w, b *Tensor, opt ConvOptions) *Tensor{"Conv2d": Conv2d, "Conv3d": Conv3d} {
+		nsp := map[string]int{"Conv2d": 2, "Conv3d": 3}[op]
+		defineEager(op, ConvOptions{}, func(a any, in []*Tensor) []*Tensor { return one(f(in[0], in[1], in[2], a.(ConvOptions))) })
 		registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
 			_, t := convType(op, nsp, in[0], in[1], in[2], attrs.(ConvOptions))
 			return []TensorType{t}
 		}, op)
-		opbind.Register(op, func(attrs any, ins, outs []*Tensor, consts []bool) func() {
+		defineBind(op, func(attrs any, ins, outs []*Tensor, consts []bool) func() {
 			x, w, b, y := ins[0], ins[1], ins[2], outs[0]
 			var ep kernels.ConvEpilogue
 			if f, fused := attrs.(opbind.Fused); fused {

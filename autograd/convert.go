@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -60,27 +59,64 @@ func init() {
 	// The binders of the ops that copy or convert elements take no
 	// attributes: Cast converts to its result's dtype, the others copy
 	// into its layout.
-	opbind.Register("Cast", func(_ any, ins, outs []*Tensor, _ []bool) func() {
+	defineBind("Cast", func(_ any, ins, outs []*Tensor, _ []bool) func() {
 		x, y := ins[0], outs[0]
 		if x.format != y.format || !sameShape(x.shape, y.shape) {
 			return nil
 		}
 		return func() { x.castInto(y) }
 	})
-	for _, op := range []string{"Reshape", "Flatten", "Clone", "To"} {
-		opbind.Register(op, func(_ any, ins, outs []*Tensor, _ []bool) func() { return bindCopy(ins[0], outs[0]) })
+	// Identity and Dropout are identities in a graph (evaluation mode),
+	// copies there so no two values share storage, as Clone is.
+	for _, op := range []string{"Reshape", "Flatten", "Clone", "To", "Identity", "Dropout"} {
+		defineBind(op, func(_ any, ins, outs []*Tensor, _ []bool) func() { return bindCopy(ins[0], outs[0]) })
 	}
-	// Their type inference takes the DType or MemoryFormat converted to.
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
-		x, d := in[0], attrs.(DType)
+		x, d := in[0], attrs.(castAttrs).dtype()
 		checkCast(x, d)
 		return []TensorType{{DType: d, Shape: x.shape, Format: x.format}}
 	}, "Cast")
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
-		x, f := in[0], attrs.(MemoryFormat)
+		x, f := in[0], attrs.(toAttrs).format()
 		checkTo(x, f)
 		return []TensorType{{DType: x.dtype, Shape: x.shape, Format: f}}
 	}, "To")
+	registerInfer(func(_ string, _ any, in []*Tensor) []TensorType { return []TensorType{in[0].Type()} },
+		"Clone", "Identity", "Dropout", "ReLU", "Sigmoid", "Tanh", "SiLU", "Neg", "Exp", "Log", "Sqrt",
+		"HardTanh", "ELU", "GELU", "Pow", "AddScalar", "MulScalar")
+	defineEager("Cast", castAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(Cast(in[0], a.(castAttrs).dtype())) })
+	defineEager("To", toAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(in[0].To(a.(toAttrs).format())) })
+	clone := func(_ any, in []*Tensor) []*Tensor { return one(in[0].Detach().Clone()) }
+	defineEager("Clone", nil, clone)
+	defineEager("Identity", nil, clone)
+	// A graph runs Dropout in evaluation mode, reading no attribute; the
+	// p a trace records is for the reader.
+	defineEager("Dropout", nil, clone)
+}
+
+// The attribute structs of Cast and To name the dtype and memory format
+// converted to as their String methods do.
+type (
+	castAttrs struct {
+		DType string `kiln:"dtype"`
+	}
+	toAttrs struct{ Format string }
+)
+
+func (a castAttrs) dtype() DType {
+	d, err := ParseDType(a.DType)
+	if err != nil {
+		failDType("Cast", "%v", err)
+	}
+	return d
+}
+
+func (a toAttrs) format() MemoryFormat {
+	f, err := ParseFormat(a.Format)
+	if err != nil {
+		Fail("To", "%v", err)
+	}
+	return f
 }
 
 // checkCast fails unless t can be cast to dtype.
@@ -155,7 +191,7 @@ func castIn(m Mode, t *Tensor, dtype DType) *Tensor {
 	out := t.castTo(dtype)
 	m = m.union(t.mode)
 	if m.trace != nil {
-		traceIn(m, "Cast", []*Tensor{t}, []*Tensor{out}, attr("dtype", dtype))
+		traceIn(m, "Cast", castAttrs{dtype.String()}, []*Tensor{t}, []*Tensor{out})
 	}
 	if !dtype.IsFloat() || !t.dtype.IsFloat() {
 		out.mode = m
@@ -179,7 +215,7 @@ func (t *Tensor) To(f MemoryFormat) *Tensor {
 	src := t.format
 	out := t.reformat(f)
 	if traced(t) {
-		trace("To", []*Tensor{t}, []*Tensor{out}, attr("format", f))
+		trace("To", toAttrs{f.String()}, []*Tensor{t}, []*Tensor{out})
 	}
 	return record("To", out, []*Tensor{t}, func(g *Tensor) []*Tensor {
 		return []*Tensor{g.reformat(src)}
@@ -195,7 +231,7 @@ func (t *Tensor) Contiguous() *Tensor { return t.To(Contiguous) }
 func (t *Tensor) Clone() *Tensor {
 	out := t.reformat(t.format)
 	if traced(t) {
-		trace("Clone", []*Tensor{t}, []*Tensor{out})
+		trace("Clone", nil, []*Tensor{t}, []*Tensor{out})
 	}
 	return record("Clone", out, []*Tensor{t}, func(g *Tensor) []*Tensor {
 		return []*Tensor{g}

@@ -1,6 +1,10 @@
 package autograd
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // DType is the element type of a tensor.
 type DType int
@@ -23,6 +27,14 @@ func (d DType) String() string {
 		return dtypeNames[d]
 	}
 	return fmt.Sprintf("DType(%d)", int(d))
+}
+
+// ParseDType returns the dtype String names s ("float32", "bfloat16", …).
+func ParseDType(s string) (DType, error) {
+	if d := slices.Index(dtypeNames[:], s); d >= 0 {
+		return DType(d), nil
+	}
+	return 0, fmt.Errorf("unknown dtype %q (want one of %s)", s, strings.Join(dtypeNames[:], ", "))
 }
 
 // Size is the number of bytes one element occupies.
@@ -67,6 +79,16 @@ func (f MemoryFormat) String() string {
 		return "channels_last_3d"
 	}
 	return fmt.Sprintf("MemoryFormat(%d)", int(f))
+}
+
+// ParseFormat returns the memory format String names s ("contiguous",
+// "channels_last", "channels_last_3d").
+func ParseFormat(s string) (MemoryFormat, error) {
+	names := []string{Contiguous.String(), ChannelsLast.String(), ChannelsLast3d.String()}
+	if f := slices.Index(names, s); f >= 0 {
+		return MemoryFormat(f), nil
+	}
+	return 0, fmt.Errorf("unknown memory format %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
 // checkFormat panics unless f is one of the three layouts; an unknown

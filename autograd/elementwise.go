@@ -25,7 +25,7 @@ func binaryOp(op string, k kernels.BinOp, a, b *Tensor) *Tensor {
 	}
 	out := binaryF32(op, a, b, k)
 	if traced(a, b) {
-		trace(op, []*Tensor{a, b}, []*Tensor{out})
+		trace(op, nil, []*Tensor{a, b}, []*Tensor{out})
 	}
 	// The backward keeps alive only what it reads: the operands' shapes
 	// for sums and differences, the operands for products and quotients,
@@ -140,8 +140,8 @@ func AddReLUInPlace(a, b *Tensor) *Tensor {
 func traceAddReLU(a, b, out *Tensor) {
 	sum := out.meta()
 	sum.mode = modeOf(a, b) // the intermediate belongs to the traced computation
-	trace("Add", []*Tensor{a, b}, []*Tensor{sum})
-	trace("ReLU", []*Tensor{sum}, []*Tensor{out})
+	trace("Add", nil, []*Tensor{a, b}, []*Tensor{sum})
+	trace("ReLU", nil, []*Tensor{sum}, []*Tensor{out})
 }
 
 // addReLUBF16 is AddReLU with a bfloat16 operand. Two bfloat16 operands
@@ -206,7 +206,7 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 	}
 	bindBinary(k, a, b, out)()
 	if traced(a, b) {
-		trace(op, []*Tensor{a, b}, []*Tensor{out})
+		trace(op, nil, []*Tensor{a, b}, []*Tensor{out})
 	}
 	if k == kernels.BinAdd && a.dtype == BFloat16 && b.dtype == BFloat16 && sameShape(a.shape, b.shape) && a.format == b.format {
 		// A residual sum: the gradient passes to both as it is.
@@ -297,7 +297,7 @@ func AddScalar(x *Tensor, v float32) *Tensor {
 	out := actEmptyLike(x)
 	bindAct(kernels.Act{Fn: kernels.ActAddScalar, A: v}, x, out)()
 	if traced(x) {
-		trace(op, []*Tensor{x}, []*Tensor{out}, attr("value", float64(v)))
+		trace(op, scalarAttrs{float64(v)}, []*Tensor{x}, []*Tensor{out})
 	}
 	// The gradient passes through unchanged, so no copy is made of it.
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {

@@ -144,7 +144,28 @@ func init() {
 	registerInfer(func(op string, _ any, in []*Tensor) []TensorType {
 		return []TensorType{embeddingBagType(op, in[0], in[1], in[2])}
 	}, "EmbeddingBag")
+	defineEager("Embedding", embeddingAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		if p := a.(embeddingAttrs).PaddingIdx; p >= 0 {
+			return one(EmbeddingPadding(in[0], in[1], int64(p)))
+		}
+		return one(Embedding(in[0], in[1]))
+	})
+	defineEager("EmbeddingBag", embeddingBagAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		m := a.(embeddingBagAttrs).Mode
+		mode := BagSum
+		for mode <= BagMax && mode.String() != m {
+			mode++
+		}
+		return one(EmbeddingBag(in[0], in[1], in[2], mode, in[3]))
+	})
 }
+
+// The attribute structs of Embedding (a negative padding index for none)
+// and EmbeddingBag (the mode's String).
+type (
+	embeddingAttrs    struct{ PaddingIdx int }
+	embeddingBagAttrs struct{ Mode string }
+)
 
 func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool) *Tensor {
 	t := embeddingType(op, indices, weight)
@@ -157,7 +178,7 @@ func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool
 		kernels.EmbeddingForward(dim, idx, weight.Float32s(), out.Float32s())
 	}
 	if traced(indices, weight) && !sparse {
-		trace("Embedding", []*Tensor{indices, weight}, []*Tensor{out}, attr("padding_idx", int(skip)))
+		trace("Embedding", embeddingAttrs{int(skip)}, []*Tensor{indices, weight}, []*Tensor{out})
 	}
 	return record(op+"Backward", out, []*Tensor{indices, weight}, func(g *Tensor) []*Tensor {
 		if !weight.requiresGrad {
@@ -326,7 +347,7 @@ func embeddingBag(op string, input, offsets, weight *Tensor, mode EmbeddingBagMo
 		kernels.EmbeddingBagSum(dim, idx, starts, weight.Float32s(), psw, mode == BagMean, out.Float32s())
 	}
 	if traced(input, offsets, weight, perSampleWeights) && !sparse {
-		trace("EmbeddingBag", []*Tensor{input, offsets, weight, perSampleWeights}, []*Tensor{out}, attr("mode", mode.String()))
+		trace("EmbeddingBag", embeddingBagAttrs{mode.String()}, []*Tensor{input, offsets, weight, perSampleWeights}, []*Tensor{out})
 	}
 	return record(op+"Backward", out, []*Tensor{input, offsets, weight, perSampleWeights}, func(g *Tensor) []*Tensor {
 		dy := widenedF32(op+"Backward", "output gradient", g)

@@ -2,8 +2,6 @@ package autograd
 
 import (
 	"fmt"
-
-	"github.com/kilnml/kiln/internal/tracing"
 )
 
 // TensorType is what a tensor is without its data: dtype, shape and memory
@@ -80,13 +78,7 @@ func (f *Function[A]) Apply(attrs A, inputs ...*Tensor) *Tensor {
 		Fail(f.Name, "Forward returned nil")
 	}
 	out := &Tensor{dtype: y.dtype, shape: cloneInts(y.shape), format: y.format, data: y.data}
-	if m.trace != nil {
-		named, err := tracing.StructAttrs(attrs)
-		if err != nil {
-			Fail(f.Name, "%v", err)
-		}
-		traceIn(m, f.Name, inputs, []*Tensor{out}, named...)
-	}
+	traceIn(m, f.Name, attrs, inputs, []*Tensor{out})
 	saved := y.detached()
 	saved.mode = inner
 	return recordIn(m, f.Name+"Backward", out, inputs, func(g *Tensor) []*Tensor {

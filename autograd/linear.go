@@ -513,11 +513,11 @@ func bindLinear(x, w, b, y *Tensor, constW bool) func() {
 
 func init() {
 	// The products' binders take no attributes.
-	opbind.Register("Linear", func(_ any, ins, outs []*Tensor, consts []bool) func() {
+	defineBind("Linear", func(_ any, ins, outs []*Tensor, consts []bool) func() {
 		return bindLinear(ins[0], ins[1], ins[2], outs[0], opbind.Const(consts, 1))
 	})
 	for _, op := range []string{"Matmul", "BMM"} {
-		opbind.Register(op, func(_ any, ins, outs []*Tensor, _ []bool) func() {
+		defineBind(op, func(_ any, ins, outs []*Tensor, _ []bool) func() {
 			a, b := ins[0], ins[1]
 			if a.dtype != b.dtype || (a.dtype != Float32 && a.dtype != BFloat16) {
 				return nil
@@ -534,6 +534,9 @@ func init() {
 		}
 		return []TensorType{{DType: in[0].dtype, Shape: matmulShape(op, in[0], in[1]).out}}
 	}, "Matmul", "BMM")
+	defineEager("Linear", nil, func(_ any, in []*Tensor) []*Tensor { return one(Linear(in[0], in[1], in[2])) })
+	defineEager("Matmul", nil, func(_ any, in []*Tensor) []*Tensor { return one(Matmul(in[0], in[1])) })
+	defineEager("BMM", nil, func(_ any, in []*Tensor) []*Tensor { return one(BMM(in[0], in[1])) })
 }
 
 // bf16Tensor rounds float32 results, laid out in format from, to a

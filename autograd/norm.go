@@ -86,13 +86,13 @@ func BatchNormInPlace(x, runningMean, runningVar, weight, bias *Tensor, training
 func traceBatchNorm(x, runningMean, runningVar, weight, bias *Tensor, eps float64, relu bool, out *Tensor) {
 	ins := []*Tensor{x, runningMean, runningVar, weight, bias}
 	if !relu {
-		trace("BatchNorm", ins, []*Tensor{out}, attr("eps", eps))
+		trace("BatchNorm", batchNormAttrs{eps}, ins, []*Tensor{out})
 		return
 	}
 	y := out.meta()
 	y.mode = modeOf(ins...) // the intermediate belongs to the traced computation
-	trace("BatchNorm", ins, []*Tensor{y}, attr("eps", eps))
-	trace("ReLU", []*Tensor{y}, []*Tensor{out})
+	trace("BatchNorm", batchNormAttrs{eps}, ins, []*Tensor{y})
+	trace("ReLU", nil, []*Tensor{y}, []*Tensor{out})
 }
 
 func checkInPlace(op string, x *Tensor) {
@@ -359,7 +359,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	out := Zeros(x.shape...)
 	bindLayerNorm(xc, weight, bias, out, rows, n, eps, stats)()
 	if traced(x, weight, bias) {
-		trace(op, []*Tensor{x, weight, bias}, []*Tensor{out}, attr("normalized_shape", cloneInts(normalizedShape)), attr("eps", eps))
+		trace(op, layerNormAttrs{cloneInts(normalizedShape), eps}, []*Tensor{x, weight, bias}, []*Tensor{out})
 	}
 	return record(op+"Backward", out, []*Tensor{x, weight, bias}, func(g *Tensor) []*Tensor {
 		g = rowMajor(g)
@@ -432,45 +432,78 @@ func bindLayerNorm(x, weight, bias, y *Tensor, rows, size int, eps float64, stat
 	return func() { kernels.LayerNormForward(rows, size, read(), wd, bd, eps, yd, mean, rstd) }
 }
 
+// The attribute structs of evaluation-mode BatchNorm and of LayerNorm.
+type (
+	batchNormAttrs struct{ Eps float64 }
+	layerNormAttrs struct {
+		NormalizedShape []int
+		Eps             float64
+	}
+)
+
+// widen returns a bfloat16 x as float32, anything else as it is: the
+// eager forms of LayerNorm and Softmax widen a bfloat16 operand as
+// autocast does before them. Traces never give them one (autocast's cast,
+// or the Cast nodes of a bfloat16 softmax outside autocast, come first),
+// but a fused "…+LayerNorm" or "…+Softmax" that took autocast's cast in
+// does.
+func widen(x *Tensor) *Tensor {
+	if x != nil && x.dtype == BFloat16 {
+		return Cast(x, Float32)
+	}
+	return x
+}
+
+// widenType is widen on a type.
+func widenType(x *Tensor) *Tensor {
+	if x != nil && x.dtype == BFloat16 {
+		return &Tensor{dtype: Float32, shape: x.shape, format: x.format}
+	}
+	return x
+}
+
 func init() {
-	// LayerNorm's binder takes opbind.Attrs ("normalized_shape", "eps").
-	opbind.Register("LayerNorm", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-		at, ok := attrs.(opbind.Attrs)
-		if !ok {
-			return nil
-		}
+	defineBind("LayerNorm", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		at := attrs.(layerNormAttrs)
 		size := 1
-		for _, d := range at.Ints("normalized_shape") {
+		for _, d := range at.NormalizedShape {
 			size *= d
 		}
 		if size == 0 {
 			return nil
 		}
 		rows := ins[0].Numel() / size
-		return bindLayerNorm(ins[0], ins[1], ins[2], outs[0], rows, size, at.Float("eps"), make([]float64, 2*rows))
+		return bindLayerNorm(ins[0], ins[1], ins[2], outs[0], rows, size, at.Eps, make([]float64, 2*rows))
 	})
-	// Evaluation-mode BatchNorm's checks; its result is x's type.
-	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
-		x := in[0]
-		bnShape(op, x, in[1], in[2], in[3], in[4], false, 0, attrs.(opbind.Attrs).Float("eps"))
-		return []TensorType{{DType: x.dtype, Shape: x.shape, Format: x.format}}
-	}, "BatchNorm")
+	defineEager("LayerNorm", layerNormAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		at := a.(layerNormAttrs)
+		return one(LayerNorm(widen(in[0]), at.NormalizedShape, in[1], in[2], at.Eps))
+	})
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
-		at := attrs.(opbind.Attrs)
-		layerNormCheck(in[0], at.Ints("normalized_shape"), in[1], in[2], at.Float("eps"))
+		at := attrs.(layerNormAttrs)
+		layerNormCheck(widenType(in[0]), at.NormalizedShape, in[1], in[2], at.Eps)
 		return []TensorType{{DType: Float32, Shape: in[0].shape}}
 	}, "LayerNorm")
-	// Evaluation-mode BatchNorm's binder takes opbind.Attrs ("eps") and
-	// needs constant running statistics, which it turns into the
-	// normalising mean and 1/sqrt(var+eps) once, here.
-	opbind.Register("BatchNorm", func(attrs any, ins, outs []*Tensor, consts []bool) func() {
+	// Evaluation-mode BatchNorm's checks; its result is x's type. The
+	// running statistics may be absent in a graph: inference names them.
+	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+		x := in[0]
+		bnShape(op, x, in[1], in[2], in[3], in[4], false, 0, attrs.(batchNormAttrs).Eps)
+		return []TensorType{{DType: x.dtype, Shape: x.shape, Format: x.format}}
+	}, "BatchNorm")
+	defineEager("BatchNorm", batchNormAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		return one(BatchNorm(in[0], in[1], in[2], in[3], in[4], false, 0.1, a.(batchNormAttrs).Eps))
+	})
+	// Evaluation-mode BatchNorm's binder needs constant running
+	// statistics, which it turns into the normalising mean and
+	// 1/sqrt(var+eps) once, here.
+	defineBind("BatchNorm", func(attrs any, ins, outs []*Tensor, consts []bool) func() {
 		const op = "BatchNorm"
-		at, ok := attrs.(opbind.Attrs)
 		x, y := ins[0], outs[0]
-		if !ok || !opbind.Const(consts, 1) || !opbind.Const(consts, 2) || x.format != y.format || x.dtype != y.dtype {
+		if !opbind.Const(consts, 1) || !opbind.Const(consts, 2) || x.format != y.format || x.dtype != y.dtype {
 			return nil
 		}
-		eps := at.Float("eps")
+		eps := attrs.(batchNormAttrs).Eps
 		s := bnShape(op, x, ins[1], ins[2], ins[3], ins[4], false, 0, eps)
 		mean, invStd := bnStatistics(op, s, nil, x.shape, ins[1], ins[2], false, 0, eps)
 		return bindBatchNorm(s, x, y, mean, invStd, ins[3], ins[4], false)

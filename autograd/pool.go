@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -164,13 +163,11 @@ func bindPool(x, y *Tensor, forward func(x, y []float32)) func() {
 }
 
 func init() {
-	// The pools' binders take PoolOptions (AdaptiveAvgPool2d's output
-	// size as Kernel, as it is traced).
 	for _, op := range []string{"MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"} {
-		opbind.Register(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-			opt, ok := attrs.(PoolOptions)
+		defineBind(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+			opt := poolOptions(attrs)
 			x, y := ins[0], outs[0]
-			if !ok || x.format != y.format || x.dtype != y.dtype || (op == "AdaptiveAvgPool2d" && len(opt.Kernel) != 2) {
+			if x.format != y.format || x.dtype != y.dtype || (op == "AdaptiveAvgPool2d" && len(opt.Kernel) != 2) {
 				return nil
 			}
 			s, _ := poolShape(op, x, opt)
@@ -179,9 +176,18 @@ func init() {
 		})
 	}
 	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
-		s, batched := poolShape(op, in[0], attrs.(PoolOptions))
+		s, batched := poolShape(op, in[0], poolOptions(attrs))
 		return []TensorType{poolType(&s, in[0], batched)}
 	}, "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d")
+	defineEager("MaxPool2d", PoolOptions{}, func(a any, in []*Tensor) []*Tensor { return one(MaxPool2d(in[0], a.(PoolOptions))) })
+	defineEager("AvgPool2d", PoolOptions{}, func(a any, in []*Tensor) []*Tensor { return one(AvgPool2d(in[0], a.(PoolOptions))) })
+	defineEager("AdaptiveAvgPool2d", adaptivePoolAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		k := a.(adaptivePoolAttrs).OutputSize
+		if len(k) != 2 {
+			Fail("AdaptiveAvgPool2d", "output size %v must have 2 elements", k)
+		}
+		return one(AdaptiveAvgPool2d(in[0], k[0], k[1]))
+	})
 }
 
 // poolGrad runs a pooling backward kernel, which adds into a zeroed dx,
@@ -263,11 +269,22 @@ func tracePool(op string, x *Tensor, opt PoolOptions, out **Tensor) {
 	if !traced(x) || *out == nil {
 		return
 	}
+	var attrs any = opt
 	if op == "AdaptiveAvgPool2d" {
-		trace(op, []*Tensor{x}, []*Tensor{*out}, attr("output_size", cloneInts(opt.Kernel)))
-		return
+		attrs = adaptivePoolAttrs{opt.Kernel}
 	}
-	trace(op, []*Tensor{x}, []*Tensor{*out}, attr("kernel", cloneInts(opt.Kernel)), attr("stride", cloneInts(opt.Stride)),
-		attr("padding", cloneInts(opt.Padding)), attr("dilation", cloneInts(opt.Dilation)), attr("ceil_mode", opt.CeilMode),
-		attr("count_include_pad", opt.CountIncludePad))
+	trace(op, attrs, []*Tensor{x}, []*Tensor{*out})
+}
+
+// adaptivePoolAttrs are AdaptiveAvgPool2d's attributes; the other pools'
+// are PoolOptions.
+type adaptivePoolAttrs struct{ OutputSize []int }
+
+// poolOptions is a pool's attribute struct as PoolOptions, which keeps
+// AdaptiveAvgPool2d's output size as Kernel.
+func poolOptions(attrs any) PoolOptions {
+	if a, ok := attrs.(adaptivePoolAttrs); ok {
+		return PoolOptions{Kernel: a.OutputSize}
+	}
+	return attrs.(PoolOptions)
 }

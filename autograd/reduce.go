@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -102,7 +101,7 @@ func reduceSum(op string, x *Tensor, dims []int, keepDim, mean bool) *Tensor {
 		if mean {
 			name = "Mean"
 		}
-		trace(name, []*Tensor{x}, []*Tensor{out}, attr("dims", cloneInts(dims)), attr("keepdim", keepDim))
+		trace(name, reduceAttrs{dims, keepDim}, []*Tensor{x}, []*Tensor{out})
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		// Every input element receives the gradient of the result it
@@ -122,12 +121,22 @@ func reduceSum(op string, x *Tensor, dims []int, keepDim, mean bool) *Tensor {
 	})
 }
 
+// reduceAttrs are Sum's and Mean's attributes.
+type reduceAttrs struct {
+	Dims    []int
+	KeepDim bool `kiln:"keepdim"`
+}
+
 func init() {
-	// Sum's and Mean's type inference reads opbind.Attrs ("dims",
-	// "keepdim").
 	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
-		at := attrs.(opbind.Attrs)
-		_, s, _ := reducePlan(op, in[0], at.Ints("dims"), at.Bool("keepdim"))
+		at := attrs.(reduceAttrs)
+		_, s, _ := reducePlan(op, in[0], at.Dims, at.KeepDim)
 		return []TensorType{{DType: in[0].dtype, Shape: s}}
 	}, "Sum", "Mean")
+	for op, f := range map[string]func(*Tensor, []int, bool) *Tensor{"Sum": Sum, "Mean": Mean} {
+		defineEager(op, reduceAttrs{}, func(a any, in []*Tensor) []*Tensor {
+			at := a.(reduceAttrs)
+			return one(f(in[0], at.Dims, at.KeepDim))
+		})
+	}
 }

@@ -3,7 +3,6 @@ package autograd
 import (
 	"fmt"
 
-	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -162,7 +161,7 @@ func shapeReshape(op string, x *Tensor, shape []int, view bool) *Tensor {
 	if traced(x) && op != "Flatten" {
 		// The shape as asked, −1 included, so a graph traced at one batch
 		// size runs at another when the code left the batch free.
-		trace("Reshape", []*Tensor{x}, []*Tensor{out}, attr("shape", cloneInts(shape)))
+		trace("Reshape", reshapeAttrs{shape}, []*Tensor{x}, []*Tensor{out})
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		return []*Tensor{shapeUnreshape(g, x)}
@@ -204,7 +203,7 @@ func Flatten(x *Tensor, startDim, endDim int) *Tensor {
 	}
 	out := shapeReshape(op, x, shape, false)
 	if traced(x) {
-		trace(op, []*Tensor{x}, []*Tensor{out}, attr("start_dim", s), attr("end_dim", e))
+		trace(op, flattenAttrs{s, e}, []*Tensor{x}, []*Tensor{out})
 	}
 	return out
 }
@@ -290,7 +289,7 @@ func permuteDims(x *Tensor, dims []int) []int {
 func shapePermute(op string, x *Tensor, perm []int) *Tensor {
 	out := shapePermuted(x, perm, Contiguous)
 	if traced(x) {
-		trace("Permute", []*Tensor{x}, []*Tensor{out}, attr("dims", cloneInts(perm)))
+		trace("Permute", permuteAttrs{perm}, []*Tensor{x}, []*Tensor{out})
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		inv := make([]int, len(perm))
@@ -375,7 +374,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 	bindPieces(dim, out, xs, true)()
 	inputs := append([]*Tensor(nil), xs...)
 	if traced(inputs...) {
-		trace(op, inputs, []*Tensor{out}, attr("dim", dim))
+		trace(op, dimAttrs{dim}, inputs, []*Tensor{out})
 	}
 	return record(op+"Backward", out, inputs, func(g *Tensor) []*Tensor {
 		gs := g.Strides()
@@ -535,7 +534,7 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 	off = 0
 	for i, c := range chunks {
 		if i == len(sizes)-1 && traced(x) {
-			trace("Split", []*Tensor{x}, chunks, attr("sizes", cloneInts(sizes)), attr("dim", dim))
+			trace("Split", splitAttrs{sizes, dim}, []*Tensor{x}, chunks)
 		}
 		lo := off
 		chunks[i] = record(op+"Backward", c, []*Tensor{x}, func(g *Tensor) []*Tensor {
@@ -588,36 +587,32 @@ func bindSplit(dim int, x *Tensor, chunks []*Tensor) func() {
 }
 
 func init() {
-	// Permute's, Cat's and Split's binders take opbind.Attrs ("dims";
-	// "dim"; "dim", the sizes being the results').
-	opbind.Register("Permute", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-		_, src := permutedStrides(ins[0], permuteDims(ins[0], attrs.(opbind.Attrs).Ints("dims")))
+	defineBind("Permute", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		_, src := permutedStrides(ins[0], permuteDims(ins[0], attrs.(permuteAttrs).Dims))
 		return bindPermute(ins[0], outs[0], src)
 	})
-	opbind.Register("Cat", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-		return bindPieces(shapeDim("Cat", outs[0], attrs.(opbind.Attrs).Int("dim")), outs[0], ins, true)
+	defineBind("Cat", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		return bindPieces(shapeDim("Cat", outs[0], attrs.(dimAttrs).Dim), outs[0], ins, true)
 	})
-	opbind.Register("Split", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-		return bindSplit(shapeDim("Split", ins[0], attrs.(opbind.Attrs).Int("dim")), ins[0], outs)
+	defineBind("Split", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		return bindSplit(shapeDim("Split", ins[0], attrs.(splitAttrs).Dim), ins[0], outs)
 	})
-	// The shape ops' type inference reads opbind.Attrs by the names
-	// their traces record.
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
 		x := in[0]
-		s, f := shapeInfer("Reshape", x, attrs.(opbind.Attrs).Ints("shape")), Contiguous
+		s, f := shapeInfer("Reshape", x, attrs.(reshapeAttrs).Shape), Contiguous
 		if sameShape(s, x.shape) {
 			f = x.format
 		}
 		return []TensorType{{DType: x.dtype, Shape: s, Format: f}}
 	}, "Reshape")
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
-		at := attrs.(opbind.Attrs)
-		_, _, s := flattenShape(in[0], at.Int("start_dim"), at.Int("end_dim"))
+		at := attrs.(flattenAttrs)
+		_, _, s := flattenShape(in[0], at.StartDim, at.EndDim)
 		return []TensorType{{DType: in[0].dtype, Shape: s}}
 	}, "Flatten")
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
 		x := in[0]
-		perm := permuteDims(x, attrs.(opbind.Attrs).Ints("dims"))
+		perm := permuteDims(x, attrs.(permuteAttrs).Dims)
 		s := make([]int, len(perm))
 		for i, p := range perm {
 			s[i] = x.shape[p]
@@ -625,13 +620,13 @@ func init() {
 		return []TensorType{{DType: x.dtype, Shape: s}}
 	}, "Permute")
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
-		_, t := catType(in, attrs.(opbind.Attrs).Int("dim"))
+		_, t := catType(in, attrs.(dimAttrs).Dim)
 		return []TensorType{t}
 	}, "Cat")
 	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
-		at := attrs.(opbind.Attrs)
-		x, sizes := in[0], at.Ints("sizes")
-		d := splitSizesDim(x, sizes, at.Int("dim"))
+		at := attrs.(splitAttrs)
+		x, sizes := in[0], at.Sizes
+		d := splitSizesDim(x, sizes, at.Dim)
 		ts := make([]TensorType, len(sizes))
 		for i, n := range sizes {
 			ts[i] = TensorType{DType: x.dtype, Shape: cloneInts(x.shape), Format: x.format}
@@ -639,4 +634,28 @@ func init() {
 		}
 		return ts
 	}, "Split")
+	defineEager("Reshape", reshapeAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(Reshape(in[0], a.(reshapeAttrs).Shape...)) })
+	defineEager("Flatten", flattenAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		at := a.(flattenAttrs)
+		return one(Flatten(in[0], at.StartDim, at.EndDim))
+	})
+	defineEager("Permute", permuteAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(Permute(in[0], a.(permuteAttrs).Dims...)) })
+	defineEager("Cat", dimAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(Cat(in, a.(dimAttrs).Dim)) })
+	defineEager("Split", splitAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		at := a.(splitAttrs)
+		return SplitSizes(in[0], at.Sizes, at.Dim)
+	})
 }
+
+// The attribute structs of the shape ops; dimAttrs serves Cat and the
+// softmaxes.
+type (
+	reshapeAttrs struct{ Shape []int }
+	flattenAttrs struct{ StartDim, EndDim int }
+	permuteAttrs struct{ Dims []int }
+	dimAttrs     struct{ Dim int }
+	splitAttrs   struct {
+		Sizes []int
+		Dim   int
+	}
+)

@@ -1,7 +1,6 @@
 package autograd
 
 import (
-	"github.com/kilnml/kiln/internal/opbind"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -70,7 +69,7 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 	bindSoftmax(op, x, out, d)()
 	y := out.Float32s()
 	if traced(x) {
-		trace(op, []*Tensor{x}, []*Tensor{out}, attr("dim", d))
+		trace(op, dimAttrs{d}, []*Tensor{x}, []*Tensor{out})
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		g = rowMajor(g)
@@ -128,19 +127,21 @@ func bindSoftmax(op string, x, y *Tensor, dim int) func() {
 }
 
 func init() {
-	// Softmax's and LogSoftmax's binders take opbind.Attrs ("dim").
 	for _, op := range []string{"Softmax", "LogSoftmax"} {
-		opbind.Register(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-			if at, ok := attrs.(opbind.Attrs); ok {
-				return bindSoftmax(op, ins[0], outs[0], at.Int("dim"))
-			}
-			return nil
+		defineBind(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+			return bindSoftmax(op, ins[0], outs[0], attrs.(dimAttrs).Dim)
 		})
 	}
-	// A contiguous result of x's dtype and shape.
+	// A contiguous result of x's dtype and shape, Softmax's widened as its
+	// eager form widens x (see widen).
 	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
 		x := in[0]
-		softmaxDim(op, x.shape, attrs.(opbind.Attrs).Int("dim"))
+		if op == "Softmax" {
+			x = widenType(x)
+		}
+		softmaxDim(op, x.shape, attrs.(dimAttrs).Dim)
 		return []TensorType{{DType: x.dtype, Shape: x.shape}}
 	}, "Softmax", "LogSoftmax")
+	defineEager("Softmax", dimAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(Softmax(widen(in[0]), a.(dimAttrs).Dim)) })
+	defineEager("LogSoftmax", dimAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(LogSoftmax(in[0], a.(dimAttrs).Dim)) })
 }

@@ -71,13 +71,13 @@ func traced(ts ...*Tensor) bool {
 }
 
 // trace reports a traceable op's call to the tracer of its operands'
-// computation, if any.
-func trace(op string, inputs, outputs []*Tensor, attrs ...tracing.Attr) {
-	traceIn(Mode{}, op, inputs, outputs, attrs...)
+// computation, if any, with its attribute struct (nil for none).
+func trace(op string, attrs any, inputs, outputs []*Tensor) {
+	traceIn(Mode{}, op, attrs, inputs, outputs)
 }
 
 // traceIn is trace for an op running in mode m besides its operands'.
-func traceIn(m Mode, op string, inputs, outputs []*Tensor, attrs ...tracing.Attr) {
+func traceIn(m Mode, op string, attrs any, inputs, outputs []*Tensor) {
 	if m = m.union(modeOf(inputs...)); m.trace != nil {
 		m.trace.t.Op(op, attrs, inputs, outputs)
 	}
@@ -95,7 +95,7 @@ func traceIdentity(t, v *Tensor) {
 // traceRecord is record for an op whose trace form is its name, its
 // operands and its one result, with no attributes.
 func traceRecord(op string, out *Tensor, inputs []*Tensor, backward func(grad *Tensor) []*Tensor) *Tensor {
-	trace(op, inputs, []*Tensor{out})
+	trace(op, nil, inputs, []*Tensor{out})
 	return record(op+"Backward", out, inputs, backward)
 }
 
@@ -106,5 +106,3 @@ func traceRecorded(m Mode, op string, out *Tensor) {
 		m.trace.t.Recorded(strings.TrimSuffix(op, "Backward"), out)
 	}
 }
-
-func attr(name string, v any) tracing.Attr { return tracing.Attr{Name: name, Value: v} }

@@ -15,7 +15,11 @@ type recordingTracer struct {
 	depth    int
 }
 
-func (r *recordingTracer) Op(op string, attrs []tracing.Attr, inputs, outputs []*Tensor) {
+func (r *recordingTracer) Op(op string, typed any, inputs, outputs []*Tensor) {
+	attrs, err := tracing.StructAttrs(typed)
+	if err != nil {
+		panic(err)
+	}
 	names := make([]string, len(attrs))
 	for i, a := range attrs {
 		names[i] = a.Name

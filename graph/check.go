@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/kilnml/kiln/internal/shape"
+	"github.com/kilnml/kiln/internal/tracing"
 )
 
 // NodeError reports a node that cannot run as it stands: an operand or
@@ -107,80 +109,62 @@ func (a arity) String() string {
 // such numbers stay far from overflowing an int.
 const maxDim = shape.MaxElements
 
-// attrSpec is an attribute an op reads.
-type attrSpec struct {
-	name string
-	kind AttrKind
-	// lo and hi bound an int, or each element of ints, when bounded.
-	bounded bool
-	lo, hi  int
-	// lens lists the lengths ints may have; nil allows any.
-	lens []int
-	// valid checks a string's value; nil allows any.
-	valid func(string) error
-}
-
-func intAttr(name string, lo, hi int) attrSpec {
-	return attrSpec{name: name, kind: AttrInt, bounded: true, lo: lo, hi: hi}
-}
-
-func intsAttr(name string, lo, hi int, lens ...int) attrSpec {
-	return attrSpec{name: name, kind: AttrInts, bounded: true, lo: lo, hi: hi, lens: lens}
-}
-
-// check reports what is wrong with n's attribute a of this spec.
-func (s attrSpec) check(n *Node) error {
-	a, ok := n.Attr(s.name)
-	if !ok {
-		return fmt.Errorf("missing (want %s)", attrKindNames[s.kind])
+// decodeAttrs returns n's attributes as op's attribute struct (a []any
+// of the parts' for a fused op), or the field at fault and what is wrong
+// with it: an attribute the struct has that n lacks or holds as another
+// kind, or an int beyond maxDim either way. The op's own checks of the
+// values run with its type inference.
+func decodeAttrs(op *opImpl, n *Node) (any, string, error) {
+	if op.parts == nil {
+		return decodeStruct(op.attrs, n.Attrs, "attrs.")
 	}
-	if _, ok := attrKindNames[a.Kind]; !ok {
-		return fmt.Errorf("has unknown kind %d", int(a.Kind))
-	}
-	if a.Kind != s.kind {
-		return fmt.Errorf("is %s, want %s", attrKindNames[a.Kind], attrKindNames[s.kind])
-	}
-	inRange := func(v int) bool { return !s.bounded || v >= s.lo && v <= s.hi }
-	switch a.Kind {
-	case AttrInt:
-		if !inRange(a.Int) {
-			return fmt.Errorf("%d is out of range [%d, %d]", a.Int, s.lo, s.hi)
+	all := make([]any, len(op.parts))
+	for k, p := range op.parts {
+		prefix := "attrs."
+		if k > 0 {
+			prefix += p + "."
 		}
-	case AttrInts:
-		if s.lens != nil && !slices.Contains(s.lens, len(a.Ints)) {
-			return fmt.Errorf("%v has %d elements, want %s", a.Ints, len(a.Ints), joinInts(s.lens))
+		if impl, ok := opImpls[p]; ok {
+			a, field, err := decodeStruct(impl.attrs, partAttrs(n, op.parts, k), prefix)
+			if err != nil {
+				return nil, field, err
+			}
+			all[k] = a
 		}
-		for _, v := range a.Ints {
-			if !inRange(v) {
-				return fmt.Errorf("element %d of %v is out of range [%d, %d]", v, a.Ints, s.lo, s.hi)
+	}
+	return all, "", nil
+}
+
+func decodeStruct(t reflect.Type, attrs []Attr, prefix string) (any, string, error) {
+	if t == nil {
+		return nil, "", nil
+	}
+	fields, err := tracing.Fields(t)
+	if err != nil {
+		return nil, "attrs", err
+	}
+	v := reflect.New(t)
+	for _, f := range fields {
+		i := slices.IndexFunc(attrs, func(a Attr) bool { return a.Name == f.Name })
+		kind := attrKindOf(f.Type)
+		if i < 0 {
+			return nil, prefix + f.Name, fmt.Errorf("missing (want %s)", attrKindNames[kind])
+		}
+		a := attrs[i]
+		if _, ok := attrKindNames[a.Kind]; !ok {
+			return nil, prefix + f.Name, fmt.Errorf("has unknown kind %d", int(a.Kind))
+		}
+		if a.Kind != kind {
+			return nil, prefix + f.Name, fmt.Errorf("is %s, want %s", attrKindNames[a.Kind], attrKindNames[kind])
+		}
+		for _, x := range append([]int{a.Int}, a.Ints...) {
+			if x < -maxDim || x > maxDim {
+				return nil, prefix + f.Name, fmt.Errorf("%d is out of range [%d, %d]", x, -maxDim, maxDim)
 			}
 		}
-	case AttrString:
-		if s.valid != nil {
-			return s.valid(a.Str)
-		}
+		f.Set(v.Interface(), a.value())
 	}
-	return nil
-}
-
-func joinInts(v []int) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = strconv.Itoa(x)
-	}
-	if len(parts) == 1 {
-		return parts[0]
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
-}
-
-func oneOf(names ...string) func(string) error {
-	return func(s string) error {
-		if !slices.Contains(names, s) {
-			return fmt.Errorf("%q is not one of %s", s, strings.Join(quote(names), ", "))
-		}
-		return nil
-	}
+	return v.Elem().Interface(), "", nil
 }
 
 // checkNodes checks every node of g, which Validate has passed, against
@@ -191,8 +175,8 @@ func oneOf(names ...string) func(string) error {
 // value was written with its shape). It returns the nodes' definitions
 // and every value's inferred type; the first node at fault fails it with a
 // *NodeError. It allocates nothing sized by the graph's shapes.
-func (g *Graph) checkNodes(declared bool) ([]*opImpl, []sig, error) {
-	impls := make([]*opImpl, len(g.Nodes))
+func (g *Graph) checkNodes(declared bool) ([]nodeOp, []sig, error) {
+	impls := make([]nodeOp, len(g.Nodes))
 	for i := range g.Nodes {
 		impl, err := g.checkNode(i)
 		if err != nil {
@@ -219,35 +203,34 @@ func (g *Graph) checkNodes(declared bool) ([]*opImpl, []sig, error) {
 }
 
 // checkNode checks node i's counts and attributes and returns its op.
-func (g *Graph) checkNode(i int) (*opImpl, error) {
+func (g *Graph) checkNode(i int) (nodeOp, error) {
 	n := &g.Nodes[i]
 	impl, err := lookupOp(n.Op)
 	if err != nil {
-		return nil, g.nodeError(i, "op", err)
+		return nodeOp{}, g.nodeError(i, "op", err)
 	}
 	if !impl.ins.allows(len(n.Inputs)) {
-		return nil, g.nodeError(i, "inputs", fmt.Errorf("got %d, want %v", len(n.Inputs), impl.ins))
+		return nodeOp{}, g.nodeError(i, "inputs", fmt.Errorf("got %d, want %v", len(n.Inputs), impl.ins))
 	}
 	if !impl.outs.allows(len(n.Outputs)) {
-		return nil, g.nodeError(i, "outputs", fmt.Errorf("got %d, want %v", len(n.Outputs), impl.outs))
+		return nodeOp{}, g.nodeError(i, "outputs", fmt.Errorf("got %d, want %v", len(n.Outputs), impl.outs))
 	}
 	for j, v := range n.Inputs {
 		if v == None && !slices.Contains(impl.optional, j) && !slices.Contains(impl.optional, j-len(n.Inputs)) {
-			return nil, g.nodeError(i, fmt.Sprintf("inputs[%d]", j), errors.New("is none, the op needs it"))
+			return nodeOp{}, g.nodeError(i, fmt.Sprintf("inputs[%d]", j), errors.New("is none, the op needs it"))
 		}
 	}
-	for _, s := range impl.attrs {
-		if err := s.check(n); err != nil {
-			return nil, g.nodeError(i, "attrs."+s.name, err)
-		}
+	attrs, field, err := decodeAttrs(impl, n)
+	if err != nil {
+		return nodeOp{}, g.nodeError(i, field, err)
 	}
-	return impl, nil
+	return nodeOp{impl, attrs}, nil
 }
 
 // inferTypes returns the type of every value of g when its inputs have the
 // types inputs, calling each (if not nil) with every node result's type as
 // it is inferred.
-func (g *Graph) inferTypes(impls []*opImpl, inputs []sig, each func(i, j int, s sig) error) ([]sig, error) {
+func (g *Graph) inferTypes(impls []nodeOp, inputs []sig, each func(i, j int, s sig) error) ([]sig, error) {
 	types := make([]sig, len(g.Values))
 	for i, v := range g.Inputs {
 		types[v] = inputs[i]
@@ -263,7 +246,7 @@ func (g *Graph) inferTypes(impls []*opImpl, inputs []sig, each func(i, j int, s 
 				ins[j] = &types[v]
 			}
 		}
-		outs, err := impls[i].infer(n, ins)
+		outs, err := impls[i].infer(impls[i].attrs, ins)
 		if err == nil && len(outs) != len(n.Outputs) {
 			err = badField("outputs", "got %d, the op gives %d", len(n.Outputs), len(outs))
 		}
@@ -280,7 +263,13 @@ func (g *Graph) inferTypes(impls []*opImpl, inputs []sig, each func(i, j int, s 
 			if errors.As(err, &fe) {
 				return nil, g.nodeError(i, fe.field, fe.err)
 			}
-			return nil, g.nodeError(i, "inputs", err)
+			// An op's own check may fault its attributes or its
+			// operands; its message says which.
+			field := "inputs"
+			if impls[i].attrs != nil || impls[i].parts != nil {
+				field = ""
+			}
+			return nil, g.nodeError(i, field, err)
 		}
 		for j, o := range n.Outputs {
 			types[o] = outs[j]

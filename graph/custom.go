@@ -51,21 +51,18 @@ func Register[A any](f *autograd.Function[A]) error {
 	if err != nil {
 		return fmt.Errorf("graph.Register: op %q: %w", f.Name, err)
 	}
-	impl := &opImpl{ins: arity{0, -1}, outs: exactly(1)}
-	for _, fl := range fields {
-		impl.attrs = append(impl.attrs, attrSpec{name: fl.Name, kind: attrKindOf(fl.Type)})
+	impl := &opImpl{name: f.Name, ins: arity{0, -1}, outs: exactly(1), attrs: reflect.TypeFor[A]()}
+	if len(fields) == 0 {
+		impl.attrs = nil
 	}
-	// A node's attributes, checked against impl.attrs before any of these
-	// run, as the op's attribute struct.
-	attrsOf := func(n *Node) A {
-		var a A
-		for _, fl := range fields {
-			at, _ := n.Attr(fl.Name)
-			fl.Set(&a, at.value())
+	attrsOf := func(a any) A {
+		if a == nil {
+			var zero A
+			return zero
 		}
-		return a
+		return a.(A)
 	}
-	impl.infer = func(n *Node, ins []*sig) ([]sig, error) {
+	impl.infer = func(attrs any, ins []*sig) ([]sig, error) {
 		types := make([]autograd.TensorType, len(ins))
 		for i, s := range ins {
 			if s != nil {
@@ -74,7 +71,7 @@ func Register[A any](f *autograd.Function[A]) error {
 		}
 		var t autograd.TensorType
 		var inferErr error
-		if err := autograd.Try(func() { t, inferErr = f.Infer(attrsOf(n), types) }); err != nil {
+		if err := autograd.Try(func() { t, inferErr = f.Infer(attrsOf(attrs), types) }); err != nil {
 			return nil, err
 		}
 		if inferErr != nil {
@@ -82,12 +79,12 @@ func Register[A any](f *autograd.Function[A]) error {
 		}
 		return []sig{{dtype: t.DType, format: t.Format, shape: t.Shape}}, nil
 	}
-	impl.eager = func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor {
-		return one(f.Apply(attrsOf(n), ins...))
+	impl.eager = func(attrs any, ins []*autograd.Tensor) []*autograd.Tensor {
+		return []*autograd.Tensor{f.Apply(attrsOf(attrs), ins...)}
 	}
 	if f.Compile != nil {
-		impl.compile = func(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-			return f.Compile(attrsOf(n), ins, outs[0])
+		impl.compile = func(_ *compileCtx, op nodeOp, ins, outs []*autograd.Tensor) func() {
+			return f.Compile(attrsOf(op.attrs), ins, outs[0])
 		}
 	}
 	impl.source = f

@@ -25,7 +25,7 @@ import (
 // goroutines that keep results should compile a Program each.
 type Program struct {
 	g      *Graph
-	impls  []*opImpl
+	impls  []nodeOp
 	budget int // bytes
 
 	mu    sync.Mutex
@@ -189,7 +189,7 @@ func (p *Program) evalEager(inputs []*autograd.Tensor) ([]*autograd.Tensor, erro
 						args[j] = vals[v]
 					}
 				}
-				res := p.impls[i].eager(n, args)
+				res := p.impls[i].eager(p.impls[i].attrs, args)
 				if len(res) != len(n.Outputs) {
 					fail(autograd.ErrArgument, n.Op, "node %d gave %d results for %d outputs", i, len(res), len(n.Outputs))
 				}

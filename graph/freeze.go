@@ -367,9 +367,9 @@ func propagateConstants(g *Graph) error {
 			slices.ContainsFunc(n.Inputs, func(v int) bool { return v != None && !g.IsConst(v) }) {
 			continue
 		}
-		impl, err := lookupOp(n.Op)
+		op, err := g.checkNode(i)
 		if err != nil {
-			return fmt.Errorf("node %d: %w", i, err)
+			return err
 		}
 		args := make([]*autograd.Tensor, len(n.Inputs))
 		base := "const"
@@ -382,7 +382,7 @@ func propagateConstants(g *Graph) error {
 			}
 		}
 		var res []*autograd.Tensor
-		if err := autograd.Try(func() { res = impl.eager(n, args) }); err != nil {
+		if err := autograd.Try(func() { res = op.eager(op.attrs, args) }); err != nil {
 			return fmt.Errorf("evaluating constant node %d (%s): %w", i, n.Op, err)
 		}
 		if len(res) != len(n.Outputs) {

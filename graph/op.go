@@ -2,17 +2,20 @@ package graph
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/kilnml/kiln/autograd"
 )
 
 // opImpl is one kind of node: what a node of it must look like, and how
-// the graph runs it. Decode and Compile check every node against the first
-// four fields (check.go) before anything sized by the graph is allocated,
-// so the eager form below only ever sees operands and attributes of the
-// counts and kinds it indexes.
+// the graph runs it. Decode and Compile check every node against ins,
+// outs, optional and attrs (check.go) before anything sized by the graph is
+// allocated, so the functions below only ever see operands and attributes
+// of the counts and types they index.
 type opImpl struct {
+	name string
 	// ins and outs bound the node's operand and result counts; absent
 	// operands (None) count.
 	ins, outs arity
@@ -20,34 +23,41 @@ type opImpl struct {
 	// counting from the end when negative (-1 is the last): a fused op's
 	// later parts' operands sit at fixed distances from its end.
 	optional []int
-	// attrs are the attributes the op reads: each required, of its kind
-	// and in its range. A node may carry others; they are not read.
-	attrs []attrSpec
+	// attrs is the type of the op's attribute struct, nil for none: a
+	// node's attributes are decoded into it (decodeAttrs), and the
+	// functions below take that value. A fused op, made of the ops parts
+	// names, takes a []any of its parts' attributes.
+	attrs reflect.Type
+	parts []string
 	// infer gives the types of the node's results from its operands'
 	// (nil for None), failing where the op would: the shapes Decode
 	// checks the IR's against, and the sizes a plan's memory is bounded
 	// by before it allocates.
-	infer func(n *Node, ins []*sig) ([]sig, error)
+	infer func(attrs any, ins []*sig) ([]sig, error)
 	// eager computes the node's results with autograd ops, allocating them.
 	// It is the reference: every faster path must match it bit for bit,
 	// and it runs any node that has no compiled form (ops_compile.go).
 	// Bad operands or attributes panic with an *autograd.Error.
-	eager func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor
-	// compile is a registered op's compiled form, nil for none; built-in
-	// ops bind autograd's binders (internal/opbind) or keep theirs in
-	// compilers.
+	eager func(attrs any, ins []*autograd.Tensor) []*autograd.Tensor
+	// compile is the op's compiled form (ops_compile.go), nil for none.
 	compile compileFunc
 	// source is the *autograd.Function a registered op was made from.
 	source any
 }
 
+// nodeOp is a node's op with the node's attributes decoded.
+type nodeOp struct {
+	*opImpl
+	attrs any
+}
+
 var opImpls = map[string]*opImpl{}
 
-func registerOp(name string, impl *opImpl) {
-	if _, dup := opImpls[name]; dup {
-		panic("graph: op " + name + " registered twice")
+func registerOp(impl *opImpl) {
+	if _, dup := opImpls[impl.name]; dup {
+		panic("graph: op " + impl.name + " registered twice")
 	}
-	opImpls[name] = impl
+	opImpls[impl.name] = impl
 }
 
 // FusedSep joins the parts of a fused op's name: "Conv2d+Add+ReLU" is a
@@ -103,7 +113,8 @@ func lookupOp(op string) (*opImpl, error) {
 // inferred in turn.
 func fusedImpl(parts []string) *opImpl {
 	first := opImpls[parts[0]]
-	impl := &opImpl{ins: first.ins, outs: arity{1, 1}, attrs: first.attrs, eager: fusedEager(parts)}
+	impl := &opImpl{name: strings.Join(parts, FusedSep), ins: first.ins, outs: arity{1, 1}, parts: parts,
+		eager: fusedEager(parts), compile: compileFused}
 	for _, j := range first.optional {
 		if j >= 0 {
 			impl.optional = append(impl.optional, j)
@@ -118,37 +129,31 @@ func fusedImpl(parts []string) *opImpl {
 		if impl.ins.max >= 0 {
 			impl.ins.max += fusedExtra[p]
 		}
-		later, ok := opImpls[p]
-		if !ok {
-			continue
-		}
-		for _, a := range later.attrs {
-			a.name = p + "." + a.name
-			impl.attrs = append(impl.attrs, a)
-		}
 		// Operand j of the part is its extra j-1 (operand 0 is the
 		// running result).
-		for _, j := range later.optional {
-			if j >= 1 {
-				impl.optional = append(impl.optional, j-1-fromEnd)
+		if later, ok := opImpls[p]; ok {
+			for _, j := range later.optional {
+				if j >= 1 {
+					impl.optional = append(impl.optional, j-1-fromEnd)
+				}
 			}
 		}
 	}
-	impl.infer = func(n *Node, ins []*sig) ([]sig, error) {
+	impl.infer = func(attrs any, ins []*sig) ([]sig, error) {
 		var y []sig
-		for i, part := range fusedParts(n) {
-			args := make([]*sig, len(part.Inputs))
-			for j, k := range part.Inputs {
+		for i, part := range fusedParts(parts, len(ins)) {
+			if parts[i] == "SigmoidMul" {
+				continue
+			}
+			args := make([]*sig, len(part))
+			for j, k := range part {
 				if k < 0 {
 					args[j] = &y[0]
 				} else {
 					args[j] = ins[k]
 				}
 			}
-			if parts[i] == "SigmoidMul" {
-				continue
-			}
-			r, err := opImpls[parts[i]].infer(&part, args)
+			r, err := opImpls[parts[i]].infer(attrs.([]any)[i], args)
 			if err != nil {
 				return nil, fmt.Errorf("part %d (%s): %w", i, parts[i], err)
 			}
@@ -162,51 +167,53 @@ func fusedImpl(parts []string) *opImpl {
 	return impl
 }
 
-// FusedParts splits a fused node into the nodes it stands for, with
-// inputs given as positions in the fused node's inputs (-1 for the running
-// result) and each part's own attribute names.
-func fusedParts(n *Node) []Node {
-	parts := strings.Split(n.Op, FusedSep)
-	out := make([]Node, len(parts))
-	first := len(n.Inputs)
+// fusedParts gives the operands of each part of a fused op with n
+// operands, as positions in its operands (-1 for the running result).
+func fusedParts(parts []string, n int) [][]int {
+	out := make([][]int, len(parts))
+	first := n
 	for _, p := range parts[1:] {
 		first -= fusedExtra[p]
 	}
-	out[0] = Node{Op: parts[0], Scope: n.Scope}
-	for i := 0; i < first; i++ {
-		out[0].Inputs = append(out[0].Inputs, i)
+	for i := range first {
+		out[0] = append(out[0], i)
 	}
 	next := first
 	for i, p := range parts[1:] {
-		part := Node{Op: p, Scope: n.Scope, Inputs: []int{-1}}
+		out[i+1] = []int{-1}
 		for range fusedExtra[p] {
-			part.Inputs = append(part.Inputs, next)
+			out[i+1] = append(out[i+1], next)
 			next++
 		}
-		out[i+1] = part
-	}
-	for _, a := range n.Attrs {
-		k := 0
-		if dot := strings.IndexByte(a.Name, '.'); dot > 0 {
-			for j := 1; j < len(parts); j++ {
-				if parts[j] == a.Name[:dot] {
-					k = j
-					a.Name = a.Name[dot+1:]
-					break
-				}
-			}
-		}
-		out[k].Attrs = append(out[k].Attrs, a)
 	}
 	return out
 }
 
-func fusedEager(parts []string) func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor {
-	return func(n *Node, ins []*autograd.Tensor) []*autograd.Tensor {
+// partAttrs are the attributes of part k of fused node n under their own
+// names: a later part's carry its name and a dot.
+func partAttrs(n *Node, parts []string, k int) []Attr {
+	var out []Attr
+	for _, a := range n.Attrs {
+		at := 0
+		if dot := strings.IndexByte(a.Name, '.'); dot > 0 {
+			if j := slices.Index(parts[1:], a.Name[:dot]); j >= 0 {
+				at = j + 1
+				a.Name = a.Name[dot+1:]
+			}
+		}
+		if at == k {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func fusedEager(parts []string) func(attrs any, ins []*autograd.Tensor) []*autograd.Tensor {
+	return func(attrs any, ins []*autograd.Tensor) []*autograd.Tensor {
 		var y *autograd.Tensor
-		for i, part := range fusedParts(n) {
-			args := make([]*autograd.Tensor, len(part.Inputs))
-			for j, k := range part.Inputs {
+		for i, part := range fusedParts(parts, len(ins)) {
+			args := make([]*autograd.Tensor, len(part))
+			for j, k := range part {
 				if k < 0 {
 					args[j] = y
 				} else {
@@ -217,7 +224,7 @@ func fusedEager(parts []string) func(n *Node, ins []*autograd.Tensor) []*autogra
 				y = autograd.Mul(y, autograd.Sigmoid(y))
 				continue
 			}
-			y = opImpls[parts[i]].eager(&part, args)[0]
+			y = opImpls[parts[i]].eager(attrs.([]any)[i], args)[0]
 		}
 		return []*autograd.Tensor{y}
 	}

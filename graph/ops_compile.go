@@ -2,7 +2,6 @@ package graph
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/opbind"
@@ -11,11 +10,10 @@ import (
 
 // The compiled forms of the ops: each binds a node to the plan's storage
 // and returns the function that computes it there. Most are the kernel
-// bindings autograd registers in internal/opbind, the very functions its
+// bindings autograd defines in internal/opbind, the very functions its
 // eager ops run on the results they allocate, so a compiled run gives the
-// eager run's bits by construction; this file reads a node's attributes
-// for them, composes fused ops from them, and holds the forms of the ops
-// only graph has (Identity, Dropout, and those Freeze's fusion makes). A
+// eager run's bits by construction; this file composes fused ops from
+// them and holds the forms of the ops that Freeze's fusion makes. A
 // form returns nil for operands it does not take (a mix of memory
 // formats, a broadcast it does not cover); the node then runs eagerly.
 // Scratch a form needs is allocated when it compiles, never when it runs.
@@ -29,70 +27,35 @@ type compileCtx struct {
 
 // compileFunc is a compiled form. It may panic with an *autograd.Error
 // for operands the op rejects.
-type compileFunc func(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func()
+type compileFunc func(c *compileCtx, op nodeOp, ins, outs []*autograd.Tensor) func()
 
-// compilers holds the compiled forms by op; ops missing here (and
-// operand combinations a form declines) run their eager form.
-var compilers = map[string]compileFunc{}
-
-func init() {
-	// Identity and Dropout, left in a plan where the result could not
-	// share x's storage, copy x as Clone does.
-	for _, name := range []string{"Identity", "Dropout"} {
-		compilers[name] = func(_ *compileCtx, _ *Node, ins, outs []*autograd.Tensor) func() {
-			return bind("Clone", nil, ins, outs, nil)
-		}
-	}
-}
-
-// compileOp returns n's compiled form on ins and outs, or nil: the one in
-// compilers, or the kernel binding autograd registered for n's op, which
-// its eager op runs too.
-func compileOp(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	if f, ok := compilers[n.Op]; ok {
-		return f(c, n, ins, outs)
-	}
-	if strings.Contains(n.Op, FusedSep) {
-		return compileFused(c, n, ins, outs)
-	}
-	if impl, ok := customOp(n.Op); ok {
-		if impl.compile != nil {
-			return impl.compile(c, n, ins, outs)
-		}
+// compileOp returns op's compiled form on ins and outs, or nil.
+func compileOp(c *compileCtx, op nodeOp, ins, outs []*autograd.Tensor) func() {
+	if op.compile == nil {
 		return nil
 	}
-	return bind(n.Op, bindAttrs(n), ins, outs, c.consts)
+	return op.compile(c, op, ins, outs)
+}
+
+// bindCompiled is the compiled form that is b, an op's kernel binding,
+// which its eager op runs too; nil for none.
+func bindCompiled(b func(attrs any, ins, outs []*autograd.Tensor, consts []bool) func()) compileFunc {
+	if b == nil {
+		return nil
+	}
+	return func(c *compileCtx, op nodeOp, ins, outs []*autograd.Tensor) func() {
+		return b(op.attrs, ins, outs, c.consts)
+	}
 }
 
 // bind returns the function op's binder binds over ins and outs with
 // attrs, or nil where op has none or it declines the operands.
 func bind(op string, attrs any, ins, outs []*autograd.Tensor, consts []bool) func() {
-	b, ok := opbind.Lookup[*autograd.Tensor](op)
-	if !ok {
+	d, _ := opbind.Lookup[*autograd.Tensor, autograd.TensorType](op)
+	if d.Bind == nil {
 		return nil
 	}
-	return b(attrs, ins, outs, consts)
-}
-
-// bindAttrs is n's attributes as its op's binder takes them: the node
-// itself, read by name, or a typed options struct.
-func bindAttrs(n *Node) any {
-	switch n.Op {
-	case "MaxPool2d", "AvgPool2d":
-		return poolOptions(n)
-	case "AdaptiveAvgPool2d":
-		return autograd.PoolOptions{Kernel: n.Ints("output_size")}
-	case "Conv2d", "Conv3d":
-		return convOptions(n)
-	// Cast's dtype and To's format were checked with the attributes.
-	case "Cast":
-		d, _ := ParseDType(n.Str("dtype"))
-		return d
-	case "To":
-		f, _ := ParseFormat(n.Str("format"))
-		return f
-	}
-	return n
+	return d.Bind(attrs, ins, outs, consts)
 }
 
 // scratch returns plan-time storage of the given type.
@@ -121,15 +84,16 @@ func runAll(fns []func()) func() {
 // later part rewrites it in place with its kernel. That needs the first
 // part's result to have the node's type, which its eager form (run here
 // once) tells.
-func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
-	names := strings.Split(n.Op, FusedSep)
-	if _, bound := opbind.Lookup[*autograd.Tensor](names[0]); (!bound && compilers[names[0]] == nil) || len(outs) != 1 {
+func compileFused(c *compileCtx, op nodeOp, ins, outs []*autograd.Tensor) func() {
+	names, attrs := op.parts, op.attrs.([]any)
+	first := opImpls[names[0]]
+	if first.compile == nil || len(outs) != 1 {
 		return nil
 	}
-	parts := fusedParts(n)
+	parts := fusedParts(names, len(ins))
 	y := outs[0]
-	k := len(parts[0].Inputs)
-	r := opImpls[names[0]].eager(&parts[0], ins[:k])
+	k := len(parts[0])
+	r := first.eager(attrs[0], ins[:k])
 	if len(r) != 1 {
 		return nil
 	}
@@ -142,7 +106,7 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 		widenAt = 1
 		for ; widenAt < len(parts); widenAt++ {
 			p := names[widenAt]
-			if p == "LayerNorm" || p == "Softmax" || (p == "Add" && ins[parts[widenAt].Inputs[1]].DType() == autograd.Float32) {
+			if p == "LayerNorm" || p == "Softmax" || (p == "Add" && ins[parts[widenAt][1]].DType() == autograd.Float32) {
 				break
 			}
 		}
@@ -153,22 +117,21 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 		}
 		run = scratch(autograd.BFloat16, y.Shape(), y.Format())
 	}
-	if fn := compileConvFused(c, names, parts, ins, y); fn != nil {
+	if fn := compileConvFused(c, names, attrs, parts, ins, y); fn != nil {
 		return fn
 	}
-	fns := []func(){compileOp(&compileCtx{consts: c.consts[:k]}, &parts[0], ins[:k], []*autograd.Tensor{run})}
+	fns := []func(){compileOp(&compileCtx{consts: c.consts[:k]}, nodeOp{first, attrs[0]}, ins[:k], []*autograd.Tensor{run})}
 	for i := 1; i < len(parts); i++ {
 		if i == widenAt {
 			rd, yd := run.BFloat16s(), y.Float32s()
 			fns = append(fns, func() { kernels.BF16ToF32(yd, rd) })
 			run = y
 		}
-		part := &parts[i]
-		extra := make([]*autograd.Tensor, len(part.Inputs)-1)
-		for j, at := range part.Inputs[1:] {
+		extra := make([]*autograd.Tensor, len(parts[i])-1)
+		for j, at := range parts[i][1:] {
 			extra[j] = ins[at]
 		}
-		f := compileEpilogue(names[i], part, run, extra)
+		f := compileEpilogue(names[i], attrs[i], run, extra)
 		if f == nil {
 			return nil
 		}
@@ -181,23 +144,23 @@ func compileFused(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
 // tensor like its result and/or one activation as one convolution whose
 // kernel adds and activates each output block while it is in cache, where
 // the convolution's binder takes them (opbind.Fused), or returns nil.
-func compileConvFused(c *compileCtx, names []string, parts []Node, ins []*autograd.Tensor, y *autograd.Tensor) func() {
+func compileConvFused(c *compileCtx, names []string, attrs []any, parts [][]int, ins []*autograd.Tensor, y *autograd.Tensor) func() {
 	if (names[0] != "Conv2d" && names[0] != "Conv3d") || len(names) > 3 {
 		return nil
 	}
-	k := len(parts[0].Inputs)
-	f := opbind.Fused{Attrs: convOptions(&parts[0])}
+	k := len(parts[0])
+	f := opbind.Fused{Attrs: attrs[0]}
 	cins := slices.Clone(ins[:k])
 	rest := names[1:]
 	if len(rest) > 0 && rest[0] == "Add" {
 		f.Residual = true
-		cins = append(cins, ins[parts[1].Inputs[1]])
+		cins = append(cins, ins[parts[1][1]])
 		rest = rest[1:]
 	}
 	switch len(rest) {
 	case 0:
 	case 1:
-		f.Act, f.ActAttrs = rest[0], &parts[len(parts)-1]
+		f.Act, f.ActAttrs = rest[0], attrs[len(attrs)-1]
 	default:
 		return nil
 	}
@@ -205,8 +168,8 @@ func compileConvFused(c *compileCtx, names []string, parts []Node, ins []*autogr
 }
 
 // compileEpilogue returns the function applying a later part of a fused
-// op to y in place, with the extra operands extra.
-func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autograd.Tensor) func() {
+// op, with attributes attrs, to y in place, with the extra operands extra.
+func compileEpilogue(name string, attrs any, y *autograd.Tensor, extra []*autograd.Tensor) func() {
 	switch name {
 	case "AddScalar":
 		return nil
@@ -214,13 +177,13 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 		// y·sigmoid(y), as Mul(y, Sigmoid(y)): the sigmoid (rounded to
 		// y's dtype) into scratch, then the product.
 		s := scratch(y.DType(), y.Shape(), y.Format())
-		return runAll([]func(){bind("Sigmoid", part, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
-			bind("Mul", part, []*autograd.Tensor{y, s}, []*autograd.Tensor{y}, nil)})
+		return runAll([]func(){bind("Sigmoid", nil, []*autograd.Tensor{y}, []*autograd.Tensor{s}, nil),
+			bind("Mul", nil, []*autograd.Tensor{y, s}, []*autograd.Tensor{y}, nil)})
 	}
 	// Any other part in place: its binding with y as its first operand
 	// and its result (a binder reads such an operand through scratch
 	// where its kernel needs one).
-	return bind(name, bindAttrs(part), append([]*autograd.Tensor{y}, extra...), []*autograd.Tensor{y}, nil)
+	return bind(name, attrs, append([]*autograd.Tensor{y}, extra...), []*autograd.Tensor{y}, nil)
 }
 
 // compileChannelShuffle copies x into y with channel c = i·(C/g) + j of x
@@ -228,9 +191,9 @@ func compileEpilogue(name string, part *Node, y *autograd.Tensor, extra []*autog
 // element moves of the eager Reshape/Permute/Reshape chain without its
 // intermediate copies. That view has no dense layout for a channels-last
 // x, so it is not Permute's binder on reshaped operands.
-func compileChannelShuffle(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
+func compileChannelShuffle(_ *compileCtx, op nodeOp, ins, outs []*autograd.Tensor) func() {
 	x, y := ins[0], outs[0]
-	g := n.Int("groups")
+	g := op.attrs.(channelShuffleAttrs).Groups
 	shape := x.Shape()
 	if len(shape) < 2 || g <= 0 || shape[1]%g != 0 {
 		return nil
@@ -255,7 +218,7 @@ func compileChannelShuffle(_ *compileCtx, n *Node, ins, outs []*autograd.Tensor)
 
 // compileLinearConcat runs the one product into plan-time scratch and
 // splits it into the outputs, as the eager Linear then SplitSizes do.
-func compileLinearConcat(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) func() {
+func compileLinearConcat(c *compileCtx, _ nodeOp, ins, outs []*autograd.Tensor) func() {
 	x, w := ins[0], ins[1]
 	if w.NDim() != 2 || len(outs) == 0 {
 		return nil
@@ -263,7 +226,7 @@ func compileLinearConcat(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) f
 	shape := append(x.Shape()[:x.NDim()-1], w.Dim(0))
 	product := autograd.Empty(outs[0].DType(), shape...)
 	gemm := bind("Linear", nil, ins, []*autograd.Tensor{product}, c.consts)
-	split := bind("Split", &Node{Attrs: []Attr{IntAttr("dim", len(shape)-1)}}, []*autograd.Tensor{product}, outs, nil)
+	split := bind("Split", splitAttrs(nil, len(shape)-1), []*autograd.Tensor{product}, outs, nil)
 	if gemm == nil || split == nil {
 		return nil
 	}
@@ -271,9 +234,4 @@ func compileLinearConcat(c *compileCtx, n *Node, ins, outs []*autograd.Tensor) f
 		gemm()
 		split()
 	}
-}
-
-func init() {
-	compilers["ChannelShuffle"] = compileChannelShuffle
-	compilers["LinearConcat"] = compileLinearConcat
 }

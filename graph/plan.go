@@ -233,7 +233,7 @@ func (p *Program) compileNode(i int, vals []*autograd.Tensor, static []bool) (fn
 		outs[j] = vals[o]
 	}
 	err = g.catch(&i, func() {
-		fn = compileOp(c, n, ins, outs)
+		fn = compileOp(c, p.impls[i], ins, outs)
 	})
 	if err != nil {
 		return nil, false, err
@@ -241,9 +241,9 @@ func (p *Program) compileNode(i int, vals []*autograd.Tensor, static []bool) (fn
 	if fn != nil {
 		return fn, true, nil
 	}
-	impl := p.impls[i]
+	op := p.impls[i]
 	return func() {
-		res := impl.eager(n, ins)
+		res := op.eager(op.attrs, ins)
 		for j, r := range res {
 			outs[j].CopyFrom(r)
 		}

@@ -3,8 +3,7 @@ package graph
 import (
 	"bytes"
 	"crypto/sha256"
-	// Aliased: the package's own binary (ops_eager.go) takes the name.
-	binenc "encoding/binary"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -231,10 +230,10 @@ func checksum(version, ir string, consts []safetensors.Tensor) string {
 
 func hashNamed(h io.Writer, name string, data []byte) {
 	var n [8]byte
-	binenc.LittleEndian.PutUint64(n[:], uint64(len(name)))
+	binary.LittleEndian.PutUint64(n[:], uint64(len(name)))
 	h.Write(n[:])
 	io.WriteString(h, name)
-	binenc.LittleEndian.PutUint64(n[:], uint64(len(data)))
+	binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
 	h.Write(n[:])
 	h.Write(data)
 }
@@ -316,7 +315,7 @@ func encodeConst(name string, t *autograd.Tensor) (safetensors.Tensor, error) {
 	if t.Format() != autograd.Contiguous {
 		t = t.Detach().Contiguous()
 	}
-	le := binenc.LittleEndian
+	le := binary.LittleEndian
 	var b []byte
 	switch d := t.Data().(type) {
 	case []float32:
@@ -521,11 +520,11 @@ func parseValue(out *Value, v irValue) error {
 	case v.Format == nil:
 		return fmt.Errorf(`%s: missing field "format"`, *v.Name)
 	}
-	dtype, err := ParseDType(*v.DType)
+	dtype, err := autograd.ParseDType(*v.DType)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *v.Name, err)
 	}
-	format, err := ParseFormat(*v.Format)
+	format, err := autograd.ParseFormat(*v.Format)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *v.Name, err)
 	}

@@ -3,7 +3,6 @@ package graph
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/tracing"
@@ -204,7 +203,7 @@ func (t *tracer) use(x *autograd.Tensor) (int, error) {
 	return id, nil
 }
 
-func (t *tracer) Op(op string, attrs []tracing.Attr, inputs, outputs []*autograd.Tensor) {
+func (t *tracer) Op(op string, typed any, inputs, outputs []*autograd.Tensor) {
 	n := Node{Op: op, Scope: t.currentScope()}
 	for _, in := range inputs {
 		if in == nil {
@@ -218,13 +217,13 @@ func (t *tracer) Op(op string, attrs []tracing.Attr, inputs, outputs []*autograd
 		}
 		n.Inputs = append(n.Inputs, id)
 	}
+	attrs, err := tracing.StructAttrs(typed)
+	if err != nil {
+		t.errs = append(t.errs, fmt.Errorf("op %s in %s: %w", op, t.where(), err))
+		return
+	}
 	for _, a := range attrs {
-		at, err := convertAttr(a)
-		if err != nil {
-			t.errs = append(t.errs, fmt.Errorf("op %s in %s: %w", op, t.where(), err))
-			return
-		}
-		n.Attrs = append(n.Attrs, at)
+		n.Attrs = append(n.Attrs, convertAttr(a))
 	}
 	for _, o := range outputs {
 		id := t.g.AddValue(Value{Name: fmt.Sprintf("%%%d", len(t.g.Values)), Shape: o.Shape(), DType: o.DType(), Format: o.Format()})
@@ -235,43 +234,17 @@ func (t *tracer) Op(op string, attrs []tracing.Attr, inputs, outputs []*autograd
 	t.g.Nodes = append(t.g.Nodes, n)
 }
 
-func convertAttr(a tracing.Attr) (Attr, error) {
+// convertAttr is a of an attribute struct as a node's attribute.
+func convertAttr(a tracing.Attr) Attr {
 	switch v := a.Value.(type) {
 	case int:
-		return IntAttr(a.Name, v), nil
+		return IntAttr(a.Name, v)
 	case []int:
-		return IntsAttr(a.Name, v), nil
+		return IntsAttr(a.Name, v)
 	case float64:
-		return FloatAttr(a.Name, v), nil
+		return FloatAttr(a.Name, v)
 	case bool:
-		return BoolAttr(a.Name, v), nil
-	case string:
-		return StringAttr(a.Name, v), nil
-	case autograd.DType:
-		return StringAttr(a.Name, v.String()), nil
-	case autograd.MemoryFormat:
-		return StringAttr(a.Name, v.String()), nil
+		return BoolAttr(a.Name, v)
 	}
-	return Attr{}, fmt.Errorf("attribute %s has unsupported type %T", a.Name, a.Value)
-}
-
-// ParseDType and ParseFormat read the strings dtype and memory-format
-// attributes hold.
-func ParseDType(s string) (autograd.DType, error) {
-	for d := autograd.Float32; d <= autograd.Int64; d++ {
-		if d.String() == s {
-			return d, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown dtype %q", s)
-}
-
-func ParseFormat(s string) (autograd.MemoryFormat, error) {
-	for _, f := range []autograd.MemoryFormat{autograd.Contiguous, autograd.ChannelsLast, autograd.ChannelsLast3d} {
-		if f.String() == s {
-			return f, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown memory format %q (want one of %s)", s, strings.Join([]string{
-		autograd.Contiguous.String(), autograd.ChannelsLast.String(), autograd.ChannelsLast3d.String()}, ", "))
+	return StringAttr(a.Name, a.Value.(string))
 }

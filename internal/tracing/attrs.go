@@ -50,8 +50,19 @@ func Fields(t reflect.Type) ([]Field, error) {
 	return out, nil
 }
 
-// StructAttrs returns the attributes of v, an attribute struct.
+// Attr is one attribute of an attribute struct: Value is an int, []int,
+// float64, bool or string.
+type Attr struct {
+	Name  string
+	Value any
+}
+
+// StructAttrs returns the attributes of v, an attribute struct, or none
+// for nil.
 func StructAttrs(v any) ([]Attr, error) {
+	if v == nil {
+		return nil, nil
+	}
 	rv := reflect.ValueOf(v)
 	fields, err := Fields(rv.Type())
 	if err != nil {

@@ -10,23 +10,17 @@
 // autograd; autograd installs its hooks at initialisation.
 package tracing
 
-// Attr is one attribute of a traced op. Value is an int, []int, float64,
-// bool, string, or one of autograd's DType and MemoryFormat.
-type Attr struct {
-	Name  string
-	Value any
-}
-
 // Tracer receives the ops of one traced computation, in the order they
 // run.
 type Tracer[T any] interface {
 	// Op reports one call of a traceable op: its canonical name ("Conv2d",
-	// "ReLU", "Add", …), its attributes, its tensor operands (nil for an
+	// "ReLU", "Add", …), its attribute struct (nil for none; see Fields),
+	// its tensor operands (nil for an
 	// absent optional one, like a missing bias) and its results. Ops that
 	// autograd runs as one fused kernel are reported decomposed (AddReLU
 	// as Add then ReLU, with an intermediate result that holds no data),
 	// so the graph sees each op once and its passes fuse them again.
-	Op(op string, attrs []Attr, inputs, outputs []T)
+	Op(op string, attrs any, inputs, outputs []T)
 	// Recorded reports that op made out. Every op that records a backward
 	// reports it, traceable or not, before or after its Op call: a tensor
 	// that no Op call ever reports as a result was made by an op that
