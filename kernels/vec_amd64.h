@@ -14,6 +14,11 @@
 #define AGAIN(r, n, top) SUBQ $n, r; JMP top
 // AGAIN1(r, top): count one element off r and go back to top.
 #define AGAIN1(r, top) DECQ r; JMP top
+// DECJNZ(r, top): count r down and go back to top while it is not 0.
+#define DECJNZ(r, top) DECQ r; JNZ top
+// VRET: clear the YMM upper halves (no AVX-SSE transition stall in the
+// caller) and return.
+#define VRET VZEROUPPER; RET
 // ADDQ2(n, a, b), ADDQ3(n, a, b, c): advance each pointer by n bytes.
 #define ADDQ2(n, a, b) ADDQ $n, a; ADDQ $n, b
 #define ADDQ3(n, a, b, c) ADDQ $n, a; ADDQ $n, b; ADDQ $n, c

@@ -34,12 +34,10 @@ sum1:
 	VCVTSS2SD (SI), X4, X4
 	VADDSD X4, X0, X0
 	ADDQ $4, SI
-	DECQ CX
-	JNZ  sum1
+	DECJNZ(CX, sum1)
 sumdone:
 	VMOVSD X0, ret+24(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // func sqDevAVX2(x []float32, m float64) float64
 TEXT ·sqDevAVX2(SB), NOSPLIT, $0-40
@@ -69,12 +67,10 @@ sq1:
 	VSUBSD X8, X4, X4
 	VFMADD231SD X4, X4, X0
 	ADDQ $4, SI
-	DECQ CX
-	JNZ  sq1
+	DECJNZ(CX, sq1)
 sqdone:
 	VMOVSD X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // func gradSumsAVX2(g, x []float32, m float64) (sg, sgx float64)
 TEXT ·gradSumsAVX2(SB), NOSPLIT, $0-72
@@ -115,13 +111,11 @@ gs1:
 	VADDSD X4, X0, X0
 	VFMADD231SD X4, X6, X2
 	ADDQ2(4, SI, DX)
-	DECQ CX
-	JNZ  gs1
+	DECJNZ(CX, gs1)
 gsdone:
 	VMOVSD X0, sg+56(FP)
 	VMOVSD X2, sgx+64(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // func gradSumsWAVX2(dy, w, x []float32, m float64) (sg, sgx float64)
 TEXT ·gradSumsWAVX2(SB), NOSPLIT, $0-96
@@ -166,13 +160,11 @@ gw1:
 	VADDSD X4, X0, X0
 	VFMADD231SD X4, X6, X2
 	ADDQ3(4, SI, BX, DX)
-	DECQ CX
-	JNZ  gw1
+	DECJNZ(CX, gw1)
 gwdone:
 	VMOVSD X0, sg+80(FP)
 	VMOVSD X2, sgx+88(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // func dotAVX2(a, b []float32) float64
 TEXT ·dotAVX2(SB), NOSPLIT, $0-56
@@ -202,15 +194,21 @@ dot1:
 	VCVTSS2SD (DX), X8, X8
 	VFMADD231SD X4, X8, X0
 	ADDQ2(4, SI, DX)
-	DECQ CX
-	JNZ  dot1
+	DECJNZ(CX, dot1)
 dotdone:
 	VMOVSD X0, ret+48(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // The col* primitives walk channel blocks of 16, 4 and 1, each block's
 // sums held in registers while the rows stream past (row step R8 bytes).
+
+// COLROWS: R9 walks the rows from the block's column SI, R10 counts them
+// down from CX; COLNEXT(top) steps to the next row, back to top while one
+// is left. COLROWS2 and COLNEXT2 walk a second matrix (R12, R13) along.
+#define COLROWS MOVQ SI, R9; MOVQ CX, R10
+#define COLNEXT(top) ADDQ R8, R9; DECJNZ(R10, top)
+#define COLROWS2 MOVQ SI, R9; MOVQ R12, R13; MOVQ CX, R10
+#define COLNEXT2(top) ADDQ R8, R9; ADDQ R8, R13; DECJNZ(R10, top)
 
 // func colSumAVX2(s []float64, x []float32, rows int)
 TEXT ·colSumAVX2(SB), NOSPLIT, $0-56
@@ -224,14 +222,11 @@ TEXT ·colSumAVX2(SB), NOSPLIT, $0-56
 cs16:
 	BELOW(BX, 16, cs4)
 	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cs16row:
 	CVT4(R9, Y4, Y5, Y6, Y7)
 	ACC4(VADDPD, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cs16row
+	COLNEXT(cs16row)
 	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
 	ADDQ $128, DI
 	ADDQ $64, SI
@@ -239,14 +234,11 @@ cs16row:
 cs4:
 	BELOW(BX, 4, cs1)
 	VMOVUPD (DI), Y0
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cs4row:
 	VCVTPS2PD (R9), Y4
 	VADDPD Y4, Y0, Y0
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cs4row
+	COLNEXT(cs4row)
 	VMOVUPD Y0, (DI)
 	ADDQ $32, DI
 	ADDQ $16, SI
@@ -254,21 +246,17 @@ cs4row:
 cs1:
 	IFZERO(BX, csdone)
 	VMOVSD (DI), X0
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cs1row:
 	VCVTSS2SD (R9), X4, X4
 	VADDSD X4, X0, X0
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cs1row
+	COLNEXT(cs1row)
 	VMOVSD X0, (DI)
 	ADDQ $8, DI
 	ADDQ $4, SI
 	AGAIN1(BX, cs1)
 csdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func colSqDevAVX2(s []float64, x []float32, m []float64, rows int)
 TEXT ·colSqDevAVX2(SB), NOSPLIT, $0-80
@@ -284,15 +272,12 @@ cq16:
 	BELOW(BX, 16, cq4)
 	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
 	LD4(VMOVUPD, DX, Y8, Y9, Y10, Y11)
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cq16row:
 	CVT4(R9, Y4, Y5, Y6, Y7)
 	ACC4(VSUBPD, Y8, Y9, Y10, Y11, Y4, Y5, Y6, Y7)
 	FMA4(Y4, Y5, Y6, Y7, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cq16row
+	COLNEXT(cq16row)
 	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
 	ADDQ2(128, DI, DX)
 	ADDQ $64, SI
@@ -301,15 +286,12 @@ cq4:
 	BELOW(BX, 4, cq1)
 	VMOVUPD (DI), Y0
 	VMOVUPD (DX), Y8
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cq4row:
 	VCVTPS2PD (R9), Y4
 	VSUBPD Y8, Y4, Y4
 	VFMADD231PD Y4, Y4, Y0
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cq4row
+	COLNEXT(cq4row)
 	VMOVUPD Y0, (DI)
 	ADDQ2(32, DI, DX)
 	ADDQ $16, SI
@@ -318,22 +300,18 @@ cq1:
 	IFZERO(BX, cqdone)
 	VMOVSD (DI), X0
 	VMOVSD (DX), X8
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cq1row:
 	VCVTSS2SD (R9), X4, X4
 	VSUBSD X8, X4, X4
 	VFMADD231SD X4, X4, X0
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cq1row
+	COLNEXT(cq1row)
 	VMOVSD X0, (DI)
 	ADDQ2(8, DI, DX)
 	ADDQ $4, SI
 	AGAIN1(BX, cq1)
 cqdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func colGradSumsAVX2(s1, s2 []float64, g, x []float32, m []float64, rows int)
 TEXT ·colGradSumsAVX2(SB), NOSPLIT, $0-128
@@ -352,9 +330,7 @@ cg16:
 	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
 	LD4(VMOVUPD, R11, Y4, Y5, Y6, Y7)
 	LD4(VMOVUPD, DX, Y8, Y9, Y10, Y11)
-	MOVQ SI, R9
-	MOVQ R12, R13
-	MOVQ CX, R10
+	COLROWS2
 cg16row:
 	VCVTPS2PD (R9), Y12
 	VCVTPS2PD (R13), Y13
@@ -376,10 +352,7 @@ cg16row:
 	VSUBPD Y11, Y13, Y13
 	VADDPD Y12, Y3, Y3
 	VFMADD231PD Y12, Y13, Y7
-	ADDQ R8, R9
-	ADDQ R8, R13
-	DECQ R10
-	JNZ  cg16row
+	COLNEXT2(cg16row)
 	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
 	ST4(VMOVUPD, R11, Y4, Y5, Y6, Y7)
 	ADDQ3(128, DI, R11, DX)
@@ -390,19 +363,14 @@ cg4:
 	VMOVUPD (DI), Y0
 	VMOVUPD (R11), Y4
 	VMOVUPD (DX), Y8
-	MOVQ SI, R9
-	MOVQ R12, R13
-	MOVQ CX, R10
+	COLROWS2
 cg4row:
 	VCVTPS2PD (R9), Y12
 	VCVTPS2PD (R13), Y13
 	VSUBPD Y8, Y13, Y13
 	VADDPD Y12, Y0, Y0
 	VFMADD231PD Y12, Y13, Y4
-	ADDQ R8, R9
-	ADDQ R8, R13
-	DECQ R10
-	JNZ  cg4row
+	COLNEXT2(cg4row)
 	VMOVUPD Y0, (DI)
 	VMOVUPD Y4, (R11)
 	ADDQ3(32, DI, R11, DX)
@@ -413,27 +381,21 @@ cg1:
 	VMOVSD (DI), X0
 	VMOVSD (R11), X4
 	VMOVSD (DX), X8
-	MOVQ SI, R9
-	MOVQ R12, R13
-	MOVQ CX, R10
+	COLROWS2
 cg1row:
 	VCVTSS2SD (R9), X12, X12
 	VCVTSS2SD (R13), X13, X13
 	VSUBSD X8, X13, X13
 	VADDSD X12, X0, X0
 	VFMADD231SD X12, X13, X4
-	ADDQ R8, R9
-	ADDQ R8, R13
-	DECQ R10
-	JNZ  cg1row
+	COLNEXT2(cg1row)
 	VMOVSD X0, (DI)
 	VMOVSD X4, (R11)
 	ADDQ3(8, DI, R11, DX)
 	ADDQ2(4, SI, R12)
 	AGAIN1(BX, cg1)
 cgdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func affineAVX2(y, x []float32, a, b float64)
 TEXT ·affineAVX2(SB), NOSPLIT, $0-64
@@ -467,8 +429,7 @@ af1:
 	ADDQ2(4, SI, DI)
 	AGAIN1(CX, af1)
 afdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func affine2AVX2(y, u, v []float32, p, q, r float64)
 TEXT ·affine2AVX2(SB), NOSPLIT, $0-96
@@ -510,8 +471,7 @@ a21:
 	ADDQ3(4, SI, DX, DI)
 	AGAIN1(CX, a21)
 a2done:
-	VZEROUPPER
-	RET
+	VRET
 
 // func colAffineAVX2(y, x []float32, a, b []float64, rows int)
 TEXT ·colAffineAVX2(SB), NOSPLIT, $0-104
@@ -554,11 +514,9 @@ ca1:
 	ADDQ2(8, AX, DX)
 	AGAIN1(BX, ca1)
 canext:
-	DECQ CX
-	JNZ  carow
+	DECJNZ(CX, carow)
 cadone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func colAffine2AVX2(y, u, v []float32, p, q, r []float64, rows int)
 TEXT ·colAffine2AVX2(SB), NOSPLIT, $0-152
@@ -611,11 +569,9 @@ cb1:
 	ADDQ3(8, AX, R9, DX)
 	AGAIN1(BX, cb1)
 cbnext:
-	DECQ CX
-	JNZ  cbrow
+	DECJNZ(CX, cbrow)
 cbdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnNormAVX2(y, x []float32, m, rs float64)
 TEXT ·lnNormAVX2(SB), NOSPLIT, $0-64
@@ -649,8 +605,7 @@ ln1:
 	ADDQ2(4, SI, DI)
 	AGAIN1(CX, ln1)
 lndone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnApplyAVX2(y, x, w, b []float32, m, rs float64)
 TEXT ·lnApplyAVX2(SB), NOSPLIT, $0-112
@@ -701,8 +656,7 @@ la1:
 	ADDQ $4, DI
 	AGAIN1(CX, la1)
 ladone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnBackwardAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64)
 TEXT ·lnBackwardAVX2(SB), NOSPLIT, $0-128
@@ -767,8 +721,7 @@ lb1:
 	ADDQ $4, DI
 	AGAIN1(CX, lb1)
 lbdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnColAccAVX2(aw, ab []float64, dy, x []float32, m, rs float64)
 TEXT ·lnColAccAVX2(SB), NOSPLIT, $0-112
@@ -822,8 +775,7 @@ lc1:
 	ADDQ2(8, DI, R8)
 	AGAIN1(CX, lc1)
 lcdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnBackwardAccAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64, aw, ab []float64)
 TEXT ·lnBackwardAccAVX2(SB), NOSPLIT, $0-176
@@ -885,8 +837,7 @@ lk1:
 	ADDQ2(8, R8, R9)
 	AGAIN1(CX, lk1)
 lkdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func accRowAVX2(acc []float64, x []float32)
 TEXT ·accRowAVX2(SB), NOSPLIT, $0-48
@@ -918,8 +869,7 @@ ar1:
 	ADDQ $8, DI
 	AGAIN1(CX, ar1)
 ardone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func accRowScaledAVX2(acc []float64, x []float32, k float64)
 TEXT ·accRowScaledAVX2(SB), NOSPLIT, $0-56
@@ -955,8 +905,7 @@ as1:
 	ADDQ $8, DI
 	AGAIN1(CX, as1)
 asdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // Whole bags: blocks of 32, 4 and 1 columns, each block's float64 sums
 // in registers while the bag's rows (R12 = table + idx·dim·4) stream past,
@@ -973,6 +922,25 @@ asdone:
 	VMULPD Y9, Y8, Y8 \
 	VADDPD Y8, acc, acc
 
+// EACH32(step): step(off, acc) for the 8 quads of a 32-column block,
+// accumulators Y0…Y7.
+#define EACH32(step) step(0, Y0); step(16, Y1); step(32, Y2); step(48, Y3); step(64, Y4); step(80, Y5); step(96, Y6); step(112, Y7)
+
+// LOADACC32 / STOREACC32: Y0…Y7 = / → the 32 float64 sums at (DI).
+#define LOADACC32 LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3); VMOVUPD 128(DI), Y4; VMOVUPD 160(DI), Y5; VMOVUPD 192(DI), Y6; VMOVUPD 224(DI), Y7
+#define STOREACC32 ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3); VMOVUPD Y4, 128(DI); VMOVUPD Y5, 160(DI); VMOVUPD Y6, 192(DI); VMOVUPD Y7, 224(DI)
+
+// BAG: R10 walks the bag's indices from R8, R11 counts them down from R9.
+// BAGROW: R12 = the row the index at (R10) names (table SI, row DX bytes).
+// BAGNEXT(top): next index, back to top while one is left; BAGNEXTW(top)
+// also steps the weight pointer R13. BAGWEIGHT: Y9 = the row's weight,
+// the float32 at (R13) widened and broadcast.
+#define BAG MOVQ R8, R10; MOVQ R9, R11
+#define BAGROW MOVQ (R10), AX; IMULQ DX, AX; LEAQ (SI)(AX*1), R12
+#define BAGNEXT(top) ADDQ $8, R10; DECJNZ(R11, top)
+#define BAGNEXTW(top) ADDQ $8, R10; ADDQ $4, R13; DECJNZ(R11, top)
+#define BAGWEIGHT VCVTSS2SD (R13), X9, X9; VBROADCASTSD X9, Y9
+
 // func accRowsAVX2(acc []float64, table []float32, idx []int64, dim int)
 TEXT ·accRowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ acc_base+0(FP), DI
@@ -985,49 +953,24 @@ TEXT ·accRowsAVX2(SB), NOSPLIT, $0-80
 	IFZERO(R9, rsdone)
 rs32:
 	BELOW(BX, 32, rs4)
-	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	VMOVUPD 128(DI), Y4
-	VMOVUPD 160(DI), Y5
-	VMOVUPD 192(DI), Y6
-	VMOVUPD 224(DI), Y7
-	MOVQ R8, R10
-	MOVQ R9, R11
+	LOADACC32
+	BAG
 rs32row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
-	ADD4(0, Y0)
-	ADD4(16, Y1)
-	ADD4(32, Y2)
-	ADD4(48, Y3)
-	ADD4(64, Y4)
-	ADD4(80, Y5)
-	ADD4(96, Y6)
-	ADD4(112, Y7)
-	ADDQ $8, R10
-	DECQ R11
-	JNZ  rs32row
-	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	VMOVUPD Y4, 128(DI)
-	VMOVUPD Y5, 160(DI)
-	VMOVUPD Y6, 192(DI)
-	VMOVUPD Y7, 224(DI)
+	BAGROW
+	EACH32(ADD4)
+	BAGNEXT(rs32row)
+	STOREACC32
 	ADDQ $256, DI
 	ADDQ $128, SI
 	AGAIN(BX, 32, rs32)
 rs4:
 	BELOW(BX, 4, rs1)
 	VMOVUPD (DI), Y0
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BAG
 rs4row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
+	BAGROW
 	ADD4(0, Y0)
-	ADDQ $8, R10
-	DECQ R11
-	JNZ  rs4row
+	BAGNEXT(rs4row)
 	VMOVUPD Y0, (DI)
 	ADDQ $32, DI
 	ADDQ $16, SI
@@ -1035,24 +978,18 @@ rs4row:
 rs1:
 	IFZERO(BX, rsdone)
 	VMOVSD (DI), X0
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BAG
 rs1row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
+	BAGROW
 	VCVTSS2SD (R12), X8, X8
 	VADDSD X8, X0, X0
-	ADDQ $8, R10
-	DECQ R11
-	JNZ  rs1row
+	BAGNEXT(rs1row)
 	VMOVSD X0, (DI)
 	ADDQ $8, DI
 	ADDQ $4, SI
 	AGAIN1(BX, rs1)
 rsdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func accRowsScaledAVX2(acc []float64, table []float32, idx []int64, w []float32, dim int)
 TEXT ·accRowsScaledAVX2(SB), NOSPLIT, $0-104
@@ -1067,57 +1004,28 @@ TEXT ·accRowsScaledAVX2(SB), NOSPLIT, $0-104
 	IFZERO(R9, wsdone)
 ws32:
 	BELOW(BX, 32, ws4)
-	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	VMOVUPD 128(DI), Y4
-	VMOVUPD 160(DI), Y5
-	VMOVUPD 192(DI), Y6
-	VMOVUPD 224(DI), Y7
-	MOVQ R8, R10
-	MOVQ R9, R11
+	LOADACC32
+	BAG
 	MOVQ CX, R13
 ws32row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
-	VCVTSS2SD (R13), X9, X9
-	VBROADCASTSD X9, Y9
-	MULADD4(0, Y0)
-	MULADD4(16, Y1)
-	MULADD4(32, Y2)
-	MULADD4(48, Y3)
-	MULADD4(64, Y4)
-	MULADD4(80, Y5)
-	MULADD4(96, Y6)
-	MULADD4(112, Y7)
-	ADDQ $8, R10
-	ADDQ $4, R13
-	DECQ R11
-	JNZ  ws32row
-	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	VMOVUPD Y4, 128(DI)
-	VMOVUPD Y5, 160(DI)
-	VMOVUPD Y6, 192(DI)
-	VMOVUPD Y7, 224(DI)
+	BAGROW
+	BAGWEIGHT
+	EACH32(MULADD4)
+	BAGNEXTW(ws32row)
+	STOREACC32
 	ADDQ $256, DI
 	ADDQ $128, SI
 	AGAIN(BX, 32, ws32)
 ws4:
 	BELOW(BX, 4, ws1)
 	VMOVUPD (DI), Y0
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BAG
 	MOVQ CX, R13
 ws4row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
-	VCVTSS2SD (R13), X9, X9
-	VBROADCASTSD X9, Y9
+	BAGROW
+	BAGWEIGHT
 	MULADD4(0, Y0)
-	ADDQ $8, R10
-	ADDQ $4, R13
-	DECQ R11
-	JNZ  ws4row
+	BAGNEXTW(ws4row)
 	VMOVUPD Y0, (DI)
 	ADDQ $32, DI
 	ADDQ $16, SI
@@ -1125,28 +1033,21 @@ ws4row:
 ws1:
 	IFZERO(BX, wsdone)
 	VMOVSD (DI), X0
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BAG
 	MOVQ CX, R13
 ws1row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
+	BAGROW
 	VCVTSS2SD (R13), X9, X9
 	VCVTSS2SD (R12), X8, X8
 	VMULSD X9, X8, X8
 	VADDSD X8, X0, X0
-	ADDQ $8, R10
-	ADDQ $4, R13
-	DECQ R11
-	JNZ  ws1row
+	BAGNEXTW(ws1row)
 	VMOVSD X0, (DI)
 	ADDQ $8, DI
 	ADDQ $4, SI
 	AGAIN1(BX, ws1)
 wsdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func storeScaledAVX2(y []float32, acc []float64, k float64)
 TEXT ·storeScaledAVX2(SB), NOSPLIT, $0-56
@@ -1179,8 +1080,7 @@ ss1:
 	ADDQ $4, DI
 	AGAIN1(CX, ss1)
 ssdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func maxRowArgAVX2(y []float32, am []int64, x []float32, r int64)
 TEXT ·maxRowArgAVX2(SB), NOSPLIT, $0-80
@@ -1222,8 +1122,7 @@ ma1:
 	ADDQ $8, R8
 	AGAIN1(CX, ma1)
 madone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func transpose8AVX2(dst []float32, ldd int, src []float32, lds int, rows, cols int)
 // Row blocks of src (8 rows) outer, column blocks inner: each 8×8 tile is
@@ -1314,8 +1213,7 @@ trcol:
 	SUBQ $8, R10
 	JNZ  trrow
 trdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func prefetchRowsAVX2(table []float32, idx []int64, dim int)
 // Touches every cache line of each row with PREFETCHT0, which never
@@ -1339,8 +1237,7 @@ pfline:
 	SUBQ $64, R9
 	JG   pfline
 	ADDQ $8, BX
-	DECQ CX
-	JNZ  pfrow
+	DECJNZ(CX, pfrow)
 pfdone:
 	RET
 
@@ -1402,13 +1299,11 @@ mw32tap:
 	MAXTAP(96, Y3, Y7)
 	ADDQ R12, DX
 	ADDL pw+112(FP), R9
-	DECQ R10
-	JNZ  mw32tap
+	DECJNZ(R10, mw32tap)
 mw32rownext:
 	ADDQ R11, R13
 	ADDL ph+108(FP), AX
-	DECQ CX
-	JNZ  mw32row
+	DECJNZ(CX, mw32row)
 mw32store:
 	ST4(VMOVUPS, DI, Y0, Y1, Y2, Y3)
 	ST4(VMOVUPS, R8, Y4, Y5, Y6, Y7)
@@ -1433,13 +1328,11 @@ mw8tap:
 	MAXTAP(0, Y0, Y4)
 	ADDQ R12, DX
 	ADDL pw+112(FP), R9
-	DECQ R10
-	JNZ  mw8tap
+	DECJNZ(R10, mw8tap)
 mw8rownext:
 	ADDQ R11, R13
 	ADDL ph+108(FP), AX
-	DECQ CX
-	JNZ  mw8row
+	DECJNZ(CX, mw8row)
 mw8store:
 	VMOVUPS Y0, (DI)
 	VMOVUPS Y4, (R8)
@@ -1468,21 +1361,18 @@ mw1tap:
 	VBLENDVPS X10, X8, X4, X4
 	ADDQ R12, DX
 	ADDL pw+112(FP), R9
-	DECQ R10
-	JNZ  mw1tap
+	DECJNZ(R10, mw1tap)
 mw1rownext:
 	ADDQ R11, R13
 	ADDL ph+108(FP), AX
-	DECQ CX
-	JNZ  mw1row
+	DECJNZ(CX, mw1row)
 mw1store:
 	VMOVSS X0, (DI)
 	VMOVSS X4, (R8)
 	ADDQ3(4, DI, R8, SI)
 	AGAIN1(BX, mw1)
 mwdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func sumWindowAVX2(y, x []float32, nh, nw, sh, sw int, div float32)
 TEXT ·sumWindowAVX2(SB), NOSPLIT, $0-84
@@ -1507,12 +1397,10 @@ sw32row:
 sw32tap:
 	MEM4(VADDPS, DX, Y0, Y1, Y2, Y3)
 	ADDQ R12, DX
-	DECQ R10
-	JNZ  sw32tap
+	DECJNZ(R10, sw32tap)
 sw32rownext:
 	ADDQ R11, R13
-	DECQ CX
-	JNZ  sw32row
+	DECJNZ(CX, sw32row)
 sw32store:
 	OP4(VDIVPS, Y12, Y0, Y1, Y2, Y3)
 	ST4(VMOVUPS, DI, Y0, Y1, Y2, Y3)
@@ -1531,12 +1419,10 @@ sw8row:
 sw8tap:
 	VADDPS (DX), Y0, Y0
 	ADDQ R12, DX
-	DECQ R10
-	JNZ  sw8tap
+	DECJNZ(R10, sw8tap)
 sw8rownext:
 	ADDQ R11, R13
-	DECQ CX
-	JNZ  sw8row
+	DECJNZ(CX, sw8row)
 sw8store:
 	VDIVPS Y12, Y0, Y0
 	VMOVUPS Y0, (DI)
@@ -1555,20 +1441,17 @@ sw1row:
 sw1tap:
 	VADDSS (DX), X0, X0
 	ADDQ R12, DX
-	DECQ R10
-	JNZ  sw1tap
+	DECJNZ(R10, sw1tap)
 sw1rownext:
 	ADDQ R11, R13
-	DECQ CX
-	JNZ  sw1row
+	DECJNZ(CX, sw1row)
 sw1store:
 	VDIVSS X12, X0, X0
 	VMOVSS X0, (DI)
 	ADDQ2(4, DI, SI)
 	AGAIN1(BX, sw1)
 swdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func addWindowAVX2(x []float32, nh, nw, sh, sw int, g []float32, div float32)
 TEXT ·addWindowAVX2(SB), NOSPLIT, $0-84
@@ -1600,11 +1483,9 @@ ad32tap:
 	VADDPS 96(DX), Y3, Y7
 	ST4(VMOVUPS, DX, Y4, Y5, Y6, Y7)
 	ADDQ R12, DX
-	DECQ R10
-	JNZ  ad32tap
+	DECJNZ(R10, ad32tap)
 	ADDQ R11, R13
-	DECQ AX
-	JNZ  ad32row
+	DECJNZ(AX, ad32row)
 	ADDQ2(128, DI, SI)
 	AGAIN(BX, 32, ad32)
 ad8:
@@ -1620,11 +1501,9 @@ ad8tap:
 	VADDPS (DX), Y0, Y4
 	VMOVUPS Y4, (DX)
 	ADDQ R12, DX
-	DECQ R10
-	JNZ  ad8tap
+	DECJNZ(R10, ad8tap)
 	ADDQ R11, R13
-	DECQ AX
-	JNZ  ad8row
+	DECJNZ(AX, ad8row)
 	ADDQ2(32, DI, SI)
 	AGAIN(BX, 8, ad8)
 ad1:
@@ -1640,13 +1519,10 @@ ad1tap:
 	VADDSS (DX), X0, X4
 	VMOVSS X4, (DX)
 	ADDQ R12, DX
-	DECQ R10
-	JNZ  ad1tap
+	DECJNZ(R10, ad1tap)
 	ADDQ R11, R13
-	DECQ AX
-	JNZ  ad1row
+	DECJNZ(AX, ad1row)
 	ADDQ2(4, DI, SI)
 	AGAIN1(BX, ad1)
 adone:
-	VZEROUPPER
-	RET
+	VRET
