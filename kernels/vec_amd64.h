@@ -4,6 +4,10 @@
 // out sequences gave. Unrolled steps keep one instruction kind per group
 // (all loads, then all adds, ...) rather than interleaving lanes.
 
+// QUAD4(name, bits): a 32-byte read-only constant, one 64-bit pattern
+// four times, usable as a memory operand of packed instructions.
+#define QUAD4(name, bits) DATA name<>+0(SB)/8, bits; DATA name<>+8(SB)/8, bits; DATA name<>+16(SB)/8, bits; DATA name<>+24(SB)/8, bits; GLOBL name<>(SB), RODATA|NOPTR, $32
+
 // Loop control.
 
 // BELOW(r, n, out): go to out when r < n.
