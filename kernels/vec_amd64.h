@@ -31,6 +31,8 @@
 
 // ZERO4(op, a, b, c, d): a, b, c, d = 0 (op is VXORPD or VXORPS).
 #define ZERO4(op, a, b, c, d) op a, a, a; op b, b, b; op c, c, c; op d, d, d
+// COPY4(s, a, b, c, d): a, b, c, d = s.
+#define COPY4(s, a, b, c, d) VMOVAPS s, a; VMOVAPS s, b; VMOVAPS s, c; VMOVAPS s, d
 // CVT4(p, a, b, c, d): a…d = the 16 float32 at (p) widened to float64.
 #define CVT4(p, a, b, c, d) VCVTPS2PD (p), a; VCVTPS2PD 16(p), b; VCVTPS2PD 32(p), c; VCVTPS2PD 48(p), d
 // CVT2(p, a, b): a, b = the 8 float32 at (p) widened to float64.

@@ -1245,6 +1245,21 @@ pfdone:
 // taps are walked with DX (tap address) and R9 (tap position), rows with
 // R13 and AX. Steps arrive in elements and become bytes (R11, R12).
 
+// WINROWS(nh, store): R13 walks the window's rows from SI, CX counts nh
+// of them (none: go to store); WINTAPS(nw, rownext): DX walks a row's
+// taps from R13, R10 counts nw of them (none: go to rownext). NEXTTAP(top)
+// and NEXTROW(top) step to the next tap and row, back to top while one is
+// left. The MAX* forms also carry the tap position: AX for the row (from
+// pos0, step ph), R9 for the tap (step pw).
+#define WINROWS(nh, store) MOVQ SI, R13; MOVQ nh, CX; IFZERO(CX, store)
+#define WINTAPS(nw, rownext) MOVQ R13, DX; MOVQ nw, R10; IFZERO(R10, rownext)
+#define NEXTTAP(top) ADDQ R12, DX; DECJNZ(R10, top)
+#define NEXTROW(top) ADDQ R11, R13; DECJNZ(CX, top)
+#define MAXROWS(pos0, nh, store) MOVQ SI, R13; MOVL pos0, AX; MOVQ nh, CX; IFZERO(CX, store)
+#define MAXTAPS(nw, rownext) MOVQ R13, DX; MOVL AX, R9; MOVQ nw, R10; IFZERO(R10, rownext)
+#define MAXTAPSTEP(pw, top) ADDQ R12, DX; ADDL pw, R9; DECJNZ(R10, top)
+#define MAXROWSTEP(ph, top) ADDQ R11, R13; ADDL ph, AX; DECJNZ(CX, top)
+
 // MAXTAP(off, v, i) folds the tap at off(DX) into best v and index i
 // (Y8 holds the tap's position): replace where v < tap or tap is NaN.
 #define MAXTAP(off, v, i) \
@@ -1273,23 +1288,11 @@ TEXT ·maxWindowAVX2(SB), NOSPLIT, $0-116
 	VPBROADCASTD X13, Y13
 mw32:
 	BELOW(BX, 32, mw8)
-	VMOVAPS Y12, Y0
-	VMOVAPS Y12, Y1
-	VMOVAPS Y12, Y2
-	VMOVAPS Y12, Y3
-	VMOVAPS Y13, Y4
-	VMOVAPS Y13, Y5
-	VMOVAPS Y13, Y6
-	VMOVAPS Y13, Y7
-	MOVQ SI, R13
-	MOVL pos0+104(FP), AX
-	MOVQ nh+72(FP), CX
-	IFZERO(CX, mw32store)
+	COPY4(Y12, Y0, Y1, Y2, Y3)
+	COPY4(Y13, Y4, Y5, Y6, Y7)
+	MAXROWS(pos0+104(FP), nh+72(FP), mw32store)
 mw32row:
-	MOVQ R13, DX
-	MOVL AX, R9
-	MOVQ nw+80(FP), R10
-	IFZERO(R10, mw32rownext)
+	MAXTAPS(nw+80(FP), mw32rownext)
 mw32tap:
 	VMOVD R9, X8
 	VPBROADCASTD X8, Y8
@@ -1297,13 +1300,9 @@ mw32tap:
 	MAXTAP(32, Y1, Y5)
 	MAXTAP(64, Y2, Y6)
 	MAXTAP(96, Y3, Y7)
-	ADDQ R12, DX
-	ADDL pw+112(FP), R9
-	DECJNZ(R10, mw32tap)
+	MAXTAPSTEP(pw+112(FP), mw32tap)
 mw32rownext:
-	ADDQ R11, R13
-	ADDL ph+108(FP), AX
-	DECJNZ(CX, mw32row)
+	MAXROWSTEP(ph+108(FP), mw32row)
 mw32store:
 	ST4(VMOVUPS, DI, Y0, Y1, Y2, Y3)
 	ST4(VMOVUPS, R8, Y4, Y5, Y6, Y7)
@@ -1313,26 +1312,16 @@ mw8:
 	BELOW(BX, 8, mw1)
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y4
-	MOVQ SI, R13
-	MOVL pos0+104(FP), AX
-	MOVQ nh+72(FP), CX
-	IFZERO(CX, mw8store)
+	MAXROWS(pos0+104(FP), nh+72(FP), mw8store)
 mw8row:
-	MOVQ R13, DX
-	MOVL AX, R9
-	MOVQ nw+80(FP), R10
-	IFZERO(R10, mw8rownext)
+	MAXTAPS(nw+80(FP), mw8rownext)
 mw8tap:
 	VMOVD R9, X8
 	VPBROADCASTD X8, Y8
 	MAXTAP(0, Y0, Y4)
-	ADDQ R12, DX
-	ADDL pw+112(FP), R9
-	DECJNZ(R10, mw8tap)
+	MAXTAPSTEP(pw+112(FP), mw8tap)
 mw8rownext:
-	ADDQ R11, R13
-	ADDL ph+108(FP), AX
-	DECJNZ(CX, mw8row)
+	MAXROWSTEP(ph+108(FP), mw8row)
 mw8store:
 	VMOVUPS Y0, (DI)
 	VMOVUPS Y4, (R8)
@@ -1342,15 +1331,9 @@ mw1:
 	IFZERO(BX, mwdone)
 	VMOVAPS X12, X0
 	VMOVAPS X13, X4
-	MOVQ SI, R13
-	MOVL pos0+104(FP), AX
-	MOVQ nh+72(FP), CX
-	IFZERO(CX, mw1store)
+	MAXROWS(pos0+104(FP), nh+72(FP), mw1store)
 mw1row:
-	MOVQ R13, DX
-	MOVL AX, R9
-	MOVQ nw+80(FP), R10
-	IFZERO(R10, mw1rownext)
+	MAXTAPS(nw+80(FP), mw1rownext)
 mw1tap:
 	VMOVD R9, X8
 	VMOVSS (DX), X9
@@ -1359,13 +1342,9 @@ mw1tap:
 	VORPS X11, X10, X10
 	VBLENDVPS X10, X9, X0, X0
 	VBLENDVPS X10, X8, X4, X4
-	ADDQ R12, DX
-	ADDL pw+112(FP), R9
-	DECJNZ(R10, mw1tap)
+	MAXTAPSTEP(pw+112(FP), mw1tap)
 mw1rownext:
-	ADDQ R11, R13
-	ADDL ph+108(FP), AX
-	DECJNZ(CX, mw1row)
+	MAXROWSTEP(ph+108(FP), mw1row)
 mw1store:
 	VMOVSS X0, (DI)
 	VMOVSS X4, (R8)
@@ -1387,20 +1366,14 @@ TEXT ·sumWindowAVX2(SB), NOSPLIT, $0-84
 sw32:
 	BELOW(BX, 32, sw8)
 	ZERO4(VXORPS, Y0, Y1, Y2, Y3)
-	MOVQ SI, R13
-	MOVQ nh+48(FP), CX
-	IFZERO(CX, sw32store)
+	WINROWS(nh+48(FP), sw32store)
 sw32row:
-	MOVQ R13, DX
-	MOVQ nw+56(FP), R10
-	IFZERO(R10, sw32rownext)
+	WINTAPS(nw+56(FP), sw32rownext)
 sw32tap:
 	MEM4(VADDPS, DX, Y0, Y1, Y2, Y3)
-	ADDQ R12, DX
-	DECJNZ(R10, sw32tap)
+	NEXTTAP(sw32tap)
 sw32rownext:
-	ADDQ R11, R13
-	DECJNZ(CX, sw32row)
+	NEXTROW(sw32row)
 sw32store:
 	OP4(VDIVPS, Y12, Y0, Y1, Y2, Y3)
 	ST4(VMOVUPS, DI, Y0, Y1, Y2, Y3)
@@ -1409,20 +1382,14 @@ sw32store:
 sw8:
 	BELOW(BX, 8, sw1)
 	VXORPS Y0, Y0, Y0
-	MOVQ SI, R13
-	MOVQ nh+48(FP), CX
-	IFZERO(CX, sw8store)
+	WINROWS(nh+48(FP), sw8store)
 sw8row:
-	MOVQ R13, DX
-	MOVQ nw+56(FP), R10
-	IFZERO(R10, sw8rownext)
+	WINTAPS(nw+56(FP), sw8rownext)
 sw8tap:
 	VADDPS (DX), Y0, Y0
-	ADDQ R12, DX
-	DECJNZ(R10, sw8tap)
+	NEXTTAP(sw8tap)
 sw8rownext:
-	ADDQ R11, R13
-	DECJNZ(CX, sw8row)
+	NEXTROW(sw8row)
 sw8store:
 	VDIVPS Y12, Y0, Y0
 	VMOVUPS Y0, (DI)
@@ -1431,20 +1398,14 @@ sw8store:
 sw1:
 	IFZERO(BX, swdone)
 	VXORPS X0, X0, X0
-	MOVQ SI, R13
-	MOVQ nh+48(FP), CX
-	IFZERO(CX, sw1store)
+	WINROWS(nh+48(FP), sw1store)
 sw1row:
-	MOVQ R13, DX
-	MOVQ nw+56(FP), R10
-	IFZERO(R10, sw1rownext)
+	WINTAPS(nw+56(FP), sw1rownext)
 sw1tap:
 	VADDSS (DX), X0, X0
-	ADDQ R12, DX
-	DECJNZ(R10, sw1tap)
+	NEXTTAP(sw1tap)
 sw1rownext:
-	ADDQ R11, R13
-	DECJNZ(CX, sw1row)
+	NEXTROW(sw1row)
 sw1store:
 	VDIVSS X12, X0, X0
 	VMOVSS X0, (DI)
@@ -1482,8 +1443,7 @@ ad32tap:
 	VADDPS 64(DX), Y2, Y6
 	VADDPS 96(DX), Y3, Y7
 	ST4(VMOVUPS, DX, Y4, Y5, Y6, Y7)
-	ADDQ R12, DX
-	DECJNZ(R10, ad32tap)
+	NEXTTAP(ad32tap)
 	ADDQ R11, R13
 	DECJNZ(AX, ad32row)
 	ADDQ2(128, DI, SI)
@@ -1500,8 +1460,7 @@ ad8row:
 ad8tap:
 	VADDPS (DX), Y0, Y4
 	VMOVUPS Y4, (DX)
-	ADDQ R12, DX
-	DECJNZ(R10, ad8tap)
+	NEXTTAP(ad8tap)
 	ADDQ R11, R13
 	DECJNZ(AX, ad8row)
 	ADDQ2(32, DI, SI)
@@ -1518,8 +1477,7 @@ ad1row:
 ad1tap:
 	VADDSS (DX), X0, X4
 	VMOVSS X4, (DX)
-	ADDQ R12, DX
-	DECJNZ(R10, ad1tap)
+	NEXTTAP(ad1tap)
 	ADDQ R11, R13
 	DECJNZ(AX, ad1row)
 	ADDQ2(4, DI, SI)
