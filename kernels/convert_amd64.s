@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "vec_amd64.h"
 
 // AVX2 float32 ↔ bfloat16 conversion. AVX2 has no BF16 instructions, so
 // the rounding is done on the bits as in BF16FromF32: add 0x7fff plus the
@@ -8,35 +9,11 @@
 // NaN into its top half with the quiet bit set rather than letting the
 // addition carry it into an infinity.
 
-DATA cvtOne<>+0(SB)/8, $0x0000000100000001
-DATA cvtOne<>+8(SB)/8, $0x0000000100000001
-DATA cvtOne<>+16(SB)/8, $0x0000000100000001
-DATA cvtOne<>+24(SB)/8, $0x0000000100000001
-GLOBL cvtOne<>(SB), RODATA|NOPTR, $32
-
-DATA cvtRound<>+0(SB)/8, $0x00007fff00007fff
-DATA cvtRound<>+8(SB)/8, $0x00007fff00007fff
-DATA cvtRound<>+16(SB)/8, $0x00007fff00007fff
-DATA cvtRound<>+24(SB)/8, $0x00007fff00007fff
-GLOBL cvtRound<>(SB), RODATA|NOPTR, $32
-
-DATA cvtAbs<>+0(SB)/8, $0x7fffffff7fffffff
-DATA cvtAbs<>+8(SB)/8, $0x7fffffff7fffffff
-DATA cvtAbs<>+16(SB)/8, $0x7fffffff7fffffff
-DATA cvtAbs<>+24(SB)/8, $0x7fffffff7fffffff
-GLOBL cvtAbs<>(SB), RODATA|NOPTR, $32
-
-DATA cvtInf<>+0(SB)/8, $0x7f8000007f800000
-DATA cvtInf<>+8(SB)/8, $0x7f8000007f800000
-DATA cvtInf<>+16(SB)/8, $0x7f8000007f800000
-DATA cvtInf<>+24(SB)/8, $0x7f8000007f800000
-GLOBL cvtInf<>(SB), RODATA|NOPTR, $32
-
-DATA cvtQuiet<>+0(SB)/8, $0x0000004000000040
-DATA cvtQuiet<>+8(SB)/8, $0x0000004000000040
-DATA cvtQuiet<>+16(SB)/8, $0x0000004000000040
-DATA cvtQuiet<>+24(SB)/8, $0x0000004000000040
-GLOBL cvtQuiet<>(SB), RODATA|NOPTR, $32
+QUAD4(cvtOne, $0x0000000100000001)
+QUAD4(cvtRound, $0x00007fff00007fff)
+QUAD4(cvtAbs, $0x7fffffff7fffffff)
+QUAD4(cvtInf, $0x7f8000007f800000)
+QUAD4(cvtQuiet, $0x0000004000000040)
 
 // TOBF16(R, T, U): R = the bfloat16 bits (in the low half of each lane) of
 // the eight float32 in R.
@@ -85,8 +62,7 @@ one:
 	VMOVDQU   X0, (DI)
 
 done:
-	VZEROUPPER
-	RET
+	VRET
 
 // func bf16ToF32AVX2(dst []float32, src []uint16)
 //
@@ -118,5 +94,4 @@ wone:
 	VMOVDQU   Y0, (DI)
 
 wdone:
-	VZEROUPPER
-	RET
+	VRET

@@ -1,83 +1,35 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "vec_amd64.h"
+
+// FMALOOP(top, r0, …, r13): zero r0…r13, then CX times add r12·r13 into
+// each of r0…r11 (twelve independent chains); the loop starts at top.
+#define FMALOOP(top, r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13) \
+	ZERO4(VXORPS, r0, r1, r2, r3); ZERO4(VXORPS, r4, r5, r6, r7); ZERO4(VXORPS, r8, r9, r10, r11) \
+	VXORPS r12, r12, r12; VXORPS r13, r13, r13 \
+top: \
+	VFMADD231PS r12, r13, r0; VFMADD231PS r12, r13, r1; VFMADD231PS r12, r13, r2; VFMADD231PS r12, r13, r3 \
+	VFMADD231PS r12, r13, r4; VFMADD231PS r12, r13, r5; VFMADD231PS r12, r13, r6; VFMADD231PS r12, r13, r7 \
+	VFMADD231PS r12, r13, r8; VFMADD231PS r12, r13, r9; VFMADD231PS r12, r13, r10; VFMADD231PS r12, r13, r11 \
+	DECJNZ(CX, top)
 
 // func fmaLoopAVX2(iters int)
 // Twelve accumulators: an FMA has a latency of four cycles and two issue
 // per cycle, so at least eight independent chains are needed to fill the
 // pipes; twelve leave slack for the loop counter.
 TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
-	MOVQ   iters+0(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
-
-fmaloop:
-	VFMADD231PS Y12, Y13, Y0
-	VFMADD231PS Y12, Y13, Y1
-	VFMADD231PS Y12, Y13, Y2
-	VFMADD231PS Y12, Y13, Y3
-	VFMADD231PS Y12, Y13, Y4
-	VFMADD231PS Y12, Y13, Y5
-	VFMADD231PS Y12, Y13, Y6
-	VFMADD231PS Y12, Y13, Y7
-	VFMADD231PS Y12, Y13, Y8
-	VFMADD231PS Y12, Y13, Y9
-	VFMADD231PS Y12, Y13, Y10
-	VFMADD231PS Y12, Y13, Y11
-	DECQ        CX
-	JNZ         fmaloop
-	VZEROUPPER
-	RET
+	MOVQ iters+0(FP), CX
+	FMALOOP(fmaloop, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13)
+	VRET
 
 // func fmaLoopAVX512(iters int)
 // fmaLoopAVX2 on ZMM registers: on a core with full-width 512-bit FMA
 // units this doubles the rate, on one that splits them in two it does not.
 TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
-	MOVQ   iters+0(FP), CX
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-	VXORPS Z13, Z13, Z13
-
-fma512loop:
-	VFMADD231PS Z12, Z13, Z0
-	VFMADD231PS Z12, Z13, Z1
-	VFMADD231PS Z12, Z13, Z2
-	VFMADD231PS Z12, Z13, Z3
-	VFMADD231PS Z12, Z13, Z4
-	VFMADD231PS Z12, Z13, Z5
-	VFMADD231PS Z12, Z13, Z6
-	VFMADD231PS Z12, Z13, Z7
-	VFMADD231PS Z12, Z13, Z8
-	VFMADD231PS Z12, Z13, Z9
-	VFMADD231PS Z12, Z13, Z10
-	VFMADD231PS Z12, Z13, Z11
-	DECQ        CX
-	JNZ         fma512loop
-	VZEROUPPER
-	RET
+	MOVQ iters+0(FP), CX
+	FMALOOP(fma512loop, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13)
+	VRET
 
 // func triadAVX2Blocks(a, b, c []float32, s float32)
 // a[i] = b[i] + s*c[i], 32 elements (four YMM) per round, len(a)/32 rounds.
@@ -91,24 +43,14 @@ TEXT ·triadAVX2Blocks(SB), NOSPLIT, $0-76
 	JZ           triaddone
 
 triadloop:
-	VMOVUPS     (DX), Y0
-	VMOVUPS     32(DX), Y1
-	VMOVUPS     64(DX), Y2
-	VMOVUPS     96(DX), Y3
+	LD4(VMOVUPS, DX, Y0, Y1, Y2, Y3)
 	VFMADD213PS (SI), Y15, Y0
 	VFMADD213PS 32(SI), Y15, Y1
 	VFMADD213PS 64(SI), Y15, Y2
 	VFMADD213PS 96(SI), Y15, Y3
-	VMOVUPS     Y0, (DI)
-	VMOVUPS     Y1, 32(DI)
-	VMOVUPS     Y2, 64(DI)
-	VMOVUPS     Y3, 96(DI)
-	ADDQ        $128, DI
-	ADDQ        $128, SI
-	ADDQ        $128, DX
-	DECQ        CX
-	JNZ         triadloop
+	ST4(VMOVUPS, DI, Y0, Y1, Y2, Y3)
+	ADDQ3(128, DI, SI, DX)
+	DECJNZ(CX, triadloop)
 
 triaddone:
-	VZEROUPPER
-	RET
+	VRET

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "vec_amd64.h"
 
 // func streamStoreAVX512(dst, src []float32)
 //
@@ -21,14 +22,11 @@ loop:
 	VMOVUPS  64(SI), Z1
 	VMOVNTPS Z0, (DI)
 	VMOVNTPS Z1, 64(DI)
-	ADDQ     $128, SI
-	ADDQ     $128, DI
-	DECQ     CX
-	JNZ      loop
+	ADDQ2(128, SI, DI)
+	DECJNZ(CX, loop)
 
 done:
-	VZEROUPPER
-	RET
+	VRET
 
 // func streamStoreAVX2(dst, src []float32)
 //
@@ -41,22 +39,13 @@ TEXT ·streamStoreAVX2(SB), NOSPLIT, $0-48
 	JZ   done2
 
 loop2:
-	VMOVUPS  (SI), Y0
-	VMOVUPS  32(SI), Y1
-	VMOVUPS  64(SI), Y2
-	VMOVUPS  96(SI), Y3
-	VMOVNTPS Y0, (DI)
-	VMOVNTPS Y1, 32(DI)
-	VMOVNTPS Y2, 64(DI)
-	VMOVNTPS Y3, 96(DI)
-	ADDQ     $128, SI
-	ADDQ     $128, DI
-	DECQ     CX
-	JNZ      loop2
+	LD4(VMOVUPS, SI, Y0, Y1, Y2, Y3)
+	ST4(VMOVNTPS, DI, Y0, Y1, Y2, Y3)
+	ADDQ2(128, SI, DI)
+	DECJNZ(CX, loop2)
 
 done2:
-	VZEROUPPER
-	RET
+	VRET
 
 // func storeFence()
 //

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "vec_amd64.h"
 
 // AVX2 row primitives; see vec.go for what each computes. Float32 data is
 // widened to float64 four lanes at a time (VCVTPS2PD) wherever the
@@ -9,111 +10,67 @@
 // past a slice. Register use stays within AX-DX, SI, DI, R8-R13 and
 // Y0-Y14.
 
-// Y0 += Y1 + Y2 + Y3 (four float64 accumulators), then X0[0] = the total.
-#define REDUCE4PD \
-	VADDPD Y1, Y0, Y0 \
-	VADDPD Y3, Y2, Y2 \
-	VADDPD Y2, Y0, Y0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPD X1, X0, X0 \
-	VHADDPD X0, X0, X0
-
 // func sumAVX2(x []float32) float64
 TEXT ·sumAVX2(SB), NOSPLIT, $0-32
 	MOVQ x_base+0(FP), SI
 	MOVQ x_len+8(FP), CX
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
+	ZERO4(VXORPD, Y0, Y1, Y2, Y3)
 sum16:
-	CMPQ CX, $16
-	JL   sum4
-	VCVTPS2PD (SI), Y4
-	VCVTPS2PD 16(SI), Y5
-	VCVTPS2PD 32(SI), Y6
-	VCVTPS2PD 48(SI), Y7
-	VADDPD Y4, Y0, Y0
-	VADDPD Y5, Y1, Y1
-	VADDPD Y6, Y2, Y2
-	VADDPD Y7, Y3, Y3
+	BELOW(CX, 16, sum4)
+	CVT4(SI, Y4, Y5, Y6, Y7)
+	ACC4(VADDPD, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
 	ADDQ $64, SI
-	SUBQ $16, CX
-	JMP  sum16
+	AGAIN(CX, 16, sum16)
 sum4:
-	CMPQ CX, $4
-	JL   sumred
+	BELOW(CX, 4, sumred)
 	VCVTPS2PD (SI), Y4
 	VADDPD Y4, Y0, Y0
 	ADDQ $16, SI
-	SUBQ $4, CX
-	JMP  sum4
+	AGAIN(CX, 4, sum4)
 sumred:
 	REDUCE4PD
-	TESTQ CX, CX
-	JZ    sumdone
+	IFZERO(CX, sumdone)
 sum1:
 	VCVTSS2SD (SI), X4, X4
 	VADDSD X4, X0, X0
 	ADDQ $4, SI
-	DECQ CX
-	JNZ  sum1
+	DECJNZ(CX, sum1)
 sumdone:
 	VMOVSD X0, ret+24(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // func sqDevAVX2(x []float32, m float64) float64
 TEXT ·sqDevAVX2(SB), NOSPLIT, $0-40
 	MOVQ x_base+0(FP), SI
 	MOVQ x_len+8(FP), CX
 	VBROADCASTSD m+24(FP), Y8
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
+	ZERO4(VXORPD, Y0, Y1, Y2, Y3)
 sq16:
-	CMPQ CX, $16
-	JL   sq4
-	VCVTPS2PD (SI), Y4
-	VCVTPS2PD 16(SI), Y5
-	VCVTPS2PD 32(SI), Y6
-	VCVTPS2PD 48(SI), Y7
-	VSUBPD Y8, Y4, Y4
-	VSUBPD Y8, Y5, Y5
-	VSUBPD Y8, Y6, Y6
-	VSUBPD Y8, Y7, Y7
-	VFMADD231PD Y4, Y4, Y0
-	VFMADD231PD Y5, Y5, Y1
-	VFMADD231PD Y6, Y6, Y2
-	VFMADD231PD Y7, Y7, Y3
+	BELOW(CX, 16, sq4)
+	CVT4(SI, Y4, Y5, Y6, Y7)
+	OP4(VSUBPD, Y8, Y4, Y5, Y6, Y7)
+	FMA4(Y4, Y5, Y6, Y7, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
 	ADDQ $64, SI
-	SUBQ $16, CX
-	JMP  sq16
+	AGAIN(CX, 16, sq16)
 sq4:
-	CMPQ CX, $4
-	JL   sqred
+	BELOW(CX, 4, sqred)
 	VCVTPS2PD (SI), Y4
 	VSUBPD Y8, Y4, Y4
 	VFMADD231PD Y4, Y4, Y0
 	ADDQ $16, SI
-	SUBQ $4, CX
-	JMP  sq4
+	AGAIN(CX, 4, sq4)
 sqred:
 	REDUCE4PD
-	TESTQ CX, CX
-	JZ    sqdone
+	IFZERO(CX, sqdone)
 sq1:
 	VCVTSS2SD (SI), X4, X4
 	VSUBSD X8, X4, X4
 	VFMADD231SD X4, X4, X0
 	ADDQ $4, SI
-	DECQ CX
-	JNZ  sq1
+	DECJNZ(CX, sq1)
 sqdone:
 	VMOVSD X0, ret+32(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // func gradSumsAVX2(g, x []float32, m float64) (sg, sgx float64)
 TEXT ·gradSumsAVX2(SB), NOSPLIT, $0-72
@@ -126,59 +83,39 @@ TEXT ·gradSumsAVX2(SB), NOSPLIT, $0-72
 	VXORPD Y2, Y2, Y2 // Σg·(x−m)
 	VXORPD Y3, Y3, Y3
 gs8:
-	CMPQ CX, $8
-	JL   gs4
-	VCVTPS2PD (SI), Y4
-	VCVTPS2PD 16(SI), Y5
-	VCVTPS2PD (DX), Y6
-	VCVTPS2PD 16(DX), Y7
-	VSUBPD Y8, Y6, Y6
-	VSUBPD Y8, Y7, Y7
-	VADDPD Y4, Y0, Y0
-	VADDPD Y5, Y1, Y1
+	BELOW(CX, 8, gs4)
+	CVT2(SI, Y4, Y5)
+	CVT2(DX, Y6, Y7)
+	OP2(VSUBPD, Y8, Y6, Y7)
+	ACC2(VADDPD, Y4, Y5, Y0, Y1)
 	VFMADD231PD Y4, Y6, Y2
 	VFMADD231PD Y5, Y7, Y3
-	ADDQ $32, SI
-	ADDQ $32, DX
-	SUBQ $8, CX
-	JMP  gs8
+	ADDQ2(32, SI, DX)
+	AGAIN(CX, 8, gs8)
 gs4:
-	CMPQ CX, $4
-	JL   gsred
+	BELOW(CX, 4, gsred)
 	VCVTPS2PD (SI), Y4
 	VCVTPS2PD (DX), Y6
 	VSUBPD Y8, Y6, Y6
 	VADDPD Y4, Y0, Y0
 	VFMADD231PD Y4, Y6, Y2
-	ADDQ $16, SI
-	ADDQ $16, DX
+	ADDQ2(16, SI, DX)
 	SUBQ $4, CX
 gsred:
-	VADDPD Y1, Y0, Y0
-	VADDPD Y3, Y2, Y2
-	VEXTRACTF128 $1, Y0, X1
-	VADDPD X1, X0, X0
-	VHADDPD X0, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPD X3, X2, X2
-	VHADDPD X2, X2, X2
-	TESTQ CX, CX
-	JZ    gsdone
+	REDUCE2x2PD
+	IFZERO(CX, gsdone)
 gs1:
 	VCVTSS2SD (SI), X4, X4
 	VCVTSS2SD (DX), X6, X6
 	VSUBSD X8, X6, X6
 	VADDSD X4, X0, X0
 	VFMADD231SD X4, X6, X2
-	ADDQ $4, SI
-	ADDQ $4, DX
-	DECQ CX
-	JNZ  gs1
+	ADDQ2(4, SI, DX)
+	DECJNZ(CX, gs1)
 gsdone:
 	VMOVSD X0, sg+56(FP)
 	VMOVSD X2, sgx+64(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // func gradSumsWAVX2(dy, w, x []float32, m float64) (sg, sgx float64)
 TEXT ·gradSumsWAVX2(SB), NOSPLIT, $0-96
@@ -187,35 +124,21 @@ TEXT ·gradSumsWAVX2(SB), NOSPLIT, $0-96
 	MOVQ w_base+24(FP), BX
 	MOVQ x_base+48(FP), DX
 	VBROADCASTSD m+72(FP), Y8
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
+	ZERO4(VXORPD, Y0, Y1, Y2, Y3)
 gw8:
-	CMPQ CX, $8
-	JL   gw4
-	VCVTPS2PD (SI), Y4
-	VCVTPS2PD 16(SI), Y5
-	VCVTPS2PD (BX), Y9
-	VCVTPS2PD 16(BX), Y10
-	VMULPD Y9, Y4, Y4
-	VMULPD Y10, Y5, Y5
-	VCVTPS2PD (DX), Y6
-	VCVTPS2PD 16(DX), Y7
-	VSUBPD Y8, Y6, Y6
-	VSUBPD Y8, Y7, Y7
-	VADDPD Y4, Y0, Y0
-	VADDPD Y5, Y1, Y1
+	BELOW(CX, 8, gw4)
+	CVT2(SI, Y4, Y5)
+	CVT2(BX, Y9, Y10)
+	ACC2(VMULPD, Y9, Y10, Y4, Y5)
+	CVT2(DX, Y6, Y7)
+	OP2(VSUBPD, Y8, Y6, Y7)
+	ACC2(VADDPD, Y4, Y5, Y0, Y1)
 	VFMADD231PD Y4, Y6, Y2
 	VFMADD231PD Y5, Y7, Y3
-	ADDQ $32, SI
-	ADDQ $32, BX
-	ADDQ $32, DX
-	SUBQ $8, CX
-	JMP  gw8
+	ADDQ3(32, SI, BX, DX)
+	AGAIN(CX, 8, gw8)
 gw4:
-	CMPQ CX, $4
-	JL   gwred
+	BELOW(CX, 4, gwred)
 	VCVTPS2PD (SI), Y4
 	VCVTPS2PD (BX), Y9
 	VMULPD Y9, Y4, Y4
@@ -223,21 +146,11 @@ gw4:
 	VSUBPD Y8, Y6, Y6
 	VADDPD Y4, Y0, Y0
 	VFMADD231PD Y4, Y6, Y2
-	ADDQ $16, SI
-	ADDQ $16, BX
-	ADDQ $16, DX
+	ADDQ3(16, SI, BX, DX)
 	SUBQ $4, CX
 gwred:
-	VADDPD Y1, Y0, Y0
-	VADDPD Y3, Y2, Y2
-	VEXTRACTF128 $1, Y0, X1
-	VADDPD X1, X0, X0
-	VHADDPD X0, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPD X3, X2, X2
-	VHADDPD X2, X2, X2
-	TESTQ CX, CX
-	JZ    gwdone
+	REDUCE2x2PD
+	IFZERO(CX, gwdone)
 gw1:
 	VCVTSS2SD (SI), X4, X4
 	VCVTSS2SD (BX), X9, X9
@@ -246,74 +159,56 @@ gw1:
 	VSUBSD X8, X6, X6
 	VADDSD X4, X0, X0
 	VFMADD231SD X4, X6, X2
-	ADDQ $4, SI
-	ADDQ $4, BX
-	ADDQ $4, DX
-	DECQ CX
-	JNZ  gw1
+	ADDQ3(4, SI, BX, DX)
+	DECJNZ(CX, gw1)
 gwdone:
 	VMOVSD X0, sg+80(FP)
 	VMOVSD X2, sgx+88(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // func dotAVX2(a, b []float32) float64
 TEXT ·dotAVX2(SB), NOSPLIT, $0-56
 	MOVQ a_base+0(FP), SI
 	MOVQ a_len+8(FP), CX
 	MOVQ b_base+24(FP), DX
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
+	ZERO4(VXORPD, Y0, Y1, Y2, Y3)
 dot16:
-	CMPQ CX, $16
-	JL   dot4
-	VCVTPS2PD (SI), Y4
-	VCVTPS2PD 16(SI), Y5
-	VCVTPS2PD 32(SI), Y6
-	VCVTPS2PD 48(SI), Y7
-	VCVTPS2PD (DX), Y8
-	VCVTPS2PD 16(DX), Y9
-	VCVTPS2PD 32(DX), Y10
-	VCVTPS2PD 48(DX), Y11
-	VFMADD231PD Y4, Y8, Y0
-	VFMADD231PD Y5, Y9, Y1
-	VFMADD231PD Y6, Y10, Y2
-	VFMADD231PD Y7, Y11, Y3
-	ADDQ $64, SI
-	ADDQ $64, DX
-	SUBQ $16, CX
-	JMP  dot16
+	BELOW(CX, 16, dot4)
+	CVT4(SI, Y4, Y5, Y6, Y7)
+	CVT4(DX, Y8, Y9, Y10, Y11)
+	FMA4(Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y0, Y1, Y2, Y3)
+	ADDQ2(64, SI, DX)
+	AGAIN(CX, 16, dot16)
 dot4:
-	CMPQ CX, $4
-	JL   dotred
+	BELOW(CX, 4, dotred)
 	VCVTPS2PD (SI), Y4
 	VCVTPS2PD (DX), Y8
 	VFMADD231PD Y4, Y8, Y0
-	ADDQ $16, SI
-	ADDQ $16, DX
-	SUBQ $4, CX
-	JMP  dot4
+	ADDQ2(16, SI, DX)
+	AGAIN(CX, 4, dot4)
 dotred:
 	REDUCE4PD
-	TESTQ CX, CX
-	JZ    dotdone
+	IFZERO(CX, dotdone)
 dot1:
 	VCVTSS2SD (SI), X4, X4
 	VCVTSS2SD (DX), X8, X8
 	VFMADD231SD X4, X8, X0
-	ADDQ $4, SI
-	ADDQ $4, DX
-	DECQ CX
-	JNZ  dot1
+	ADDQ2(4, SI, DX)
+	DECJNZ(CX, dot1)
 dotdone:
 	VMOVSD X0, ret+48(FP)
-	VZEROUPPER
-	RET
+	VRET
 
 // The col* primitives walk channel blocks of 16, 4 and 1, each block's
 // sums held in registers while the rows stream past (row step R8 bytes).
+
+// COLROWS: R9 walks the rows from the block's column SI, R10 counts them
+// down from CX; COLNEXT(top) steps to the next row, back to top while one
+// is left. COLROWS2 and COLNEXT2 walk a second matrix (R12, R13) along.
+#define COLROWS MOVQ SI, R9; MOVQ CX, R10
+#define COLNEXT(top) ADDQ R8, R9; DECJNZ(R10, top)
+#define COLROWS2 MOVQ SI, R9; MOVQ R12, R13; MOVQ CX, R10
+#define COLNEXT2(top) ADDQ R8, R9; ADDQ R8, R13; DECJNZ(R10, top)
 
 // func colSumAVX2(s []float64, x []float32, rows int)
 TEXT ·colSumAVX2(SB), NOSPLIT, $0-56
@@ -321,76 +216,47 @@ TEXT ·colSumAVX2(SB), NOSPLIT, $0-56
 	MOVQ s_len+8(FP), BX
 	MOVQ x_base+24(FP), SI
 	MOVQ rows+48(FP), CX
-	TESTQ CX, CX
-	JZ    csdone
+	IFZERO(CX, csdone)
 	MOVQ BX, R8
 	SHLQ $2, R8
 cs16:
-	CMPQ BX, $16
-	JL   cs4
-	VMOVUPD (DI), Y0
-	VMOVUPD 32(DI), Y1
-	VMOVUPD 64(DI), Y2
-	VMOVUPD 96(DI), Y3
-	MOVQ SI, R9
-	MOVQ CX, R10
+	BELOW(BX, 16, cs4)
+	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
+	COLROWS
 cs16row:
-	VCVTPS2PD (R9), Y4
-	VCVTPS2PD 16(R9), Y5
-	VCVTPS2PD 32(R9), Y6
-	VCVTPS2PD 48(R9), Y7
-	VADDPD Y4, Y0, Y0
-	VADDPD Y5, Y1, Y1
-	VADDPD Y6, Y2, Y2
-	VADDPD Y7, Y3, Y3
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cs16row
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VMOVUPD Y2, 64(DI)
-	VMOVUPD Y3, 96(DI)
+	CVT4(R9, Y4, Y5, Y6, Y7)
+	ACC4(VADDPD, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
+	COLNEXT(cs16row)
+	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
 	ADDQ $128, DI
 	ADDQ $64, SI
-	SUBQ $16, BX
-	JMP  cs16
+	AGAIN(BX, 16, cs16)
 cs4:
-	CMPQ BX, $4
-	JL   cs1
+	BELOW(BX, 4, cs1)
 	VMOVUPD (DI), Y0
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cs4row:
 	VCVTPS2PD (R9), Y4
 	VADDPD Y4, Y0, Y0
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cs4row
+	COLNEXT(cs4row)
 	VMOVUPD Y0, (DI)
 	ADDQ $32, DI
 	ADDQ $16, SI
-	SUBQ $4, BX
-	JMP  cs4
+	AGAIN(BX, 4, cs4)
 cs1:
-	TESTQ BX, BX
-	JZ    csdone
+	IFZERO(BX, csdone)
 	VMOVSD (DI), X0
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cs1row:
 	VCVTSS2SD (R9), X4, X4
 	VADDSD X4, X0, X0
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cs1row
+	COLNEXT(cs1row)
 	VMOVSD X0, (DI)
 	ADDQ $8, DI
 	ADDQ $4, SI
-	DECQ BX
-	JMP  cs1
+	AGAIN1(BX, cs1)
 csdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func colSqDevAVX2(s []float64, x []float32, m []float64, rows int)
 TEXT ·colSqDevAVX2(SB), NOSPLIT, $0-80
@@ -399,91 +265,53 @@ TEXT ·colSqDevAVX2(SB), NOSPLIT, $0-80
 	MOVQ x_base+24(FP), SI
 	MOVQ m_base+48(FP), DX
 	MOVQ rows+72(FP), CX
-	TESTQ CX, CX
-	JZ    cqdone
+	IFZERO(CX, cqdone)
 	MOVQ BX, R8
 	SHLQ $2, R8
 cq16:
-	CMPQ BX, $16
-	JL   cq4
-	VMOVUPD (DI), Y0
-	VMOVUPD 32(DI), Y1
-	VMOVUPD 64(DI), Y2
-	VMOVUPD 96(DI), Y3
-	VMOVUPD (DX), Y8
-	VMOVUPD 32(DX), Y9
-	VMOVUPD 64(DX), Y10
-	VMOVUPD 96(DX), Y11
-	MOVQ SI, R9
-	MOVQ CX, R10
+	BELOW(BX, 16, cq4)
+	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
+	LD4(VMOVUPD, DX, Y8, Y9, Y10, Y11)
+	COLROWS
 cq16row:
-	VCVTPS2PD (R9), Y4
-	VCVTPS2PD 16(R9), Y5
-	VCVTPS2PD 32(R9), Y6
-	VCVTPS2PD 48(R9), Y7
-	VSUBPD Y8, Y4, Y4
-	VSUBPD Y9, Y5, Y5
-	VSUBPD Y10, Y6, Y6
-	VSUBPD Y11, Y7, Y7
-	VFMADD231PD Y4, Y4, Y0
-	VFMADD231PD Y5, Y5, Y1
-	VFMADD231PD Y6, Y6, Y2
-	VFMADD231PD Y7, Y7, Y3
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cq16row
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VMOVUPD Y2, 64(DI)
-	VMOVUPD Y3, 96(DI)
-	ADDQ $128, DI
-	ADDQ $128, DX
+	CVT4(R9, Y4, Y5, Y6, Y7)
+	ACC4(VSUBPD, Y8, Y9, Y10, Y11, Y4, Y5, Y6, Y7)
+	FMA4(Y4, Y5, Y6, Y7, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
+	COLNEXT(cq16row)
+	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
+	ADDQ2(128, DI, DX)
 	ADDQ $64, SI
-	SUBQ $16, BX
-	JMP  cq16
+	AGAIN(BX, 16, cq16)
 cq4:
-	CMPQ BX, $4
-	JL   cq1
+	BELOW(BX, 4, cq1)
 	VMOVUPD (DI), Y0
 	VMOVUPD (DX), Y8
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cq4row:
 	VCVTPS2PD (R9), Y4
 	VSUBPD Y8, Y4, Y4
 	VFMADD231PD Y4, Y4, Y0
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cq4row
+	COLNEXT(cq4row)
 	VMOVUPD Y0, (DI)
-	ADDQ $32, DI
-	ADDQ $32, DX
+	ADDQ2(32, DI, DX)
 	ADDQ $16, SI
-	SUBQ $4, BX
-	JMP  cq4
+	AGAIN(BX, 4, cq4)
 cq1:
-	TESTQ BX, BX
-	JZ    cqdone
+	IFZERO(BX, cqdone)
 	VMOVSD (DI), X0
 	VMOVSD (DX), X8
-	MOVQ SI, R9
-	MOVQ CX, R10
+	COLROWS
 cq1row:
 	VCVTSS2SD (R9), X4, X4
 	VSUBSD X8, X4, X4
 	VFMADD231SD X4, X4, X0
-	ADDQ R8, R9
-	DECQ R10
-	JNZ  cq1row
+	COLNEXT(cq1row)
 	VMOVSD X0, (DI)
-	ADDQ $8, DI
-	ADDQ $8, DX
+	ADDQ2(8, DI, DX)
 	ADDQ $4, SI
-	DECQ BX
-	JMP  cq1
+	AGAIN1(BX, cq1)
 cqdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func colGradSumsAVX2(s1, s2 []float64, g, x []float32, m []float64, rows int)
 TEXT ·colGradSumsAVX2(SB), NOSPLIT, $0-128
@@ -494,28 +322,15 @@ TEXT ·colGradSumsAVX2(SB), NOSPLIT, $0-128
 	MOVQ x_base+72(FP), R12
 	MOVQ m_base+96(FP), DX
 	MOVQ rows+120(FP), CX
-	TESTQ CX, CX
-	JZ    cgdone
+	IFZERO(CX, cgdone)
 	MOVQ BX, R8
 	SHLQ $2, R8
 cg16:
-	CMPQ BX, $16
-	JL   cg4
-	VMOVUPD (DI), Y0
-	VMOVUPD 32(DI), Y1
-	VMOVUPD 64(DI), Y2
-	VMOVUPD 96(DI), Y3
-	VMOVUPD (R11), Y4
-	VMOVUPD 32(R11), Y5
-	VMOVUPD 64(R11), Y6
-	VMOVUPD 96(R11), Y7
-	VMOVUPD (DX), Y8
-	VMOVUPD 32(DX), Y9
-	VMOVUPD 64(DX), Y10
-	VMOVUPD 96(DX), Y11
-	MOVQ SI, R9
-	MOVQ R12, R13
-	MOVQ CX, R10
+	BELOW(BX, 16, cg4)
+	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
+	LD4(VMOVUPD, R11, Y4, Y5, Y6, Y7)
+	LD4(VMOVUPD, DX, Y8, Y9, Y10, Y11)
+	COLROWS2
 cg16row:
 	VCVTPS2PD (R9), Y12
 	VCVTPS2PD (R13), Y13
@@ -537,84 +352,50 @@ cg16row:
 	VSUBPD Y11, Y13, Y13
 	VADDPD Y12, Y3, Y3
 	VFMADD231PD Y12, Y13, Y7
-	ADDQ R8, R9
-	ADDQ R8, R13
-	DECQ R10
-	JNZ  cg16row
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VMOVUPD Y2, 64(DI)
-	VMOVUPD Y3, 96(DI)
-	VMOVUPD Y4, (R11)
-	VMOVUPD Y5, 32(R11)
-	VMOVUPD Y6, 64(R11)
-	VMOVUPD Y7, 96(R11)
-	ADDQ $128, DI
-	ADDQ $128, R11
-	ADDQ $128, DX
-	ADDQ $64, SI
-	ADDQ $64, R12
-	SUBQ $16, BX
-	JMP  cg16
+	COLNEXT2(cg16row)
+	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
+	ST4(VMOVUPD, R11, Y4, Y5, Y6, Y7)
+	ADDQ3(128, DI, R11, DX)
+	ADDQ2(64, SI, R12)
+	AGAIN(BX, 16, cg16)
 cg4:
-	CMPQ BX, $4
-	JL   cg1
+	BELOW(BX, 4, cg1)
 	VMOVUPD (DI), Y0
 	VMOVUPD (R11), Y4
 	VMOVUPD (DX), Y8
-	MOVQ SI, R9
-	MOVQ R12, R13
-	MOVQ CX, R10
+	COLROWS2
 cg4row:
 	VCVTPS2PD (R9), Y12
 	VCVTPS2PD (R13), Y13
 	VSUBPD Y8, Y13, Y13
 	VADDPD Y12, Y0, Y0
 	VFMADD231PD Y12, Y13, Y4
-	ADDQ R8, R9
-	ADDQ R8, R13
-	DECQ R10
-	JNZ  cg4row
+	COLNEXT2(cg4row)
 	VMOVUPD Y0, (DI)
 	VMOVUPD Y4, (R11)
-	ADDQ $32, DI
-	ADDQ $32, R11
-	ADDQ $32, DX
-	ADDQ $16, SI
-	ADDQ $16, R12
-	SUBQ $4, BX
-	JMP  cg4
+	ADDQ3(32, DI, R11, DX)
+	ADDQ2(16, SI, R12)
+	AGAIN(BX, 4, cg4)
 cg1:
-	TESTQ BX, BX
-	JZ    cgdone
+	IFZERO(BX, cgdone)
 	VMOVSD (DI), X0
 	VMOVSD (R11), X4
 	VMOVSD (DX), X8
-	MOVQ SI, R9
-	MOVQ R12, R13
-	MOVQ CX, R10
+	COLROWS2
 cg1row:
 	VCVTSS2SD (R9), X12, X12
 	VCVTSS2SD (R13), X13, X13
 	VSUBSD X8, X13, X13
 	VADDSD X12, X0, X0
 	VFMADD231SD X12, X13, X4
-	ADDQ R8, R9
-	ADDQ R8, R13
-	DECQ R10
-	JNZ  cg1row
+	COLNEXT2(cg1row)
 	VMOVSD X0, (DI)
 	VMOVSD X4, (R11)
-	ADDQ $8, DI
-	ADDQ $8, R11
-	ADDQ $8, DX
-	ADDQ $4, SI
-	ADDQ $4, R12
-	DECQ BX
-	JMP  cg1
+	ADDQ3(8, DI, R11, DX)
+	ADDQ2(4, SI, R12)
+	AGAIN1(BX, cg1)
 cgdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func affineAVX2(y, x []float32, a, b float64)
 TEXT ·affineAVX2(SB), NOSPLIT, $0-64
@@ -624,59 +405,31 @@ TEXT ·affineAVX2(SB), NOSPLIT, $0-64
 	VBROADCASTSD a+48(FP), Y8
 	VBROADCASTSD b+56(FP), Y9
 af16:
-	CMPQ CX, $16
-	JL   af4
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VCVTPS2PD 32(SI), Y2
-	VCVTPS2PD 48(SI), Y3
-	VMULPD Y8, Y0, Y0
-	VMULPD Y8, Y1, Y1
-	VMULPD Y8, Y2, Y2
-	VMULPD Y8, Y3, Y3
-	VADDPD Y9, Y0, Y0
-	VADDPD Y9, Y1, Y1
-	VADDPD Y9, Y2, Y2
-	VADDPD Y9, Y3, Y3
-	VCVTPD2PSY Y0, X0
-	VCVTPD2PSY Y1, X1
-	VCVTPD2PSY Y2, X2
-	VCVTPD2PSY Y3, X3
-	VMOVUPS X0, (DI)
-	VMOVUPS X1, 16(DI)
-	VMOVUPS X2, 32(DI)
-	VMOVUPS X3, 48(DI)
-	ADDQ $64, SI
-	ADDQ $64, DI
-	SUBQ $16, CX
-	JMP  af16
+	BELOW(CX, 16, af4)
+	CVT4(SI, Y0, Y1, Y2, Y3)
+	OP4(VMULPD, Y8, Y0, Y1, Y2, Y3)
+	OP4(VADDPD, Y9, Y0, Y1, Y2, Y3)
+	PUT16(DI)
+	ADDQ2(64, SI, DI)
+	AGAIN(CX, 16, af16)
 af4:
-	CMPQ CX, $4
-	JL   af1
+	BELOW(CX, 4, af1)
 	VCVTPS2PD (SI), Y0
 	VMULPD Y8, Y0, Y0
 	VADDPD Y9, Y0, Y0
-	VCVTPD2PSY Y0, X0
-	VMOVUPS X0, (DI)
-	ADDQ $16, SI
-	ADDQ $16, DI
-	SUBQ $4, CX
-	JMP  af4
+	PUT4(DI)
+	ADDQ2(16, SI, DI)
+	AGAIN(CX, 4, af4)
 af1:
-	TESTQ CX, CX
-	JZ    afdone
+	IFZERO(CX, afdone)
 	VCVTSS2SD (SI), X0, X0
 	VMULSD X8, X0, X0
 	VADDSD X9, X0, X0
-	VCVTSD2SS X0, X0, X0
-	VMOVSS X0, (DI)
-	ADDQ $4, SI
-	ADDQ $4, DI
-	DECQ CX
-	JMP  af1
+	PUT1(DI)
+	ADDQ2(4, SI, DI)
+	AGAIN1(CX, af1)
 afdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func affine2AVX2(y, u, v []float32, p, q, r float64)
 TEXT ·affine2AVX2(SB), NOSPLIT, $0-96
@@ -688,63 +441,37 @@ TEXT ·affine2AVX2(SB), NOSPLIT, $0-96
 	VBROADCASTSD q+80(FP), Y9
 	VBROADCASTSD r+88(FP), Y10
 a28:
-	CMPQ CX, $8
-	JL   a24
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VCVTPS2PD (DX), Y2
-	VCVTPS2PD 16(DX), Y3
-	VMULPD Y8, Y0, Y0
-	VMULPD Y8, Y1, Y1
-	VMULPD Y9, Y2, Y2
-	VMULPD Y9, Y3, Y3
-	VADDPD Y2, Y0, Y0
-	VADDPD Y3, Y1, Y1
-	VADDPD Y10, Y0, Y0
-	VADDPD Y10, Y1, Y1
-	VCVTPD2PSY Y0, X0
-	VCVTPD2PSY Y1, X1
-	VMOVUPS X0, (DI)
-	VMOVUPS X1, 16(DI)
-	ADDQ $32, SI
-	ADDQ $32, DX
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  a28
+	BELOW(CX, 8, a24)
+	CVT2(SI, Y0, Y1)
+	CVT2(DX, Y2, Y3)
+	ACC4(VMULPD, Y8, Y8, Y9, Y9, Y0, Y1, Y2, Y3)
+	ACC2(VADDPD, Y2, Y3, Y0, Y1)
+	OP2(VADDPD, Y10, Y0, Y1)
+	PUT8(DI)
+	ADDQ3(32, SI, DX, DI)
+	AGAIN(CX, 8, a28)
 a24:
-	CMPQ CX, $4
-	JL   a21
+	BELOW(CX, 4, a21)
 	VCVTPS2PD (SI), Y0
 	VCVTPS2PD (DX), Y2
-	VMULPD Y8, Y0, Y0
-	VMULPD Y9, Y2, Y2
+	ACC2(VMULPD, Y8, Y9, Y0, Y2)
 	VADDPD Y2, Y0, Y0
 	VADDPD Y10, Y0, Y0
-	VCVTPD2PSY Y0, X0
-	VMOVUPS X0, (DI)
-	ADDQ $16, SI
-	ADDQ $16, DX
-	ADDQ $16, DI
+	PUT4(DI)
+	ADDQ3(16, SI, DX, DI)
 	SUBQ $4, CX
 a21:
-	TESTQ CX, CX
-	JZ    a2done
+	IFZERO(CX, a2done)
 	VCVTSS2SD (SI), X0, X0
 	VCVTSS2SD (DX), X2, X2
-	VMULSD X8, X0, X0
-	VMULSD X9, X2, X2
+	ACC2(VMULSD, X8, X9, X0, X2)
 	VADDSD X2, X0, X0
 	VADDSD X10, X0, X0
-	VCVTSD2SS X0, X0, X0
-	VMOVSS X0, (DI)
-	ADDQ $4, SI
-	ADDQ $4, DX
-	ADDQ $4, DI
-	DECQ CX
-	JMP  a21
+	PUT1(DI)
+	ADDQ3(4, SI, DX, DI)
+	AGAIN1(CX, a21)
 a2done:
-	VZEROUPPER
-	RET
+	VRET
 
 // func colAffineAVX2(y, x []float32, a, b []float64, rows int)
 TEXT ·colAffineAVX2(SB), NOSPLIT, $0-104
@@ -754,64 +481,42 @@ TEXT ·colAffineAVX2(SB), NOSPLIT, $0-104
 	MOVQ a_len+56(FP), R12
 	MOVQ b_base+72(FP), R13
 	MOVQ rows+96(FP), CX
-	TESTQ CX, CX
-	JZ    cadone
+	IFZERO(CX, cadone)
 carow:
 	MOVQ R11, AX
 	MOVQ R13, DX
 	MOVQ R12, BX
 ca8:
-	CMPQ BX, $8
-	JL   ca4
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VMULPD (AX), Y0, Y0
-	VMULPD 32(AX), Y1, Y1
-	VADDPD (DX), Y0, Y0
-	VADDPD 32(DX), Y1, Y1
-	VCVTPD2PSY Y0, X0
-	VCVTPD2PSY Y1, X1
-	VMOVUPS X0, (DI)
-	VMOVUPS X1, 16(DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	ADDQ $64, AX
-	ADDQ $64, DX
-	SUBQ $8, BX
-	JMP  ca8
+	BELOW(BX, 8, ca4)
+	CVT2(SI, Y0, Y1)
+	MEM2(VMULPD, AX, Y0, Y1)
+	MEM2(VADDPD, DX, Y0, Y1)
+	PUT8(DI)
+	ADDQ2(32, SI, DI)
+	ADDQ2(64, AX, DX)
+	AGAIN(BX, 8, ca8)
 ca4:
-	CMPQ BX, $4
-	JL   ca1
+	BELOW(BX, 4, ca1)
 	VCVTPS2PD (SI), Y0
 	VMULPD (AX), Y0, Y0
 	VADDPD (DX), Y0, Y0
-	VCVTPD2PSY Y0, X0
-	VMOVUPS X0, (DI)
-	ADDQ $16, SI
-	ADDQ $16, DI
-	ADDQ $32, AX
-	ADDQ $32, DX
+	PUT4(DI)
+	ADDQ2(16, SI, DI)
+	ADDQ2(32, AX, DX)
 	SUBQ $4, BX
 ca1:
-	TESTQ BX, BX
-	JZ    canext
+	IFZERO(BX, canext)
 	VCVTSS2SD (SI), X0, X0
 	VMULSD (AX), X0, X0
 	VADDSD (DX), X0, X0
-	VCVTSD2SS X0, X0, X0
-	VMOVSS X0, (DI)
-	ADDQ $4, SI
-	ADDQ $4, DI
-	ADDQ $8, AX
-	ADDQ $8, DX
-	DECQ BX
-	JMP  ca1
+	PUT1(DI)
+	ADDQ2(4, SI, DI)
+	ADDQ2(8, AX, DX)
+	AGAIN1(BX, ca1)
 canext:
-	DECQ CX
-	JNZ  carow
+	DECJNZ(CX, carow)
 cadone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func colAffine2AVX2(y, u, v []float32, p, q, r []float64, rows int)
 TEXT ·colAffine2AVX2(SB), NOSPLIT, $0-152
@@ -821,83 +526,52 @@ TEXT ·colAffine2AVX2(SB), NOSPLIT, $0-152
 	MOVQ p_base+72(FP), R11
 	MOVQ p_len+80(FP), R12
 	MOVQ rows+144(FP), CX
-	TESTQ CX, CX
-	JZ    cbdone
+	IFZERO(CX, cbdone)
 cbrow:
 	MOVQ R11, AX
 	MOVQ q_base+96(FP), R9
 	MOVQ r_base+120(FP), DX
 	MOVQ R12, BX
 cb8:
-	CMPQ BX, $8
-	JL   cb4
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VCVTPS2PD (R8), Y4
-	VCVTPS2PD 16(R8), Y5
-	VMULPD (AX), Y0, Y0
-	VMULPD 32(AX), Y1, Y1
-	VMULPD (R9), Y4, Y4
-	VMULPD 32(R9), Y5, Y5
-	VADDPD Y4, Y0, Y0
-	VADDPD Y5, Y1, Y1
-	VADDPD (DX), Y0, Y0
-	VADDPD 32(DX), Y1, Y1
-	VCVTPD2PSY Y0, X0
-	VCVTPD2PSY Y1, X1
-	VMOVUPS X0, (DI)
-	VMOVUPS X1, 16(DI)
-	ADDQ $32, SI
-	ADDQ $32, R8
-	ADDQ $32, DI
-	ADDQ $64, AX
-	ADDQ $64, R9
-	ADDQ $64, DX
-	SUBQ $8, BX
-	JMP  cb8
+	BELOW(BX, 8, cb4)
+	CVT2(SI, Y0, Y1)
+	CVT2(R8, Y4, Y5)
+	MEM2(VMULPD, AX, Y0, Y1)
+	MEM2(VMULPD, R9, Y4, Y5)
+	ACC2(VADDPD, Y4, Y5, Y0, Y1)
+	MEM2(VADDPD, DX, Y0, Y1)
+	PUT8(DI)
+	ADDQ3(32, SI, R8, DI)
+	ADDQ3(64, AX, R9, DX)
+	AGAIN(BX, 8, cb8)
 cb4:
-	CMPQ BX, $4
-	JL   cb1
+	BELOW(BX, 4, cb1)
 	VCVTPS2PD (SI), Y0
 	VCVTPS2PD (R8), Y4
 	VMULPD (AX), Y0, Y0
 	VMULPD (R9), Y4, Y4
 	VADDPD Y4, Y0, Y0
 	VADDPD (DX), Y0, Y0
-	VCVTPD2PSY Y0, X0
-	VMOVUPS X0, (DI)
-	ADDQ $16, SI
-	ADDQ $16, R8
-	ADDQ $16, DI
-	ADDQ $32, AX
-	ADDQ $32, R9
-	ADDQ $32, DX
+	PUT4(DI)
+	ADDQ3(16, SI, R8, DI)
+	ADDQ3(32, AX, R9, DX)
 	SUBQ $4, BX
 cb1:
-	TESTQ BX, BX
-	JZ    cbnext
+	IFZERO(BX, cbnext)
 	VCVTSS2SD (SI), X0, X0
 	VCVTSS2SD (R8), X4, X4
 	VMULSD (AX), X0, X0
 	VMULSD (R9), X4, X4
 	VADDSD X4, X0, X0
 	VADDSD (DX), X0, X0
-	VCVTSD2SS X0, X0, X0
-	VMOVSS X0, (DI)
-	ADDQ $4, SI
-	ADDQ $4, R8
-	ADDQ $4, DI
-	ADDQ $8, AX
-	ADDQ $8, R9
-	ADDQ $8, DX
-	DECQ BX
-	JMP  cb1
+	PUT1(DI)
+	ADDQ3(4, SI, R8, DI)
+	ADDQ3(8, AX, R9, DX)
+	AGAIN1(BX, cb1)
 cbnext:
-	DECQ CX
-	JNZ  cbrow
+	DECJNZ(CX, cbrow)
 cbdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnNormAVX2(y, x []float32, m, rs float64)
 TEXT ·lnNormAVX2(SB), NOSPLIT, $0-64
@@ -907,48 +581,31 @@ TEXT ·lnNormAVX2(SB), NOSPLIT, $0-64
 	VBROADCASTSD m+48(FP), Y8
 	VBROADCASTSD rs+56(FP), Y9
 ln8:
-	CMPQ CX, $8
-	JL   ln4
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VSUBPD Y8, Y0, Y0
-	VSUBPD Y8, Y1, Y1
-	VMULPD Y9, Y0, Y0
-	VMULPD Y9, Y1, Y1
-	VCVTPD2PSY Y0, X0
-	VCVTPD2PSY Y1, X1
-	VMOVUPS X0, (DI)
-	VMOVUPS X1, 16(DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  ln8
+	BELOW(CX, 8, ln4)
+	CVT2(SI, Y0, Y1)
+	OP2(VSUBPD, Y8, Y0, Y1)
+	OP2(VMULPD, Y9, Y0, Y1)
+	PUT8(DI)
+	ADDQ2(32, SI, DI)
+	AGAIN(CX, 8, ln8)
 ln4:
-	CMPQ CX, $4
-	JL   ln1
+	BELOW(CX, 4, ln1)
 	VCVTPS2PD (SI), Y0
 	VSUBPD Y8, Y0, Y0
 	VMULPD Y9, Y0, Y0
-	VCVTPD2PSY Y0, X0
-	VMOVUPS X0, (DI)
-	ADDQ $16, SI
-	ADDQ $16, DI
+	PUT4(DI)
+	ADDQ2(16, SI, DI)
 	SUBQ $4, CX
 ln1:
-	TESTQ CX, CX
-	JZ    lndone
+	IFZERO(CX, lndone)
 	VCVTSS2SD (SI), X0, X0
 	VSUBSD X8, X0, X0
 	VMULSD X9, X0, X0
-	VCVTSD2SS X0, X0, X0
-	VMOVSS X0, (DI)
-	ADDQ $4, SI
-	ADDQ $4, DI
-	DECQ CX
-	JMP  ln1
+	PUT1(DI)
+	ADDQ2(4, SI, DI)
+	AGAIN1(CX, ln1)
 lndone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnApplyAVX2(y, x, w, b []float32, m, rs float64)
 TEXT ·lnApplyAVX2(SB), NOSPLIT, $0-112
@@ -960,35 +617,20 @@ TEXT ·lnApplyAVX2(SB), NOSPLIT, $0-112
 	VBROADCASTSD m+96(FP), Y8
 	VBROADCASTSD rs+104(FP), Y9
 la8:
-	CMPQ CX, $8
-	JL   la4
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VSUBPD Y8, Y0, Y0
-	VSUBPD Y8, Y1, Y1
-	VMULPD Y9, Y0, Y0
-	VMULPD Y9, Y1, Y1
-	VCVTPS2PD (BX), Y2
-	VCVTPS2PD 16(BX), Y3
-	VCVTPS2PD (DX), Y4
-	VCVTPS2PD 16(DX), Y5
-	VMULPD Y2, Y0, Y0
-	VMULPD Y3, Y1, Y1
-	VADDPD Y4, Y0, Y0
-	VADDPD Y5, Y1, Y1
-	VCVTPD2PSY Y0, X0
-	VCVTPD2PSY Y1, X1
-	VMOVUPS X0, (DI)
-	VMOVUPS X1, 16(DI)
-	ADDQ $32, SI
-	ADDQ $32, BX
-	ADDQ $32, DX
+	BELOW(CX, 8, la4)
+	CVT2(SI, Y0, Y1)
+	OP2(VSUBPD, Y8, Y0, Y1)
+	OP2(VMULPD, Y9, Y0, Y1)
+	CVT2(BX, Y2, Y3)
+	CVT2(DX, Y4, Y5)
+	ACC2(VMULPD, Y2, Y3, Y0, Y1)
+	ACC2(VADDPD, Y4, Y5, Y0, Y1)
+	PUT8(DI)
+	ADDQ3(32, SI, BX, DX)
 	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  la8
+	AGAIN(CX, 8, la8)
 la4:
-	CMPQ CX, $4
-	JL   la1
+	BELOW(CX, 4, la1)
 	VCVTPS2PD (SI), Y0
 	VSUBPD Y8, Y0, Y0
 	VMULPD Y9, Y0, Y0
@@ -996,16 +638,12 @@ la4:
 	VCVTPS2PD (DX), Y4
 	VMULPD Y2, Y0, Y0
 	VADDPD Y4, Y0, Y0
-	VCVTPD2PSY Y0, X0
-	VMOVUPS X0, (DI)
-	ADDQ $16, SI
-	ADDQ $16, BX
-	ADDQ $16, DX
+	PUT4(DI)
+	ADDQ3(16, SI, BX, DX)
 	ADDQ $16, DI
 	SUBQ $4, CX
 la1:
-	TESTQ CX, CX
-	JZ    ladone
+	IFZERO(CX, ladone)
 	VCVTSS2SD (SI), X0, X0
 	VSUBSD X8, X0, X0
 	VMULSD X9, X0, X0
@@ -1013,17 +651,12 @@ la1:
 	VCVTSS2SD (DX), X4, X4
 	VMULSD X2, X0, X0
 	VADDSD X4, X0, X0
-	VCVTSD2SS X0, X0, X0
-	VMOVSS X0, (DI)
-	ADDQ $4, SI
-	ADDQ $4, BX
-	ADDQ $4, DX
+	PUT1(DI)
+	ADDQ3(4, SI, BX, DX)
 	ADDQ $4, DI
-	DECQ CX
-	JMP  la1
+	AGAIN1(CX, la1)
 ladone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnBackwardAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64)
 TEXT ·lnBackwardAVX2(SB), NOSPLIT, $0-128
@@ -1037,41 +670,26 @@ TEXT ·lnBackwardAVX2(SB), NOSPLIT, $0-128
 	VBROADCASTSD s1+112(FP), Y10
 	VBROADCASTSD s2+120(FP), Y11
 lb8:
-	CMPQ CX, $8
-	JL   lb4
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VCVTPS2PD (BX), Y2
-	VCVTPS2PD 16(BX), Y3
+	BELOW(CX, 8, lb4)
+	CVT2(SI, Y0, Y1)
+	CVT2(BX, Y2, Y3)
 	VMULPD Y2, Y0, Y0 // g
 	VMULPD Y3, Y1, Y1
 	VSUBPD Y10, Y0, Y0 // g − s1
 	VSUBPD Y10, Y1, Y1
-	VCVTPS2PD (DX), Y4
-	VCVTPS2PD 16(DX), Y5
-	VSUBPD Y8, Y4, Y4
-	VSUBPD Y8, Y5, Y5
-	VMULPD Y9, Y4, Y4
-	VMULPD Y9, Y5, Y5
+	CVT2(DX, Y4, Y5)
+	OP2(VSUBPD, Y8, Y4, Y5)
+	OP2(VMULPD, Y9, Y4, Y5)
 	VMULPD Y11, Y4, Y4 // (x − m)·rs·s2
 	VMULPD Y11, Y5, Y5
-	VSUBPD Y4, Y0, Y0
-	VSUBPD Y5, Y1, Y1
-	VMULPD Y9, Y0, Y0
-	VMULPD Y9, Y1, Y1
-	VCVTPD2PSY Y0, X0
-	VCVTPD2PSY Y1, X1
-	VMOVUPS X0, (DI)
-	VMOVUPS X1, 16(DI)
-	ADDQ $32, SI
-	ADDQ $32, BX
-	ADDQ $32, DX
+	ACC2(VSUBPD, Y4, Y5, Y0, Y1)
+	OP2(VMULPD, Y9, Y0, Y1)
+	PUT8(DI)
+	ADDQ3(32, SI, BX, DX)
 	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  lb8
+	AGAIN(CX, 8, lb8)
 lb4:
-	CMPQ CX, $4
-	JL   lb1
+	BELOW(CX, 4, lb1)
 	VCVTPS2PD (SI), Y0
 	VCVTPS2PD (BX), Y2
 	VMULPD Y2, Y0, Y0
@@ -1082,16 +700,12 @@ lb4:
 	VMULPD Y11, Y4, Y4
 	VSUBPD Y4, Y0, Y0
 	VMULPD Y9, Y0, Y0
-	VCVTPD2PSY Y0, X0
-	VMOVUPS X0, (DI)
-	ADDQ $16, SI
-	ADDQ $16, BX
-	ADDQ $16, DX
+	PUT4(DI)
+	ADDQ3(16, SI, BX, DX)
 	ADDQ $16, DI
 	SUBQ $4, CX
 lb1:
-	TESTQ CX, CX
-	JZ    lbdone
+	IFZERO(CX, lbdone)
 	VCVTSS2SD (SI), X0, X0
 	VCVTSS2SD (BX), X2, X2
 	VMULSD X2, X0, X0
@@ -1102,17 +716,12 @@ lb1:
 	VMULSD X11, X4, X4
 	VSUBSD X4, X0, X0
 	VMULSD X9, X0, X0
-	VCVTSD2SS X0, X0, X0
-	VMOVSS X0, (DI)
-	ADDQ $4, SI
-	ADDQ $4, BX
-	ADDQ $4, DX
+	PUT1(DI)
+	ADDQ3(4, SI, BX, DX)
 	ADDQ $4, DI
-	DECQ CX
-	JMP  lb1
+	AGAIN1(CX, lb1)
 lbdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnColAccAVX2(aw, ab []float64, dy, x []float32, m, rs float64)
 TEXT ·lnColAccAVX2(SB), NOSPLIT, $0-112
@@ -1124,35 +733,21 @@ TEXT ·lnColAccAVX2(SB), NOSPLIT, $0-112
 	VBROADCASTSD m+96(FP), Y8
 	VBROADCASTSD rs+104(FP), Y9
 lc8:
-	CMPQ CX, $8
-	JL   lc4
-	VCVTPS2PD (DX), Y0
-	VCVTPS2PD 16(DX), Y1
-	VSUBPD Y8, Y0, Y0
-	VSUBPD Y8, Y1, Y1
-	VMULPD Y9, Y0, Y0
-	VMULPD Y9, Y1, Y1
-	VCVTPS2PD (SI), Y2
-	VCVTPS2PD 16(SI), Y3
-	VMULPD Y2, Y0, Y0
-	VMULPD Y3, Y1, Y1
-	VADDPD (DI), Y0, Y0
-	VADDPD 32(DI), Y1, Y1
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VADDPD (R8), Y2, Y2
-	VADDPD 32(R8), Y3, Y3
-	VMOVUPD Y2, (R8)
-	VMOVUPD Y3, 32(R8)
-	ADDQ $32, SI
-	ADDQ $32, DX
-	ADDQ $64, DI
-	ADDQ $64, R8
-	SUBQ $8, CX
-	JMP  lc8
+	BELOW(CX, 8, lc4)
+	CVT2(DX, Y0, Y1)
+	OP2(VSUBPD, Y8, Y0, Y1)
+	OP2(VMULPD, Y9, Y0, Y1)
+	CVT2(SI, Y2, Y3)
+	ACC2(VMULPD, Y2, Y3, Y0, Y1)
+	MEM2(VADDPD, DI, Y0, Y1)
+	ST2(VMOVUPD, DI, Y0, Y1)
+	MEM2(VADDPD, R8, Y2, Y3)
+	ST2(VMOVUPD, R8, Y2, Y3)
+	ADDQ2(32, SI, DX)
+	ADDQ2(64, DI, R8)
+	AGAIN(CX, 8, lc8)
 lc4:
-	CMPQ CX, $4
-	JL   lc1
+	BELOW(CX, 4, lc1)
 	VCVTPS2PD (DX), Y0
 	VSUBPD Y8, Y0, Y0
 	VMULPD Y9, Y0, Y0
@@ -1162,14 +757,11 @@ lc4:
 	VMOVUPD Y0, (DI)
 	VADDPD (R8), Y2, Y2
 	VMOVUPD Y2, (R8)
-	ADDQ $16, SI
-	ADDQ $16, DX
-	ADDQ $32, DI
-	ADDQ $32, R8
+	ADDQ2(16, SI, DX)
+	ADDQ2(32, DI, R8)
 	SUBQ $4, CX
 lc1:
-	TESTQ CX, CX
-	JZ    lcdone
+	IFZERO(CX, lcdone)
 	VCVTSS2SD (DX), X0, X0
 	VSUBSD X8, X0, X0
 	VMULSD X9, X0, X0
@@ -1179,15 +771,11 @@ lc1:
 	VMOVSD X0, (DI)
 	VADDSD (R8), X2, X2
 	VMOVSD X2, (R8)
-	ADDQ $4, SI
-	ADDQ $4, DX
-	ADDQ $8, DI
-	ADDQ $8, R8
-	DECQ CX
-	JMP  lc1
+	ADDQ2(4, SI, DX)
+	ADDQ2(8, DI, R8)
+	AGAIN1(CX, lc1)
 lcdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func lnBackwardAccAVX2(dx, dy, w, x []float32, m, rs, s1, s2 float64, aw, ab []float64)
 TEXT ·lnBackwardAccAVX2(SB), NOSPLIT, $0-176
@@ -1203,8 +791,7 @@ TEXT ·lnBackwardAccAVX2(SB), NOSPLIT, $0-176
 	MOVQ aw_base+128(FP), R8
 	MOVQ ab_base+152(FP), R9
 lk4:
-	CMPQ CX, $4
-	JL   lk1
+	BELOW(CX, 4, lk1)
 	VCVTPS2PD (SI), Y0 // dy
 	VCVTPS2PD (BX), Y2
 	VMULPD Y0, Y2, Y2 // g
@@ -1222,17 +809,12 @@ lk4:
 	VMOVUPD Y6, (R8)
 	VADDPD (R9), Y0, Y0
 	VMOVUPD Y0, (R9)
-	ADDQ $16, SI
-	ADDQ $16, BX
-	ADDQ $16, DX
+	ADDQ3(16, SI, BX, DX)
 	ADDQ $16, DI
-	ADDQ $32, R8
-	ADDQ $32, R9
-	SUBQ $4, CX
-	JMP  lk4
+	ADDQ2(32, R8, R9)
+	AGAIN(CX, 4, lk4)
 lk1:
-	TESTQ CX, CX
-	JZ    lkdone
+	IFZERO(CX, lkdone)
 	VCVTSS2SD (SI), X0, X0
 	VCVTSS2SD (BX), X2, X2
 	VMULSD X0, X2, X2
@@ -1250,17 +832,12 @@ lk1:
 	VMOVSD X6, (R8)
 	VADDSD (R9), X0, X0
 	VMOVSD X0, (R9)
-	ADDQ $4, SI
-	ADDQ $4, BX
-	ADDQ $4, DX
+	ADDQ3(4, SI, BX, DX)
 	ADDQ $4, DI
-	ADDQ $8, R8
-	ADDQ $8, R9
-	DECQ CX
-	JMP  lk1
+	ADDQ2(8, R8, R9)
+	AGAIN1(CX, lk1)
 lkdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func accRowAVX2(acc []float64, x []float32)
 TEXT ·accRowAVX2(SB), NOSPLIT, $0-48
@@ -1268,47 +845,31 @@ TEXT ·accRowAVX2(SB), NOSPLIT, $0-48
 	MOVQ acc_len+8(FP), CX
 	MOVQ x_base+24(FP), SI
 ar16:
-	CMPQ CX, $16
-	JL   ar4
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VCVTPS2PD 32(SI), Y2
-	VCVTPS2PD 48(SI), Y3
-	VADDPD (DI), Y0, Y0
-	VADDPD 32(DI), Y1, Y1
-	VADDPD 64(DI), Y2, Y2
-	VADDPD 96(DI), Y3, Y3
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VMOVUPD Y2, 64(DI)
-	VMOVUPD Y3, 96(DI)
+	BELOW(CX, 16, ar4)
+	CVT4(SI, Y0, Y1, Y2, Y3)
+	MEM4(VADDPD, DI, Y0, Y1, Y2, Y3)
+	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
 	ADDQ $64, SI
 	ADDQ $128, DI
-	SUBQ $16, CX
-	JMP  ar16
+	AGAIN(CX, 16, ar16)
 ar4:
-	CMPQ CX, $4
-	JL   ar1
+	BELOW(CX, 4, ar1)
 	VCVTPS2PD (SI), Y0
 	VADDPD (DI), Y0, Y0
 	VMOVUPD Y0, (DI)
 	ADDQ $16, SI
 	ADDQ $32, DI
-	SUBQ $4, CX
-	JMP  ar4
+	AGAIN(CX, 4, ar4)
 ar1:
-	TESTQ CX, CX
-	JZ    ardone
+	IFZERO(CX, ardone)
 	VCVTSS2SD (SI), X0, X0
 	VADDSD (DI), X0, X0
 	VMOVSD X0, (DI)
 	ADDQ $4, SI
 	ADDQ $8, DI
-	DECQ CX
-	JMP  ar1
+	AGAIN1(CX, ar1)
 ardone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func accRowScaledAVX2(acc []float64, x []float32, k float64)
 TEXT ·accRowScaledAVX2(SB), NOSPLIT, $0-56
@@ -1317,53 +878,34 @@ TEXT ·accRowScaledAVX2(SB), NOSPLIT, $0-56
 	MOVQ x_base+24(FP), SI
 	VBROADCASTSD k+48(FP), Y8
 as16:
-	CMPQ CX, $16
-	JL   as4
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VCVTPS2PD 32(SI), Y2
-	VCVTPS2PD 48(SI), Y3
-	VMULPD Y8, Y0, Y0
-	VMULPD Y8, Y1, Y1
-	VMULPD Y8, Y2, Y2
-	VMULPD Y8, Y3, Y3
-	VADDPD (DI), Y0, Y0
-	VADDPD 32(DI), Y1, Y1
-	VADDPD 64(DI), Y2, Y2
-	VADDPD 96(DI), Y3, Y3
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VMOVUPD Y2, 64(DI)
-	VMOVUPD Y3, 96(DI)
+	BELOW(CX, 16, as4)
+	CVT4(SI, Y0, Y1, Y2, Y3)
+	OP4(VMULPD, Y8, Y0, Y1, Y2, Y3)
+	MEM4(VADDPD, DI, Y0, Y1, Y2, Y3)
+	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
 	ADDQ $64, SI
 	ADDQ $128, DI
-	SUBQ $16, CX
-	JMP  as16
+	AGAIN(CX, 16, as16)
 as4:
-	CMPQ CX, $4
-	JL   as1
+	BELOW(CX, 4, as1)
 	VCVTPS2PD (SI), Y0
 	VMULPD Y8, Y0, Y0
 	VADDPD (DI), Y0, Y0
 	VMOVUPD Y0, (DI)
 	ADDQ $16, SI
 	ADDQ $32, DI
-	SUBQ $4, CX
-	JMP  as4
+	AGAIN(CX, 4, as4)
 as1:
-	TESTQ CX, CX
-	JZ    asdone
+	IFZERO(CX, asdone)
 	VCVTSS2SD (SI), X0, X0
 	VMULSD X8, X0, X0
 	VADDSD (DI), X0, X0
 	VMOVSD X0, (DI)
 	ADDQ $4, SI
 	ADDQ $8, DI
-	DECQ CX
-	JMP  as1
+	AGAIN1(CX, as1)
 asdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // Whole bags: blocks of 32, 4 and 1 columns, each block's float64 sums
 // in registers while the bag's rows (R12 = table + idx·dim·4) stream past,
@@ -1380,6 +922,25 @@ asdone:
 	VMULPD Y9, Y8, Y8 \
 	VADDPD Y8, acc, acc
 
+// EACH32(step): step(off, acc) for the 8 quads of a 32-column block,
+// accumulators Y0…Y7.
+#define EACH32(step) step(0, Y0); step(16, Y1); step(32, Y2); step(48, Y3); step(64, Y4); step(80, Y5); step(96, Y6); step(112, Y7)
+
+// LOADACC32 / STOREACC32: Y0…Y7 = / → the 32 float64 sums at (DI).
+#define LOADACC32 LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3); VMOVUPD 128(DI), Y4; VMOVUPD 160(DI), Y5; VMOVUPD 192(DI), Y6; VMOVUPD 224(DI), Y7
+#define STOREACC32 ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3); VMOVUPD Y4, 128(DI); VMOVUPD Y5, 160(DI); VMOVUPD Y6, 192(DI); VMOVUPD Y7, 224(DI)
+
+// BAG: R10 walks the bag's indices from R8, R11 counts them down from R9.
+// BAGROW: R12 = the row the index at (R10) names (table SI, row DX bytes).
+// BAGNEXT(top): next index, back to top while one is left; BAGNEXTW(top)
+// also steps the weight pointer R13. BAGWEIGHT: Y9 = the row's weight,
+// the float32 at (R13) widened and broadcast.
+#define BAG MOVQ R8, R10; MOVQ R9, R11
+#define BAGROW MOVQ (R10), AX; IMULQ DX, AX; LEAQ (SI)(AX*1), R12
+#define BAGNEXT(top) ADDQ $8, R10; DECJNZ(R11, top)
+#define BAGNEXTW(top) ADDQ $8, R10; ADDQ $4, R13; DECJNZ(R11, top)
+#define BAGWEIGHT VCVTSS2SD (R13), X9, X9; VBROADCASTSD X9, Y9
+
 // func accRowsAVX2(acc []float64, table []float32, idx []int64, dim int)
 TEXT ·accRowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ acc_base+0(FP), DI
@@ -1389,90 +950,46 @@ TEXT ·accRowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ idx_len+56(FP), R9
 	MOVQ dim+72(FP), DX
 	SHLQ $2, DX
-	TESTQ R9, R9
-	JZ    rsdone
+	IFZERO(R9, rsdone)
 rs32:
-	CMPQ BX, $32
-	JL   rs4
-	VMOVUPD (DI), Y0
-	VMOVUPD 32(DI), Y1
-	VMOVUPD 64(DI), Y2
-	VMOVUPD 96(DI), Y3
-	VMOVUPD 128(DI), Y4
-	VMOVUPD 160(DI), Y5
-	VMOVUPD 192(DI), Y6
-	VMOVUPD 224(DI), Y7
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BELOW(BX, 32, rs4)
+	LOADACC32
+	BAG
 rs32row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
-	ADD4(0, Y0)
-	ADD4(16, Y1)
-	ADD4(32, Y2)
-	ADD4(48, Y3)
-	ADD4(64, Y4)
-	ADD4(80, Y5)
-	ADD4(96, Y6)
-	ADD4(112, Y7)
-	ADDQ $8, R10
-	DECQ R11
-	JNZ  rs32row
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VMOVUPD Y2, 64(DI)
-	VMOVUPD Y3, 96(DI)
-	VMOVUPD Y4, 128(DI)
-	VMOVUPD Y5, 160(DI)
-	VMOVUPD Y6, 192(DI)
-	VMOVUPD Y7, 224(DI)
+	BAGROW
+	EACH32(ADD4)
+	BAGNEXT(rs32row)
+	STOREACC32
 	ADDQ $256, DI
 	ADDQ $128, SI
-	SUBQ $32, BX
-	JMP  rs32
+	AGAIN(BX, 32, rs32)
 rs4:
-	CMPQ BX, $4
-	JL   rs1
+	BELOW(BX, 4, rs1)
 	VMOVUPD (DI), Y0
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BAG
 rs4row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
+	BAGROW
 	ADD4(0, Y0)
-	ADDQ $8, R10
-	DECQ R11
-	JNZ  rs4row
+	BAGNEXT(rs4row)
 	VMOVUPD Y0, (DI)
 	ADDQ $32, DI
 	ADDQ $16, SI
-	SUBQ $4, BX
-	JMP  rs4
+	AGAIN(BX, 4, rs4)
 rs1:
-	TESTQ BX, BX
-	JZ    rsdone
+	IFZERO(BX, rsdone)
 	VMOVSD (DI), X0
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BAG
 rs1row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
+	BAGROW
 	VCVTSS2SD (R12), X8, X8
 	VADDSD X8, X0, X0
-	ADDQ $8, R10
-	DECQ R11
-	JNZ  rs1row
+	BAGNEXT(rs1row)
 	VMOVSD X0, (DI)
 	ADDQ $8, DI
 	ADDQ $4, SI
-	DECQ BX
-	JMP  rs1
+	AGAIN1(BX, rs1)
 rsdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func accRowsScaledAVX2(acc []float64, table []float32, idx []int64, w []float32, dim int)
 TEXT ·accRowsScaledAVX2(SB), NOSPLIT, $0-104
@@ -1484,102 +1001,53 @@ TEXT ·accRowsScaledAVX2(SB), NOSPLIT, $0-104
 	MOVQ w_base+72(FP), CX
 	MOVQ dim+96(FP), DX
 	SHLQ $2, DX
-	TESTQ R9, R9
-	JZ    wsdone
+	IFZERO(R9, wsdone)
 ws32:
-	CMPQ BX, $32
-	JL   ws4
-	VMOVUPD (DI), Y0
-	VMOVUPD 32(DI), Y1
-	VMOVUPD 64(DI), Y2
-	VMOVUPD 96(DI), Y3
-	VMOVUPD 128(DI), Y4
-	VMOVUPD 160(DI), Y5
-	VMOVUPD 192(DI), Y6
-	VMOVUPD 224(DI), Y7
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BELOW(BX, 32, ws4)
+	LOADACC32
+	BAG
 	MOVQ CX, R13
 ws32row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
-	VCVTSS2SD (R13), X9, X9
-	VBROADCASTSD X9, Y9
-	MULADD4(0, Y0)
-	MULADD4(16, Y1)
-	MULADD4(32, Y2)
-	MULADD4(48, Y3)
-	MULADD4(64, Y4)
-	MULADD4(80, Y5)
-	MULADD4(96, Y6)
-	MULADD4(112, Y7)
-	ADDQ $8, R10
-	ADDQ $4, R13
-	DECQ R11
-	JNZ  ws32row
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VMOVUPD Y2, 64(DI)
-	VMOVUPD Y3, 96(DI)
-	VMOVUPD Y4, 128(DI)
-	VMOVUPD Y5, 160(DI)
-	VMOVUPD Y6, 192(DI)
-	VMOVUPD Y7, 224(DI)
+	BAGROW
+	BAGWEIGHT
+	EACH32(MULADD4)
+	BAGNEXTW(ws32row)
+	STOREACC32
 	ADDQ $256, DI
 	ADDQ $128, SI
-	SUBQ $32, BX
-	JMP  ws32
+	AGAIN(BX, 32, ws32)
 ws4:
-	CMPQ BX, $4
-	JL   ws1
+	BELOW(BX, 4, ws1)
 	VMOVUPD (DI), Y0
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BAG
 	MOVQ CX, R13
 ws4row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
-	VCVTSS2SD (R13), X9, X9
-	VBROADCASTSD X9, Y9
+	BAGROW
+	BAGWEIGHT
 	MULADD4(0, Y0)
-	ADDQ $8, R10
-	ADDQ $4, R13
-	DECQ R11
-	JNZ  ws4row
+	BAGNEXTW(ws4row)
 	VMOVUPD Y0, (DI)
 	ADDQ $32, DI
 	ADDQ $16, SI
-	SUBQ $4, BX
-	JMP  ws4
+	AGAIN(BX, 4, ws4)
 ws1:
-	TESTQ BX, BX
-	JZ    wsdone
+	IFZERO(BX, wsdone)
 	VMOVSD (DI), X0
-	MOVQ R8, R10
-	MOVQ R9, R11
+	BAG
 	MOVQ CX, R13
 ws1row:
-	MOVQ (R10), AX
-	IMULQ DX, AX
-	LEAQ (SI)(AX*1), R12
+	BAGROW
 	VCVTSS2SD (R13), X9, X9
 	VCVTSS2SD (R12), X8, X8
 	VMULSD X9, X8, X8
 	VADDSD X8, X0, X0
-	ADDQ $8, R10
-	ADDQ $4, R13
-	DECQ R11
-	JNZ  ws1row
+	BAGNEXTW(ws1row)
 	VMOVSD X0, (DI)
 	ADDQ $8, DI
 	ADDQ $4, SI
-	DECQ BX
-	JMP  ws1
+	AGAIN1(BX, ws1)
 wsdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func storeScaledAVX2(y []float32, acc []float64, k float64)
 TEXT ·storeScaledAVX2(SB), NOSPLIT, $0-56
@@ -1588,47 +1056,31 @@ TEXT ·storeScaledAVX2(SB), NOSPLIT, $0-56
 	MOVQ acc_base+24(FP), SI
 	VBROADCASTSD k+48(FP), Y8
 ss16:
-	CMPQ CX, $16
-	JL   ss4
+	BELOW(CX, 16, ss4)
 	VMULPD (SI), Y8, Y0
 	VMULPD 32(SI), Y8, Y1
 	VMULPD 64(SI), Y8, Y2
 	VMULPD 96(SI), Y8, Y3
-	VCVTPD2PSY Y0, X0
-	VCVTPD2PSY Y1, X1
-	VCVTPD2PSY Y2, X2
-	VCVTPD2PSY Y3, X3
-	VMOVUPS X0, (DI)
-	VMOVUPS X1, 16(DI)
-	VMOVUPS X2, 32(DI)
-	VMOVUPS X3, 48(DI)
+	PUT16(DI)
 	ADDQ $128, SI
 	ADDQ $64, DI
-	SUBQ $16, CX
-	JMP  ss16
+	AGAIN(CX, 16, ss16)
 ss4:
-	CMPQ CX, $4
-	JL   ss1
+	BELOW(CX, 4, ss1)
 	VMULPD (SI), Y8, Y0
-	VCVTPD2PSY Y0, X0
-	VMOVUPS X0, (DI)
+	PUT4(DI)
 	ADDQ $32, SI
 	ADDQ $16, DI
-	SUBQ $4, CX
-	JMP  ss4
+	AGAIN(CX, 4, ss4)
 ss1:
-	TESTQ CX, CX
-	JZ    ssdone
+	IFZERO(CX, ssdone)
 	VMULSD (SI), X8, X0
-	VCVTSD2SS X0, X0, X0
-	VMOVSS X0, (DI)
+	PUT1(DI)
 	ADDQ $8, SI
 	ADDQ $4, DI
-	DECQ CX
-	JMP  ss1
+	AGAIN1(CX, ss1)
 ssdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func maxRowArgAVX2(y []float32, am []int64, x []float32, r int64)
 TEXT ·maxRowArgAVX2(SB), NOSPLIT, $0-80
@@ -1638,8 +1090,7 @@ TEXT ·maxRowArgAVX2(SB), NOSPLIT, $0-80
 	MOVQ x_base+48(FP), SI
 	VBROADCASTSD r+72(FP), Y8
 ma8:
-	CMPQ CX, $8
-	JL   ma1
+	BELOW(CX, 8, ma1)
 	VMOVUPS (SI), Y0
 	VMOVUPS (DI), Y1
 	VCMPPS $0x11, Y0, Y1, Y2 // y < x, false for NaN
@@ -1652,16 +1103,12 @@ ma8:
 	VMOVUPD 32(R8), Y6
 	VBLENDVPD Y3, Y8, Y5, Y5
 	VBLENDVPD Y4, Y8, Y6, Y6
-	VMOVUPD Y5, (R8)
-	VMOVUPD Y6, 32(R8)
-	ADDQ $32, SI
-	ADDQ $32, DI
+	ST2(VMOVUPD, R8, Y5, Y6)
+	ADDQ2(32, SI, DI)
 	ADDQ $64, R8
-	SUBQ $8, CX
-	JMP  ma8
+	AGAIN(CX, 8, ma8)
 ma1:
-	TESTQ CX, CX
-	JZ    madone
+	IFZERO(CX, madone)
 	VMOVSS (SI), X0
 	VMOVSS (DI), X1
 	VCMPPS $0x11, X0, X1, X2
@@ -1671,14 +1118,11 @@ ma1:
 	VMOVQ (R8), X5
 	VBLENDVPD X3, X8, X5, X5
 	VMOVQ X5, (R8)
-	ADDQ $4, SI
-	ADDQ $4, DI
+	ADDQ2(4, SI, DI)
 	ADDQ $8, R8
-	DECQ CX
-	JMP  ma1
+	AGAIN1(CX, ma1)
 madone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func transpose8AVX2(dst []float32, ldd int, src []float32, lds int, rows, cols int)
 // Row blocks of src (8 rows) outer, column blocks inner: each 8×8 tile is
@@ -1697,10 +1141,8 @@ TEXT ·transpose8AVX2(SB), NOSPLIT, $0-80
 	SHLQ $3, R12 // 8 dst rows
 	MOVQ R9, DX
 	SHLQ $3, DX // 8 src rows
-	TESTQ R10, R10
-	JZ    trdone
-	TESTQ R11, R11
-	JZ    trdone
+	IFZERO(R10, trdone)
+	IFZERO(R11, trdone)
 trrow:
 	MOVQ SI, AX
 	MOVQ DI, BX
@@ -1771,8 +1213,7 @@ trcol:
 	SUBQ $8, R10
 	JNZ  trrow
 trdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func prefetchRowsAVX2(table []float32, idx []int64, dim int)
 // Touches every cache line of each row with PREFETCHT0, which never
@@ -1783,10 +1224,8 @@ TEXT ·prefetchRowsAVX2(SB), NOSPLIT, $0-56
 	MOVQ idx_len+32(FP), CX
 	MOVQ dim+48(FP), DX
 	SHLQ $2, DX
-	TESTQ CX, CX
-	JZ    pfdone
-	TESTQ DX, DX
-	JZ    pfdone
+	IFZERO(CX, pfdone)
+	IFZERO(DX, pfdone)
 pfrow:
 	MOVQ (BX), AX
 	IMULQ DX, AX
@@ -1798,14 +1237,28 @@ pfline:
 	SUBQ $64, R9
 	JG   pfline
 	ADDQ $8, BX
-	DECQ CX
-	JNZ  pfrow
+	DECJNZ(CX, pfrow)
 pfdone:
 	RET
 
 // Window primitives: channel blocks of 32, 8 and 1; for each block the
 // taps are walked with DX (tap address) and R9 (tap position), rows with
 // R13 and AX. Steps arrive in elements and become bytes (R11, R12).
+
+// WINROWS(nh, store): R13 walks the window's rows from SI, CX counts nh
+// of them (none: go to store); WINTAPS(nw, rownext): DX walks a row's
+// taps from R13, R10 counts nw of them (none: go to rownext). NEXTTAP(top)
+// and NEXTROW(top) step to the next tap and row, back to top while one is
+// left. The MAX* forms also carry the tap position: AX for the row (from
+// pos0, step ph), R9 for the tap (step pw).
+#define WINROWS(nh, store) MOVQ SI, R13; MOVQ nh, CX; IFZERO(CX, store)
+#define WINTAPS(nw, rownext) MOVQ R13, DX; MOVQ nw, R10; IFZERO(R10, rownext)
+#define NEXTTAP(top) ADDQ R12, DX; DECJNZ(R10, top)
+#define NEXTROW(top) ADDQ R11, R13; DECJNZ(CX, top)
+#define MAXROWS(pos0, nh, store) MOVQ SI, R13; MOVL pos0, AX; MOVQ nh, CX; IFZERO(CX, store)
+#define MAXTAPS(nw, rownext) MOVQ R13, DX; MOVL AX, R9; MOVQ nw, R10; IFZERO(R10, rownext)
+#define MAXTAPSTEP(pw, top) ADDQ R12, DX; ADDL pw, R9; DECJNZ(R10, top)
+#define MAXROWSTEP(ph, top) ADDQ R11, R13; ADDL ph, AX; DECJNZ(CX, top)
 
 // MAXTAP(off, v, i) folds the tap at off(DX) into best v and index i
 // (Y8 holds the tap's position): replace where v < tap or tap is NaN.
@@ -1834,27 +1287,12 @@ TEXT ·maxWindowAVX2(SB), NOSPLIT, $0-116
 	VMOVD AX, X13
 	VPBROADCASTD X13, Y13
 mw32:
-	CMPQ BX, $32
-	JL   mw8
-	VMOVAPS Y12, Y0
-	VMOVAPS Y12, Y1
-	VMOVAPS Y12, Y2
-	VMOVAPS Y12, Y3
-	VMOVAPS Y13, Y4
-	VMOVAPS Y13, Y5
-	VMOVAPS Y13, Y6
-	VMOVAPS Y13, Y7
-	MOVQ SI, R13
-	MOVL pos0+104(FP), AX
-	MOVQ nh+72(FP), CX
-	TESTQ CX, CX
-	JZ    mw32store
+	BELOW(BX, 32, mw8)
+	COPY4(Y12, Y0, Y1, Y2, Y3)
+	COPY4(Y13, Y4, Y5, Y6, Y7)
+	MAXROWS(pos0+104(FP), nh+72(FP), mw32store)
 mw32row:
-	MOVQ R13, DX
-	MOVL AX, R9
-	MOVQ nw+80(FP), R10
-	TESTQ R10, R10
-	JZ    mw32rownext
+	MAXTAPS(nw+80(FP), mw32rownext)
 mw32tap:
 	VMOVD R9, X8
 	VPBROADCASTD X8, Y8
@@ -1862,82 +1300,40 @@ mw32tap:
 	MAXTAP(32, Y1, Y5)
 	MAXTAP(64, Y2, Y6)
 	MAXTAP(96, Y3, Y7)
-	ADDQ R12, DX
-	ADDL pw+112(FP), R9
-	DECQ R10
-	JNZ  mw32tap
+	MAXTAPSTEP(pw+112(FP), mw32tap)
 mw32rownext:
-	ADDQ R11, R13
-	ADDL ph+108(FP), AX
-	DECQ CX
-	JNZ  mw32row
+	MAXROWSTEP(ph+108(FP), mw32row)
 mw32store:
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, (R8)
-	VMOVUPS Y5, 32(R8)
-	VMOVUPS Y6, 64(R8)
-	VMOVUPS Y7, 96(R8)
-	ADDQ $128, DI
-	ADDQ $128, R8
-	ADDQ $128, SI
-	SUBQ $32, BX
-	JMP  mw32
+	ST4(VMOVUPS, DI, Y0, Y1, Y2, Y3)
+	ST4(VMOVUPS, R8, Y4, Y5, Y6, Y7)
+	ADDQ3(128, DI, R8, SI)
+	AGAIN(BX, 32, mw32)
 mw8:
-	CMPQ BX, $8
-	JL   mw1
+	BELOW(BX, 8, mw1)
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y4
-	MOVQ SI, R13
-	MOVL pos0+104(FP), AX
-	MOVQ nh+72(FP), CX
-	TESTQ CX, CX
-	JZ    mw8store
+	MAXROWS(pos0+104(FP), nh+72(FP), mw8store)
 mw8row:
-	MOVQ R13, DX
-	MOVL AX, R9
-	MOVQ nw+80(FP), R10
-	TESTQ R10, R10
-	JZ    mw8rownext
+	MAXTAPS(nw+80(FP), mw8rownext)
 mw8tap:
 	VMOVD R9, X8
 	VPBROADCASTD X8, Y8
 	MAXTAP(0, Y0, Y4)
-	ADDQ R12, DX
-	ADDL pw+112(FP), R9
-	DECQ R10
-	JNZ  mw8tap
+	MAXTAPSTEP(pw+112(FP), mw8tap)
 mw8rownext:
-	ADDQ R11, R13
-	ADDL ph+108(FP), AX
-	DECQ CX
-	JNZ  mw8row
+	MAXROWSTEP(ph+108(FP), mw8row)
 mw8store:
 	VMOVUPS Y0, (DI)
 	VMOVUPS Y4, (R8)
-	ADDQ $32, DI
-	ADDQ $32, R8
-	ADDQ $32, SI
-	SUBQ $8, BX
-	JMP  mw8
+	ADDQ3(32, DI, R8, SI)
+	AGAIN(BX, 8, mw8)
 mw1:
-	TESTQ BX, BX
-	JZ    mwdone
+	IFZERO(BX, mwdone)
 	VMOVAPS X12, X0
 	VMOVAPS X13, X4
-	MOVQ SI, R13
-	MOVL pos0+104(FP), AX
-	MOVQ nh+72(FP), CX
-	TESTQ CX, CX
-	JZ    mw1store
+	MAXROWS(pos0+104(FP), nh+72(FP), mw1store)
 mw1row:
-	MOVQ R13, DX
-	MOVL AX, R9
-	MOVQ nw+80(FP), R10
-	TESTQ R10, R10
-	JZ    mw1rownext
+	MAXTAPS(nw+80(FP), mw1rownext)
 mw1tap:
 	VMOVD R9, X8
 	VMOVSS (DX), X9
@@ -1946,26 +1342,16 @@ mw1tap:
 	VORPS X11, X10, X10
 	VBLENDVPS X10, X9, X0, X0
 	VBLENDVPS X10, X8, X4, X4
-	ADDQ R12, DX
-	ADDL pw+112(FP), R9
-	DECQ R10
-	JNZ  mw1tap
+	MAXTAPSTEP(pw+112(FP), mw1tap)
 mw1rownext:
-	ADDQ R11, R13
-	ADDL ph+108(FP), AX
-	DECQ CX
-	JNZ  mw1row
+	MAXROWSTEP(ph+108(FP), mw1row)
 mw1store:
 	VMOVSS X0, (DI)
 	VMOVSS X4, (R8)
-	ADDQ $4, DI
-	ADDQ $4, R8
-	ADDQ $4, SI
-	DECQ BX
-	JMP  mw1
+	ADDQ3(4, DI, R8, SI)
+	AGAIN1(BX, mw1)
 mwdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func sumWindowAVX2(y, x []float32, nh, nw, sh, sw int, div float32)
 TEXT ·sumWindowAVX2(SB), NOSPLIT, $0-84
@@ -1978,107 +1364,55 @@ TEXT ·sumWindowAVX2(SB), NOSPLIT, $0-84
 	SHLQ $2, R12
 	VBROADCASTSS div+80(FP), Y12
 sw32:
-	CMPQ BX, $32
-	JL   sw8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ SI, R13
-	MOVQ nh+48(FP), CX
-	TESTQ CX, CX
-	JZ    sw32store
+	BELOW(BX, 32, sw8)
+	ZERO4(VXORPS, Y0, Y1, Y2, Y3)
+	WINROWS(nh+48(FP), sw32store)
 sw32row:
-	MOVQ R13, DX
-	MOVQ nw+56(FP), R10
-	TESTQ R10, R10
-	JZ    sw32rownext
+	WINTAPS(nw+56(FP), sw32rownext)
 sw32tap:
-	VADDPS (DX), Y0, Y0
-	VADDPS 32(DX), Y1, Y1
-	VADDPS 64(DX), Y2, Y2
-	VADDPS 96(DX), Y3, Y3
-	ADDQ R12, DX
-	DECQ R10
-	JNZ  sw32tap
+	MEM4(VADDPS, DX, Y0, Y1, Y2, Y3)
+	NEXTTAP(sw32tap)
 sw32rownext:
-	ADDQ R11, R13
-	DECQ CX
-	JNZ  sw32row
+	NEXTROW(sw32row)
 sw32store:
-	VDIVPS Y12, Y0, Y0
-	VDIVPS Y12, Y1, Y1
-	VDIVPS Y12, Y2, Y2
-	VDIVPS Y12, Y3, Y3
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, DI
-	ADDQ $128, SI
-	SUBQ $32, BX
-	JMP  sw32
+	OP4(VDIVPS, Y12, Y0, Y1, Y2, Y3)
+	ST4(VMOVUPS, DI, Y0, Y1, Y2, Y3)
+	ADDQ2(128, DI, SI)
+	AGAIN(BX, 32, sw32)
 sw8:
-	CMPQ BX, $8
-	JL   sw1
+	BELOW(BX, 8, sw1)
 	VXORPS Y0, Y0, Y0
-	MOVQ SI, R13
-	MOVQ nh+48(FP), CX
-	TESTQ CX, CX
-	JZ    sw8store
+	WINROWS(nh+48(FP), sw8store)
 sw8row:
-	MOVQ R13, DX
-	MOVQ nw+56(FP), R10
-	TESTQ R10, R10
-	JZ    sw8rownext
+	WINTAPS(nw+56(FP), sw8rownext)
 sw8tap:
 	VADDPS (DX), Y0, Y0
-	ADDQ R12, DX
-	DECQ R10
-	JNZ  sw8tap
+	NEXTTAP(sw8tap)
 sw8rownext:
-	ADDQ R11, R13
-	DECQ CX
-	JNZ  sw8row
+	NEXTROW(sw8row)
 sw8store:
 	VDIVPS Y12, Y0, Y0
 	VMOVUPS Y0, (DI)
-	ADDQ $32, DI
-	ADDQ $32, SI
-	SUBQ $8, BX
-	JMP  sw8
+	ADDQ2(32, DI, SI)
+	AGAIN(BX, 8, sw8)
 sw1:
-	TESTQ BX, BX
-	JZ    swdone
+	IFZERO(BX, swdone)
 	VXORPS X0, X0, X0
-	MOVQ SI, R13
-	MOVQ nh+48(FP), CX
-	TESTQ CX, CX
-	JZ    sw1store
+	WINROWS(nh+48(FP), sw1store)
 sw1row:
-	MOVQ R13, DX
-	MOVQ nw+56(FP), R10
-	TESTQ R10, R10
-	JZ    sw1rownext
+	WINTAPS(nw+56(FP), sw1rownext)
 sw1tap:
 	VADDSS (DX), X0, X0
-	ADDQ R12, DX
-	DECQ R10
-	JNZ  sw1tap
+	NEXTTAP(sw1tap)
 sw1rownext:
-	ADDQ R11, R13
-	DECQ CX
-	JNZ  sw1row
+	NEXTROW(sw1row)
 sw1store:
 	VDIVSS X12, X0, X0
 	VMOVSS X0, (DI)
-	ADDQ $4, DI
-	ADDQ $4, SI
-	DECQ BX
-	JMP  sw1
+	ADDQ2(4, DI, SI)
+	AGAIN1(BX, sw1)
 swdone:
-	VZEROUPPER
-	RET
+	VRET
 
 // func addWindowAVX2(x []float32, nh, nw, sh, sw int, g []float32, div float32)
 TEXT ·addWindowAVX2(SB), NOSPLIT, $0-84
@@ -2091,22 +1425,13 @@ TEXT ·addWindowAVX2(SB), NOSPLIT, $0-84
 	MOVQ g_base+56(FP), DI
 	MOVQ g_len+64(FP), BX
 	VBROADCASTSS div+80(FP), Y12
-	TESTQ CX, CX
-	JZ    adone
+	IFZERO(CX, adone)
 	MOVQ nw+32(FP), R10
-	TESTQ R10, R10
-	JZ    adone
+	IFZERO(R10, adone)
 ad32:
-	CMPQ BX, $32
-	JL   ad8
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VDIVPS Y12, Y0, Y0
-	VDIVPS Y12, Y1, Y1
-	VDIVPS Y12, Y2, Y2
-	VDIVPS Y12, Y3, Y3
+	BELOW(BX, 32, ad8)
+	LD4(VMOVUPS, DI, Y0, Y1, Y2, Y3)
+	OP4(VDIVPS, Y12, Y0, Y1, Y2, Y3)
 	MOVQ SI, R13
 	MOVQ CX, AX
 ad32row:
@@ -2117,23 +1442,14 @@ ad32tap:
 	VADDPS 32(DX), Y1, Y5
 	VADDPS 64(DX), Y2, Y6
 	VADDPS 96(DX), Y3, Y7
-	VMOVUPS Y4, (DX)
-	VMOVUPS Y5, 32(DX)
-	VMOVUPS Y6, 64(DX)
-	VMOVUPS Y7, 96(DX)
-	ADDQ R12, DX
-	DECQ R10
-	JNZ  ad32tap
+	ST4(VMOVUPS, DX, Y4, Y5, Y6, Y7)
+	NEXTTAP(ad32tap)
 	ADDQ R11, R13
-	DECQ AX
-	JNZ  ad32row
-	ADDQ $128, DI
-	ADDQ $128, SI
-	SUBQ $32, BX
-	JMP  ad32
+	DECJNZ(AX, ad32row)
+	ADDQ2(128, DI, SI)
+	AGAIN(BX, 32, ad32)
 ad8:
-	CMPQ BX, $8
-	JL   ad1
+	BELOW(BX, 8, ad1)
 	VMOVUPS (DI), Y0
 	VDIVPS Y12, Y0, Y0
 	MOVQ SI, R13
@@ -2144,19 +1460,13 @@ ad8row:
 ad8tap:
 	VADDPS (DX), Y0, Y4
 	VMOVUPS Y4, (DX)
-	ADDQ R12, DX
-	DECQ R10
-	JNZ  ad8tap
+	NEXTTAP(ad8tap)
 	ADDQ R11, R13
-	DECQ AX
-	JNZ  ad8row
-	ADDQ $32, DI
-	ADDQ $32, SI
-	SUBQ $8, BX
-	JMP  ad8
+	DECJNZ(AX, ad8row)
+	ADDQ2(32, DI, SI)
+	AGAIN(BX, 8, ad8)
 ad1:
-	TESTQ BX, BX
-	JZ    adone
+	IFZERO(BX, adone)
 	VMOVSS (DI), X0
 	VDIVSS X12, X0, X0
 	MOVQ SI, R13
@@ -2167,16 +1477,10 @@ ad1row:
 ad1tap:
 	VADDSS (DX), X0, X4
 	VMOVSS X4, (DX)
-	ADDQ R12, DX
-	DECQ R10
-	JNZ  ad1tap
+	NEXTTAP(ad1tap)
 	ADDQ R11, R13
-	DECQ AX
-	JNZ  ad1row
-	ADDQ $4, DI
-	ADDQ $4, SI
-	DECQ BX
-	JMP  ad1
+	DECJNZ(AX, ad1row)
+	ADDQ2(4, DI, SI)
+	AGAIN1(BX, ad1)
 adone:
-	VZEROUPPER
-	RET
+	VRET
