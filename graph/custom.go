@@ -47,21 +47,10 @@ func Register[A any](f *autograd.Function[A]) error {
 	if f.Forward == nil || f.Infer == nil {
 		return fmt.Errorf("graph.Register: op %q needs a Forward and an Infer", f.Name)
 	}
-	fields, err := tracing.Fields(reflect.TypeFor[A]())
-	if err != nil {
+	if _, err := tracing.Fields(reflect.TypeFor[A]()); err != nil {
 		return fmt.Errorf("graph.Register: op %q: %w", f.Name, err)
 	}
 	impl := &opImpl{name: f.Name, ins: arity{0, -1}, outs: exactly(1), attrs: reflect.TypeFor[A]()}
-	if len(fields) == 0 {
-		impl.attrs = nil
-	}
-	attrsOf := func(a any) A {
-		if a == nil {
-			var zero A
-			return zero
-		}
-		return a.(A)
-	}
 	impl.infer = func(attrs any, ins []*sig) ([]sig, error) {
 		types := make([]autograd.TensorType, len(ins))
 		for i, s := range ins {
@@ -71,7 +60,7 @@ func Register[A any](f *autograd.Function[A]) error {
 		}
 		var t autograd.TensorType
 		var inferErr error
-		if err := autograd.Try(func() { t, inferErr = f.Infer(attrsOf(attrs), types) }); err != nil {
+		if err := autograd.Try(func() { t, inferErr = f.Infer(attrs.(A), types) }); err != nil {
 			return nil, err
 		}
 		if inferErr != nil {
@@ -80,11 +69,11 @@ func Register[A any](f *autograd.Function[A]) error {
 		return []sig{{dtype: t.DType, format: t.Format, shape: t.Shape}}, nil
 	}
 	impl.eager = func(attrs any, ins []*autograd.Tensor) []*autograd.Tensor {
-		return []*autograd.Tensor{f.Apply(attrsOf(attrs), ins...)}
+		return []*autograd.Tensor{f.Apply(attrs.(A), ins...)}
 	}
 	if f.Compile != nil {
 		impl.compile = func(_ *compileCtx, op nodeOp, ins, outs []*autograd.Tensor) func() {
-			return f.Compile(attrsOf(op.attrs), ins, outs[0])
+			return f.Compile(op.attrs.(A), ins, outs[0])
 		}
 	}
 	impl.source = f
