@@ -56,3 +56,19 @@
 	CMPQ AX, CX; \
 	JB   lbl; \
 	JMP  done
+
+// The four-lane AVX2 Adam and Adagrad kernels (adam_amd64.s,
+// adagrad_amd64.s) keep d in X0, p in X1, the sign in X15, wd as float64
+// in Y6 and the option flags in R10.
+
+// LOADDECAY: d = sign·g and p loaded; then, with weight decay (flags&1),
+// d = d + wd·p in float64 (Y2, Y3 scratch); either way on at nowd.
+#define LOADDECAY(nowd) \
+	VMULPS      (SI), X15, X0; \
+	VMOVUPS     (DI), X1; \
+	TESTQ       $1, R10; \
+	JZ          nowd; \
+	VCVTPS2PD   X0, Y2; \
+	VCVTPS2PD   X1, Y3; \
+	VFMADD231PD Y6, Y3, Y2; \
+	VCVTPD2PSY  Y2, X0
