@@ -72,3 +72,15 @@
 	VCVTPS2PD   X1, Y3; \
 	VFMADD231PD Y6, Y3, Y2; \
 	VCVTPD2PSY  Y2, X0
+
+// The Lamb kernels (lamb_amd64.s, lamb_avx512_amd64.s) sum p² and u² into
+// four float64 lanes each, Y7 and Y6, carried in acc (R9) between calls.
+
+// ACCLOAD / ACCSTORE: Y7 and Y6 from / to acc.
+#define ACCLOAD \
+	VMOVUPD (R9), Y7; \
+	VMOVUPD 32(R9), Y6
+
+#define ACCSTORE \
+	VMOVUPD Y7, (R9); \
+	VMOVUPD Y6, 32(R9)
