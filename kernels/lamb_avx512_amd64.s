@@ -14,8 +14,8 @@
 // allocated at the same offset modulo 4 KiB, and a load behind a store to
 // an address with the same low twelve bits waits for that store.
 
-// WIDEN: the float32 Z (Y its low half) as float64, in LO (its low half)
-// and HI (its high half, YHI the ymm HI widens).
+// WIDEN: the float32 Z (Y its low half) as float64: its low half in LO,
+// its high half in HI (extracted into YHI first).
 #define WIDEN(Z, Y, LO, HI, YHI) \
 	VCVTPS2PD     Y, LO; \
 	VEXTRACTF64X4 $1, Z, YHI; \
