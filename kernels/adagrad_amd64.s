@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "optim_amd64.h"
 
 // func adagradAVX2(p, g, s []float32, wd float64, negLR, eps, sign float32, flags int)
 //
@@ -28,14 +29,7 @@ TEXT ·adagradAVX2(SB), NOSPLIT, $0-104
 	JZ           done
 
 loop:
-	VMULPS  (SI), X15, X0 // d = sign·g
-	VMOVUPS (DI), X1      // p
-	TESTQ   $1, R10
-	JZ      nowd
-	VCVTPS2PD   X0, Y2
-	VCVTPS2PD   X1, Y3
-	VFMADD231PD Y6, Y3, Y2 // d + wd·p
-	VCVTPD2PSY  Y2, X0
+	LOADDECAY(nowd)
 
 nowd:
 	VCVTPS2PD   X0, Y3

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "optim_amd64.h"
 
 // func adamAVX2(p, g, m, v, vmax []float32, k1, wd float64, b1, b2, k2, scale, bc2, eps, negStep, sign float32, flags int)
 //
@@ -42,14 +43,7 @@ TEXT ·adamAVX2(SB), NOSPLIT, $0-176
 	JZ           done
 
 loop:
-	VMULPS (SI), X15, X0 // d = sign·g
-	VMOVUPS (DI), X1     // p
-	TESTQ  $1, R10
-	JZ     nowd
-	VCVTPS2PD   X0, Y2
-	VCVTPS2PD   X1, Y3
-	VFMADD231PD Y6, Y3, Y2 // d + wd·p
-	VCVTPD2PSY  Y2, X0
+	LOADDECAY(nowd)
 
 nowd:
 	VMULPS      X11, X1, X1 // p·scale

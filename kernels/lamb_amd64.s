@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "optim_amd64.h"
 
 // The Lamb passes and the LARS norm pass, four elements per iteration:
 // float32 work on xmm, float64 work on ymm, following lambMomentsSpan,
@@ -9,6 +10,16 @@
 // squares summed are exact in float64, so a multiply-add accumulates them
 // exactly as the reference's x += y·y does. Lane j of each accumulator
 // holds the elements i with i mod 4 = j.
+
+// LOADPDECAY: p widened into Y5; then, with weight decay (flags&1),
+// a = a + wd·p for a in X1; either way on at nowd.
+#define LOADPDECAY(nowd) \
+	VCVTPS2PD   (DI), Y5; \
+	TESTQ       $1, R10; \
+	JZ          nowd; \
+	VCVTPS2PD   X1, Y1; \
+	VFMADD231PD Y14, Y5, Y1; \
+	VCVTPD2PSY  Y1, X1
 
 // func lambMomentsAVX2(p, g, m, v []float32, acc *[8]float64, k1, wd float64, b1, b2, k2, bc1, bc2, eps float32, flags int)
 //
@@ -31,8 +42,7 @@ TEXT ·lambMomentsAVX2(SB), NOSPLIT, $0-152
 	VBROADCASTSS bc2+136(FP), X9
 	VBROADCASTSS eps+140(FP), X8
 	MOVQ         flags+144(FP), R10
-	VMOVUPD      (R9), Y7
-	VMOVUPD      32(R9), Y6
+	ACCLOAD
 	SHRQ         $2, CX
 	JZ           mdone
 
@@ -56,12 +66,7 @@ mloop:
 	VADDPS      X8, X3, X3 // + eps
 	VDIVPS      X10, X1, X1 // m / bc1
 	VDIVPS      X3, X1, X1
-	VCVTPS2PD   (DI), Y5 // p
-	TESTQ       $1, R10
-	JZ          mnowd
-	VCVTPS2PD   X1, Y1
-	VFMADD231PD Y14, Y5, Y1 // a + wd·p
-	VCVTPD2PSY  Y1, X1
+	LOADPDECAY(mnowd)
 
 mnowd:
 	VFMADD231PD Y5, Y5, Y7 // p² lanes
@@ -75,8 +80,7 @@ mnowd:
 	JNZ         mloop
 
 mdone:
-	VMOVUPD Y7, (R9)
-	VMOVUPD Y6, 32(R9)
+	ACCSTORE
 	VZEROUPPER
 	RET
 
@@ -106,12 +110,7 @@ aloop:
 	VMOVUPS     (DX), X1
 	VDIVPS      X10, X1, X1 // m / bc1
 	VDIVPS      X3, X1, X1
-	VCVTPS2PD   (DI), Y5 // p
-	TESTQ       $1, R10
-	JZ          anowd
-	VCVTPS2PD   X1, Y1
-	VFMADD231PD Y14, Y5, Y1 // a + wd·p
-	VCVTPD2PSY  Y1, X1
+	LOADPDECAY(anowd)
 
 anowd:
 	VCVTPS2PD   X1, Y1
@@ -134,8 +133,7 @@ TEXT ·sumSquares2AVX2(SB), NOSPLIT, $0-56
 	MOVQ    a_len+8(FP), CX
 	MOVQ    b_base+24(FP), SI
 	MOVQ    acc+48(FP), R9
-	VMOVUPD (R9), Y7
-	VMOVUPD 32(R9), Y6
+	ACCLOAD
 	SHRQ    $2, CX
 	JZ      sdone
 
@@ -150,7 +148,6 @@ sloop:
 	JNZ         sloop
 
 sdone:
-	VMOVUPD Y7, (R9)
-	VMOVUPD Y6, 32(R9)
+	ACCSTORE
 	VZEROUPPER
 	RET

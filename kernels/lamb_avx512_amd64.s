@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "optim_amd64.h"
 
 // The Lamb passes in AVX-512, sixteen elements per iteration: float32 work
 // on zmm, float64 work on two zmm halves (elements 0–7 and 8–15), following
@@ -12,6 +13,33 @@
 // Every load of an iteration comes before its stores: the arrays are often
 // allocated at the same offset modulo 4 KiB, and a load behind a store to
 // an address with the same low twelve bits waits for that store.
+
+// WIDEN: the float32 Z (Y its low half) as float64: its low half in LO,
+// its high half in HI (extracted into YHI first).
+#define WIDEN(Z, Y, LO, HI, YHI) \
+	VCVTPS2PD     Y, LO; \
+	VEXTRACTF64X4 $1, Z, YHI; \
+	VCVTPS2PD     YHI, HI
+
+// NARROW: the float64 halves LO and HI rounded back into the float32 Z
+// (Y its low half, YHI a scratch).
+#define NARROW(LO, HI, YHI, Z, Y) \
+	VCVTPD2PS    LO, Y; \
+	VCVTPD2PS    HI, YHI; \
+	VINSERTF64X4 $1, YHI, Z, Z
+
+// DECAYA: with weight decay (flags&1), a = a + wd·p, rounded to float32
+// and widened again, for a's float64 halves ALO and AHI (YALO and YAHI
+// their ymm) and p's PLO and PHI; either way on at nowd.
+#define DECAYA(nowd, PLO, PHI, ALO, YALO, AHI, YAHI) \
+	TESTQ       $1, R10; \
+	JZ          nowd; \
+	VFMADD231PD Z14, PLO, ALO; \
+	VFMADD231PD Z14, PHI, AHI; \
+	VCVTPD2PS   ALO, YALO; \
+	VCVTPD2PS   AHI, YAHI; \
+	VCVTPS2PD   YALO, ALO; \
+	VCVTPS2PD   YAHI, AHI
 
 // func lambMomentsAVX512(p, g, m, v []float32, acc *[8]float64, k1, wd float64, b1, b2, k2, bc1, bc2, eps float32, flags int)
 //
@@ -34,8 +62,7 @@ TEXT ·lambMomentsAVX512(SB), NOSPLIT, $0-152
 	VBROADCASTSS bc2+136(FP), Z9
 	VBROADCASTSS eps+140(FP), Z8
 	MOVQ         flags+144(FP), R10
-	VMOVUPD      (R9), Y7
-	VMOVUPD      32(R9), Y6
+	ACCLOAD
 	SHRQ         $4, CX
 	JZ           mdone
 
@@ -47,44 +74,25 @@ mloop:
 	VMULPS        (R8), Z12, Z3 // v·β2
 	VCVTPS2PD     (DI), Z5   // p, low half
 	VCVTPS2PD     32(DI), Z2 // p, high half
-	VCVTPS2PD     Y1, Z16
-	VEXTRACTF64X4 $1, Z1, Y17
-	VCVTPS2PD     Y17, Z17
+	WIDEN(Z1, Y1, Z16, Z17, Y17)
 	VFMADD231PD   Z15, Z18, Z16 // m·β1 + Keep1·g
 	VFMADD231PD   Z15, Z19, Z17
-	VCVTPD2PS     Z16, Y1
-	VCVTPD2PS     Z17, Y17
-	VINSERTF64X4  $1, Y17, Z1, Z1
+	NARROW(Z16, Z17, Y17, Z1, Y1)
 	VMOVUPS       Z1, (DX)
-	VCVTPS2PD     Y3, Z20
-	VEXTRACTF64X4 $1, Z3, Y21
-	VCVTPS2PD     Y21, Z21
+	WIDEN(Z3, Y3, Z20, Z21, Y21)
 	VMULPS        Z11, Z0, Z4 // Keep2·g
-	VCVTPS2PD     Y4, Z22
-	VEXTRACTF64X4 $1, Z4, Y23
-	VCVTPS2PD     Y23, Z23
+	WIDEN(Z4, Y4, Z22, Z23, Y23)
 	VFMADD231PD   Z22, Z18, Z20 // v·β2 + (Keep2·g)·g
 	VFMADD231PD   Z23, Z19, Z21
-	VCVTPD2PS     Z20, Y3
-	VCVTPD2PS     Z21, Y21
-	VINSERTF64X4  $1, Y21, Z3, Z3
+	NARROW(Z20, Z21, Y21, Z3, Y3)
 	VMOVUPS       Z3, (R8)
 	VDIVPS        Z9, Z3, Z3 // v / bc2
 	VSQRTPS       Z3, Z3
 	VADDPS        Z8, Z3, Z3 // + eps
 	VDIVPS        Z10, Z1, Z1 // m / bc1
 	VDIVPS        Z3, Z1, Z1
-	VCVTPS2PD     Y1, Z24
-	VEXTRACTF64X4 $1, Z1, Y25
-	VCVTPS2PD     Y25, Z25
-	TESTQ         $1, R10
-	JZ            mnowd
-	VFMADD231PD   Z14, Z5, Z24 // a + wd·p
-	VFMADD231PD   Z14, Z2, Z25
-	VCVTPD2PS     Z24, Y24
-	VCVTPD2PS     Z25, Y25
-	VCVTPS2PD     Y24, Z24
-	VCVTPS2PD     Y25, Z25
+	WIDEN(Z1, Y1, Z24, Z25, Y25)
+	DECAYA(mnowd, Z5, Z2, Z24, Y24, Z25, Y25)
 
 mnowd:
 	VEXTRACTF64X4 $1, Z5, Y26
@@ -107,8 +115,7 @@ mnowd:
 	JNZ           mloop
 
 mdone:
-	VMOVUPD Y7, (R9)
-	VMOVUPD Y6, 32(R9)
+	ACCSTORE
 	VZEROUPPER
 	RET
 
@@ -140,17 +147,8 @@ aloop:
 	VDIVPS        Z3, Z1, Z1
 	VCVTPS2PD     (DI), Z5   // p, low half
 	VCVTPS2PD     32(DI), Z6 // p, high half
-	VCVTPS2PD     Y1, Z16
-	VEXTRACTF64X4 $1, Z1, Y17
-	VCVTPS2PD     Y17, Z17
-	TESTQ         $1, R10
-	JZ            anowd
-	VFMADD231PD   Z14, Z5, Z16 // a + wd·p
-	VFMADD231PD   Z14, Z6, Z17
-	VCVTPD2PS     Z16, Y16
-	VCVTPD2PS     Z17, Y17
-	VCVTPS2PD     Y16, Z16
-	VCVTPS2PD     Y17, Z17
+	WIDEN(Z1, Y1, Z16, Z17, Y17)
+	DECAYA(anowd, Z5, Z6, Z16, Y16, Z17, Y17)
 
 anowd:
 	VFMADD231PD Z7, Z16, Z5 // p + scale·u

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "optim_amd64.h"
 
 // func sgdAVX2(p, g, b []float32, negLR, wd, keep float64, m, sign float32, flags int)
 //
@@ -19,6 +20,83 @@
 // Registers: X15 sign, X14 m, Y10 m as float64, Y11 −lr, Y12 keep, Y13 wd;
 // each half uses a float32 d, a float64 p and two temporaries.
 
+// Each step below works on one half, four elements at offset o: d in D
+// (T as float64), p as float64 in P (XP when rounded), b in B (TB as
+// float64). Every step takes all seven so that H0 and H1 can apply any of
+// them to the first or the second half.
+#define H0(step) step(0, X0, Y4, Y2, X2, X6, Y7)
+#define H1(step) step(16, X1, Y5, Y3, X3, X8, Y9)
+
+// LOAD: d = sign·g; p widened.
+#define LOAD(o, D, T, P, XP, B, TB) \
+	VMULPS    o(SI), X15, D; \
+	VCVTPS2PD o(DI), P
+
+// DECAY: d = d + wd·p.
+#define DECAY(o, D, T, P, XP, B, TB) \
+	VCVTPS2PD   D, T; \
+	VFMADD231PD Y13, P, T; \
+	VCVTPD2PSY  T, D
+
+// FIRST: b = d, stored (d then serves as b).
+#define FIRST(o, D, T, P, XP, B, TB) \
+	VMOVUPS D, o(DX)
+
+// MOM: b = b·m + keep·d, stored.
+#define MOM(o, D, T, P, XP, B, TB) \
+	VMULPS      o(DX), X14, B; \
+	VCVTPS2PD   B, TB; \
+	VCVTPS2PD   D, T; \
+	VFMADD231PD Y12, T, TB; \
+	VCVTPD2PSY  TB, B; \
+	VMOVUPS     B, o(DX)
+
+// USEB: d = b.
+#define USEB(o, D, T, P, XP, B, TB) \
+	VMOVAPS B, D
+
+// NEST: d = d + m·b; FNEST the same after FIRST, where b is d.
+#define NEST(o, D, T, P, XP, B, TB) \
+	VCVTPS2PD   D, T; \
+	VCVTPS2PD   B, TB; \
+	VFMADD231PD Y10, TB, T; \
+	VCVTPD2PSY  T, D
+
+#define FNEST(o, D, T, P, XP, B, TB) NEST(o, D, T, P, XP, D, TB)
+
+// UPDATE: p = p − lr·d, stored.
+#define UPDATE(o, D, T, P, XP, B, TB) \
+	VCVTPS2PD   D, T; \
+	VFMADD231PD Y11, T, P; \
+	VCVTPD2PSY  P, XP; \
+	VMOVUPS     XP, o(DI)
+
+// NONE: no step, for an option that is off.
+#define NONE(o, D, T, P, XP, B, TB)
+
+// ITER: one iteration's steps, all of the first half's and then the
+// second's: load, decay, the step on b, the use of b, update.
+#define ITER(decay, bstep, useb) \
+	H0(LOAD); H0(decay); H0(bstep); H0(useb); H0(UPDATE); \
+	H1(LOAD); H1(decay); H1(bstep); H1(useb); H1(UPDATE)
+
+// NEXT / NEXTB: on to the next eight elements at lbl (NEXTB also moving
+// b), or to done.
+#define NEXT(lbl) \
+	ADDQ $32, SI; \
+	ADDQ $32, DI; \
+	DECQ CX; \
+	JNZ  lbl; \
+	JMP  done
+
+#define NEXTB(lbl) \
+	ADDQ $32, SI; \
+	ADDQ $32, DI; \
+	ADDQ $32, DX; \
+	DECQ CX; \
+	JNZ  lbl; \
+	JMP  done
+
 TEXT ·sgdAVX2(SB), NOSPLIT, $0-112
 	MOVQ         p_base+0(FP), DI
 	MOVQ         p_len+8(FP), CX
@@ -35,347 +113,30 @@ TEXT ·sgdAVX2(SB), NOSPLIT, $0-112
 	JZ           done
 	ANDQ         $15, R10
 
-	CMPQ R10, $0
-	JEQ  plain0
-	CMPQ R10, $6
-	JEQ  first0
-	CMPQ R10, $2
-	JEQ  mom0
-	CMPQ R10, $14
-	JEQ  firstnest0
-	CMPQ R10, $10
-	JEQ  nest0
-	CMPQ R10, $1
-	JEQ  plain1
-	CMPQ R10, $7
-	JEQ  first1
-	CMPQ R10, $3
-	JEQ  mom1
-	CMPQ R10, $15
-	JEQ  firstnest1
-	CMPQ R10, $11
-	JEQ  nest1
+	CASE(0, plain0)
+	CASE(6, first0)
+	CASE(2, mom0)
+	CASE(14, firstnest0)
+	CASE(10, nest0)
+	CASE(1, plain1)
+	CASE(7, first1)
+	CASE(3, mom1)
+	CASE(15, firstnest1)
+	CASE(11, nest1)
 	JMP done
 
-plain0:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	DECQ        CX
-	JNZ         plain0
-	JMP         done
-
-first0:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VMOVUPS     X0, 0(DX)
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VMOVUPS     X1, 16(DX)
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	ADDQ        $32, DX
-	DECQ        CX
-	JNZ         first0
-	JMP         done
-
-mom0:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VMULPS      0(DX), X14, X6
-	VCVTPS2PD   X6, Y7
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y12, Y4, Y7
-	VCVTPD2PSY  Y7, X6
-	VMOVUPS     X6, 0(DX)
-	VMOVAPS     X6, X0
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VMULPS      16(DX), X14, X8
-	VCVTPS2PD   X8, Y9
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y12, Y5, Y9
-	VCVTPD2PSY  Y9, X8
-	VMOVUPS     X8, 16(DX)
-	VMOVAPS     X8, X1
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	ADDQ        $32, DX
-	DECQ        CX
-	JNZ         mom0
-	JMP         done
-
-firstnest0:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VMOVUPS     X0, 0(DX)
-	VCVTPS2PD   X0, Y4
-	VCVTPS2PD   X0, Y7
-	VFMADD231PD Y10, Y7, Y4
-	VCVTPD2PSY  Y4, X0
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VMOVUPS     X1, 16(DX)
-	VCVTPS2PD   X1, Y5
-	VCVTPS2PD   X1, Y9
-	VFMADD231PD Y10, Y9, Y5
-	VCVTPD2PSY  Y5, X1
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	ADDQ        $32, DX
-	DECQ        CX
-	JNZ         firstnest0
-	JMP         done
-
-nest0:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VMULPS      0(DX), X14, X6
-	VCVTPS2PD   X6, Y7
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y12, Y4, Y7
-	VCVTPD2PSY  Y7, X6
-	VMOVUPS     X6, 0(DX)
-	VCVTPS2PD   X0, Y4
-	VCVTPS2PD   X6, Y7
-	VFMADD231PD Y10, Y7, Y4
-	VCVTPD2PSY  Y4, X0
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VMULPS      16(DX), X14, X8
-	VCVTPS2PD   X8, Y9
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y12, Y5, Y9
-	VCVTPD2PSY  Y9, X8
-	VMOVUPS     X8, 16(DX)
-	VCVTPS2PD   X1, Y5
-	VCVTPS2PD   X8, Y9
-	VFMADD231PD Y10, Y9, Y5
-	VCVTPD2PSY  Y5, X1
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	ADDQ        $32, DX
-	DECQ        CX
-	JNZ         nest0
-	JMP         done
-
-plain1:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y13, Y2, Y4
-	VCVTPD2PSY  Y4, X0
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y13, Y3, Y5
-	VCVTPD2PSY  Y5, X1
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	DECQ        CX
-	JNZ         plain1
-	JMP         done
-
-first1:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y13, Y2, Y4
-	VCVTPD2PSY  Y4, X0
-	VMOVUPS     X0, 0(DX)
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y13, Y3, Y5
-	VCVTPD2PSY  Y5, X1
-	VMOVUPS     X1, 16(DX)
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	ADDQ        $32, DX
-	DECQ        CX
-	JNZ         first1
-	JMP         done
-
-mom1:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y13, Y2, Y4
-	VCVTPD2PSY  Y4, X0
-	VMULPS      0(DX), X14, X6
-	VCVTPS2PD   X6, Y7
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y12, Y4, Y7
-	VCVTPD2PSY  Y7, X6
-	VMOVUPS     X6, 0(DX)
-	VMOVAPS     X6, X0
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y13, Y3, Y5
-	VCVTPD2PSY  Y5, X1
-	VMULPS      16(DX), X14, X8
-	VCVTPS2PD   X8, Y9
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y12, Y5, Y9
-	VCVTPD2PSY  Y9, X8
-	VMOVUPS     X8, 16(DX)
-	VMOVAPS     X8, X1
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	ADDQ        $32, DX
-	DECQ        CX
-	JNZ         mom1
-	JMP         done
-
-firstnest1:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y13, Y2, Y4
-	VCVTPD2PSY  Y4, X0
-	VMOVUPS     X0, 0(DX)
-	VCVTPS2PD   X0, Y4
-	VCVTPS2PD   X0, Y7
-	VFMADD231PD Y10, Y7, Y4
-	VCVTPD2PSY  Y4, X0
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y13, Y3, Y5
-	VCVTPD2PSY  Y5, X1
-	VMOVUPS     X1, 16(DX)
-	VCVTPS2PD   X1, Y5
-	VCVTPS2PD   X1, Y9
-	VFMADD231PD Y10, Y9, Y5
-	VCVTPD2PSY  Y5, X1
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	ADDQ        $32, DX
-	DECQ        CX
-	JNZ         firstnest1
-	JMP         done
-
-nest1:
-	VMULPS      0(SI), X15, X0
-	VCVTPS2PD   0(DI), Y2
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y13, Y2, Y4
-	VCVTPD2PSY  Y4, X0
-	VMULPS      0(DX), X14, X6
-	VCVTPS2PD   X6, Y7
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y12, Y4, Y7
-	VCVTPD2PSY  Y7, X6
-	VMOVUPS     X6, 0(DX)
-	VCVTPS2PD   X0, Y4
-	VCVTPS2PD   X6, Y7
-	VFMADD231PD Y10, Y7, Y4
-	VCVTPD2PSY  Y4, X0
-	VCVTPS2PD   X0, Y4
-	VFMADD231PD Y11, Y4, Y2
-	VCVTPD2PSY  Y2, X2
-	VMOVUPS     X2, 0(DI)
-	VMULPS      16(SI), X15, X1
-	VCVTPS2PD   16(DI), Y3
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y13, Y3, Y5
-	VCVTPD2PSY  Y5, X1
-	VMULPS      16(DX), X14, X8
-	VCVTPS2PD   X8, Y9
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y12, Y5, Y9
-	VCVTPD2PSY  Y9, X8
-	VMOVUPS     X8, 16(DX)
-	VCVTPS2PD   X1, Y5
-	VCVTPS2PD   X8, Y9
-	VFMADD231PD Y10, Y9, Y5
-	VCVTPD2PSY  Y5, X1
-	VCVTPS2PD   X1, Y5
-	VFMADD231PD Y11, Y5, Y3
-	VCVTPD2PSY  Y3, X3
-	VMOVUPS     X3, 16(DI)
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	ADDQ        $32, DX
-	DECQ        CX
-	JNZ         nest1
-	JMP         done
+// The loops, one per combination of options: ITER(decay, the step on b,
+// the use of b).
+plain0:     ITER(NONE, NONE, NONE);    NEXT(plain0)
+first0:     ITER(NONE, FIRST, NONE);   NEXTB(first0)
+mom0:       ITER(NONE, MOM, USEB);     NEXTB(mom0)
+firstnest0: ITER(NONE, FIRST, FNEST);  NEXTB(firstnest0)
+nest0:      ITER(NONE, MOM, NEST);     NEXTB(nest0)
+plain1:     ITER(DECAY, NONE, NONE);   NEXT(plain1)
+first1:     ITER(DECAY, FIRST, NONE);  NEXTB(first1)
+mom1:       ITER(DECAY, MOM, USEB);    NEXTB(mom1)
+firstnest1: ITER(DECAY, FIRST, FNEST); NEXTB(firstnest1)
+nest1:      ITER(DECAY, MOM, NEST);    NEXTB(nest1)
 
 done:
 	VZEROUPPER

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "optim_amd64.h"
 
 // func adagradSplitAVX512(top, bottom, g16 []uint16, g32, s []float32, wd float64, negLR, eps, sign float32, flags int)
 //
@@ -15,26 +16,11 @@
 // Registers: Y15 sign, Y9 eps, Y8 −lr, Z6 wd as float64; AX the element
 // index, CX the count; Y0 d, Y1 p.
 
-#define LOADP \
-	VPMOVZXWD (DI)(AX*2), Y1; \
-	VPMOVZXWD (R8)(AX*2), Y3; \
-	VPSLLD    $16, Y1, Y1; \
-	VPOR      Y3, Y1, Y1
+// LOADP: Y1 = the joined master.
+#define LOADP LOADMASTER(Y1)
 
-#define LOADG16 \
-	VPMOVZXWD (SI)(AX*2), Y0; \
-	VPSLLD    $16, Y0, Y0; \
-	VMULPS    Y0, Y15, Y0
-
-#define LOADG32 \
-	VMULPS (R9)(AX*4), Y15, Y0
-
-#define DECAY \
-	VCVTPS2PD   Y0, Z2; \
-	VCVTPS2PD   Y1, Z3; \
-	VFMADD231PD Z6, Z3, Z2; \
-	VCVTPD2PS   Z2, Y0
-
+// UPDATE: s = s + d·d, stored; p = p + (−lr·d) / (√s + eps), split into
+// top and bottom.
 #define UPDATE \
 	VCVTPS2PD   Y0, Z3; \
 	VCVTPS2PD   (DX)(AX*4), Z2; \
@@ -46,17 +32,7 @@
 	VMULPS      Y8, Y0, Y0; \
 	VDIVPS      Y2, Y0, Y0; \
 	VADDPS      Y0, Y1, Y1; \
-	VPSRLD      $16, Y1, Y3; \
-	VPMOVDW     Y3, X3; \
-	VPMOVDW     Y1, X1; \
-	VMOVDQU     X3, (DI)(AX*2); \
-	VMOVDQU     X1, (R8)(AX*2)
-
-#define NEXT(lbl) \
-	ADDQ $8, AX; \
-	CMPQ AX, CX; \
-	JB   lbl; \
-	JMP  done
+	STOREMASTER(Y1, X1)
 
 TEXT ·adagradSplitAVX512(SB), NOSPLIT, $0-152
 	MOVQ         top_base+0(FP), DI
@@ -75,38 +51,18 @@ TEXT ·adagradSplitAVX512(SB), NOSPLIT, $0-152
 	JZ           done
 	ANDQ         $17, R10
 
-	CMPQ R10, $16
-	JEQ  h0
-	CMPQ R10, $17
-	JEQ  h1
-	CMPQ R10, $0
-	JEQ  f0
-	CMPQ R10, $1
-	JEQ  f1
+	CASE(16, h0)
+	CASE(17, h1)
+	CASE(0, f0)
+	CASE(1, f1)
 	JMP  done
 
-h0:
-	LOADP
-	LOADG16
-	UPDATE
-	NEXT(h0)
-h1:
-	LOADP
-	LOADG16
-	DECAY
-	UPDATE
-	NEXT(h1)
-f0:
-	LOADP
-	LOADG32
-	UPDATE
-	NEXT(f0)
-f1:
-	LOADP
-	LOADG32
-	DECAY
-	UPDATE
-	NEXT(f1)
+// One loop per combination of flags: hN for flags 16+N (a bfloat16
+// gradient), fN for flags N (a float32 one).
+h0:  LOADP; LOADG16; UPDATE; NEXT8(h0)
+h1:  LOADP; LOADG16; SPLITDECAY; UPDATE; NEXT8(h1)
+f0:  LOADP; LOADG32; UPDATE; NEXT8(f0)
+f1:  LOADP; LOADG32; SPLITDECAY; UPDATE; NEXT8(f1)
 
 done:
 	VZEROUPPER

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "optim_amd64.h"
 
 // func adamSplitAVX512(top, bottom, g16 []uint16, g32, m, v, vmax []float32, k1, wd float64, b1, b2, k2, scale, bc2, eps, negStep, sign float32, flags int)
 //
@@ -20,27 +21,7 @@
 // widened into the zmm of the same number as adamAVX2 widens xmm into ymm).
 
 // LOADP: Y1 = the joined master.
-#define LOADP \
-	VPMOVZXWD (DI)(AX*2), Y1; \
-	VPMOVZXWD (R8)(AX*2), Y3; \
-	VPSLLD    $16, Y1, Y1; \
-	VPOR      Y3, Y1, Y1
-
-// LOADG16 / LOADG32: Y0 = sign·g.
-#define LOADG16 \
-	VPMOVZXWD (SI)(AX*2), Y0; \
-	VPSLLD    $16, Y0, Y0; \
-	VMULPS    Y0, Y15, Y0
-
-#define LOADG32 \
-	VMULPS (R9)(AX*4), Y15, Y0
-
-// DECAY: d = d + wd·p.
-#define DECAY \
-	VCVTPS2PD   Y0, Z2; \
-	VCVTPS2PD   Y1, Z3; \
-	VFMADD231PD Z6, Z3, Z2; \
-	VCVTPD2PS   Z2, Y0
+#define LOADP LOADMASTER(Y1)
 
 // MOMENTS: p = p·scale; m = m·β1 + Keep1·d; v = v·β2 + (Keep2·d)·d; both
 // stored.
@@ -78,17 +59,7 @@
 	VMULPS  Y8, Y2, Y2; \
 	VDIVPS  Y4, Y2, Y2; \
 	VADDPS  Y2, Y1, Y1; \
-	VPSRLD  $16, Y1, Y3; \
-	VPMOVDW Y3, X3; \
-	VPMOVDW Y1, X1; \
-	VMOVDQU X3, (DI)(AX*2); \
-	VMOVDQU X1, (R8)(AX*2)
-
-#define NEXT(lbl) \
-	ADDQ $8, AX; \
-	CMPQ AX, CX; \
-	JB   lbl; \
-	JMP  done
+	STOREMASTER(Y1, X1)
 
 TEXT ·adamSplitAVX512(SB), NOSPLIT, $0-224
 	MOVQ         top_base+0(FP), DI
@@ -115,81 +86,27 @@ TEXT ·adamSplitAVX512(SB), NOSPLIT, $0-224
 	JZ           done
 	ANDQ         $19, R10
 
-	CMPQ R10, $16
-	JEQ  h0
-	CMPQ R10, $17
-	JEQ  h1
-	CMPQ R10, $18
-	JEQ  h2
-	CMPQ R10, $19
-	JEQ  h3
-	CMPQ R10, $0
-	JEQ  f0
-	CMPQ R10, $1
-	JEQ  f1
-	CMPQ R10, $2
-	JEQ  f2
-	CMPQ R10, $3
-	JEQ  f3
+	CASE(16, h0)
+	CASE(17, h1)
+	CASE(18, h2)
+	CASE(19, h3)
+	CASE(0, f0)
+	CASE(1, f1)
+	CASE(2, f2)
+	CASE(3, f3)
 	JMP  done
 
-h0:
-	LOADP
-	LOADG16
-	MOMENTS
-	UPDATE
-	NEXT(h0)
-h1:
-	LOADP
-	LOADG16
-	DECAY
-	MOMENTS
-	UPDATE
-	NEXT(h1)
-h2:
-	LOADP
-	LOADG16
-	MOMENTS
-	AMS
-	UPDATE
-	NEXT(h2)
-h3:
-	LOADP
-	LOADG16
-	DECAY
-	MOMENTS
-	AMS
-	UPDATE
-	NEXT(h3)
+// One loop per combination of flags: hN for flags 16+N (a bfloat16
+// gradient), fN for flags N (a float32 one).
+h0:  LOADP; LOADG16; MOMENTS; UPDATE; NEXT8(h0)
+h1:  LOADP; LOADG16; SPLITDECAY; MOMENTS; UPDATE; NEXT8(h1)
+h2:  LOADP; LOADG16; MOMENTS; AMS; UPDATE; NEXT8(h2)
+h3:  LOADP; LOADG16; SPLITDECAY; MOMENTS; AMS; UPDATE; NEXT8(h3)
 
-f0:
-	LOADP
-	LOADG32
-	MOMENTS
-	UPDATE
-	NEXT(f0)
-f1:
-	LOADP
-	LOADG32
-	DECAY
-	MOMENTS
-	UPDATE
-	NEXT(f1)
-f2:
-	LOADP
-	LOADG32
-	MOMENTS
-	AMS
-	UPDATE
-	NEXT(f2)
-f3:
-	LOADP
-	LOADG32
-	DECAY
-	MOMENTS
-	AMS
-	UPDATE
-	NEXT(f3)
+f0:  LOADP; LOADG32; MOMENTS; UPDATE; NEXT8(f0)
+f1:  LOADP; LOADG32; SPLITDECAY; MOMENTS; UPDATE; NEXT8(f1)
+f2:  LOADP; LOADG32; MOMENTS; AMS; UPDATE; NEXT8(f2)
+f3:  LOADP; LOADG32; SPLITDECAY; MOMENTS; AMS; UPDATE; NEXT8(f3)
 
 done:
 	VZEROUPPER

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "optim_amd64.h"
 
 // func joinBF16AVX2(dst []float32, top, bottom []uint16)
 //
@@ -33,10 +34,7 @@ jloop:
 jone:
 	ADDQ      $8, CX
 	JL        jdone
-	VPMOVZXWD (SI), Y0
-	VPMOVZXWD (DX), Y2
-	VPSLLD    $16, Y0, Y0
-	VPOR      Y2, Y0, Y0
+	JOINBF16((SI), (DX), Y0, Y2)
 	VMOVDQU   Y0, (DI)
 
 jdone:
