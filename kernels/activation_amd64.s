@@ -14,6 +14,25 @@ F8(fNegHalf, $0xbf000000) // −0.5
 
 // ---- loops ----------------------------------------------------------------
 
+// FWDARGS and BWDARGS load the arguments of the forward kernels,
+// func(dst, src []float32, a, b, c float32), and of the backward ones,
+// func(dx, dy, v []float32, a, b, c float32), into the loops' registers.
+#define FWDARGS \
+	MOVQ         dst_base+0(FP), DI \
+	MOVQ         src_base+24(FP), SI \
+	MOVQ         src_len+32(FP), CX \
+	VBROADCASTSS a+48(FP), Y6 \
+	VBROADCASTSS b+52(FP), Y7
+
+#define BWDARGS \
+	MOVQ         dx_base+0(FP), DI \
+	MOVQ         dy_base+24(FP), DX \
+	MOVQ         v_base+48(FP), SI \
+	MOVQ         dx_len+8(FP), CX \
+	VBROADCASTSS a+72(FP), Y6 \
+	VBROADCASTSS b+76(FP), Y7 \
+	MOVL         c+80(FP), R9
+
 // UNARY32(BODY): dst[i] = BODY(src[i]) for the cheap functions, four
 // vectors per iteration. BODY(R, T) works in place on R with scratch T and
 // may read Y5 (zero), Y6 and Y7 (the parameters a and b).
@@ -383,155 +402,79 @@ b8done:                    \
 // ---- forward kernels: func(dst, src []float32, a, b, c float32) -----------
 
 TEXT ·actNegAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(NEG)
 
 TEXT ·actAddScalarAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(ADDS)
 
 TEXT ·actMulScalarAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(MULS)
 
 TEXT ·actReLUAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(RELU)
 
 TEXT ·actHardTanhAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(HARDTANH)
 
 TEXT ·actSqrtAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(SQRTS)
 
 TEXT ·actSquareAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(SQUARE)
 
 TEXT ·actRecipAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(RECIP)
 
 TEXT ·actExpAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(EXPBODY)
 
 TEXT ·actLogAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(LOGBODY)
 
 TEXT ·actSigmoidAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(SIGMOIDBODY)
 
 TEXT ·actTanhAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(TANHBODY)
 
 TEXT ·actSiLUAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(SILUBODY)
 
 TEXT ·actELUAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(ELUBODY)
 
 TEXT ·actGELUAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(GELUBODY)
 
 TEXT ·actGELUTanhAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(GELUTANHBODY)
 
 TEXT ·actCubeAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(CUBEBODY)
 
 TEXT ·actInvSquareAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(INVSQUAREBODY)
 
 TEXT ·actRsqrtAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(RSQRTBODY)
 
 // func actPowAVX2(dst, src []float32, e float64) int
@@ -592,123 +535,51 @@ pstop:
 // ---- backward kernels: func(dx, dy, v []float32, a, b, c float32) --------
 
 TEXT ·actExpBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(EXPB)
 
 TEXT ·actLogBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(LOGB)
 
 TEXT ·actSqrtBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(SQRTB)
 
 TEXT ·actReLUBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(RELUB)
 
 TEXT ·actSigmoidBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(SIGMOIDB)
 
 TEXT ·actTanhBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(TANHB)
 
 TEXT ·actHardTanhBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(HARDTANHB)
 
 TEXT ·actScaleBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(SCALEB)
 
 TEXT ·actSiLUBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY8(SILUB)
 
 TEXT ·actELUBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY8(ELUB)
 
 TEXT ·actGELUBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY8(GELUB)
 
 TEXT ·actGELUTanhBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY8(GELUTANHB)
 
 // func dropoutAVX2(dst, src []float32, keep []uint8, scale float32)

@@ -33,6 +33,21 @@ GLOBL binIota<>(SB), RODATA|NOPTR, $32
 	SUBQ    R9, R8;               \
 	VMOVDQU (R8), ymm
 
+// SAMEARGS, SCALARARGS and GATHERARGS load the arguments of
+// func(dst, a, b []float32), func(dst, a []float32, s float32) and
+// func(dst, a, b []float32, as, bs int) into the loops' registers.
+#define SAMEARGS \
+	MOVQ dst_base+0(FP), DI \
+	MOVQ dst_len+8(FP), CX \
+	MOVQ a_base+24(FP), SI \
+	MOVQ b_base+48(FP), DX
+
+#define SCALARARGS \
+	MOVQ         dst_base+0(FP), DI \
+	MOVQ         dst_len+8(FP), CX \
+	MOVQ         a_base+24(FP), SI \
+	VBROADCASTSS s+48(FP), Y7
+
 // SAME(OP): dst = a OP b. DI = dst, SI = a, DX = b, CX = n.
 #define SAME(OP) \
 	SUBQ    $32, CX;            \
@@ -177,126 +192,78 @@ gdone:                             \
 	SHLQ         $5, R10;            \
 	SHLQ         $5, R11
 
+#define GATHERARGS \
+	SAMEARGS \
+	MOVQ as+72(FP), R10 \
+	MOVQ bs+80(FP), R11 \
+	GATHERSETUP
+
 // func binAddAVX2(dst, a, b []float32)
 TEXT ·binAddAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
+	SAMEARGS
 	SAME(VADDPS)
 
 // func binSubAVX2(dst, a, b []float32)
 TEXT ·binSubAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
+	SAMEARGS
 	SAME(VSUBPS)
 
 // func binMulAVX2(dst, a, b []float32)
 TEXT ·binMulAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
+	SAMEARGS
 	SAME(VMULPS)
 
 // func binDivAVX2(dst, a, b []float32)
 TEXT ·binDivAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
+	SAMEARGS
 	SAME(VDIVPS)
 
 // func binAddScalarAVX2(dst, a []float32, s float32)
 TEXT ·binAddScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(ADDS)
 
 // func binSubScalarAVX2(dst, a []float32, s float32)
 TEXT ·binSubScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(SUBS)
 
 // func binMulScalarAVX2(dst, a []float32, s float32)
 TEXT ·binMulScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(MULS)
 
 // func binDivScalarAVX2(dst, a []float32, s float32)
 TEXT ·binDivScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(DIVS)
 
 // func binRSubScalarAVX2(dst, a []float32, s float32)
 TEXT ·binRSubScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(RSUBS)
 
 // func binRDivScalarAVX2(dst, a []float32, s float32)
 TEXT ·binRDivScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(RDIVS)
 
 // func binAddGatherAVX2(dst, a, b []float32, as, bs int)
 TEXT ·binAddGatherAVX2(SB), NOSPLIT, $0-88
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
-	MOVQ as+72(FP), R10
-	MOVQ bs+80(FP), R11
-	GATHERSETUP
+	GATHERARGS
 	GATHER(VADDPS)
 
 // func binSubGatherAVX2(dst, a, b []float32, as, bs int)
 TEXT ·binSubGatherAVX2(SB), NOSPLIT, $0-88
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
-	MOVQ as+72(FP), R10
-	MOVQ bs+80(FP), R11
-	GATHERSETUP
+	GATHERARGS
 	GATHER(VSUBPS)
 
 // func binMulGatherAVX2(dst, a, b []float32, as, bs int)
 TEXT ·binMulGatherAVX2(SB), NOSPLIT, $0-88
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
-	MOVQ as+72(FP), R10
-	MOVQ bs+80(FP), R11
-	GATHERSETUP
+	GATHERARGS
 	GATHER(VMULPS)
 
 // func binDivGatherAVX2(dst, a, b []float32, as, bs int)
 TEXT ·binDivGatherAVX2(SB), NOSPLIT, $0-88
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
-	MOVQ as+72(FP), R10
-	MOVQ bs+80(FP), R11
-	GATHERSETUP
+	GATHERARGS
 	GATHER(VDIVPS)
