@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "vmath_amd64.h"
+#include "elementwise_amd64.h"
 
 // AVX2 variants of the elementwise functions (Act). Each kernel follows its
 // reference in activation.go operation by operation, in the same order and
@@ -42,18 +43,12 @@ F8(fNegHalf, $0xbf000000) // −0.5
 	SUBQ    $32, CX;       \
 	JL      u32one;        \
 u32loop:                   \
-	VMOVUPS (SI), Y0;      \
-	VMOVUPS 32(SI), Y1;    \
-	VMOVUPS 64(SI), Y2;    \
-	VMOVUPS 96(SI), Y3;    \
+	LOAD4(SI, Y0, Y1, Y2, Y3); \
 	BODY(Y0, Y8);          \
 	BODY(Y1, Y8);          \
 	BODY(Y2, Y8);          \
 	BODY(Y3, Y8);          \
-	VMOVUPS Y0, (DI);      \
-	VMOVUPS Y1, 32(DI);    \
-	VMOVUPS Y2, 64(DI);    \
-	VMOVUPS Y3, 96(DI);    \
+	STORE4(DI, Y0, Y1, Y2, Y3); \
 	ADDQ    $128, SI;      \
 	ADDQ    $128, DI;      \
 	SUBQ    $32, CX;       \
@@ -116,22 +111,13 @@ u8done:                    \
 	SUBQ    $32, CX;       \
 	JL      b32one;        \
 b32loop:                   \
-	VMOVUPS (SI), Y0;      \
-	VMOVUPS 32(SI), Y1;    \
-	VMOVUPS 64(SI), Y2;    \
-	VMOVUPS 96(SI), Y3;    \
-	VMOVUPS (DX), Y8;      \
-	VMOVUPS 32(DX), Y9;    \
-	VMOVUPS 64(DX), Y10;   \
-	VMOVUPS 96(DX), Y11;   \
+	LOAD4(SI, Y0, Y1, Y2, Y3); \
+	LOAD4(DX, Y8, Y9, Y10, Y11); \
 	BODY(Y0, Y8, Y12);     \
 	BODY(Y1, Y9, Y12);     \
 	BODY(Y2, Y10, Y12);    \
 	BODY(Y3, Y11, Y12);    \
-	VMOVUPS Y8, (DI);      \
-	VMOVUPS Y9, 32(DI);    \
-	VMOVUPS Y10, 64(DI);   \
-	VMOVUPS Y11, 96(DI);   \
+	STORE4(DI, Y8, Y9, Y10, Y11); \
 	ADDQ    $128, SI;      \
 	ADDQ    $128, DX;      \
 	ADDQ    $128, DI;      \
@@ -165,31 +151,7 @@ b32done:                   \
 // BINARY8(BODY): dx[i] = BODY(v[i], dy[i]) for the costly derivatives. BODY
 // reads Y0 (v) and Y2 (dy) and leaves the result in Y1, with scratch Y3–Y5
 // and Y8–Y15; it may read Y6 and Y7 (a and b) and R9 (c's bits).
-#define BINARY8(BODY) \
-	SUBQ    $8, CX;        \
-	JL      b8tail;        \
-b8loop:                    \
-	VMOVUPS (SI), Y0;      \
-	VMOVUPS (DX), Y2;      \
-	BODY;                  \
-	VMOVUPS Y1, (DI);      \
-	ADDQ    $32, SI;       \
-	ADDQ    $32, DX;       \
-	ADDQ    $32, DI;       \
-	SUBQ    $8, CX;        \
-	JGE     b8loop;        \
-b8tail:                    \
-	ADDQ    $8, CX;        \
-	JZ      b8done;        \
-	TAILMASK(CX, R8, Y15); \
-	VMASKMOVPS (SI), Y15, Y0; \
-	VMASKMOVPS (DX), Y15, Y2; \
-	BODY;                  \
-	VMOVDQU (R8), Y15;     \
-	VMASKMOVPS Y1, Y15, (DI); \
-b8done:                    \
-	VZEROUPPER;            \
-	RET
+#define BINARY8(BODY) MAP8X2(BODY, Y2, Y1)
 
 // DMAP(DBODY): Y1 = DBODY(Y0) computed in float64: DBODY maps Y8 to Y9
 // (scratch Y10–Y13) and runs on each half.

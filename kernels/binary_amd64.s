@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "elementwise_amd64.h"
 
 // AVX2 variants of Binary, BinaryScalar and BinaryStrided: one IEEE float32
 // operation per element, like the reference, so they agree bit for bit.
@@ -53,18 +54,12 @@ GLOBL binIota<>(SB), RODATA|NOPTR, $32
 	SUBQ    $32, CX;            \
 	JL      sone;               \
 sloop:                          \
-	VMOVUPS (SI), Y0;           \
-	VMOVUPS 32(SI), Y1;         \
-	VMOVUPS 64(SI), Y2;         \
-	VMOVUPS 96(SI), Y3;         \
+	LOAD4(SI, Y0, Y1, Y2, Y3);  \
 	OP      (DX), Y0, Y0;       \
 	OP      32(DX), Y1, Y1;     \
 	OP      64(DX), Y2, Y2;     \
 	OP      96(DX), Y3, Y3;     \
-	VMOVUPS Y0, (DI);           \
-	VMOVUPS Y1, 32(DI);         \
-	VMOVUPS Y2, 64(DI);         \
-	VMOVUPS Y3, 96(DI);         \
+	STORE4(DI, Y0, Y1, Y2, Y3); \
 	ADDQ    $128, SI;           \
 	ADDQ    $128, DX;           \
 	ADDQ    $128, DI;           \
@@ -100,18 +95,12 @@ sdone:                          \
 	SUBQ    $32, CX;            \
 	JL      cone;               \
 cloop:                          \
-	VMOVUPS (SI), Y0;           \
-	VMOVUPS 32(SI), Y1;         \
-	VMOVUPS 64(SI), Y2;         \
-	VMOVUPS 96(SI), Y3;         \
+	LOAD4(SI, Y0, Y1, Y2, Y3);  \
 	BODY(Y0);                   \
 	BODY(Y1);                   \
 	BODY(Y2);                   \
 	BODY(Y3);                   \
-	VMOVUPS Y0, (DI);           \
-	VMOVUPS Y1, 32(DI);         \
-	VMOVUPS Y2, 64(DI);         \
-	VMOVUPS Y3, 96(DI);         \
+	STORE4(DI, Y0, Y1, Y2, Y3); \
 	ADDQ    $128, SI;           \
 	ADDQ    $128, DI;           \
 	SUBQ    $32, CX;            \

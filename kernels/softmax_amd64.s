@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "vmath_amd64.h"
+#include "elementwise_amd64.h"
 
 // AVX2 softmax kernels. Like the reference they accumulate in float64 and
 // compute e^x in float64 (vmath_amd64.h's, correctly rounded where the
@@ -187,31 +188,7 @@ ereduce:
 // MAP8(BODY): eight float32 at a time, with a masked tail, BODY maps Y0
 // (loaded from SI) and Y1 (from DX) to Y2 (stored at DI), with Y7 holding
 // the kernel's float64 scalar. CX = n.
-#define MAP8(BODY) \
-	SUBQ    $8, CX;             \
-	JL      ptail;              \
-ploop:                          \
-	VMOVUPS (SI), Y0;           \
-	VMOVUPS (DX), Y1;           \
-	BODY;                       \
-	VMOVUPS Y2, (DI);           \
-	ADDQ    $32, SI;            \
-	ADDQ    $32, DX;            \
-	ADDQ    $32, DI;            \
-	SUBQ    $8, CX;             \
-	JGE     ploop;              \
-ptail:                          \
-	ADDQ    $8, CX;             \
-	JZ      pdone;              \
-	TAILMASK(CX, R8, Y15);      \
-	VMASKMOVPS (SI), Y15, Y0;   \
-	VMASKMOVPS (DX), Y15, Y1;   \
-	BODY;                       \
-	VMOVDQU (R8), Y15;          \
-	VMASKMOVPS Y2, Y15, (DI);   \
-pdone:                          \
-	VZEROUPPER;                 \
-	RET
+#define MAP8(BODY) MAP8X2(BODY, Y1, Y2)
 
 // y·s
 #define SCALE8 \
