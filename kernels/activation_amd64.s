@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "vmath_amd64.h"
+#include "elementwise_amd64.h"
 
 // AVX2 variants of the elementwise functions (Act). Each kernel follows its
 // reference in activation.go operation by operation, in the same order and
@@ -14,6 +15,25 @@ F8(fNegHalf, $0xbf000000) // −0.5
 
 // ---- loops ----------------------------------------------------------------
 
+// FWDARGS and BWDARGS load the arguments of the forward kernels,
+// func(dst, src []float32, a, b, c float32), and of the backward ones,
+// func(dx, dy, v []float32, a, b, c float32), into the loops' registers.
+#define FWDARGS \
+	MOVQ         dst_base+0(FP), DI \
+	MOVQ         src_base+24(FP), SI \
+	MOVQ         src_len+32(FP), CX \
+	VBROADCASTSS a+48(FP), Y6 \
+	VBROADCASTSS b+52(FP), Y7
+
+#define BWDARGS \
+	MOVQ         dx_base+0(FP), DI \
+	MOVQ         dy_base+24(FP), DX \
+	MOVQ         v_base+48(FP), SI \
+	MOVQ         dx_len+8(FP), CX \
+	VBROADCASTSS a+72(FP), Y6 \
+	VBROADCASTSS b+76(FP), Y7 \
+	MOVL         c+80(FP), R9
+
 // UNARY32(BODY): dst[i] = BODY(src[i]) for the cheap functions, four
 // vectors per iteration. BODY(R, T) works in place on R with scratch T and
 // may read Y5 (zero), Y6 and Y7 (the parameters a and b).
@@ -23,18 +43,12 @@ F8(fNegHalf, $0xbf000000) // −0.5
 	SUBQ    $32, CX;       \
 	JL      u32one;        \
 u32loop:                   \
-	VMOVUPS (SI), Y0;      \
-	VMOVUPS 32(SI), Y1;    \
-	VMOVUPS 64(SI), Y2;    \
-	VMOVUPS 96(SI), Y3;    \
+	LOAD4(SI, Y0, Y1, Y2, Y3); \
 	BODY(Y0, Y8);          \
 	BODY(Y1, Y8);          \
 	BODY(Y2, Y8);          \
 	BODY(Y3, Y8);          \
-	VMOVUPS Y0, (DI);      \
-	VMOVUPS Y1, 32(DI);    \
-	VMOVUPS Y2, 64(DI);    \
-	VMOVUPS Y3, 96(DI);    \
+	STORE4(DI, Y0, Y1, Y2, Y3); \
 	ADDQ    $128, SI;      \
 	ADDQ    $128, DI;      \
 	SUBQ    $32, CX;       \
@@ -97,22 +111,13 @@ u8done:                    \
 	SUBQ    $32, CX;       \
 	JL      b32one;        \
 b32loop:                   \
-	VMOVUPS (SI), Y0;      \
-	VMOVUPS 32(SI), Y1;    \
-	VMOVUPS 64(SI), Y2;    \
-	VMOVUPS 96(SI), Y3;    \
-	VMOVUPS (DX), Y8;      \
-	VMOVUPS 32(DX), Y9;    \
-	VMOVUPS 64(DX), Y10;   \
-	VMOVUPS 96(DX), Y11;   \
+	LOAD4(SI, Y0, Y1, Y2, Y3); \
+	LOAD4(DX, Y8, Y9, Y10, Y11); \
 	BODY(Y0, Y8, Y12);     \
 	BODY(Y1, Y9, Y12);     \
 	BODY(Y2, Y10, Y12);    \
 	BODY(Y3, Y11, Y12);    \
-	VMOVUPS Y8, (DI);      \
-	VMOVUPS Y9, 32(DI);    \
-	VMOVUPS Y10, 64(DI);   \
-	VMOVUPS Y11, 96(DI);   \
+	STORE4(DI, Y8, Y9, Y10, Y11); \
 	ADDQ    $128, SI;      \
 	ADDQ    $128, DX;      \
 	ADDQ    $128, DI;      \
@@ -146,31 +151,7 @@ b32done:                   \
 // BINARY8(BODY): dx[i] = BODY(v[i], dy[i]) for the costly derivatives. BODY
 // reads Y0 (v) and Y2 (dy) and leaves the result in Y1, with scratch Y3–Y5
 // and Y8–Y15; it may read Y6 and Y7 (a and b) and R9 (c's bits).
-#define BINARY8(BODY) \
-	SUBQ    $8, CX;        \
-	JL      b8tail;        \
-b8loop:                    \
-	VMOVUPS (SI), Y0;      \
-	VMOVUPS (DX), Y2;      \
-	BODY;                  \
-	VMOVUPS Y1, (DI);      \
-	ADDQ    $32, SI;       \
-	ADDQ    $32, DX;       \
-	ADDQ    $32, DI;       \
-	SUBQ    $8, CX;        \
-	JGE     b8loop;        \
-b8tail:                    \
-	ADDQ    $8, CX;        \
-	JZ      b8done;        \
-	TAILMASK(CX, R8, Y15); \
-	VMASKMOVPS (SI), Y15, Y0; \
-	VMASKMOVPS (DX), Y15, Y2; \
-	BODY;                  \
-	VMOVDQU (R8), Y15;     \
-	VMASKMOVPS Y1, Y15, (DI); \
-b8done:                    \
-	VZEROUPPER;            \
-	RET
+#define BINARY8(BODY) MAP8X2(BODY, Y2, Y1)
 
 // DMAP(DBODY): Y1 = DBODY(Y0) computed in float64: DBODY maps Y8 to Y9
 // (scratch Y10–Y13) and runs on each half.
@@ -383,155 +364,79 @@ b8done:                    \
 // ---- forward kernels: func(dst, src []float32, a, b, c float32) -----------
 
 TEXT ·actNegAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(NEG)
 
 TEXT ·actAddScalarAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(ADDS)
 
 TEXT ·actMulScalarAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(MULS)
 
 TEXT ·actReLUAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(RELU)
 
 TEXT ·actHardTanhAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(HARDTANH)
 
 TEXT ·actSqrtAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(SQRTS)
 
 TEXT ·actSquareAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(SQUARE)
 
 TEXT ·actRecipAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY32(RECIP)
 
 TEXT ·actExpAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(EXPBODY)
 
 TEXT ·actLogAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(LOGBODY)
 
 TEXT ·actSigmoidAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(SIGMOIDBODY)
 
 TEXT ·actTanhAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(TANHBODY)
 
 TEXT ·actSiLUAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(SILUBODY)
 
 TEXT ·actELUAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(ELUBODY)
 
 TEXT ·actGELUAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(GELUBODY)
 
 TEXT ·actGELUTanhAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(GELUTANHBODY)
 
 TEXT ·actCubeAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(CUBEBODY)
 
 TEXT ·actInvSquareAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(INVSQUAREBODY)
 
 TEXT ·actRsqrtAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	VBROADCASTSS a+48(FP), Y6
-	VBROADCASTSS b+52(FP), Y7
+	FWDARGS
 	UNARY8(RSQRTBODY)
 
 // func actPowAVX2(dst, src []float32, e float64) int
@@ -592,123 +497,51 @@ pstop:
 // ---- backward kernels: func(dx, dy, v []float32, a, b, c float32) --------
 
 TEXT ·actExpBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(EXPB)
 
 TEXT ·actLogBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(LOGB)
 
 TEXT ·actSqrtBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(SQRTB)
 
 TEXT ·actReLUBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(RELUB)
 
 TEXT ·actSigmoidBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(SIGMOIDB)
 
 TEXT ·actTanhBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(TANHB)
 
 TEXT ·actHardTanhBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(HARDTANHB)
 
 TEXT ·actScaleBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY32(SCALEB)
 
 TEXT ·actSiLUBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY8(SILUB)
 
 TEXT ·actELUBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY8(ELUB)
 
 TEXT ·actGELUBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY8(GELUB)
 
 TEXT ·actGELUTanhBwdAVX2(SB), NOSPLIT, $0-84
-	MOVQ         dx_base+0(FP), DI
-	MOVQ         dy_base+24(FP), DX
-	MOVQ         v_base+48(FP), SI
-	MOVQ         dx_len+8(FP), CX
-	VBROADCASTSS a+72(FP), Y6
-	VBROADCASTSS b+76(FP), Y7
-	MOVL         c+80(FP), R9
+	BWDARGS
 	BINARY8(GELUTANHB)
 
 // func dropoutAVX2(dst, src []float32, keep []uint8, scale float32)

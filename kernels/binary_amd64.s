@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "elementwise_amd64.h"
 
 // AVX2 variants of Binary, BinaryScalar and BinaryStrided: one IEEE float32
 // operation per element, like the reference, so they agree bit for bit.
@@ -33,23 +34,32 @@ GLOBL binIota<>(SB), RODATA|NOPTR, $32
 	SUBQ    R9, R8;               \
 	VMOVDQU (R8), ymm
 
+// SAMEARGS, SCALARARGS and GATHERARGS load the arguments of
+// func(dst, a, b []float32), func(dst, a []float32, s float32) and
+// func(dst, a, b []float32, as, bs int) into the loops' registers.
+#define SAMEARGS \
+	MOVQ dst_base+0(FP), DI \
+	MOVQ dst_len+8(FP), CX \
+	MOVQ a_base+24(FP), SI \
+	MOVQ b_base+48(FP), DX
+
+#define SCALARARGS \
+	MOVQ         dst_base+0(FP), DI \
+	MOVQ         dst_len+8(FP), CX \
+	MOVQ         a_base+24(FP), SI \
+	VBROADCASTSS s+48(FP), Y7
+
 // SAME(OP): dst = a OP b. DI = dst, SI = a, DX = b, CX = n.
 #define SAME(OP) \
 	SUBQ    $32, CX;            \
 	JL      sone;               \
 sloop:                          \
-	VMOVUPS (SI), Y0;           \
-	VMOVUPS 32(SI), Y1;         \
-	VMOVUPS 64(SI), Y2;         \
-	VMOVUPS 96(SI), Y3;         \
+	LOAD4(SI, Y0, Y1, Y2, Y3);  \
 	OP      (DX), Y0, Y0;       \
 	OP      32(DX), Y1, Y1;     \
 	OP      64(DX), Y2, Y2;     \
 	OP      96(DX), Y3, Y3;     \
-	VMOVUPS Y0, (DI);           \
-	VMOVUPS Y1, 32(DI);         \
-	VMOVUPS Y2, 64(DI);         \
-	VMOVUPS Y3, 96(DI);         \
+	STORE4(DI, Y0, Y1, Y2, Y3); \
 	ADDQ    $128, SI;           \
 	ADDQ    $128, DX;           \
 	ADDQ    $128, DI;           \
@@ -85,18 +95,12 @@ sdone:                          \
 	SUBQ    $32, CX;            \
 	JL      cone;               \
 cloop:                          \
-	VMOVUPS (SI), Y0;           \
-	VMOVUPS 32(SI), Y1;         \
-	VMOVUPS 64(SI), Y2;         \
-	VMOVUPS 96(SI), Y3;         \
+	LOAD4(SI, Y0, Y1, Y2, Y3);  \
 	BODY(Y0);                   \
 	BODY(Y1);                   \
 	BODY(Y2);                   \
 	BODY(Y3);                   \
-	VMOVUPS Y0, (DI);           \
-	VMOVUPS Y1, 32(DI);         \
-	VMOVUPS Y2, 64(DI);         \
-	VMOVUPS Y3, 96(DI);         \
+	STORE4(DI, Y0, Y1, Y2, Y3); \
 	ADDQ    $128, SI;           \
 	ADDQ    $128, DI;           \
 	SUBQ    $32, CX;            \
@@ -177,126 +181,78 @@ gdone:                             \
 	SHLQ         $5, R10;            \
 	SHLQ         $5, R11
 
+#define GATHERARGS \
+	SAMEARGS \
+	MOVQ as+72(FP), R10 \
+	MOVQ bs+80(FP), R11 \
+	GATHERSETUP
+
 // func binAddAVX2(dst, a, b []float32)
 TEXT ·binAddAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
+	SAMEARGS
 	SAME(VADDPS)
 
 // func binSubAVX2(dst, a, b []float32)
 TEXT ·binSubAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
+	SAMEARGS
 	SAME(VSUBPS)
 
 // func binMulAVX2(dst, a, b []float32)
 TEXT ·binMulAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
+	SAMEARGS
 	SAME(VMULPS)
 
 // func binDivAVX2(dst, a, b []float32)
 TEXT ·binDivAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
+	SAMEARGS
 	SAME(VDIVPS)
 
 // func binAddScalarAVX2(dst, a []float32, s float32)
 TEXT ·binAddScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(ADDS)
 
 // func binSubScalarAVX2(dst, a []float32, s float32)
 TEXT ·binSubScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(SUBS)
 
 // func binMulScalarAVX2(dst, a []float32, s float32)
 TEXT ·binMulScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(MULS)
 
 // func binDivScalarAVX2(dst, a []float32, s float32)
 TEXT ·binDivScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(DIVS)
 
 // func binRSubScalarAVX2(dst, a []float32, s float32)
 TEXT ·binRSubScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(RSUBS)
 
 // func binRDivScalarAVX2(dst, a []float32, s float32)
 TEXT ·binRDivScalarAVX2(SB), NOSPLIT, $0-52
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         dst_len+8(FP), CX
-	MOVQ         a_base+24(FP), SI
-	VBROADCASTSS s+48(FP), Y7
+	SCALARARGS
 	SCALAR(RDIVS)
 
 // func binAddGatherAVX2(dst, a, b []float32, as, bs int)
 TEXT ·binAddGatherAVX2(SB), NOSPLIT, $0-88
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
-	MOVQ as+72(FP), R10
-	MOVQ bs+80(FP), R11
-	GATHERSETUP
+	GATHERARGS
 	GATHER(VADDPS)
 
 // func binSubGatherAVX2(dst, a, b []float32, as, bs int)
 TEXT ·binSubGatherAVX2(SB), NOSPLIT, $0-88
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
-	MOVQ as+72(FP), R10
-	MOVQ bs+80(FP), R11
-	GATHERSETUP
+	GATHERARGS
 	GATHER(VSUBPS)
 
 // func binMulGatherAVX2(dst, a, b []float32, as, bs int)
 TEXT ·binMulGatherAVX2(SB), NOSPLIT, $0-88
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
-	MOVQ as+72(FP), R10
-	MOVQ bs+80(FP), R11
-	GATHERSETUP
+	GATHERARGS
 	GATHER(VMULPS)
 
 // func binDivGatherAVX2(dst, a, b []float32, as, bs int)
 TEXT ·binDivGatherAVX2(SB), NOSPLIT, $0-88
-	MOVQ dst_base+0(FP), DI
-	MOVQ dst_len+8(FP), CX
-	MOVQ a_base+24(FP), SI
-	MOVQ b_base+48(FP), DX
-	MOVQ as+72(FP), R10
-	MOVQ bs+80(FP), R11
-	GATHERSETUP
+	GATHERARGS
 	GATHER(VDIVPS)

@@ -1,35 +1,42 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "gemm_amd64.h"
 
 // The AVX2 SGEMM kernels: a 6×16 register-blocked micro-kernel over packed
 // panels and the packing routines that build those panels. The layouts are
 // described in gemm_pack.go.
 
+// BFMA2(a, t, c0, c1): t = a broadcast; c0 += Y12·t, c1 += Y13·t.
+#define BFMA2(a, t, c0, c1) \
+	VBROADCASTSS a, t \
+	VFMADD231PS  Y12, t, c0 \
+	VFMADD231PS  Y13, t, c1
+
 // One k step of the 6×16 micro-kernel: two vectors of the B panel row,
 // broadcast each of the six A values of the A panel column, twelve FMAs
 // into the accumulators Y0..Y11 (row r in Y(2r), Y(2r+1)).
 #define STEP(boff, aoff) \
-	VMOVUPS boff(DX), Y12; \
-	VMOVUPS boff+32(DX), Y13; \
-	VBROADCASTSS aoff(R12), Y14; \
-	VFMADD231PS Y12, Y14, Y0; \
-	VFMADD231PS Y13, Y14, Y1; \
-	VBROADCASTSS aoff+4(R12), Y15; \
-	VFMADD231PS Y12, Y15, Y2; \
-	VFMADD231PS Y13, Y15, Y3; \
-	VBROADCASTSS aoff+8(R12), Y14; \
-	VFMADD231PS Y12, Y14, Y4; \
-	VFMADD231PS Y13, Y14, Y5; \
-	VBROADCASTSS aoff+12(R12), Y15; \
-	VFMADD231PS Y12, Y15, Y6; \
-	VFMADD231PS Y13, Y15, Y7; \
-	VBROADCASTSS aoff+16(R12), Y14; \
-	VFMADD231PS Y12, Y14, Y8; \
-	VFMADD231PS Y13, Y14, Y9; \
-	VBROADCASTSS aoff+20(R12), Y15; \
-	VFMADD231PS Y12, Y15, Y10; \
-	VFMADD231PS Y13, Y15, Y11
+	VMOVUPS boff(DX), Y12 \
+	VMOVUPS boff+32(DX), Y13 \
+	BFMA2(aoff(R12), Y14, Y0, Y1) \
+	BFMA2(aoff+4(R12), Y15, Y2, Y3) \
+	BFMA2(aoff+8(R12), Y14, Y4, Y5) \
+	BFMA2(aoff+12(R12), Y15, Y6, Y7) \
+	BFMA2(aoff+16(R12), Y14, Y8, Y9) \
+	BFMA2(aoff+20(R12), Y15, Y10, Y11)
+
+// Four k steps, and ADV(a, b) moves the A panel a bytes and the B panel b
+// bytes on.
+#define STEP4 \
+	STEP(0, 0) \
+	STEP(64, 24) \
+	STEP(128, 48) \
+	STEP(192, 72)
+
+#define ADV(a, b) \
+	ADDQ $a, R12 \
+	ADDQ $b, DX
 
 // The epilogue of one C row (at AX) held in a0, a1, already scaled by
 // alpha: add beta·C (Y13 holds beta; the BETA forms only), the column bias
@@ -67,38 +74,23 @@
 	VMASKMOVPS a0, Y14, (AX); \
 	VMASKMOVPS a1, Y15, 32(AX)
 
+// CPF prefetches the C row at AX (the lines of its first and last floats).
+#define CPF \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 60(AX)
+
 // ROWS runs the epilogue END (with BETA first, or NOBETA, an empty macro)
 // on the first DI rows of the tile, then jumps to next.
 #define NOBETA(a0, a1)
 
 #define ROWS(BETA, END) \
-	BETA(Y0, Y1); \
-	END(Y0, Y1, 0); \
-	CMPQ DI, $1; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Y2, Y3); \
-	END(Y2, Y3, 4); \
-	CMPQ DI, $2; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Y4, Y5); \
-	END(Y4, Y5, 8); \
-	CMPQ DI, $3; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Y6, Y7); \
-	END(Y6, Y7, 12); \
-	CMPQ DI, $4; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Y8, Y9); \
-	END(Y8, Y9, 16); \
-	CMPQ DI, $5; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Y10, Y11); \
-	END(Y10, Y11, 20); \
+	ROW2(BETA, END, Y0, Y1, 0, 1, next) \
+	ROW2(BETA, END, Y2, Y3, 4, 2, next) \
+	ROW2(BETA, END, Y4, Y5, 8, 3, next) \
+	ROW2(BETA, END, Y6, Y7, 12, 4, next) \
+	ROW2(BETA, END, Y8, Y9, 16, 5, next) \
+	BETA(Y10, Y11) \
+	END(Y10, Y11, 20) \
 	JMP  next
 
 // func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
@@ -114,91 +106,24 @@
 // the tiles narrower: C is read and written under it, and colBias must
 // then have 16 readable floats too.
 TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-136
-	MOVQ kc+0(FP), R10
-	MOVQ a+8(FP), SI
-	MOVQ c+24(FP), R8
-	MOVQ ldc+32(FP), R9
-	SHLQ $2, R9
-	MOVQ tiles+40(FP), R11
-	MOVQ rows+48(FP), DI
-	MOVQ colBias+72(FP), BX
-	MOVQ rowBias+80(FP), CX
+	TILEARGS
 
 tile:
 	// Ask for the C tile now; it is needed only after the k loop.
-	MOVQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
-	ADDQ R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 60(AX)
+	CROWS6(CPF)
 
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	ZERO4(VXORPS, Y0, Y1, Y2, Y3)
+	ZERO4(VXORPS, Y4, Y5, Y6, Y7)
+	ZERO4(VXORPS, Y8, Y9, Y10, Y11)
 	MOVQ SI, R12
 	MOVQ b+16(FP), DX
 	MOVQ R10, R13
-	CMPQ R13, $4
-	JLT  tail
+	KLOOP(STEP4, ADV(96, 256), STEP(0, 0), ADV(24, 64))
 
-loop4:
-	STEP(0, 0)
-	STEP(64, 24)
-	STEP(128, 48)
-	STEP(192, 72)
-	ADDQ $96, R12
-	ADDQ $256, DX
-	SUBQ $4, R13
-	CMPQ R13, $4
-	JGE  loop4
-
-tail:
-	TESTQ R13, R13
-	JEQ   epilogue
-
-loop1:
-	STEP(0, 0)
-	ADDQ $24, R12
-	ADDQ $64, DX
-	DECQ R13
-	JNE  loop1
-
-epilogue:
 	VBROADCASTSS alpha+56(FP), Y12
-	VMULPS       Y12, Y0, Y0
-	VMULPS       Y12, Y1, Y1
-	VMULPS       Y12, Y2, Y2
-	VMULPS       Y12, Y3, Y3
-	VMULPS       Y12, Y4, Y4
-	VMULPS       Y12, Y5, Y5
-	VMULPS       Y12, Y6, Y6
-	VMULPS       Y12, Y7, Y7
-	VMULPS       Y12, Y8, Y8
-	VMULPS       Y12, Y9, Y9
-	VMULPS       Y12, Y10, Y10
-	VMULPS       Y12, Y11, Y11
+	MUL4(Y12, Y0, Y1, Y2, Y3)
+	MUL4(Y12, Y4, Y5, Y6, Y7)
+	MUL4(Y12, Y8, Y9, Y10, Y11)
 	MOVQ         CX, R13
 	MOVQ         R8, AX
 	MOVQ         mask+128(FP), R12
@@ -226,16 +151,30 @@ nobetam:
 	ROWS(NOBETA, ROWENDM)
 
 next:
-	ADDQ aStep+88(FP), SI
-	MOVQ bStep+96(FP), AX
-	ADDQ AX, b+16(FP)
-	ADDQ cStep+104(FP), R8
-	ADDQ colBiasStep+112(FP), BX
-	ADDQ rowBiasStep+120(FP), CX
-	DECQ R11
-	JNE  tile
-	VZEROUPPER
-	RET
+	NEXTTILE(tile)
+
+// LOADB4(r, …): the 16 floats of the four rows at r, r + R9, r + 2·R9 and
+// r + R10 into the eight registers, two per row.
+#define LOADB4(r, y0, y1, y2, y3, y4, y5, y6, y7) \
+	VMOVUPS (r), y0 \
+	VMOVUPS 32(r), y1 \
+	VMOVUPS (r)(R9*1), y2 \
+	VMOVUPS 32(r)(R9*1), y3 \
+	VMOVUPS (r)(R9*2), y4 \
+	VMOVUPS 32(r)(R9*2), y5 \
+	VMOVUPS (r)(R10*1), y6 \
+	VMOVUPS 32(r)(R10*1), y7
+
+// STORE8(off, …): the eight registers to off(BX) on, one after another.
+#define STORE8(off, y0, y1, y2, y3, y4, y5, y6, y7) \
+	VMOVUPS y0, off(BX) \
+	VMOVUPS y1, off+32(BX) \
+	VMOVUPS y2, off+64(BX) \
+	VMOVUPS y3, off+96(BX) \
+	VMOVUPS y4, off+128(BX) \
+	VMOVUPS y5, off+160(BX) \
+	VMOVUPS y6, off+192(BX) \
+	VMOVUPS y7, off+224(BX)
 
 // func gemmPackBN16(kc int, b *float32, ldb int, dst *float32, panels int)
 //
@@ -264,38 +203,10 @@ pbnRows8:
 	MOVQ panels+32(FP), R11
 
 pbnPanel8:
-	VMOVUPS (AX), Y0
-	VMOVUPS 32(AX), Y1
-	VMOVUPS (AX)(R9*1), Y2
-	VMOVUPS 32(AX)(R9*1), Y3
-	VMOVUPS (AX)(R9*2), Y4
-	VMOVUPS 32(AX)(R9*2), Y5
-	VMOVUPS (AX)(R10*1), Y6
-	VMOVUPS 32(AX)(R10*1), Y7
-	VMOVUPS (CX), Y8
-	VMOVUPS 32(CX), Y9
-	VMOVUPS (CX)(R9*1), Y10
-	VMOVUPS 32(CX)(R9*1), Y11
-	VMOVUPS (CX)(R9*2), Y12
-	VMOVUPS 32(CX)(R9*2), Y13
-	VMOVUPS (CX)(R10*1), Y14
-	VMOVUPS 32(CX)(R10*1), Y15
-	VMOVUPS Y0, (BX)
-	VMOVUPS Y1, 32(BX)
-	VMOVUPS Y2, 64(BX)
-	VMOVUPS Y3, 96(BX)
-	VMOVUPS Y4, 128(BX)
-	VMOVUPS Y5, 160(BX)
-	VMOVUPS Y6, 192(BX)
-	VMOVUPS Y7, 224(BX)
-	VMOVUPS Y8, 256(BX)
-	VMOVUPS Y9, 288(BX)
-	VMOVUPS Y10, 320(BX)
-	VMOVUPS Y11, 352(BX)
-	VMOVUPS Y12, 384(BX)
-	VMOVUPS Y13, 416(BX)
-	VMOVUPS Y14, 448(BX)
-	VMOVUPS Y15, 480(BX)
+	LOADB4(AX, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+	LOADB4(CX, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15)
+	STORE8(0, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+	STORE8(256, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15)
 	ADDQ    $64, AX
 	ADDQ    $64, CX
 	ADDQ    R8, BX
@@ -314,22 +225,8 @@ pbnRows4:
 	MOVQ panels+32(FP), R11
 
 pbnPanel4:
-	VMOVUPS (AX), Y0
-	VMOVUPS 32(AX), Y1
-	VMOVUPS (AX)(R9*1), Y2
-	VMOVUPS 32(AX)(R9*1), Y3
-	VMOVUPS (AX)(R9*2), Y4
-	VMOVUPS 32(AX)(R9*2), Y5
-	VMOVUPS (AX)(R10*1), Y6
-	VMOVUPS 32(AX)(R10*1), Y7
-	VMOVUPS Y0, (BX)
-	VMOVUPS Y1, 32(BX)
-	VMOVUPS Y2, 64(BX)
-	VMOVUPS Y3, 96(BX)
-	VMOVUPS Y4, 128(BX)
-	VMOVUPS Y5, 160(BX)
-	VMOVUPS Y6, 192(BX)
-	VMOVUPS Y7, 224(BX)
+	LOADB4(AX, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+	STORE8(0, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 	ADDQ    $64, AX
 	ADDQ    R8, BX
 	DECQ    R11
@@ -395,6 +292,25 @@ pbmDone:
 	VZEROUPPER
 	RET
 
+// TRANSPOSE4: in each 128-bit lane, the 4×4 transpose of Y0–Y3 (rows)
+// into Y8–Y11 (columns), with scratch Y4–Y7.
+#define TRANSPOSE4 \
+	VUNPCKLPS Y1, Y0, Y4 \
+	VUNPCKHPS Y1, Y0, Y5 \
+	VUNPCKLPS Y3, Y2, Y6 \
+	VUNPCKHPS Y3, Y2, Y7 \
+	VSHUFPS   $0x44, Y6, Y4, Y8 \
+	VSHUFPS   $0xEE, Y6, Y4, Y9 \
+	VSHUFPS   $0x44, Y7, Y5, Y10 \
+	VSHUFPS   $0xEE, Y7, Y5, Y11
+
+// STORE4(d0, d1, d2, d3): Y8–Y11 to d0(DI), …, d3(DI).
+#define STORE4(d0, d1, d2, d3) \
+	VMOVUPS Y8, d0(DI) \
+	VMOVUPS Y9, d1(DI) \
+	VMOVUPS Y10, d2(DI) \
+	VMOVUPS Y11, d3(DI)
+
 // TR4 transposes a 4-column strip of 8 rows: rows 0..3 at r0(…), rows
 // 4..7 at r4(…) (row stride R9, three strides R10), columns at byte offset
 // off. Each 128-bit lane holds four rows of one column group, so an
@@ -409,18 +325,8 @@ pbmDone:
 	VINSERTF128 $1, off(r4)(R9*2), Y2, Y2; \
 	VMOVUPS     off(r0)(R10*1), X3; \
 	VINSERTF128 $1, off(r4)(R10*1), Y3, Y3; \
-	VUNPCKLPS   Y1, Y0, Y4; \
-	VUNPCKHPS   Y1, Y0, Y5; \
-	VUNPCKLPS   Y3, Y2, Y6; \
-	VUNPCKHPS   Y3, Y2, Y7; \
-	VSHUFPS     $0x44, Y6, Y4, Y8; \
-	VSHUFPS     $0xEE, Y6, Y4, Y9; \
-	VSHUFPS     $0x44, Y7, Y5, Y10; \
-	VSHUFPS     $0xEE, Y7, Y5, Y11; \
-	VMOVUPS     Y8, doff(DI); \
-	VMOVUPS     Y9, doff+64(DI); \
-	VMOVUPS     Y10, doff+128(DI); \
-	VMOVUPS     Y11, doff+192(DI)
+	TRANSPOSE4; \
+	STORE4(doff, doff+64, doff+128, doff+192)
 
 // func gemmPackBT16(kc8 int, b *float32, ldb int, dst *float32, panelStride, panels int)
 //
@@ -470,6 +376,19 @@ pbtNext:
 	VZEROUPPER
 	RET
 
+// PAN6(off, doff): TR4 for 6 rows, at AX (rows 0–3) and BX (rows 4, 5;
+// rows 6 and 7 are the zero upper halves of Y2, Y3): column q goes to
+// doff + 24q bytes from DI, its last two floats overwritten by the next.
+#define PAN6(off, doff) \
+	VMOVUPS     off(AX), X0 \
+	VINSERTF128 $1, off(BX), Y0, Y0 \
+	VMOVUPS     off(AX)(R9*1), X1 \
+	VINSERTF128 $1, off(BX)(R9*1), Y1, Y1 \
+	VMOVUPS     off(AX)(R9*2), X2 \
+	VMOVUPS     off(AX)(R10*1), X3 \
+	TRANSPOSE4 \
+	STORE4(doff, doff+24, doff+48, doff+72)
+
 // func gemmPackAN6(kc8 int, a *float32, lda int, dst *float32)
 //
 // Packs a 6-row panel of a row-major A (row stride lda): element p of row
@@ -488,42 +407,8 @@ TEXT ·gemmPackAN6(SB), NOSPLIT, $0-32
 	JEQ  panDone
 
 panLoop:
-	VMOVUPS     (AX), X0
-	VINSERTF128 $1, (BX), Y0, Y0
-	VMOVUPS     (AX)(R9*1), X1
-	VINSERTF128 $1, (BX)(R9*1), Y1, Y1
-	VMOVUPS     (AX)(R9*2), X2
-	VMOVUPS     (AX)(R10*1), X3
-	VUNPCKLPS   Y1, Y0, Y4
-	VUNPCKHPS   Y1, Y0, Y5
-	VUNPCKLPS   Y3, Y2, Y6
-	VUNPCKHPS   Y3, Y2, Y7
-	VSHUFPS     $0x44, Y6, Y4, Y8
-	VSHUFPS     $0xEE, Y6, Y4, Y9
-	VSHUFPS     $0x44, Y7, Y5, Y10
-	VSHUFPS     $0xEE, Y7, Y5, Y11
-	VMOVUPS     Y8, (DI)
-	VMOVUPS     Y9, 24(DI)
-	VMOVUPS     Y10, 48(DI)
-	VMOVUPS     Y11, 72(DI)
-	VMOVUPS     16(AX), X0
-	VINSERTF128 $1, 16(BX), Y0, Y0
-	VMOVUPS     16(AX)(R9*1), X1
-	VINSERTF128 $1, 16(BX)(R9*1), Y1, Y1
-	VMOVUPS     16(AX)(R9*2), X2
-	VMOVUPS     16(AX)(R10*1), X3
-	VUNPCKLPS   Y1, Y0, Y4
-	VUNPCKHPS   Y1, Y0, Y5
-	VUNPCKLPS   Y3, Y2, Y6
-	VUNPCKHPS   Y3, Y2, Y7
-	VSHUFPS     $0x44, Y6, Y4, Y8
-	VSHUFPS     $0xEE, Y6, Y4, Y9
-	VSHUFPS     $0x44, Y7, Y5, Y10
-	VSHUFPS     $0xEE, Y7, Y5, Y11
-	VMOVUPS     Y8, 96(DI)
-	VMOVUPS     Y9, 120(DI)
-	VMOVUPS     Y10, 144(DI)
-	VMOVUPS     Y11, 168(DI)
+	PAN6(0, 0)
+	PAN6(16, 96)
 	ADDQ        $32, AX
 	ADDQ        $32, BX
 	ADDQ        $192, DI

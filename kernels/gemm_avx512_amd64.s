@@ -1,61 +1,33 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "gemm_amd64.h"
 
-// ZERO24 clears the 24 accumulators Z0–Z23 of a 12×32 tile.
+// ZERO12, ZERO24 clear the accumulators Z0–Z11 (Z0–Z23) of a 12×16
+// (12×32) tile.
+#define ZERO12 \
+	ZERO4(VPXORD, Z0, Z1, Z2, Z3) \
+	ZERO4(VPXORD, Z4, Z5, Z6, Z7) \
+	ZERO4(VPXORD, Z8, Z9, Z10, Z11)
+
 #define ZERO24 \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7 \
-	VPXORD Z8, Z8, Z8 \
-	VPXORD Z9, Z9, Z9 \
-	VPXORD Z10, Z10, Z10 \
-	VPXORD Z11, Z11, Z11 \
-	VPXORD Z12, Z12, Z12 \
-	VPXORD Z13, Z13, Z13 \
-	VPXORD Z14, Z14, Z14 \
-	VPXORD Z15, Z15, Z15 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23
+	ZERO12 \
+	ZERO4(VPXORD, Z12, Z13, Z14, Z15) \
+	ZERO4(VPXORD, Z16, Z17, Z18, Z19) \
+	ZERO4(VPXORD, Z20, Z21, Z22, Z23)
 
-// ALPHA24 scales the 24 accumulators by alpha, broadcast in Z30.
-#define ALPHA24 \
-	VMULPS Z30, Z0, Z0 \
-	VMULPS Z30, Z1, Z1 \
-	VMULPS Z30, Z2, Z2 \
-	VMULPS Z30, Z3, Z3 \
-	VMULPS Z30, Z4, Z4 \
-	VMULPS Z30, Z5, Z5 \
-	VMULPS Z30, Z6, Z6 \
-	VMULPS Z30, Z7, Z7 \
-	VMULPS Z30, Z8, Z8 \
-	VMULPS Z30, Z9, Z9 \
-	VMULPS Z30, Z10, Z10 \
-	VMULPS Z30, Z11, Z11 \
-	VMULPS Z30, Z12, Z12 \
-	VMULPS Z30, Z13, Z13 \
-	VMULPS Z30, Z14, Z14 \
-	VMULPS Z30, Z15, Z15 \
-	VMULPS Z30, Z16, Z16 \
-	VMULPS Z30, Z17, Z17 \
-	VMULPS Z30, Z18, Z18 \
-	VMULPS Z30, Z19, Z19 \
-	VMULPS Z30, Z20, Z20 \
-	VMULPS Z30, Z21, Z21 \
-	VMULPS Z30, Z22, Z22 \
-	VMULPS Z30, Z23, Z23
+// ALPHA12(s), ALPHA24(s) scale the 12 (24) accumulators by alpha,
+// broadcast in s.
+#define ALPHA12(s) \
+	MUL4(s, Z0, Z1, Z2, Z3) \
+	MUL4(s, Z4, Z5, Z6, Z7) \
+	MUL4(s, Z8, Z9, Z10, Z11)
 
+#define ALPHA24(s) \
+	ALPHA12(s) \
+	MUL4(s, Z12, Z13, Z14, Z15) \
+	MUL4(s, Z16, Z17, Z18, Z19) \
+	MUL4(s, Z20, Z21, Z22, Z23)
 
 // The AVX-512 SGEMM micro-kernel. It reads the AVX2 kernels' packed
 // layouts (gemm_pack.go): a tile is two consecutive 6-row A panels by one
@@ -81,6 +53,26 @@
 	VFMADD231PS.BCST aoff+12(R14), breg, Z9; \
 	VFMADD231PS.BCST aoff+16(R14), breg, Z10; \
 	VFMADD231PS.BCST aoff+20(R14), breg, Z11
+
+// Four k steps (the B rows alternating through Z16–Z19), and ADVP(a, b)
+// moves the packed A panels a bytes and the B panel b bytes on.
+#define STEP4 \
+	STEP(0, 0, Z16) \
+	STEP(64, 24, Z17) \
+	STEP(128, 48, Z18) \
+	STEP(192, 72, Z19)
+
+#define ADVP(a, b) \
+	ADDQ $a, R12 \
+	ADDQ $a, R14 \
+	ADDQ $b, DX
+
+// CPF16, CPF32 prefetch the first 16 (32) floats of the C row at AX.
+#define CPF16 PREFETCHT0 (AX)
+
+#define CPF32 \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX)
 
 // The epilogue of one C row (at AX) held in acc, already scaled by alpha:
 // add beta·C (Z13 holds beta; the BETA forms only), the column bias (at
@@ -112,63 +104,19 @@
 // ROWS runs the epilogue END (with BETA first) on the first DI rows of
 // the tile, then jumps to next.
 #define ROWS(BETA, END) \
-	BETA(Z0); \
-	END(Z0, 0); \
-	CMPQ DI, $1; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z1); \
-	END(Z1, 4); \
-	CMPQ DI, $2; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z2); \
-	END(Z2, 8); \
-	CMPQ DI, $3; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z3); \
-	END(Z3, 12); \
-	CMPQ DI, $4; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z4); \
-	END(Z4, 16); \
-	CMPQ DI, $5; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z5); \
-	END(Z5, 20); \
-	CMPQ DI, $6; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z6); \
-	END(Z6, 24); \
-	CMPQ DI, $7; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z7); \
-	END(Z7, 28); \
-	CMPQ DI, $8; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z8); \
-	END(Z8, 32); \
-	CMPQ DI, $9; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z9); \
-	END(Z9, 36); \
-	CMPQ DI, $10; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z10); \
-	END(Z10, 40); \
-	CMPQ DI, $11; \
-	JLE  next; \
-	ADDQ R9, AX; \
-	BETA(Z11); \
-	END(Z11, 44); \
+	ROW1(BETA, END, Z0, 0, 1, next) \
+	ROW1(BETA, END, Z1, 4, 2, next) \
+	ROW1(BETA, END, Z2, 8, 3, next) \
+	ROW1(BETA, END, Z3, 12, 4, next) \
+	ROW1(BETA, END, Z4, 16, 5, next) \
+	ROW1(BETA, END, Z5, 20, 6, next) \
+	ROW1(BETA, END, Z6, 24, 7, next) \
+	ROW1(BETA, END, Z7, 28, 8, next) \
+	ROW1(BETA, END, Z8, 32, 9, next) \
+	ROW1(BETA, END, Z9, 36, 10, next) \
+	ROW1(BETA, END, Z10, 40, 11, next) \
+	BETA(Z11) \
+	END(Z11, 44) \
 	JMP  next
 
 // func sgemmKernel12x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
@@ -177,102 +125,23 @@
 // packed panel at a and the one after it (a + 6·kc floats), which must be
 // readable even when rows ≤ 6 (its products are then discarded).
 TEXT ·sgemmKernel12x16(SB), NOSPLIT, $0-136
-	MOVQ kc+0(FP), R10
-	MOVQ a+8(FP), SI
-	MOVQ c+24(FP), R8
-	MOVQ ldc+32(FP), R9
-	SHLQ $2, R9
-	MOVQ tiles+40(FP), R11
-	MOVQ rows+48(FP), DI
-	MOVQ colBias+72(FP), BX
-	MOVQ rowBias+80(FP), CX
+	TILEARGS
 
 tile:
 	// Ask for the C tile now; it is needed only after the k loop.
-	MOVQ       R8, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
+	CROWS12(CPF16)
 
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZERO12
 	MOVQ SI, R12
 	LEAQ (R10)(R10*2), R14
 	SHLQ $3, R14            // 6·kc floats in bytes: the second A panel
 	ADDQ SI, R14
 	MOVQ b+16(FP), DX
 	MOVQ R10, R13
-	CMPQ R13, $4
-	JLT  tail
+	KLOOP(STEP4, ADVP(96, 256), STEP(0, 0, Z16), ADVP(24, 64))
 
-loop4:
-	STEP(0, 0, Z16)
-	STEP(64, 24, Z17)
-	STEP(128, 48, Z18)
-	STEP(192, 72, Z19)
-	ADDQ $96, R12
-	ADDQ $96, R14
-	ADDQ $256, DX
-	SUBQ $4, R13
-	CMPQ R13, $4
-	JGE  loop4
-
-tail:
-	TESTQ R13, R13
-	JEQ   epilogue
-
-loop1:
-	STEP(0, 0, Z16)
-	ADDQ $24, R12
-	ADDQ $24, R14
-	ADDQ $64, DX
-	DECQ R13
-	JNE  loop1
-
-epilogue:
 	VBROADCASTSS alpha+56(FP), Z12
-	VMULPS       Z12, Z0, Z0
-	VMULPS       Z12, Z1, Z1
-	VMULPS       Z12, Z2, Z2
-	VMULPS       Z12, Z3, Z3
-	VMULPS       Z12, Z4, Z4
-	VMULPS       Z12, Z5, Z5
-	VMULPS       Z12, Z6, Z6
-	VMULPS       Z12, Z7, Z7
-	VMULPS       Z12, Z8, Z8
-	VMULPS       Z12, Z9, Z9
-	VMULPS       Z12, Z10, Z10
-	VMULPS       Z12, Z11, Z11
+	ALPHA12(Z12)
 	VBROADCASTSS lo+64(FP), Z14
 	MOVQ         CX, R13
 	MOVQ         R8, AX
@@ -301,61 +170,41 @@ nobetam:
 	ROWS(NOBETA, ROWENDM)
 
 next:
-	ADDQ aStep+88(FP), SI
-	MOVQ bStep+96(FP), AX
-	ADDQ AX, b+16(FP)
-	ADDQ cStep+104(FP), R8
-	ADDQ colBiasStep+112(FP), BX
-	ADDQ rowBiasStep+120(FP), CX
-	DECQ R11
-	JNE  tile
-	VZEROUPPER
-	RET
+	NEXTTILE(tile)
 
 // The 12×32 micro-kernel: the same two A panels by two consecutive B
 // panels (32 columns), 24 accumulators (row r in Z(2r), Z(2r+1)). Each A
 // value now serves two FMAs, so it is broadcast once into a register:
 // 14 loads per 24 FMAs instead of 13 per 12, which lifted the kernel from
 // ~87% to ~98% of the FMA peak in L1 on Zen 5.
+// BFMA2(a, t, b0, b1, c0, c1): t = a broadcast; c0 += t·b0, c1 += t·b1.
+#define BFMA2(a, t, b0, b1, c0, c1) \
+	VBROADCASTSS a, t \
+	VFMADD231PS  t, b0, c0 \
+	VFMADD231PS  t, b1, c1
+
 #define STEP32(boff, aoff, b0, b1) \
-	VMOVUPS boff(DX), b0; \
-	VMOVUPS boff(DX)(R15*1), b1; \
-	VBROADCASTSS aoff(R12), Z26; \
-	VFMADD231PS Z26, b0, Z0; \
-	VFMADD231PS Z26, b1, Z1; \
-	VBROADCASTSS aoff+4(R12), Z27; \
-	VFMADD231PS Z27, b0, Z2; \
-	VFMADD231PS Z27, b1, Z3; \
-	VBROADCASTSS aoff+8(R12), Z28; \
-	VFMADD231PS Z28, b0, Z4; \
-	VFMADD231PS Z28, b1, Z5; \
-	VBROADCASTSS aoff+12(R12), Z29; \
-	VFMADD231PS Z29, b0, Z6; \
-	VFMADD231PS Z29, b1, Z7; \
-	VBROADCASTSS aoff+16(R12), Z26; \
-	VFMADD231PS Z26, b0, Z8; \
-	VFMADD231PS Z26, b1, Z9; \
-	VBROADCASTSS aoff+20(R12), Z27; \
-	VFMADD231PS Z27, b0, Z10; \
-	VFMADD231PS Z27, b1, Z11; \
-	VBROADCASTSS aoff(R14), Z26; \
-	VFMADD231PS Z26, b0, Z12; \
-	VFMADD231PS Z26, b1, Z13; \
-	VBROADCASTSS aoff+4(R14), Z27; \
-	VFMADD231PS Z27, b0, Z14; \
-	VFMADD231PS Z27, b1, Z15; \
-	VBROADCASTSS aoff+8(R14), Z28; \
-	VFMADD231PS Z28, b0, Z16; \
-	VFMADD231PS Z28, b1, Z17; \
-	VBROADCASTSS aoff+12(R14), Z29; \
-	VFMADD231PS Z29, b0, Z18; \
-	VFMADD231PS Z29, b1, Z19; \
-	VBROADCASTSS aoff+16(R14), Z26; \
-	VFMADD231PS Z26, b0, Z20; \
-	VFMADD231PS Z26, b1, Z21; \
-	VBROADCASTSS aoff+20(R14), Z27; \
-	VFMADD231PS Z27, b0, Z22; \
-	VFMADD231PS Z27, b1, Z23
+	VMOVUPS boff(DX), b0 \
+	VMOVUPS boff(DX)(R15*1), b1 \
+	BFMA2(aoff(R12), Z26, b0, b1, Z0, Z1) \
+	BFMA2(aoff+4(R12), Z27, b0, b1, Z2, Z3) \
+	BFMA2(aoff+8(R12), Z28, b0, b1, Z4, Z5) \
+	BFMA2(aoff+12(R12), Z29, b0, b1, Z6, Z7) \
+	BFMA2(aoff+16(R12), Z26, b0, b1, Z8, Z9) \
+	BFMA2(aoff+20(R12), Z27, b0, b1, Z10, Z11) \
+	BFMA2(aoff(R14), Z26, b0, b1, Z12, Z13) \
+	BFMA2(aoff+4(R14), Z27, b0, b1, Z14, Z15) \
+	BFMA2(aoff+8(R14), Z28, b0, b1, Z16, Z17) \
+	BFMA2(aoff+12(R14), Z29, b0, b1, Z18, Z19) \
+	BFMA2(aoff+16(R14), Z26, b0, b1, Z20, Z21) \
+	BFMA2(aoff+20(R14), Z27, b0, b1, Z22, Z23)
+
+// Four k steps (B rows alternating through Z24, Z25 and Z30, Z31).
+#define STEP32X4 \
+	STEP32(0, 0, Z24, Z25) \
+	STEP32(64, 24, Z30, Z31) \
+	STEP32(128, 48, Z24, Z25) \
+	STEP32(192, 72, Z30, Z31)
 
 // The epilogue of one C row (at AX) in a0, a1: beta in Z28, lo in Z29,
 // column bias at BX (32 floats), row bias at roff(R13).
@@ -376,65 +225,41 @@ next:
 	VMOVUPS      a0, (AX); \
 	VMOVUPS      a1, 64(AX)
 
+// ROWS32 runs the epilogue (with BETA first) on the first DI rows of the
+// tile, then jumps to NEXT.
 #define ROWS32(BETA, NEXT) \
-	BETA(Z0, Z1); \
-	ROWEND32(Z0, Z1, 0); \
-	CMPQ DI, $1; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z2, Z3); \
-	ROWEND32(Z2, Z3, 4); \
-	CMPQ DI, $2; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z4, Z5); \
-	ROWEND32(Z4, Z5, 8); \
-	CMPQ DI, $3; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z6, Z7); \
-	ROWEND32(Z6, Z7, 12); \
-	CMPQ DI, $4; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z8, Z9); \
-	ROWEND32(Z8, Z9, 16); \
-	CMPQ DI, $5; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z10, Z11); \
-	ROWEND32(Z10, Z11, 20); \
-	CMPQ DI, $6; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z12, Z13); \
-	ROWEND32(Z12, Z13, 24); \
-	CMPQ DI, $7; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z14, Z15); \
-	ROWEND32(Z14, Z15, 28); \
-	CMPQ DI, $8; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z16, Z17); \
-	ROWEND32(Z16, Z17, 32); \
-	CMPQ DI, $9; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z18, Z19); \
-	ROWEND32(Z18, Z19, 36); \
-	CMPQ DI, $10; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z20, Z21); \
-	ROWEND32(Z20, Z21, 40); \
-	CMPQ DI, $11; \
-	JLE  NEXT; \
-	ADDQ R9, AX; \
-	BETA(Z22, Z23); \
-	ROWEND32(Z22, Z23, 44); \
+	ROW2(BETA, ROWEND32, Z0, Z1, 0, 1, NEXT) \
+	ROW2(BETA, ROWEND32, Z2, Z3, 4, 2, NEXT) \
+	ROW2(BETA, ROWEND32, Z4, Z5, 8, 3, NEXT) \
+	ROW2(BETA, ROWEND32, Z6, Z7, 12, 4, NEXT) \
+	ROW2(BETA, ROWEND32, Z8, Z9, 16, 5, NEXT) \
+	ROW2(BETA, ROWEND32, Z10, Z11, 20, 6, NEXT) \
+	ROW2(BETA, ROWEND32, Z12, Z13, 24, 7, NEXT) \
+	ROW2(BETA, ROWEND32, Z14, Z15, 28, 8, NEXT) \
+	ROW2(BETA, ROWEND32, Z16, Z17, 32, 9, NEXT) \
+	ROW2(BETA, ROWEND32, Z18, Z19, 36, 10, NEXT) \
+	ROW2(BETA, ROWEND32, Z20, Z21, 40, 11, NEXT) \
+	BETA(Z22, Z23) \
+	ROWEND32(Z22, Z23, 44) \
 	JMP  NEXT
+
+// EPILOGUE32(alpha, lo, beta): the accumulators times alpha, then the
+// row epilogues with beta·C (unless beta is ±0, when C is not read) on the
+// first DI rows; it ends at next32.
+#define EPILOGUE32(alpha, lo, beta) \
+	VBROADCASTSS alpha, Z30 \
+	ALPHA24(Z30) \
+	VBROADCASTSS lo, Z29 \
+	MOVQ         CX, R13 \
+	MOVQ         R8, AX \
+	MOVL         beta, R12 \
+	TESTL        $0x7fffffff, R12 \
+	JEQ          nobeta32 \
+	VBROADCASTSS beta, Z28 \
+	ROWS32(ROWBETA32, next32) \
+nobeta32: \
+	ROWS32(NOBETA32, next32) \
+next32:
 
 // func sgemmKernel12x32(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int)
 //
@@ -443,55 +268,12 @@ next:
 // 32 floats. There is no column mask: narrower tiles go to
 // sgemmKernel12x16.
 TEXT ·sgemmKernel12x32(SB), NOSPLIT, $0-128
-	MOVQ kc+0(FP), R10
-	MOVQ a+8(FP), SI
-	MOVQ c+24(FP), R8
-	MOVQ ldc+32(FP), R9
-	SHLQ $2, R9
-	MOVQ tiles+40(FP), R11
-	MOVQ rows+48(FP), DI
-	MOVQ colBias+72(FP), BX
-	MOVQ rowBias+80(FP), CX
+	TILEARGS
 	MOVQ R10, R15
 	SHLQ $6, R15            // 16·kc floats in bytes: the second B panel
 
 tile32:
-	MOVQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
+	CROWS12(CPF32)
 
 	ZERO24
 	MOVQ SI, R12
@@ -500,101 +282,41 @@ tile32:
 	ADDQ SI, R14
 	MOVQ b+16(FP), DX
 	MOVQ R10, R13
-	CMPQ R13, $4
-	JLT  tail32
-
-loop32:
-	STEP32(0, 0, Z24, Z25)
-	STEP32(64, 24, Z30, Z31)
-	STEP32(128, 48, Z24, Z25)
-	STEP32(192, 72, Z30, Z31)
-	ADDQ $96, R12
-	ADDQ $96, R14
-	ADDQ $256, DX
-	SUBQ $4, R13
-	CMPQ R13, $4
-	JGE  loop32
-
-tail32:
-	TESTQ R13, R13
-	JEQ   epilogue32
-
-loop32one:
-	STEP32(0, 0, Z24, Z25)
-	ADDQ $24, R12
-	ADDQ $24, R14
-	ADDQ $64, DX
-	DECQ R13
-	JNE  loop32one
-
-epilogue32:
-	VBROADCASTSS alpha+56(FP), Z30
-	ALPHA24
-	VBROADCASTSS lo+64(FP), Z29
-	MOVQ         CX, R13
-	MOVQ         R8, AX
-	MOVL         beta+60(FP), R12
-	TESTL        $0x7fffffff, R12
-	JEQ          nobeta32
-	VBROADCASTSS beta+60(FP), Z28
-	ROWS32(ROWBETA32, next32)
-
-nobeta32:
-	ROWS32(NOBETA32, next32)
-
-next32:
-	ADDQ aStep+88(FP), SI
-	MOVQ bStep+96(FP), AX
-	ADDQ AX, b+16(FP)
-	ADDQ cStep+104(FP), R8
-	ADDQ colBiasStep+112(FP), BX
-	ADDQ rowBiasStep+120(FP), CX
-	DECQ R11
-	JNE  tile32
-	VZEROUPPER
-	RET
+	KLOOP(STEP32X4, ADVP(96, 256), STEP32(0, 0, Z24, Z25), ADVP(24, 64))
+	EPILOGUE32(alpha+56(FP), lo+64(FP), beta+60(FP))
+	NEXTTILE(tile32)
 
 // One k step of sgemmKernel12x32S: A's 12 rows lie lda bytes apart (AX =
 // lda, CX = 3·lda) from R12 (rows 0–3), R14 (rows 4–7) and BX (rows 8–11).
 #define STEP32S(boff, aoff, b0, b1) \
-	VMOVUPS boff(DX), b0; \
-	VMOVUPS boff(DX)(R15*1), b1; \
-	VBROADCASTSS aoff(R12), Z26; \
-	VFMADD231PS Z26, b0, Z0; \
-	VFMADD231PS Z26, b1, Z1; \
-	VBROADCASTSS aoff(R12)(AX*1), Z27; \
-	VFMADD231PS Z27, b0, Z2; \
-	VFMADD231PS Z27, b1, Z3; \
-	VBROADCASTSS aoff(R12)(AX*2), Z28; \
-	VFMADD231PS Z28, b0, Z4; \
-	VFMADD231PS Z28, b1, Z5; \
-	VBROADCASTSS aoff(R12)(CX*1), Z29; \
-	VFMADD231PS Z29, b0, Z6; \
-	VFMADD231PS Z29, b1, Z7; \
-	VBROADCASTSS aoff(R14), Z26; \
-	VFMADD231PS Z26, b0, Z8; \
-	VFMADD231PS Z26, b1, Z9; \
-	VBROADCASTSS aoff(R14)(AX*1), Z27; \
-	VFMADD231PS Z27, b0, Z10; \
-	VFMADD231PS Z27, b1, Z11; \
-	VBROADCASTSS aoff(R14)(AX*2), Z28; \
-	VFMADD231PS Z28, b0, Z12; \
-	VFMADD231PS Z28, b1, Z13; \
-	VBROADCASTSS aoff(R14)(CX*1), Z29; \
-	VFMADD231PS Z29, b0, Z14; \
-	VFMADD231PS Z29, b1, Z15; \
-	VBROADCASTSS aoff(BX), Z26; \
-	VFMADD231PS Z26, b0, Z16; \
-	VFMADD231PS Z26, b1, Z17; \
-	VBROADCASTSS aoff(BX)(AX*1), Z27; \
-	VFMADD231PS Z27, b0, Z18; \
-	VFMADD231PS Z27, b1, Z19; \
-	VBROADCASTSS aoff(BX)(AX*2), Z28; \
-	VFMADD231PS Z28, b0, Z20; \
-	VFMADD231PS Z28, b1, Z21; \
-	VBROADCASTSS aoff(BX)(CX*1), Z29; \
-	VFMADD231PS Z29, b0, Z22; \
-	VFMADD231PS Z29, b1, Z23
+	VMOVUPS boff(DX), b0 \
+	VMOVUPS boff(DX)(R15*1), b1 \
+	BFMA2(aoff(R12), Z26, b0, b1, Z0, Z1) \
+	BFMA2(aoff(R12)(AX*1), Z27, b0, b1, Z2, Z3) \
+	BFMA2(aoff(R12)(AX*2), Z28, b0, b1, Z4, Z5) \
+	BFMA2(aoff(R12)(CX*1), Z29, b0, b1, Z6, Z7) \
+	BFMA2(aoff(R14), Z26, b0, b1, Z8, Z9) \
+	BFMA2(aoff(R14)(AX*1), Z27, b0, b1, Z10, Z11) \
+	BFMA2(aoff(R14)(AX*2), Z28, b0, b1, Z12, Z13) \
+	BFMA2(aoff(R14)(CX*1), Z29, b0, b1, Z14, Z15) \
+	BFMA2(aoff(BX), Z26, b0, b1, Z16, Z17) \
+	BFMA2(aoff(BX)(AX*1), Z27, b0, b1, Z18, Z19) \
+	BFMA2(aoff(BX)(AX*2), Z28, b0, b1, Z20, Z21) \
+	BFMA2(aoff(BX)(CX*1), Z29, b0, b1, Z22, Z23)
+
+// Four k steps of STEP32S, and ADVS(a, b) moves the three A row pointers
+// a bytes and the B panel b bytes on.
+#define STEP32SX4 \
+	STEP32S(0, 0, Z24, Z25) \
+	STEP32S(64, 4, Z30, Z31) \
+	STEP32S(128, 8, Z24, Z25) \
+	STEP32S(192, 12, Z30, Z31)
+
+#define ADVS(a, b) \
+	ADDQ $a, R12 \
+	ADDQ $a, R14 \
+	ADDQ $a, BX \
+	ADDQ $b, DX
 
 // func sgemmKernel12x32S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, lda int)
 //
@@ -603,15 +325,7 @@ next32:
 // is far cheaper than interleaving them, so a packer that gathers rows
 // (an implicit im2col) feeds this kernel.
 TEXT ·sgemmKernel12x32S(SB), NOSPLIT, $16-136
-	MOVQ kc+0(FP), R10
-	MOVQ a+8(FP), SI
-	MOVQ c+24(FP), R8
-	MOVQ ldc+32(FP), R9
-	SHLQ $2, R9
-	MOVQ tiles+40(FP), R11
-	MOVQ rows+48(FP), DI
-	MOVQ colBias+72(FP), BX
-	MOVQ rowBias+80(FP), CX
+	TILEARGS
 	MOVQ R10, R15
 	SHLQ $6, R15            // 16·kc floats in bytes: the second B panel
 
@@ -627,63 +341,11 @@ tile32s:
 	LEAQ (R14)(AX*4), BX    // row 8
 	MOVQ b+16(FP), DX
 	MOVQ R10, R13
-	CMPQ R13, $4
-	JLT  tail32s
-
-loop32s:
-	STEP32S(0, 0, Z24, Z25)
-	STEP32S(64, 4, Z30, Z31)
-	STEP32S(128, 8, Z24, Z25)
-	STEP32S(192, 12, Z30, Z31)
-	ADDQ $16, R12
-	ADDQ $16, R14
-	ADDQ $16, BX
-	ADDQ $256, DX
-	SUBQ $4, R13
-	CMPQ R13, $4
-	JGE  loop32s
-
-tail32s:
-	TESTQ R13, R13
-	JEQ   epilogue32s
-
-loop32sone:
-	STEP32S(0, 0, Z24, Z25)
-	ADDQ $4, R12
-	ADDQ $4, R14
-	ADDQ $4, BX
-	ADDQ $64, DX
-	DECQ R13
-	JNE  loop32sone
-
-epilogue32s:
+	KLOOP(STEP32SX4, ADVS(16, 256), STEP32S(0, 0, Z24, Z25), ADVS(4, 64))
 	MOVQ         savebx-8(SP), BX
 	MOVQ         savecx-16(SP), CX
-	VBROADCASTSS alpha+56(FP), Z30
-	ALPHA24
-	VBROADCASTSS lo+64(FP), Z29
-	MOVQ         CX, R13
-	MOVQ         R8, AX
-	MOVL         beta+60(FP), R12
-	TESTL        $0x7fffffff, R12
-	JEQ          nobeta32s
-	VBROADCASTSS beta+60(FP), Z28
-	ROWS32(ROWBETA32, next32s)
-
-nobeta32s:
-	ROWS32(NOBETA32, next32s)
-
-next32s:
-	ADDQ aStep+88(FP), SI
-	MOVQ bStep+96(FP), AX
-	ADDQ AX, b+16(FP)
-	ADDQ cStep+104(FP), R8
-	ADDQ colBiasStep+112(FP), BX
-	ADDQ rowBiasStep+120(FP), CX
-	DECQ R11
-	JNE  tile32s
-	VZEROUPPER
-	RET
+	EPILOGUE32(alpha+56(FP), lo+64(FP), beta+60(FP))
+	NEXTTILE(tile32s)
 
 // func convKernel12x32(taps int, offs *int, ct int, a *float32, lda int, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, bStep, cStep, colBiasStep int)
 //
@@ -723,57 +385,14 @@ tap32t:
 	LEAQ (R12)(AX*4), R14   // row 4
 	LEAQ (R14)(AX*4), BX    // row 8
 	MOVQ ct+16(FP), R13
-	CMPQ R13, $4
-	JLT  tail32t
-
-loop32t:
-	STEP32S(0, 0, Z24, Z25)
-	STEP32S(64, 4, Z30, Z31)
-	STEP32S(128, 8, Z24, Z25)
-	STEP32S(192, 12, Z30, Z31)
-	ADDQ $16, R12
-	ADDQ $16, R14
-	ADDQ $16, BX
-	ADDQ $256, DX
-	SUBQ $4, R13
-	CMPQ R13, $4
-	JGE  loop32t
-
-tail32t:
-	TESTQ R13, R13
-	JEQ   nexttap32t
-
-loop32tone:
-	STEP32S(0, 0, Z24, Z25)
-	ADDQ $4, R12
-	ADDQ $4, R14
-	ADDQ $4, BX
-	ADDQ $64, DX
-	DECQ R13
-	JNE  loop32tone
-
-nexttap32t:
+	KLOOP(STEP32SX4, ADVS(16, 256), STEP32S(0, 0, Z24, Z25), ADVS(4, 64))
 	ADDQ $8, R10
 	DECQ tapsleft-24(SP)
 	JNE  tap32t
 
 	MOVQ         savebx-8(SP), BX
 	MOVQ         savecx-16(SP), CX
-	VBROADCASTSS alpha+80(FP), Z30
-	ALPHA24
-	VBROADCASTSS lo+88(FP), Z29
-	MOVQ         CX, R13
-	MOVQ         R8, AX
-	MOVL         beta+84(FP), R12
-	TESTL        $0x7fffffff, R12
-	JEQ          nobeta32t
-	VBROADCASTSS beta+84(FP), Z28
-	ROWS32(ROWBETA32, next32t)
-
-nobeta32t:
-	ROWS32(NOBETA32, next32t)
-
-next32t:
+	EPILOGUE32(alpha+80(FP), lo+88(FP), beta+84(FP))
 	MOVQ bStep+112(FP), AX
 	ADDQ AX, b+40(FP)
 	ADDQ cStep+120(FP), R8
@@ -791,55 +410,12 @@ next32t:
 // run of (kernel column, channel) pairs of one input pixel, depths are the
 // output pixels of a row.
 TEXT ·sgemmKernel12x32D(SB), NOSPLIT, $0-136
-	MOVQ kc+0(FP), R10
-	MOVQ a+8(FP), SI
-	MOVQ c+24(FP), R8
-	MOVQ ldc+32(FP), R9
-	SHLQ $2, R9
-	MOVQ tiles+40(FP), R11
-	MOVQ rows+48(FP), DI
-	MOVQ colBias+72(FP), BX
-	MOVQ rowBias+80(FP), CX
+	TILEARGS
 	MOVQ R10, R15
 	SHLQ $6, R15            // 16·kc floats in bytes: the second B panel
 
 tile32d:
-	MOVQ       R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ       R9, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
+	CROWS12(CPF32)
 
 	ZERO24
 	MOVQ SI, R12
@@ -860,28 +436,5 @@ loop32d:
 	JNE  loop32d
 
 epilogue32d:
-	VBROADCASTSS alpha+56(FP), Z30
-	ALPHA24
-	VBROADCASTSS lo+64(FP), Z29
-	MOVQ         CX, R13
-	MOVQ         R8, AX
-	MOVL         beta+60(FP), R12
-	TESTL        $0x7fffffff, R12
-	JEQ          nobeta32d
-	VBROADCASTSS beta+60(FP), Z28
-	ROWS32(ROWBETA32, next32d)
-
-nobeta32d:
-	ROWS32(NOBETA32, next32d)
-
-next32d:
-	ADDQ aStep+88(FP), SI
-	MOVQ bStep+96(FP), AX
-	ADDQ AX, b+16(FP)
-	ADDQ cStep+104(FP), R8
-	ADDQ colBiasStep+112(FP), BX
-	ADDQ rowBiasStep+120(FP), CX
-	DECQ R11
-	JNE  tile32d
-	VZEROUPPER
-	RET
+	EPILOGUE32(alpha+56(FP), lo+64(FP), beta+60(FP))
+	NEXTTILE(tile32d)

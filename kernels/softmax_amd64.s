@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "vmath_amd64.h"
+#include "elementwise_amd64.h"
 
 // AVX2 softmax kernels. Like the reference they accumulate in float64 and
 // compute e^x in float64 (vmath_amd64.h's, correctly rounded where the
@@ -47,6 +48,14 @@ D4(dExpUnder, $0xc086200000000000) // −708: softmaxExp is 0 below
 	VADDPD       XB, XA, XA;    \
 	VPERMILPD    $1, XA, XB;    \
 	VADDSD       XB, XA, XA
+
+// SUMRET(ret): returns in ret the sum of the float64 in Y5 and Y6.
+#define SUMRET(ret) \
+	VADDPD Y6, Y5, Y5 \
+	HSUMD(Y5, X5, X6) \
+	VMOVSD X5, ret \
+	VZEROUPPER \
+	RET
 
 // ---- rows -----------------------------------------------------------------
 
@@ -178,40 +187,12 @@ etail:
 	VMASKMOVPS Y1, Y15, (DI)
 
 ereduce:
-	VADDPD Y6, Y5, Y5
-	HSUMD(Y5, X5, X6)
-	VMOVSD X5, ret+64(FP)
-	VZEROUPPER
-	RET
+	SUMRET(ret+64(FP))
 
 // MAP8(BODY): eight float32 at a time, with a masked tail, BODY maps Y0
 // (loaded from SI) and Y1 (from DX) to Y2 (stored at DI), with Y7 holding
 // the kernel's float64 scalar. CX = n.
-#define MAP8(BODY) \
-	SUBQ    $8, CX;             \
-	JL      ptail;              \
-ploop:                          \
-	VMOVUPS (SI), Y0;           \
-	VMOVUPS (DX), Y1;           \
-	BODY;                       \
-	VMOVUPS Y2, (DI);           \
-	ADDQ    $32, SI;            \
-	ADDQ    $32, DX;            \
-	ADDQ    $32, DI;            \
-	SUBQ    $8, CX;             \
-	JGE     ploop;              \
-ptail:                          \
-	ADDQ    $8, CX;             \
-	JZ      pdone;              \
-	TAILMASK(CX, R8, Y15);      \
-	VMASKMOVPS (SI), Y15, Y0;   \
-	VMASKMOVPS (DX), Y15, Y1;   \
-	BODY;                       \
-	VMOVDQU (R8), Y15;          \
-	VMASKMOVPS Y2, Y15, (DI);   \
-pdone:                          \
-	VZEROUPPER;                 \
-	RET
+#define MAP8(BODY) MAP8X2(BODY, Y1, Y2)
 
 // y·s
 #define SCALE8 \
@@ -336,11 +317,7 @@ dtail:
 	VFMADD231PD Y11, Y9, Y6
 
 dreduce:
-	VADDPD Y6, Y5, Y5
-	HSUMD(Y5, X5, X6)
-	VMOVSD X5, ret+48(FP)
-	VZEROUPPER
-	RET
+	SUMRET(ret+48(FP))
 
 // func smRowSumAVX2(x []float32) float64
 //
@@ -372,13 +349,23 @@ stail:
 	VADDPD     Y9, Y6, Y6
 
 sreduce:
-	VADDPD Y6, Y5, Y5
-	HSUMD(Y5, X5, X6)
-	VMOVSD X5, ret+24(FP)
-	VZEROUPPER
-	RET
+	SUMRET(ret+24(FP))
 
 // ---- columns: len(row) a multiple of 4; accumulators float64 ---------------
+
+// COLSTART and COLEND enclose the body of a loop over the CX/4 groups of
+// four columns (none when CX < 4); COLEND returns.
+#define COLSTART \
+	SHRQ $2, CX \
+	JZ   coldone \
+colloop:
+
+#define COLEND \
+	DECQ CX \
+	JNZ  colloop \
+coldone: \
+	VZEROUPPER \
+	RET
 
 // func smColMaxAVX2(mx []float64, row []float32)
 //
@@ -387,10 +374,7 @@ TEXT ·smColMaxAVX2(SB), NOSPLIT, $0-48
 	MOVQ mx_base+0(FP), DI
 	MOVQ row_base+24(FP), SI
 	MOVQ row_len+32(FP), CX
-	SHRQ $2, CX
-	JZ   cmdone
-
-cmloop:
+	COLSTART
 	VCVTPS2PD (SI), Y0
 	VMOVUPD   (DI), Y1
 	VCMPPD    $0x1e, Y1, Y0, Y2
@@ -400,12 +384,7 @@ cmloop:
 	VMOVUPD   Y1, (DI)
 	ADDQ      $16, SI
 	ADDQ      $32, DI
-	DECQ      CX
-	JNZ       cmloop
-
-cmdone:
-	VZEROUPPER
-	RET
+	COLEND
 
 // func smColExpSumAVX2(sum, mx []float64, row, e []float32, store int)
 //
@@ -417,10 +396,7 @@ TEXT ·smColExpSumAVX2(SB), NOSPLIT, $0-104
 	MOVQ row_len+56(FP), CX
 	MOVQ e_base+72(FP), R10
 	MOVQ store+96(FP), R9
-	SHRQ $2, CX
-	JZ   cedone
-
-celoop:
+	COLSTART
 	VCVTPS2PD (SI), Y8
 	VSUBPD    (DX), Y8, Y8
 	DEXPZ(Y8, Y9, Y10, Y11, Y12)
@@ -436,12 +412,7 @@ cenext:
 	ADDQ $16, R10
 	ADDQ $32, DX
 	ADDQ $32, DI
-	DECQ CX
-	JNZ  celoop
-
-cedone:
-	VZEROUPPER
-	RET
+	COLEND
 
 // func smColScaleAVX2(row []float32, s []float64)
 //
@@ -450,22 +421,14 @@ TEXT ·smColScaleAVX2(SB), NOSPLIT, $0-48
 	MOVQ row_base+0(FP), SI
 	MOVQ row_len+8(FP), CX
 	MOVQ s_base+24(FP), DX
-	SHRQ $2, CX
-	JZ   csdone
-
-csloop:
+	COLSTART
 	VCVTPS2PD  (SI), Y0
 	VMULPD     (DX), Y0, Y0
 	VCVTPD2PSY Y0, X0
 	VMOVUPS    X0, (SI)
 	ADDQ       $16, SI
 	ADDQ       $32, DX
-	DECQ       CX
-	JNZ        csloop
-
-csdone:
-	VZEROUPPER
-	RET
+	COLEND
 
 // func smColSubAVX2(y, x []float32, lse []float64)
 //
@@ -475,10 +438,7 @@ TEXT ·smColSubAVX2(SB), NOSPLIT, $0-72
 	MOVQ y_len+8(FP), CX
 	MOVQ x_base+24(FP), SI
 	MOVQ lse_base+48(FP), DX
-	SHRQ $2, CX
-	JZ   cudone
-
-culoop:
+	COLSTART
 	VCVTPS2PD  (SI), Y0
 	VSUBPD     (DX), Y0, Y0
 	VCVTPD2PSY Y0, X0
@@ -486,12 +446,7 @@ culoop:
 	ADDQ       $16, SI
 	ADDQ       $16, DI
 	ADDQ       $32, DX
-	DECQ       CX
-	JNZ        culoop
-
-cudone:
-	VZEROUPPER
-	RET
+	COLEND
 
 // func smColDotAVX2(dot []float64, y, dy []float32)
 //
@@ -502,10 +457,7 @@ TEXT ·smColDotAVX2(SB), NOSPLIT, $0-72
 	MOVQ y_base+24(FP), SI
 	MOVQ y_len+32(FP), CX
 	MOVQ dy_base+48(FP), DX
-	SHRQ $2, CX
-	JZ   cddone
-
-cdloop:
+	COLSTART
 	VCVTPS2PD   (SI), Y0
 	VCVTPS2PD   (DX), Y1
 	VMOVUPD     (DI), Y2
@@ -514,12 +466,7 @@ cdloop:
 	ADDQ        $16, SI
 	ADDQ        $16, DX
 	ADDQ        $32, DI
-	DECQ        CX
-	JNZ         cdloop
-
-cddone:
-	VZEROUPPER
-	RET
+	COLEND
 
 // func smColSumAVX2(sum []float64, x []float32)
 //
@@ -528,21 +475,13 @@ TEXT ·smColSumAVX2(SB), NOSPLIT, $0-48
 	MOVQ sum_base+0(FP), DI
 	MOVQ x_base+24(FP), SI
 	MOVQ x_len+32(FP), CX
-	SHRQ $2, CX
-	JZ   ccdone
-
-ccloop:
+	COLSTART
 	VCVTPS2PD (SI), Y0
 	VADDPD    (DI), Y0, Y0
 	VMOVUPD   Y0, (DI)
 	ADDQ      $16, SI
 	ADDQ      $32, DI
-	DECQ      CX
-	JNZ       ccloop
-
-ccdone:
-	VZEROUPPER
-	RET
+	COLEND
 
 // func smColSoftBwdAVX2(dx, y, dy []float32, dot []float64)
 //
@@ -553,10 +492,7 @@ TEXT ·smColSoftBwdAVX2(SB), NOSPLIT, $0-96
 	MOVQ y_base+24(FP), SI
 	MOVQ dy_base+48(FP), DX
 	MOVQ dot_base+72(FP), R10
-	SHRQ $2, CX
-	JZ   cbdone
-
-cbloop:
+	COLSTART
 	VCVTPS2PD  (SI), Y0
 	VCVTPS2PD  (DX), Y1
 	VSUBPD     (R10), Y1, Y1
@@ -567,12 +503,7 @@ cbloop:
 	ADDQ       $16, DX
 	ADDQ       $16, DI
 	ADDQ       $32, R10
-	DECQ       CX
-	JNZ        cbloop
-
-cbdone:
-	VZEROUPPER
-	RET
+	COLEND
 
 // func smColLogBwdAVX2(dx, y, dy []float32, sum []float64)
 //
@@ -583,10 +514,7 @@ TEXT ·smColLogBwdAVX2(SB), NOSPLIT, $0-96
 	MOVQ y_base+24(FP), SI
 	MOVQ dy_base+48(FP), DX
 	MOVQ sum_base+72(FP), R10
-	SHRQ $2, CX
-	JZ   cldone
-
-clloop:
+	COLSTART
 	VCVTPS2PD  (SI), Y8
 	DEXPZ(Y8, Y9, Y10, Y11, Y12)
 	VMULPD     (R10), Y9, Y9
@@ -598,9 +526,4 @@ clloop:
 	ADDQ       $16, DX
 	ADDQ       $16, DI
 	ADDQ       $32, R10
-	DECQ       CX
-	JNZ        clloop
-
-cldone:
-	VZEROUPPER
-	RET
+	COLEND
