@@ -21,12 +21,7 @@ func Tanh(x *Tensor) *Tensor { return actApply("Tanh", x, kernels.Act{Fn: kernel
 // PyTorch's vectorised kernel. minVal > maxVal, or a NaN bound, is an error
 // (PyTorch's functional form would quietly return maxVal everywhere).
 func HardTanh(x *Tensor, minVal, maxVal float32) *Tensor {
-	if minVal != minVal || maxVal != maxVal {
-		Fail("HardTanh", "bounds must be numbers, got min %v and max %v", minVal, maxVal)
-	}
-	if minVal > maxVal {
-		Fail("HardTanh", "min %v is greater than max %v", minVal, maxVal)
-	}
+	checkActAttrs("HardTanh", hardTanhAttrs{float64(minVal), float64(maxVal)})
 	return actApply("HardTanh", x, kernels.Act{Fn: kernels.ActHardTanh, A: minVal, B: maxVal})
 }
 
@@ -46,14 +41,9 @@ func ELU(x *Tensor, alpha float32) *Tensor {
 // erf, or "tanh" for PyTorch's approximation
 // 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³))).
 func GELU(x *Tensor, approximate string) *Tensor {
-	switch approximate {
-	case "none":
-		return actApply("GELU", x, kernels.Act{Fn: kernels.ActGELU})
-	case "tanh":
-		return actApply("GELU", x, kernels.Act{Fn: kernels.ActGELUTanh})
-	}
-	Fail("GELU", "approximate must be \"none\" or \"tanh\", got %q", approximate)
-	return nil
+	checkActAttrs("GELU", geluAttrs{approximate})
+	a, _ := actOf("GELU", geluAttrs{approximate})
+	return actApply("GELU", x, a)
 }
 
 // Dropout zeroes each element of x with probability p and scales the others
@@ -233,6 +223,24 @@ func actAttrs(op string, a kernels.Act) any {
 		return scalarAttrs{float64(a.A)}
 	}
 	return nil
+}
+
+// checkActAttrs fails where an elementwise op's attributes are invalid.
+func checkActAttrs(op string, attrs any) {
+	switch a := attrs.(type) {
+	case hardTanhAttrs:
+		minVal, maxVal := float32(a.MinVal), float32(a.MaxVal)
+		if minVal != minVal || maxVal != maxVal {
+			Fail(op, "bounds must be numbers, got min %v and max %v", minVal, maxVal)
+		}
+		if minVal > maxVal {
+			Fail(op, "min %v is greater than max %v", minVal, maxVal)
+		}
+	case geluAttrs:
+		if a.Approximate != "none" && a.Approximate != "tanh" {
+			Fail(op, "approximate must be \"none\" or \"tanh\", got %q", a.Approximate)
+		}
+	}
 }
 
 // actOf is actAttrs' inverse: the kernel function of op with attributes

@@ -81,8 +81,12 @@ func init() {
 		checkTo(x, f)
 		return []TensorType{{DType: x.dtype, Shape: x.shape, Format: f}}
 	}, "To")
-	registerInfer(func(_ string, _ any, in []*Tensor) []TensorType { return []TensorType{in[0].Type()} },
-		"Clone", "Identity", "Dropout", "ReLU", "Sigmoid", "Tanh", "SiLU", "Neg", "Exp", "Log", "Sqrt",
+	// The elementwise ops give their operand's type, once their
+	// attributes pass the checks their eager forms make.
+	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+		checkActAttrs(op, attrs)
+		return []TensorType{in[0].Type()}
+	}, "Clone", "Identity", "Dropout", "ReLU", "Sigmoid", "Tanh", "SiLU", "Neg", "Exp", "Log", "Sqrt",
 		"HardTanh", "ELU", "GELU", "Pow", "AddScalar", "MulScalar")
 	defineEager("Cast", castAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(Cast(in[0], a.(castAttrs).dtype())) })
 	defineEager("To", toAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(in[0].To(a.(toAttrs).format())) })

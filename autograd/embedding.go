@@ -141,7 +141,8 @@ func init() {
 	registerInfer(func(op string, _ any, in []*Tensor) []TensorType {
 		return []TensorType{embeddingType(op, in[0], in[1])}
 	}, "Embedding")
-	registerInfer(func(op string, _ any, in []*Tensor) []TensorType {
+	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+		attrs.(embeddingBagAttrs).mode()
 		return []TensorType{embeddingBagType(op, in[0], in[1], in[2])}
 	}, "EmbeddingBag")
 	defineEager("Embedding", embeddingAttrs{}, func(a any, in []*Tensor) []*Tensor {
@@ -151,12 +152,7 @@ func init() {
 		return one(Embedding(in[0], in[1]))
 	})
 	defineEager("EmbeddingBag", embeddingBagAttrs{}, func(a any, in []*Tensor) []*Tensor {
-		m := a.(embeddingBagAttrs).Mode
-		mode := BagSum
-		for mode <= BagMax && mode.String() != m {
-			mode++
-		}
-		return one(EmbeddingBag(in[0], in[1], in[2], mode, in[3]))
+		return one(EmbeddingBag(in[0], in[1], in[2], a.(embeddingBagAttrs).mode(), in[3]))
 	})
 }
 
@@ -166,6 +162,17 @@ type (
 	embeddingAttrs    struct{ PaddingIdx int }
 	embeddingBagAttrs struct{ Mode string }
 )
+
+// mode is the EmbeddingBagMode a names, failing for another name.
+func (a embeddingBagAttrs) mode() EmbeddingBagMode {
+	for m := BagSum; m <= BagMax; m++ {
+		if m.String() == a.Mode {
+			return m
+		}
+	}
+	Fail("EmbeddingBag", "mode %q is not one of sum, mean, max", a.Mode)
+	return 0
+}
 
 func embeddingLookup(op string, indices, weight *Tensor, skip int64, sparse bool) *Tensor {
 	t := embeddingType(op, indices, weight)

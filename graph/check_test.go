@@ -485,3 +485,45 @@ func withConsts(irText string, base *Graph) *Graph {
 	}
 	return g
 }
+
+// TestCompileChecksAttributeValues: attribute values an op rejects fail
+// Compile with the op's message for the node, before anything runs, as
+// the eager op would fail.
+func TestCompileChecksAttributeValues(t *testing.T) {
+	for _, c := range []struct {
+		op    string
+		attrs []Attr
+		want  string
+	}{
+		{"GELU", []Attr{StringAttr("approximate", "fast")}, `approximate must be "none" or "tanh"`},
+		{"HardTanh", []Attr{FloatAttr("min_val", 1), FloatAttr("max_val", -1)}, "min 1 is greater than max -1"},
+		{"Cast", []Attr{StringAttr("dtype", "float16")}, `unknown dtype "float16"`},
+		{"To", []Attr{StringAttr("format", "nhwc")}, `unknown memory format "nhwc"`},
+		{"Softmax", []Attr{IntAttr("dim", 5)}, "dim"},
+		{"HardTanh", []Attr{FloatAttr("min_val", 1)}, "attrs.max_val: missing"},
+	} {
+		t.Run(c.op, func(t *testing.T) {
+			g := &Graph{}
+			in := g.AddValue(Value{Name: "input0", Shape: []int{2, 3}})
+			out := g.AddValue(Value{Name: "%1", Shape: []int{2, 3}})
+			g.Inputs, g.Outputs = []int{in}, []int{out}
+			g.Nodes = []Node{{Op: c.op, Inputs: []int{in}, Outputs: []int{out}, Attrs: c.attrs}}
+			_, err := Compile(g)
+			var ne *NodeError
+			if !errors.As(err, &ne) || ne.Node != 0 || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Compile = %v, want a *NodeError for node 0 containing %q", err, c.want)
+			}
+		})
+	}
+	// EmbeddingBag's mode, on operands that fit.
+	g := &Graph{}
+	idx := g.AddConst("idx", autograd.Cast(autograd.Zeros(4), autograd.Int64))
+	off := g.AddConst("off", autograd.Cast(autograd.Zeros(2), autograd.Int64))
+	w := g.AddConst("w", autograd.Zeros(5, 3))
+	out := g.AddValue(Value{Name: "%1", Shape: []int{2, 3}})
+	g.Outputs = []int{out}
+	g.Nodes = []Node{{Op: "EmbeddingBag", Inputs: []int{idx, off, w, None}, Outputs: []int{out}, Attrs: []Attr{StringAttr("mode", "median")}}}
+	if _, err := Compile(g); err == nil || !strings.Contains(err.Error(), `mode "median" is not one of sum, mean, max`) {
+		t.Errorf("Compile of an EmbeddingBag with mode median = %v", err)
+	}
+}
