@@ -83,9 +83,11 @@ func ChannelsLast(on bool) Option { return func(c *config) { c.channelsLast = &o
 // once, at the first forward without gradient recording, into the panels
 // the GEMM reads, instead of packing them in every call (IPEX's
 // weights_prepack; nn.Conv2d.Prepack). Float32 channels-last weights of
-// ungrouped convolutions have a packed form; the packed copies follow
-// changes made through nn (LoadStateDict, training), not direct writes into
-// the weights. Evaluation models only, float32 only.
+// ungrouped convolutions have a packed form, and bfloat16 ones (after
+// DType) on CPUs without AVX512_BF16, where the BF16 convolution runs on
+// the float32 kernels and the packed form is widened once; the packed
+// copies follow changes made through nn (LoadStateDict, training), not
+// direct writes into the weights. Evaluation models only.
 func Prepack(on bool) Option { return func(c *config) { c.prepack = &on } }
 
 // SplitMasterWeights chooses how a training model keeps its FP32 master
@@ -159,8 +161,8 @@ func (o *Optimized) StateDict() []nn.NamedTensor {
 // Optimize prepares model for fast CPU inference or training in one call,
 // like IPEX's ipex.optimize. The model's training flag chooses the mode: an
 // evaluation model (nn.Eval) gets the inference rewrites, BatchNorm
-// folding, dropout removal, channels-last weights, and then either weight
-// prepacking (float32) or the BF16 cast, in that order; a training model gets channels-last weights and,
+// folding, dropout removal, channels-last weights, the BF16 cast and
+// weight prepacking, in that order; a training model gets channels-last weights and,
 // with DType(autograd.BFloat16), BF16 weights with FP32 masters and the
 // matching fused optimizer. The level (O1 by default) turns on every
 // rewrite that applies to the mode; options set knobs one by one.
@@ -173,9 +175,7 @@ func (o *Optimized) StateDict() []nn.NamedTensor {
 // and BF16 training the optimizer. These checks, and the optimizer's kind,
 // are checked before anything changes; a rewrite that fails itself (a
 // BatchNorm pair nn.FoldBatchNorm cannot fold) returns its error with the
-// rewrites before it left in place. Prepack has no bfloat16 form yet:
-// asked for with DType(autograd.BFloat16) it is an error, and O1 leaves it
-// off for BF16 models.
+// rewrites before it left in place.
 func Optimize(model nn.Module, opts ...Option) (*Optimized, error) {
 	c := config{level: O1, dtype: autograd.Float32}
 	for _, o := range opts {
@@ -223,18 +223,20 @@ func optimize(model nn.Module, c *config) (*Optimized, error) {
 	if c.on(c.channelsLast) {
 		add("ChannelsLast: %s reordered", count(toChannelsLast(model), "tensor"))
 	}
-	if !training && !bf16 && c.on(c.prepack) {
-		add("Prepack: %s prepacked", count(prepackConvs(model), "convolution"))
-	}
-	if !bf16 {
+	if !training {
+		if bf16 {
+			n, err := amp.CastModule(model, amp.AutocastParams)
+			if err != nil {
+				return nil, err
+			}
+			add("DType: %s cast to bfloat16", count(n, "convolution, linear or embedding tensor"))
+		}
+		if c.on(c.prepack) {
+			add("Prepack: %s prepacked", count(prepackConvs(model), "convolution"))
+		}
 		return res, nil
 	}
-	if !training {
-		n, err := amp.CastModule(model, amp.AutocastParams)
-		if err != nil {
-			return nil, err
-		}
-		add("DType: %s cast to bfloat16", count(n, "convolution, linear or embedding tensor"))
+	if !bf16 {
 		return res, nil
 	}
 	if !c.on(c.splitMasters) {
@@ -312,8 +314,6 @@ func (c *config) check(training bool) error {
 		return fmt.Errorf("SplitMasterWeights needs DType(autograd.BFloat16); the dtype is %v, whose weights are their own masters", c.dtype)
 	case training && c.prepack != nil && *c.prepack:
 		return errors.New("Prepack needs an evaluation model (nn.Eval): packed weights do not follow optimizer steps")
-	case bf16 && c.prepack != nil && *c.prepack:
-		return errors.New("Prepack has no bfloat16 form yet; use it with float32, or leave it to the level")
 	case c.prepack != nil && *c.prepack && c.channelsLast != nil && !*c.channelsLast:
 		return errors.New("Prepack needs channels-last weights (ChannelsLast), the layout the packed panels are read from")
 	case training && bf16 && !c.optSet:

@@ -105,12 +105,12 @@ func TestOptimizeEval(t *testing.T) {
 		{"small", small, []int{4, 3, 6, 6}, autograd.Float32, 1e-5,
 			[]string{"FoldBatchNorm: 1 pair folded", "RemoveDropout: 1 dropout layer removed", "ChannelsLast: 1 tensor reordered", "Prepack: 1 convolution prepacked"}, nil, nil},
 		{"small/bf16", small, []int{4, 3, 6, 6}, autograd.BFloat16, 1e-2,
-			[]string{"FoldBatchNorm: 1 pair folded", "RemoveDropout: 1 dropout layer removed", "ChannelsLast: 1 tensor reordered", "DType: 4 convolution, linear or embedding tensors cast to bfloat16"},
+			[]string{"FoldBatchNorm: 1 pair folded", "RemoveDropout: 1 dropout layer removed", "ChannelsLast: 1 tensor reordered", "DType: 4 convolution, linear or embedding tensors cast to bfloat16", "Prepack: 1 convolution prepacked"},
 			[]string{"0.weight", "0.bias", "5.weight"}, nil},
 		{"resnet18", resnet, []int{2, 3, 32, 32}, autograd.Float32, 1e-5,
 			[]string{"FoldBatchNorm: 20 pairs folded", "RemoveDropout: 0 dropout layers removed", "ChannelsLast: 20 tensors reordered", "Prepack: 20 convolutions prepacked"}, nil, nil},
 		{"resnet18/bf16", resnet, []int{2, 3, 32, 32}, autograd.BFloat16, 1e-2,
-			[]string{"FoldBatchNorm: 20 pairs folded", "RemoveDropout: 0 dropout layers removed", "ChannelsLast: 20 tensors reordered", "DType: 42 convolution, linear or embedding tensors cast to bfloat16"},
+			[]string{"FoldBatchNorm: 20 pairs folded", "RemoveDropout: 0 dropout layers removed", "ChannelsLast: 20 tensors reordered", "DType: 42 convolution, linear or embedding tensors cast to bfloat16", "Prepack: 20 convolutions prepacked"},
 			[]string{"conv1.weight", "layer1.0.conv1.bias", "fc.weight"}, nil},
 	}
 	for _, tt := range tests {
@@ -425,6 +425,11 @@ func TestOptimizeKnobsAlone(t *testing.T) {
 				t.Error("the convolution does not prepack")
 			}
 		}},
+		{"Prepack/bf16", false, []kiln.Option{kiln.DType(autograd.BFloat16), kiln.Prepack(true)}, "DType: 4 convolution, linear or embedding tensors cast to bfloat16; Prepack: 1 convolution prepacked", func(t *testing.T, m *nn.Sequential) {
+			if !m.At(0).(*nn.Conv2d).Prepacked() {
+				t.Error("the convolution does not prepack")
+			}
+		}},
 		{"O1 with a knob off", false, []kiln.Option{kiln.FoldBatchNorm(false), kiln.Level(kiln.O1)}, "RemoveDropout: 1 dropout layer removed; ChannelsLast: 1 tensor reordered; Prepack: 1 convolution prepacked", func(t *testing.T, m *nn.Sequential) {
 			if m.At(1).(*nn.BatchNorm).Folded() {
 				t.Error("folded although FoldBatchNorm(false)")
@@ -488,9 +493,6 @@ func TestOptimizeErrors(t *testing.T) {
 		}, "kiln: Optimize: SplitMasterWeights needs DType(autograd.BFloat16); the dtype is float32, whose weights are their own masters"},
 		{"prepack in training", true, func(nn.Module) []kiln.Option { return []kiln.Option{kiln.Prepack(true)} },
 			"kiln: Optimize: Prepack needs an evaluation model (nn.Eval): packed weights do not follow optimizer steps"},
-		{"prepack in bf16", false, func(nn.Module) []kiln.Option {
-			return []kiln.Option{kiln.Prepack(true), kiln.DType(autograd.BFloat16)}
-		}, "kiln: Optimize: Prepack has no bfloat16 form yet; use it with float32, or leave it to the level"},
 		{"prepack without channels-last", false, func(nn.Module) []kiln.Option {
 			return []kiln.Option{kiln.Prepack(true), kiln.ChannelsLast(false)}
 		}, "kiln: Optimize: Prepack needs channels-last weights (ChannelsLast), the layout the packed panels are read from"},

@@ -36,35 +36,64 @@ func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv2d", 
 // gives a channels-last-3d result, as Conv2d does in two dimensions.
 func Conv3d(x, w, b *Tensor, opt ConvOptions) *Tensor { return convNd("Conv3d", 3, x, w, b, opt, nil) }
 
-// PackedConvWeight is a convolution weight with its panels packed once for
-// the forward (kernels.PackConvWeights), for inference, where the same
-// filters meet every input. It does not follow later changes to the
-// weight's values: pack again after them.
+// PackedConvWeight is a convolution weight prepared once for the forward,
+// for inference, where the same filters meet every input: a float32
+// weight's panels packed (kernels.PackConvWeights); a bfloat16 weight
+// widened and packed where the CPU runs BF16 convolutions on the float32
+// kernels (kernels.PrepareConvWeightsBF16). It does not follow later
+// changes to the weight's values: pack again after them.
 type PackedConvWeight struct {
-	w  *Tensor
-	cw *kernels.ConvWeights // nil where no forward path reads packed weights
+	w    *Tensor
+	cw   *kernels.ConvWeights     // nil where no forward path reads packed weights
+	cw16 *kernels.ConvWeightsBF16 // nil where the BF16 forward reads w as it is
 }
 
 // PackConvWeight packs w, a weight of Conv2d or Conv3d with groups (0
-// meaning 1), for ConvPacked. Only float32 channels-last weights of
-// ungrouped convolutions have a packed form on CPUs with an assembly GEMM;
-// for any other w the result holds w alone and ConvPacked is the plain
-// convolution.
+// meaning 1), for ConvPacked. Only channels-last weights of ungrouped
+// convolutions have a packed form, float32 ones on CPUs with an assembly
+// GEMM and bfloat16 ones on CPUs without AVX512_BF16; for any other w the
+// result holds w alone and ConvPacked is the plain convolution.
 func PackConvWeight(w *Tensor, groups int) *PackedConvWeight {
 	if w == nil {
 		Fail("PackConvWeight", "weight is nil")
 	}
 	p := &PackedConvWeight{w: w}
 	nsp := w.NDim() - 2
-	if w.dtype != Float32 || groups > 1 || nsp < 2 || nsp > 3 || w.format == Contiguous {
+	if groups > 1 || nsp < 2 || nsp > 3 || w.format == Contiguous {
 		return p
 	}
 	s := kernels.ConvShape{C: w.shape[1], O: w.shape[0], Groups: 1, Kernel: [3]int{1, 1, 1}, ChannelsLast: true}
 	for i := range nsp {
 		s.Kernel[3-nsp+i] = w.shape[2+i]
 	}
-	p.cw = kernels.PackConvWeights(&s, w.Float32s())
+	p.pack(&s)
 	return p
+}
+
+// pack prepares p.w for convolutions of s's geometry.
+func (p *PackedConvWeight) pack(s *kernels.ConvShape) {
+	switch p.w.dtype {
+	case Float32:
+		p.cw = kernels.PackConvWeights(s, p.w.Float32s())
+	case BFloat16:
+		p.cw16 = kernels.PrepareConvWeightsBF16(s, p.w.BFloat16s())
+	}
+}
+
+// forShape returns p's packed forms where they fit a convolution of s on
+// weight w, else nil ones.
+func (p *PackedConvWeight) forShape(s *kernels.ConvShape, w *Tensor) (*kernels.ConvWeights, *kernels.ConvWeightsBF16) {
+	if p == nil || p.w != w {
+		return nil, nil
+	}
+	cw, cw16 := p.cw, p.cw16
+	if cw != nil && !cw.Fits(s) {
+		cw = nil
+	}
+	if cw16 != nil && !cw16.Fits(s) {
+		cw16 = nil
+	}
+	return cw, cw16
 }
 
 // Weight returns the weight tensor that was packed.
@@ -78,9 +107,9 @@ func ConvPacked(x *Tensor, p *PackedConvWeight, b *Tensor, opt ConvOptions) *Ten
 		Fail("ConvPacked", "packed weight is nil")
 	}
 	if p.w.NDim() == 5 {
-		return convNd("Conv3d", 3, x, p.w, b, opt, p.cw)
+		return convNd("Conv3d", 3, x, p.w, b, opt, p)
 	}
-	return convNd("Conv2d", 2, x, p.w, b, opt, p.cw)
+	return convNd("Conv2d", 2, x, p.w, b, opt, p)
 }
 
 // convSpatialArg expands an option to one value per spatial dimension: def
@@ -268,7 +297,7 @@ func convType(op string, nsp int, x, w, b *Tensor, opt ConvOptions) (kernels.Con
 	return s, TensorType{DType: x.dtype, Shape: outShape, Format: layout}
 }
 
-func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernels.ConvWeights) *Tensor {
+func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *PackedConvWeight) *Tensor {
 	m := modeOf(x, w, b)
 	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
 	s, t := convType(op, nsp, x, w, b, opt)
@@ -280,14 +309,13 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernel
 	if w.format != layout {
 		wk = w.reformat(layout)
 	}
+	// Packed weights are w's: a reformatted copy is not what was packed.
+	cw, cw16 := packed.forShape(&s, wk)
 	if x.dtype == BFloat16 {
-		return convBF16(op, s, x, w, b, xk, wk, layout, outShape)
+		return convBF16(op, s, x, w, b, xk, wk, cw16, layout, outShape)
 	}
 	out := &Tensor{dtype: Float32, shape: outShape, format: layout, data: make([]float32, numel(op, outShape))}
-	if packed == nil || wk != w || !packed.Fits(&s) {
-		packed = nil
-	}
-	bindConv(s, xk, wk, b, out, packed, kernels.ConvEpilogue{})()
+	bindConv(s, xk, wk, b, out, cw, nil, convEpilogue{})()
 	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
 	}
@@ -321,9 +349,9 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *kernel
 // convBF16 is a convolution on bfloat16 operands: kernels.ConvForwardBF16
 // and its backwards accumulate in float32 (the bias too); the result and
 // the gradients are rounded to bfloat16 once.
-func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout MemoryFormat, outShape []int) *Tensor {
+func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, cw16 *kernels.ConvWeightsBF16, layout MemoryFormat, outShape []int) *Tensor {
 	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: make([]uint16, numel(op, outShape))}
-	bindConv(s, xk, wk, b, out, nil, kernels.ConvEpilogue{})()
+	bindConv(s, xk, wk, b, out, nil, cw16, convEpilogue{})()
 	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
 	}
@@ -363,36 +391,50 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, layout Me
 	})
 }
 
-// bindConv binds y = conv(x, w) + b on s, x, w and y laid out as s says
-// and of one dtype, or returns nil. A float32 convolution reads packed
-// (weights packed for s, or nil) and applies ep to each output block
-// while it is in cache, bit for bit the parts in turn; a bfloat16 one
-// takes no epilogue, accumulates in float32 and widens its bias on each
-// call.
-func bindConv(s kernels.ConvShape, x, w, b, y *Tensor, packed *kernels.ConvWeights, ep kernels.ConvEpilogue) func() {
+// convEpilogue is a fused convolution's epilogue, whatever its dtype: add
+// res (a tensor laid out as the result, or nil), then apply act when
+// activate is set.
+type convEpilogue struct {
+	res      *Tensor
+	act      kernels.Act
+	activate bool
+}
+
+// bindConv binds y = ep(conv(x, w) + b) on s, x, w and y laid out as s
+// says and of one dtype, or returns nil. The epilogue runs on each output
+// block while it is in cache, bit for bit the separate ops in turn (in
+// bfloat16, each part rounded as the separate op rounds it). cw and cw16,
+// when not nil, hold w packed for s (PackedConvWeight). A bfloat16 bias is
+// widened on each call.
+func bindConv(s kernels.ConvShape, x, w, b, y *Tensor, cw *kernels.ConvWeights, cw16 *kernels.ConvWeightsBF16, ep convEpilogue) func() {
 	switch x.dtype {
 	case Float32:
 		var bias []float32
 		if b != nil {
 			bias = b.Float32s()
 		}
-		xd, wd, yd := x.Float32s(), w.Float32s(), y.Float32s()
-		return func() { kernels.ConvForwardEpilogue(&s, xd, wd, packed, bias, yd, ep) }
-	case BFloat16:
-		if ep.Residual != nil || ep.Activate {
-			return nil
+		kep := kernels.ConvEpilogue{Act: ep.act, Activate: ep.activate}
+		if ep.res != nil {
+			kep.Residual = ep.res.Float32s()
 		}
+		xd, wd, yd := x.Float32s(), w.Float32s(), y.Float32s()
+		return func() { kernels.ConvForwardEpilogue(&s, xd, wd, cw, bias, yd, kep) }
+	case BFloat16:
 		var bias []float32
 		var bd []uint16
 		if b != nil {
 			bias, bd = make([]float32, s.O), b.BFloat16s()
+		}
+		kep := kernels.ConvEpilogueBF16{Act: ep.act, Activate: ep.activate}
+		if ep.res != nil {
+			kep.Residual = ep.res.BFloat16s()
 		}
 		xd, wd, yd := x.BFloat16s(), w.BFloat16s(), y.BFloat16s()
 		return func() {
 			if bd != nil {
 				kernels.BF16ToF32(bias, bd)
 			}
-			kernels.ConvForwardBF16To(&s, xd, wd, bias, yd)
+			kernels.ConvForwardBF16Epilogue(&s, xd, wd, cw16, bias, yd, kep)
 		}
 	}
 	return nil
@@ -402,9 +444,9 @@ func bindConv(s kernels.ConvShape, x, w, b, y *Tensor, packed *kernels.ConvWeigh
 // whose format is the layout the op runs in, with the epilogue ep, or
 // returns nil. Where x has the other layout (weights in that layout
 // decided it, PyTorch's rule) it is reordered into scratch first, as the
-// op reorders it; a constant w (constW) is reordered once, here, and a
-// float32 one packed.
-func bindConvOp(op string, nsp int, opt ConvOptions, x, w, b, y *Tensor, constW bool, ep kernels.ConvEpilogue) func() {
+// op reorders it; a constant w (constW) is reordered and packed once,
+// here.
+func bindConvOp(op string, nsp int, opt ConvOptions, x, w, b, y *Tensor, constW bool, ep convEpilogue) func() {
 	s, _ := convGeometry(op, nsp, x, w, b, opt)
 	layout := y.format
 	s.ChannelsLast = layout != Contiguous
@@ -417,15 +459,18 @@ func bindConvOp(op string, nsp int, opt ConvOptions, x, w, b, y *Tensor, constW 
 		}
 		w = w.reformat(layout)
 	}
-	var packed *kernels.ConvWeights
-	if constW && w.dtype == Float32 {
-		packed = kernels.PackConvWeights(&s, w.Float32s())
+	var cw *kernels.ConvWeights
+	var cw16 *kernels.ConvWeightsBF16
+	if constW {
+		p := &PackedConvWeight{w: w}
+		p.pack(&s)
+		cw, cw16 = p.cw, p.cw16
 	}
 	if x.format == layout {
-		return bindConv(s, x, w, b, y, packed, ep)
+		return bindConv(s, x, w, b, y, cw, cw16, ep)
 	}
 	xr := &Tensor{dtype: x.dtype, shape: x.shape, format: layout, data: makeData(x.dtype, x.Numel())}
-	conv := bindConv(s, xr, w, b, y, packed, ep)
+	conv := bindConv(s, xr, w, b, y, cw, cw16, ep)
 	if conv == nil {
 		return nil
 	}
@@ -454,15 +499,12 @@ func init() {
 		}, op)
 		defineBind(op, func(attrs any, ins, outs []*Tensor, consts []bool) func() {
 			x, w, b, y := ins[0], ins[1], ins[2], outs[0]
-			var ep kernels.ConvEpilogue
+			var ep convEpilogue
 			if f, fused := attrs.(opbind.Fused); fused {
 				attrs = f.Attrs
-				if y.dtype != Float32 {
-					return nil
-				}
 				if f.Residual {
 					if r := ins[3]; sameLayout(r, y) {
-						ep.Residual = r.Float32s()
+						ep.res = r
 					} else {
 						return nil
 					}
@@ -472,7 +514,7 @@ func init() {
 					if !ok || !convEpilogueActs[f.Act] {
 						return nil
 					}
-					ep.Act, ep.Activate = a, true
+					ep.act, ep.activate = a, true
 				}
 			}
 			opt, ok := attrs.(ConvOptions)

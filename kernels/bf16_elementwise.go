@@ -21,13 +21,17 @@ type bf16Job struct {
 	dst, a, b           []uint16
 	s                   float32
 	left                bool
+	stage               bf16Stage
+	acc                 []float32
 	actFwd, actBwd, bin func(lo, hi int)
 	addReLU, scalar     func(lo, hi int)
+	stageFn             func(lo, hi int)
 }
 
 var bf16Jobs = freeList[bf16Job]{New: func() *bf16Job {
 	j := new(bf16Job)
 	j.actFwd, j.actBwd, j.bin, j.addReLU, j.scalar = j.runActForward, j.runActBackward, j.runBinary, j.runAddReLU, j.runBinaryScalar
+	j.stageFn = j.runStage
 	return j
 }}
 

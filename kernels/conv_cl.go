@@ -34,8 +34,7 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 		// with the bias, residual and activation in the GEMM's epilogue,
 		// applied to each tile as it is finished, instead of blocks and
 		// passes of their own.
-		ep := Epilogue{Bias: bias, Residual: j.ep.Residual, Act: j.ep.Act, Activate: j.ep.Activate}
-		SgemmPacked(false, j.rows*j.ow, 1, x, s.C, j.packed, 0, y, s.O, ep)
+		SgemmPacked(false, j.rows*j.ow, 1, x, s.C, j.packed, 0, y, s.O, j.ep.gemm(bias))
 		j.epDone = true
 		return
 	}

@@ -11,9 +11,16 @@ type ConvEpilogue struct {
 	Residual []float32
 	Act      Act
 	Activate bool
+
+	out16 bf16Stage // ConvForwardBF16Epilogue's stage, last
 }
 
-func (ep *ConvEpilogue) active() bool { return ep.Residual != nil || ep.Activate }
+func (ep *ConvEpilogue) active() bool { return ep.Residual != nil || ep.Activate || ep.out16.on() }
+
+// gemm is the epilogue as a GEMM applies it, with bias.
+func (ep *ConvEpilogue) gemm(bias []float32) Epilogue {
+	return Epilogue{Bias: bias, Residual: ep.Residual, Act: ep.Act, Activate: ep.Activate, out16: ep.out16}
+}
 
 // ConvForwardEpilogue computes y = ep(conv(x, w) + bias). cw, when not nil,
 // holds w packed by PackConvWeights for s (as ConvForwardPacked reads it).
@@ -47,6 +54,11 @@ func (j *convJob) epilogueRows(lo, hi int) {
 	if j.ep.Activate {
 		actForwardImpl(j.ep.Act, y, y)
 	}
+	if st := &j.ep.out16; st.on() {
+		tmp := st.scratch()
+		st.store(y, base+lo*o, tmp)
+		st.release(tmp)
+	}
 }
 
 // epiloguePass applies the epilogue to the whole output, for the paths
@@ -57,5 +69,8 @@ func epiloguePass(y []float32, ep *ConvEpilogue) {
 	}
 	if ep.Activate {
 		ep.Act.Forward(y, y)
+	}
+	if ep.out16.on() {
+		bf16StagePass(y, &ep.out16)
 	}
 }

@@ -21,8 +21,7 @@ func (j *convJob) forwardImplicit() bool {
 	}
 	// The bias, residual and activation run in the GEMM's epilogue, on
 	// each tile as it is finished.
-	ep := Epilogue{Bias: j.bias, Residual: j.ep.Residual, Act: j.ep.Act, Activate: j.ep.Activate}
-	if !sgemmImplicitA(j, true, j.rows*j.ow, s.O, j.kc, j.w, j.kc, j.packed, j.y, s.O, ep) {
+	if !sgemmImplicitA(j, true, j.rows*j.ow, s.O, j.kc, j.w, j.kc, j.packed, j.y, s.O, j.ep.gemm(j.bias)) {
 		return false
 	}
 	j.epDone = true

@@ -37,6 +37,24 @@ type Epilogue struct {
 	// laid out as C (a residual connection's other branch). ReLU then
 	// runs in Go rather than in the assembly kernel.
 	Residual []float32
+
+	out16 bf16Stage // a BF16 convolution's output stage, last
+}
+
+// inGo reports whether the epilogue has a part that runs in Go on finished
+// rows (finishRows), given whether the kernel applied the ReLU.
+func (ep *Epilogue) inGo(relu bool) bool {
+	return ep.Residual != nil || ep.Activate && !relu || ep.out16.on()
+}
+
+// finishRows runs finish on rows [i0, i0+rows), columns [j0, j0+w) of C.
+func (ep *Epilogue) finishRows(c []float32, ldc, i0, rows, j0, w int, relu bool) {
+	tmp := ep.out16.scratch()
+	for i := i0; i < i0+rows; i++ {
+		off := i*ldc + j0
+		ep.finish(c[off:off+w], off, relu, tmp)
+	}
+	ep.out16.release(tmp)
 }
 
 // inAsmReLU reports whether the assembly kernel applies the epilogue's
@@ -48,12 +66,15 @@ func (ep *Epilogue) inAsmReLU() bool {
 
 // finish runs the epilogue's Go part, residual then activation, on one
 // finished row segment of C starting at element off of C.
-func (ep *Epilogue) finish(row []float32, off int, relu bool) {
+func (ep *Epilogue) finish(row []float32, off int, relu bool, tmp *[2][bf16Stretch]float32) {
 	if ep.Residual != nil {
 		binarySameImpl(BinAdd, row, row, ep.Residual[off:off+len(row)])
 	}
 	if ep.Activate && !relu {
 		actForwardImpl(ep.Act, row, row)
+	}
+	if ep.out16.on() {
+		ep.out16.store(row, off, tmp)
 	}
 }
 
@@ -113,9 +134,11 @@ func (ep *Epilogue) check(m, n, ldc int) {
 
 // apply runs the epilogue on rows [i0, i1), columns [j0, j1) of C.
 func (ep *Epilogue) apply(c []float32, ldc, i0, i1, j0, j1 int) {
-	if ep.Bias == nil && !ep.Activate && ep.Residual == nil {
+	if ep.Bias == nil && !ep.inGo(false) {
 		return
 	}
+	tmp := ep.out16.scratch()
+	defer ep.out16.release(tmp)
 	for i := i0; i < i1; i++ {
 		row := c[i*ldc+j0 : i*ldc+j1]
 		if ep.Bias != nil {
@@ -130,7 +153,7 @@ func (ep *Epilogue) apply(c []float32, ldc, i0, i1, j0, j1 int) {
 				}
 			}
 		}
-		ep.finish(row, i*ldc+j0, false)
+		ep.finish(row, i*ldc+j0, false, tmp)
 	}
 }
 

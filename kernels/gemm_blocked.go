@@ -429,11 +429,8 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 		g.kernel(kc, &ap[0], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
 			cb, rowBias, 0, 0, 0, 0, 0, &gemmMasks[gemmNR-w])
 	}
-	if last && (ep.Residual != nil || ep.Activate && !relu) {
-		for r := 0; r < rows; r++ {
-			off := (i+r)*ldc + jc
-			ep.finish(c[off:off+ncw], off, relu)
-		}
+	if last && ep.inGo(relu) {
+		ep.finishRows(c, ldc, i, rows, jc, ncw, relu)
 	}
 }
 
@@ -482,11 +479,8 @@ func (g *gemmCall) colStrip(s *gemmScratch, bp []float32, kc, ic, mcw, j, w int,
 		g.kernel(kc, &s.a[i*kc], &bp[0], &c[(ic+i)*ldc+j], ldc, 1, rem, g.alpha, beta, lo,
 			colBias, rowBias, 0, 0, 0, 0, 0, mask)
 	}
-	if last && (ep.Residual != nil || ep.Activate && !relu) {
-		for r := 0; r < mcw; r++ {
-			off := (ic+r)*ldc + j
-			ep.finish(c[off:off+w], off, relu)
-		}
+	if last && ep.inGo(relu) {
+		ep.finishRows(c, ldc, ic, mcw, j, w, relu)
 	}
 }
 

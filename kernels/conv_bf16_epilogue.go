@@ -1,0 +1,184 @@
+package kernels
+
+// The bfloat16 output stage of the convolutions' and GEMMs' epilogues. A
+// BF16 convolution accumulates in float32; its result is rounded to
+// bfloat16 and then, in a fused graph node, a residual is added and an
+// activation applied, each rounded again as the separate BF16 ops would
+// round it. Running that stage on each finished float32 block while it is
+// in cache replaces three passes over memory (round, add, activate) with
+// none.
+
+// ConvEpilogueBF16 is ConvEpilogue for a bfloat16 convolution: after the
+// result is rounded to bfloat16, add Residual (laid out as the output),
+// then apply Act when Activate is set. The result is that of
+// ConvForwardBF16To followed by BinaryBF16(BinAdd, y, y, Residual) and
+// Act.ForwardBF16(y, y), bit for bit.
+type ConvEpilogueBF16 struct {
+	Residual []uint16
+	Act      Act
+	Activate bool
+}
+
+// bf16Stage is the bfloat16 output stage carried by a float32 epilogue:
+// finished float32 values are rounded into y (laid out as the float32
+// result), then res is added and act applied, each rounded. The zero value
+// (nil y) does nothing.
+type bf16Stage struct {
+	y        []uint16
+	res      []uint16
+	act      Act
+	activate bool
+}
+
+func (b *bf16Stage) on() bool { return b.y != nil }
+
+// store runs the stage on row, finished float32 values of elements
+// [off, off+len(row)) of the result; row is overwritten. tmp is scratch
+// for the widened residual.
+func (b *bf16Stage) store(row []float32, off int, tmp *[2][bf16Stretch]float32) {
+	for i := 0; i < len(row); i += bf16Stretch {
+		k := min(i+bf16Stretch, len(row))
+		f, y := row[i:k], b.y[off+i:off+k]
+		f32ToBF16Impl(y, f)
+		if b.res != nil {
+			r := tmp[0][:k-i]
+			bf16ToF32Impl(f, y)
+			bf16ToF32Impl(r, b.res[off+i:off+k])
+			binarySameImpl(BinAdd, f, f, r)
+			if b.activate && b.act.Fn == ActReLU {
+				// A sum of two bfloat16 values is a multiple of the
+				// least one, so it never rounds to −0 from below: the
+				// rectifier commutes with the rounding (AddReLUBF16).
+				actForwardImpl(b.act, f, f)
+				f32ToBF16Impl(y, f)
+				continue
+			}
+			f32ToBF16Impl(y, f)
+		}
+		if b.activate {
+			bf16ToF32Impl(f, y)
+			actForwardImpl(b.act, f, f)
+			f32ToBF16Impl(y, f)
+		}
+	}
+}
+
+// scratch returns the residual's widening buffer, nil when there is no
+// residual (release accepts that).
+func (b *bf16Stage) scratch() *[2][bf16Stretch]float32 {
+	if b.res == nil {
+		return nil
+	}
+	return getStretches()
+}
+
+func (b *bf16Stage) release(tmp *[2][bf16Stretch]float32) {
+	if tmp != nil {
+		bf16Stretches.put(tmp)
+	}
+}
+
+// bf16StagePass runs b over the whole float32 result acc, split across
+// the worker pool: the stage of the paths with no blocks of their own.
+func bf16StagePass(acc []float32, b *bf16Stage) {
+	j := bf16Jobs.get()
+	j.stage, j.acc = *b, acc
+	Parallel(len(acc), len(acc)*(binCost+2), j.stageFn)
+	j.stage, j.acc = bf16Stage{}, nil
+	j.release()
+}
+
+func (j *bf16Job) runStage(lo, hi int) {
+	tmp := j.stage.scratch()
+	j.stage.store(j.acc[lo:hi], lo, tmp)
+	j.stage.release(tmp)
+}
+
+// ConvWeightsBF16 are a bfloat16 convolution's filters prepared once for
+// inference: on CPUs where the BF16 convolution widens its operands to
+// run the float32 kernels (no AVX512_BF16), the filters widened and
+// packed, so a forward widens only its input. Elsewhere there is nothing
+// to prepare and PrepareConvWeightsBF16 returns nil. They refer to nothing
+// they were made from; after the weights change, prepare them again.
+type ConvWeightsBF16 struct {
+	s  ConvShape
+	wf []float32
+	cw *ConvWeights
+}
+
+// PrepareConvWeightsBF16 prepares w (ConvForwardBF16's weight layout) for
+// convolutions of s's geometry, or returns nil where the forward has no use
+// for prepared weights.
+func PrepareConvWeightsBF16(s *ConvShape, w []uint16) *ConvWeightsBF16 {
+	if convBF16Native(s) {
+		return nil
+	}
+	if len(w) < s.wLen() {
+		fail(ErrShape, "PrepareConvWeightsBF16", "w has %d elements, want %d for %d×%d×%v", len(w), s.wLen(), s.O, s.C, s.Kernel)
+	}
+	wf := make([]float32, s.wLen())
+	BF16ToF32(wf, w[:s.wLen()])
+	return &ConvWeightsBF16{s: *s, wf: wf, cw: PackConvWeights(s, wf)}
+}
+
+// Fits reports whether cw was prepared for s's weight geometry.
+func (cw *ConvWeightsBF16) Fits(s *ConvShape) bool {
+	return cw.s.C == s.C && cw.s.O == s.O && cw.s.Groups == s.Groups && cw.s.Kernel == s.Kernel && cw.s.ChannelsLast == s.ChannelsLast
+}
+
+// ConvForwardBF16Epilogue computes y = ep(round(conv(x, w) + bias)) for
+// bfloat16 x, w, y and float32 bias (nil for none), accumulating in
+// float32; see ConvEpilogueBF16. cw, when not nil, holds w prepared by
+// PrepareConvWeightsBF16 for s. y is overwritten.
+func ConvForwardBF16Epilogue(s *ConvShape, x, w []uint16, cw *ConvWeightsBF16, bias []float32, y []uint16, ep ConvEpilogueBF16) {
+	const op = "ConvForwardBF16Epilogue"
+	nb := 0
+	if bias != nil {
+		nb = s.O
+	}
+	s.check(op, convLen{"x", len(x), s.xLen()}, convLen{"w", len(w), s.wLen()},
+		convLen{"y", len(y), s.yLen()}, convLen{"bias", len(bias), nb})
+	if ep.Residual != nil && len(ep.Residual) < s.yLen() {
+		fail(ErrShape, op, "residual has %d elements, the output %d", len(ep.Residual), s.yLen())
+	}
+	if ep.Activate {
+		ep.Act.check(op)
+	}
+	if cw != nil && !cw.Fits(s) {
+		fail(ErrShape, op, "weights prepared for %d→%d %v (groups %d, channels-last %v), convolution is %d→%d %v (groups %d, channels-last %v)",
+			cw.s.C, cw.s.O, cw.s.Kernel, cw.s.Groups, cw.s.ChannelsLast, s.C, s.O, s.Kernel, s.Groups, s.ChannelsLast)
+	}
+	if s.N == 0 {
+		return
+	}
+	y = y[:s.yLen()]
+	stage := bf16Stage{y: y, res: ep.Residual, act: ep.Act, activate: ep.Activate}
+	if stage.res != nil {
+		stage.res = stage.res[:len(y)]
+	}
+	acc := f32Scratch(len(y))
+	defer releaseF32Scratch(acc)
+	if convBF16Native(s) {
+		ConvForwardBF16(s, x, w, bias, *acc)
+		bf16StagePass(*acc, &stage)
+		return
+	}
+	// The float32 kernels on the widened operands, the stage in their
+	// epilogue: the products ConvForwardBF16 would take, summed in the
+	// float32 convolution's order.
+	xf := widenedOperand(x[:s.xLen()])
+	defer releaseF32Scratch(xf)
+	var wf []float32
+	var packed *PackedB
+	if cw != nil {
+		wf = cw.wf
+		if cw.cw != nil {
+			packed = cw.cw.pb
+		}
+	} else {
+		ws := widenedOperand(w[:s.wLen()])
+		defer releaseF32Scratch(ws)
+		wf = *ws
+	}
+	convForwardEpilogue(s, *xf, wf, packed, bias, *acc, ConvEpilogue{out16: stage})
+}

@@ -1,0 +1,102 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestConvForwardBF16Epilogue checks every convolution case, both layouts,
+// with prepared weights and without, at two blockings, against
+// ConvForwardBF16To followed by BinaryBF16 and Act.ForwardBF16, bit for
+// bit, with guards around the output. The residual holds a NaN and zeros
+// of both signs so the stage's edge cases meet the epilogue.
+func TestConvForwardBF16Epilogue(t *testing.T) {
+	r := rand.New(rand.NewPCG(91, 92))
+	acts := []Act{{Fn: ActReLU}, {Fn: ActSigmoid}, {Fn: ActSiLU}, {Fn: ActHardTanh, A: -0.5, B: 0.5}, {Fn: ActELU, A: 1}, {Fn: ActGELU}}
+	cases := append(append([]convCase{}, convCases...), convBF16Cases...)
+	for _, blocking := range [][2]int{{0, 0}, {64, 1}} {
+		restore := setConvBlocking(blocking[0], blocking[1])
+		for _, c := range cases {
+			for _, cl := range []bool{true, false} {
+				s := c.shape(cl)
+				x, _ := randBF16(r, s.xLen())
+				w, _ := randBF16(r, s.wLen())
+				res, _ := randBF16(r, s.yLen())
+				if len(res) > 3 {
+					res[0], res[1], res[2] = 0x8000, 0, 0x7fc0
+				}
+				var bias []float32
+				if r.IntN(4) > 0 {
+					bias = randSlice(r, s.O)
+				}
+				prepared := PrepareConvWeightsBF16(&s, w)
+				for i, ep := range []ConvEpilogueBF16{
+					{},
+					{Residual: res},
+					{Act: acts[r.IntN(len(acts))], Activate: true},
+					{Residual: res, Act: Act{Fn: ActReLU}, Activate: true},
+					{Residual: res, Act: acts[r.IntN(len(acts))], Activate: true},
+				} {
+					want := make([]uint16, s.yLen())
+					ConvForwardBF16To(&s, x, w, bias, want)
+					if ep.Residual != nil {
+						BinaryBF16(BinAdd, want, want, ep.Residual)
+					}
+					if ep.Activate {
+						ep.Act.ForwardBF16(want, want)
+					}
+					for _, cw := range []*ConvWeightsBF16{nil, prepared} {
+						name := fmt.Sprintf("%s (channels-last %v, blocking %v, epilogue %d %+v, prepared %v)", c.name, cl, blocking, i, ep.Act, cw != nil)
+						got, check := guarded16(t, s.yLen())
+						ConvForwardBF16Epilogue(&s, x, w, cw, bias, got, ep)
+						check()
+						for k := range want {
+							if got[k] != want[k] {
+								t.Fatalf("%s: y[%d] = %#x, decomposed %#x", name, k, got[k], want[k])
+							}
+						}
+					}
+				}
+			}
+		}
+		restore()
+	}
+}
+
+// TestConvForwardBF16EpilogueChecks: operands that do not fit the shape
+// fail with ErrShape naming the problem, before any kernel runs.
+func TestConvForwardBF16EpilogueChecks(t *testing.T) {
+	s := convCases[1].shape(true)
+	x, w, y := make([]uint16, s.xLen()), make([]uint16, s.wLen()), make([]uint16, s.yLen())
+	other := s
+	other.O *= 2
+	otherW := make([]uint16, other.wLen())
+	for _, c := range []struct {
+		name string
+		run  func()
+	}{
+		{"short residual", func() {
+			ConvForwardBF16Epilogue(&s, x, w, nil, nil, y, ConvEpilogueBF16{Residual: y[:len(y)-1]})
+		}},
+		{"short output", func() { ConvForwardBF16Epilogue(&s, x, w, nil, nil, y[:1], ConvEpilogueBF16{}) }},
+		{"weights prepared for another shape", func() {
+			cw := PrepareConvWeightsBF16(&other, otherW)
+			if cw == nil {
+				cw = &ConvWeightsBF16{s: other}
+			}
+			ConvForwardBF16Epilogue(&s, x, w, cw, nil, y, ConvEpilogueBF16{})
+		}},
+	} {
+		func() {
+			defer func() {
+				e, ok := recover().(*Error)
+				if !ok || !errors.Is(e, ErrShape) {
+					t.Errorf("%s: panic %v, want an *Error of kind ErrShape", c.name, e)
+				}
+			}()
+			c.run()
+		}()
+	}
+}
