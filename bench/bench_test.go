@@ -21,8 +21,18 @@ func TestMain(m *testing.M) {
 }
 
 // notQuick are the kinds the -quick subset leaves out: whole-model
-// training takes tens of seconds per thread count.
-var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true, KindResNet50TrainBF16: true}
+// training takes tens of seconds per thread count, and PyTorch's BF16
+// ResNet-50 seconds to minutes a call on CPUs without AVX512_BF16.
+var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true,
+	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true}
+
+// bf16FP32Kind is the kind of each BF16 kind's FP32Row.
+var bf16FP32Kind = map[string]string{
+	KindGemmBF16:          KindGemm,
+	KindResNet50InferBF16: KindResNet50Infer,
+	KindResNet50GraphBF16: KindResNet50Graph,
+	KindResNet50TrainBF16: KindResNet50Train,
+}
 
 func TestWorkloads(t *testing.T) {
 	all, quick := Workloads(false), Workloads(true)
@@ -81,20 +91,92 @@ func TestWorkloads(t *testing.T) {
 	// -filter resnet50 picks exactly the whole-model rows (not the
 	// convolution rows, whose names are the layers').
 	model, _ := Filter(all, "resnet50")
-	if want := 4*len(ResNet50InferBatches) + 4; len(model) != want {
+	if want := 5*len(ResNet50InferBatches) + 4; len(model) != want {
 		t.Errorf("filter resnet50 matched %d workloads, want %d", len(model), want)
 	}
 	for _, w := range model {
 		if w.Group != "ResNet-50" || !strings.HasPrefix(w.Kind, "resnet50_") {
 			t.Errorf("%s: group %q, kind %q", w.Name, w.Group, w.Kind)
 		}
-		bf16 := w.Kind == KindResNet50InferBF16 || w.Kind == KindResNet50TrainBF16
+		bf16 := w.IsBF16()
 		if w.Bound == Compute && (w.Images != w.Dims[0] || w.WarmUpCalls < 2 && !bf16 || bf16 && (w.WarmUpCalls < 1 || w.Runs < 1)) {
-			t.Errorf("%s: %d images, %d warm-up calls for dims %v", w.Name, w.Images, w.WarmUpCalls, w.Dims)
+			t.Errorf("%s: %d images, %d warm-up calls, %d runs for dims %v", w.Name, w.Images, w.WarmUpCalls, w.Runs, w.Dims)
 		}
-		if w.Quick != (w.Kind != KindResNet50Train && w.Kind != KindResNet50TrainMem && w.Dims[0] == 1) {
-			t.Errorf("%s: quick %v; want only the batch-1 inference rows", w.Name, w.Quick)
+		if w.Quick != (!notQuick[w.Kind] && w.Dims[0] == 1) {
+			t.Errorf("%s: quick %v; want only the batch-1 float32 inference rows", w.Name, w.Quick)
 		}
+	}
+}
+
+// TestBF16Pairs: every BF16 row names as its FP32Row an existing float32
+// row of the matching kind doing the same work, and only BF16 rows name
+// one.
+func TestBF16Pairs(t *testing.T) {
+	all := Workloads(false)
+	byName := map[string]Workload{}
+	for _, w := range all {
+		byName[w.Name] = w
+	}
+	pairs := map[string]int{}
+	for _, w := range all {
+		want, isBF16 := bf16FP32Kind[w.Kind]
+		if !isBF16 {
+			if w.FP32Row != "" || w.IsBF16() {
+				t.Errorf("%s (%s): FP32Row %q on a float32 row", w.Name, w.Kind, w.FP32Row)
+			}
+			continue
+		}
+		f, ok := byName[w.FP32Row]
+		switch {
+		case !ok:
+			t.Errorf("%s: FP32Row %q is not a workload", w.Name, w.FP32Row)
+		case f.Kind != want || f.IsBF16():
+			t.Errorf("%s: FP32Row %q has kind %s, want %s", w.Name, f.Name, f.Kind, want)
+		case f.Flops != w.Flops || f.Images != w.Images || !reflect.DeepEqual(f.Dims, w.Dims):
+			t.Errorf("%s: FP32Row %q does other work: flops %v, images %d, dims %v; want %v, %d, %v",
+				w.Name, f.Name, f.Flops, f.Images, f.Dims, w.Flops, w.Images, w.Dims)
+		}
+		pairs[w.Kind]++
+	}
+	// The pairs of issue 17's targets, by name.
+	for bf16, fp32 := range map[string]string{
+		"gemm bf16 1024×1024×1024":                                            "gemm 1024×1024×1024",
+		"resnet50 bf16 infer bs16 224² vs torch bf16":                         "resnet50 infer bs16 224² vs torch eager",
+		"resnet50 bf16 frozen graph infer bs1 224² vs torch bf16 jit.freeze":  "resnet50 frozen graph infer bs1 224² vs torch jit.freeze",
+		"resnet50 bf16 frozen graph infer bs16 224² vs torch bf16 jit.freeze": "resnet50 frozen graph infer bs16 224² vs torch jit.freeze",
+		"resnet50 bf16 train step bs8 224² vs torch autocast":                 "resnet50 train step bs8 224² (SGD momentum)",
+	} {
+		if got := byName[bf16].FP32Row; got != fp32 {
+			t.Errorf("%q: FP32Row %q, want %q", bf16, got, fp32)
+		}
+	}
+	if pairs[KindResNet50GraphBF16] != len(ResNet50InferBatches) {
+		t.Errorf("%d BF16 frozen-graph rows, want one per inference batch", pairs[KindResNet50GraphBF16])
+	}
+}
+
+// TestPeaksJSON: reports written before the BF16 peak existed still
+// read, and a Peaks without one writes no BF16 field.
+func TestPeaksJSON(t *testing.T) {
+	var p Peaks
+	if err := json.Unmarshal([]byte(`{"FMA":{"1":100},"Copy":{"1":20},"Triad":{"1":25}}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.FMA[1] != 100 || p.BF16 != nil || p.BF16Measured([]int{1}) {
+		t.Errorf("old peaks read as %+v", p)
+	}
+	b, _ := json.Marshal(p)
+	if bytes.Contains(b, []byte("BF16")) {
+		t.Errorf("peaks without BF16 write %s", b)
+	}
+	p.BF16 = map[int]float64{1: 400, 2: 0}
+	b, _ = json.Marshal(p)
+	var back Peaks
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, p) {
+		t.Errorf("round trip of %s: %+v, %v", b, back, err)
+	}
+	if !back.BF16Measured([]int{1}) || back.BF16Measured([]int{1, 2}) || back.BF16Measured(nil) {
+		t.Error("BF16Measured wrong")
 	}
 }
 
@@ -113,7 +195,8 @@ func TestWorkloadJSON(t *testing.T) {
 	if !reflect.DeepEqual(all, back) {
 		t.Error("workloads changed in a JSON round trip")
 	}
-	for _, field := range []string{`"images":16`, `"warmup_calls":2`, `"bound":"footprint"`, `"kind":"resnet50_infer_frozen"`} {
+	for _, field := range []string{`"images":16`, `"warmup_calls":2`, `"bound":"footprint"`, `"kind":"resnet50_infer_frozen"`,
+		`"fp32_row":"resnet50 frozen graph infer bs1 224² vs torch jit.freeze"`} {
 		if !bytes.Contains(b, []byte(field)) {
 			t.Errorf("JSON lacks %s", field)
 		}
@@ -182,6 +265,7 @@ func tinyWorkloads() []Workload {
 		{Name: "resnet50 infer frozen", Kind: KindResNet50InferFrozen, Dims: []int{1, tinyImage}, WarmUpCalls: 2},
 		{Name: "resnet50 train", Kind: KindResNet50Train, Dims: []int{2, tinyImage}, WarmUpCalls: 2},
 		{Name: "resnet50 bf16 infer", Kind: KindResNet50InferBF16, Dims: []int{2, tinyImage}, WarmUpCalls: 1, Runs: 1},
+		{Name: "resnet50 bf16 frozen graph", Kind: KindResNet50GraphBF16, Dims: []int{2, tinyImage}, WarmUpCalls: 2, Runs: 1},
 		{Name: "resnet50 bf16 train", Kind: KindResNet50TrainBF16, Dims: []int{2, tinyImage}, WarmUpCalls: 1, Runs: 1},
 	}
 }
@@ -308,6 +392,40 @@ func TestTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, tab)
 		}
 	}
+	// A BF16 row's % peak is of the BF16 peak where measured, else of
+	// the FMA peak; BF16Speedups sets it beside its FP32 row.
+	bw := Workload{Name: "gemm bf16 2×2×2", Group: "G", Kind: KindGemmBF16, Flops: 2e9, Bound: Compute, FP32Row: w.Name}
+	bf := Row{Workload: bw, Threads: 1, Kiln: Result{Median: 0.04}, Torch: Result{Median: 0.2}, KilnOK: true, TorchOK: true}
+	for _, c := range []struct {
+		bf16 map[int]float64
+		want string
+	}{
+		{nil, "| gemm bf16 2×2×2 | 1 | 40 ms | 50 GFLOP/s | 200 ms | 10 GFLOP/s | 5.00× | 50.0% | 10.0% |"},
+		{map[int]float64{1: 0}, "| gemm bf16 2×2×2 | 1 | 40 ms | 50 GFLOP/s | 200 ms | 10 GFLOP/s | 5.00× | 50.0% | 10.0% |"},
+		{map[int]float64{1: 400}, "| gemm bf16 2×2×2 | 1 | 40 ms | 50 GFLOP/s | 200 ms | 10 GFLOP/s | 5.00× | 12.5% | 2.5% |"},
+	} {
+		p := peaks
+		p.BF16 = c.bf16
+		if tab := Table([]Row{rows[0], bf}, p); !strings.Contains(tab, c.want) || !strings.Contains(tab, "| gemm 2×2×2 | 1 | 100 ms | 20 GFLOP/s | 50 ms | 40 GFLOP/s | 0.50× | 20.0% | 40.0% |") {
+			t.Errorf("BF16 peak %v: table lacks %q or the FP32 row's FMA percentages:\n%s", c.bf16, c.want, tab)
+		}
+	}
+	if s := BF16Speedups(rows, []int{1, 2}); s != "" {
+		t.Errorf("BF16Speedups without BF16 rows = %q", s)
+	}
+	bf2 := bf
+	bf2.Threads = 2 // no FP32 row at 2 threads
+	sp := BF16Speedups(append([]Row{bf, bf2}, rows...), []int{1, 2})
+	if want := "| gemm bf16 2×2×2 | gemm 2×2×2 | 2.50× (FP32 100 ms, BF16 40 ms) | — |"; !strings.Contains(sp, want) {
+		t.Errorf("BF16Speedups lacks %q:\n%s", want, sp)
+	}
+	if q := BF16Speedup(bf, rows[0]); q != 2.5 {
+		t.Errorf("BF16Speedup = %v, want 2.5", q)
+	}
+	if q := BF16Speedup(bf, rows[2]); !math.IsNaN(q) {
+		t.Errorf("BF16Speedup with a failed FP32 row = %v, want NaN", q)
+	}
+
 	sum := Summary(rows, []int{1, 2})
 	for _, want := range []string{"| G | 0.50× (1 rows) | — |", "| E | 2.00× (1 rows) | — |", "| ResNet-50 | 0.80× (1 rows) | — |"} {
 		if !strings.Contains(sum, want) {

@@ -1,7 +1,11 @@
 // Package bench measures Kiln and PyTorch on the same workloads: GEMM,
 // the convolutions of ResNet-50, activations, softmax, normalisation
 // layers, an optimizer step, and whole-model ResNet-50 inference, training
-// step and training peak memory. It defines the workloads once; the Kiln
+// step and training peak memory, in float32 and, for the GEMM and the
+// whole-model rows, in BF16 (each BF16 row names its float32 counterpart,
+// Workload.FP32Row, and the report sets Kiln's two speeds side by side;
+// its % peak is of the BF16 peak, kernels.MeasurePeakBF16, where the CPU
+// has AVX512_BF16). It defines the workloads once; the Kiln
 // side runs them in-process (Prepare), the PyTorch side runs them in
 // torch_bench.py (embedded here as TorchScript), which reads the same
 // workload list as JSON. Peak-memory (Footprint) rows run in fresh

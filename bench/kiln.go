@@ -179,7 +179,13 @@ func Prepare(w Workload) (func(), error) {
 		if err := need(2); err != nil {
 			return nil, err
 		}
-		return resNet50Graph(d[0], d[1], w.Kind == KindResNet50Graph)
+		return resNet50Graph(d[0], d[1], w.Kind == KindResNet50Graph, false)
+
+	case KindResNet50GraphBF16:
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		return resNet50Graph(d[0], d[1], true, true)
 
 	case KindResNet50Train:
 		if err := need(2); err != nil {
@@ -220,11 +226,21 @@ func resNet50Input(n, image int) (*models.ResNet, *autograd.Tensor) {
 }
 
 // resNet50Graph traces and freezes ResNet-50 in evaluation mode, with
-// fusion on or off, and returns a run of the compiled graph.
-func resNet50Graph(n, image int, fuse bool) (func(), error) {
+// fusion on or off, and returns a run of the compiled graph. With bf16 the
+// model first gets BF16 weights from kiln.Optimize and is traced under
+// amp.Autocast: a BF16 graph whose first node casts the float32
+// channels-last images that each run is given.
+func resNet50Graph(n, image int, fuse, bf16 bool) (func(), error) {
 	model, x := resNet50Input(n, image)
 	nn.Eval(model)
-	g, err := graph.Trace(model, x)
+	in := x
+	if bf16 {
+		if _, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16)); err != nil {
+			return nil, err
+		}
+		in = amp.Autocast(x)
+	}
+	g, err := graph.Trace(model, in)
 	if err != nil {
 		return nil, err
 	}

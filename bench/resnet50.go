@@ -87,8 +87,9 @@ var ResNet50InferBatches = []int{1, 16}
 // "vs torch eager" compares it with model.eval() under torch.no_grad(),
 // "vs torch jit.freeze" with torch.jit.freeze(torch.jit.trace(model, x));
 // Kiln is timed again for the second row so that both sides of each row
-// run under the same machine load. Batch 1 inference is in the -quick
-// subset; the training rows are not (tens of seconds per thread count).
+// run under the same machine load. Batch 1 float32 inference is in the
+// -quick subset; the training and BF16 rows are not (tens of seconds per
+// thread count). Each BF16 row names its float32 counterpart in FP32Row.
 func ResNet50Workloads(image int) []Workload {
 	fwd, train := ResNet50Flops(image)
 	var ws []Workload
@@ -97,7 +98,7 @@ func ResNet50Workloads(image int) []Workload {
 			{KindResNet50Infer, "torch eager"},
 			{KindResNet50InferFrozen, "torch jit.freeze"},
 		} {
-			ws = append(ws, Workload{Name: fmt.Sprintf("resnet50 infer bs%d %d² vs %s", n, image, ref.name), Group: "ResNet-50",
+			ws = append(ws, Workload{Name: resNet50InferName(n, image, ref.name), Group: "ResNet-50",
 				Kind: ref.kind, Dims: []int{n, image}, Flops: float64(n) * fwd, Bound: Compute, Images: n,
 				WarmUpCalls: ModelWarmUpCalls, Quick: n == 1})
 		}
@@ -110,34 +111,61 @@ func ResNet50Workloads(image int) []Workload {
 			{KindResNet50Graph, "frozen graph"},
 			{KindResNet50GraphNoFuse, "frozen graph, fusion off,"},
 		} {
-			ws = append(ws, Workload{Name: fmt.Sprintf("resnet50 %s infer bs%d %d² vs torch jit.freeze", k.name, n, image), Group: "ResNet-50",
+			ws = append(ws, Workload{Name: resNet50GraphName(k.name, n, image, "torch jit.freeze"), Group: "ResNet-50",
 				Kind: k.kind, Dims: []int{n, image}, Flops: float64(n) * fwd, Bound: Compute, Images: n,
 				WarmUpCalls: ModelWarmUpCalls, Quick: n == 1})
 		}
 	}
 	n := ResNet50TrainBatch
+	trainName := fmt.Sprintf("resnet50 train step bs%d %d² (SGD momentum)", n, image)
 	ws = append(ws,
-		Workload{Name: fmt.Sprintf("resnet50 train step bs%d %d² (SGD momentum)", n, image), Group: "ResNet-50",
+		Workload{Name: trainName, Group: "ResNet-50",
 			Kind: KindResNet50Train, Dims: []int{n, image}, Flops: float64(n) * train, Bound: Compute, Images: n,
 			WarmUpCalls: ModelWarmUpCalls},
 		Workload{Name: fmt.Sprintf("resnet50 train peak RSS bs%d %d² (%d steps, fresh process)", n, image, ResNet50MemSteps),
 			Group: "ResNet-50", Kind: KindResNet50TrainMem, Dims: []int{n, image, ResNet50MemSteps}, Bound: Footprint},
 		Workload{Name: fmt.Sprintf("resnet50 bf16 infer bs%d %d² vs torch bf16", ResNet50BF16InferBatch, image), Group: "ResNet-50",
 			Kind: KindResNet50InferBF16, Dims: []int{ResNet50BF16InferBatch, image}, Flops: float64(ResNet50BF16InferBatch) * fwd,
-			Bound: Compute, Images: ResNet50BF16InferBatch, WarmUpCalls: 1, Runs: ResNet50BF16Runs},
+			Bound: Compute, Images: ResNet50BF16InferBatch, WarmUpCalls: 1, Runs: ResNet50BF16Runs,
+			FP32Row: resNet50InferName(ResNet50BF16InferBatch, image, "torch eager")})
+	// The BF16 frozen graphs: Kiln's BF16 graph beside PyTorch's frozen
+	// TorchScript under autocast, at every inference batch. Batch 1 is
+	// short enough for a few samples.
+	for _, b := range ResNet50InferBatches {
+		runs := ResNet50BF16Runs
+		if b == 1 {
+			runs = ResNet50BF16GraphBS1Runs
+		}
+		ws = append(ws, Workload{Name: resNet50GraphName("bf16 frozen graph", b, image, "torch bf16 jit.freeze"), Group: "ResNet-50",
+			Kind: KindResNet50GraphBF16, Dims: []int{b, image}, Flops: float64(b) * fwd, Bound: Compute, Images: b,
+			WarmUpCalls: ModelWarmUpCalls, Runs: runs, FP32Row: resNet50GraphName("frozen graph", b, image, "torch jit.freeze")})
+	}
+	ws = append(ws,
 		Workload{Name: fmt.Sprintf("resnet50 bf16 train step bs%d %d² vs torch autocast", n, image), Group: "ResNet-50",
 			Kind: KindResNet50TrainBF16, Dims: []int{n, image}, Flops: float64(n) * train, Bound: Compute, Images: n,
-			WarmUpCalls: 1, Runs: ResNet50BF16Runs})
+			WarmUpCalls: 1, Runs: ResNet50BF16Runs, FP32Row: trainName})
 	return ws
 }
 
-// The BF16 rows: inference at batch 16, a training step at the FP32
-// row's batch. PyTorch 1.13 without IPEX runs BF16 on a reference path on
-// CPUs without AVX512_BF16 (minutes a call at these sizes), so these rows
-// take one warm-up call and one timed call on both sides.
+func resNet50InferName(n, image int, ref string) string {
+	return fmt.Sprintf("resnet50 infer bs%d %d² vs %s", n, image, ref)
+}
+
+func resNet50GraphName(what string, n, image int, ref string) string {
+	return fmt.Sprintf("resnet50 %s infer bs%d %d² vs %s", what, n, image, ref)
+}
+
+// The BF16 rows: inference at batch 16, frozen graphs at batches 1 and
+// 16, a training step at the FP32 row's batch. PyTorch 1.13 without IPEX
+// runs BF16 on a reference path on CPUs without AVX512_BF16 (minutes a
+// call at these sizes on AVX2-only CPUs; on AVX-512 ones without
+// AVX512_BF16 oneDNN emulates it, a few seconds a call at batch 16), so
+// these rows take one or two warm-up calls and one timed call on both
+// sides, except the batch-1 frozen graph, which takes a few.
 const (
-	ResNet50BF16InferBatch = 16
-	ResNet50BF16Runs       = 1
+	ResNet50BF16InferBatch   = 16
+	ResNet50BF16Runs         = 1
+	ResNet50BF16GraphBS1Runs = 3
 )
 
 // ResNet50Flops returns the floating-point work per image of torchvision's

@@ -6,10 +6,24 @@ import (
 	"strings"
 )
 
-// Peaks are this machine's measured ceilings, by thread count: FMA in
-// GFLOP/s, Copy and Triad in GB/s.
+// Peaks are this machine's measured ceilings, by thread count: FMA and
+// BF16 in GFLOP/s, Copy and Triad in GB/s.
 type Peaks struct {
 	FMA, Copy, Triad map[int]float64
+	// BF16 is the VDPBF16PS throughput (kernels.MeasurePeakBF16): 0 where
+	// the CPU lacks AVX512_BF16, absent from reports made before it was
+	// measured.
+	BF16 map[int]float64 `json:",omitempty"`
+}
+
+// BF16Measured reports whether p has a BF16 peak at every one of threads.
+func (p Peaks) BF16Measured(threads []int) bool {
+	for _, t := range threads {
+		if !(p.BF16[t] > 0) {
+			return false
+		}
+	}
+	return len(threads) > 0
 }
 
 // Row is one line of the table: a workload at a thread count, timed on
@@ -66,13 +80,17 @@ func Rate(w Workload, t float64) float64 {
 }
 
 // PeakFraction is a rate as a fraction of the ceiling that applies to w
-// at threads: the FMA peak for compute-bound rows, the copy bandwidth for
-// memory-bound ones.
+// at threads: for compute-bound rows the BF16 peak for a BF16 row where it
+// was measured and the FMA peak otherwise, the copy bandwidth for
+// memory-bound rows.
 func (p Peaks) PeakFraction(w Workload, threads int, rate float64) float64 {
 	var ceil float64
 	switch w.Bound {
 	case Compute:
 		ceil = p.FMA[threads]
+		if w.IsBF16() && p.BF16[threads] > 0 {
+			ceil = p.BF16[threads]
+		}
 	case Memory:
 		ceil = p.Copy[threads]
 	}
@@ -200,4 +218,69 @@ func Summary(rows []Row, threads []int) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// BF16Speedups renders Kiln's speed on each BF16 row relative to its speed
+// on the row's FP32Row at the same thread count, from rows of one run (or
+// one merge): FP32 time ÷ BF16 time for the same work, so above 1 BF16 is
+// faster; each cell also gives both times. A cell is "—" where either row
+// is missing from rows or failed on the Kiln side. It returns "" when rows
+// have no BF16 row.
+func BF16Speedups(rows []Row, threads []int) string {
+	type key struct {
+		name    string
+		threads int
+	}
+	byName := map[key]Row{}
+	var bf16 []Workload
+	seen := map[string]bool{}
+	for _, r := range rows {
+		byName[key{r.Workload.Name, r.Threads}] = r
+		if r.Workload.IsBF16() && !seen[r.Workload.Name] {
+			seen[r.Workload.Name] = true
+			bf16 = append(bf16, r.Workload)
+		}
+	}
+	if len(bf16) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("| BF16 row | Kiln FP32 row |")
+	for _, t := range threads {
+		fmt.Fprintf(&b, " %d thread(s) |", t)
+	}
+	b.WriteString("\n|---|---|")
+	for range threads {
+		b.WriteString("--:|")
+	}
+	b.WriteString("\n")
+	for _, w := range bf16 {
+		fmt.Fprintf(&b, "| %s | %s |", w.Name, w.FP32Row)
+		for _, t := range threads {
+			br, bok := byName[key{w.Name, t}]
+			fr, fok := byName[key{w.FP32Row, t}]
+			if !bok || !fok || !br.KilnOK || !fr.KilnOK {
+				b.WriteString(" — |")
+				continue
+			}
+			fmt.Fprintf(&b, " %s (FP32 %s, BF16 %s) |", FormatRatio(BF16Speedup(br, fr)),
+				FormatDuration(fr.Kiln.Median), FormatDuration(br.Kiln.Median))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// BF16Speedup is Kiln's speed on the BF16 row bf16 relative to its speed
+// on the FP32 row fp32: the ratio of their rates (work per second), which
+// for the same work is FP32 time ÷ BF16 time. NaN when either has no Kiln
+// time.
+func BF16Speedup(bf16, fp32 Row) float64 {
+	if !bf16.KilnOK || !fp32.KilnOK || !(bf16.Kiln.Median > 0) || !(fp32.Kiln.Median > 0) {
+		return math.NaN()
+	}
+	if bf16.Workload.Flops > 0 && fp32.Workload.Flops > 0 {
+		return Rate(bf16.Workload, bf16.Kiln.Median) / Rate(fp32.Workload, fp32.Kiln.Median)
+	}
+	return fp32.Kiln.Median / bf16.Kiln.Median
 }

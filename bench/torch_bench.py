@@ -227,6 +227,29 @@ def prepare(w):
             with torch.no_grad():
                 model(x)
         return run
+    if kind == "resnet50_graph_bf16":
+        # BF16 inference with TorchScript as IPEX users write it: trace
+        # and freeze under torch.cpu.amp.autocast (the trace records the
+        # casts; freezing folds the weights' casts and the batch norms into
+        # bfloat16 constants), then run the frozen module under autocast.
+        # Without IPEX two settings are needed that importing IPEX makes:
+        # the JIT's own autocast pass off (else it casts again inside the
+        # traced graph) and no autocast weight cache during the trace (else
+        # the cached casts become constants of the trace and its check
+        # fails). The JIT setting stays off for the rest of this process;
+        # no other row runs TorchScript under autocast. The trace's check
+        # re-runs the slow eager BF16 model, so it is skipped.
+        n, image = d
+        model, x = resnet50_input(n, image)
+        model.eval()
+        torch._C._jit_set_autocast_mode(False)
+        with torch.cpu.amp.autocast(cache_enabled=False), torch.no_grad():
+            model = torch.jit.freeze(torch.jit.trace(model, x, check_trace=False))
+
+        def run():
+            with torch.cpu.amp.autocast(), torch.no_grad():
+                model(x)
+        return run
     if kind == "resnet50_train_bf16":
         n, image = d
         return resnet50_train_step(n, image, autocast=True)

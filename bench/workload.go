@@ -33,6 +33,7 @@ const (
 	KindResNet50Graph       = "resnet50_graph"        // Dims batch, image: Kiln's frozen fused graph (Trace, Freeze, Compile); PyTorch as resnet50_infer_frozen
 	KindResNet50GraphNoFuse = "resnet50_graph_nofuse" // the same with graph.WithFusion(false); PyTorch as resnet50_infer_frozen
 	KindResNet50InferBF16   = "resnet50_infer_bf16"   // Dims batch, image: BF16 inference (Kiln: kiln.Optimize with BF16 weights, under amp.Autocast; PyTorch: model.bfloat16())
+	KindResNet50GraphBF16   = "resnet50_graph_bf16"   // Dims batch, image: BF16 frozen graph (Kiln: kiln.Optimize with BF16 weights, Trace under amp.Autocast, Freeze, Compile, run on float32 images; PyTorch: torch.jit.freeze(torch.jit.trace(model, x)) traced and run under torch.cpu.amp.autocast)
 	KindResNet50TrainBF16   = "resnet50_train_bf16"   // Dims batch, image: the train step in BF16 (Kiln: split master weights from kiln.Optimize, under amp.Autocast; PyTorch: torch.cpu.amp.autocast)
 )
 
@@ -76,9 +77,18 @@ type Workload struct {
 	// of the run's own count: for rows whose PyTorch side takes minutes a
 	// call on CPUs without native BF16.
 	Runs int `json:"runs,omitempty"`
+	// FP32Row is set on every BF16 row (and only there): the name of the
+	// Kiln float32 row doing the same work (the same GEMM or model at the
+	// same batch, in the same mode), which the report sets beside it as
+	// Kiln BF16 speed ÷ Kiln FP32 speed. A BF16 row's % peak is of the BF16
+	// peak where the CPU has one.
+	FP32Row string `json:"fp32_row,omitempty"`
 	// Quick marks the representative subset run by -quick.
 	Quick bool `json:"quick,omitempty"`
 }
+
+// IsBF16 reports whether w is a BF16 row: one with an FP32Row.
+func (w Workload) IsBF16() bool { return w.FP32Row != "" }
 
 // ConvDims are the Dims of a convolution workload: a 2-D square-kernel
 // convolution with one group, batch N, C input and O output channels,
@@ -122,7 +132,7 @@ func Workloads(quick bool) []Workload {
 		}
 	}
 	gemm := func(group string, m, n, k int, q bool) {
-		add(Workload{Name: fmt.Sprintf("gemm %d×%d×%d", m, n, k), Group: group, Kind: KindGemm,
+		add(Workload{Name: gemmName(m, n, k), Group: group, Kind: KindGemm,
 			Dims: []int{m, n, k}, Flops: 2 * float64(m) * float64(n) * float64(k), Bound: Compute, Quick: q})
 	}
 	for _, s := range []int{256, 512, 1024, 2048} {
@@ -134,7 +144,8 @@ func Workloads(quick bool) []Workload {
 	gemm("GEMM DL shapes (m×n×k)", 128, 13, 512, true)
 	for _, sz := range []int{1024, 2048} {
 		add(Workload{Name: fmt.Sprintf("gemm bf16 %d×%d×%d", sz, sz, sz), Group: "GEMM BF16", Kind: KindGemmBF16,
-			Dims: []int{sz, sz, sz}, Flops: 2 * float64(sz) * float64(sz) * float64(sz), Bound: Compute, Quick: sz == 1024})
+			Dims: []int{sz, sz, sz}, Flops: 2 * float64(sz) * float64(sz) * float64(sz), Bound: Compute, Quick: sz == 1024,
+			FP32Row: gemmName(sz, sz, sz)})
 	}
 
 	dirs := []struct{ kind, label, group string }{
@@ -206,6 +217,8 @@ func Workloads(quick bool) []Workload {
 	}
 	return ws
 }
+
+func gemmName(m, n, k int) string { return fmt.Sprintf("gemm %d×%d×%d", m, n, k) }
 
 func countName(n int) string {
 	switch {

@@ -24,6 +24,34 @@ func TestMeasurePeaksSane(t *testing.T) {
 	}
 }
 
+// TestMeasurePeakBF16: the BF16 peak is 0 without AVX512_BF16 (the
+// header then says n/a) and a plausible rate with it: one VDPBF16PS per
+// cycle is 64 flops a cycle, so even a slow, shared core passes 10 GFLOP/s.
+func TestMeasurePeakBF16(t *testing.T) {
+	const d = 25 * time.Millisecond
+	has := asmBuild && caps.best >= AVX512BF16
+	for _, threads := range []int{1, 2} {
+		v := MeasurePeakBF16(threads, d)
+		switch {
+		case !has && v != 0:
+			t.Errorf("without AVX512_BF16, %d threads: %v, want 0", threads, v)
+		case has && !(v > 10*float64(threads)) || math.IsInf(v, 0):
+			t.Errorf("%d threads: %v GFLOP/s, want a finite rate above %d", threads, v, 10*threads)
+		}
+	}
+	if has {
+		// The loop reports the flops it was asked for.
+		loop := bf16PeakLoop()
+		for _, iters := range []int{1, 7, 1000} {
+			if got, want := loop(iters), float64(iters)*16*64; got != want {
+				t.Errorf("%d rounds: %v flops, want %v", iters, got, want)
+			}
+		}
+	} else if bf16PeakLoop() != nil {
+		t.Error("a BF16 peak loop on a CPU without AVX512_BF16")
+	}
+}
+
 // TestFMALoopVariants checks each FMA loop reports the flops it was asked
 // for: the figure every peak is derived from.
 func TestFMALoopVariants(t *testing.T) {
@@ -76,6 +104,21 @@ func BenchmarkPeakFMA(b *testing.B) {
 			var v float64
 			for b.Loop() {
 				v = MeasurePeakFMA(threads, 100*time.Millisecond)
+			}
+			b.ReportMetric(v, "GFLOP/s")
+		})
+	}
+}
+
+func BenchmarkPeakBF16(b *testing.B) {
+	if bf16PeakLoop() == nil {
+		b.Skip("no AVX512_BF16")
+	}
+	for _, threads := range []int{1, 2} {
+		b.Run(threadsName(threads), func(b *testing.B) {
+			var v float64
+			for b.Loop() {
+				v = MeasurePeakBF16(threads, 100*time.Millisecond)
 			}
 			b.ReportMetric(v, "GFLOP/s")
 		})

@@ -286,11 +286,12 @@ func emit(report, out string) error {
 // peak the best).
 func render(raws []raw) string {
 	first := raws[0]
-	peaks := bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{}}
+	peaks := bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{}, BF16: map[int]float64{}}
 	results := map[string][]bench.Result{}
 	for _, r := range raws {
 		for _, t := range first.Threads {
 			peaks.FMA[t] = max(peaks.FMA[t], r.Peaks.FMA[t])
+			peaks.BF16[t] = max(peaks.BF16[t], r.Peaks.BF16[t])
 			peaks.Copy[t] = max(peaks.Copy[t], r.Peaks.Copy[t])
 			peaks.Triad[t] = max(peaks.Triad[t], r.Peaks.Triad[t])
 		}
@@ -311,7 +312,20 @@ func render(raws []raw) string {
 	}
 	return header(raws, peaks) +
 		"\n### Summary: geometric mean of Kiln/PyTorch speed per group\n\n" + bench.Summary(rows, first.Threads) +
+		bf16Section(rows, first.Threads) +
 		"\n### All rows\n\n" + bench.Table(rows, peaks) + errorsSection(rows)
+}
+
+// bf16Section sets Kiln's BF16 rows beside its FP32 rows of the same run,
+// when the run has BF16 rows.
+func bf16Section(rows []bench.Row, threads []int) string {
+	t := bench.BF16Speedups(rows, threads)
+	if t == "" {
+		return ""
+	}
+	return "\n### Kiln BF16 ÷ Kiln FP32\n\n" +
+		"Kiln's speed on each BF16 row ÷ its speed on the float32 row doing the same work, in this run " +
+		"(FP32 time ÷ BF16 time; >1: BF16 faster). \"—\" where the FP32 row was not run (-filter, -quick) or failed.\n\n" + t
 }
 
 // combine is the median over runs of a row's per-run medians (or peak
@@ -346,14 +360,24 @@ func combine(rs []bench.Result) bench.Result {
 // higher of each and the one in prev.
 func measurePeaks(threads []int, d time.Duration, prev bench.Peaks) bench.Peaks {
 	fmt.Fprintln(os.Stderr, "kilnbench: measuring peaks")
-	p := bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{}}
+	p := bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{}, BF16: map[int]float64{}}
 	for _, t := range threads {
 		p.FMA[t] = max(prev.FMA[t], kernels.MeasurePeakFMA(t, d))
+		p.BF16[t] = max(prev.BF16[t], kernels.MeasurePeakBF16(t, d))
 		p.Copy[t] = max(prev.Copy[t], kernels.MeasureCopyBandwidth(t, d))
 		p.Triad[t] = max(prev.Triad[t], kernels.MeasureTriadBandwidth(t, d))
-		fmt.Fprintf(os.Stderr, "  %d thread(s): FMA %.1f GFLOP/s, copy %.1f GB/s, triad %.1f GB/s (best so far)\n", t, p.FMA[t], p.Copy[t], p.Triad[t])
+		fmt.Fprintf(os.Stderr, "  %d thread(s): FMA %.1f GFLOP/s, BF16 %s, copy %.1f GB/s, triad %.1f GB/s (best so far)\n",
+			t, p.FMA[t], bf16PeakText(p.BF16[t]), p.Copy[t], p.Triad[t])
 	}
 	return p
+}
+
+// bf16PeakText prints a BF16 peak, or n/a for a CPU without one.
+func bf16PeakText(v float64) string {
+	if v > 0 {
+		return fmt.Sprintf("%.1f GFLOP/s", v)
+	}
+	return "n/a (no AVX512_BF16)"
 }
 
 func key(side string, threads int, name string) string {
@@ -511,6 +535,15 @@ func header(raws []raw, peaks bench.Peaks) string {
 		fmt.Fprintf(&b, " %d thread(s): FMA %.1f GFLOP/s, copy %.1f GB/s, triad %.1f GB/s;", t, peaks.FMA[t], peaks.Copy[t], peaks.Triad[t])
 	}
 	b.WriteString("\n")
+	b.WriteString("- BF16 peak (VDPBF16PS, 32 multiply-adds an instruction):")
+	if peaks.BF16Measured(r.Threads) {
+		for _, t := range r.Threads {
+			fmt.Fprintf(&b, " %d thread(s): %.1f GFLOP/s;", t, peaks.BF16[t])
+		}
+	} else {
+		b.WriteString(" n/a (no AVX512_BF16)")
+	}
+	b.WriteString("\n- AMX peak: n/a (no AMX kernels yet)\n")
 	scope := "all workloads"
 	if r.Quick {
 		scope = "-quick subset"
@@ -522,7 +555,12 @@ func header(raws []raw, peaks bench.Peaks) string {
 	if len(raws) > 1 {
 		fmt.Fprintf(&b, "; times are the median over %d full runs", len(raws))
 	}
-	b.WriteString(". Kiln/PyTorch is PyTorch time ÷ Kiln time (>1: Kiln faster). % peak is against the FMA peak (GFLOP/s rows) or the copy bandwidth (GB/s rows; compulsory traffic, so cache-resident rows can pass 100%)\n")
+	bf16Ceil := "BF16 rows too, this CPU having no BF16 peak"
+	if peaks.BF16Measured(r.Threads) {
+		bf16Ceil = "BF16 rows against the BF16 peak instead"
+	}
+	fmt.Fprintf(&b, ". Kiln/PyTorch is PyTorch time ÷ Kiln time (>1: Kiln faster). %% peak is against the FMA peak (GFLOP/s rows; %s) "+
+		"or the copy bandwidth (GB/s rows; compulsory traffic, so cache-resident rows can pass 100%%)\n", bf16Ceil)
 	b.WriteString(resNet50Note(r.Workloads))
 	for i, r := range raws {
 		run := "Run"
@@ -537,13 +575,15 @@ func header(raws []raw, peaks bench.Peaks) string {
 
 // resNet50Note explains the whole-model rows, when the run has any.
 func resNet50Note(ws []bench.Workload) string {
-	var model, mem bool
+	var model, mem, bf16 bool
 	for _, w := range ws {
 		switch w.Kind {
 		case bench.KindResNet50Infer, bench.KindResNet50InferFrozen, bench.KindResNet50Train:
 			model = true
 		case bench.KindResNet50TrainMem:
 			mem = true
+		case bench.KindResNet50InferBF16, bench.KindResNet50GraphBF16, bench.KindResNet50TrainBF16:
+			bf16 = true
 		}
 	}
 	var b strings.Builder
@@ -557,6 +597,14 @@ func resNet50Note(ws []bench.Workload) string {
 			"SGD (lr 0.01, momentum 0.9, weight decay 1e-4). img/s is batch ÷ time; GFLOP/s counts the multiply-adds of the "+
 			"convolutions and fc: %.2f GFLOP per %d² image forward, %.2f per image for a train step\n",
 			bench.ModelWarmUpCalls, fwd/1e9, bench.ResNet50Image, train/1e9)
+	}
+	if bf16 {
+		b.WriteString("- ResNet-50 BF16 rows: Kiln gives the model BF16 weights with kiln.Optimize and runs under amp.Autocast " +
+			"(bf16 frozen graph: traced under amp.Autocast, frozen, compiled, run on the float32 images); PyTorch runs " +
+			"model.bfloat16() (bf16 infer), torch.jit.freeze(torch.jit.trace(model, x)) traced and run under " +
+			"torch.cpu.amp.autocast with the JIT's own autocast pass off, as IPEX sets it (bf16 frozen graph), or " +
+			"torch.cpu.amp.autocast (bf16 train step). Without AVX512_BF16, PyTorch's BF16 convolutions are emulated " +
+			"(AVX-512) or a slow reference path (AVX2 only), so these rows take few samples\n")
 	}
 	if mem {
 		b.WriteString("- Peak RSS row: each side runs the training steps in a fresh process (kilnbench re-executed, a new python3) " +
