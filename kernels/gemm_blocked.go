@@ -121,7 +121,7 @@ type gemmAPacker interface {
 func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb int, pb *PackedB, c []float32, ldc int, ep Epilogue) bool {
 	mr := gemmMR
 	switch {
-	case level == AVX512:
+	case level >= AVX512:
 		mr = 2 * gemmMR
 	case level < AVX2:
 		return false

@@ -14,7 +14,7 @@ func TestStreamStore(t *testing.T) {
 		if l == Generic {
 			continue
 		}
-		store := [levelCount]func(dst, src []float32){AVX2: streamStoreAVX2, AVX512: streamStoreAVX512}[l]
+		store := pick(l, [levelCount]func(dst, src []float32){Generic: streamStoreAVX2, AVX2: streamStoreAVX2, AVX512: streamStoreAVX512})
 		buf := alignedFloats(len(src) + 16)
 		dst := buf[16:] // still 64-byte aligned
 		store(dst[:len(src)-streamBlock], src)
