@@ -50,11 +50,11 @@ func BF16ToF32(dst []float32, src []uint16) {
 
 // The variants by level: the Generic ones are the reference loops.
 func f32ToBF16For(l Level) func(dst []uint16, src []float32) {
-	return pick(l, [levelCount]func([]uint16, []float32){Generic: f32ToBF16Span, AVX2: f32ToBF16AVX2Span})
+	return pick(l, [levelCount]func([]uint16, []float32){Generic: f32ToBF16Span, AVX2: f32ToBF16AVX2Span, AVX512: f32ToBF16AVX512Span})
 }
 
 func bf16ToF32For(l Level) func(dst []float32, src []uint16) {
-	return pick(l, [levelCount]func([]float32, []uint16){Generic: bf16ToF32Span, AVX2: bf16ToF32AVX2Span})
+	return pick(l, [levelCount]func([]float32, []uint16){Generic: bf16ToF32Span, AVX2: bf16ToF32AVX2Span, AVX512: bf16ToF32AVX512Span})
 }
 
 var (

@@ -95,3 +95,97 @@ wone:
 
 wdone:
 	VRET
+
+// AVX-512: sixteen lanes, the same rounding, the NaN lanes merged under a
+// mask and the halves stored with VPMOVDW. The constants live in
+// Z26–Z30, broadcast once per call.
+#define CVTCONSTS512 \
+	MOVL         $1, AX;          \
+	VPBROADCASTD AX, Z26;         \
+	MOVL         $0x7fff, AX;     \
+	VPBROADCASTD AX, Z27;         \
+	MOVL         $0x7fffffff, AX; \
+	VPBROADCASTD AX, Z28;         \
+	MOVL         $0x7f800000, AX; \
+	VPBROADCASTD AX, Z29;         \
+	MOVL         $0x40, AX;       \
+	VPBROADCASTD AX, Z30
+
+// TOBF16512(R, T, U, K): R = the bfloat16 bits (low half of each lane) of
+// the sixteen float32 in R.
+#define TOBF16512(R, T, U, K) \
+	VPSRLD    $16, R, T;   \
+	VPANDD    Z26, T, U;   \
+	VPADDD    Z27, U, U;   \
+	VPADDD    R, U, U;     \
+	VPSRLD    $16, U, U;   \
+	VPORD     Z30, T, T;   \
+	VPANDD    Z28, R, R;   \
+	VPCMPGTD  Z29, R, K;   \
+	VMOVDQA32 T, K, U;     \
+	VMOVDQA32 U, R
+
+// func f32ToBF16AVX512(dst []uint16, src []float32)
+//
+// Converts the first len(src)&^15 elements; the caller does the rest.
+TEXT ·f32ToBF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	CVTCONSTS512
+	SUBQ $32, CX
+	JL   one512
+
+loop512:
+	VMOVDQU32 (SI), Z0
+	VMOVDQU32 64(SI), Z1
+	TOBF16512(Z0, Z2, Z3, K1)
+	TOBF16512(Z1, Z4, Z5, K2)
+	VPMOVDW   Z0, (DI)
+	VPMOVDW   Z1, 32(DI)
+	ADDQ      $128, SI
+	ADDQ      $64, DI
+	SUBQ      $32, CX
+	JGE       loop512
+
+one512:
+	ADDQ      $16, CX
+	JL        done512
+	VMOVDQU32 (SI), Z0
+	TOBF16512(Z0, Z2, Z3, K1)
+	VPMOVDW   Z0, (DI)
+
+done512:
+	VRET
+
+// func bf16ToF32AVX512(dst []float32, src []uint16)
+//
+// Widens the first len(src)&^15 elements; the caller does the rest.
+TEXT ·bf16ToF32AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SUBQ $32, CX
+	JL   wone512
+
+wloop512:
+	VPMOVZXWD (SI), Z0
+	VPMOVZXWD 32(SI), Z1
+	VPSLLD    $16, Z0, Z0
+	VPSLLD    $16, Z1, Z1
+	VMOVDQU32 Z0, (DI)
+	VMOVDQU32 Z1, 64(DI)
+	ADDQ      $64, SI
+	ADDQ      $128, DI
+	SUBQ      $32, CX
+	JGE       wloop512
+
+wone512:
+	ADDQ      $16, CX
+	JL        wdone512
+	VPMOVZXWD (SI), Z0
+	VPSLLD    $16, Z0, Z0
+	VMOVDQU32 Z0, (DI)
+
+wdone512:
+	VRET

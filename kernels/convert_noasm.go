@@ -4,6 +4,6 @@ package kernels
 
 // Without assembly the conversions have only their Generic variants.
 var (
-	f32ToBF16AVX2Span func(dst []uint16, src []float32)
-	bf16ToF32AVX2Span func(dst []float32, src []uint16)
+	f32ToBF16AVX2Span, f32ToBF16AVX512Span func(dst []uint16, src []float32)
+	bf16ToF32AVX2Span, bf16ToF32AVX512Span func(dst []float32, src []uint16)
 )
