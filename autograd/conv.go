@@ -364,27 +364,28 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, cw16 *ker
 		if g.format != layout {
 			g = g.reformat(layout)
 		}
-		gd := g.BFloat16s()
 		var gx, gw, gb *Tensor
+		var dx, dw []uint16
+		var db []float32
 		if xNeeds {
 			gx = &Tensor{dtype: BFloat16, shape: cloneInts(xm.shape), format: layout, data: make([]uint16, numel(op, xm.shape))}
-			kernels.ConvBackwardDataBF16To(&s, gd, wk.BFloat16s(), gx.BFloat16s())
-			if xm.format != layout {
-				gx = gx.reformat(xm.format)
-			}
+			dx = gx.BFloat16s()
 		}
 		if wNeeds {
 			gw = &Tensor{dtype: BFloat16, shape: cloneInts(wm.shape), format: layout, data: make([]uint16, numel(op, wm.shape))}
-			kernels.ConvBackwardWeightBF16To(&s, xk.BFloat16s(), gd, gw.BFloat16s())
-			if wm.format != layout {
-				gw = gw.reformat(wm.format)
-			}
+			dw = gw.BFloat16s()
 		}
 		if bNeeds {
-			dy := make([]float32, len(gd))
-			kernels.BF16ToF32(dy, gd)
-			db := make([]float32, s.O)
-			kernels.ConvBackwardBias(&s, dy, db)
+			db = make([]float32, s.O)
+		}
+		kernels.ConvBackwardBF16(&s, xk.BFloat16s(), wk.BFloat16s(), g.BFloat16s(), dx, dw, db)
+		if gx != nil && xm.format != layout {
+			gx = gx.reformat(xm.format)
+		}
+		if gw != nil && wm.format != layout {
+			gw = gw.reformat(wm.format)
+		}
+		if bNeeds {
 			gb = bf16Tensor([]int{s.O}, Contiguous, Contiguous, db)
 		}
 		return []*Tensor{gx, gw, gb}

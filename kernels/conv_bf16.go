@@ -113,6 +113,55 @@ func ConvBackwardWeightBF16To(s *ConvShape, x, dy []uint16, dw []uint16) {
 	releaseF32Scratch(acc)
 }
 
+// ConvBackwardBF16 computes a BF16 convolution's gradients, each where its
+// destination is not nil: dx and dw rounded to bfloat16, as
+// ConvBackwardDataBF16To and ConvBackwardWeightBF16To give them, and db in
+// float32, ConvBackwardBias of dy widened. Where the convolution runs on
+// the widened float32 kernels, dy is widened once for all three.
+func ConvBackwardBF16(s *ConvShape, x, w, dy []uint16, dx, dw []uint16, db []float32) {
+	const op = "ConvBackwardBF16"
+	lens := []convLen{{"dy", len(dy), s.yLen()}}
+	if dx != nil {
+		lens = append(lens, convLen{"dx", len(dx), s.xLen()}, convLen{"w", len(w), s.wLen()})
+	}
+	if dw != nil {
+		lens = append(lens, convLen{"dw", len(dw), s.wLen()}, convLen{"x", len(x), s.xLen()})
+	}
+	if db != nil {
+		lens = append(lens, convLen{"db", len(db), s.O})
+	}
+	s.check(op, lens...)
+	if convBF16Native(s) || s.N == 0 {
+		if dx != nil {
+			ConvBackwardDataBF16To(s, dy, w, dx)
+		}
+		if dw != nil {
+			ConvBackwardWeightBF16To(s, x, dy, dw)
+		}
+		if db != nil {
+			withWidened(dy[:s.yLen()], func(dyf []float32) { ConvBackwardBias(s, dyf, db) })
+		}
+		return
+	}
+	dyf := widenedOperand(dy[:s.yLen()])
+	defer releaseF32Scratch(dyf)
+	if dx != nil {
+		acc := f32Scratch(s.xLen())
+		withWidened(w[:s.wLen()], func(wf []float32) { ConvBackwardData(s, *dyf, wf, *acc) })
+		F32ToBF16(dx[:s.xLen()], *acc)
+		releaseF32Scratch(acc)
+	}
+	if dw != nil {
+		acc := f32Scratch(s.wLen())
+		withWidened(x[:s.xLen()], func(xf []float32) { ConvBackwardWeight(s, xf, *dyf, *acc) })
+		F32ToBF16(dw[:s.wLen()], *acc)
+		releaseF32Scratch(acc)
+	}
+	if db != nil {
+		ConvBackwardBias(s, *dyf, db)
+	}
+}
+
 // convWidened runs f on pooled float32 copies of a and b, widened
 // exactly: the reference path of the BF16 convolution.
 func convWidened(a, b []uint16, f func(af, bf []float32)) {
@@ -120,6 +169,13 @@ func convWidened(a, b []uint16, f func(af, bf []float32)) {
 	f(*af, *bf)
 	releaseF32Scratch(af)
 	releaseF32Scratch(bf)
+}
+
+// withWidened runs f on a pooled float32 copy of v, widened exactly.
+func withWidened(v []uint16, f func(vf []float32)) {
+	vf := widenedOperand(v)
+	f(*vf)
+	releaseF32Scratch(vf)
 }
 
 // convBF16 is one BF16 convolution call on the native path.

@@ -260,3 +260,62 @@ func TestConvBF16To(t *testing.T) {
 		}
 	}
 }
+
+// TestConvBackwardBF16 checks the combined backward against the separate
+// BF16-output calls and ConvBackwardBias of the widened dy, bit for bit,
+// for every subset of gradients, with guards around the outputs.
+func TestConvBackwardBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(83, 84))
+	for _, c := range append(append([]convCase{}, convBF16Cases...), convCases...) {
+		for _, cl := range []bool{true, false} {
+			s := c.shape(cl)
+			x, _ := randBF16(r, s.xLen())
+			w, _ := randBF16(r, s.wLen())
+			dy, dyf := randBF16(r, s.yLen())
+			wantDx, wantDw, wantDb := make([]uint16, s.xLen()), make([]uint16, s.wLen()), make([]float32, s.O)
+			ConvBackwardDataBF16To(&s, dy, w, wantDx)
+			ConvBackwardWeightBF16To(&s, x, dy, wantDw)
+			ConvBackwardBias(&s, dyf, wantDb)
+			for mask := 1; mask < 8; mask++ {
+				var dx, dw []uint16
+				var db []float32
+				var checks []func()
+				if mask&1 != 0 {
+					var check func()
+					dx, check = guarded16(t, s.xLen())
+					checks = append(checks, check)
+				}
+				if mask&2 != 0 {
+					var check func()
+					dw, check = guarded16(t, s.wLen())
+					checks = append(checks, check)
+				}
+				if mask&4 != 0 {
+					var check func()
+					db, check = guarded(t, s.O)
+					checks = append(checks, check)
+				}
+				ConvBackwardBF16(&s, x, w, dy, dx, dw, db)
+				for _, check := range checks {
+					check()
+				}
+				name := fmt.Sprintf("%s (channels-last %v, gradients %03b)", c.name, cl, mask)
+				for i := range dx {
+					if dx[i] != wantDx[i] {
+						t.Fatalf("%s: dx[%d] = %#x, want %#x", name, i, dx[i], wantDx[i])
+					}
+				}
+				for i := range dw {
+					if dw[i] != wantDw[i] {
+						t.Fatalf("%s: dw[%d] = %#x, want %#x", name, i, dw[i], wantDw[i])
+					}
+				}
+				for i := range db {
+					if math.Float32bits(db[i]) != math.Float32bits(wantDb[i]) {
+						t.Fatalf("%s: db[%d] = %v, want %v", name, i, db[i], wantDb[i])
+					}
+				}
+			}
+		}
+	}
+}
