@@ -89,10 +89,7 @@ func ConvBackwardWeightBF16(s *ConvShape, x, dy []uint16, dw []float32) {
 // bfloat16 (nearest even) into y: the BF16-output form, accumulating in
 // float32 as ever. y is overwritten.
 func ConvForwardBF16To(s *ConvShape, x, w []uint16, bias []float32, y []uint16) {
-	acc := f32Scratch(len(y))
-	ConvForwardBF16(s, x, w, bias, *acc)
-	F32ToBF16(y, *acc)
-	releaseF32Scratch(acc)
+	ConvForwardBF16Epilogue(s, x, w, nil, bias, y, ConvEpilogueBF16{})
 }
 
 // ConvBackwardDataBF16To is ConvBackwardDataBF16 with dx rounded to

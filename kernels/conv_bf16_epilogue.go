@@ -166,8 +166,6 @@ func ConvForwardBF16Epilogue(s *ConvShape, x, w []uint16, cw *ConvWeightsBF16, b
 	// The float32 kernels on the widened operands, the stage in their
 	// epilogue: the products ConvForwardBF16 would take, summed in the
 	// float32 convolution's order.
-	xf := widenedOperand(x[:s.xLen()])
-	defer releaseF32Scratch(xf)
 	var wf []float32
 	var packed *PackedB
 	if cw != nil {
@@ -180,5 +178,13 @@ func ConvForwardBF16Epilogue(s *ConvShape, x, w []uint16, cw *ConvWeightsBF16, b
 		defer releaseF32Scratch(ws)
 		wf = *ws
 	}
+	// A 1×1 stride-1 convolution is one product with the input as it
+	// stands for A, which the GEMM widens as it packs it.
+	if s.pointwise() && s.ChannelsLast && s.Groups == 1 &&
+		sgemmBF16A(s.N*s.outSize(), s.O, s.C, x, s.C, true, wf, s.C, packed, *acc, s.O, Epilogue{Bias: bias, out16: stage}) {
+		return
+	}
+	xf := widenedOperand(x[:s.xLen()])
+	defer releaseF32Scratch(xf)
 	convForwardEpilogue(s, *xf, wf, packed, bias, *acc, ConvEpilogue{out16: stage})
 }

@@ -61,4 +61,7 @@ func gemmPackBT16(kc8 int, b *float32, ldb int, dst *float32, panelStride, panel
 func gemmPackAN6(kc8 int, a *float32, lda int, dst *float32)
 
 //go:noescape
+func gemmPackAN6BF16(kc8 int, a *uint16, lda int, dst *float32)
+
+//go:noescape
 func gemmPackAT6(kc int, a *float32, lda int, dst *float32)

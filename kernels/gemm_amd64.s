@@ -419,6 +419,52 @@ panDone:
 	VZEROUPPER
 	RET
 
+// PAN6H(off, doff) is PAN6 for bfloat16 rows: four bfloat16 of each row
+// at byte offset off are widened (zero-extended, shifted to the high half)
+// as they are loaded.
+#define PAN6H(off, doff) \
+	VPMOVZXWD   off(AX), X0; \
+	VPMOVZXWD   off(BX), X12; \
+	VPMOVZXWD   off(AX)(R9*1), X1; \
+	VPMOVZXWD   off(BX)(R9*1), X13; \
+	VPMOVZXWD   off(AX)(R9*2), X2; \
+	VPMOVZXWD   off(AX)(R10*1), X3; \
+	VINSERTI128 $1, X12, Y0, Y0; \
+	VINSERTI128 $1, X13, Y1, Y1; \
+	VPSLLD      $16, Y0, Y0; \
+	VPSLLD      $16, Y1, Y1; \
+	VPSLLD      $16, Y2, Y2; \
+	VPSLLD      $16, Y3, Y3; \
+	TRANSPOSE4; \
+	STORE4(doff, doff+24, doff+48, doff+72)
+
+// func gemmPackAN6BF16(kc8 int, a *uint16, lda int, dst *float32)
+//
+// gemmPackAN6 for a bfloat16 A, widened exactly as it is packed.
+TEXT ·gemmPackAN6BF16(SB), NOSPLIT, $0-32
+	MOVQ kc8+0(FP), R11
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R9
+	SHLQ $1, R9
+	LEAQ (R9)(R9*2), R10
+	LEAQ (AX)(R9*4), BX
+	MOVQ dst+24(FP), DI
+	TESTQ R11, R11
+	JEQ  panhDone
+
+panhLoop:
+	PAN6H(0, 0)
+	PAN6H(8, 96)
+	ADDQ $16, AX
+	ADDQ $16, BX
+	ADDQ $192, DI
+	SUBQ $8, R11
+	JNE  panhLoop
+
+panhDone:
+	VZEROUPPER
+	RET
+
 // func gemmPackAT6(kc int, a *float32, lda int, dst *float32)
 //
 // Packs a 6-column strip of a row-major k×m A (op(A) = Aᵀ): the six

@@ -76,11 +76,16 @@ func (g *sbgemmCall) widened() {
 	if g.transB {
 		br, bc = bc, br
 	}
-	a := widenedOperand(g.a[:(ar-1)*g.lda+ac])
 	b := widenedOperand(g.b[:(br-1)*g.ldb+bc])
+	defer releaseF32Scratch(b)
+	// A as it stands is widened by the GEMM as it packs it.
+	if !g.transA && g.alpha == 1 && g.beta == 0 &&
+		sgemmBF16A(g.m, g.n, g.k, g.a, g.lda, g.transB, *b, g.ldb, nil, g.c, g.ldc, Epilogue{}) {
+		return
+	}
+	a := widenedOperand(g.a[:(ar-1)*g.lda+ac])
 	Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, *a, g.lda, *b, g.ldb, g.beta, g.c, g.ldc)
 	releaseF32Scratch(a)
-	releaseF32Scratch(b)
 }
 
 // widenBufs holds float32 scratch between calls, widened operands and

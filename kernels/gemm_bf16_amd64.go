@@ -226,3 +226,46 @@ func (g *sbgemmCall) edgeTile(pn, full, w int) {
 		}
 	}
 }
+
+// bf16RowsA is a row-major bfloat16 A for sgemmImplicitA, widened (exactly)
+// as the GEMM packs it: the float32 kernels multiply a BF16 operand
+// without a widened copy of it ever going through memory.
+type bf16RowsA struct {
+	a   []uint16
+	lda int
+}
+
+var bf16RowsAs = freeList[bf16RowsA]{New: newOf[bf16RowsA]}
+
+func (p *bf16RowsA) packA(dst []float32, i0, rows, p0, kc int) {
+	from := 0
+	if rows == gemmMR {
+		from = kc &^ 7
+		if from > 0 {
+			gemmPackAN6BF16(from, &p.a[i0*p.lda+p0], p.lda, &dst[0])
+		}
+	} else {
+		clear(dst[:kc*gemmMR])
+	}
+	for r := range rows {
+		src := p.a[(i0+r)*p.lda+p0+from : (i0+r)*p.lda+p0+kc]
+		for q, h := range src {
+			dst[(from+q)*gemmMR+r] = F32FromBF16(h)
+		}
+	}
+}
+
+// sgemmBF16A is sgemmImplicitA with A (m×k) a row-major bfloat16 matrix
+// of row stride lda. It reports false, doing nothing, at a level without
+// a blocked GEMM.
+func sgemmBF16A(m, n, k int, a []uint16, lda int, transB bool, b []float32, ldb int, pb *PackedB, c []float32, ldc int, ep Epilogue) bool {
+	if m > 0 && k > 0 && (lda < k || len(a) < (m-1)*lda+k) {
+		fail(ErrShape, "sgemmBF16A", "a has %d elements with row stride %d, want %d rows of %d", len(a), lda, m, k)
+	}
+	p := bf16RowsAs.get()
+	p.a, p.lda = a, lda
+	ok := sgemmImplicitA(p, transB, m, n, k, b, ldb, pb, c, ldc, ep)
+	p.a = nil
+	bf16RowsAs.put(p)
+	return ok
+}

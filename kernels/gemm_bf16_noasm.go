@@ -11,3 +11,7 @@ func sbgemmAsm() bool { return false }
 func (g *sbgemmCall) bindBlocked() {}
 
 func (g *sbgemmCall) blocked() { panic("kernels: no BF16 GEMM kernel in this build") }
+
+func sgemmBF16A(m, n, k int, a []uint16, lda int, transB bool, b []float32, ldb int, pb *PackedB, c []float32, ldc int, ep Epilogue) bool {
+	return false
+}
