@@ -44,6 +44,7 @@ func ExampleOptimize() {
 	// RemoveDropout: 1 dropout layer removed
 	// ChannelsLast: 1 tensor reordered
 	// DType: 4 convolution, linear or embedding tensors cast to bfloat16
+	// Prepack: 1 convolution prepacked
 	// logits: [1 10] bfloat16
 }
 
