@@ -187,9 +187,17 @@ func bnShape(op string, x, runningMean, runningVar, weight, bias *Tensor, traini
 // normalise x (float32 data of shape, in s's order): the batch's, updating
 // the running statistics, when training, else the running ones.
 func bnStatistics(op string, s kernels.BatchNormShape, xd []float32, shape []int, runningMean, runningVar *Tensor, training bool, momentum, eps float64) (mean, invStd []float64) {
+	return bnStatisticsOf(op, s, shape, runningMean, runningVar, training, momentum, eps, func(mean, variance []float64) {
+		kernels.BatchNormStats(&s, xd, mean, variance)
+	})
+}
+
+// bnStatisticsOf is bnStatistics with the batch statistics taken by stats,
+// so any dtype of x shares the running-statistics update.
+func bnStatisticsOf(op string, s kernels.BatchNormShape, shape []int, runningMean, runningVar *Tensor, training bool, momentum, eps float64, stats func(mean, variance []float64)) (mean, invStd []float64) {
 	C := s.C
-	stats := make([]float64, 2*C)
-	mean, invStd = stats[:C], stats[C:]
+	buf := make([]float64, 2*C)
+	mean, invStd = buf[:C], buf[C:]
 	if !training {
 		rm, rv := runningMean.Float32s(), runningVar.Float32s()
 		for c := range C {
@@ -203,7 +211,7 @@ func bnStatistics(op string, s kernels.BatchNormShape, xd []float32, shape []int
 		failShape(op, "Expected more than 1 value per channel when training, got input of shape %v", shape)
 	}
 	variance := invStd // overwritten by invStd below
-	kernels.BatchNormStats(&s, xd, mean, variance)
+	stats(mean, variance)
 	unbias := float64(n) / float64(n-1)
 	if runningMean != nil {
 		rm := runningMean.Float32s()
@@ -239,10 +247,11 @@ func bnParamGrads(weight, bias *Tensor, c int) (gw, gb *Tensor, dw, db []float32
 
 // batchNormBF16 is batchNorm on a bfloat16 x with float32 parameters and
 // running statistics, as PyTorch's CPU batch norm takes it (autocast
-// leaves batch norm to its input's dtype): x is widened exactly into
-// scratch, normalised in float32 and the result rounded to bfloat16 once.
-// The backward widens x and the gradient again and rounds the input's
-// gradient, so only bfloat16 activations stay alive between the passes.
+// leaves batch norm to its input's dtype): normalised in float32 and the
+// result rounded to bfloat16 once. The kernels widen x (and, backward, the
+// gradient) a cache-sized block at a time, so no float32 copy of a whole
+// activation is made, and only bfloat16 activations stay alive between
+// the passes.
 func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64, relu, inPlace bool) *Tensor {
 	s := bnShape(op, x, runningMean, runningVar, weight, bias, training, momentum, eps)
 	if inPlace {
@@ -254,21 +263,10 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	if !inPlace {
 		out = bf16EmptyLike(x)
 	}
-	var xf []float32
-	if training {
-		// The batch statistics need x widened, and the forward then
-		// normalises that copy in place rather than widen x again.
-		xf = gradBuffer(n)
-		kernels.BF16ToF32(xf, xd)
-	}
-	mean, invStd := bnStatistics(op, s, xf, x.shape, runningMean, runningVar, training, momentum, eps)
-	if training {
-		bnForward(relu)(&s, xf, mean, invStd, normF32s(weight), normF32s(bias), xf)
-		kernels.F32ToBF16(out.BFloat16s(), xf)
-		releaseGradBuffer(xf)
-	} else {
-		bindBatchNorm(s, x, out, mean, invStd, weight, bias, relu)()
-	}
+	mean, invStd := bnStatisticsOf(op, s, x.shape, runningMean, runningVar, training, momentum, eps, func(mean, variance []float64) {
+		kernels.BatchNormStatsBF16(&s, xd, mean, variance)
+	})
+	bindBatchNorm(s, x, out, mean, invStd, weight, bias, relu)()
 	if traced(x, runningMean, runningVar, weight, bias) && !training {
 		traceBatchNorm(x, runningMean, runningVar, weight, bias, eps, relu, out)
 	}
@@ -288,21 +286,14 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 			kernels.Act{Fn: kernels.ActReLU}.BackwardBF16(masked, gd, yd)
 			gd = masked
 		}
-		gf, xf := gradBuffer(n), gradBuffer(n)
-		kernels.BF16ToF32(gf, gd)
-		kernels.BF16ToF32(xf, xd)
 		var gx *Tensor
-		var dx []float32
+		var dx []uint16
 		if xNeeds {
-			dx = gradBuffer(n) // BatchNormBackward writes every element
+			gx = bf16EmptyLike(like) // BatchNormBackwardBF16 writes every element
+			dx = gx.BFloat16s()
 		}
 		gw, gb, dw, db := bnParamGrads(weight, bias, C)
-		kernels.BatchNormBackward(&s, xf, gf, mean, invStd, normF32s(weight), training, dx, dw, db)
-		releaseGradBuffer(gf)
-		releaseGradBuffer(xf)
-		if xNeeds {
-			gx = bf16Tensor(like.shape, like.format, like.format, dx)
-		}
+		kernels.BatchNormBackwardBF16(&s, xd, gd, mean, invStd, normF32s(weight), training, dx, dw, db)
 		return []*Tensor{gx, nil, nil, gw, gb}
 	})
 }
@@ -397,8 +388,8 @@ func bnForward(relu bool) func(s *kernels.BatchNormShape, x []float32, mean, inv
 // bindBatchNorm binds y = BatchNorm(x) on s, normalised with the
 // per-channel mean and invStd (ReLU(BatchNorm(x)) with relu), y of x's
 // dtype and format (x itself for in place), or returns nil for another
-// dtype. A bfloat16 x is widened exactly into scratch, normalised in
-// float32 and the result rounded once.
+// dtype. A bfloat16 x is normalised in float32 and the result rounded
+// once, a block at a time.
 func bindBatchNorm(s kernels.BatchNormShape, x, y *Tensor, mean, invStd []float64, weight, bias *Tensor, relu bool) func() {
 	forward, wd, bd := bnForward(relu), normF32s(weight), normF32s(bias)
 	switch x.dtype {
@@ -407,12 +398,7 @@ func bindBatchNorm(s kernels.BatchNormShape, x, y *Tensor, mean, invStd []float6
 		return func() { forward(&s, xd, mean, invStd, wd, bd, yd) }
 	case BFloat16:
 		xd, yd := x.BFloat16s(), y.BFloat16s()
-		xf := make([]float32, len(xd))
-		return func() {
-			kernels.BF16ToF32(xf, xd)
-			forward(&s, xf, mean, invStd, wd, bd, xf)
-			kernels.F32ToBF16(yd, xf)
-		}
+		return func() { kernels.BatchNormForwardBF16(&s, xd, mean, invStd, wd, bd, yd, relu) }
 	}
 	return nil
 }

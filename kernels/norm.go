@@ -304,8 +304,15 @@ func BatchNormReLUForward(sp *BatchNormShape, x []float32, mean, invStd []float6
 }
 
 func batchNormForward(op string, s BatchNormShape, x []float32, mean, invStd []float64, weight, bias []float32, y []float32, relu bool) {
+	bnForwardCheck(op, s, len(x), len(y), mean, invStd, weight, bias)
+	coef, alpha, beta := bnForwardCoef(s, mean, invStd, weight, bias)
+	defer coef.put()
+	bnApply(s, x, nil, alpha, nil, beta, y, relu)
+}
+
+func bnForwardCheck(op string, s BatchNormShape, nx, ny int, mean, invStd []float64, weight, bias []float32) {
 	n := s.Outer * s.C * s.Inner
-	lens := map[string][2]int{"x": {len(x), n}, "y": {len(y), n}, "mean": {len(mean), s.C}, "invStd": {len(invStd), s.C}}
+	lens := map[string][2]int{"x": {nx, n}, "y": {ny, n}, "mean": {len(mean), s.C}, "invStd": {len(invStd), s.C}}
 	if weight != nil {
 		lens["weight"] = [2]int{len(weight), s.C}
 	}
@@ -313,10 +320,13 @@ func batchNormForward(op string, s BatchNormShape, x []float32, mean, invStd []f
 		lens["bias"] = [2]int{len(bias), s.C}
 	}
 	s.check(op, lens)
-	// One scale and shift per channel: y = x·alpha + beta.
-	coef := getScratch64(2 * s.C)
-	defer coef.put()
-	alpha, beta := coef.s[:s.C], coef.s[s.C:]
+}
+
+// bnForwardCoef returns, in pooled scratch, the one scale and shift per
+// channel of the forward map y = x·alpha + beta.
+func bnForwardCoef(s BatchNormShape, mean, invStd []float64, weight, bias []float32) (coef *scratch[float64], alpha, beta []float64) {
+	coef = getScratch64(2 * s.C)
+	alpha, beta = coef.s[:s.C], coef.s[s.C:]
 	for c := range s.C {
 		a := invStd[c]
 		if weight != nil {
@@ -328,7 +338,7 @@ func batchNormForward(op string, s BatchNormShape, x []float32, mean, invStd []f
 			beta[c] += float64(bias[c])
 		}
 	}
-	bnApply(s, x, nil, alpha, nil, beta, y, relu)
+	return coef, alpha, beta
 }
 
 // BatchNormBackward computes the gradients of BatchNormForward for the
@@ -339,13 +349,18 @@ func batchNormForward(op string, s BatchNormShape, x []float32, mean, invStd []f
 // the others are overwritten.
 func BatchNormBackward(sp *BatchNormShape, x, dy []float32, mean, invStd []float64, weight []float32, batchStats bool, dx, dweight, dbias []float32) {
 	s := *sp
+	bnBackwardCheck("BatchNormBackward", s, len(x), len(dy), len(dx), dx != nil, mean, invStd, weight, dweight, dbias)
+	bnBackward(s, bnBackwardIO{x: x, dy: dy, dx: dx}, mean, invStd, weight, batchStats, dweight, dbias)
+}
+
+func bnBackwardCheck(op string, s BatchNormShape, nx, ndy, ndx int, hasDx bool, mean, invStd []float64, weight, dweight, dbias []float32) {
 	n := s.Outer * s.C * s.Inner
-	lens := map[string][2]int{"x": {len(x), n}, "dy": {len(dy), n}, "mean": {len(mean), s.C}, "invStd": {len(invStd), s.C}}
+	lens := map[string][2]int{"x": {nx, n}, "dy": {ndy, n}, "mean": {len(mean), s.C}, "invStd": {len(invStd), s.C}}
 	if weight != nil {
 		lens["weight"] = [2]int{len(weight), s.C}
 	}
-	if dx != nil {
-		lens["dx"] = [2]int{len(dx), n}
+	if hasDx {
+		lens["dx"] = [2]int{ndx, n}
 	}
 	if dweight != nil {
 		lens["dweight"] = [2]int{len(dweight), s.C}
@@ -353,15 +368,33 @@ func BatchNormBackward(sp *BatchNormShape, x, dy []float32, mean, invStd []float
 	if dbias != nil {
 		lens["dbias"] = [2]int{len(dbias), s.C}
 	}
-	s.check("BatchNormBackward", lens)
+	s.check(op, lens)
+}
+
+// bnBackwardIO holds BatchNormBackward's tensors: float32 ones, which go
+// to the dispatched kernels, or, with k set, bfloat16 ones, which go to
+// the blocked kit path (see bnArgs). dx (dx16) nil: not wanted.
+type bnBackwardIO struct {
+	k               *vecKit
+	x, dy, dx       []float32
+	x16, dy16, dx16 []uint16
+}
+
+// bnBackward is BatchNormBackward after its checks.
+func bnBackward(s BatchNormShape, io bnBackwardIO, mean, invStd []float64, weight []float32, batchStats bool, dweight, dbias []float32) {
 	C := s.C
+	wantDx := io.dx != nil || io.dx16 != nil
 	buf := getScratch64(5 * C)
 	defer buf.put()
 	scratch := buf.s
 	clear(scratch) // r stays 0 without batch statistics
 	sumDy, sumDyXmu := scratch[:C], scratch[C:2*C]
-	if dweight != nil || dbias != nil || (dx != nil && batchStats) {
-		bnGradSums(s, x, dy, mean, sumDy, sumDyXmu)
+	if dweight != nil || dbias != nil || (wantDx && batchStats) {
+		if io.k == nil {
+			bnGradSums(s, io.x, io.dy, mean, sumDy, sumDyXmu)
+		} else {
+			bnGradSumsOn(bnArgs{k: io.k, s: s, u16: io.x16, v16: io.dy16, mean: mean}, sumDy, sumDyXmu)
+		}
 	}
 	for c := range C {
 		if dweight != nil {
@@ -371,7 +404,7 @@ func BatchNormBackward(sp *BatchNormShape, x, dy []float32, mean, invStd []float
 			dbias[c] = float32(sumDy[c])
 		}
 	}
-	if dx == nil {
+	if !wantDx {
 		return
 	}
 	p, q, r := scratch[2*C:3*C], scratch[3*C:4*C], scratch[4*C:]
@@ -389,10 +422,18 @@ func BatchNormBackward(sp *BatchNormShape, x, dy []float32, mean, invStd []float
 			r[c] = k * (mean[c]*t - sumDy[c]/cnt)
 		}
 	}
+	if io.k != nil {
+		a := bnArgs{k: io.k, s: s, u16: io.dy16, out16: io.dx16, p: p, r: r}
+		if batchStats {
+			a.v16, a.q = io.x16, q
+		}
+		bnApplyOn(a)
+		return
+	}
 	if batchStats {
-		bnApply(s, dy, x, p, q, r, dx, false)
+		bnApply(s, io.dy, io.x, p, q, r, io.dx, false)
 	} else {
-		bnApply(s, dy, nil, p, nil, r, dx, false)
+		bnApply(s, io.dy, nil, p, nil, r, io.dx, false)
 	}
 }
 
@@ -574,14 +615,20 @@ func lnBackwardGeneric(rows, n int, x, dy, weight []float32, mean, rstd []float6
 // to vecChunk elements or one bnBlock.
 
 type bnArgs struct {
-	k            *vecKit
-	s            BatchNormShape
-	u, v, out    []float32
-	p, q, r      []float64
-	mean, s1, s2 []float64
-	part         []float64
-	rows         int  // rows per block (channels-last)
-	relu         bool // rectify each applied block
+	k         *vecKit
+	s         BatchNormShape
+	u, v, out []float32
+	// u16, v16 and out16 stand for u, v and out when those are bfloat16:
+	// the block functions widen each block they read into per-task
+	// scratch and round each block they write from it, so the float32
+	// arithmetic, and so every bit, is that of the float32 tensors while
+	// memory sees only 16-bit data.
+	u16, v16, out16 []uint16
+	p, q, r         []float64
+	mean, s1, s2    []float64
+	part            []float64
+	rows            int  // rows per block (channels-last)
+	relu            bool // rectify each applied block
 }
 
 var bnJobs parPool[bnArgs]
@@ -593,6 +640,12 @@ var bnJobs parPool[bnArgs]
 // parallel-axis rule M2 = Σ M2ᵢ + nᵢ·(meanᵢ − mean)², which is as stable as
 // the two-pass reference.
 func bnStatsKit(k *vecKit, s BatchNormShape, x []float32, mean, variance []float64) {
+	bnStatsOn(bnArgs{k: k, s: s, u: x}, mean, variance)
+}
+
+// bnStatsOn is bnStatsKit on a's kit, shape and x (u or u16).
+func bnStatsOn(a bnArgs, mean, variance []float64) {
+	s := a.s
 	C := s.C
 	cnt := float64(s.Count())
 	if C == 0 {
@@ -606,14 +659,16 @@ func bnStatsKit(k *vecKit, s BatchNormShape, x []float32, mean, variance []float
 	}
 	work := s.Outer * C * s.Inner
 	if s.Inner > 1 {
-		bnJobs.run(C, work, bnArgs{k: k, s: s, u: x, mean: mean, s1: variance}, bnStatsRuns)
+		a.mean, a.s1 = mean, variance
+		bnJobs.run(C, work, a, bnStatsRuns)
 		return
 	}
 	rows := max(1, bnBlock/C)
 	nb := (s.Outer + rows - 1) / rows
 	part := getScratch64(3 * C * nb)
 	defer part.put()
-	bnJobs.run(nb, work, bnArgs{k: k, s: s, u: x, part: part.s, rows: rows}, bnStatsBlocks)
+	a.part, a.rows = part.s, rows
+	bnJobs.run(nb, work, a, bnStatsBlocks)
 	clear(mean[:C])
 	for b := range nb {
 		for c, v := range part.s[3*C*b : 3*C*b+C] {
@@ -643,12 +698,14 @@ func bnStatsKit(k *vecKit, s BatchNormShape, x []float32, mean, variance []float
 func bnStatsRuns(a *bnArgs, lo, hi int) {
 	k, s := a.k, a.s
 	inner := s.Inner
+	buf := a.room(min(inner, vecChunk))
+	defer buf.release()
 	for c := lo; c < hi; c++ {
 		var total, cm, m2, n float64
 		for o := 0; o < s.Outer; o++ {
-			run := a.u[(o*s.C+c)*inner:][:inner]
+			run := (o*s.C + c) * inner
 			for off := 0; off < inner; off += vecChunk {
-				piece := run[off:min(off+vecChunk, inner)]
+				piece := buf.in(0, a.u, a.u16, run+off, run+min(off+vecChunk, inner))
 				nb := float64(len(piece))
 				sb := k.sum(piece)
 				mb := sb / nb
@@ -679,9 +736,11 @@ func bnStatsRuns(a *bnArgs, lo, hi int) {
 func bnStatsBlocks(a *bnArgs, lo, hi int) {
 	k, s := a.k, a.s
 	C := s.C
+	buf := a.room(a.rows * C)
+	defer buf.release()
 	for b := lo; b < hi; b++ {
 		r0, r1 := b*a.rows, min((b+1)*a.rows, s.Outer)
-		xb := a.u[r0*C : r1*C]
+		xb := buf.in(0, a.u, a.u16, r0*C, r1*C)
 		sum, bm, bq := a.part[3*C*b:3*C*b+C], a.part[3*C*b+C:3*C*b+2*C], a.part[3*C*b+2*C:3*C*(b+1)]
 		clear(sum)
 		k.colSum(sum, xb)
@@ -698,6 +757,13 @@ func bnStatsBlocks(a *bnArgs, lo, hi int) {
 // in order for the planar layout, fixed row blocks with partial sums added
 // in block order for channels-last.
 func bnGradSumsKit(k *vecKit, s BatchNormShape, x, dy []float32, mean, s1, s2 []float64) {
+	bnGradSumsOn(bnArgs{k: k, s: s, u: x, v: dy, mean: mean}, s1, s2)
+}
+
+// bnGradSumsOn is bnGradSumsKit on a's kit, shape, x (u or u16), dy (v or
+// v16) and mean.
+func bnGradSumsOn(a bnArgs, s1, s2 []float64) {
+	s := a.s
 	C := s.C
 	clear(s1[:C])
 	clear(s2[:C])
@@ -706,14 +772,16 @@ func bnGradSumsKit(k *vecKit, s BatchNormShape, x, dy []float32, mean, s1, s2 []
 		return
 	}
 	if s.Inner > 1 {
-		bnJobs.run(C, work, bnArgs{k: k, s: s, u: x, v: dy, mean: mean, s1: s1, s2: s2}, bnGradRuns)
+		a.s1, a.s2 = s1, s2
+		bnJobs.run(C, work, a, bnGradRuns)
 		return
 	}
 	rows := max(1, bnBlock/C)
 	nb := (s.Outer + rows - 1) / rows
 	part := getScratch64(2 * C * nb)
 	defer part.put()
-	bnJobs.run(nb, work, bnArgs{k: k, s: s, u: x, v: dy, mean: mean, part: part.s, rows: rows}, bnGradBlocks)
+	a.part, a.rows = part.s, rows
+	bnJobs.run(nb, work, a, bnGradBlocks)
 	for b := range nb {
 		p := part.s[2*C*b:]
 		for c := range C {
@@ -726,14 +794,16 @@ func bnGradSumsKit(k *vecKit, s BatchNormShape, x, dy []float32, mean, s1, s2 []
 func bnGradRuns(a *bnArgs, lo, hi int) {
 	k, s := a.k, a.s
 	inner := s.Inner
+	buf := a.room(min(inner, vecChunk))
+	defer buf.release()
 	for c := lo; c < hi; c++ {
 		var t1, t2 float64
 		for o := 0; o < s.Outer; o++ {
 			off := (o*s.C + c) * inner
-			xr, gr := a.u[off:off+inner], a.v[off:off+inner]
 			for i := 0; i < inner; i += vecChunk {
 				j := min(i+vecChunk, inner)
-				r1, r2 := k.gradSums(gr[i:j], xr[i:j], a.mean[c])
+				xr, gr := buf.in(0, a.u, a.u16, off+i, off+j), buf.in(1, a.v, a.v16, off+i, off+j)
+				r1, r2 := k.gradSums(gr, xr, a.mean[c])
 				t1 += r1
 				t2 += r2
 			}
@@ -745,24 +815,32 @@ func bnGradRuns(a *bnArgs, lo, hi int) {
 func bnGradBlocks(a *bnArgs, lo, hi int) {
 	k, s := a.k, a.s
 	C := s.C
+	buf := a.room(a.rows * C)
+	defer buf.release()
 	for b := lo; b < hi; b++ {
 		r0, r1 := b*a.rows, min((b+1)*a.rows, s.Outer)
 		p1, p2 := a.part[2*C*b:2*C*b+C], a.part[2*C*b+C:2*C*(b+1)]
 		clear(p1)
 		clear(p2)
-		k.colGradSums(p1, p2, a.v[r0*C:r1*C], a.u[r0*C:r1*C], a.mean)
+		k.colGradSums(p1, p2, buf.in(1, a.v, a.v16, r0*C, r1*C), buf.in(0, a.u, a.u16, r0*C, r1*C), a.mean)
 	}
 }
 
 // bnApplyKit is bnApply on the kit: one affine map per plane in the planar
 // layout, per-channel coefficient vectors over blocks of rows otherwise.
 func bnApplyKit(k *vecKit, s BatchNormShape, u, v []float32, p, q, r []float64, out []float32, relu bool) {
+	bnApplyOn(bnArgs{k: k, s: s, u: u, v: v, p: p, q: q, r: r, out: out, relu: relu})
+}
+
+// bnApplyOn is bnApplyKit on a's kit, shape, operands (u or u16, v or v16
+// or neither), coefficients, output (out or out16) and relu.
+func bnApplyOn(a bnArgs) {
+	s := a.s
 	C, inner := s.C, s.Inner
 	work := 2 * s.Outer * C * inner
 	if work == 0 {
 		return
 	}
-	a := bnArgs{k: k, s: s, u: u, v: v, p: p, q: q, r: r, out: out, relu: relu}
 	if inner > 1 {
 		bnJobs.run(s.Outer*C, work, a, bnApplyPlanes)
 		return
@@ -773,34 +851,42 @@ func bnApplyKit(k *vecKit, s BatchNormShape, u, v []float32, p, q, r []float64, 
 
 func bnApplyPlanes(a *bnArgs, lo, hi int) {
 	k, inner, C := a.k, a.s.Inner, a.s.C
+	buf := a.room(min(inner, vecChunk))
+	defer buf.release()
 	for pl := lo; pl < hi; pl++ {
 		c := pl % C
 		for i := pl * inner; i < (pl+1)*inner; i += vecChunk {
 			j := min(i+vecChunk, (pl+1)*inner)
-			if a.v == nil {
-				k.affine(a.out[i:j], a.u[i:j], a.p[c], a.r[c])
+			u, v, out := buf.in(0, a.u, a.u16, i, j), buf.in(1, a.v, a.v16, i, j), buf.to(a.out, a.out16, i, j)
+			if v == nil {
+				k.affine(out, u, a.p[c], a.r[c])
 			} else {
-				k.affine2(a.out[i:j], a.u[i:j], a.v[i:j], a.p[c], a.q[c], a.r[c])
+				k.affine2(out, u, v, a.p[c], a.q[c], a.r[c])
 			}
 			if a.relu {
-				actForwardImpl(Act{Fn: ActReLU}, a.out[i:j], a.out[i:j])
+				actForwardImpl(Act{Fn: ActReLU}, out, out)
 			}
+			buf.store(a.out16, out, i)
 		}
 	}
 }
 
 func bnApplyRows(a *bnArgs, lo, hi int) {
 	k, C := a.k, a.s.C
+	buf := a.room(a.rows * C)
+	defer buf.release()
 	for b := lo; b < hi; b++ {
 		i, j := b*a.rows*C, min((b+1)*a.rows, a.s.Outer)*C
-		if a.v == nil {
-			k.colAffine(a.out[i:j], a.u[i:j], a.p[:C], a.r[:C])
+		u, v, out := buf.in(0, a.u, a.u16, i, j), buf.in(1, a.v, a.v16, i, j), buf.to(a.out, a.out16, i, j)
+		if v == nil {
+			k.colAffine(out, u, a.p[:C], a.r[:C])
 		} else {
-			k.colAffine2(a.out[i:j], a.u[i:j], a.v[i:j], a.p[:C], a.q[:C], a.r[:C])
+			k.colAffine2(out, u, v, a.p[:C], a.q[:C], a.r[:C])
 		}
 		if a.relu {
-			actForwardImpl(Act{Fn: ActReLU}, a.out[i:j], a.out[i:j])
+			actForwardImpl(Act{Fn: ActReLU}, out, out)
 		}
+		buf.store(a.out16, out, i)
 	}
 }
 
