@@ -24,44 +24,33 @@ var (
 // cvtChunk is the most elements one assembly call converts.
 const cvtChunk = 1 << 15
 
-func f32ToBF16Asm(dst []uint16, src []float32) {
+// cvtChunked runs kernel, which converts the first len&^(width−1)
+// elements it is given, on chunks of at most cvtChunk elements (so no
+// assembly call runs long unpreempted), and then tail on what is left.
+func cvtChunked[D, S any](dst []D, src []S, kernel func([]D, []S), width int, tail func([]D, []S)) {
 	dst = dst[:len(src)]
 	for lo := 0; lo < len(src); lo += cvtChunk {
 		hi := min(lo+cvtChunk, len(src))
-		f32ToBF16AVX2(dst[lo:hi], src[lo:hi])
+		kernel(dst[lo:hi], src[lo:hi])
 	}
-	tail := len(src) &^ 7
-	f32ToBF16Span(dst[tail:], src[tail:])
+	t := len(src) &^ (width - 1)
+	tail(dst[t:], src[t:])
+}
+
+func f32ToBF16Asm(dst []uint16, src []float32) {
+	cvtChunked(dst, src, f32ToBF16AVX2, 8, f32ToBF16Span)
 }
 
 func bf16ToF32Asm(dst []float32, src []uint16) {
-	dst = dst[:len(src)]
-	for lo := 0; lo < len(src); lo += cvtChunk {
-		hi := min(lo+cvtChunk, len(src))
-		bf16ToF32AVX2(dst[lo:hi], src[lo:hi])
-	}
-	tail := len(src) &^ 7
-	bf16ToF32Span(dst[tail:], src[tail:])
+	cvtChunked(dst, src, bf16ToF32AVX2, 8, bf16ToF32Span)
 }
 
 // The AVX-512 spans convert sixteen elements at a time and leave the last
 // fifteen or fewer to the AVX2 spans.
 func f32ToBF16Asm512(dst []uint16, src []float32) {
-	dst = dst[:len(src)]
-	for lo := 0; lo < len(src); lo += cvtChunk {
-		hi := min(lo+cvtChunk, len(src))
-		f32ToBF16AVX512(dst[lo:hi], src[lo:hi])
-	}
-	tail := len(src) &^ 15
-	f32ToBF16Asm(dst[tail:], src[tail:])
+	cvtChunked(dst, src, f32ToBF16AVX512, 16, f32ToBF16Asm)
 }
 
 func bf16ToF32Asm512(dst []float32, src []uint16) {
-	dst = dst[:len(src)]
-	for lo := 0; lo < len(src); lo += cvtChunk {
-		hi := min(lo+cvtChunk, len(src))
-		bf16ToF32AVX512(dst[lo:hi], src[lo:hi])
-	}
-	tail := len(src) &^ 15
-	bf16ToF32Asm(dst[tail:], src[tail:])
+	cvtChunked(dst, src, bf16ToF32AVX512, 16, bf16ToF32Asm)
 }

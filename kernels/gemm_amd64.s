@@ -93,6 +93,31 @@
 	END(Y10, Y11, 20) \
 	JMP  next
 
+// PACKAN6(PAN, SHIFT, HALF, loop, done) is the body of gemmPackAN6 and
+// its BF16 twin: PAN packs four columns from byte offset 0 and HALF of
+// each row, elements being 1<<SHIFT bytes.
+#define PACKAN6(PAN, SHIFT, HALF, loop, done) \
+	MOVQ  kc8+0(FP), R11; \
+	MOVQ  a+8(FP), AX; \
+	MOVQ  lda+16(FP), R9; \
+	SHLQ  SHIFT, R9; \
+	LEAQ  (R9)(R9*2), R10; \
+	LEAQ  (AX)(R9*4), BX; \
+	MOVQ  dst+24(FP), DI; \
+	TESTQ R11, R11; \
+	JEQ   done; \
+loop: \
+	PAN(0, 0); \
+	PAN(HALF, 96); \
+	ADDQ  $(2*HALF), AX; \
+	ADDQ  $(2*HALF), BX; \
+	ADDQ  $192, DI; \
+	SUBQ  $8, R11; \
+	JNE   loop; \
+done: \
+	VZEROUPPER; \
+	RET
+
 // func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
 //
 // Computes tiles 6×16 tiles of C. Tile t multiplies the packed A panel at
@@ -396,28 +421,7 @@ pbtNext:
 // stored as 8 floats, the last two of which the next column overwrites:
 // dst needs two floats of room past 6·kc8.
 TEXT ·gemmPackAN6(SB), NOSPLIT, $0-32
-	MOVQ kc8+0(FP), R11
-	MOVQ a+8(FP), AX
-	MOVQ lda+16(FP), R9
-	SHLQ $2, R9
-	LEAQ (R9)(R9*2), R10
-	LEAQ (AX)(R9*4), BX
-	MOVQ dst+24(FP), DI
-	TESTQ R11, R11
-	JEQ  panDone
-
-panLoop:
-	PAN6(0, 0)
-	PAN6(16, 96)
-	ADDQ        $32, AX
-	ADDQ        $32, BX
-	ADDQ        $192, DI
-	SUBQ        $8, R11
-	JNE         panLoop
-
-panDone:
-	VZEROUPPER
-	RET
+	PACKAN6(PAN6, $2, 16, panLoop, panDone)
 
 // PAN6H(off, doff) is PAN6 for bfloat16 rows: four bfloat16 of each row
 // at byte offset off are widened (zero-extended, shifted to the high half)
@@ -442,28 +446,7 @@ panDone:
 //
 // gemmPackAN6 for a bfloat16 A, widened exactly as it is packed.
 TEXT ·gemmPackAN6BF16(SB), NOSPLIT, $0-32
-	MOVQ kc8+0(FP), R11
-	MOVQ a+8(FP), AX
-	MOVQ lda+16(FP), R9
-	SHLQ $1, R9
-	LEAQ (R9)(R9*2), R10
-	LEAQ (AX)(R9*4), BX
-	MOVQ dst+24(FP), DI
-	TESTQ R11, R11
-	JEQ  panhDone
-
-panhLoop:
-	PAN6H(0, 0)
-	PAN6H(8, 96)
-	ADDQ $16, AX
-	ADDQ $16, BX
-	ADDQ $192, DI
-	SUBQ $8, R11
-	JNE  panhLoop
-
-panhDone:
-	VZEROUPPER
-	RET
+	PACKAN6(PAN6H, $1, 8, panhLoop, panhDone)
 
 // func gemmPackAT6(kc int, a *float32, lda int, dst *float32)
 //
