@@ -1,0 +1,490 @@
+package kernels
+
+import (
+	"unsafe"
+)
+
+// The INT8 GEMM multiplies uint8 activations (per-tensor zero point z_x) by
+// int8 weights (zero point 0, one scale per output channel) into exact
+// int32 sums, then turns each sum into a float32 output as a quantized
+// Linear or convolution does:
+//
+//	acc  = Σ_p x_q[i,p]·w_q[c,p] − z_x·Σ_p w_q[c,p]        (int32)
+//	y    = float32(acc)·float32(s_x·s_w[c]), then + b[c]   (two roundings, no FMA)
+//	y   += r  or  float32(r_q − z_r)·s_r                   (optional residual)
+//	y    = act(y)  or  y / d                               (optional)
+//	out  = y, or its quantization to uint8 or int8
+//
+// Only the int32 sums differ between variants (Go loops, AVX2 VPMADDWD,
+// AVX-512 VNNI VPDPBUSD); integer addition is associative, so the sums are
+// equal whatever the order, blocking or thread split, and the float32
+// steps after them are the same Go code at every level. Every variant
+// therefore agrees with the reference bit for bit.
+//
+// The sums wrap modulo 2³² as they accumulate (VPDPBUSD and VPADDD do not
+// saturate) and are exact once the true value fits in int32: with
+// |x_q − z_x| ≤ 255 and |w_q| ≤ 128 that holds for K ≤ Int8MaxK.
+
+// Int8MaxK is the longest depth the INT8 GEMM takes: 255·128·K must stay
+// below 2³¹ so that no int32 sum can overflow.
+const Int8MaxK = (1<<31 - 1) / (255 * 128)
+
+// int8PanelWidth is the number of output channels in a packed weight
+// panel: two ZMM registers of sixteen int32 sums.
+const int8PanelWidth = 32
+
+// int8MR is the number of rows of A a strip of the GEMM covers: the VNNI
+// micro-kernel's tile height (the AVX2 one does two strips of six).
+const int8MR = 12
+
+// PackedInt8 is an int8 weight matrix of N output channels by K depths,
+// packed once by PackInt8 for GemmU8S8 and its kin, with the per-channel
+// weight sums the zero-point correction needs. It is read-only once made,
+// so any number of goroutines may use it at once.
+type PackedInt8 struct {
+	n, k int
+	kg   int // groups of four depths: ⌈k/4⌉
+	// data holds panels of 32 channels; in panel p, group g, channel c,
+	// depth 4g+e is at p·kg·128 + g·128 + 4c + e. Depths past k and
+	// channels past n are zero, so the kernels may read them freely.
+	data []int8
+	// sums[c] is Σ_p w[c,p], zero past n.
+	sums []int32
+}
+
+// N returns the number of output channels.
+func (p *PackedInt8) N() int { return p.n }
+
+// K returns the depth.
+func (p *PackedInt8) K() int { return p.k }
+
+// panels returns the number of 32-channel panels.
+func (p *PackedInt8) panels() int { return (p.n + int8PanelWidth - 1) / int8PanelWidth }
+
+// PackInt8 packs the n×k row-major int8 weight w (row c is output channel
+// c, as in a Linear weight or a channels-last convolution weight
+// [O][KH·KW·C]; rows ldw elements apart) for GemmU8S8. k must not exceed
+// Int8MaxK. It is one of the constructors that return new memory.
+func PackInt8(n, k int, w []int8, ldw int) *PackedInt8 {
+	if n < 0 || k < 0 {
+		fail(ErrShape, "PackInt8", "negative size %d×%d", n, k)
+	}
+	if k > Int8MaxK {
+		fail(ErrShape, "PackInt8", "depth %d exceeds %d, past which int32 sums could overflow", k, Int8MaxK)
+	}
+	if n > 0 && k > 0 {
+		if ldw < k {
+			fail(ErrShape, "PackInt8", "weight leading dimension %d < %d columns", ldw, k)
+		}
+		if len(w) < (n-1)*ldw+k {
+			fail(ErrShape, "PackInt8", "weight has %d elements, needs %d", len(w), (n-1)*ldw+k)
+		}
+	}
+	p := &PackedInt8{n: n, k: k, kg: (k + 3) / 4}
+	np := p.panels()
+	p.data = alignedInt8(np * p.kg * 4 * int8PanelWidth)
+	p.sums = make([]int32, np*int8PanelWidth)
+	for c := 0; c < n; c++ {
+		panel := p.data[c/int8PanelWidth*p.kg*4*int8PanelWidth:]
+		lane := 4 * (c % int8PanelWidth)
+		var sum int32
+		for q, v := range w[c*ldw : c*ldw+k] {
+			panel[q/4*4*int8PanelWidth+lane+q%4] = v
+			sum += int32(v)
+		}
+		p.sums[c] = sum
+	}
+	return p
+}
+
+// alignedInt8 returns n zeroed bytes starting on a cache line.
+func alignedInt8(n int) []int8 {
+	buf := make([]int8, n+64)
+	off := 0
+	if len(buf) > 0 {
+		if r := uintptr(unsafe.Pointer(&buf[0])) & 63; r != 0 {
+			off = int(64 - r)
+		}
+	}
+	return buf[off : off+n : off+n]
+}
+
+// Int8Epilogue is what the INT8 GEMM does with each int32 sum: the
+// dequantization to float32, bias, residual, activation or division, and
+// for GemmU8S8ToU8 and GemmU8S8ToS8 the output's quantization. Its steps,
+// in order, are those of the package comment above the INT8 GEMM.
+type Int8Epilogue struct {
+	// Scale is the activations' scale s_x and WScales the weights' scale
+	// per output channel (at least n values); both positive and finite.
+	// Their product is rounded to float32 once (float32 multiplication is
+	// correctly rounded, so this is float32(s_x·s_w[c]) taken exactly).
+	Scale   float32
+	WScales []float32
+	// Bias[c] is added to channel c (n values); nil adds nothing.
+	Bias []float32
+	// Residual, when non-nil, is added after the bias: element (i, c) of
+	// the output gets Residual[i·ldc+c], so it is laid out as C. With
+	// ResidualU8 instead the residual is quantized: it adds
+	// float32(r_q − ResidualZero)·ResidualScale, rounded, then added. At
+	// most one of the two may be set.
+	Residual      []float32
+	ResidualU8    []uint8
+	ResidualScale float32
+	ResidualZero  int32
+	// Act is applied next when Activate is set, by Kiln's float32 kernel
+	// (Act.Forward), so the results are those of the float32 graph;
+	// otherwise, when Divide is set, every value is divided by Divisor.
+	// Activate and Divide exclude each other.
+	Act      Act
+	Activate bool
+	Divisor  float32
+	Divide   bool
+	// OutScale and OutZero quantize the result for GemmU8S8ToU8 and
+	// GemmU8S8ToS8, as QuantizeU8 and QuantizeS8 do; GemmU8S8 ignores them.
+	OutScale float32
+	OutZero  int32
+}
+
+// GemmU8S8 computes the m×n float32 C = epilogue(A·Wᵀ) of the INT8 GEMM:
+// A is m×k uint8 row-major (rows lda bytes apart) with zero point zA in
+// [0, 255], W the packed n×k int8 weight, and C row-major with rows ldc
+// floats apart; only the first n columns of each row are written. Int8
+// activations run through it as uint8 with 128 added to every value and to
+// their zero point.
+//
+// Large products are split across the worker pool; the result does not
+// depend on the number of threads or on the kernel level.
+func GemmU8S8(m int, a []uint8, lda int, zA int32, pw *PackedInt8, c []float32, ldc int, ep Int8Epilogue) {
+	gemmU8S8Entry(u8s8StripImpl, "GemmU8S8", m, a, lda, zA, pw, int8Out{f32: c, ldc: ldc, n: len(c)}, &ep)
+}
+
+// GemmU8S8ToU8 is GemmU8S8 with the result quantized to uint8 with
+// ep.OutScale and ep.OutZero, rows of C ldc bytes apart.
+func GemmU8S8ToU8(m int, a []uint8, lda int, zA int32, pw *PackedInt8, c []uint8, ldc int, ep Int8Epilogue) {
+	gemmU8S8Entry(u8s8StripImpl, "GemmU8S8ToU8", m, a, lda, zA, pw, int8Out{u8: c, ldc: ldc, n: len(c), quant: true}, &ep)
+}
+
+// GemmU8S8ToS8 is GemmU8S8 with the result quantized to int8 with
+// ep.OutScale and ep.OutZero, rows of C ldc bytes apart.
+func GemmU8S8ToS8(m int, a []uint8, lda int, zA int32, pw *PackedInt8, c []int8, ldc int, ep Int8Epilogue) {
+	gemmU8S8Entry(u8s8StripImpl, "GemmU8S8ToS8", m, a, lda, zA, pw, int8Out{s8: c, ldc: ldc, n: len(c), quant: true, signed: true}, &ep)
+}
+
+// int8Out is the GEMM's output: one of f32, u8 and s8, n elements long.
+type int8Out struct {
+	f32           []float32
+	u8            []uint8
+	s8            []int8
+	ldc, n        int
+	quant, signed bool
+	inv           float32 // 1/OutScale, when quantizing
+}
+
+// int8StripFunc computes the int32 sums of one strip: A's rows [i, i+rows)
+// (rows ≤ int8MR) times the panels [p0, p0+np) of the weight over the
+// depth groups [g0, g0+gc), into s.acc (row stride np·32), added to what
+// is there when add is set. Channels past n come out as sums of zeros.
+type int8StripFunc func(g *int8Call, s *int8Scratch, i, rows, p0, np, g0, gc int, add bool)
+
+// u8s8StripImpl is the variant in use; the table is in gemm_int8_amd64.go
+// and gemm_int8_noasm.go.
+var (
+	u8s8StripImpl   = pick(level, u8s8StripVariants)
+	int8DequantImpl = pick(level, int8DequantVariants)
+)
+
+func gemmU8S8Entry(strip int8StripFunc, op string, m int, a []uint8, lda int, zA int32, pw *PackedInt8, out int8Out, ep *Int8Epilogue) {
+	if pw == nil {
+		fail(ErrArgument, op, "nil packed weight")
+	}
+	n, k := pw.n, pw.k
+	if m < 0 {
+		fail(ErrShape, op, "negative row count %d", m)
+	}
+	if zA < u8Min || zA > u8Max {
+		fail(ErrArgument, op, "activation zero point %d is outside [0, 255]", zA)
+	}
+	if m > 0 && k > 0 {
+		if lda < k {
+			fail(ErrShape, op, "A leading dimension %d < %d columns", lda, k)
+		}
+		if len(a) < (m-1)*lda+k {
+			fail(ErrShape, op, "A has %d elements, needs %d", len(a), (m-1)*lda+k)
+		}
+	}
+	if m > 0 && n > 0 {
+		if out.ldc < n {
+			fail(ErrShape, op, "C leading dimension %d < %d columns", out.ldc, n)
+		}
+		if out.n < (m-1)*out.ldc+n {
+			fail(ErrShape, op, "C has %d elements, needs %d", out.n, (m-1)*out.ldc+n)
+		}
+	}
+	ep.check(op, m, n, out.ldc)
+	if out.quant {
+		lo, hi := int32(u8Min), int32(u8Max)
+		if out.signed {
+			lo, hi = s8Min, s8Max
+		}
+		out.inv = quantParams(op+" output", ep.OutScale, ep.OutZero, lo, hi)
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	g := int8Calls.get()
+	g.m, g.a, g.lda, g.zA, g.pw, g.out, g.ep, g.strip = m, a, lda, zA, pw, out, *ep, strip
+	np := pw.panels()
+	g.corr = growInt32(g.corr, np*int8PanelWidth)
+	g.cs = growFloat32(g.cs, n)
+	for c := range g.corr {
+		g.corr[c] = zA * pw.sums[c]
+	}
+	for c, sw := range ep.WScales[:n] {
+		g.cs[c] = ep.Scale * sw
+	}
+	g.start()
+	*g = int8Call{run: g.run, corr: g.corr, cs: g.cs}
+	int8Calls.put(g)
+}
+
+func (ep *Int8Epilogue) check(op string, m, n, ldc int) {
+	if !(ep.Scale > 0) || ep.Scale > maxFloat32 {
+		fail(ErrArgument, op, "activation scale %v is not positive and finite", ep.Scale)
+	}
+	if len(ep.WScales) < n {
+		fail(ErrShape, op, "%d weight scales for %d channels", len(ep.WScales), n)
+	}
+	for c, s := range ep.WScales[:n] {
+		if !(s > 0) || s > maxFloat32 {
+			fail(ErrArgument, op, "weight scale %d is %v, not positive and finite", c, s)
+		}
+	}
+	if ep.Bias != nil && len(ep.Bias) < n {
+		fail(ErrShape, op, "bias has %d elements for %d channels", len(ep.Bias), n)
+	}
+	need := 0
+	if m > 0 && n > 0 {
+		need = (m-1)*ldc + n
+	}
+	switch {
+	case ep.Residual != nil && ep.ResidualU8 != nil:
+		fail(ErrArgument, op, "both a float32 and a uint8 residual")
+	case ep.Residual != nil && len(ep.Residual) < need:
+		fail(ErrShape, op, "residual has %d elements, needs %d", len(ep.Residual), need)
+	case ep.ResidualU8 != nil:
+		if len(ep.ResidualU8) < need {
+			fail(ErrShape, op, "residual has %d elements, needs %d", len(ep.ResidualU8), need)
+		}
+		quantParams(op+" residual", ep.ResidualScale, ep.ResidualZero, u8Min, u8Max)
+	}
+	if ep.Activate && ep.Divide {
+		fail(ErrArgument, op, "both an activation and a division")
+	}
+	if ep.Activate {
+		ep.Act.check(op + " epilogue")
+	}
+}
+
+const maxFloat32 = 3.40282346638528859811704183484516925440e+38
+
+func growInt32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+func growFloat32(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+// int8Call is one GEMM's arguments, pooled with its part method bound once
+// so that a call allocates nothing once the pool is warm.
+type int8Call struct {
+	m      int
+	a      []uint8
+	lda    int
+	zA     int32
+	pw     *PackedInt8
+	out    int8Out
+	ep     Int8Epilogue
+	strip  int8StripFunc
+	corr   []int32   // zA·Σw per channel (panels' width)
+	cs     []float32 // float32(s_x·s_w[c]) per channel
+	splitN bool
+	run    func(lo, hi int)
+}
+
+var int8Calls = freeList[int8Call]{New: func() *int8Call {
+	g := new(int8Call)
+	g.run = g.part
+	return g
+}}
+
+// int8Scratch is one thread's working space, pooled.
+type int8Scratch struct {
+	acc []int32   // the int32 sums of a strip: int8MR rows of a column block
+	y   []float32 // one row of float32 results before quantization
+	a   []uint8   // a strip of A copied where it cannot be read in place
+}
+
+var int8Scratches = freeList[int8Scratch]{New: newOf[int8Scratch]}
+
+// Blocking: a column block of B (all of K) stays in L2 while every strip
+// of A's rows walks it; a strip's slice of A (int8MR rows × a K block)
+// stays in L1 while the micro-kernel walks the block's panels.
+const (
+	int8BlockBytes = 256 << 10 // B bytes in a column block
+	int8KGroups    = 128       // depth groups in a K block: 1 KiB of each A row
+)
+
+// int8SerialWork is the product size (multiply-adds) below which the GEMM
+// runs on the calling thread; VPDPBUSD does four times the FP32 GEMM's
+// work a cycle, so the threshold is four times its gemmSerialWork.
+const int8SerialWork = 1 << 21
+
+// start splits the product across the pool: by strips of rows, or by
+// panels of columns when there are too few strips to go round.
+func (g *int8Call) start() {
+	strips := (g.m + int8MR - 1) / int8MR
+	np := g.pw.panels()
+	t := Threads()
+	g.splitN = strips < t && np >= 2*strips
+	units := strips
+	if g.splitN {
+		units = np
+	}
+	work := g.m * g.pw.n * g.pw.k
+	if work < int8SerialWork {
+		g.run(0, units)
+		return
+	}
+	Parallel(units, work, g.run)
+}
+
+// part computes the share [lo, hi) of strips or panels.
+func (g *int8Call) part(lo, hi int) {
+	i0, i1, p0, p1 := 0, g.m, 0, g.pw.panels()
+	if g.splitN {
+		p0, p1 = lo, hi
+	} else {
+		i0, i1 = lo*int8MR, min(hi*int8MR, g.m)
+	}
+	kg := g.pw.kg
+	nc := max(1, int8BlockBytes/max(1, kg*4*int8PanelWidth))
+	nc = min(nc, p1-p0)
+	s := int8Scratches.get()
+	s.acc = growInt32(s.acc, int8MR*nc*int8PanelWidth)
+	s.y = growFloat32(s.y, nc*int8PanelWidth)
+	for pc := p0; pc < p1; pc += nc {
+		npc := min(nc, p1-pc)
+		for i := i0; i < i1; i += int8MR {
+			rows := min(int8MR, i1-i)
+			if kg == 0 {
+				clear(s.acc)
+			}
+			for gc := 0; gc < kg; gc += int8KGroups {
+				g.strip(g, s, i, rows, pc, npc, gc, min(int8KGroups, kg-gc), gc > 0)
+			}
+			g.finish(s, i, rows, pc, npc)
+		}
+	}
+	int8Scratches.put(s)
+}
+
+// finish runs the epilogue on the strip's rows [i, i+rows), panels
+// [p0, p0+np), whose int32 sums are in s.acc.
+func (g *int8Call) finish(s *int8Scratch, i, rows, p0, np int) {
+	ep, out := &g.ep, &g.out
+	j0 := p0 * int8PanelWidth
+	w := min(np*int8PanelWidth, g.pw.n-j0)
+	var bias []float32
+	if ep.Bias != nil {
+		bias = ep.Bias[j0 : j0+w]
+	}
+	corr, cs := g.corr[j0:j0+w], g.cs[j0:j0+w]
+	for r := 0; r < rows; r++ {
+		off := (i+r)*out.ldc + j0
+		y := s.y[:w]
+		if !out.quant {
+			y = out.f32[off : off+w]
+		}
+		int8DequantImpl(y, s.acc[r*np*int8PanelWidth:][:w], corr, cs, bias)
+		ep.post(y, off)
+		switch {
+		case !out.quant:
+		case out.signed:
+			quantS8Impl(out.s8[off:off+w], y, out.inv, ep.OutZero)
+		default:
+			quantU8Impl(out.u8[off:off+w], y, out.inv, ep.OutZero)
+		}
+	}
+}
+
+// int8Dequant sets y[c] = float32(acc[c] − corr[c])·cs[c] + bias[c], the
+// product rounded before the bias is added (the explicit conversion keeps
+// the compiler from fusing them).
+func int8Dequant(y []float32, acc, corr []int32, cs, bias []float32) {
+	acc, corr, cs = acc[:len(y)], corr[:len(y)], cs[:len(y)]
+	if bias == nil {
+		for c := range y {
+			y[c] = float32(acc[c]-corr[c]) * cs[c]
+		}
+		return
+	}
+	bias = bias[:len(y)]
+	for c := range y {
+		y[c] = float32(float32(acc[c]-corr[c])*cs[c]) + bias[c]
+	}
+}
+
+// post runs the epilogue's float32 steps after the bias on one row
+// segment y, element off of C.
+func (ep *Int8Epilogue) post(y []float32, off int) {
+	switch {
+	case ep.Residual != nil:
+		binarySameImpl(BinAdd, y, y, ep.Residual[off:off+len(y)])
+	case ep.ResidualU8 != nil:
+		rq, sr, zr := ep.ResidualU8[off:off+len(y)], ep.ResidualScale, ep.ResidualZero
+		for c, q := range rq {
+			y[c] += float32(float32(int32(q)-zr) * sr)
+		}
+	}
+	switch {
+	case ep.Activate:
+		actForwardImpl(ep.Act, y, y)
+	case ep.Divide:
+		d := ep.Divisor
+		for c := range y {
+			y[c] /= d
+		}
+	}
+}
+
+// u8s8StripGeneric is the reference: the sums of int8StripFunc as plain
+// loops over rows, depths and the 32 channels of a panel.
+func u8s8StripGeneric(g *int8Call, s *int8Scratch, i, rows, p0, np, g0, gc int, add bool) {
+	pw := g.pw
+	ld := np * int8PanelWidth
+	q0, q1 := 4*g0, min(4*(g0+gc), pw.k)
+	for r := 0; r < rows; r++ {
+		arow := g.a[(i+r)*g.lda : (i+r)*g.lda+pw.k]
+		for p := 0; p < np; p++ {
+			acc := s.acc[r*ld+p*int8PanelWidth:][:int8PanelWidth]
+			if !add {
+				clear(acc)
+			}
+			panel := pw.data[(p0+p)*pw.kg*4*int8PanelWidth:]
+			for q := q0; q < q1; q++ {
+				x := int32(arow[q])
+				grp := panel[q/4*4*int8PanelWidth+q%4:]
+				for c := range acc {
+					acc[c] += x * int32(grp[4*c])
+				}
+			}
+		}
+	}
+}

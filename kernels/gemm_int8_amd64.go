@@ -1,0 +1,87 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The INT8 GEMM variants by level. VNNI is a feature beside the AVX-512
+// levels rather than a level of its own, so the AVX512 slot (and the
+// levels above it, through pick) holds the VNNI variant only on a CPU with
+// AVX512_VNNI; elsewhere the AVX2 variant serves every level from AVX2 up.
+var u8s8StripVariants = func() [levelCount]int8StripFunc {
+	v := [levelCount]int8StripFunc{Generic: u8s8StripGeneric, AVX2: u8s8StripAVX2}
+	if caps.vnni {
+		v[AVX512] = u8s8StripVNNI
+	}
+	return v
+}()
+
+// Implemented in gemm_int8_amd64.s. Both micro-kernels read kg ≥ 1 groups
+// of four depths of rows of A lda bytes apart, and weight panels in
+// PackInt8's layout (groups 128 bytes apart), and walk right across tiles
+// tiles of C, bStep bytes of weight and one tile's width of int32 C apart;
+// they store the int32 sums into C (rows ldc int32 apart), or add them to
+// it when add is 1.
+
+// u8s8KernelVNNI multiplies tiles of 12 rows by 32 channels (a whole panel)
+// with VPDPBUSD on ZMM registers.
+//
+//go:noescape
+func u8s8KernelVNNI(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
+
+// u8s8KernelAVX2 multiplies tiles of 6 rows by 8 channels (a quarter
+// panel): bytes widened to 16 bits, VPMADDWD and VPADDD, exact for every
+// value.
+//
+//go:noescape
+func u8s8KernelAVX2(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
+
+// u8s8StripVNNI is the int8StripFunc of the VNNI micro-kernel.
+func u8s8StripVNNI(g *int8Call, s *int8Scratch, i, rows, p0, np, g0, gc int, add bool) {
+	pw := g.pw
+	a, lda := g.stripA(s, i, rows, int8MR, g0, gc)
+	ps := pw.kg * 4 * int8PanelWidth
+	u8s8KernelVNNI(gc, a, lda, &pw.data[p0*ps+g0*4*int8PanelWidth], ps, &s.acc[0], np*int8PanelWidth, np, b2i(add))
+}
+
+// u8s8StripAVX2 is the int8StripFunc of the AVX2 micro-kernel: two halves
+// of six rows, each panel in four tiles of eight channels.
+func u8s8StripAVX2(g *int8Call, s *int8Scratch, i, rows, p0, np, g0, gc int, add bool) {
+	const mr = int8MR / 2
+	pw := g.pw
+	ps := pw.kg * 4 * int8PanelWidth
+	ld := np * int8PanelWidth
+	for h := 0; h < rows; h += mr {
+		a, lda := g.stripA(s, i+h, min(mr, rows-h), mr, g0, gc)
+		for p := 0; p < np; p++ {
+			u8s8KernelAVX2(gc, a, lda, &pw.data[(p0+p)*ps+g0*4*int8PanelWidth], 32, &s.acc[h*ld+p*int8PanelWidth], ld, 4, b2i(add))
+		}
+	}
+}
+
+// stripA returns where a micro-kernel of mr rows reads rows [i, i+rows) of
+// A, depth groups [g0, g0+gc), and their stride: A itself, or a copy in
+// s.a, zero-padded, when the strip is short of mr rows or its last group
+// would read past the end of A. (Reading a group past k but inside A is
+// harmless: the packed weights there are zero.)
+func (g *int8Call) stripA(s *int8Scratch, i, rows, mr, g0, gc int) (*uint8, int) {
+	if rows == mr && (i+mr-1)*g.lda+4*(g0+gc) <= len(g.a) {
+		return &g.a[i*g.lda+4*g0], g.lda
+	}
+	w := 4 * gc
+	if cap(s.a) < mr*w {
+		s.a = make([]uint8, mr*w)
+	}
+	s.a = s.a[:mr*w]
+	clear(s.a)
+	q0, q1 := 4*g0, min(4*(g0+gc), g.pw.k)
+	for r := 0; r < rows; r++ {
+		copy(s.a[r*w:], g.a[(i+r)*g.lda+q0:(i+r)*g.lda+q1])
+	}
+	return &s.a[0], w
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

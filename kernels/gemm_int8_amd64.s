@@ -1,0 +1,237 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// VNNIROW(mem, t, acc0, acc1): broadcast a row's four bytes of A at mem
+// into t and add their dot products with the group's 32 channels (Z24,
+// Z25) into acc0 and acc1. VPDPBUSD takes the unsigned bytes from its
+// middle operand and the signed ones from its first. VBROADCASTSS moves
+// the same 32 bits as VPBROADCASTD and is a pure load on every Intel core.
+#define VNNIROW(mem, t, acc0, acc1) \
+	VBROADCASTSS mem, t; VPDPBUSD Z24, t, acc0; VPDPBUSD Z25, t, acc1
+
+// VNNIGROUP(ao, bo0, bo1): one group of four depths for the 12 rows: A at
+// byte ao of each row, the weight at bo0 and bo1 of DX.
+#define VNNIGROUP(ao, bo0, bo1) \
+	VMOVDQU32 bo0(DX), Z24; VMOVDQU32 bo1(DX), Z25 \
+	VNNIROW(ao(SI), Z26, Z0, Z1); VNNIROW(ao(SI)(R8*1), Z27, Z2, Z3) \
+	VNNIROW(ao(SI)(R8*2), Z28, Z4, Z5); VNNIROW(ao(SI)(R9*1), Z29, Z6, Z7) \
+	VNNIROW(ao(R10), Z30, Z8, Z9); VNNIROW(ao(R10)(R8*1), Z31, Z10, Z11) \
+	VNNIROW(ao(R10)(R8*2), Z26, Z12, Z13); VNNIROW(ao(R10)(R9*1), Z27, Z14, Z15) \
+	VNNIROW(ao(R11), Z28, Z16, Z17); VNNIROW(ao(R11)(R8*1), Z29, Z18, Z19) \
+	VNNIROW(ao(R11)(R8*2), Z30, Z20, Z21); VNNIROW(ao(R11)(R9*1), Z31, Z22, Z23)
+
+// ADDROW(m0, m1, a, b): a += the 16 int32 at m0, b += those at m1.
+#define ADDROW(m0, m1, a, b) VPADDD m0, a, a; VPADDD m1, b, b
+
+// STROW(m0, m1, a, b): store a at m0 and b at m1.
+#define STROW(m0, m1, a, b) VMOVDQU32 a, m0; VMOVDQU32 b, m1
+
+// ZROW4(a, b, c, d): zero four ZMM registers.
+#define ZROW4(a, b, c, d) VPXORD a, a, a; VPXORD b, b, b; VPXORD c, c, c; VPXORD d, d, d
+
+// func u8s8KernelVNNI(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
+// Registers: Z0…Z23 the 12×32 int32 sums (row r in Z2r, Z2r+1), Z24–Z25
+// the weight group, Z26–Z31 broadcast A. Rows of A: SI, SI+lda, SI+2lda,
+// SI+3lda, then the same from R10 = SI+4lda and R11 = SI+8lda. Two groups
+// a round, so the loop's own instructions stay few beside the 48
+// VPDPBUSD.
+TEXT ·u8s8KernelVNNI(SB), NOSPLIT, $0-72
+	MOVQ lda+16(FP), R8
+	LEAQ (R8)(R8*2), R9
+	MOVQ b+24(FP), BX
+	MOVQ c+40(FP), DI
+	MOVQ ldc+48(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), R13
+	MOVQ tiles+56(FP), R14
+
+vnnitile:
+	MOVQ a+8(FP), SI
+	LEAQ (SI)(R8*4), R10
+	LEAQ (R10)(R8*4), R11
+	MOVQ BX, DX
+	ZROW4(Z0, Z1, Z2, Z3); ZROW4(Z4, Z5, Z6, Z7); ZROW4(Z8, Z9, Z10, Z11)
+	ZROW4(Z12, Z13, Z14, Z15); ZROW4(Z16, Z17, Z18, Z19); ZROW4(Z20, Z21, Z22, Z23)
+	MOVQ kg+0(FP), CX
+	SHRQ $1, CX
+	JZ   vnnisingle
+
+vnnipair:
+	VNNIGROUP(0, 0, 64)
+	VNNIGROUP(4, 128, 192)
+	ADDQ $8, SI
+	ADDQ $8, R10
+	ADDQ $8, R11
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  vnnipair
+
+vnnisingle:
+	TESTQ $1, kg+0(FP)
+	JZ    vnnistore
+	VNNIGROUP(0, 0, 64)
+
+vnnistore:
+	LEAQ  (DI)(R12*4), AX
+	LEAQ  (AX)(R12*4), DX
+	CMPQ  add+64(FP), $0
+	JEQ   vnniput
+	ADDROW((DI), 64(DI), Z0, Z1); ADDROW((DI)(R12*1), 64(DI)(R12*1), Z2, Z3)
+	ADDROW((DI)(R12*2), 64(DI)(R12*2), Z4, Z5); ADDROW((DI)(R13*1), 64(DI)(R13*1), Z6, Z7)
+	ADDROW((AX), 64(AX), Z8, Z9); ADDROW((AX)(R12*1), 64(AX)(R12*1), Z10, Z11)
+	ADDROW((AX)(R12*2), 64(AX)(R12*2), Z12, Z13); ADDROW((AX)(R13*1), 64(AX)(R13*1), Z14, Z15)
+	ADDROW((DX), 64(DX), Z16, Z17); ADDROW((DX)(R12*1), 64(DX)(R12*1), Z18, Z19)
+	ADDROW((DX)(R12*2), 64(DX)(R12*2), Z20, Z21); ADDROW((DX)(R13*1), 64(DX)(R13*1), Z22, Z23)
+
+vnniput:
+	STROW((DI), 64(DI), Z0, Z1); STROW((DI)(R12*1), 64(DI)(R12*1), Z2, Z3)
+	STROW((DI)(R12*2), 64(DI)(R12*2), Z4, Z5); STROW((DI)(R13*1), 64(DI)(R13*1), Z6, Z7)
+	STROW((AX), 64(AX), Z8, Z9); STROW((AX)(R12*1), 64(AX)(R12*1), Z10, Z11)
+	STROW((AX)(R12*2), 64(AX)(R12*2), Z12, Z13); STROW((AX)(R13*1), 64(AX)(R13*1), Z14, Z15)
+	STROW((DX), 64(DX), Z16, Z17); STROW((DX)(R12*1), 64(DX)(R12*1), Z18, Z19)
+	STROW((DX)(R12*2), 64(DX)(R12*2), Z20, Z21); STROW((DX)(R13*1), 64(DX)(R13*1), Z22, Z23)
+	ADDQ bStep+32(FP), BX
+	ADDQ $128, DI
+	DECQ R14
+	JNZ  vnnitile
+	VZEROUPPER
+	RET
+
+// AVX2ROW(mem, acc0, acc1): widen a row's four bytes of A at mem to 16
+// bits, repeated across Y14, and add their products with the group's
+// eight channels, widened in Y12 (channels 0–3) and Y13 (4–7), into acc0
+// and acc1. VPMADDWD sums adjacent pairs, so each channel's sum is spread
+// over two int32 lanes until the end; no pair exceeds 2·255·128.
+#define AVX2ROW(mem, acc0, acc1) \
+	VPBROADCASTD mem, X14; VPMOVZXBW X14, Y14 \
+	VPMADDWD Y12, Y14, Y15; VPADDD Y15, acc0, acc0 \
+	VPMADDWD Y13, Y14, Y15; VPADDD Y15, acc1, acc1
+
+// FOLD(a, b): a = the eight channel sums of the pair-split a (channels
+// 0–3) and b (4–7), in channel order.
+#define FOLD(a, b) VPHADDD b, a, a; VPERMQ $0xD8, a, a
+
+// func u8s8KernelAVX2(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
+// Registers: Y0…Y11 the 6×8 sums (row r in Y2r, Y2r+1, two lanes per
+// channel), Y12–Y13 the widened weights, Y14 widened A, Y15 products.
+TEXT ·u8s8KernelAVX2(SB), NOSPLIT, $0-72
+	MOVQ lda+16(FP), R8
+	LEAQ (R8)(R8*2), R9
+	MOVQ b+24(FP), BX
+	MOVQ c+40(FP), DI
+	MOVQ ldc+48(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), R13
+	MOVQ tiles+56(FP), R14
+
+avx2tile:
+	MOVQ   a+8(FP), SI
+	LEAQ   (SI)(R8*4), R10
+	MOVQ   BX, DX
+	VPXOR  Y0, Y0, Y0
+	VPXOR  Y1, Y1, Y1
+	VPXOR  Y2, Y2, Y2
+	VPXOR  Y3, Y3, Y3
+	VPXOR  Y4, Y4, Y4
+	VPXOR  Y5, Y5, Y5
+	VPXOR  Y6, Y6, Y6
+	VPXOR  Y7, Y7, Y7
+	VPXOR  Y8, Y8, Y8
+	VPXOR  Y9, Y9, Y9
+	VPXOR  Y10, Y10, Y10
+	VPXOR  Y11, Y11, Y11
+	MOVQ   kg+0(FP), CX
+
+avx2loop:
+	VPMOVSXBW (DX), Y12
+	VPMOVSXBW 16(DX), Y13
+	AVX2ROW((SI), Y0, Y1)
+	AVX2ROW((SI)(R8*1), Y2, Y3)
+	AVX2ROW((SI)(R8*2), Y4, Y5)
+	AVX2ROW((SI)(R9*1), Y6, Y7)
+	AVX2ROW((R10), Y8, Y9)
+	AVX2ROW((R10)(R8*1), Y10, Y11)
+	ADDQ $4, SI
+	ADDQ $4, R10
+	ADDQ $128, DX
+	DECQ CX
+	JNZ  avx2loop
+
+	FOLD(Y0, Y1); FOLD(Y2, Y3); FOLD(Y4, Y5); FOLD(Y6, Y7); FOLD(Y8, Y9); FOLD(Y10, Y11)
+	LEAQ (DI)(R12*4), AX
+	CMPQ add+64(FP), $0
+	JEQ  avx2put
+	VPADDD (DI), Y0, Y0
+	VPADDD (DI)(R12*1), Y2, Y2
+	VPADDD (DI)(R12*2), Y4, Y4
+	VPADDD (DI)(R13*1), Y6, Y6
+	VPADDD (AX), Y8, Y8
+	VPADDD (AX)(R12*1), Y10, Y10
+
+avx2put:
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y2, (DI)(R12*1)
+	VMOVDQU Y4, (DI)(R12*2)
+	VMOVDQU Y6, (DI)(R13*1)
+	VMOVDQU Y8, (AX)
+	VMOVDQU Y10, (AX)(R12*1)
+	ADDQ bStep+32(FP), BX
+	ADDQ $32, DI
+	DECQ R14
+	JNZ  avx2tile
+	VZEROUPPER
+	RET
+
+// func vpdpbusdLoop(iters int)
+// The VNNI ceiling: twenty independent VPDPBUSD chains on ZMM registers
+// (latency 5, two a cycle, so ten would just fill the pipes), sources
+// Z30 and Z31, no memory operands.
+TEXT ·vpdpbusdLoop(SB), NOSPLIT, $0-8
+	MOVQ iters+0(FP), CX
+	ZROW4(Z0, Z1, Z2, Z3); ZROW4(Z4, Z5, Z6, Z7); ZROW4(Z8, Z9, Z10, Z11)
+	ZROW4(Z12, Z13, Z14, Z15); ZROW4(Z16, Z17, Z18, Z19); ZROW4(Z28, Z29, Z30, Z31)
+
+dpbusdloop:
+	VPDPBUSD Z31, Z30, Z0; VPDPBUSD Z31, Z30, Z1; VPDPBUSD Z31, Z30, Z2; VPDPBUSD Z31, Z30, Z3
+	VPDPBUSD Z31, Z30, Z4; VPDPBUSD Z31, Z30, Z5; VPDPBUSD Z31, Z30, Z6; VPDPBUSD Z31, Z30, Z7
+	VPDPBUSD Z31, Z30, Z8; VPDPBUSD Z31, Z30, Z9; VPDPBUSD Z31, Z30, Z10; VPDPBUSD Z31, Z30, Z11
+	VPDPBUSD Z31, Z30, Z12; VPDPBUSD Z31, Z30, Z13; VPDPBUSD Z31, Z30, Z14; VPDPBUSD Z31, Z30, Z15
+	VPDPBUSD Z31, Z30, Z16; VPDPBUSD Z31, Z30, Z17; VPDPBUSD Z31, Z30, Z18; VPDPBUSD Z31, Z30, Z19
+	DECQ CX
+	JNZ  dpbusdloop
+	VZEROUPPER
+	RET
+
+// func vpmaddwdLoop(iters int)
+// The exact AVX2 kernel's ceiling: its pattern of VPMADDWD into a fresh
+// register and VPADDD into an accumulator, six pairs twice a round on YMM
+// registers, no memory operands.
+TEXT ·vpmaddwdLoop(SB), NOSPLIT, $0-8
+	MOVQ  iters+0(FP), CX
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	VPXOR Y14, Y14, Y14
+	VPXOR Y15, Y15, Y15
+
+maddwdloop:
+	VPMADDWD Y15, Y14, Y0; VPADDD Y0, Y6, Y6
+	VPMADDWD Y15, Y14, Y1; VPADDD Y1, Y7, Y7
+	VPMADDWD Y15, Y14, Y2; VPADDD Y2, Y8, Y8
+	VPMADDWD Y15, Y14, Y3; VPADDD Y3, Y9, Y9
+	VPMADDWD Y15, Y14, Y4; VPADDD Y4, Y10, Y10
+	VPMADDWD Y15, Y14, Y5; VPADDD Y5, Y11, Y11
+	VPMADDWD Y15, Y14, Y0; VPADDD Y0, Y6, Y6
+	VPMADDWD Y15, Y14, Y1; VPADDD Y1, Y7, Y7
+	VPMADDWD Y15, Y14, Y2; VPADDD Y2, Y8, Y8
+	VPMADDWD Y15, Y14, Y3; VPADDD Y3, Y9, Y9
+	VPMADDWD Y15, Y14, Y4; VPADDD Y4, Y10, Y10
+	VPMADDWD Y15, Y14, Y5; VPADDD Y5, Y11, Y11
+	DECQ CX
+	JNZ  maddwdloop
+	VZEROUPPER
+	RET

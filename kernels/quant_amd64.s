@@ -1,0 +1,173 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// 2²⁴: every float32 of this magnitude or more is an integer, and clamping
+// to ±2²⁴ before the conversion keeps VCVTPS2DQ from overflowing to
+// 0x80000000 while leaving the final clamp's result as it was.
+DATA quantBig<>+0(SB)/4, $0x4b800000
+GLOBL quantBig<>(SB), RODATA|NOPTR, $4
+
+// QUANT16(x, k): Z7 = sixteen quantized int32 of the floats x·inv (Z1),
+// x's lanes under mask k read: NaN lanes give 0 before the zero point is
+// added, as quantizeOne's do. VCVTPS2DQ rounds half to even under Go's
+// MXCSR.
+#define QUANT16 \
+	VMULPS     Z1, Z0, Z0 \
+	VCMPPS     $0, Z0, Z0, K1 \
+	VMINPS     Z5, Z0, Z0 \
+	VMAXPS     Z6, Z0, Z0 \
+	VCVTPS2DQ.Z Z0, K1, Z7 \
+	VPADDD     Z2, Z7, Z7 \
+	VPMAXSD    Z3, Z7, Z7 \
+	VPMINSD    Z4, Z7, Z7
+
+// func quantizeAVX512(dst *uint8, x *float32, n int, inv float32, zero, lo, hi int32)
+TEXT ·quantizeAVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS inv+24(FP), Z1
+	MOVL         zero+28(FP), AX
+	VPBROADCASTD AX, Z2
+	MOVL         lo+32(FP), AX
+	VPBROADCASTD AX, Z3
+	MOVL         hi+36(FP), AX
+	VPBROADCASTD AX, Z4
+	VBROADCASTSS quantBig<>(SB), Z5
+	VXORPS       Z6, Z6, Z6
+	VSUBPS       Z5, Z6, Z6
+
+quantloop:
+	CMPQ    CX, $16
+	JLT     quanttail
+	VMOVUPS (SI), Z0
+	QUANT16
+	VPMOVDB Z7, (DI)
+	ADDQ    $64, SI
+	ADDQ    $16, DI
+	SUBQ    $16, CX
+	JMP     quantloop
+
+quanttail:
+	TESTQ     CX, CX
+	JZ        quantdone
+	MOVQ      $1, AX
+	SHLQ      CX, AX
+	DECQ      AX
+	KMOVW     AX, K2
+	VMOVUPS.Z (SI), K2, Z0
+	QUANT16
+	VPMOVDB   Z7, K2, (DI)
+
+quantdone:
+	VZEROUPPER
+	RET
+
+// func dequantizeAVX512(dst *float32, q *uint8, n int, scale float32, zero int32, signed int)
+TEXT ·dequantizeAVX512(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         q+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS scale+24(FP), Z1
+	MOVL         zero+28(FP), AX
+	VPBROADCASTD AX, Z2
+	MOVQ         $-1, AX
+	KMOVW        AX, K2
+	CMPQ         signed+32(FP), $0
+	JNE          dqsigned
+
+dqloop:
+	CMPQ CX, $16
+	JGE  dqfull
+	TESTQ CX, CX
+	JZ   dqdone
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K2
+	MOVQ $16, CX
+
+dqfull:
+	VPMOVZXBD.Z (SI), K2, Z0
+	VPSUBD      Z2, Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS      Z1, Z0, Z0
+	VMOVUPS     Z0, K2, (DI)
+	ADDQ        $16, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         dqloop
+
+dqsigned:
+	CMPQ CX, $16
+	JGE  dqsfull
+	TESTQ CX, CX
+	JZ   dqdone
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K2
+	MOVQ $16, CX
+
+dqsfull:
+	VPMOVSXBD.Z (SI), K2, Z0
+	VPSUBD      Z2, Z0, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS      Z1, Z0, Z0
+	VMOVUPS     Z0, K2, (DI)
+	ADDQ        $16, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         dqsigned
+
+dqdone:
+	VZEROUPPER
+	RET
+
+// func int8DequantAVX512(y *float32, acc, corr *int32, cs, bias *float32, n int)
+// y[c] = float32(acc[c] − corr[c])·cs[c] + bias[c] (bias nil: no add), the
+// product rounded before the add as int8Dequant's two float32 steps are.
+TEXT ·int8DequantAVX512(SB), NOSPLIT, $0-48
+	MOVQ  y+0(FP), DI
+	MOVQ  acc+8(FP), SI
+	MOVQ  corr+16(FP), DX
+	MOVQ  cs+24(FP), R8
+	MOVQ  bias+32(FP), R9
+	MOVQ  n+40(FP), CX
+	MOVQ  $-1, AX
+	KMOVW AX, K2
+
+dqrloop:
+	CMPQ  CX, $16
+	JGE   dqrfull
+	TESTQ CX, CX
+	JZ    dqrdone
+	MOVQ  $1, AX
+	SHLQ  CX, AX
+	DECQ  AX
+	KMOVW AX, K2
+	MOVQ  $16, CX
+
+dqrfull:
+	VMOVDQU32.Z (SI), K2, Z0
+	VPSUBD.Z    (DX), Z0, K2, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.Z    (R8), Z0, K2, Z0
+	TESTQ       R9, R9
+	JZ          dqrstore
+	VADDPS.Z    (R9), Z0, K2, Z0
+	ADDQ        $64, R9
+
+dqrstore:
+	VMOVUPS Z0, K2, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, R8
+	ADDQ    $64, DI
+	SUBQ    $16, CX
+	JMP     dqrloop
+
+dqrdone:
+	VZEROUPPER
+	RET
