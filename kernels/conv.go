@@ -92,12 +92,19 @@ func convForward(s *ConvShape, x, w []float32, packed *PackedB, bias, y []float3
 }
 
 func convForwardEpilogue(s *ConvShape, x, w []float32, packed *PackedB, bias, y []float32, ep ConvEpilogue) {
+	s.check("ConvForward", convLen{"x", len(x), s.xLen()})
+	convForwardInput(s, x, nil, w, packed, bias, y, ep)
+}
+
+// convForwardInput is convForwardEpilogue with the input given as float32
+// x or, for a channels-last s, as bfloat16 x16 (x nil), which the paths
+// that pack the input themselves widen as they pack it.
+func convForwardInput(s *ConvShape, x []float32, x16 []uint16, w []float32, packed *PackedB, bias, y []float32, ep ConvEpilogue) {
 	nb := 0
 	if bias != nil {
 		nb = s.O
 	}
-	s.check("ConvForward", convLen{"x", len(x), s.xLen()}, convLen{"w", len(w), s.wLen()},
-		convLen{"y", len(y), s.yLen()}, convLen{"bias", len(bias), nb})
+	s.check("ConvForward", convLen{"w", len(w), s.wLen()}, convLen{"y", len(y), s.yLen()}, convLen{"bias", len(bias), nb})
 	if s.N == 0 {
 		return
 	}
@@ -108,9 +115,17 @@ func convForwardEpilogue(s *ConvShape, x, w []float32, packed *PackedB, bias, y 
 		bias = bias[:s.O]
 	}
 	y = y[:s.yLen()]
+	if x16 != nil {
+		if !s.ChannelsLast {
+			panic("kernels: convForwardInput: a bfloat16 input needs a channels-last convolution")
+		}
+		j.x16 = x16[:s.xLen()]
+	} else {
+		x = x[:s.xLen()]
+	}
 	if s.ChannelsLast {
 		j.ep = ep
-		j.forward(x[:s.xLen()], w[:s.wLen()], bias, y)
+		j.forward(x, w[:s.wLen()], bias, y)
 		if !j.epDone && ep.active() {
 			epiloguePass(y, &ep)
 		}
@@ -189,6 +204,7 @@ type convJob struct {
 	rows, ow, inRows    int
 
 	x, w, y, dy, dx, dw, bias []float32
+	x16                       []uint16  // a bfloat16 forward input, which x is nil beside (see forward)
 	wt                        []float32 // weights rearranged for this call
 	packed                    *PackedB  // the forward's weights prepacked (ConvWeights), or nil
 
@@ -259,7 +275,7 @@ func getConvJob(s *ConvShape) *convJob {
 // release drops the job's references to the caller's slices and returns it
 // to the pool.
 func (j *convJob) release() {
-	j.x, j.w, j.y, j.dy, j.dx, j.dw, j.bias = nil, nil, nil, nil, nil, nil, nil
+	j.x, j.w, j.y, j.dy, j.dx, j.dw, j.bias, j.x16 = nil, nil, nil, nil, nil, nil, nil, nil
 	j.wt, j.col, j.red, j.redOut, j.trSrc, j.trDst = nil, nil, nil, nil, nil, nil
 	j.partial, j.packed = nil, nil
 	j.ep, j.epDone = ConvEpilogue{}, false

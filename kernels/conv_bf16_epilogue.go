@@ -34,32 +34,32 @@ func (b *bf16Stage) on() bool { return b.y != nil }
 
 // store runs the stage on row, finished float32 values of elements
 // [off, off+len(row)) of the result; row is overwritten. tmp is scratch
-// for the widened residual.
+// for the widened residual. The intermediate roundings happen in float32
+// (roundBF16Impl), a narrowing and widening in one pass; the last is the
+// narrowing into y.
 func (b *bf16Stage) store(row []float32, off int, tmp *[2][bf16Stretch]float32) {
 	for i := 0; i < len(row); i += bf16Stretch {
 		k := min(i+bf16Stretch, len(row))
 		f, y := row[i:k], b.y[off+i:off+k]
-		f32ToBF16Impl(y, f)
+		if b.res != nil || b.activate {
+			roundBF16Impl(f)
+		}
 		if b.res != nil {
 			r := tmp[0][:k-i]
-			bf16ToF32Impl(f, y)
 			bf16ToF32Impl(r, b.res[off+i:off+k])
 			binarySameImpl(BinAdd, f, f, r)
-			if b.activate && b.act.Fn == ActReLU {
-				// A sum of two bfloat16 values is a multiple of the
-				// least one, so it never rounds to −0 from below: the
-				// rectifier commutes with the rounding (AddReLUBF16).
-				actForwardImpl(b.act, f, f)
-				f32ToBF16Impl(y, f)
-				continue
+			// A sum of two bfloat16 values is a multiple of the least
+			// one, so it never rounds to −0 from below: the rectifier
+			// commutes with the rounding (AddReLUBF16), which the
+			// narrowing below then does.
+			if b.activate && b.act.Fn != ActReLU {
+				roundBF16Impl(f)
 			}
-			f32ToBF16Impl(y, f)
 		}
 		if b.activate {
-			bf16ToF32Impl(f, y)
 			actForwardImpl(b.act, f, f)
-			f32ToBF16Impl(y, f)
 		}
+		f32ToBF16Impl(y, f)
 	}
 }
 
@@ -182,6 +182,10 @@ func ConvForwardBF16Epilogue(s *ConvShape, x, w []uint16, cw *ConvWeightsBF16, b
 	// stands for A, which the GEMM widens as it packs it.
 	if s.pointwise() && s.ChannelsLast && s.Groups == 1 &&
 		sgemmBF16A(s.N*s.outSize(), s.O, s.C, x, s.C, true, wf, s.C, packed, *acc, s.O, Epilogue{Bias: bias, out16: stage}) {
+		return
+	}
+	if s.ChannelsLast {
+		convForwardInput(s, nil, x, wf, packed, bias, *acc, ConvEpilogue{out16: stage})
 		return
 	}
 	xf := widenedOperand(x[:s.xLen()])

@@ -17,6 +17,16 @@ import "slices"
 func (j *convJob) forward(x, w, bias, y []float32) {
 	s := &j.s
 	j.x, j.w, j.bias, j.y = x, w, bias, y
+	if j.x16 != nil {
+		// The direct and implicit paths pack a bfloat16 input themselves,
+		// widening it as they go; the others read a float32 copy.
+		if !s.depthwise() && (j.forwardDirect() || !s.pointwise() && j.forwardImplicit()) {
+			return
+		}
+		xf := widenedOperand(j.x16)
+		defer releaseF32Scratch(xf)
+		x, j.x, j.x16 = *xf, *xf, nil
+	}
 	if s.depthwise() {
 		j.dwForward()
 		return

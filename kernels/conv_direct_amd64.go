@@ -123,7 +123,11 @@ func (j *convJob) padRows(lo, hi int) {
 			continue
 		}
 		clear(row[:pw*C])
-		copy(row[pw*C:(pw+W)*C], j.x[(n*H+h)*W*C:])
+		if j.x16 != nil {
+			bf16ToF32Impl(row[pw*C:(pw+W)*C], j.x16[(n*H+h)*W*C:(n*H+h+1)*W*C])
+		} else {
+			copy(row[pw*C:(pw+W)*C], j.x[(n*H+h)*W*C:])
+		}
 		clear(row[(pw+W)*C:])
 	}
 }

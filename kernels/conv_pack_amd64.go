@@ -80,39 +80,50 @@ func (j *convJob) packA(dst []float32, i0, rows, p0, kc int) {
 			}
 		}
 		d := dst[(a-p0)*gemmMR:]
-		c0, cnt := a-t*C, b-a
-		if n8 := cnt &^ 7; n8 > 0 {
-			if stride := src[1] - src[0]; src[0] >= 0 && stride > 0 && evenlySpaced(src[:], stride) {
-				gemmPackAN6(n8, &j.x[src[0]+c0], stride, &d[0])
-			} else {
-				packRowsAN6(j.x, &src, c0, n8, d)
-			}
-			c0 += n8
-			d = d[n8*gemmMR:]
-			cnt -= n8
-		}
-		for r, o := range src {
-			if o < 0 {
-				for p := range cnt {
-					d[p*gemmMR+r] = 0
-				}
-				continue
-			}
-			for p, v := range j.x[o+c0 : o+c0+cnt] {
-				d[p*gemmMR+r] = v
-			}
+		if j.x16 != nil {
+			packTap(j.x16, &src, a-t*C, b-a, d, gemmPackAN6BF16, F32FromBF16)
+		} else {
+			packTap(j.x, &src, a-t*C, b-a, d, gemmPackAN6, func(v float32) float32 { return v })
 		}
 	}
 }
 
-// packRowsAN6 packs n (a multiple of 8) floats from x at src[r]+c0 for
-// each row r (zeros where src[r] < 0) into dst as gemmPackAN6 does: the
+// packTap packs cnt channels from c0 of one kernel tap, read at src[r]
+// in x for each pixel r (zeros where src[r] < 0), into dst; pack is the
+// 6-row panel packer for x's element type and widen its scalar form.
+func packTap[T float32 | uint16](x []T, src *[gemmMR]int, c0, cnt int, dst []float32,
+	pack func(kc8 int, a *T, lda int, dst *float32), widen func(T) float32) {
+	if n8 := cnt &^ 7; n8 > 0 {
+		if stride := src[1] - src[0]; src[0] >= 0 && stride > 0 && evenlySpaced(src[:], stride) {
+			pack(n8, &x[src[0]+c0], stride, &dst[0])
+		} else {
+			packRowsAN6(x, src, c0, n8, dst, pack)
+		}
+		c0 += n8
+		dst = dst[n8*gemmMR:]
+		cnt -= n8
+	}
+	for r, o := range src {
+		if o < 0 {
+			for p := range cnt {
+				dst[p*gemmMR+r] = 0
+			}
+			continue
+		}
+		for p, v := range x[o+c0 : o+c0+cnt] {
+			dst[p*gemmMR+r] = widen(v)
+		}
+	}
+}
+
+// packRowsAN6 packs n (a multiple of 8) elements from x at src[r]+c0 for
+// each row r (zeros where src[r] < 0) into dst as pack does: the
 // rows are first copied side by side into a small buffer on the stack, so
 // a panel whose pixels cross an output row or meet padding still packs
 // with vector code.
-func packRowsAN6(x []float32, src *[gemmMR]int, c0, n int, dst []float32) {
+func packRowsAN6[T float32 | uint16](x []T, src *[gemmMR]int, c0, n int, dst []float32, pack func(kc8 int, a *T, lda int, dst *float32)) {
 	const chunk = 256
-	var buf [gemmMR * chunk]float32
+	var buf [gemmMR * chunk]T
 	for c := 0; c < n; c += chunk {
 		w := min(chunk, n-c)
 		for r, o := range src {
@@ -123,7 +134,7 @@ func packRowsAN6(x []float32, src *[gemmMR]int, c0, n int, dst []float32) {
 				copy(row, x[o+c0+c:])
 			}
 		}
-		gemmPackAN6(w, &buf[0], w, &dst[c*gemmMR])
+		pack(w, &buf[0], w, &dst[c*gemmMR])
 	}
 }
 

@@ -57,9 +57,14 @@ func bf16ToF32For(l Level) func(dst []float32, src []uint16) {
 	return pick(l, [levelCount]func([]float32, []uint16){Generic: bf16ToF32Span, AVX2: bf16ToF32AVX2Span, AVX512: bf16ToF32AVX512Span})
 }
 
+func roundBF16For(l Level) func(x []float32) {
+	return pick(l, [levelCount]func([]float32){Generic: roundBF16Span, AVX2: roundBF16AVX2Span, AVX512: roundBF16AVX512Span})
+}
+
 var (
 	f32ToBF16Impl = f32ToBF16For(level)
 	bf16ToF32Impl = bf16ToF32For(level)
+	roundBF16Impl = roundBF16For(level)
 )
 
 // cvtJob holds one conversion's slices for the worker pool; pooled, with
@@ -89,6 +94,14 @@ func f32ToBF16Span(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
 	for i, f := range src {
 		dst[i] = BF16FromF32(f)
+	}
+}
+
+// roundBF16Span is the reference rounding loop: each value becomes the
+// float32 of its bfloat16 rounding, a narrowing and widening in one.
+func roundBF16Span(x []float32) {
+	for i, f := range x {
+		x[i] = F32FromBF16(BF16FromF32(f))
 	}
 }
 

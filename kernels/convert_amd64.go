@@ -14,7 +14,15 @@ func f32ToBF16AVX512(dst []uint16, src []float32)
 //go:noescape
 func bf16ToF32AVX512(dst []float32, src []uint16)
 
+//go:noescape
+func roundBF16AVX2(x []float32)
+
+//go:noescape
+func roundBF16AVX512(x []float32)
+
 var (
+	roundBF16AVX2Span   = roundBF16Asm
+	roundBF16AVX512Span = roundBF16Asm512
 	f32ToBF16AVX2Span   = f32ToBF16Asm
 	bf16ToF32AVX2Span   = bf16ToF32Asm
 	f32ToBF16AVX512Span = f32ToBF16Asm512
@@ -28,13 +36,14 @@ const cvtChunk = 1 << 15
 // elements it is given, on chunks of at most cvtChunk elements (so no
 // assembly call runs long unpreempted), and then tail on what is left.
 func cvtChunked[D, S any](dst []D, src []S, kernel func([]D, []S), width int, tail func([]D, []S)) {
-	dst = dst[:len(src)]
-	for lo := 0; lo < len(src); lo += cvtChunk {
-		hi := min(lo+cvtChunk, len(src))
+	n := len(src) &^ (width - 1)
+	for lo := 0; lo < n; lo += cvtChunk {
+		hi := min(lo+cvtChunk, n)
 		kernel(dst[lo:hi], src[lo:hi])
 	}
-	t := len(src) &^ (width - 1)
-	tail(dst[t:], src[t:])
+	if n < len(src) {
+		tail(dst[n:len(src)], src[n:])
+	}
 }
 
 func f32ToBF16Asm(dst []uint16, src []float32) {
@@ -53,4 +62,13 @@ func f32ToBF16Asm512(dst []uint16, src []float32) {
 
 func bf16ToF32Asm512(dst []float32, src []uint16) {
 	cvtChunked(dst, src, bf16ToF32AVX512, 16, bf16ToF32Asm)
+}
+
+// The rounding spans work in place; cvtChunked's dst is the same slice.
+func roundBF16Asm(x []float32) {
+	cvtChunked(x, x, func(d, _ []float32) { roundBF16AVX2(d) }, 8, func(d, _ []float32) { roundBF16Span(d) })
+}
+
+func roundBF16Asm512(x []float32) {
+	cvtChunked(x, x, func(d, _ []float32) { roundBF16AVX512(d) }, 16, func(d, _ []float32) { roundBF16Asm(d) })
 }

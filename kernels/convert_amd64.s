@@ -189,3 +189,47 @@ wone512:
 
 wdone512:
 	VRET
+
+// func roundBF16AVX2(x []float32)
+//
+// Rounds the first len(x)&^7 elements to bfloat16 precision in place (the
+// float32 whose top half is TOBF16's result); the caller does the rest.
+TEXT ·roundBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	SUBQ $8, CX
+	JL   rdone
+
+rloop:
+	VMOVDQU (SI), Y0
+	TOBF16(Y0, Y2, Y3)
+	VPSLLD  $16, Y0, Y0
+	VMOVDQU Y0, (SI)
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+	JGE     rloop
+
+rdone:
+	VRET
+
+// func roundBF16AVX512(x []float32)
+//
+// roundBF16AVX2 on sixteen lanes: the first len(x)&^15 elements.
+TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	CVTCONSTS512
+	SUBQ $16, CX
+	JL   rdone512
+
+rloop512:
+	VMOVDQU32 (SI), Z0
+	TOBF16512(Z0, Z2, Z3, K1)
+	VPSLLD    $16, Z0, Z0
+	VMOVDQU32 Z0, (SI)
+	ADDQ      $64, SI
+	SUBQ      $16, CX
+	JGE       rloop512
+
+rdone512:
+	VRET

@@ -53,7 +53,7 @@ func guarded16(t *testing.T, n int) ([]uint16, func()) {
 // BF16FromF32 and F32FromBF16 bit for bit, on suite sizes with guards.
 func TestConvertConformance(t *testing.T) {
 	forEachLevel(t, func(t *testing.T, l Level) {
-		narrow, widen := f32ToBF16For(l), bf16ToF32For(l)
+		narrow, widen, round := f32ToBF16For(l), bf16ToF32For(l), roundBF16For(l)
 		r := rand.New(rand.NewPCG(41, 42))
 		for _, n := range suiteSizes(8) {
 			x := cvtInputs(r, n)
@@ -63,6 +63,15 @@ func TestConvertConformance(t *testing.T) {
 			for i := range x {
 				if want := BF16FromF32(x[i]); h[i] != want {
 					t.Fatalf("n=%d: %#08x narrows to %#04x, want %#04x", n, math.Float32bits(x[i]), h[i], want)
+				}
+			}
+			g, check := guarded(t, n)
+			copy(g, x)
+			round(g)
+			check()
+			for i := range x {
+				if want := uint32(BF16FromF32(x[i])) << 16; math.Float32bits(g[i]) != want {
+					t.Fatalf("n=%d: %#08x rounds to %#08x, want %#08x", n, math.Float32bits(x[i]), math.Float32bits(g[i]), want)
 				}
 			}
 			for i := range h {
@@ -142,9 +151,9 @@ func TestConvertDoesNotAllocate(t *testing.T) {
 // useCvtLevel switches the conversions to level l's variants until the
 // returned function restores them.
 func useCvtLevel(l Level) (restore func()) {
-	n, w := f32ToBF16Impl, bf16ToF32Impl
-	f32ToBF16Impl, bf16ToF32Impl = f32ToBF16For(l), bf16ToF32For(l)
-	return func() { f32ToBF16Impl, bf16ToF32Impl = n, w }
+	n, w, r := f32ToBF16Impl, bf16ToF32Impl, roundBF16Impl
+	f32ToBF16Impl, bf16ToF32Impl, roundBF16Impl = f32ToBF16For(l), bf16ToF32For(l), roundBF16For(l)
+	return func() { f32ToBF16Impl, bf16ToF32Impl, roundBF16Impl = n, w, r }
 }
 
 func BenchmarkConvert(b *testing.B) {
