@@ -34,19 +34,33 @@ func (b *bf16Stage) on() bool { return b.y != nil }
 
 // store runs the stage on row, finished float32 values of elements
 // [off, off+len(row)) of the result; row is overwritten. tmp is scratch
-// for the widened residual. The intermediate roundings happen in float32
-// (roundBF16Impl), a narrowing and widening in one pass; the last is the
-// narrowing into y.
+// for the widened residual. A fused kernel of the level (bf16Fused) takes
+// the common stages sixteen elements at a time; elsewhere the
+// intermediate roundings happen in float32 (roundBF16Impl), a narrowing
+// and widening in one pass, and the last is the narrowing into y.
 func (b *bf16Stage) store(row []float32, off int, tmp *[2][bf16Stretch]float32) {
 	for i := 0; i < len(row); i += bf16Stretch {
 		k := min(i+bf16Stretch, len(row))
 		f, y := row[i:k], b.y[off+i:off+k]
-		if b.res != nil || b.activate {
+		var res []uint16
+		if b.res != nil {
+			res = b.res[off+i : off+k]
+		}
+		if n := b.fused(y, f, res); n > 0 {
+			f, y = f[n:], y[n:]
+			if res != nil {
+				res = res[n:]
+			}
+		}
+		if len(f) == 0 {
+			continue
+		}
+		if res != nil || b.activate {
 			roundBF16Impl(f)
 		}
-		if b.res != nil {
-			r := tmp[0][:k-i]
-			bf16ToF32Impl(r, b.res[off+i:off+k])
+		if res != nil {
+			r := tmp[0][:len(f)]
+			bf16ToF32Impl(r, res)
 			binarySameImpl(BinAdd, f, f, r)
 			// A sum of two bfloat16 values is a multiple of the least
 			// one, so it never rounds to −0 from below: the rectifier
@@ -61,6 +75,44 @@ func (b *bf16Stage) store(row []float32, off int, tmp *[2][bf16Stretch]float32) 
 		}
 		f32ToBF16Impl(y, f)
 	}
+}
+
+// bf16Fused holds the level's fused stage kernels (nil where it has
+// none), each doing the first len(y)&^15 elements: a rectified result, a
+// residual sum, and a rectified residual sum.
+var bf16Fused = bf16FusedFor(level)
+
+type bf16FusedKernels struct {
+	relu         func(y []uint16, f []float32)
+	add, addReLU func(y []uint16, f []float32, res []uint16)
+}
+
+func bf16FusedFor(l Level) bf16FusedKernels {
+	if l < AVX512 {
+		return bf16FusedKernels{}
+	}
+	return bf16FusedKernels{relu: bf16ReLUStageAVX512Span, add: bf16AddStageAVX512Span, addReLU: bf16AddReLUStageAVX512Span}
+}
+
+// fused runs the stage on a leading part of f with one of bf16Fused's
+// kernels, where one fits it, and returns how many elements it did.
+func (b *bf16Stage) fused(y []uint16, f []float32, res []uint16) int {
+	n := len(f) &^ 15
+	relu := b.activate && b.act.Fn == ActReLU
+	k := &bf16Fused
+	switch {
+	case n == 0:
+		return 0
+	case res == nil && relu && k.relu != nil:
+		k.relu(y[:n], f[:n])
+	case res != nil && !b.activate && k.add != nil:
+		k.add(y[:n], f[:n], res[:n])
+	case res != nil && relu && k.addReLU != nil:
+		k.addReLU(y[:n], f[:n], res[:n])
+	default:
+		return 0
+	}
+	return n
 }
 
 // scratch returns the residual's widening buffer, nil when there is no

@@ -3,7 +3,9 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -99,4 +101,53 @@ func TestConvForwardBF16EpilogueChecks(t *testing.T) {
 			c.run()
 		}()
 	}
+}
+
+// TestBF16StageFused checks each level's fused stage kernels against the
+// composed stage, bit for bit, on every float32 class: NaNs, infinities,
+// ties, values that round to −0 from below, subnormals, with residuals
+// holding NaNs and zeros of both signs.
+func TestBF16StageFused(t *testing.T) {
+	defer func(k bf16FusedKernels) { bf16Fused = k }(bf16Fused)
+	forEachLevel(t, func(t *testing.T, l Level) {
+		defer useCvtLevel(l)()
+		r := rand.New(rand.NewPCG(93, 94))
+		for _, n := range append(suiteSizes(16), bf16Stretch+17) {
+			f := cvtInputs(r, n)
+			for i := range f {
+				if r.IntN(8) == 0 { // around −2^-134, where rounding meets −0
+					f[i] = math.Float32frombits(0x80008000 + uint32(r.IntN(3)) - 1)
+				}
+			}
+			res := make([]uint16, n)
+			for i := range res {
+				res[i] = uint16(r.Uint32())
+				if r.IntN(6) == 0 {
+					res[i] = []uint16{0, 0x8000, 0x7fc1, 0xffc0, 0x7f80, 0xff80}[r.IntN(6)]
+				}
+			}
+			for _, st := range []bf16Stage{
+				{act: Act{Fn: ActReLU}, activate: true},
+				{res: res},
+				{res: res, act: Act{Fn: ActReLU}, activate: true},
+				{res: res, act: Act{Fn: ActSigmoid}, activate: true},
+			} {
+				want := make([]uint16, n)
+				bf16Fused = bf16FusedKernels{}
+				st.y = want
+				st.store(slices.Clone(f), 0, getStretches())
+				got, check := guarded16(t, n)
+				bf16Fused = bf16FusedFor(l)
+				st.y = got
+				st.store(slices.Clone(f), 0, getStretches())
+				check()
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("n=%d, residual %v, activation %v: y[%d] = %#04x, composed %#04x (f %#08x, res %#04x)",
+							n, st.res != nil, st.activate, i, got[i], want[i], math.Float32bits(f[i]), res[i])
+					}
+				}
+			}
+		}
+	})
 }

@@ -20,8 +20,20 @@ func roundBF16AVX2(x []float32)
 //go:noescape
 func roundBF16AVX512(x []float32)
 
+//go:noescape
+func bf16ReLUStageAVX512(y []uint16, f []float32)
+
+//go:noescape
+func bf16AddStageAVX512(y []uint16, f []float32, res []uint16)
+
+//go:noescape
+func bf16AddReLUStageAVX512(y []uint16, f []float32, res []uint16)
+
 var (
-	roundBF16AVX2Span   = roundBF16Asm
+	bf16ReLUStageAVX512Span    = bf16ReLUStageAVX512
+	bf16AddStageAVX512Span     = bf16AddStageAVX512
+	bf16AddReLUStageAVX512Span = bf16AddReLUStageAVX512
+	roundBF16AVX2Span          = roundBF16Asm
 	roundBF16AVX512Span = roundBF16Asm512
 	f32ToBF16AVX2Span   = f32ToBF16Asm
 	bf16ToF32AVX2Span   = bf16ToF32Asm

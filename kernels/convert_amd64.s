@@ -29,6 +29,71 @@ QUAD4(cvtQuiet, $0x0000004000000040)
 	VPCMPGTD  cvtInf<>(SB), R, R;   \
 	VPBLENDVB R, T, U, R
 
+// AVX-512: sixteen lanes, the same rounding, the NaN lanes merged under a
+// mask and the halves stored with VPMOVDW. The constants live in
+// Z26–Z30, broadcast once per call.
+#define CVTCONSTS512 \
+	MOVL         $1, AX;          \
+	VPBROADCASTD AX, Z26;         \
+	MOVL         $0x7fff, AX;     \
+	VPBROADCASTD AX, Z27;         \
+	MOVL         $0x7fffffff, AX; \
+	VPBROADCASTD AX, Z28;         \
+	MOVL         $0x7f800000, AX; \
+	VPBROADCASTD AX, Z29;         \
+	MOVL         $0x40, AX;       \
+	VPBROADCASTD AX, Z30
+
+// TOBF16512(R, T, U, K): R = the bfloat16 bits (low half of each lane) of
+// the sixteen float32 in R.
+#define TOBF16512(R, T, U, K) \
+	VPSRLD    $16, R, T;   \
+	VPANDD    Z26, T, U;   \
+	VPADDD    Z27, U, U;   \
+	VPADDD    R, U, U;     \
+	VPSRLD    $16, U, U;   \
+	VPORD     Z30, T, T;   \
+	VPANDD    Z28, R, R;   \
+	VPCMPGTD  Z29, R, K;   \
+	VMOVDQA32 T, K, U;     \
+	VMOVDQA32 U, R
+
+// STAGEARGS loads y into DI, f into SI, the element count into CX and
+// the conversion constants, and zeroes Z31.
+#define STAGEARGS \
+	MOVQ   y_base+0(FP), DI; \
+	MOVQ   y_len+8(FP), CX; \
+	MOVQ   f_base+24(FP), SI; \
+	CVTCONSTS512; \
+	VPXORD Z31, Z31, Z31
+
+// ADDSTAGE(RELU): the residual stage, the rectifier applied when RELU is
+// VMAXPS Z0, Z31, Z0 (or nothing for NOP).
+#define ADDSTAGE(RELU, loop, done) \
+	MOVQ      res_base+48(FP), DX; \
+	SUBQ      $16, CX; \
+	JL        done; \
+loop: \
+	VMOVDQU32 (SI), Z0; \
+	TOBF16512(Z0, Z2, Z3, K1); \
+	VPSLLD    $16, Z0, Z0; \
+	VPMOVZXWD (DX), Z1; \
+	VPSLLD    $16, Z1, Z1; \
+	VADDPS    Z1, Z0, Z0; \
+	RELU; \
+	TOBF16512(Z0, Z2, Z3, K1); \
+	VPMOVDW   Z0, (DI); \
+	ADDQ      $64, SI; \
+	ADDQ      $32, DX; \
+	ADDQ      $32, DI; \
+	SUBQ      $16, CX; \
+	JGE       loop; \
+done: \
+	VRET
+
+#define MAXZERO VMAXPS Z0, Z31, Z0
+#define NOP
+
 // func f32ToBF16AVX2(dst []uint16, src []float32)
 //
 // Converts the first len(src)&^7 elements; the caller does the rest.
@@ -95,35 +160,6 @@ wone:
 
 wdone:
 	VRET
-
-// AVX-512: sixteen lanes, the same rounding, the NaN lanes merged under a
-// mask and the halves stored with VPMOVDW. The constants live in
-// Z26–Z30, broadcast once per call.
-#define CVTCONSTS512 \
-	MOVL         $1, AX;          \
-	VPBROADCASTD AX, Z26;         \
-	MOVL         $0x7fff, AX;     \
-	VPBROADCASTD AX, Z27;         \
-	MOVL         $0x7fffffff, AX; \
-	VPBROADCASTD AX, Z28;         \
-	MOVL         $0x7f800000, AX; \
-	VPBROADCASTD AX, Z29;         \
-	MOVL         $0x40, AX;       \
-	VPBROADCASTD AX, Z30
-
-// TOBF16512(R, T, U, K): R = the bfloat16 bits (low half of each lane) of
-// the sixteen float32 in R.
-#define TOBF16512(R, T, U, K) \
-	VPSRLD    $16, R, T;   \
-	VPANDD    Z26, T, U;   \
-	VPADDD    Z27, U, U;   \
-	VPADDD    R, U, U;     \
-	VPSRLD    $16, U, U;   \
-	VPORD     Z30, T, T;   \
-	VPANDD    Z28, R, R;   \
-	VPCMPGTD  Z29, R, K;   \
-	VMOVDQA32 T, K, U;     \
-	VMOVDQA32 U, R
 
 // func f32ToBF16AVX512(dst []uint16, src []float32)
 //
@@ -233,3 +269,42 @@ rloop512:
 
 rdone512:
 	VRET
+
+// The fused bfloat16 output stages of a BF16 convolution (bf16Stage) on
+// sixteen lanes, the first len(y)&^15 elements. Each is the composed
+// stage bit for bit: f rounded to bfloat16 precision, the residual's
+// widened value added, the rectifier max(x, 0) that keeps −0 and NaN
+// (VMAXPS with 0 as its first source returns x unless 0 > x), the result
+// narrowed. The rectifier commutes with the last rounding: the sum of two
+// bfloat16 values never rounds to −0 from below.
+
+// func bf16ReLUStageAVX512(y []uint16, f []float32)
+TEXT ·bf16ReLUStageAVX512(SB), NOSPLIT, $0-48
+	STAGEARGS
+	SUBQ $16, CX
+	JL   rsdone
+
+rsloop:
+	VMOVDQU32 (SI), Z0
+	TOBF16512(Z0, Z2, Z3, K1)
+	VPSLLD    $16, Z0, Z0
+	VMAXPS    Z0, Z31, Z0
+	VPSRLD    $16, Z0, Z0
+	VPMOVDW   Z0, (DI)
+	ADDQ      $64, SI
+	ADDQ      $32, DI
+	SUBQ      $16, CX
+	JGE       rsloop
+
+rsdone:
+	VRET
+
+// func bf16AddStageAVX512(y []uint16, f []float32, res []uint16)
+TEXT ·bf16AddStageAVX512(SB), NOSPLIT, $0-72
+	STAGEARGS
+	ADDSTAGE(NOP, asloop, asdone)
+
+// func bf16AddReLUStageAVX512(y []uint16, f []float32, res []uint16)
+TEXT ·bf16AddReLUStageAVX512(SB), NOSPLIT, $0-72
+	STAGEARGS
+	ADDSTAGE(MAXZERO, arsloop, arsdone)
