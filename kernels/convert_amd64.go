@@ -34,11 +34,11 @@ var (
 	bf16AddStageAVX512Span     = bf16AddStageAVX512
 	bf16AddReLUStageAVX512Span = bf16AddReLUStageAVX512
 	roundBF16AVX2Span          = roundBF16Asm
-	roundBF16AVX512Span = roundBF16Asm512
-	f32ToBF16AVX2Span   = f32ToBF16Asm
-	bf16ToF32AVX2Span   = bf16ToF32Asm
-	f32ToBF16AVX512Span = f32ToBF16Asm512
-	bf16ToF32AVX512Span = bf16ToF32Asm512
+	roundBF16AVX512Span        = roundBF16Asm512
+	f32ToBF16AVX2Span          = f32ToBF16Asm
+	bf16ToF32AVX2Span          = bf16ToF32Asm
+	f32ToBF16AVX512Span        = f32ToBF16Asm512
+	bf16ToF32AVX512Span        = bf16ToF32Asm512
 )
 
 // cvtChunk is the most elements one assembly call converts.
