@@ -88,10 +88,13 @@ type bf16FusedKernels struct {
 }
 
 func bf16FusedFor(l Level) bf16FusedKernels {
-	if l < AVX512 {
-		return bf16FusedKernels{}
+	switch {
+	case l >= AVX512:
+		return bf16FusedKernels{relu: bf16ReLUStageAVX512Span, add: bf16AddStageAVX512Span, addReLU: bf16AddReLUStageAVX512Span}
+	case l >= AVX2:
+		return bf16FusedKernels{relu: bf16ReLUStageAVX2Span, add: bf16AddStageAVX2Span, addReLU: bf16AddReLUStageAVX2Span}
 	}
-	return bf16FusedKernels{relu: bf16ReLUStageAVX512Span, add: bf16AddStageAVX512Span, addReLU: bf16AddReLUStageAVX512Span}
+	return bf16FusedKernels{}
 }
 
 // fused runs the stage on a leading part of f with one of bf16Fused's

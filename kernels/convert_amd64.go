@@ -21,6 +21,15 @@ func roundBF16AVX2(x []float32)
 func roundBF16AVX512(x []float32)
 
 //go:noescape
+func bf16ReLUStageAVX2(y []uint16, f []float32)
+
+//go:noescape
+func bf16AddStageAVX2(y []uint16, f []float32, res []uint16)
+
+//go:noescape
+func bf16AddReLUStageAVX2(y []uint16, f []float32, res []uint16)
+
+//go:noescape
 func bf16ReLUStageAVX512(y []uint16, f []float32)
 
 //go:noescape
@@ -30,6 +39,9 @@ func bf16AddStageAVX512(y []uint16, f []float32, res []uint16)
 func bf16AddReLUStageAVX512(y []uint16, f []float32, res []uint16)
 
 var (
+	bf16ReLUStageAVX2Span      = bf16ReLUStageAVX2
+	bf16AddStageAVX2Span       = bf16AddStageAVX2
+	bf16AddReLUStageAVX2Span   = bf16AddReLUStageAVX2
 	bf16ReLUStageAVX512Span    = bf16ReLUStageAVX512
 	bf16AddStageAVX512Span     = bf16AddStageAVX512
 	bf16AddReLUStageAVX512Span = bf16AddReLUStageAVX512

@@ -94,6 +94,63 @@ done: \
 #define MAXZERO VMAXPS Z0, Z31, Z0
 #define NOP
 
+// STAGEARGS2 is STAGEARGS for the AVX2 stages: zero in Y15.
+#define STAGEARGS2 \
+	MOVQ   y_base+0(FP), DI; \
+	MOVQ   y_len+8(FP), CX; \
+	MOVQ   f_base+24(FP), SI; \
+	VPXOR  Y15, Y15, Y15
+
+// ROUND2: Y0 and Y1, sixteen float32 from SI, rounded to bfloat16
+// precision.
+#define ROUND2 \
+	VMOVDQU (SI), Y0; \
+	VMOVDQU 32(SI), Y1; \
+	TOBF16(Y0, Y2, Y3); \
+	TOBF16(Y1, Y4, Y5); \
+	VPSLLD  $16, Y0, Y0; \
+	VPSLLD  $16, Y1, Y1
+
+// STORE2: the bfloat16 halves of Y0 and Y1 to DI, in order.
+#define STORE2 \
+	VPSRLD    $16, Y0, Y0; \
+	VPSRLD    $16, Y1, Y1; \
+	VPACKUSDW Y1, Y0, Y0; \
+	VPERMQ    $0xd8, Y0, Y0; \
+	VMOVDQU   Y0, (DI)
+
+#define MAXZERO2 \
+	VMAXPS Y0, Y15, Y0; \
+	VMAXPS Y1, Y15, Y1
+
+// ADDSTAGE2(RELU, loop, done): ADDSTAGE on sixteen elements an iteration
+// of two YMM vectors.
+#define ADDSTAGE2(RELU, loop, done) \
+	MOVQ      res_base+48(FP), DX; \
+	SUBQ      $16, CX; \
+	JL        done; \
+loop: \
+	ROUND2; \
+	VPMOVZXWD (DX), Y6; \
+	VPMOVZXWD 16(DX), Y7; \
+	VPSLLD    $16, Y6, Y6; \
+	VPSLLD    $16, Y7, Y7; \
+	VADDPS    Y6, Y0, Y0; \
+	VADDPS    Y7, Y1, Y1; \
+	RELU; \
+	TOBF16(Y0, Y2, Y3); \
+	TOBF16(Y1, Y4, Y5); \
+	VPACKUSDW Y1, Y0, Y0; \
+	VPERMQ    $0xd8, Y0, Y0; \
+	VMOVDQU   Y0, (DI); \
+	ADDQ      $64, SI; \
+	ADDQ      $32, DX; \
+	ADDQ      $32, DI; \
+	SUBQ      $16, CX; \
+	JGE       loop; \
+done: \
+	VRET
+
 // func f32ToBF16AVX2(dst []uint16, src []float32)
 //
 // Converts the first len(src)&^7 elements; the caller does the rest.
@@ -308,3 +365,31 @@ TEXT ·bf16AddStageAVX512(SB), NOSPLIT, $0-72
 TEXT ·bf16AddReLUStageAVX512(SB), NOSPLIT, $0-72
 	STAGEARGS
 	ADDSTAGE(MAXZERO, arsloop, arsdone)
+
+// func bf16ReLUStageAVX2(y []uint16, f []float32)
+TEXT ·bf16ReLUStageAVX2(SB), NOSPLIT, $0-48
+	STAGEARGS2
+	SUBQ $16, CX
+	JL   rs2done
+
+rs2loop:
+	ROUND2
+	MAXZERO2
+	STORE2
+	ADDQ $64, SI
+	ADDQ $32, DI
+	SUBQ $16, CX
+	JGE  rs2loop
+
+rs2done:
+	VRET
+
+// func bf16AddStageAVX2(y []uint16, f []float32, res []uint16)
+TEXT ·bf16AddStageAVX2(SB), NOSPLIT, $0-72
+	STAGEARGS2
+	ADDSTAGE2(NOP, as2loop, as2done)
+
+// func bf16AddReLUStageAVX2(y []uint16, f []float32, res []uint16)
+TEXT ·bf16AddReLUStageAVX2(SB), NOSPLIT, $0-72
+	STAGEARGS2
+	ADDSTAGE2(MAXZERO2, ars2loop, ars2done)

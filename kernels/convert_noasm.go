@@ -8,6 +8,8 @@ var (
 	bf16ToF32AVX2Span, bf16ToF32AVX512Span func(dst []float32, src []uint16)
 	roundBF16AVX2Span, roundBF16AVX512Span func(x []float32)
 
-	bf16ReLUStageAVX512Span                            func(y []uint16, f []float32)
+	bf16ReLUStageAVX2Span, bf16ReLUStageAVX512Span func(y []uint16, f []float32)
+
+	bf16AddStageAVX2Span, bf16AddReLUStageAVX2Span     func(y []uint16, f []float32, res []uint16)
 	bf16AddStageAVX512Span, bf16AddReLUStageAVX512Span func(y []uint16, f []float32, res []uint16)
 )
