@@ -378,7 +378,7 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, cw16 *ker
 		if bNeeds {
 			db = make([]float32, s.O)
 		}
-		kernels.ConvBackwardBF16(&s, xk.BFloat16s(), wk.BFloat16s(), g.BFloat16s(), dx, dw, db)
+		kernels.ConvBackwardBF16To(&s, xk.BFloat16s(), wk.BFloat16s(), g.BFloat16s(), dx, dw, db)
 		if gx != nil && xm.format != layout {
 			gx = gx.reformat(xm.format)
 		}
@@ -435,7 +435,7 @@ func bindConv(s kernels.ConvShape, x, w, b, y *Tensor, cw *kernels.ConvWeights, 
 			if bd != nil {
 				kernels.BF16ToF32(bias, bd)
 			}
-			kernels.ConvForwardBF16Epilogue(&s, xd, wd, cw16, bias, yd, kep)
+			kernels.ConvForwardEpilogueBF16To(&s, xd, wd, cw16, bias, yd, kep)
 		}
 	}
 	return nil

@@ -89,7 +89,7 @@ func ConvBackwardWeightBF16(s *ConvShape, x, dy []uint16, dw []float32) {
 // bfloat16 (nearest even) into y: the BF16-output form, accumulating in
 // float32 as ever. y is overwritten.
 func ConvForwardBF16To(s *ConvShape, x, w []uint16, bias []float32, y []uint16) {
-	ConvForwardBF16Epilogue(s, x, w, nil, bias, y, ConvEpilogueBF16{})
+	ConvForwardEpilogueBF16To(s, x, w, nil, bias, y, ConvEpilogueBF16{})
 }
 
 // ConvBackwardDataBF16To is ConvBackwardDataBF16 with dx rounded to
@@ -110,13 +110,13 @@ func ConvBackwardWeightBF16To(s *ConvShape, x, dy []uint16, dw []uint16) {
 	releaseF32Scratch(acc)
 }
 
-// ConvBackwardBF16 computes a BF16 convolution's gradients, each where its
+// ConvBackwardBF16To computes a BF16 convolution's gradients, each where its
 // destination is not nil: dx and dw rounded to bfloat16, as
 // ConvBackwardDataBF16To and ConvBackwardWeightBF16To give them, and db in
 // float32, ConvBackwardBias of dy widened. Where the convolution runs on
 // the widened float32 kernels, dy is widened once for all three.
-func ConvBackwardBF16(s *ConvShape, x, w, dy []uint16, dx, dw []uint16, db []float32) {
-	const op = "ConvBackwardBF16"
+func ConvBackwardBF16To(s *ConvShape, x, w, dy []uint16, dx, dw []uint16, db []float32) {
+	const op = "ConvBackwardBF16To"
 	lens := []convLen{{"dy", len(dy), s.yLen()}}
 	if dx != nil {
 		lens = append(lens, convLen{"dx", len(dx), s.xLen()}, convLen{"w", len(w), s.wLen()})

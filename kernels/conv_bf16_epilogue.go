@@ -181,12 +181,12 @@ func (cw *ConvWeightsBF16) Fits(s *ConvShape) bool {
 	return cw.s.C == s.C && cw.s.O == s.O && cw.s.Groups == s.Groups && cw.s.Kernel == s.Kernel && cw.s.ChannelsLast == s.ChannelsLast
 }
 
-// ConvForwardBF16Epilogue computes y = ep(round(conv(x, w) + bias)) for
+// ConvForwardEpilogueBF16To computes y = ep(round(conv(x, w) + bias)) for
 // bfloat16 x, w, y and float32 bias (nil for none), accumulating in
 // float32; see ConvEpilogueBF16. cw, when not nil, holds w prepared by
 // PrepareConvWeightsBF16 for s. y is overwritten.
-func ConvForwardBF16Epilogue(s *ConvShape, x, w []uint16, cw *ConvWeightsBF16, bias []float32, y []uint16, ep ConvEpilogueBF16) {
-	const op = "ConvForwardBF16Epilogue"
+func ConvForwardEpilogueBF16To(s *ConvShape, x, w []uint16, cw *ConvWeightsBF16, bias []float32, y []uint16, ep ConvEpilogueBF16) {
+	const op = "ConvForwardEpilogueBF16To"
 	nb := 0
 	if bias != nil {
 		nb = s.O

@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// TestConvForwardBF16Epilogue checks every convolution case, both layouts,
+// TestConvForwardEpilogueBF16To checks every convolution case, both layouts,
 // with prepared weights and without, at two blockings, against
 // ConvForwardBF16To followed by BinaryBF16 and Act.ForwardBF16, bit for
 // bit, with guards around the output. The residual holds a NaN and zeros
 // of both signs so the stage's edge cases meet the epilogue.
-func TestConvForwardBF16Epilogue(t *testing.T) {
+func TestConvForwardEpilogueBF16To(t *testing.T) {
 	r := rand.New(rand.NewPCG(91, 92))
 	acts := []Act{{Fn: ActReLU}, {Fn: ActSigmoid}, {Fn: ActSiLU}, {Fn: ActHardTanh, A: -0.5, B: 0.5}, {Fn: ActELU, A: 1}, {Fn: ActGELU}}
 	cases := append(append([]convCase{}, convCases...), convBF16Cases...)
@@ -52,7 +52,7 @@ func TestConvForwardBF16Epilogue(t *testing.T) {
 					for _, cw := range []*ConvWeightsBF16{nil, prepared} {
 						name := fmt.Sprintf("%s (channels-last %v, blocking %v, epilogue %d %+v, prepared %v)", c.name, cl, blocking, i, ep.Act, cw != nil)
 						got, check := guarded16(t, s.yLen())
-						ConvForwardBF16Epilogue(&s, x, w, cw, bias, got, ep)
+						ConvForwardEpilogueBF16To(&s, x, w, cw, bias, got, ep)
 						check()
 						for k := range want {
 							if got[k] != want[k] {
@@ -67,9 +67,9 @@ func TestConvForwardBF16Epilogue(t *testing.T) {
 	}
 }
 
-// TestConvForwardBF16EpilogueChecks: operands that do not fit the shape
+// TestConvForwardEpilogueBF16ToChecks: operands that do not fit the shape
 // fail with ErrShape naming the problem, before any kernel runs.
-func TestConvForwardBF16EpilogueChecks(t *testing.T) {
+func TestConvForwardEpilogueBF16ToChecks(t *testing.T) {
 	s := convCases[1].shape(true)
 	x, w, y := make([]uint16, s.xLen()), make([]uint16, s.wLen()), make([]uint16, s.yLen())
 	other := s
@@ -80,15 +80,15 @@ func TestConvForwardBF16EpilogueChecks(t *testing.T) {
 		run  func()
 	}{
 		{"short residual", func() {
-			ConvForwardBF16Epilogue(&s, x, w, nil, nil, y, ConvEpilogueBF16{Residual: y[:len(y)-1]})
+			ConvForwardEpilogueBF16To(&s, x, w, nil, nil, y, ConvEpilogueBF16{Residual: y[:len(y)-1]})
 		}},
-		{"short output", func() { ConvForwardBF16Epilogue(&s, x, w, nil, nil, y[:1], ConvEpilogueBF16{}) }},
+		{"short output", func() { ConvForwardEpilogueBF16To(&s, x, w, nil, nil, y[:1], ConvEpilogueBF16{}) }},
 		{"weights prepared for another shape", func() {
 			cw := PrepareConvWeightsBF16(&other, otherW)
 			if cw == nil {
 				cw = &ConvWeightsBF16{s: other}
 			}
-			ConvForwardBF16Epilogue(&s, x, w, cw, nil, y, ConvEpilogueBF16{})
+			ConvForwardEpilogueBF16To(&s, x, w, cw, nil, y, ConvEpilogueBF16{})
 		}},
 	} {
 		func() {

@@ -264,7 +264,7 @@ func TestConvBF16To(t *testing.T) {
 // TestConvBackwardBF16 checks the combined backward against the separate
 // BF16-output calls and ConvBackwardBias of the widened dy, bit for bit,
 // for every subset of gradients, with guards around the outputs.
-func TestConvBackwardBF16(t *testing.T) {
+func TestConvBackwardBF16To(t *testing.T) {
 	r := rand.New(rand.NewPCG(83, 84))
 	for _, c := range append(append([]convCase{}, convBF16Cases...), convCases...) {
 		for _, cl := range []bool{true, false} {
@@ -295,7 +295,7 @@ func TestConvBackwardBF16(t *testing.T) {
 					db, check = guarded(t, s.O)
 					checks = append(checks, check)
 				}
-				ConvBackwardBF16(&s, x, w, dy, dx, dw, db)
+				ConvBackwardBF16To(&s, x, w, dy, dx, dw, db)
 				for _, check := range checks {
 					check()
 				}

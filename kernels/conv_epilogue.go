@@ -12,7 +12,7 @@ type ConvEpilogue struct {
 	Act      Act
 	Activate bool
 
-	out16 bf16Stage // ConvForwardBF16Epilogue's stage, last
+	out16 bf16Stage // ConvForwardEpilogueBF16To's stage, last
 }
 
 func (ep *ConvEpilogue) active() bool { return ep.Residual != nil || ep.Activate || ep.out16.on() }

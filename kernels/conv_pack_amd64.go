@@ -81,23 +81,26 @@ func (j *convJob) packA(dst []float32, i0, rows, p0, kc int) {
 		}
 		d := dst[(a-p0)*gemmMR:]
 		if j.x16 != nil {
-			packTap(j.x16, &src, a-t*C, b-a, d, gemmPackAN6BF16, F32FromBF16)
+			packTap(j.x16, src, a-t*C, b-a, d, gemmPackAN6BF16, packRowsAN6BF16, F32FromBF16)
 		} else {
-			packTap(j.x, &src, a-t*C, b-a, d, gemmPackAN6, func(v float32) float32 { return v })
+			packTap(j.x, src, a-t*C, b-a, d, gemmPackAN6, packRowsAN6, func(v float32) float32 { return v })
 		}
 	}
 }
 
 // packTap packs cnt channels from c0 of one kernel tap, read at src[r]
-// in x for each pixel r (zeros where src[r] < 0), into dst; pack is the
-// 6-row panel packer for x's element type and widen its scalar form.
-func packTap[T float32 | uint16](x []T, src *[gemmMR]int, c0, cnt int, dst []float32,
-	pack func(kc8 int, a *T, lda int, dst *float32), widen func(T) float32) {
+// in x for each pixel r (zeros where src[r] < 0), into dst: pack and
+// packRows are the panel packers for x's element type, widen its scalar
+// form. src comes by value: a pointer handed on to a function value would
+// send the caller's array to the heap on every call.
+func packTap[T float32 | uint16](x []T, src [gemmMR]int, c0, cnt int, dst []float32,
+	pack func(kc8 int, a *T, lda int, dst *float32), packRows func(x []T, src [gemmMR]int, c0, n int, dst []float32),
+	widen func(T) float32) {
 	if n8 := cnt &^ 7; n8 > 0 {
 		if stride := src[1] - src[0]; src[0] >= 0 && stride > 0 && evenlySpaced(src[:], stride) {
 			pack(n8, &x[src[0]+c0], stride, &dst[0])
 		} else {
-			packRowsAN6(x, src, c0, n8, dst, pack)
+			packRows(x, src, c0, n8, dst)
 		}
 		c0 += n8
 		dst = dst[n8*gemmMR:]
@@ -116,25 +119,42 @@ func packTap[T float32 | uint16](x []T, src *[gemmMR]int, c0, cnt int, dst []flo
 	}
 }
 
-// packRowsAN6 packs n (a multiple of 8) elements from x at src[r]+c0 for
-// each row r (zeros where src[r] < 0) into dst as pack does: the
+// packRowsAN6 packs n (a multiple of 8) floats from x at src[r]+c0 for
+// each row r (zeros where src[r] < 0) into dst as gemmPackAN6 does: the
 // rows are first copied side by side into a small buffer on the stack, so
 // a panel whose pixels cross an output row or meet padding still packs
 // with vector code.
-func packRowsAN6[T float32 | uint16](x []T, src *[gemmMR]int, c0, n int, dst []float32, pack func(kc8 int, a *T, lda int, dst *float32)) {
-	const chunk = 256
-	var buf [gemmMR * chunk]T
-	for c := 0; c < n; c += chunk {
-		w := min(chunk, n-c)
-		for r, o := range src {
-			row := buf[r*w : (r+1)*w]
-			if o < 0 {
-				clear(row)
-			} else {
-				copy(row, x[o+c0+c:])
-			}
+func packRowsAN6(x []float32, src [gemmMR]int, c0, n int, dst []float32) {
+	var buf [gemmMR * packRowsChunk]float32
+	for c := 0; c < n; c += packRowsChunk {
+		w := min(packRowsChunk, n-c)
+		gatherRows(buf[:], x, &src, c0+c, w)
+		gemmPackAN6(w, &buf[0], w, &dst[c*gemmMR])
+	}
+}
+
+// packRowsAN6BF16 is packRowsAN6 for a bfloat16 x, widened as it packs.
+func packRowsAN6BF16(x []uint16, src [gemmMR]int, c0, n int, dst []float32) {
+	var buf [gemmMR * packRowsChunk]uint16
+	for c := 0; c < n; c += packRowsChunk {
+		w := min(packRowsChunk, n-c)
+		gatherRows(buf[:], x, &src, c0+c, w)
+		gemmPackAN6BF16(w, &buf[0], w, &dst[c*gemmMR])
+	}
+}
+
+const packRowsChunk = 256
+
+// gatherRows copies w elements from x at src[r]+c0 into row r of buf
+// (rows w long), zeros where src[r] < 0.
+func gatherRows[T float32 | uint16](buf, x []T, src *[gemmMR]int, c0, w int) {
+	for r, o := range src {
+		row := buf[r*w : (r+1)*w]
+		if o < 0 {
+			clear(row)
+		} else {
+			copy(row, x[o+c0:])
 		}
-		pack(w, &buf[0], w, &dst[c*gemmMR])
 	}
 }
 

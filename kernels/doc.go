@@ -35,8 +35,8 @@
 // Outputs are the caller's. No kernel allocates an output: every result is
 // written into a slice the caller passes and that slice is overwritten (not
 // accumulated into) unless the doc says otherwise. The constructors of
-// prepacked operands (PackB, PackConvWeights) are the only exported functions
-// that return new memory. The suffix Into is not used in this package.
+// prepacked operands (PackB, PackConvWeights, PrepareConvWeightsBF16,
+// PackInt8) are the only exported functions that return new memory. The suffix Into is not used in this package.
 //
 // Dtype suffixes. A BF16 suffix names the bfloat16 variant of the kernel of
 // the same name, with the same argument order: its bfloat16 operands are
