@@ -140,12 +140,28 @@ func ConvBackwardBF16To(s *ConvShape, x, w, dy []uint16, dx, dw []uint16, db []f
 		}
 		return
 	}
-	dyf := widenedOperand(dy[:s.yLen()])
-	defer releaseF32Scratch(dyf)
+	// A 1×1 stride-1 convolution's dx is one product, dy·w, whose
+	// epilogue rounds it into dx as it is finished, with dy widened as it
+	// is packed.
+	pointDx := dx != nil && s.pointwise() && s.ChannelsLast && s.Groups == 1 && level >= AVX2
+	var dyf *[]float32
+	if dw != nil || db != nil || dx != nil && !pointDx {
+		dyf = widenedOperand(dy[:s.yLen()])
+		defer releaseF32Scratch(dyf)
+	}
 	if dx != nil {
 		acc := f32Scratch(s.xLen())
-		withWidened(w[:s.wLen()], func(wf []float32) { ConvBackwardData(s, *dyf, wf, *acc) })
-		F32ToBF16(dx[:s.xLen()], *acc)
+		withWidened(w[:s.wLen()], func(wf []float32) {
+			if pointDx && sgemmBF16A(s.N*s.outSize(), s.C, s.O, dy, s.O, false, wf, s.C, nil, *acc, s.C, Epilogue{out16: bf16Stage{y: dx[:s.xLen()]}}) {
+				return
+			}
+			if dyf == nil { // only dx wanted: nothing below reads dyf
+				dyf = widenedOperand(dy[:s.yLen()])
+				defer releaseF32Scratch(dyf)
+			}
+			ConvBackwardData(s, *dyf, wf, *acc)
+			F32ToBF16(dx[:s.xLen()], *acc)
+		})
 		releaseF32Scratch(acc)
 	}
 	if dw != nil {
