@@ -118,9 +118,6 @@ func RunKiln(w Workload, runs int) (r Result) {
 		return r
 	}
 	runtime.GC() // start from a clean heap, not the last workload's garbage
-	if w.Runs > 0 {
-		runs = w.Runs
-	}
 	r.Median, r.Samples, r.Inner = MeasureWarm(run, runs, w.WarmUpCalls)
 	return r
 }

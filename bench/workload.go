@@ -73,9 +73,12 @@ type Workload struct {
 	// (besides WarmUp); slow whole-model rows set it, where one call
 	// already outlasts WarmUp.
 	WarmUpCalls int `json:"warmup_calls,omitempty"`
-	// Runs, when set, is the number of timed samples of this row in place
-	// of the run's own count: for rows whose PyTorch side takes minutes a
-	// call on CPUs without native BF16.
+	// Runs, when set, is the number of timed samples of this row's PyTorch
+	// side in place of the run's own count: for rows whose PyTorch side
+	// takes seconds to minutes a call on CPUs without native BF16. Kiln's
+	// side, as fast as its float32 row, takes the run's count, so the two
+	// speeds the BF16 ÷ FP32 section sets side by side are medians of as
+	// many samples.
 	Runs int `json:"runs,omitempty"`
 	// FP32Row is set on every BF16 row (and only there): the name of the
 	// Kiln float32 row doing the same work (the same GEMM or model at the
