@@ -33,8 +33,9 @@ const Int8MaxK = (1<<31 - 1) / (255 * 128)
 // panel: two ZMM registers of sixteen int32 sums.
 const int8PanelWidth = 32
 
-// int8MR is the number of rows of A a strip of the GEMM covers: the VNNI
-// micro-kernel's tile height (the AVX2 one does two strips of six).
+// int8MR is the number of rows of A a strip of the GEMM covers: the 12×32
+// VNNI micro-kernel's tile height (the 6×64 VNNI and the AVX2 ones do two
+// halves of six).
 const int8MR = 12
 
 // PackedInt8 is an int8 weight matrix of N output channels by K depths,
@@ -383,6 +384,7 @@ func (g *int8Call) part(lo, hi int) {
 		npc := min(nc, p1-pc)
 		for i := i0; i < i1; i += int8MR {
 			rows := min(int8MR, i1-i)
+			g.prefetchOut(i, rows, pc, npc)
 			if kg == 0 {
 				clear(s.acc)
 			}
@@ -393,6 +395,24 @@ func (g *int8Call) part(lo, hi int) {
 		}
 	}
 	int8Scratches.put(s)
+}
+
+// prefetchOut asks for the lines of the output that finish will store
+// for the strip's rows [i, i+rows), panels [p0, p0+np), so that they
+// arrive while the micro-kernel runs.
+func (g *int8Call) prefetchOut(i, rows, p0, np int) {
+	out := &g.out
+	j0 := p0 * int8PanelWidth
+	w := min(np*int8PanelWidth, g.pw.n-j0)
+	off := i*out.ldc + j0
+	switch {
+	case out.f32 != nil:
+		prefetchRows(unsafe.Pointer(&out.f32[off]), 4*w, 4*out.ldc, rows)
+	case out.u8 != nil:
+		prefetchRows(unsafe.Pointer(&out.u8[off]), w, out.ldc, rows)
+	case out.s8 != nil:
+		prefetchRows(unsafe.Pointer(&out.s8[off]), w, out.ldc, rows)
+	}
 }
 
 // finish runs the epilogue on the strip's rows [i, i+rows), panels

@@ -2,6 +2,8 @@
 
 package kernels
 
+import "unsafe"
+
 // The INT8 GEMM variants by level. VNNI is a feature beside the AVX-512
 // levels rather than a level of its own, so the AVX512 slot (and the
 // levels above it, through pick) holds the VNNI variant only on a CPU with
@@ -34,12 +36,25 @@ func u8s8KernelVNNI(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc
 //go:noescape
 func u8s8KernelAVX2(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
 
-// u8s8StripVNNI is the int8StripFunc of the VNNI micro-kernel.
+// u8s8StripVNNI is the int8StripFunc of the VNNI micro-kernels: pairs of
+// panels in two halves of six rows (6×64 tiles need a broadcast of A per
+// four VPDPBUSD rather than per two), a last odd panel in one 12×32 tile.
 func u8s8StripVNNI(g *int8Call, s *int8Scratch, i, rows, p0, np, g0, gc int, add bool) {
 	pw := g.pw
 	a, lda := g.stripA(s, i, rows, int8MR, g0, gc)
 	ps := pw.kg * 4 * int8PanelWidth
-	u8s8KernelVNNI(gc, a, lda, &pw.data[p0*ps+g0*4*int8PanelWidth], ps, &s.acc[0], np*int8PanelWidth, np, b2i(add))
+	ld := np * int8PanelWidth
+	p := 0
+	for ; p+2 <= np; p += 2 {
+		b := &pw.data[(p0+p)*ps+g0*4*int8PanelWidth]
+		u8s8KernelVNNI64(gc, a, lda, b, ps, &s.acc[p*int8PanelWidth], ld, b2i(add))
+		if rows > int8MR/2 {
+			u8s8KernelVNNI64(gc, (*uint8)(unsafe.Add(unsafe.Pointer(a), int8MR/2*lda)), lda, b, ps, &s.acc[int8MR/2*ld+p*int8PanelWidth], ld, b2i(add))
+		}
+	}
+	if p < np {
+		u8s8KernelVNNI(gc, a, lda, &pw.data[(p0+p)*ps+g0*4*int8PanelWidth], ps, &s.acc[p*int8PanelWidth], ld, 1, b2i(add))
+	}
 }
 
 // u8s8StripAVX2 is the int8StripFunc of the AVX2 micro-kernel: two halves
@@ -85,3 +100,15 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// u8s8KernelVNNI64 multiplies one tile of 6 rows by 64 channels (two
+// panels, ps bytes apart) with VPDPBUSD on ZMM registers.
+//
+//go:noescape
+func u8s8KernelVNNI64(kg int, a *uint8, lda int, b *int8, ps int, c *int32, ldc int, add int)
+
+// prefetchRows fetches the cache lines of rows rows of n ≥ 1 bytes, stride
+// bytes apart from p, toward L2 (a hint: it reads nothing into Go).
+//
+//go:noescape
+func prefetchRows(p unsafe.Pointer, n int, stride int, rows int)

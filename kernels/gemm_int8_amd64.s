@@ -98,6 +98,79 @@ vnniput:
 	VZEROUPPER
 	RET
 
+// W64ROW(mem, t, a0, a1, a2, a3): broadcast a row's four bytes of A at mem
+// into t and add their dot products with the group's 64 channels (Z24–Z27,
+// two panels) into a0…a3.
+#define W64ROW(mem, t, a0, a1, a2, a3) \
+	VBROADCASTSS mem, t; VPDPBUSD Z24, t, a0; VPDPBUSD Z25, t, a1; VPDPBUSD Z26, t, a2; VPDPBUSD Z27, t, a3
+
+// W64GROUP(ao, bo0, bo1): one group of four depths for the 6 rows: A at
+// byte ao of each row, the weights at bo0 and bo1 of both panels (DX and
+// DX+R11).
+#define W64GROUP(ao, bo0, bo1) \
+	VMOVDQU32 bo0(DX), Z24; VMOVDQU32 bo1(DX), Z25 \
+	VMOVDQU32 bo0(DX)(R11*1), Z26; VMOVDQU32 bo1(DX)(R11*1), Z27 \
+	W64ROW(ao(SI), Z28, Z0, Z1, Z2, Z3); W64ROW(ao(SI)(R8*1), Z29, Z4, Z5, Z6, Z7) \
+	W64ROW(ao(SI)(R8*2), Z30, Z8, Z9, Z10, Z11); W64ROW(ao(SI)(R9*1), Z31, Z12, Z13, Z14, Z15) \
+	W64ROW(ao(R10), Z28, Z16, Z17, Z18, Z19); W64ROW(ao(R10)(R8*1), Z29, Z20, Z21, Z22, Z23)
+
+// ADD4(m, a, b, c, d): a…d += the 64 int32 at m.
+#define ADD4(m, a, b, c, d) VPADDD m, a, a; VPADDD 64 m, b, b; VPADDD 128 m, c, c; VPADDD 192 m, d, d
+
+// ST4(m, a, b, c, d): store a…d at m.
+#define ST4(m, a, b, c, d) VMOVDQU32 a, m; VMOVDQU32 b, 64 m; VMOVDQU32 c, 128 m; VMOVDQU32 d, 192 m
+
+// func u8s8KernelVNNI64(kg int, a *uint8, lda int, b *int8, ps int, c *int32, ldc int, add int)
+// One tile of 6 rows by 64 channels: the panel at b and the next, ps
+// bytes on. Registers: Z0…Z23 the sums (row r in Z4r…Z4r+3), Z24–Z27 the
+// weight group, Z28–Z31 broadcast A. Rows of A: SI, SI+lda, SI+2lda,
+// SI+3lda, R10 = SI+4lda, R10+lda.
+TEXT ·u8s8KernelVNNI64(SB), NOSPLIT, $0-64
+	MOVQ lda+16(FP), R8
+	LEAQ (R8)(R8*2), R9
+	MOVQ a+8(FP), SI
+	LEAQ (SI)(R8*4), R10
+	MOVQ b+24(FP), DX
+	MOVQ ps+32(FP), R11
+	ZROW4(Z0, Z1, Z2, Z3); ZROW4(Z4, Z5, Z6, Z7); ZROW4(Z8, Z9, Z10, Z11)
+	ZROW4(Z12, Z13, Z14, Z15); ZROW4(Z16, Z17, Z18, Z19); ZROW4(Z20, Z21, Z22, Z23)
+	MOVQ kg+0(FP), CX
+	SHRQ $1, CX
+	JZ   w64single
+
+w64pair:
+	W64GROUP(0, 0, 64)
+	W64GROUP(4, 128, 192)
+	ADDQ $8, SI
+	ADDQ $8, R10
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  w64pair
+
+w64single:
+	TESTQ $1, kg+0(FP)
+	JZ    w64store
+	W64GROUP(0, 0, 64)
+
+w64store:
+	MOVQ c+40(FP), DI
+	MOVQ ldc+48(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), R13
+	LEAQ (DI)(R12*4), AX
+	CMPQ add+56(FP), $0
+	JEQ  w64put
+	ADD4((DI), Z0, Z1, Z2, Z3); ADD4((DI)(R12*1), Z4, Z5, Z6, Z7)
+	ADD4((DI)(R12*2), Z8, Z9, Z10, Z11); ADD4((DI)(R13*1), Z12, Z13, Z14, Z15)
+	ADD4((AX), Z16, Z17, Z18, Z19); ADD4((AX)(R12*1), Z20, Z21, Z22, Z23)
+
+w64put:
+	ST4((DI), Z0, Z1, Z2, Z3); ST4((DI)(R12*1), Z4, Z5, Z6, Z7)
+	ST4((DI)(R12*2), Z8, Z9, Z10, Z11); ST4((DI)(R13*1), Z12, Z13, Z14, Z15)
+	ST4((AX), Z16, Z17, Z18, Z19); ST4((AX)(R12*1), Z20, Z21, Z22, Z23)
+	VZEROUPPER
+	RET
+
 // AVX2ROW(mem, acc0, acc1): widen a row's four bytes of A at mem to 16
 // bits, repeated across Y14, and add their products with the group's
 // eight channels, widened in Y12 (channels 0–3) and Y13 (4–7), into acc0
@@ -234,4 +307,32 @@ maddwdloop:
 	DECQ CX
 	JNZ  maddwdloop
 	VZEROUPPER
+	RET
+
+// func prefetchRows(p unsafe.Pointer, n int, stride int, rows int)
+// Fetch the cache lines of rows rows of n ≥ 1 bytes, stride bytes apart
+// from p, toward L2, so that the epilogue's stores do not wait on memory.
+TEXT ·prefetchRows(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), DX
+	MOVQ stride+16(FP), R8
+	MOVQ rows+24(FP), CX
+	TESTQ CX, CX
+	JZ   pfdone
+
+pfrow:
+	MOVQ SI, AX
+	LEAQ -1(SI)(DX*1), BX
+	ANDQ $-64, BX
+
+pfline:
+	PREFETCHT1 (AX)
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLE  pfline
+	ADDQ R8, SI
+	DECQ CX
+	JNZ  pfrow
+
+pfdone:
 	RET
