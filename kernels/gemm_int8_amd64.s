@@ -30,6 +30,19 @@
 // ZROW4(a, b, c, d): zero four ZMM registers.
 #define ZROW4(a, b, c, d) VPXORD a, a, a; VPXORD b, b, b; VPXORD c, c, c; VPXORD d, d, d
 
+// TILEARGS8 loads the arguments the 12×32 VNNI and 6×8 AVX2 kernels share:
+// lda (R8, three rows R9), b (BX), c (DI), its row stride in bytes (R12,
+// three rows R13) and the tile count (R14).
+#define TILEARGS8 \
+	MOVQ lda+16(FP), R8; \
+	LEAQ (R8)(R8*2), R9; \
+	MOVQ b+24(FP), BX; \
+	MOVQ c+40(FP), DI; \
+	MOVQ ldc+48(FP), R12; \
+	SHLQ $2, R12; \
+	LEAQ (R12)(R12*2), R13; \
+	MOVQ tiles+56(FP), R14
+
 // func u8s8KernelVNNI(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
 // Registers: Z0…Z23 the 12×32 int32 sums (row r in Z2r, Z2r+1), Z24–Z25
 // the weight group, Z26–Z31 broadcast A. Rows of A: SI, SI+lda, SI+2lda,
@@ -37,14 +50,7 @@
 // a round, so the loop's own instructions stay few beside the 48
 // VPDPBUSD.
 TEXT ·u8s8KernelVNNI(SB), NOSPLIT, $0-72
-	MOVQ lda+16(FP), R8
-	LEAQ (R8)(R8*2), R9
-	MOVQ b+24(FP), BX
-	MOVQ c+40(FP), DI
-	MOVQ ldc+48(FP), R12
-	SHLQ $2, R12
-	LEAQ (R12)(R12*2), R13
-	MOVQ tiles+56(FP), R14
+	TILEARGS8
 
 vnnitile:
 	MOVQ a+8(FP), SI
@@ -189,14 +195,7 @@ w64put:
 // Registers: Y0…Y11 the 6×8 sums (row r in Y2r, Y2r+1, two lanes per
 // channel), Y12–Y13 the widened weights, Y14 widened A, Y15 products.
 TEXT ·u8s8KernelAVX2(SB), NOSPLIT, $0-72
-	MOVQ lda+16(FP), R8
-	LEAQ (R8)(R8*2), R9
-	MOVQ b+24(FP), BX
-	MOVQ c+40(FP), DI
-	MOVQ ldc+48(FP), R12
-	SHLQ $2, R12
-	LEAQ (R12)(R12*2), R13
-	MOVQ tiles+56(FP), R14
+	TILEARGS8
 
 avx2tile:
 	MOVQ   a+8(FP), SI

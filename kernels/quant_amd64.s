@@ -22,6 +22,31 @@ GLOBL quantBig<>(SB), RODATA|NOPTR, $4
 	VPMAXSD    Z3, Z7, Z7 \
 	VPMINSD    Z4, Z7, Z7
 
+// DQLOOP(EXTEND, loop, full): dequantize CX bytes from SI into float32 at
+// DI, sixteen at a time, the last (partial) sixteen under the mask K2;
+// EXTEND widens the bytes (zero- or sign-extending). Ends at dqdone.
+#define DQLOOP(EXTEND, loop, full) \
+loop: \
+	CMPQ        CX, $16; \
+	JGE         full; \
+	TESTQ       CX, CX; \
+	JZ          dqdone; \
+	MOVQ        $1, AX; \
+	SHLQ        CX, AX; \
+	DECQ        AX; \
+	KMOVW       AX, K2; \
+	MOVQ        $16, CX; \
+full: \
+	EXTEND.Z    (SI), K2, Z0; \
+	VPSUBD      Z2, Z0, Z0; \
+	VCVTDQ2PS   Z0, Z0; \
+	VMULPS      Z1, Z0, Z0; \
+	VMOVUPS     Z0, K2, (DI); \
+	ADDQ        $16, SI; \
+	ADDQ        $64, DI; \
+	SUBQ        $16, CX; \
+	JMP         loop
+
 // func quantizeAVX512(dst *uint8, x *float32, n int, inv float32, zero, lo, hi int32)
 TEXT ·quantizeAVX512(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), DI
@@ -77,49 +102,10 @@ TEXT ·dequantizeAVX512(SB), NOSPLIT, $0-40
 	CMPQ         signed+32(FP), $0
 	JNE          dqsigned
 
-dqloop:
-	CMPQ CX, $16
-	JGE  dqfull
-	TESTQ CX, CX
-	JZ   dqdone
-	MOVQ $1, AX
-	SHLQ CX, AX
-	DECQ AX
-	KMOVW AX, K2
-	MOVQ $16, CX
-
-dqfull:
-	VPMOVZXBD.Z (SI), K2, Z0
-	VPSUBD      Z2, Z0, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMULPS      Z1, Z0, Z0
-	VMOVUPS     Z0, K2, (DI)
-	ADDQ        $16, SI
-	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JMP         dqloop
+	DQLOOP(VPMOVZXBD, dqloop, dqfull)
 
 dqsigned:
-	CMPQ CX, $16
-	JGE  dqsfull
-	TESTQ CX, CX
-	JZ   dqdone
-	MOVQ $1, AX
-	SHLQ CX, AX
-	DECQ AX
-	KMOVW AX, K2
-	MOVQ $16, CX
-
-dqsfull:
-	VPMOVSXBD.Z (SI), K2, Z0
-	VPSUBD      Z2, Z0, Z0
-	VCVTDQ2PS   Z0, Z0
-	VMULPS      Z1, Z0, Z0
-	VMOVUPS     Z0, K2, (DI)
-	ADDQ        $16, SI
-	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JMP         dqsigned
+	DQLOOP(VPMOVSXBD, dqsloop, dqsfull)
 
 dqdone:
 	VZEROUPPER
