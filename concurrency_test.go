@@ -34,13 +34,19 @@ func TestConcurrentModes(t *testing.T) {
 		for _, d := range disturbances(t) {
 			t.Run(fmt.Sprintf("bf16=%v/%s", bf16, d.name), func(t *testing.T) {
 				var runs atomic.Int64
-				got, failed := train(t, steps, bf16, func(stop <-chan struct{}, wg *sync.WaitGroup) {
+				got, failed := train(t, steps, bf16, func(stop <-chan struct{}, wg *sync.WaitGroup) <-chan struct{} {
+					// Training waits for the first run to finish, so on a
+					// busy machine with few cores the short training loop
+					// cannot end before the disturbance has started.
+					ran := make(chan struct{})
+					var once sync.Once
 					// Two goroutines of each kind, so they also meet each
 					// other.
 					for range 2 {
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
+							defer once.Do(func() { close(ran) })
 							for {
 								select {
 								case <-stop:
@@ -52,9 +58,11 @@ func TestConcurrentModes(t *testing.T) {
 									return
 								}
 								runs.Add(1)
+								once.Do(func() { close(ran) })
 							}
 						}()
 					}
+					return ran
 				})
 				if failed != 0 {
 					t.Errorf("%d of %d training steps failed", failed, steps)
@@ -80,9 +88,10 @@ type stepBits struct {
 }
 
 // train runs steps of SGD on a small MLP and returns each step's bits and
-// how many steps failed. beside, if not nil, starts goroutines before the
-// first step that run until training ends.
-func train(t *testing.T, steps int, bf16 bool, beside func(stop <-chan struct{}, wg *sync.WaitGroup)) ([]stepBits, int) {
+// how many steps failed. beside, if not nil, starts goroutines that run
+// until training ends; the first step waits until the channel it returns
+// is closed.
+func train(t *testing.T, steps int, bf16 bool, beside func(stop <-chan struct{}, wg *sync.WaitGroup) <-chan struct{}) ([]stepBits, int) {
 	t.Helper()
 	g := autograd.NewGenerator(7)
 	model := mlp(g)
@@ -95,7 +104,7 @@ func train(t *testing.T, steps int, bf16 bool, beside func(stop <-chan struct{},
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	if beside != nil {
-		beside(stop, &wg)
+		<-beside(stop, &wg)
 	}
 	bits := make([]stepBits, steps)
 	failed := 0
