@@ -304,7 +304,7 @@ func describeJSONError(data []byte, err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		off = syn.Offset
+		off = syn.Offset - 1 // Offset counts the offending byte
 	case errors.As(err, &typ):
 		if typ.Value == "object" || typ.Value == "string" || typ.Value == "number" || typ.Value == "bool" {
 			return fmt.Errorf("want a JSON array of entries, got %s", typ.Value)
