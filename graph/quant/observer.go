@@ -31,7 +31,7 @@ func NewObserver(algorithm string) (Observer, error) {
 	case algoMinMax:
 		return &minMaxObserver{}, nil
 	case algoMovingAverage:
-		return &movingObserver{}, nil
+		return &minMaxObserver{moving: true}, nil
 	case algoHistogram:
 		return newHistogramObserver(), nil
 	}
@@ -52,11 +52,19 @@ func aminmax(x []float32) (lo, hi float32, err error) {
 	return lo, hi, nil
 }
 
-// minMaxObserver is torch.ao's MinMaxObserver: the running extremes.
+// minMaxObserver is torch.ao's MinMaxObserver, the running extremes, or with
+// moving set its MovingAverageMinMaxObserver. The average's update is
+// x + c·(x_batch − x), not the algebraically equal (1−c)·x + c·x_batch, in
+// float32 as PyTorch computes it, so that confs agree with IPEX's to the bit.
 type minMaxObserver struct {
 	lo, hi float32
 	seen   bool
+	moving bool
 }
+
+// movingAverageConstant is torch.ao's default averaging_constant, which
+// IPEX 1.10 uses unchanged.
+const movingAverageConstant = float32(0.01)
 
 func (o *minMaxObserver) Observe(x []float32) error {
 	if len(x) == 0 {
@@ -66,48 +74,21 @@ func (o *minMaxObserver) Observe(x []float32) error {
 	if err != nil {
 		return err
 	}
-	if !o.seen {
+	switch {
+	case !o.seen:
 		o.lo, o.hi, o.seen = lo, hi, true
-		return nil
+	case o.moving:
+		// Each product is rounded on its own (no fused multiply-add), as
+		// PyTorch's separate tensor ops round it.
+		o.lo += float32(movingAverageConstant * (lo - o.lo))
+		o.hi += float32(movingAverageConstant * (hi - o.hi))
+	default:
+		o.lo, o.hi = min(o.lo, lo), max(o.hi, hi)
 	}
-	o.lo, o.hi = min(o.lo, lo), max(o.hi, hi)
 	return nil
 }
 
 func (o *minMaxObserver) Range() (float32, float32, bool) { return o.lo, o.hi, o.seen }
-
-// movingAverageConstant is torch.ao's default averaging_constant, which
-// IPEX 1.10 uses unchanged.
-const movingAverageConstant = float32(0.01)
-
-// movingObserver is torch.ao's MovingAverageMinMaxObserver. Its update is
-// x + c·(x_batch − x), not the algebraically equal (1−c)·x + c·x_batch, in
-// float32 as PyTorch computes it, so that confs agree with IPEX's to the bit.
-type movingObserver struct {
-	lo, hi float32
-	seen   bool
-}
-
-func (o *movingObserver) Observe(x []float32) error {
-	if len(x) == 0 {
-		return nil
-	}
-	lo, hi, err := aminmax(x)
-	if err != nil {
-		return err
-	}
-	if !o.seen {
-		o.lo, o.hi, o.seen = lo, hi, true
-		return nil
-	}
-	// Each product is rounded on its own (no fused multiply-add), as
-	// PyTorch's separate tensor ops round it.
-	o.lo += float32(movingAverageConstant * (lo - o.lo))
-	o.hi += float32(movingAverageConstant * (hi - o.hi))
-	return nil
-}
-
-func (o *movingObserver) Range() (float32, float32, bool) { return o.lo, o.hi, o.seen }
 
 // The histogram observer's shape, torch.ao's HistogramObserver defaults
 // (which IPEX 1.10 uses): 2048 source bins, re-gridded at 128 times that
