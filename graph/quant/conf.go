@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kilnml/kiln/internal/safetensors"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -204,47 +204,10 @@ func (c *Conf) Save(path string) error {
 		}
 		return err
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
+	if err := safetensors.WriteAtomic(path, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 		return fmt.Errorf("quant: saving %s: %w", path, err)
-	}
-	tmp := f.Name()
-	err = writeSynced(f, b)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("quant: saving %s: %w", path, err)
-	}
-	// The rename is durable only once the directory is synced; a directory
-	// that cannot be synced (some file systems refuse) still holds a
-	// complete file, so that failure is not the caller's to handle.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
-}
-
-func writeSynced(f *os.File, b []byte) error {
-	_, err := f.Write(b)
-	if err == nil {
-		// CreateTemp's 0600 would make the conf private to its writer,
-		// which a conf (like any other output file) should not be.
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // LoadConf reads and checks the conf in path; its errors name the file.
