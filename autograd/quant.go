@@ -184,28 +184,26 @@ func (o *quantOp) runs(n int, f func(lo, hi int, s float32)) {
 	}
 }
 
-// quantize quantizes f into q, of o's dtype. Each run is one kernel call;
-// a per-channel axis with a short stride (the last one) makes many short
-// calls, which is slower but computes the same values.
-func (o *quantOp) quantize(f []float32, q any) {
+// convert quantizes f into q, of o's dtype, or with back dequantizes q
+// into f. Each run is one kernel call; a per-channel axis with a short
+// stride (the last one) makes many short calls, which is slower but
+// computes the same values.
+func (o *quantOp) convert(f []float32, q any, back bool) {
 	o.runs(len(f), func(lo, hi int, s float32) {
+		f := f[lo:hi]
 		switch d := q.(type) {
 		case []uint8:
-			kernels.QuantizeU8(d[lo:hi], f[lo:hi], s, o.zero)
+			if back {
+				kernels.DequantizeU8(f, d[lo:hi], s, o.zero)
+			} else {
+				kernels.QuantizeU8(d[lo:hi], f, s, o.zero)
+			}
 		case []int8:
-			kernels.QuantizeS8(d[lo:hi], f[lo:hi], s, o.zero)
-		}
-	})
-}
-
-// dequantize writes the float32 values of q into f.
-func (o *quantOp) dequantize(q any, f []float32) {
-	o.runs(len(f), func(lo, hi int, s float32) {
-		switch d := q.(type) {
-		case []uint8:
-			kernels.DequantizeU8(f[lo:hi], d[lo:hi], s, o.zero)
-		case []int8:
-			kernels.DequantizeS8(f[lo:hi], d[lo:hi], s, o.zero)
+			if back {
+				kernels.DequantizeS8(f, d[lo:hi], s, o.zero)
+			} else {
+				kernels.QuantizeS8(d[lo:hi], f, s, o.zero)
+			}
 		}
 	})
 }
@@ -260,7 +258,7 @@ func (o *quantOp) bind(x, y *Tensor) func() {
 			return nil
 		}
 		q, f := x.data, y.Float32s()
-		return func() { o.dequantize(q, f) }
+		return func() { o.convert(f, q, true) }
 	}
 	if !x.dtype.IsFloat() {
 		return nil
@@ -271,12 +269,12 @@ func (o *quantOp) bind(x, y *Tensor) func() {
 		wide = make([]float32, n)
 	}
 	if o.kind == quantizeKind {
-		return func() { o.quantize(floats(x, wide), y.data) }
+		return func() { o.convert(floats(x, wide), y.data, false) }
 	}
 	q, f := makeData(o.dtype, n), y.Float32s()
 	return func() {
-		o.quantize(floats(x, wide), q)
-		o.dequantize(q, f)
+		o.convert(floats(x, wide), q, false)
+		o.convert(f, q, true)
 	}
 }
 
