@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/kilnml/kiln/kernels"
 )
@@ -12,15 +13,19 @@ import (
 // (a reshape of a contiguous tensor, a permutation that lands on a known
 // layout, a chunk that is one run of memory) and copy otherwise.
 
-// Shape ops move float32 and bfloat16 elements alike: they copy, never
-// compute, so a bfloat16 tensor needs no round trip through float32.
+// Shape ops move elements of every dtype alike: they copy, never compute,
+// so a bfloat16 tensor needs no round trip through float32, and the 8-bit
+// tensors of a quantized model and the int64 indices of an embedding are
+// reshaped, permuted and cut as they are.
 
-// checkMovable fails unless t is a float32 or bfloat16 tensor.
+// checkMovable fails unless t is a non-nil tensor of a known dtype.
 func checkMovable(op, what string, t *Tensor) {
-	if t != nil && t.dtype == BFloat16 {
-		return
+	if t == nil {
+		Fail(op, "%s is nil", what)
 	}
-	checkF32(op, what, t)
+	if t.dtype < Float32 || t.dtype > Int64 {
+		failDType(op, "%s has unknown dtype %v", what, t.dtype)
+	}
 }
 
 // shapeAlias returns a tensor sharing t's data, with the given shape and
@@ -29,29 +34,38 @@ func shapeAlias(t *Tensor, shape []int, f MemoryFormat) *Tensor {
 	return &Tensor{dtype: t.dtype, shape: cloneInts(shape), format: f, data: t.data}
 }
 
-// sliceData returns data[lo:hi], capped at hi, for float32 or bfloat16
-// storage.
+// sliceData returns data[lo:hi], capped at hi, for storage of any dtype.
 func sliceData(data any, lo, hi int) any {
-	switch d := data.(type) {
-	case []float32:
-		return d[lo:hi:hi]
-	case []uint16:
-		return d[lo:hi:hi]
-	}
-	panic(fmt.Sprintf("autograd: sliceData of %T", data))
+	return reflect.ValueOf(data).Slice3(lo, hi, hi).Interface()
 }
 
-// stridedCopyData is kernels.StridedCopy for float32 or bfloat16 storage;
-// dst and src start at offsets dstOff and srcOff.
+// stridedCopyData is kernels.StridedCopy for storage of any dtype; dst and
+// src start at offsets dstOff and srcOff. Float32 and bfloat16, the
+// activations of a model, take the kernels' parallel walks; the integer
+// dtypes (quantized weights, indices) are copied by one goroutine.
 func stridedCopyData(dst any, dstOff int, src any, srcOff int, shape, dstStrides, srcStrides []int) {
 	switch d := dst.(type) {
 	case []float32:
 		kernels.StridedCopy(d[dstOff:], src.([]float32)[srcOff:], shape, dstStrides, srcStrides)
 	case []uint16:
 		kernels.StridedCopyBF16(d[dstOff:], src.([]uint16)[srcOff:], shape, dstStrides, srcStrides)
+	case []int8:
+		stridedCopyOf(d, dstOff, src, srcOff, shape, dstStrides, srcStrides)
+	case []uint8:
+		stridedCopyOf(d, dstOff, src, srcOff, shape, dstStrides, srcStrides)
+	case []int32:
+		stridedCopyOf(d, dstOff, src, srcOff, shape, dstStrides, srcStrides)
+	case []int64:
+		stridedCopyOf(d, dstOff, src, srcOff, shape, dstStrides, srcStrides)
 	default:
 		panic(fmt.Sprintf("autograd: stridedCopyData of %T", dst))
 	}
+}
+
+// stridedCopyOf is stridedCopyData for a dst of element type T; src must
+// hold T too.
+func stridedCopyOf[T any](dst []T, dstOff int, src any, srcOff int, shape, dstStrides, srcStrides []int) {
+	strideCopy(dst[dstOff:], src.([]T)[srcOff:], shape, dstStrides, srcStrides)
 }
 
 // shapeDenseFormat returns the layout whose strides for shape are strides
@@ -329,7 +343,7 @@ func permutedStrides(t *Tensor, perm []int) (shape, strides []int) {
 
 // bindPermute binds the copy of x's elements, lying at strides src in
 // y's shape (permutedStrides), into y's layout; nil unless y has x's
-// dtype, float32 or bfloat16.
+// dtype.
 func bindPermute(x, y *Tensor, src []int) func() {
 	if !movableTo(y, x) {
 		return nil
@@ -339,19 +353,19 @@ func bindPermute(x, y *Tensor, src []int) func() {
 }
 
 // movableTo reports whether shape ops can copy elements of each of ts
-// into t, or back: all are float32, or all bfloat16.
+// into t, or back: all have t's dtype.
 func movableTo(t *Tensor, ts ...*Tensor) bool {
 	for _, u := range ts {
 		if u.dtype != t.dtype {
 			return false
 		}
 	}
-	return t.dtype == Float32 || t.dtype == BFloat16
+	return true
 }
 
-// Cat concatenates tensors along dim, like torch.cat. All must be float32
-// or bfloat16 (a mix concatenates in float32, as PyTorch promotes it) with
-// the same number of dimensions and the same sizes except along dim.
+// Cat concatenates tensors along dim, like torch.cat. All must have one
+// dtype, except that float32 and bfloat16 mix (concatenating in float32,
+// as PyTorch promotes them), with the same number of dimensions and the same sizes except along dim.
 // The result is channels-last (or channels-last-3d) when every input is, as
 // in PyTorch, and contiguous otherwise. Unlike PyTorch, Cat does not skip
 // 1-D empty tensors of a different rank.
@@ -408,6 +422,9 @@ func catType(xs []*Tensor, dim int) (int, TensorType) {
 			failShape(op, "tensor %d is 0-d; zero-dimensional tensors cannot be concatenated", i)
 		}
 		if x.dtype != dtype {
+			if !x.dtype.IsFloat() || !xs[0].dtype.IsFloat() {
+				failDType(op, "tensor %d has dtype %v, tensor 0 %v; only float32 and bfloat16 mix", i, x.dtype, xs[0].dtype)
+			}
 			dtype = Float32
 		}
 	}
@@ -551,8 +568,8 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 
 // bindPieces binds the copies between whole and parts, the pieces whole
 // is cut into along dim, in order: parts into whole (Cat) when gather,
-// else whole into parts (Split). It returns nil unless all are float32
-// or all bfloat16.
+// else whole into parts (Split). It returns nil unless all have one
+// dtype.
 func bindPieces(dim int, whole *Tensor, parts []*Tensor, gather bool) func() {
 	if !movableTo(whole, parts...) {
 		return nil

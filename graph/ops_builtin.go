@@ -33,6 +33,9 @@ var builtins = map[string]builtinOp{
 	"Cat":       {ins: arity{1, -1}, outs: exactly(1)},
 	"Split":     {ins: exactly(1), outs: arity{1, -1}},
 	"Embedding": two1,
+	// The per-channel forms take their scales as a second operand.
+	"Quantize": one1, "Dequantize": one1, "FakeQuantize": one1,
+	"QuantizePerChannel": two1, "DequantizePerChannel": two1, "FakeQuantizePerChannel": two1,
 	// EmbeddingBag(input, offsets, weight, per_sample_weights).
 	"EmbeddingBag": {ins: exactly(4), outs: exactly(1), optional: []int{1, 3}},
 }
