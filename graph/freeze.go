@@ -359,10 +359,15 @@ func foldBatchNorm(g *Graph) bool {
 }
 
 // propagateConstants evaluates, in order, every node whose operands are
-// all constants, making its results constants.
+// all constants, making its results constants. A Dequantize of a constant
+// stays: the int8 weight is what the int8 layers read, and the float32
+// one would take four times the memory.
 func propagateConstants(g *Graph) error {
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
+		if n.Op == "Dequantize" || n.Op == "DequantizePerChannel" {
+			continue
+		}
 		if !slices.ContainsFunc(n.Inputs, g.IsConst) ||
 			slices.ContainsFunc(n.Inputs, func(v int) bool { return v != None && !g.IsConst(v) }) {
 			continue

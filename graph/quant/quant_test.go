@@ -1,0 +1,231 @@
+package quant_test
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/graph"
+	"github.com/kilnml/kiln/graph/quant"
+	"github.com/kilnml/kiln/nn"
+)
+
+// resNet is a small residual CNN with every op calibration records: a
+// stem convolution, ReLU and max pool, a block whose 3×3 branch is added
+// to a stride-2 1×1 downsample, Add+ReLU, an adaptive average pool,
+// flatten and a linear classifier.
+type resNet struct {
+	nn.Base
+	stem, conv1, conv2, down *nn.Conv2d
+	fc                       *nn.Linear
+}
+
+func newResNet(g *autograd.Generator) *resNet {
+	m := &resNet{
+		stem:  nn.NewConv2d(g, 1, 8, 3, nn.ConvOptions{Padding: 1}),
+		conv1: nn.NewConv2d(g, 8, 16, 3, nn.ConvOptions{Stride: 2, Padding: 1}),
+		conv2: nn.NewConv2d(g, 16, 16, 3, nn.ConvOptions{Padding: 1}),
+		down:  nn.NewConv2d(g, 8, 16, 1, nn.ConvOptions{Stride: 2}),
+		fc:    nn.NewLinear(g, 16, 10, nn.LinearOptions{}),
+	}
+	m.RegisterModule("stem", m.stem)
+	m.RegisterModule("conv1", m.conv1)
+	m.RegisterModule("conv2", m.conv2)
+	m.RegisterModule("down", m.down)
+	m.RegisterModule("fc", m.fc)
+	nn.Eval(m)
+	return m
+}
+
+func (m *resNet) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer nn.Enter(m, x)()
+	x = autograd.MaxPool2d(autograd.ReLU(m.stem.Forward(x)), autograd.PoolOptions{Kernel: []int{2, 2}, Stride: []int{2, 2}})
+	y := m.conv2.Forward(autograd.ReLU(m.conv1.Forward(x)))
+	x = autograd.ReLU(autograd.Add(y, m.down.Forward(x)))
+	x = autograd.AdaptiveAvgPool2d(x, 1, 1)
+	return m.fc.Forward(autograd.Flatten(x, 1, -1))
+}
+
+// calibrated traces the residual CNN and calibrates it on batches of
+// random images.
+func calibrated(t *testing.T, conf *quant.Conf) (*graph.Graph, *quant.Calibrator, []*autograd.Tensor) {
+	t.Helper()
+	gen := autograd.NewGenerator(3)
+	m := newResNet(gen)
+	var batches []*autograd.Tensor
+	for range 4 {
+		batches = append(batches, autograd.Rand(gen, 8, 1, 16, 16))
+	}
+	g, err := graph.Trace(m, batches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := quant.Prepare(g, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		if err := cal.Observe(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cal.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return g, cal, batches
+}
+
+func TestCalibrationRecordsIPEXOps(t *testing.T) {
+	conf := quant.NewConf(quant.PerTensorAffine)
+	calibrated(t, conf)
+	var names, flows []string
+	for _, op := range conf.Ops {
+		names = append(names, op.Name)
+		flows = append(flows, strings.Join(op.InputsFlow, ","))
+	}
+	want := []string{"conv2d", "relu", "max_pool2d", "conv2d", "relu", "conv2d", "conv2d", "add", "relu", "adaptive_avg_pool2d", "flatten", "linear"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("recorded %v, want %v", names, want)
+	}
+	wantFlows := []string{"conv2d0.input0", "conv2d0.output0", "relu1.output0", "max_pool2d2.output0", "conv2d3.output0",
+		"relu4.output0", "max_pool2d2.output0", "conv2d5.output0,conv2d6.output0", "add7.output0", "relu8.output0",
+		"adaptive_avg_pool2d9.output0", "flatten10.output0"}
+	if !slices.Equal(flows, wantFlows) {
+		t.Errorf("inputs_flow %v\nwant %v", flows, wantFlows)
+	}
+	for _, op := range conf.Ops {
+		for j, s := range slices.Concat(op.InputScales, op.OutputScales) {
+			if !(s > 0) || math.IsInf(s, 0) {
+				t.Errorf("entry %d (%s): scale %d is %v", op.ID, op.Name, j, s)
+			}
+		}
+		if strings.HasPrefix(op.Name, "conv") || op.Name == "linear" {
+			if len(op.WeightScales) != 1 {
+				t.Errorf("entry %d (%s): %d weight scale lists", op.ID, op.Name, len(op.WeightScales))
+			}
+		}
+	}
+	// A pool keeps its input's parameters; the flatten after it too.
+	pool, flat := conf.Ops[9], conf.Ops[10]
+	if pool.OutputScales[0] != pool.InputScales[0] || flat.InputScales[0] != pool.OutputScales[0] || flat.OutputScales[0] != pool.OutputScales[0] {
+		t.Errorf("pool %v→%v, flatten %v→%v: want one scale", pool.InputScales, pool.OutputScales, flat.InputScales, flat.OutputScales)
+	}
+}
+
+func TestConvertRunsCloseToFloat32(t *testing.T) {
+	for _, scheme := range []quant.Scheme{quant.PerTensorAffine, quant.PerTensorSymmetric} {
+		conf := quant.NewConf(scheme)
+		g, _, batches := calibrated(t, conf)
+		// The conf goes through a file, as a deployment's would.
+		path := filepath.Join(t.TempDir(), "int8_conf.json")
+		if err := conf.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := quant.LoadConf(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := quant.Convert(g, loaded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := q.String()
+		for _, op := range []string{"Quantize", "Dequantize", "DequantizePerChannel"} {
+			if !strings.Contains(s, " = "+op+"(") {
+				t.Errorf("scheme %v: the int8 graph has no %s node:\n%s", scheme, op, s)
+			}
+		}
+		if strings.Contains(s, "QuantizePerChannel(") {
+			t.Errorf("scheme %v: the weights' quantization was not folded:\n%s", scheme, s)
+		}
+		int8Weights := 0
+		for id, c := range q.Consts {
+			if c.DType() == autograd.Int8 {
+				int8Weights++
+			}
+			_ = id
+		}
+		if int8Weights != 5 {
+			t.Errorf("scheme %v: %d int8 weight constants, want 5:\n%s", scheme, int8Weights, s)
+		}
+		fp, err := graph.Compile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qp, err := graph.Compile(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range batches {
+			want, err := fp.Run(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := slices.Clone(want[0].ContiguousFloat32s())
+			got, err := qp.Run(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var num, den float64
+			for i, v := range got[0].ContiguousFloat32s() {
+				num += float64(v-w[i]) * float64(v-w[i])
+				den += float64(w[i]) * float64(w[i])
+			}
+			if rel := math.Sqrt(num / den); rel > 0.05 {
+				t.Errorf("scheme %v: int8 output differs from float32 by %.3g (relative RMS)", scheme, rel)
+			}
+		}
+	}
+}
+
+func TestPrepareRejects(t *testing.T) {
+	gen := autograd.NewGenerator(1)
+	m := newResNet(gen)
+	x := autograd.Rand(gen, 1, 1, 8, 8)
+	bf, err := graph.Trace(m, autograd.Autocast(x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := quant.Prepare(bf, quant.NewConf(quant.PerTensorAffine)); err == nil || !strings.Contains(err.Error(), "bfloat16") {
+		t.Errorf("Prepare of a BF16 graph: %v", err)
+	}
+	g, err := graph.Trace(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := quant.Prepare(g, quant.NewConf(quant.PerTensorAffine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cal.Finish(); err == nil || !strings.Contains(err.Error(), "before any Observe") {
+		t.Errorf("Finish before Observe: %v", err)
+	}
+	bad := autograd.FromFloat32(slices.Repeat([]float32{float32(math.NaN())}, 64), 1, 1, 8, 8)
+	if err := cal.Observe(bad); err == nil || !strings.Contains(err.Error(), "NaN") {
+		t.Errorf("Observe of NaN: %v", err)
+	}
+	conf := quant.NewConf(quant.PerTensorAffine)
+	_, _, _ = calibrated(t, conf)
+	q, err := quant.Convert(g, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := quant.Prepare(q, conf); err == nil || !strings.Contains(err.Error(), "already quantized") {
+		t.Errorf("Prepare of an int8 graph: %v", err)
+	}
+	// A conf for another model fails, naming the entry.
+	short := *conf
+	short.Ops = short.Ops[:3]
+	if _, err := quant.Convert(g, &short); err == nil || !strings.Contains(err.Error(), "entries") {
+		t.Errorf("Convert with a conf of 3 entries: %v", err)
+	}
+	wrong := *conf
+	wrong.Ops = slices.Clone(conf.Ops)
+	wrong.Ops[1].Name = "sigmoid"
+	if _, err := quant.Convert(g, &wrong); err == nil || !strings.Contains(err.Error(), "entry 1") {
+		t.Errorf("Convert with a wrong name: %v", err)
+	}
+}
