@@ -23,9 +23,13 @@ func TestShapeOpsOnIntegers(t *testing.T) {
 		f    func(x *autograd.Tensor) []*autograd.Tensor
 	}{
 		{"Reshape", func(x *autograd.Tensor) []*autograd.Tensor { return []*autograd.Tensor{autograd.Reshape(x, 6, -1)} }},
-		{"View", func(x *autograd.Tensor) []*autograd.Tensor { return []*autograd.Tensor{autograd.View(x.Contiguous(), 2, 60)} }},
+		{"View", func(x *autograd.Tensor) []*autograd.Tensor {
+			return []*autograd.Tensor{autograd.View(x.Contiguous(), 2, 60)}
+		}},
 		{"Flatten", func(x *autograd.Tensor) []*autograd.Tensor { return []*autograd.Tensor{autograd.Flatten(x, 1, -1)} }},
-		{"Permute", func(x *autograd.Tensor) []*autograd.Tensor { return []*autograd.Tensor{autograd.Permute(x, 0, 2, 3, 1)} }},
+		{"Permute", func(x *autograd.Tensor) []*autograd.Tensor {
+			return []*autograd.Tensor{autograd.Permute(x, 0, 2, 3, 1)}
+		}},
 		{"Transpose", func(x *autograd.Tensor) []*autograd.Tensor { return []*autograd.Tensor{autograd.Transpose(x, 1, 3)} }},
 		{"Contiguous", func(x *autograd.Tensor) []*autograd.Tensor { return []*autograd.Tensor{x.Contiguous()} }},
 		{"Cat", func(x *autograd.Tensor) []*autograd.Tensor {
