@@ -23,13 +23,16 @@ type resNet struct {
 	fc                       *nn.Linear
 }
 
-func newResNet(g *autograd.Generator) *resNet {
+func newResNet(g *autograd.Generator) *resNet { return newResNetWidth(g, 8) }
+
+// newResNetWidth is the network with c stem channels and 2c in the block.
+func newResNetWidth(g *autograd.Generator, c int) *resNet {
 	m := &resNet{
-		stem:  nn.NewConv2d(g, 1, 8, 3, nn.ConvOptions{Padding: 1}),
-		conv1: nn.NewConv2d(g, 8, 16, 3, nn.ConvOptions{Stride: 2, Padding: 1}),
-		conv2: nn.NewConv2d(g, 16, 16, 3, nn.ConvOptions{Padding: 1}),
-		down:  nn.NewConv2d(g, 8, 16, 1, nn.ConvOptions{Stride: 2}),
-		fc:    nn.NewLinear(g, 16, 10, nn.LinearOptions{}),
+		stem:  nn.NewConv2d(g, 1, c, 3, nn.ConvOptions{Padding: 1}),
+		conv1: nn.NewConv2d(g, c, 2*c, 3, nn.ConvOptions{Stride: 2, Padding: 1}),
+		conv2: nn.NewConv2d(g, 2*c, 2*c, 3, nn.ConvOptions{Padding: 1}),
+		down:  nn.NewConv2d(g, c, 2*c, 1, nn.ConvOptions{Stride: 2}),
+		fc:    nn.NewLinear(g, 2*c, 10, nn.LinearOptions{}),
 	}
 	m.RegisterModule("stem", m.stem)
 	m.RegisterModule("conv1", m.conv1)
