@@ -63,13 +63,18 @@ func (tc *int8Case) want(i, c int) float64 {
 	if s != int64(int32(s)) {
 		panic(fmt.Sprintf("sum %d overflows int32", s))
 	}
-	ep := &tc.ep
+	return int8EpilogueRef(&tc.ep, tc.out, int32(s), c, i*tc.ldc+c)
+}
+
+// int8EpilogueRef takes the int32 sum acc of output channel c through
+// ep's float32 steps one by one, in the reference Go of each, for the
+// output element at off (where a residual is read) of type out.
+func int8EpilogueRef(ep *Int8Epilogue, out string, acc int32, c, off int) float64 {
 	cs := ep.Scale * ep.WScales[c]
-	y := float32(int32(s)) * cs
+	y := float32(acc) * cs
 	if ep.Bias != nil {
 		y = float32(y) + ep.Bias[c]
 	}
-	off := i*tc.ldc + c
 	if ep.Residual != nil {
 		y = float32(y) + ep.Residual[off]
 	}
@@ -85,7 +90,7 @@ func (tc *int8Case) want(i, c int) float64 {
 	if ep.Divide {
 		y = float32(y) / ep.Divisor
 	}
-	switch tc.out {
+	switch out {
 	case "u8":
 		return float64(quantizeOne(y, 1/ep.OutScale, ep.OutZero, u8Min, u8Max))
 	case "s8":
