@@ -126,7 +126,7 @@ func convU8S8(strip int8StripFunc, op string, s *ConvShape, x []uint8, zX int32,
 	} else {
 		j.forwardCF(x[:s.xLen()], out, *ep)
 	}
-	*j = convInt8Job{im2colFn: j.im2colFn, colBuf: j.colBuf, xlBuf: j.xlBuf,
+	*j = convInt8Job{im2colFn: j.im2colFn, colBuf: j.colBuf, zsBuf: j.zsBuf, xlBuf: j.xlBuf,
 		ylF32: j.ylF32, ylU8: j.ylU8, ylS8: j.ylS8, rlF32: j.rlF32, rlU8: j.rlU8}
 	convInt8Jobs.put(j)
 }
@@ -147,7 +147,9 @@ type convInt8Job struct {
 	x      []uint8 // the channels-last input
 	col    []uint8 // the current block's im2col rows
 	r0     int     // the block's first output row
+	zs     []uint8 // gkc bytes of zX, copied where the kernel reads padding
 	colBuf []uint8
+	zsBuf  []uint8
 
 	// Channels-first: the input, output and residual reordered.
 	xlBuf        []uint8
@@ -184,13 +186,17 @@ func (j *convInt8Job) forward(x []uint8, out int8Out, ep Int8Epilogue) {
 	}
 	blk = min(blk, j.rows)
 	j.col = growBuf(&j.colBuf, blk*j.ow*j.gkc)
+	j.zs = growBuf(&j.zsBuf, j.gkc)
+	for i := range j.zs {
+		j.zs[i] = uint8(j.zX)
+	}
 	for r0 := 0; r0 < j.rows; r0 += blk {
 		nr := min(blk, j.rows-r0)
 		j.r0 = r0
 		Parallel(nr, nr*j.ow*j.gkc, j.im2colFn)
 		j.gemms(j.col, j.gkc, r0*j.ow, nr*j.ow, out, &ep)
 	}
-	j.x, j.col = nil, nil
+	j.x, j.col, j.zs = nil, nil, nil
 }
 
 // gemms runs each group's GEMM on the rows of A that are output pixels
@@ -254,7 +260,6 @@ func (j *convInt8Job) im2colRow(r int, dst []uint8) {
 	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
 	sw, pw, dw := s.Stride[2], s.Pad[2], s.Dil[2]
 	n, od, oh := r/(s.Out[0]*s.Out[1]), r/s.Out[1]%s.Out[0], r%s.Out[1]
-	z := uint8(j.zX)
 	cg, kc := j.cg, j.kc
 	// With one group and no horizontal dilation, a kernel row inside the
 	// image is one run of KW·C input bytes.
@@ -269,7 +274,7 @@ func (j *convInt8Job) im2colRow(r int, dst []uint8) {
 				t0 := (kd*KH + kh) * KW
 				if id < 0 || id >= D || ih < 0 || ih >= H {
 					for g := range s.Groups {
-						fillU8(p[g*kc+t0*cg:g*kc+(t0+KW)*cg], z)
+						copy(p[g*kc+t0*cg:g*kc+(t0+KW)*cg], j.zs)
 					}
 					continue
 				}
@@ -283,7 +288,7 @@ func (j *convInt8Job) im2colRow(r int, dst []uint8) {
 					for g := range s.Groups {
 						d := p[g*kc+(t0+kw)*cg : g*kc+(t0+kw+1)*cg]
 						if iw < 0 || iw >= W {
-							fillU8(d, z)
+							copy(d, j.zs)
 						} else {
 							copy(d, j.x[(in+iw)*C+g*cg:])
 						}
@@ -291,17 +296,6 @@ func (j *convInt8Job) im2colRow(r int, dst []uint8) {
 				}
 			}
 		}
-	}
-}
-
-// fillU8 sets every byte of d to v.
-func fillU8(d []uint8, v uint8) {
-	if v == 0 {
-		clear(d)
-		return
-	}
-	for i := range d {
-		d[i] = v
 	}
 }
 
