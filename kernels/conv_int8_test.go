@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -118,9 +117,6 @@ func newConvInt8Case(r *rand.Rand, s ConvShape, zX int32) *convInt8Case {
 		tc.ep.Bias[c] = float32(r.NormFloat64())
 	}
 	tc.ep.OutScale, tc.ep.OutZero = 0.05, 3
-	if tc.out == "s8" {
-		tc.ep.OutZero = -5
-	}
 	return tc
 }
 
@@ -257,35 +253,11 @@ func TestInt8ConvBlocks(t *testing.T) {
 // TestInt8ConvEpilogues runs every post-op and output type, alone and
 // combined, with and without a bias, with the residual in both layouts.
 func TestInt8ConvEpilogues(t *testing.T) {
-	type post struct {
-		name string
-		set  func(tc *convInt8Case, r *rand.Rand)
-	}
-	residual := func(tc *convInt8Case, r *rand.Rand) {
-		tc.ep.Residual = make([]float32, tc.s.yLen())
-		for i := range tc.ep.Residual {
-			tc.ep.Residual[i] = float32(r.NormFloat64())
-		}
-	}
-	residualU8 := func(tc *convInt8Case, r *rand.Rand) {
-		tc.ep.ResidualU8 = make([]uint8, tc.s.yLen())
-		for i := range tc.ep.ResidualU8 {
-			tc.ep.ResidualU8[i] = uint8(r.IntN(256))
-		}
-		tc.ep.ResidualScale, tc.ep.ResidualZero = 0.013, 117
-	}
-	act := func(f ActFunc) func(*convInt8Case, *rand.Rand) {
-		return func(tc *convInt8Case, _ *rand.Rand) { tc.ep.Act, tc.ep.Activate = Act{Fn: f}, true }
-	}
-	div := func(tc *convInt8Case, _ *rand.Rand) { tc.ep.Divisor, tc.ep.Divide = 3, true }
-	sums := []post{{"none", func(*convInt8Case, *rand.Rand) {}}, {"sum", residual}, {"sumU8", residualU8}}
-	finals := []post{{"none", func(*convInt8Case, *rand.Rand) {}}, {"relu", act(ActReLU)}, {"gelu", act(ActGELU)},
-		{"sigmoid", act(ActSigmoid)}, {"div", div}}
 	r := rand.New(rand.NewPCG(18, 23))
 	for _, geo := range []ConvShape{convShape2(2, 6, 10, 2, 5, 6, 3, 2, 1, 1), convShape2(1, 9, 7, 1, 4, 5, 1, 1, 0, 1)} {
 		for _, cl := range []bool{true, false} {
-			for _, sum := range sums {
-				for _, f := range finals {
+			for _, sum := range int8Sums {
+				for _, f := range int8Finals {
 					for _, out := range []string{"f32", "u8", "s8"} {
 						for _, bias := range []bool{true, false} {
 							s := geo
@@ -298,8 +270,8 @@ func TestInt8ConvEpilogues(t *testing.T) {
 							if !bias {
 								tc.ep.Bias = nil
 							}
-							sum.set(tc, r)
-							f.set(tc, r)
+							sum.set(&tc.ep, tc.s.yLen(), r)
+							f.set(&tc.ep, 0, r)
 							tc.check(t, sum.name+"+"+f.name)
 						}
 					}
@@ -368,11 +340,7 @@ func TestInt8ConvMisuse(t *testing.T) {
 	x, y := make([]uint8, s.xLen()), make([]float32, s.yLen())
 	ep := Int8Epilogue{Scale: 1, WScales: []float32{1, 1, 1, 1, 1, 1}}
 	other := convShape2(2, 4, 6, 1, 5, 5, 3, 1, 1, 1)
-	cases := []struct {
-		name string
-		kind error
-		fn   func()
-	}{
+	cases := []misuseCase{
 		{"short x", ErrShape, func() { ConvU8S8(&s, x[:len(x)-1], 0, cw, y, ep) }},
 		{"short y", ErrShape, func() { ConvU8S8(&s, x, 0, cw, y[:len(y)-1], ep) }},
 		{"short u8 y", ErrShape, func() {
@@ -410,17 +378,7 @@ func TestInt8ConvMisuse(t *testing.T) {
 			PackConvInt8(&d, make([]int8, d.wLen()))
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				e, ok := recover().(*Error)
-				if !ok || !errors.Is(e, tc.kind) {
-					t.Fatalf("panic %v, want an *Error of kind %v", e, tc.kind)
-				}
-			}()
-			tc.fn()
-		})
-	}
+	checkMisuse(t, cases)
 }
 
 func TestInt8ConvAllocs(t *testing.T) {

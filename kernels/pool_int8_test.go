@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -192,35 +191,22 @@ func TestPoolU8Misuse(t *testing.T) {
 	s := withPoolOut(poolU8Shapes[0], false)
 	nx, ny := s.N*s.C*s.H*s.W, s.outLen()
 	a := Pool2dShape{N: 1, C: 2, H: 4, W: 4, OutH: 2, OutW: 2}
-	cases := []struct {
-		name string
-		fn   func()
-	}{
-		{"max short x", func() { MaxPool2dU8(&s, make([]uint8, nx-1), make([]uint8, ny)) }},
-		{"max short y", func() { MaxPool2dU8(&s, make([]uint8, nx), make([]uint8, ny-1)) }},
-		{"max zero stride", func() {
+	cases := []misuseCase{
+		{"max short x", ErrShape, func() { MaxPool2dU8(&s, make([]uint8, nx-1), make([]uint8, ny)) }},
+		{"max short y", ErrShape, func() { MaxPool2dU8(&s, make([]uint8, nx), make([]uint8, ny-1)) }},
+		{"max zero stride", ErrShape, func() {
 			b := s
 			b.SH = 0
 			MaxPool2dU8(&b, make([]uint8, nx), make([]uint8, ny))
 		}},
-		{"adaptive short y", func() { AdaptiveAvgPool2dU8(&a, make([]uint8, 32), make([]uint8, 7)) }},
-		{"adaptive zero output", func() {
+		{"adaptive short y", ErrShape, func() { AdaptiveAvgPool2dU8(&a, make([]uint8, 32), make([]uint8, 7)) }},
+		{"adaptive zero output", ErrShape, func() {
 			b := a
 			b.OutW = 0
 			AdaptiveAvgPool2dU8(&b, make([]uint8, 32), make([]uint8, 8))
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				e, ok := recover().(*Error)
-				if !ok || !errors.Is(e, ErrShape) {
-					t.Fatalf("panic %v, want an *Error of kind %v", e, ErrShape)
-				}
-			}()
-			tc.fn()
-		})
-	}
+	checkMisuse(t, cases)
 }
 
 // poolU8GoldenOffByOne is the number of adaptive-average outputs of
