@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -63,13 +62,18 @@ func (tc *int8Case) want(i, c int) float64 {
 	if s != int64(int32(s)) {
 		panic(fmt.Sprintf("sum %d overflows int32", s))
 	}
-	ep := &tc.ep
+	return int8EpilogueRef(&tc.ep, tc.out, int32(s), c, i*tc.ldc+c)
+}
+
+// int8EpilogueRef takes the int32 sum acc of output channel c through
+// ep's float32 steps one by one, in the reference Go of each, for the
+// output element at off (where a residual is read) of type out.
+func int8EpilogueRef(ep *Int8Epilogue, out string, acc int32, c, off int) float64 {
 	cs := ep.Scale * ep.WScales[c]
-	y := float32(int32(s)) * cs
+	y := float32(acc) * cs
 	if ep.Bias != nil {
 		y = float32(y) + ep.Bias[c]
 	}
-	off := i*tc.ldc + c
 	if ep.Residual != nil {
 		y = float32(y) + ep.Residual[off]
 	}
@@ -85,7 +89,7 @@ func (tc *int8Case) want(i, c int) float64 {
 	if ep.Divide {
 		y = float32(y) / ep.Divisor
 	}
-	switch tc.out {
+	switch out {
 	case "u8":
 		return float64(quantizeOne(y, 1/ep.OutScale, ep.OutZero, u8Min, u8Max))
 	case "s8":
@@ -241,38 +245,53 @@ func TestInt8GemmExtremes(t *testing.T) {
 	})
 }
 
+// int8Post is a post-op of the INT8 epilogue that a suite sets on ep,
+// whose residual (if any) must have n elements.
+type int8Post struct {
+	name string
+	set  func(ep *Int8Epilogue, n int, r *rand.Rand)
+}
+
+// int8Sums are the residual post-ops, int8Finals the activations and the
+// division; the suites combine each of one with each of the other.
+var (
+	int8Sums = []int8Post{
+		{"none", func(*Int8Epilogue, int, *rand.Rand) {}},
+		{"sum", func(ep *Int8Epilogue, n int, r *rand.Rand) {
+			ep.Residual = make([]float32, n)
+			for i := range ep.Residual {
+				ep.Residual[i] = float32(r.NormFloat64())
+			}
+		}},
+		{"sumU8", func(ep *Int8Epilogue, n int, r *rand.Rand) {
+			ep.ResidualU8 = make([]uint8, n)
+			for i := range ep.ResidualU8 {
+				ep.ResidualU8[i] = uint8(r.IntN(256))
+			}
+			ep.ResidualScale, ep.ResidualZero = 0.013, 117
+		}},
+	}
+	int8Finals = []int8Post{
+		{"none", func(*Int8Epilogue, int, *rand.Rand) {}},
+		{"relu", int8Activation(ActReLU)},
+		{"gelu", int8Activation(ActGELU)},
+		{"sigmoid", int8Activation(ActSigmoid)},
+		{"div", func(ep *Int8Epilogue, _ int, _ *rand.Rand) { ep.Divisor, ep.Divide = 3, true }},
+	}
+)
+
+func int8Activation(f ActFunc) func(*Int8Epilogue, int, *rand.Rand) {
+	return func(ep *Int8Epilogue, _ int, _ *rand.Rand) { ep.Act, ep.Activate = Act{Fn: f}, true }
+}
+
 // TestInt8GemmEpilogues runs every post-op and output type, alone and
 // combined, with and without a bias.
 func TestInt8GemmEpilogues(t *testing.T) {
-	type post struct {
-		name string
-		set  func(tc *int8Case, r *rand.Rand)
-	}
-	residual := func(tc *int8Case, r *rand.Rand) {
-		tc.ep.Residual = make([]float32, (tc.m-1)*tc.ldc+tc.n)
-		for i := range tc.ep.Residual {
-			tc.ep.Residual[i] = float32(r.NormFloat64())
-		}
-	}
-	residualU8 := func(tc *int8Case, r *rand.Rand) {
-		tc.ep.ResidualU8 = make([]uint8, (tc.m-1)*tc.ldc+tc.n)
-		for i := range tc.ep.ResidualU8 {
-			tc.ep.ResidualU8[i] = uint8(r.IntN(256))
-		}
-		tc.ep.ResidualScale, tc.ep.ResidualZero = 0.013, 117
-	}
-	act := func(f ActFunc) func(*int8Case, *rand.Rand) {
-		return func(tc *int8Case, _ *rand.Rand) { tc.ep.Act, tc.ep.Activate = Act{Fn: f}, true }
-	}
-	div := func(tc *int8Case, _ *rand.Rand) { tc.ep.Divisor, tc.ep.Divide = 3, true }
-	sums := []post{{"none", func(*int8Case, *rand.Rand) {}}, {"sum", residual}, {"sumU8", residualU8}}
-	finals := []post{{"none", func(*int8Case, *rand.Rand) {}}, {"relu", act(ActReLU)}, {"gelu", act(ActGELU)},
-		{"sigmoid", act(ActSigmoid)}, {"div", div}}
 	forEachLevel(t, func(t *testing.T, l Level) {
 		r := rand.New(rand.NewPCG(18, 4))
 		for _, sz := range [][3]int{{1, 1, 1}, {13, 33, 17}, {29, 65, 131}} {
-			for _, s := range sums {
-				for _, f := range finals {
+			for _, s := range int8Sums {
+				for _, f := range int8Finals {
 					for _, out := range []string{"f32", "u8", "s8"} {
 						for _, bias := range []bool{true, false} {
 							tc := newInt8Case(r, sz[0], sz[1], sz[2], int32(r.IntN(256)))
@@ -283,8 +302,8 @@ func TestInt8GemmEpilogues(t *testing.T) {
 							if !bias {
 								tc.ep.Bias = nil
 							}
-							s.set(tc, r)
-							f.set(tc, r)
+							s.set(&tc.ep, (tc.m-1)*tc.ldc+tc.n, r)
+							f.set(&tc.ep, 0, r)
 							tc.check(t, l)
 						}
 					}
@@ -337,11 +356,7 @@ func TestInt8GemmMisuse(t *testing.T) {
 	pw := PackInt8(3, 4, w, 4)
 	ep := Int8Epilogue{Scale: 1, WScales: []float32{1, 1, 1}}
 	a, c := make([]uint8, 8), make([]float32, 6)
-	cases := []struct {
-		name string
-		kind error
-		fn   func()
-	}{
+	cases := []misuseCase{
 		{"short A", ErrShape, func() { GemmU8S8(2, a[:7], 4, 0, pw, c, 3, ep) }},
 		{"small lda", ErrShape, func() { GemmU8S8(2, a, 3, 0, pw, c, 3, ep) }},
 		{"short C", ErrShape, func() { GemmU8S8(2, a, 4, 0, pw, c[:5], 3, ep) }},
@@ -377,17 +392,7 @@ func TestInt8GemmMisuse(t *testing.T) {
 		{"short W", ErrShape, func() { PackInt8(3, 4, w[:11], 4) }},
 		{"nil weight", ErrArgument, func() { GemmU8S8(2, a, 4, 0, nil, c, 3, ep) }},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				e, ok := recover().(*Error)
-				if !ok || !errors.Is(e, tc.kind) {
-					t.Fatalf("panic %v, want an *Error of kind %v", e, tc.kind)
-				}
-			}()
-			tc.fn()
-		})
-	}
+	checkMisuse(t, cases)
 }
 
 func TestInt8GemmAllocs(t *testing.T) {

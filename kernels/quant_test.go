@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -169,11 +168,7 @@ func TestQuantizeLarge(t *testing.T) {
 const quantChunkForTest = 1 << 16
 
 func TestQuantizeMisuse(t *testing.T) {
-	cases := []struct {
-		name string
-		kind error
-		fn   func()
-	}{
+	cases := []misuseCase{
 		{"lengths", ErrShape, func() { QuantizeU8(make([]uint8, 2), make([]float32, 3), 1, 0) }},
 		{"zero scale", ErrArgument, func() { QuantizeU8(nil, nil, 0, 0) }},
 		{"negative scale", ErrArgument, func() { QuantizeS8(nil, nil, -1, 0) }},
@@ -183,17 +178,7 @@ func TestQuantizeMisuse(t *testing.T) {
 		{"u8 zero", ErrArgument, func() { QuantizeU8(nil, nil, 1, 256) }},
 		{"s8 zero", ErrArgument, func() { QuantizeS8(nil, nil, 1, 128) }},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				e, ok := recover().(*Error)
-				if !ok || !errors.Is(e, tc.kind) {
-					t.Fatalf("panic %v, want an *Error of kind %v", e, tc.kind)
-				}
-			}()
-			tc.fn()
-		})
-	}
+	checkMisuse(t, cases)
 }
 
 func TestQuantizeAllocs(t *testing.T) {

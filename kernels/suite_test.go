@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"math"
 	"testing"
 )
@@ -64,5 +65,29 @@ func guarded(t *testing.T, n int) ([]float32, func()) {
 				t.Fatalf("guard cell %d (of %d before and after %d elements) overwritten: %v", i, pad, n, v)
 			}
 		}
+	}
+}
+
+// misuseCase is a call that must fail: panic with an *Error of kind kind.
+type misuseCase struct {
+	name string
+	kind error
+	fn   func()
+}
+
+// checkMisuse runs each case as a subtest, failing it unless its call
+// panics with an *Error of its kind.
+func checkMisuse(t *testing.T, cases []misuseCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				e, ok := recover().(*Error)
+				if !ok || !errors.Is(e, tc.kind) {
+					t.Fatalf("panic %v, want an *Error of kind %v", e, tc.kind)
+				}
+			}()
+			tc.fn()
+		})
 	}
 }
