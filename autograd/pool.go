@@ -20,7 +20,10 @@ type PoolOptions struct {
 // poolInput validates a pooling input, [N, C, H, W] or unbatched [C, H, W],
 // and returns its sizes with N = 1 for an unbatched one.
 func poolInput(op string, x *Tensor) (n, c, h, w int, batched bool) {
-	if x == nil || x.dtype != BFloat16 {
+	if x != nil && (x.dtype == Uint8 || x.dtype == Int8) && op != "AvgPool2d" {
+		// Quantized activations: the int8 graph pools them in place of
+		// Dequantize→pool→Quantize with the same parameters.
+	} else if x == nil || x.dtype != BFloat16 {
 		checkF32(op, "input", x)
 	}
 	switch x.NDim() {
@@ -101,8 +104,13 @@ func poolOutput(op string, s *kernels.Pool2dShape, x *Tensor, batched bool) *Ten
 // poolApply runs op's forward kernel on x into a new result and records
 // its backward kernel.
 func poolApply(op string, x *Tensor, opt PoolOptions, s *kernels.Pool2dShape, batched bool) *Tensor {
-	forward, backward := poolKernels(op, s, opt)
 	out := poolOutput(op, s, x, batched)
+	if x.dtype == Uint8 || x.dtype == Int8 {
+		// Like PyTorch's quantized pools, not differentiable.
+		bindPoolU8(op, s, x, out)()
+		return out
+	}
+	forward, backward := poolKernels(op, s, opt)
 	bindPool(x, out, forward)()
 	xm, om := x.meta(), out.meta()
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
@@ -171,6 +179,9 @@ func init() {
 				return nil
 			}
 			s, _ := poolShape(op, x, opt)
+			if x.dtype == Uint8 || x.dtype == Int8 {
+				return bindPoolU8(op, &s, x, y)
+			}
 			forward, _ := poolKernels(op, &s, opt)
 			return bindPool(x, y, forward)
 		})
@@ -188,6 +199,34 @@ func init() {
 		}
 		return one(AdaptiveAvgPool2d(in[0], k[0], k[1]))
 	})
+}
+
+// bindPoolU8 binds op's uint8 kernel from x into y: the result keeps x's
+// scale and zero point, so the maximum is exact and the mean rounds as
+// PyTorch's quantized adaptive_avg_pool2d does. Int8 values run as uint8
+// with 128 added (the sign bit flipped) and taken off the result, which
+// keeps their order, so the maximum stays exact and the mean within one
+// step.
+func bindPoolU8(op string, s *kernels.Pool2dShape, x, y *Tensor) func() {
+	pool := kernels.AdaptiveAvgPool2dU8
+	if op == "MaxPool2d" {
+		pool = kernels.MaxPool2dU8
+	}
+	if x.dtype == Uint8 {
+		xd, yd := x.Uint8s(), y.Uint8s()
+		return func() { pool(s, xd, yd) }
+	}
+	xd, yd := x.Int8s(), y.Int8s()
+	xu, yu := make([]uint8, len(xd)), make([]uint8, len(yd))
+	return func() {
+		for i, v := range xd {
+			xu[i] = uint8(v) ^ 0x80
+		}
+		pool(s, xu, yu)
+		for i, v := range yu {
+			yd[i] = int8(v ^ 0x80)
+		}
+	}
 }
 
 // poolGrad runs a pooling backward kernel, which adds into a zeroed dx,

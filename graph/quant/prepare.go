@@ -240,6 +240,14 @@ func (c *Calibrator) Finish() error {
 		}
 		params[v] = ChooseParams(lo, hi, c.conf.Scheme)
 	}
+	// A pool's result takes its input's parameters, for every reader:
+	// the uint8 pool keeps scale and zero point, so the Quantize a
+	// reader puts after it can vanish into it.
+	for _, s := range c.sites {
+		if slices.Contains(poolOps, s.name) {
+			params[s.outs[0]] = params[s.ins[0]]
+		}
+	}
 	ops := make([]OpConf, len(c.sites))
 	for id, s := range c.sites {
 		op := OpConf{ID: id, Name: s.name, Algorithm: c.conf.algorithm(), WeightGranularity: c.conf.granularity(),
@@ -253,11 +261,6 @@ func (c *Calibrator) Finish() error {
 		}
 		for _, v := range s.outs {
 			p := params[v]
-			if s.name == "max_pool2d" || s.name == "adaptive_avg_pool2d" {
-				// A pool's result takes its input's parameters: the
-				// int8 pool keeps scale and zero point.
-				p = params[s.ins[0]]
-			}
 			op.OutputScales = append(op.OutputScales, p.Scale)
 			op.OutputZeroPoints = append(op.OutputZeroPoints, p.ZeroPoint)
 			op.OutputQuantizedDtypes = append(op.OutputQuantizedDtypes, p.DType)

@@ -141,6 +141,12 @@ func TestConvertRunsCloseToFloat32(t *testing.T) {
 				t.Errorf("scheme %v: the int8 graph has no %s node:\n%s", scheme, op, s)
 			}
 		}
+		// Pools and flatten run on the quantized values.
+		for _, op := range []string{"MaxPool2d", "AdaptiveAvgPool2d", "Flatten"} {
+			if !strings.Contains(s, "= "+op+"(") || strings.Contains(s, "f32[") && regexpFloatOp(s, op) {
+				t.Errorf("scheme %v: %s does not run on 8-bit values:\n%s", scheme, op, s)
+			}
+		}
 		if strings.Contains(s, "QuantizePerChannel(") {
 			t.Errorf("scheme %v: the weights' quantization was not folded:\n%s", scheme, s)
 		}
@@ -153,6 +159,15 @@ func TestConvertRunsCloseToFloat32(t *testing.T) {
 		}
 		if int8Weights != 5 {
 			t.Errorf("scheme %v: %d int8 weight constants, want 5:\n%s", scheme, int8Weights, s)
+		}
+		// A saved and loaded int8 graph computes the same bits.
+		qpath := filepath.Join(t.TempDir(), "int8.kiln")
+		if err := graph.Save(qpath, q); err != nil {
+			t.Fatal(err)
+		}
+		ql, err := graph.Load(qpath)
+		if err != nil {
+			t.Fatal(err)
 		}
 		fp, err := graph.Compile(g)
 		if err != nil {
@@ -171,6 +186,17 @@ func TestConvertRunsCloseToFloat32(t *testing.T) {
 			got, err := qp.Run(b)
 			if err != nil {
 				t.Fatal(err)
+			}
+			loaded, err := graph.Compile(ql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := loaded.Run(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(again[0].ContiguousFloat32s(), got[0].ContiguousFloat32s()) {
+				t.Errorf("scheme %v: the loaded int8 graph computes other bits", scheme)
 			}
 			var num, den float64
 			for i, v := range got[0].ContiguousFloat32s() {
@@ -231,4 +257,15 @@ func TestPrepareRejects(t *testing.T) {
 	if _, err := quant.Convert(g, &wrong); err == nil || !strings.Contains(err.Error(), "entry 1") {
 		t.Errorf("Convert with a wrong name: %v", err)
 	}
+}
+
+// regexpFloatOp reports whether the printed graph s has a float32 result
+// of op.
+func regexpFloatOp(s, op string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, "= "+op+"(") && strings.Contains(line, ": f32[") {
+			return true
+		}
+	}
+	return false
 }
