@@ -41,7 +41,9 @@ func TestPoolUint8(t *testing.T) {
 			}
 		}
 	}
-	err := Try(func() { AvgPool2d(Quantize(Randn(NewGenerator(1), 1, 1, 4, 4), 0.1, 0, Uint8), PoolOptions{Kernel: []int{2}}) })
+	err := Try(func() {
+		AvgPool2d(Quantize(Randn(NewGenerator(1), 1, 1, 4, 4), 0.1, 0, Uint8), PoolOptions{Kernel: []int{2}})
+	})
 	if err == nil || !strings.Contains(err.Error(), "uint8") {
 		t.Errorf("AvgPool2d of uint8: %v", err)
 	}
