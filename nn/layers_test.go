@@ -101,7 +101,7 @@ func TestBadInputs(t *testing.T) {
 		{"MaxPool2d dilation", func() { nn.NewMaxPool2d(2, nn.MaxPoolOptions{Dilation: -1}).Forward(autograd.Zeros(1, 4, 4)) }, []string{"MaxPool2d: dilation must be positive"}},
 		{"AvgPool2d 5-D input", func() { nn.NewAvgPool2d(2, nn.AvgPoolOptions{}).Forward(autograd.Zeros(1, 1, 1, 4, 4)) }, []string{"AvgPool2d: expected 3-D (unbatched) or 4-D (batched) input"}},
 		{"AvgPool2d big padding", func() { nn.NewAvgPool2d(2, nn.AvgPoolOptions{Padding: 2}).Forward(autograd.Zeros(1, 4, 4)) }, []string{"AvgPool2d: padding [2 2] should be at most half of kernel size [2 2]"}},
-		{"AdaptiveAvgPool2d int input", func() { nn.NewAdaptiveAvgPool2d(1, 1).Forward(autograd.Empty(autograd.Uint8, 1, 4, 4)) }, []string{"AdaptiveAvgPool2d: input has dtype uint8"}},
+		{"AdaptiveAvgPool2d int input", func() { nn.NewAdaptiveAvgPool2d(1, 1).Forward(autograd.Empty(autograd.Int32, 1, 4, 4)) }, []string{"AdaptiveAvgPool2d: input has dtype int32"}},
 		{"Flatten start after end", func() { nn.NewFlatten(2, 1).Forward(autograd.Zeros(2, 3, 4)) }, []string{"Flatten: start dimension 2 comes after end dimension 1"}},
 		{"Flatten dimension out of range", func() { nn.NewFlatten(1, 5).Forward(autograd.Zeros(2, 3)) }, []string{"Flatten: dimension 5 out of range for a 2-D tensor"}},
 		{"Softmax dimension out of range", func() { nn.NewSoftmax(2).Forward(autograd.Zeros(2, 3)) }, []string{"Softmax: dim 2 out of range for input of shape [2 3]"}},
