@@ -115,6 +115,9 @@ const maxDim = shape.MaxElements
 // kind, or an int beyond maxDim either way. The op's own checks of the
 // values run with its type inference.
 func decodeAttrs(op *opImpl, n *Node) (any, string, error) {
+	if op.decode != nil {
+		return op.decode(n)
+	}
 	if op.parts == nil {
 		return decodeStruct(op.attrs, n.Attrs, "attrs.")
 	}

@@ -30,9 +30,12 @@ import (
 //   - An Add, Sub, Mul or Div (or AddScalar, MulScalar) of a float32
 //     convolution or linear output by a constant that is a scalar or holds
 //     one value per output channel is folded into the weight and bias.
-//   - In an int8 graph, a MaxPool2d, AdaptiveAvgPool2d or Flatten between
-//     a Dequantize and a Quantize with the same parameters runs on the
-//     quantized values instead (see quantizedShapeOps).
+//   - With fusion on, in an int8 graph, a MaxPool2d, AdaptiveAvgPool2d or
+//     Flatten between a Dequantize and a Quantize with the same
+//     parameters runs on the quantized values instead
+//     (quantizedShapeOps), and each Dequantize → Conv2d/Conv3d/Linear →
+//     [Add] → [ReLU|GELU|Sigmoid] → [Quantize] chain becomes one int8
+//     layer node (fuseInt8Layers).
 //   - Nodes no output needs, and constants no node reads, are dropped.
 //   - With fusion on (see WithFusion), the fusion passes merge the
 //     patterns FusionPatterns lists, channel shuffles and sibling Linear
@@ -77,9 +80,9 @@ func Freeze(g *Graph, opts ...FreezeOption) (*Graph, error) {
 		}
 		for foldConstArith(f) || foldBatchNorm(f) {
 		}
-		if quantizedShapeOps(f) {
-			// Equal Quantize nodes the rewrite left reading one value
-			// merge.
+		if !conf.noFusion && int8Rewrites(f) {
+			// Equal Quantize nodes the rewrites left reading one
+			// value merge.
 			mergeCommon(f)
 		}
 		eliminateDead(f)

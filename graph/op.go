@@ -29,6 +29,10 @@ type opImpl struct {
 	// names, takes a []any of its parts' attributes.
 	attrs reflect.Type
 	parts []string
+	// decode, when set, decodes a node's attributes in place of attrs
+	// and parts, returning the field at fault on failure: the int8
+	// layers' parts carry attributes their float ops lack.
+	decode func(n *Node) (any, string, error)
 	// infer gives the types of the node's results from its operands'
 	// (nil for None), failing where the op would: the shapes Decode
 	// checks the IR's against, and the sizes a plan's memory is bounded
@@ -86,6 +90,9 @@ func lookupOp(op string) (*opImpl, error) {
 	}
 	if impl, ok := customOp(op); ok {
 		return impl, nil
+	}
+	if strings.HasPrefix(op, "Dequantize"+FusedSep) {
+		return int8LayerImpl(op)
 	}
 	if !strings.Contains(op, FusedSep) {
 		return nil, fmt.Errorf("%w %q (an op added with autograd.Function must be registered with graph.Register in the process that loads or runs the graph)", ErrUnknownOp, op)

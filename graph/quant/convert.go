@@ -23,9 +23,13 @@ import (
 //
 // and the result is frozen: the weights' quantization folds into int8
 // constants, their dequantization stays, and equal Quantize nodes merge.
-// Run as it is, the graph computes the fake-quantized model in float32
-// arithmetic, which is what the int8 kernels compute. g is not changed.
-func Convert(g *graph.Graph, conf *Conf) (*graph.Graph, error) {
+// Freeze's int8 passes then run pools and Flatten on 8-bit values and
+// make each Dequantize → layer → [Add] → [activation] → [Quantize] chain
+// one int8 layer node ("Dequantize+Conv2d+Add+ReLU+Quantize") on the int8
+// kernels. opts go to that Freeze: with graph.WithFusion(false) the
+// result is the FakeQuant decomposition, the same model computed in
+// float32 on dequantized values. g is not changed.
+func Convert(g *graph.Graph, conf *Conf, opts ...graph.FreezeOption) (*graph.Graph, error) {
 	if conf == nil {
 		return nil, errors.New("quant.Convert: nil conf")
 	}
@@ -60,7 +64,7 @@ func Convert(g *graph.Graph, conf *Conf) (*graph.Graph, error) {
 		}
 		p.Nodes = append(p.Nodes, n)
 	}
-	out, err := graph.Freeze(p)
+	out, err := graph.Freeze(p, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("quant.Convert: %w", err)
 	}

@@ -136,10 +136,23 @@ func TestConvertRunsCloseToFloat32(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := q.String()
-		for _, op := range []string{"Quantize", "Dequantize", "DequantizePerChannel"} {
+		for _, op := range []string{"Quantize", "Dequantize+Conv2d+ReLU+Quantize", "Dequantize+Conv2d+Quantize",
+			"Dequantize+Conv2d+Add+ReLU+Quantize", "Dequantize+Linear"} {
 			if !strings.Contains(s, " = "+op+"(") {
 				t.Errorf("scheme %v: the int8 graph has no %s node:\n%s", scheme, op, s)
 			}
+		}
+		if strings.Contains(s, "DequantizePerChannel") {
+			t.Errorf("scheme %v: a weight is dequantized outside an int8 layer:\n%s", scheme, s)
+		}
+		// Without fusion, the same conf gives the FakeQuant decomposition,
+		// which the int8 layers must compute up to a step here and there.
+		fake, err := quant.Convert(g, loaded, graph.WithFusion(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fs := fake.String(); !strings.Contains(fs, "DequantizePerChannel(") || strings.Contains(fs, "Dequantize+") {
+			t.Errorf("scheme %v: the conversion without fusion is not the decomposition:\n%s", scheme, fs)
 		}
 		// Pools and flatten run on the quantized values.
 		for _, op := range []string{"MaxPool2d", "AdaptiveAvgPool2d", "Flatten"} {
@@ -166,6 +179,10 @@ func TestConvertRunsCloseToFloat32(t *testing.T) {
 			t.Fatal(err)
 		}
 		ql, err := graph.Load(qpath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fq, err := graph.Compile(fake)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,13 +215,15 @@ func TestConvertRunsCloseToFloat32(t *testing.T) {
 			if !slices.Equal(again[0].ContiguousFloat32s(), got[0].ContiguousFloat32s()) {
 				t.Errorf("scheme %v: the loaded int8 graph computes other bits", scheme)
 			}
-			var num, den float64
-			for i, v := range got[0].ContiguousFloat32s() {
-				num += float64(v-w[i]) * float64(v-w[i])
-				den += float64(w[i]) * float64(w[i])
-			}
-			if rel := math.Sqrt(num / den); rel > 0.05 {
+			if rel := relRMS(got[0].ContiguousFloat32s(), w); rel > 0.05 {
 				t.Errorf("scheme %v: int8 output differs from float32 by %.3g (relative RMS)", scheme, rel)
+			}
+			dec, err := fq.Run(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rel := relRMS(got[0].ContiguousFloat32s(), dec[0].ContiguousFloat32s()); rel > 0.005 {
+				t.Errorf("scheme %v: int8 layers differ from their FakeQuant decomposition by %.3g (relative RMS)", scheme, rel)
 			}
 		}
 	}
@@ -268,4 +287,14 @@ func regexpFloatOp(s, op string) bool {
 		}
 	}
 	return false
+}
+
+// relRMS is the root mean square of got − want relative to want's.
+func relRMS(got, want []float32) float64 {
+	var num, den float64
+	for i, v := range got {
+		num += float64(v-want[i]) * float64(v-want[i])
+		den += float64(want[i]) * float64(want[i])
+	}
+	return math.Sqrt(num / den)
 }
