@@ -433,6 +433,13 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(slices.Clone(b.Bytes()))
+	// An int8 graph: 8-bit values and constants, int8 layer nodes.
+	i8, _ := int8Graph(f)
+	b.Reset()
+	if err := Encode(&b, i8); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(slices.Clone(b.Bytes()))
 	f.Add(good[:len(good)/2])
 	flipped := slices.Clone(good)
 	flipped[len(flipped)-3] ^= 0xff
