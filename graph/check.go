@@ -197,6 +197,13 @@ func (g *Graph) checkNodes(declared bool) ([]nodeOp, []sig, error) {
 			return g.nodeError(i, fmt.Sprintf("outputs[%d].shape", j),
 				fmt.Errorf("%s is declared %v, the op gives %v", o.Name, o.Shape, s.shape))
 		}
+		// A dtype the op does not give is a file whose quantization
+		// disagrees with itself (a Quantize to int8 declared uint8), or
+		// one edited by hand.
+		if declared && s.dtype != o.DType {
+			return g.nodeError(i, fmt.Sprintf("outputs[%d].dtype", j),
+				fmt.Errorf("%s is declared %v, the op gives %v", o.Name, o.DType, s.dtype))
+		}
 		return nil
 	})
 	if err != nil {

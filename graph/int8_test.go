@@ -117,3 +117,20 @@ func TestInt8LayerNodeErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestInt8DeclaredDTypeChecked rejects a file whose values' dtypes
+// disagree with its quantization: an int8 layer quantizing to uint8 whose
+// result the IR declares int8.
+func TestInt8DeclaredDTypeChecked(t *testing.T) {
+	g, _ := int8Graph(t)
+	g.Values[g.Nodes[0].Outputs[0]].DType = autograd.Int8
+	var b bytes.Buffer
+	err := Encode(&b, g)
+	if err == nil {
+		_, err = Decode(b.Bytes())
+	}
+	var ne *NodeError
+	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "dtype") {
+		t.Errorf("a uint8 result declared int8: %v, want a *NodeError naming the dtype", err)
+	}
+}
