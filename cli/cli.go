@@ -131,6 +131,16 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseFile parses the flags of a command that takes one graph file and
+// returns that file.
+func parseFile(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", err
+	}
+	return oneFile(pos)
+}
+
 // oneFile returns the single positional argument, the graph file.
 func oneFile(pos []string) (string, error) {
 	switch len(pos) {

@@ -14,11 +14,7 @@ import (
 // parameter count.
 func inspect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("inspect", "FILE", stderr)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	path, err := oneFile(pos)
+	path, err := parseFile(fs, args)
 	if err != nil {
 		return err
 	}
