@@ -23,11 +23,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	iters := fs.Int("iters", 20, "timed runs")
 	warmup := fs.Int("warmup", 3, "untimed runs first")
 	profile := fs.Bool("profile", false, "after the timed runs, time each node over --iters more and print the slowest "+fmt.Sprint(profileTop)+" and the time by op")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	path, err := oneFile(pos)
+	path, err := parseFile(fs, args)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,5 @@
 // Package cli is the kiln command (cmd/kiln) as a library: it inspects,
-// runs and benchmarks graphs saved by graph.Save. Programs that add ops of
+// runs, benchmarks and quantizes graphs saved by graph.Save. Programs that add ops of
 // their own build their own kiln with it, registering those ops first.
 package cli
 
@@ -15,13 +15,24 @@ const usage = `Usage: kiln <command> [arguments]
 
 Commands:
   inspect FILE
-        print the graph and its parameter count
+        print the graph and its parameter count, and for an int8 graph
+        what runs in int8
   run FILE -i IN.npy [-i IN2.npy ...] [-o OUT.npy ...]
         run the graph on .npy inputs (one per graph input, in order) and
         write its outputs (one -o per output; default out.npy for one)
   bench FILE [--batch N] [--threads T] [--iters K] [--warmup W] [--profile]
         time the graph on random inputs: latency percentiles, throughput;
         --profile adds the time of each node and of each op
+  quantize FILE --calib IN.npy [--calib IN.npy ...] [--symmetric]
+        [--algorithm A] [--conf-out CONF.json] -o OUT.kiln
+  quantize FILE --conf CONF.json -o OUT.kiln
+        convert a float32 graph to int8 (post-training quantization):
+        calibrate it on the --calib batches, one .npy file per batch
+        (comma-separated files, one per graph input in order, for a graph
+        with several inputs: --calib x1.npy,y1.npy), or convert with a
+        conf saved by --conf-out; --symmetric gives int8 activations
+        with zero point 0 instead of uint8, --algorithm picks the range
+        observer (min_max, moving_averager_min_max, histogram)
   cpu [--levels]
         print the CPU, the kernel variants in use and the levels
         KILN_ISA can select (--levels: only those, best first)
@@ -44,10 +55,11 @@ func usagef(format string, args ...any) error {
 type command func(args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]command{
-	"inspect": inspect,
-	"run":     runCmd,
-	"bench":   bench,
-	"cpu":     cpu,
+	"inspect":  inspect,
+	"run":      runCmd,
+	"bench":    bench,
+	"quantize": quantizeCmd,
+	"cpu":      cpu,
 }
 
 // Main runs the kiln command line args (without the program name) and
@@ -129,6 +141,16 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// parseFile parses the flags of a command that takes one graph file and
+// returns that file.
+func parseFile(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", err
+	}
+	return oneFile(pos)
 }
 
 // oneFile returns the single positional argument, the graph file.

@@ -14,11 +14,7 @@ import (
 // parameter count.
 func inspect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("inspect", "FILE", stderr)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	path, err := oneFile(pos)
+	path, err := parseFile(fs, args)
 	if err != nil {
 		return err
 	}
@@ -45,12 +41,52 @@ func inspect(args []string, stdout, stderr io.Writer) error {
 		parts[i] = fmt.Sprintf("%s %d", op, counts[op])
 	}
 	fmt.Fprintf(stdout, "nodes: %d (%s)\n", len(g.Nodes), strings.Join(parts, ", "))
-	params := fmt.Sprint(g.NumParams())
-	if g.NumParams() >= 1000 {
-		params += " (" + human(g.NumParams()) + ")"
+	fmt.Fprintf(stdout, "parameters: %s in %d constants\n", count(g.NumParams()), len(g.Consts))
+	if s := int8Summary(g); s.layers+s.weights+s.quantizes+len(s.activations) > 0 {
+		writeInt8Summary(stdout, s)
 	}
-	fmt.Fprintf(stdout, "parameters: %s in %d constants\n", params, len(g.Consts))
 	return nil
+}
+
+// writeInt8Summary prints what a converted graph runs in int8, so that a
+// conversion that left layers in float32 shows.
+func writeInt8Summary(w io.Writer, s int8Stats) {
+	kinds := make([]string, 0, len(s.byLayer))
+	for k := range s.byLayer {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, s.byLayer[k])
+	}
+	layers := fmt.Sprint(s.layers)
+	if len(parts) > 0 {
+		layers += " (" + strings.Join(parts, ", ") + ")"
+	}
+	acts := "none"
+	if len(s.activations) > 0 {
+		names := make([]string, len(s.activations))
+		for i, d := range s.activations {
+			names[i] = d.String()
+		}
+		acts = strings.Join(names, ", ")
+	}
+	fmt.Fprintf(w, "quantization:\n")
+	fmt.Fprintf(w, "  int8 layer nodes: %s\n", layers)
+	fmt.Fprintf(w, "  int8 weights: %d constants, %s bytes\n", s.weights, count(s.weightBytes))
+	fmt.Fprintf(w, "  Quantize nodes: %d\n", s.quantizes)
+	fmt.Fprintf(w, "  8-bit activations: %s\n", acts)
+}
+
+// count writes n, with an SI form after it when that reads easier: 11689512
+// (11.7M).
+func count(n int) string {
+	s := fmt.Sprint(n)
+	if n >= 1000 {
+		s += " (" + human(n) + ")"
+	}
+	return s
 }
 
 // human writes a count with an SI suffix: 11.7M.

@@ -96,6 +96,9 @@ func TestInspect(t *testing.T) {
 		if !strings.HasPrefix(out, s.g.String()) {
 			t.Errorf("output does not start with the graph:\n%s", out)
 		}
+		if strings.Contains(out, "quantization:") {
+			t.Errorf("a float32 graph gets a quantization summary:\n%s", out)
+		}
 	}
 }
 
@@ -309,7 +312,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"run", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"run", "-h"}, {"quantize", "-h"}} {
 		code, stdout, stderr := call(args...)
 		if code != 0 || !strings.Contains(stdout+stderr, "Usage: kiln") {
 			t.Errorf("kiln %v: exit %d, output %q", args, code, stdout+stderr)

@@ -17,11 +17,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	var ins, outs listFlag
 	fs.Var(&ins, "i", "input `file` (.npy), once per graph input in order")
 	fs.Var(&outs, "o", "output `file` (.npy), once per graph output in order (default out.npy for a graph with one output)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	path, err := oneFile(pos)
+	path, err := parseFile(fs, args)
 	if err != nil {
 		return err
 	}
