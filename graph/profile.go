@@ -185,14 +185,18 @@ func (pl *plan) describe(i int) NodeProfile {
 	return np
 }
 
-// flops counts the floating-point operations of a matrix product or
-// convolution node, two per multiply-add, from its operands' shapes; 0
+// flops counts the operations of a matrix product or convolution node
+// (float or int8), two per multiply-add, from its operands' shapes; 0
 // for other ops. Every output element of a convolution is a dot product
 // over its group's input channels and the kernel window, the size of one
 // filter (the weight's dimensions after the first); of a linear layer or
 // a matrix product, over the shared dimension K.
 func flops(op string, ins, outs []*autograd.Tensor) int64 {
-	base, _, _ := strings.Cut(op, FusedSep)
+	base, rest, _ := strings.Cut(op, FusedSep)
+	if base == "Dequantize" {
+		// An int8 layer: its weight is the layer's, in int8.
+		base, _, _ = strings.Cut(rest, FusedSep)
+	}
 	numel := func(t *autograd.Tensor) int64 {
 		n := int64(1)
 		for _, d := range t.Shape() {

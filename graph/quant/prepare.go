@@ -109,7 +109,7 @@ type Calibrator struct {
 
 // ErrPrecision is the error of a graph that is not float32: calibration
 // and conversion start from a float32 graph.
-var ErrPrecision = errors.New("quant: the graph is not a float32 graph")
+var ErrPrecision = errors.New("not a float32 graph")
 
 // Prepare readies g, a float32 graph (traced, frozen or loaded), for
 // calibration with conf's scheme, observer algorithm and weight
