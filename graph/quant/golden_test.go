@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/kilnml/kiln/autograd"
-	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/graph/quant"
 	"github.com/kilnml/kiln/internal/golden"
 	"github.com/kilnml/kiln/internal/safetensors"
@@ -30,23 +29,8 @@ func TestCalibrationGolden(t *testing.T) {
 	conv.Bias().CopyFrom(set.Get(t, "calib.bias"))
 	nn.Eval(conv)
 	batches := []*autograd.Tensor{set.Get(t, "calib.batch0"), set.Get(t, "calib.batch1")}
-	g, err := graph.Trace(conv, batches[0])
-	if err != nil {
-		t.Fatal(err)
-	}
 	conf := quant.NewConf(quant.PerTensorAffine)
-	cal, err := quant.Prepare(g, conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range batches {
-		if err := cal.Observe(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := cal.Finish(); err != nil {
-		t.Fatal(err)
-	}
+	traceCalibrate(t, conv, conf, batches)
 	if len(conf.Ops) != 1 || conf.Ops[0].Name != "conv2d" {
 		t.Fatalf("conf has %d ops (first %+v), want the one conv2d", len(conf.Ops), conf.Ops)
 	}
