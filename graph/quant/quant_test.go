@@ -62,6 +62,14 @@ func calibrated(t *testing.T, conf *quant.Conf) (*graph.Graph, *quant.Calibrator
 	for range 4 {
 		batches = append(batches, autograd.Rand(gen, 8, 1, 16, 16))
 	}
+	g, cal := traceCalibrate(t, m, conf, batches)
+	return g, cal, batches
+}
+
+// traceCalibrate traces m on the first batch and calibrates it on all of
+// them into conf.
+func traceCalibrate(t *testing.T, m nn.Module, conf *quant.Conf, batches []*autograd.Tensor) (*graph.Graph, *quant.Calibrator) {
+	t.Helper()
 	g, err := graph.Trace(m, batches[0])
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +86,7 @@ func calibrated(t *testing.T, conf *quant.Conf) (*graph.Graph, *quant.Calibrator
 	if err := cal.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	return g, cal, batches
+	return g, cal
 }
 
 func TestCalibrationRecordsIPEXOps(t *testing.T) {
