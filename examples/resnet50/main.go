@@ -150,6 +150,7 @@ import (
 	"fmt"
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/graph/quant"
 	"io"
 	"os"
 	"slices"
@@ -177,15 +178,19 @@ var commands = []command{
 			"val-fraction", "zero-init-residual", "quiet"},
 		train},
 	{"evaluate", "print the top-1 and top-5 accuracy of weights on held-out images",
-		[]string{"data", "arch", "weights", "batch-size", "image-size", "channels-last", "workers", "val-size",
+		[]string{"data", "arch", "weights", "batch-size", "image-size", "channels-last", "dtype", "conf", "workers", "val-size",
 			"val-fraction", "quiet"},
 		evaluate},
 	{"infer", "time eval-mode forward passes over a random batch",
-		[]string{"arch", "weights", "batch-size", "image-size", "warmup", "iters", "channels-last", "dtype", "seed", "graph"},
+		[]string{"arch", "weights", "batch-size", "image-size", "warmup", "iters", "channels-last", "dtype", "conf", "seed", "graph"},
 		infer},
 	{"export", "trace, freeze and save the model as a graph that runs without model code",
-		[]string{"arch", "weights", "batch-size", "image-size", "channels-last", "dtype", "seed", "out"},
+		[]string{"arch", "weights", "batch-size", "image-size", "channels-last", "dtype", "conf", "seed", "out"},
 		export},
+	{"calibrate", "record the ranges of held-out activations as an int8 quantization conf",
+		[]string{"data", "arch", "weights", "batch-size", "image-size", "channels-last", "batches", "conf", "symmetric",
+			"algorithm", "workers", "val-size", "val-fraction", "seed"},
+		calibrate},
 }
 
 // usageError is a mistake on the command line: exit status 2.
@@ -276,7 +281,9 @@ type options struct {
 	Warmup, Iters, CheckpointEvery          int
 	LR, Momentum, WD, ValFraction           float64
 	ChannelsLast, Quiet, ZeroInit           bool
-	DType, Graph, Out                       string
+	DType, Graph, Out, Conf, Algorithm      string
+	Batches                                 int
+	Symmetric                               bool
 	Seed                                    uint64
 	set                                     map[string]bool // flags given on the command line
 }
@@ -351,7 +358,20 @@ var flagDefs = map[string]func(fs *flag.FlagSet, o *options){
 		fs.BoolVar(&o.ChannelsLast, "channels-last", true, "lay images and weights out channels-last (NHWC), Kiln's fastest layout")
 	},
 	"dtype": func(fs *flag.FlagSet, o *options) {
-		fs.StringVar(&o.DType, "dtype", "float32", "float32, or bf16: convolutions and linear layers in BF16 under amp.Autocast (float32 master weights, norms and loss)")
+		fs.StringVar(&o.DType, "dtype", "float32", "float32; bf16: convolutions and linear layers in BF16 under amp.Autocast (float32 master weights, norms and loss); "+
+			"or, for evaluate, infer and export, int8: the model quantized as --conf says")
+	},
+	"conf": func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.Conf, "conf", "", "int8 quantization conf `file` (IPEX's JSON) that calibrate writes and --dtype int8 reads")
+	},
+	"batches": func(fs *flag.FlagSet, o *options) {
+		fs.IntVar(&o.Batches, "batches", 8, "calibrate on at most this many batches of held-out images")
+	},
+	"symmetric": func(fs *flag.FlagSet, o *options) {
+		fs.BoolVar(&o.Symmetric, "symmetric", false, "quantize activations to int8 with zero point 0 (default: uint8 with a zero point from the range)")
+	},
+	"algorithm": func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.Algorithm, "algorithm", "min_max", "range observer: min_max, moving_averager_min_max or histogram")
 	},
 	"zero-init-residual": func(fs *flag.FlagSet, o *options) {
 		fs.BoolVar(&o.ZeroInit, "zero-init-residual", true, "start each residual block's last batch norm at 0, so blocks begin as identities")
@@ -385,9 +405,19 @@ func (o *options) check(names []string) error {
 		}
 		return nil
 	}
+	dtypes := []string{"float32", "bf16"}
+	if has("conf") {
+		dtypes = append(dtypes, "int8")
+	}
 	switch {
-	case has("dtype") && o.DType != "float32" && o.DType != "bf16":
-		return usagef("--dtype %q: want float32 or bf16", o.DType)
+	case has("dtype") && !slices.Contains(dtypes, o.DType):
+		return usagef("--dtype %q: want %s or %s", o.DType, strings.Join(dtypes[:len(dtypes)-1], ", "), dtypes[len(dtypes)-1])
+	case o.DType == "int8" && o.Conf == "":
+		return usagef("--dtype int8 needs --conf, a conf file written by calibrate")
+	case has("dtype") && o.DType != "int8" && o.Conf != "":
+		return usagef("--conf %s is for --dtype int8, not %s", o.Conf, o.DType)
+	case o.Graph != "" && o.Conf != "":
+		return usagef("--graph runs the file as it was exported; --conf quantizes the model, at export or without --graph")
 	case has("arch") && !slices.Contains(archs, o.Arch):
 		return usagef("--arch %q: unknown architecture (want %s)", o.Arch, strings.Join(archs, ", "))
 	case has("data") && o.Data == "":
@@ -401,11 +431,17 @@ func (o *options) check(names []string) error {
 	case o.CheckpointEvery > 0 && o.Checkpoint == "":
 		return usagef("--checkpoint-every %d needs --checkpoint, the file to write", o.CheckpointEvery)
 	}
+	if has("algorithm") {
+		if _, err := quant.NewObserver(o.Algorithm); err != nil {
+			return usagef("--algorithm: %v", err)
+		}
+	}
 	for _, err := range []error{
 		atLeast("batch-size", o.BatchSize, 1), atLeast("epochs", o.Epochs, 1), atLeast("steps", o.Steps, 0),
 		atLeast("image-size", o.ImageSize, 32), atLeast("workers", o.Workers, 0),
 		atLeast("num-classes", o.NumClasses, 1), atLeast("train-size", o.TrainSize, 1),
 		atLeast("val-size", o.ValSize, 1), atLeast("warmup", o.Warmup, 0), atLeast("iters", o.Iters, 1),
+		atLeast("batches", o.Batches, 1),
 		atLeast("checkpoint-every", o.CheckpointEvery, 0),
 		nonNegative("lr", o.LR), nonNegative("momentum", o.Momentum), nonNegative("wd", o.WD),
 	} {
