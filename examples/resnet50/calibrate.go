@@ -104,7 +104,7 @@ func freeze(o *options, g *graph.Graph) (*graph.Graph, error) {
 	q, err := quant.Convert(g, conf)
 	if err != nil {
 		// Convert names the entry at fault but not the file or the model.
-		return nil, fmt.Errorf("--conf %s does not fit --arch %s: %w", o.Conf, o.Arch, err)
+		return nil, fmt.Errorf("--conf %s does not fit %s from %s: %w", o.Conf, o.Arch, weightsSource(o), err)
 	}
 	return q, nil
 }

@@ -1,7 +1,7 @@
 // Command resnet50 trains, evaluates and benchmarks torchvision's ResNets
 // (18, 34, 50, 101 and 152 layers) on the CPU: the Kiln counterpart of
 // PyTorch's ImageNet example (examples/imagenet/main.py) and of the IPEX
-// ResNet-50 training and inference scripts. It has four subcommands.
+// ResNet-50 training and inference scripts. It has five subcommands.
 //
 // train fits a ResNet with SGD, momentum and weight decay under a cosine
 // learning-rate schedule, showing a progress bar per epoch (loss, accuracy,
@@ -46,6 +46,25 @@
 //
 //	go run ./examples/resnet50 export --batch-size 1 --out rn50.kiln
 //	go run ./examples/resnet50 infer --graph rn50.kiln --batch-size 16
+//
+// calibrate prepares INT8 inference as IPEX 1.10 does (package
+// graph/quant): it traces the float32 model, runs it on --batches batches
+// of the images evaluate reads, records the range of every activation the
+// int8 convolutions, linear layers, pools and sums read or write (by
+// --algorithm: min_max, moving_averager_min_max or histogram; uint8 with a
+// zero point, or int8 around 0 with --symmetric) and writes them to --conf
+// as IPEX's JSON. export, infer and evaluate then take --dtype int8 --conf
+// FILE and convert the traced model with it; evaluate adds how often the
+// int8 top-1 class is the float32 model's. A conf fits the architecture
+// and number of classes it was calibrated on, at any image or batch size.
+// Calibrating on the held-out images makes evaluate's int8 accuracy
+// slightly flattering; --data ~/imagenet/train --val-fraction 0
+// calibrates on training images (with the held-out transforms) instead:
+//
+//	go run ./examples/resnet50 calibrate --data ~/imagenet --weights resnet50.safetensors --batches 16 --conf rn50.json
+//	go run ./examples/resnet50 evaluate --data ~/imagenet --weights resnet50.safetensors --dtype int8 --conf rn50.json
+//	go run ./examples/resnet50 infer --weights resnet50.safetensors --batch-size 1 --dtype int8 --conf rn50.json
+//	go run ./examples/resnet50 export --weights resnet50.safetensors --dtype int8 --conf rn50.json --out rn50-int8.kiln
 //
 // Run a subcommand with -h for all its flags.
 //
@@ -138,9 +157,9 @@
 // 0 on success or when stopped by a signal with a checkpoint written, 2
 // when the command line is wrong (an unknown subcommand or flag, a bad
 // value such as an unknown --arch or a --batch-size below 1, a missing
-// --data), and 1 when something fails while running (a data folder or
+// --data, --dtype int8 without --conf), and 1 when something fails while running (a data folder or
 // weights file that cannot be read, a checkpoint for another architecture
-// or a damaged one, a model that does not fit its data, a diverged run, a
+// or a damaged one, a conf that does not fit the model, a model that does not fit its data, a diverged run, a
 // run stopped by a signal with no --checkpoint to write).
 package main
 

@@ -441,7 +441,7 @@ func TestInt8(t *testing.T) {
 		want string
 	}{
 		{[]string{"export", "--arch", "resnet34", "--image-size", "32", "--batch-size", "1", "--dtype", "int8", "--conf", conf, "--out", file},
-			"--conf " + conf + " does not fit --arch resnet34"},
+			"--conf " + conf + " does not fit resnet34 from random weights"},
 		{cmdline("export", r18, "--dtype", "int8", "--conf", renamed, "--out", file), "entry 2 (relu): name"},
 	} {
 		var stdout, stderr bytes.Buffer
