@@ -20,7 +20,7 @@ func calibrate(o *options, stdout, _ io.Writer) error {
 		return usagef("--conf is required: the file to write the calibration to")
 	}
 	start := time.Now()
-	model, g, _, err := traceModel(o)
+	t, err := traceModel(o)
 	if err != nil {
 		return err
 	}
@@ -30,11 +30,11 @@ func calibrate(o *options, stdout, _ io.Writer) error {
 	}
 	conf := quant.NewConf(scheme)
 	conf.Algorithm = o.Algorithm
-	cal, err := quant.Prepare(g, conf)
+	cal, err := quant.Prepare(t.trace, conf)
 	if err != nil {
 		return err
 	}
-	d, err := loadData(o, false, model.FC.Weight().Dim(0))
+	d, err := loadData(o, false, t.model.FC.Weight().Dim(0))
 	if err != nil {
 		return err
 	}
@@ -71,42 +71,53 @@ func calibrate(o *options, stdout, _ io.Writer) error {
 	return nil
 }
 
-// traceModel builds the model in evaluation mode and traces it on the
-// random batch infer uses (under autocast for --dtype bf16), returning the
-// model, the trace and the batch.
-func traceModel(o *options) (*models.ResNet, *graph.Graph, *autograd.Tensor, error) {
+// traced is the model in evaluation mode, its trace and the batch it was
+// traced on, and, once frozen, the graph that runs.
+type traced struct {
+	model         *models.ResNet
+	trace, frozen *graph.Graph
+	x             *autograd.Tensor
+}
+
+// traceModel builds the model and traces it on the random batch infer
+// uses (under autocast for --dtype bf16).
+func traceModel(o *options) (*traced, error) {
 	model, err := loadModel(o)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	nn.Eval(model)
 	if o.ChannelsLast {
 		nn.To(model, autograd.ChannelsLast)
 	}
-	x := exampleInput(o)
-	g, err := graph.Trace(model, o.autocast(x))
-	if err != nil {
-		return nil, nil, nil, err
+	t := &traced{model: model, x: exampleInput(o)}
+	if t.trace, err = graph.Trace(model, o.autocast(t.x)); err != nil {
+		return nil, err
 	}
-	return model, g, x, nil
+	return t, nil
 }
 
-// freeze makes a trace the graph that runs: frozen as it is for float32
-// and bf16, converted with --conf for int8.
-func freeze(o *options, g *graph.Graph) (*graph.Graph, error) {
+// freezeModel traces the model and freezes the trace into the graph that
+// runs: as it is for float32 and bf16, converted with --conf for int8.
+func freezeModel(o *options) (*traced, error) {
+	t, err := traceModel(o)
+	if err != nil {
+		return nil, err
+	}
 	if o.DType != "int8" {
-		return graph.Freeze(g)
+		t.frozen, err = graph.Freeze(t.trace)
+		return t, err
 	}
 	conf, err := quant.LoadConf(o.Conf)
 	if err != nil {
 		return nil, err
 	}
-	q, err := quant.Convert(g, conf)
+	t.frozen, err = quant.Convert(t.trace, conf)
 	if err != nil {
 		// Convert names the entry at fault but not the file or the model.
 		return nil, fmt.Errorf("--conf %s does not fit %s from %s: %w", o.Conf, o.Arch, weightsSource(o), err)
 	}
-	return q, nil
+	return t, nil
 }
 
 // weightsSource names where the model's weights come from.

@@ -17,10 +17,19 @@ func evaluate(o *options, stdout, stderr io.Writer) error {
 	if o.Weights == "" {
 		return usagef("--weights is required: a train checkpoint or a state dict in safetensors")
 	}
-	model, err := loadModel(o)
+	// The int8 graph is made before any image is read, so that a conf
+	// that does not fit fails at once; its float32 model is the reference.
+	t := &traced{}
+	var err error
+	if o.DType == "int8" {
+		t, err = freezeModel(o)
+	} else {
+		t.model, err = loadModel(o)
+	}
 	if err != nil {
 		return err
 	}
+	model := t.model
 	classes := model.FC.Weight().Dim(0)
 	d, err := loadData(o, false, classes)
 	if err != nil {
@@ -40,7 +49,7 @@ func evaluate(o *options, stdout, stderr io.Writer) error {
 		o.Arch, o.Weights, d.val.Len(), o.ImageSize, o.ImageSize, o.BatchSize, layout(o), o.DType)
 	bar := kiln.NewProgress(d.val.Len(), kiln.ProgressOptions{Description: "evaluate", Quiet: o.Quiet, Writer: stderr})
 	if o.DType == "int8" {
-		return evaluateInt8(o, loader, bar, stdout)
+		return evaluateInt8(t, loader, bar, stdout)
 	}
 	nn.Eval(model)
 	acc, err := accuracyWith(func(x *autograd.Tensor) *autograd.Tensor { return model.Forward(o.autocast(x)) }, loader, bar.Update)
@@ -56,16 +65,8 @@ func evaluate(o *options, stdout, stderr io.Writer) error {
 // class is the float32 model's: agreement says what quantizing cost
 // without labels to blame, and is what a conf is judged by when the
 // weights are not yet good at the task.
-func evaluateInt8(o *options, loader *datasets.DataLoader, bar *kiln.Progress, stdout io.Writer) error {
-	model, traced, _, err := traceModel(o)
-	if err != nil {
-		return err
-	}
-	g, err := freeze(o, traced)
-	if err != nil {
-		return err
-	}
-	p, err := graph.Compile(g)
+func evaluateInt8(t *traced, loader *datasets.DataLoader, bar *kiln.Progress, stdout io.Writer) error {
+	p, err := graph.Compile(t.frozen)
 	if err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func evaluateInt8(o *options, loader *datasets.DataLoader, bar *kiln.Progress, s
 		if err != nil {
 			autograd.Fail("int8 graph", "%v", err)
 		}
-		agree += topK(outs[0], argmax(model.Forward(x)), 1)
+		agree += topK(outs[0], argmax(t.model.Forward(x)), 1)
 		return outs[0]
 	}, loader, bar.Update)
 	if err != nil {

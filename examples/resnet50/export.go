@@ -13,14 +13,11 @@ import (
 // --conf says) and saves the frozen graph, which `infer --graph` and
 // `kiln run` execute without this program's model code.
 func export(o *options, stdout, _ io.Writer) error {
-	_, g, x, err := traceModel(o)
+	t, err := freezeModel(o)
 	if err != nil {
 		return err
 	}
-	frozen, err := freeze(o, g)
-	if err != nil {
-		return err
-	}
+	frozen := t.frozen
 	if err := graph.Save(o.Out, frozen); err != nil {
 		return err
 	}
@@ -37,7 +34,7 @@ func export(o *options, stdout, _ io.Writer) error {
 		count = fmt.Sprintf("%d parameters (%d of them int8)", params+int8s, int8s)
 	}
 	fmt.Fprintf(stdout, "%s: %d nodes (%d traced), %s, input %v %s → %s\n",
-		o.Arch, len(frozen.Nodes), len(g.Nodes), count, x.Shape(), o.DType, o.Out)
+		o.Arch, len(frozen.Nodes), len(t.trace.Nodes), count, t.x.Shape(), o.DType, o.Out)
 	return nil
 }
 

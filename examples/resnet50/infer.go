@@ -21,15 +21,11 @@ func infer(o *options, stdout, _ io.Writer) error {
 		}
 		return inferGraph(o, g, "graph "+o.Graph, stdout)
 	case o.DType == "int8":
-		_, traced, _, err := traceModel(o)
+		t, err := freezeModel(o)
 		if err != nil {
 			return err
 		}
-		g, err := freeze(o, traced)
-		if err != nil {
-			return err
-		}
-		return inferGraph(o, g, fmt.Sprintf("%s (%s) in int8 by %s", o.Arch, weightsSource(o), o.Conf), stdout)
+		return inferGraph(o, t.frozen, fmt.Sprintf("%s (%s) in int8 by %s", o.Arch, weightsSource(o), o.Conf), stdout)
 	}
 	model, err := loadModel(o)
 	if err != nil {
