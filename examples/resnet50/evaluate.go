@@ -8,6 +8,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/datasets"
+	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
 )
@@ -16,10 +17,19 @@ func evaluate(o *options, stdout, stderr io.Writer) error {
 	if o.Weights == "" {
 		return usagef("--weights is required: a train checkpoint or a state dict in safetensors")
 	}
-	model, err := loadModel(o)
+	// The int8 graph is made before any image is read, so that a conf
+	// that does not fit fails at once; its float32 model is the reference.
+	t := &traced{}
+	var err error
+	if o.DType == "int8" {
+		t, err = freezeModel(o)
+	} else {
+		t.model, err = loadModel(o)
+	}
 	if err != nil {
 		return err
 	}
+	model := t.model
 	classes := model.FC.Weight().Dim(0)
 	d, err := loadData(o, false, classes)
 	if err != nil {
@@ -35,16 +45,64 @@ func evaluate(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s from %s, %d images of %d×%d, batch %d, %s\n",
-		o.Arch, o.Weights, d.val.Len(), o.ImageSize, o.ImageSize, o.BatchSize, layout(o))
+	fmt.Fprintf(stdout, "%s from %s, %d images of %d×%d, batch %d, %s, %s\n",
+		o.Arch, o.Weights, d.val.Len(), o.ImageSize, o.ImageSize, o.BatchSize, layout(o), o.DType)
 	bar := kiln.NewProgress(d.val.Len(), kiln.ProgressOptions{Description: "evaluate", Quiet: o.Quiet, Writer: stderr})
-	acc, err := accuracyWith(model, loader, func(x *autograd.Tensor) *autograd.Tensor { return x }, bar.Update)
+	if o.DType == "int8" {
+		return evaluateInt8(t, loader, bar, stdout)
+	}
+	nn.Eval(model)
+	acc, err := accuracyWith(func(x *autograd.Tensor) *autograd.Tensor { return model.Forward(o.autocast(x)) }, loader, bar.Update)
 	if err != nil {
 		return err
 	}
 	bar.Finish()
 	fmt.Fprintln(stdout, acc)
 	return nil
+}
+
+// evaluateInt8 reports the int8 graph's accuracy and how often its top-1
+// class is the float32 model's: agreement says what quantizing cost
+// without labels to blame, and is what a conf is judged by when the
+// weights are not yet good at the task.
+func evaluateInt8(t *traced, loader *datasets.DataLoader, bar *kiln.Progress, stdout io.Writer) error {
+	p, err := graph.Compile(t.frozen)
+	if err != nil {
+		return err
+	}
+	agree := 0
+	acc, err := accuracyWith(func(x *autograd.Tensor) *autograd.Tensor {
+		outs, err := p.Run(x)
+		if err != nil {
+			autograd.Fail("int8 graph", "%v", err)
+		}
+		agree += topK(outs[0], argmax(t.model.Forward(x)), 1)
+		return outs[0]
+	}, loader, bar.Update)
+	if err != nil {
+		return err
+	}
+	bar.Finish()
+	fmt.Fprintln(stdout, acc)
+	fmt.Fprintf(stdout, "agreement with float32: %.2f%% (%d of %d images)\n", 100*acc.rate(agree), agree, acc.n)
+	return nil
+}
+
+// argmax returns each row's largest entry's index of logits [N, classes],
+// as labels.
+func argmax(logits *autograd.Tensor) *autograd.Tensor {
+	classes := logits.Dim(1)
+	scores := autograd.Cast(logits, autograd.Float32).ContiguousFloat32s()
+	idx := make([]int64, logits.Dim(0))
+	for i := range idx {
+		row := scores[i*classes : (i+1)*classes]
+		for j, v := range row {
+			if v > row[idx[i]] {
+				idx[i] = int64(j)
+			}
+		}
+	}
+	return autograd.FromInt64(idx, len(idx))
 }
 
 // loadModel builds --arch with --weights loaded, or freshly initialised
@@ -98,17 +156,17 @@ func (a accuracies) rate(hits int) float64 {
 	return float64(hits) / float64(a.n)
 }
 
-// accuracy evaluates model over every batch of loader, each marked by
-// mark (for autocast, say).
+// accuracy evaluates model in evaluation mode over every batch of loader,
+// each marked by mark (for autocast, say).
 func accuracy(model nn.Layer, loader *datasets.DataLoader, mark func(*autograd.Tensor) *autograd.Tensor) (accuracies, error) {
-	return accuracyWith(model, loader, mark, nil)
+	nn.Eval(model)
+	return accuracyWith(func(x *autograd.Tensor) *autograd.Tensor { return model.Forward(mark(x)) }, loader, nil)
 }
 
-// accuracyWith evaluates model over every batch of loader in evaluation
-// mode without recording gradients, calling update (if not nil) after
+// accuracyWith evaluates the logits forward computes over every batch of
+// loader, without recording gradients, calling update (if not nil) after
 // each batch with its size, mean loss and top-1 hits.
-func accuracyWith(model nn.Layer, loader *datasets.DataLoader, mark func(*autograd.Tensor) *autograd.Tensor, update func(n int, loss float64, right int)) (accuracies, error) {
-	nn.Eval(model)
+func accuracyWith(forward func(*autograd.Tensor) *autograd.Tensor, loader *datasets.DataLoader, update func(n int, loss float64, right int)) (accuracies, error) {
 	var a accuracies
 	for batch, err := range loader.Epoch(0) {
 		if err != nil {
@@ -117,7 +175,7 @@ func accuracyWith(model nn.Layer, loader *datasets.DataLoader, mark func(*autogr
 		var loss float64
 		var top1, top5 int
 		err := autograd.Try(func() {
-			logits := model.Forward(mark(autograd.NoGrad(batch.Inputs)))
+			logits := forward(autograd.NoGrad(batch.Inputs))
 			top1, top5 = topK(logits, batch.Labels, 1), topK(logits, batch.Labels, 5)
 			loss = autograd.CrossEntropy(logits, batch.Labels, autograd.CrossEntropyOptions{}).Item()
 		})

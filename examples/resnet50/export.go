@@ -6,35 +6,35 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
-	"github.com/kilnml/kiln/nn"
 )
 
 // export traces the model on a batch of the requested shape, freezes the
-// trace (batch norms folded, ops fused) and saves the frozen graph, which
-// `infer --graph` and `kiln run` execute without this program's model code.
+// trace (batch norms folded, ops fused; with --dtype int8 quantized as
+// --conf says) and saves the frozen graph, which `infer --graph` and
+// `kiln run` execute without this program's model code.
 func export(o *options, stdout, _ io.Writer) error {
-	model, err := loadModel(o)
+	t, err := freezeModel(o)
 	if err != nil {
 		return err
 	}
-	nn.Eval(model)
-	if o.ChannelsLast {
-		nn.To(model, autograd.ChannelsLast)
-	}
-	x := exampleInput(o)
-	g, err := graph.Trace(model, o.autocast(x))
-	if err != nil {
-		return err
-	}
-	frozen, err := graph.Freeze(g)
-	if err != nil {
-		return err
-	}
+	frozen := t.frozen
 	if err := graph.Save(o.Out, frozen); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %d nodes (%d traced), %d parameters, input %v %s → %s\n",
-		o.Arch, len(frozen.Nodes), len(g.Nodes), frozen.NumParams(), x.Shape(), o.DType, o.Out)
+	// NumParams counts float constants only; an int8 graph's weights are
+	// int8 ones, counted here so that both dtypes report the same model.
+	params, int8s := frozen.NumParams(), 0
+	for _, t := range frozen.Consts {
+		if t.DType() == autograd.Int8 {
+			int8s += t.Numel()
+		}
+	}
+	count := fmt.Sprintf("%d parameters", params)
+	if int8s > 0 {
+		count = fmt.Sprintf("%d parameters (%d of them int8)", params+int8s, int8s)
+	}
+	fmt.Fprintf(stdout, "%s: %d nodes (%d traced), %s, input %v %s → %s\n",
+		o.Arch, len(frozen.Nodes), len(t.trace.Nodes), count, t.x.Shape(), o.DType, o.Out)
 	return nil
 }
 

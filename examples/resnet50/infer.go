@@ -13,8 +13,19 @@ import (
 )
 
 func infer(o *options, stdout, _ io.Writer) error {
-	if o.Graph != "" {
-		return inferGraph(o, stdout)
+	switch {
+	case o.Graph != "":
+		g, err := graph.Load(o.Graph)
+		if err != nil {
+			return err
+		}
+		return inferGraph(o, g, "graph "+o.Graph, stdout)
+	case o.DType == "int8":
+		t, err := freezeModel(o)
+		if err != nil {
+			return err
+		}
+		return inferGraph(o, t.frozen, fmt.Sprintf("%s (%s) in int8 by %s", o.Arch, weightsSource(o), o.Conf), stdout)
 	}
 	model, err := loadModel(o)
 	if err != nil {
@@ -32,12 +43,8 @@ func infer(o *options, stdout, _ io.Writer) error {
 		return err
 	}
 	x := exampleInput(o)
-	source := "random weights"
-	if o.Weights != "" {
-		source = o.Weights
-	}
 	fmt.Fprintf(stdout, "%s (%s), batch %d of 3×%d×%d, %s, %s, %d warm-up and %d timed passes\n",
-		o.Arch, source, o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.DType, o.Warmup, o.Iters)
+		o.Arch, weightsSource(o), o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.DType, o.Warmup, o.Iters)
 	var times []time.Duration
 	err = autograd.Try(func() {
 		x := o.autocast(autograd.NoGrad(x))
@@ -50,19 +57,16 @@ func infer(o *options, stdout, _ io.Writer) error {
 	return nil
 }
 
-// inferGraph times a frozen graph written by export.
-func inferGraph(o *options, stdout io.Writer) error {
-	g, err := graph.Load(o.Graph)
-	if err != nil {
-		return err
-	}
+// inferGraph times a frozen graph, written by export or converted to
+// int8 here, described in the report by name.
+func inferGraph(o *options, g *graph.Graph, name string, stdout io.Writer) error {
 	p, err := graph.Compile(g)
 	if err != nil {
 		return err
 	}
 	x := exampleInput(o)
-	fmt.Fprintf(stdout, "graph %s (%d nodes), batch %d of 3×%d×%d, %s, %d warm-up and %d timed passes\n",
-		o.Graph, len(g.Nodes), o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.Warmup, o.Iters)
+	fmt.Fprintf(stdout, "%s (%d nodes), batch %d of 3×%d×%d, %s, %d warm-up and %d timed passes\n",
+		name, len(g.Nodes), o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.Warmup, o.Iters)
 	var runErr error
 	times := timePasses(o, func() error { _, runErr = p.Run(x); return runErr })
 	if runErr != nil {
