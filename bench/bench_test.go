@@ -26,12 +26,14 @@ func TestMain(m *testing.M) {
 var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true,
 	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true}
 
-// bf16FP32Kind is the kind of each BF16 kind's FP32Row.
-var bf16FP32Kind = map[string]string{
+// fp32Kind is the kind of each BF16 and INT8 kind's FP32Row.
+var fp32Kind = map[string]string{
 	KindGemmBF16:          KindGemm,
 	KindResNet50InferBF16: KindResNet50Infer,
 	KindResNet50GraphBF16: KindResNet50Graph,
 	KindResNet50TrainBF16: KindResNet50Train,
+	KindGemmInt8:          KindGemm,
+	KindResNet50GraphInt8: KindResNet50Graph,
 }
 
 func TestWorkloads(t *testing.T) {
@@ -91,7 +93,7 @@ func TestWorkloads(t *testing.T) {
 	// -filter resnet50 picks exactly the whole-model rows (not the
 	// convolution rows, whose names are the layers').
 	model, _ := Filter(all, "resnet50")
-	if want := 5*len(ResNet50InferBatches) + 4; len(model) != want {
+	if want := 6*len(ResNet50InferBatches) + 4; len(model) != want {
 		t.Errorf("filter resnet50 matched %d workloads, want %d", len(model), want)
 	}
 	for _, w := range model {
@@ -103,15 +105,55 @@ func TestWorkloads(t *testing.T) {
 			t.Errorf("%s: %d images, %d warm-up calls, %d runs for dims %v", w.Name, w.Images, w.WarmUpCalls, w.Runs, w.Dims)
 		}
 		if w.Quick != (!notQuick[w.Kind] && w.Dims[0] == 1) {
-			t.Errorf("%s: quick %v; want only the batch-1 float32 inference rows", w.Name, w.Quick)
+			t.Errorf("%s: quick %v; want only the batch-1 float32 and INT8 inference rows", w.Name, w.Quick)
+		}
+	}
+	// The INT8 rows of issue 18: three square GEMMs (1024 in -quick), an
+	// INT8 frozen graph per inference batch, calibrated on the batches
+	// the constants give.
+	var gemm8, quick8 []string
+	for _, w := range all {
+		if w.Precision() != PrecisionInt8 {
+			continue
+		}
+		switch w.Kind {
+		case KindGemmInt8:
+			gemm8 = append(gemm8, w.Name)
+		case KindResNet50GraphInt8:
+			if len(w.Dims) != 4 || w.Dims[2] != ResNet50Int8CalibBatches || w.Dims[3] != ResNet50Int8CalibBatch {
+				t.Errorf("%s: dims %v, want batch, image, %d calibration batches of %d", w.Name, w.Dims,
+					ResNet50Int8CalibBatches, ResNet50Int8CalibBatch)
+			}
+		default:
+			t.Errorf("%s: kind %s ends in _int8 but is no INT8 kind", w.Name, w.Kind)
+		}
+		if w.Quick {
+			quick8 = append(quick8, w.Name)
+		}
+	}
+	if want := []string{"gemm int8 1024×1024×1024", "gemm int8 2048×2048×2048", "gemm int8 4096×4096×4096"}; !reflect.DeepEqual(gemm8, want) {
+		t.Errorf("INT8 GEMM rows %q, want %q", gemm8, want)
+	}
+	if want := []string{"gemm int8 1024×1024×1024", "resnet50 int8 frozen graph infer bs1 224² vs torch FX int8 jit.freeze"}; !reflect.DeepEqual(quick8, want) {
+		t.Errorf("quick INT8 rows %q, want %q", quick8, want)
+	}
+}
+
+func TestPrecision(t *testing.T) {
+	for kind, want := range map[string]Precision{
+		KindGemm: PrecisionFP32, KindResNet50Graph: PrecisionFP32, KindGemmBF16: PrecisionBF16,
+		KindResNet50TrainBF16: PrecisionBF16, KindGemmInt8: PrecisionInt8, KindResNet50GraphInt8: PrecisionInt8,
+	} {
+		if got := (Workload{Kind: kind}).Precision(); got != want {
+			t.Errorf("%s: precision %s, want %s", kind, got, want)
 		}
 	}
 }
 
-// TestBF16Pairs: every BF16 row names as its FP32Row an existing float32
-// row of the matching kind doing the same work, and only BF16 rows name
-// one.
-func TestBF16Pairs(t *testing.T) {
+// TestFP32Pairs: every BF16 row, and every INT8 row that has one, names
+// as its FP32Row an existing float32 row of the matching kind doing the
+// same work, and only BF16 and INT8 rows name one.
+func TestFP32Pairs(t *testing.T) {
 	all := Workloads(false)
 	byName := map[string]Workload{}
 	for _, w := range all {
@@ -119,39 +161,50 @@ func TestBF16Pairs(t *testing.T) {
 	}
 	pairs := map[string]int{}
 	for _, w := range all {
-		want, isBF16 := bf16FP32Kind[w.Kind]
-		if !isBF16 {
-			if w.FP32Row != "" || w.IsBF16() {
+		want, low := fp32Kind[w.Kind]
+		if !low {
+			if w.FP32Row != "" || w.Precision() != PrecisionFP32 {
 				t.Errorf("%s (%s): FP32Row %q on a float32 row", w.Name, w.Kind, w.FP32Row)
 			}
 			continue
 		}
+		if w.FP32Row == "" && w.Precision() == PrecisionInt8 {
+			continue
+		}
 		f, ok := byName[w.FP32Row]
+		// An INT8 model row's dims go on with its calibration.
 		switch {
 		case !ok:
 			t.Errorf("%s: FP32Row %q is not a workload", w.Name, w.FP32Row)
-		case f.Kind != want || f.IsBF16():
+		case f.Kind != want || f.Precision() != PrecisionFP32:
 			t.Errorf("%s: FP32Row %q has kind %s, want %s", w.Name, f.Name, f.Kind, want)
-		case f.Flops != w.Flops || f.Images != w.Images || !reflect.DeepEqual(f.Dims, w.Dims):
+		case f.Flops != w.Flops || f.Images != w.Images || len(w.Dims) < len(f.Dims) || !reflect.DeepEqual(f.Dims, w.Dims[:len(f.Dims)]):
 			t.Errorf("%s: FP32Row %q does other work: flops %v, images %d, dims %v; want %v, %d, %v",
 				w.Name, f.Name, f.Flops, f.Images, f.Dims, w.Flops, w.Images, w.Dims)
 		}
 		pairs[w.Kind]++
 	}
-	// The pairs of issue 17's targets, by name.
-	for bf16, fp32 := range map[string]string{
-		"gemm bf16 1024×1024×1024":                                            "gemm 1024×1024×1024",
-		"resnet50 bf16 infer bs16 224² vs torch bf16":                         "resnet50 infer bs16 224² vs torch eager",
-		"resnet50 bf16 frozen graph infer bs1 224² vs torch bf16 jit.freeze":  "resnet50 frozen graph infer bs1 224² vs torch jit.freeze",
-		"resnet50 bf16 frozen graph infer bs16 224² vs torch bf16 jit.freeze": "resnet50 frozen graph infer bs16 224² vs torch jit.freeze",
-		"resnet50 bf16 train step bs8 224² vs torch autocast":                 "resnet50 train step bs8 224² (SGD momentum)",
+	// The pairs of issues 17 and 18's targets, by name.
+	for low, fp32 := range map[string]string{
+		"gemm bf16 1024×1024×1024":                                               "gemm 1024×1024×1024",
+		"resnet50 bf16 infer bs16 224² vs torch bf16":                            "resnet50 infer bs16 224² vs torch eager",
+		"resnet50 bf16 frozen graph infer bs1 224² vs torch bf16 jit.freeze":     "resnet50 frozen graph infer bs1 224² vs torch jit.freeze",
+		"resnet50 bf16 frozen graph infer bs16 224² vs torch bf16 jit.freeze":    "resnet50 frozen graph infer bs16 224² vs torch jit.freeze",
+		"resnet50 bf16 train step bs8 224² vs torch autocast":                    "resnet50 train step bs8 224² (SGD momentum)",
+		"gemm int8 1024×1024×1024":                                               "gemm 1024×1024×1024",
+		"gemm int8 2048×2048×2048":                                               "gemm 2048×2048×2048",
+		"gemm int8 4096×4096×4096":                                               "",
+		"resnet50 int8 frozen graph infer bs1 224² vs torch FX int8 jit.freeze":  "resnet50 frozen graph infer bs1 224² vs torch jit.freeze",
+		"resnet50 int8 frozen graph infer bs16 224² vs torch FX int8 jit.freeze": "resnet50 frozen graph infer bs16 224² vs torch jit.freeze",
 	} {
-		if got := byName[bf16].FP32Row; got != fp32 {
-			t.Errorf("%q: FP32Row %q, want %q", bf16, got, fp32)
+		if w, ok := byName[low]; !ok || w.FP32Row != fp32 {
+			t.Errorf("%q (present %v): FP32Row %q, want %q", low, ok, w.FP32Row, fp32)
 		}
 	}
-	if pairs[KindResNet50GraphBF16] != len(ResNet50InferBatches) {
-		t.Errorf("%d BF16 frozen-graph rows, want one per inference batch", pairs[KindResNet50GraphBF16])
+	for _, k := range []string{KindResNet50GraphBF16, KindResNet50GraphInt8} {
+		if pairs[k] != len(ResNet50InferBatches) {
+			t.Errorf("%d %s rows, want one per inference batch", pairs[k], k)
+		}
 	}
 }
 
@@ -177,6 +230,15 @@ func TestPeaksJSON(t *testing.T) {
 	}
 	if !back.BF16Measured([]int{1}) || back.BF16Measured([]int{1, 2}) || back.BF16Measured(nil) {
 		t.Error("BF16Measured wrong")
+	}
+	if back.Int8 != nil || back.Int8Measured([]int{1}) || bytes.Contains(b, []byte("Int8")) {
+		t.Errorf("peaks without INT8 read back as %+v from %s", back, b)
+	}
+	p.Int8, p.Int8Route = map[int]float64{1: 600, 2: 1200}, "VPDPBUSD"
+	b, _ = json.Marshal(p)
+	back = Peaks{}
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, p) || !back.Int8Measured([]int{1, 2}) {
+		t.Errorf("round trip of %s: %+v, %v", b, back, err)
 	}
 }
 
@@ -267,6 +329,9 @@ func tinyWorkloads() []Workload {
 		{Name: "resnet50 bf16 infer", Kind: KindResNet50InferBF16, Dims: []int{2, tinyImage}, WarmUpCalls: 1, Runs: 1},
 		{Name: "resnet50 bf16 frozen graph", Kind: KindResNet50GraphBF16, Dims: []int{2, tinyImage}, WarmUpCalls: 2, Runs: 1},
 		{Name: "resnet50 bf16 train", Kind: KindResNet50TrainBF16, Dims: []int{2, tinyImage}, WarmUpCalls: 1, Runs: 1},
+		{Name: "gemm int8", Kind: KindGemmInt8, Dims: []int{5, 7, 3}},
+		{Name: "gemm int8 tail", Kind: KindGemmInt8, Dims: []int{13, 33, 9}}, // past a 12-row strip, a 32-channel panel and two 4-depth groups
+		{Name: "resnet50 int8 frozen graph", Kind: KindResNet50GraphInt8, Dims: []int{2, tinyImage, 2, 1}, WarmUpCalls: 2},
 	}
 }
 
@@ -293,6 +358,7 @@ func TestPrepareRunsEveryKind(t *testing.T) {
 		{Name: "bad dims", Kind: KindGemm, Dims: []int{1, 2}},
 		{Name: "zero dim", Kind: KindReLU, Dims: []int{0}},
 		{Name: "resnet50 dims", Kind: KindResNet50Infer, Dims: []int{1}},
+		{Name: "resnet50 int8 without calibration", Kind: KindResNet50GraphInt8, Dims: []int{1, tinyImage}},
 		tinyFootprint, // measured by RunFresh, not timed
 	} {
 		if _, err := Prepare(w); err == nil {
@@ -410,20 +476,40 @@ func TestTable(t *testing.T) {
 			t.Errorf("BF16 peak %v: table lacks %q or the FP32 row's FMA percentages:\n%s", c.bf16, c.want, tab)
 		}
 	}
-	if s := BF16Speedups(rows, []int{1, 2}); s != "" {
-		t.Errorf("BF16Speedups without BF16 rows = %q", s)
+	if s := Speedups(rows, []int{1, 2}, PrecisionBF16); s != "" {
+		t.Errorf("Speedups without BF16 rows = %q", s)
 	}
 	bf2 := bf
 	bf2.Threads = 2 // no FP32 row at 2 threads
-	sp := BF16Speedups(append([]Row{bf, bf2}, rows...), []int{1, 2})
+	sp := Speedups(append([]Row{bf, bf2}, rows...), []int{1, 2}, PrecisionBF16)
 	if want := "| gemm bf16 2×2×2 | gemm 2×2×2 | 2.50× (FP32 100 ms, BF16 40 ms) | — |"; !strings.Contains(sp, want) {
-		t.Errorf("BF16Speedups lacks %q:\n%s", want, sp)
+		t.Errorf("Speedups lacks %q:\n%s", want, sp)
 	}
-	if q := BF16Speedup(bf, rows[0]); q != 2.5 {
-		t.Errorf("BF16Speedup = %v, want 2.5", q)
+	if q := Speedup(bf, rows[0]); q != 2.5 {
+		t.Errorf("Speedup = %v, want 2.5", q)
 	}
-	if q := BF16Speedup(bf, rows[2]); !math.IsNaN(q) {
-		t.Errorf("BF16Speedup with a failed FP32 row = %v, want NaN", q)
+	if q := Speedup(bf, rows[2]); !math.IsNaN(q) {
+		t.Errorf("Speedup with a failed FP32 row = %v, want NaN", q)
+	}
+
+	// An INT8 row reports GOP/s against the INT8 peak (none where it was
+	// not measured: no float32 ceiling applies), and sets beside its FP32
+	// row in its own section; one without an FP32 row is left out there.
+	iw := Workload{Name: "gemm int8 2×2×2", Group: "G8", Kind: KindGemmInt8, Flops: 2e9, Bound: Compute, FP32Row: w.Name}
+	i8 := Row{Workload: iw, Threads: 1, Kiln: Result{Median: 0.01}, Torch: Result{Median: 0.02}, KilnOK: true, TorchOK: true}
+	lone := i8
+	lone.Workload.Name, lone.Workload.FP32Row = "gemm int8 4×4×4", ""
+	p := peaks
+	p.Int8 = map[int]float64{1: 800}
+	if tab, want := Table([]Row{i8}, p), "| gemm int8 2×2×2 | 1 | 10 ms | 200 GOP/s | 20 ms | 100 GOP/s | 2.00× | 25.0% | 12.5% |"; !strings.Contains(tab, want) {
+		t.Errorf("table lacks %q:\n%s", want, tab)
+	}
+	if tab, want := Table([]Row{i8}, peaks), "| gemm int8 2×2×2 | 1 | 10 ms | 200 GOP/s | 20 ms | 100 GOP/s | 2.00× | — | — |"; !strings.Contains(tab, want) {
+		t.Errorf("without an INT8 peak, table lacks %q:\n%s", want, tab)
+	}
+	sp = Speedups(append([]Row{i8, lone, bf}, rows...), []int{1}, PrecisionInt8)
+	if want := "| INT8 row | Kiln FP32 row | 1 thread(s) |\n|---|---|--:|\n| gemm int8 2×2×2 | gemm 2×2×2 | 10× (FP32 100 ms, INT8 10 ms) |\n"; !strings.HasSuffix(sp, want) || strings.Contains(sp, "bf16") || strings.Contains(sp, lone.Workload.Name) {
+		t.Errorf("INT8 speedups are not exactly %q:\n%s", want, sp)
 	}
 
 	sum := Summary(rows, []int{1, 2})

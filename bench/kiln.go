@@ -8,6 +8,7 @@ import (
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
+	"github.com/kilnml/kiln/graph/quant"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
@@ -61,6 +62,27 @@ func Prepare(w Workload) (func(), error) {
 		kernels.F32ToBF16(a, fill(m*k))
 		kernels.F32ToBF16(b, fill(k*n))
 		return func() { kernels.GemmBF16(false, false, m, n, k, 1, a, k, b, n, 0, c, n) }, nil
+
+	case KindGemmInt8:
+		if err := need(3); err != nil {
+			return nil, err
+		}
+		m, n, k := d[0], d[1], d[2]
+		// Quantized as torch_bench.py quantizes them: A's values in
+		// [-1, 1) with that range's parameters, W symmetric per channel.
+		in := quant.ChooseParams(-1, 1, quant.PerTensorAffine)
+		a := make([]uint8, m*k)
+		kernels.QuantizeU8(a, fill(m*k), float32(in.Scale), in.ZeroPoint)
+		wf, wq := fill(n*k), make([]int8, n*k)
+		scales := make([]float32, n)
+		for c, s := range quant.WeightScales(wf, n, true) {
+			scales[c] = float32(s)
+			kernels.QuantizeS8(wq[c*k:(c+1)*k], wf[c*k:(c+1)*k], scales[c], 0)
+		}
+		pw := kernels.PackInt8(n, k, wq, k)
+		c := make([]float32, m*n)
+		ep := kernels.Int8Epilogue{Scale: float32(in.Scale), WScales: scales}
+		return func() { kernels.GemmU8S8(m, a, k, in.ZeroPoint, pw, c, n, ep) }, nil
 
 	case KindConvFwd, KindConvBwdData, KindConvBwdWeight:
 		if err := need(8); err != nil {
@@ -187,6 +209,12 @@ func Prepare(w Workload) (func(), error) {
 		}
 		return resNet50Graph(d[0], d[1], true, true)
 
+	case KindResNet50GraphInt8:
+		if err := need(4); err != nil {
+			return nil, err
+		}
+		return resNet50GraphInt8(d[0], d[1], d[2], d[3])
+
 	case KindResNet50Train:
 		if err := need(2); err != nil {
 			return nil, err
@@ -248,7 +276,12 @@ func resNet50Graph(n, image int, fuse, bf16 bool) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := graph.Compile(frozen)
+	return compiledRun(frozen, x)
+}
+
+// compiledRun compiles g and returns a run of it on x.
+func compiledRun(g *graph.Graph, x *autograd.Tensor) (func(), error) {
+	p, err := graph.Compile(g)
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +290,44 @@ func resNet50Graph(n, image int, fuse, bf16 bool) (func(), error) {
 			panic(err)
 		}
 	}, nil
+}
+
+// resNet50GraphInt8 returns a run of ResNet-50's INT8 graph on n images,
+// made as torch_bench.py makes PyTorch's: the evaluation-mode model
+// traced, calibrated on batches random images (per-tensor affine uint8
+// activations, min-max ranges, per-channel int8 weights), converted and
+// compiled. The trace is of a calibration batch, which is smaller than
+// n at batch 16 and cheaper to trace; the graph runs at any batch.
+func resNet50GraphInt8(n, image, batches, batch int) (func(), error) {
+	model, x := resNet50Input(n, image)
+	nn.Eval(model)
+	gen := autograd.NewGenerator(3)
+	calib := make([]*autograd.Tensor, batches)
+	for i := range calib {
+		calib[i] = autograd.Randn(gen, batch, 3, image, image).To(autograd.ChannelsLast)
+	}
+	g, err := graph.Trace(model, calib[0])
+	if err != nil {
+		return nil, err
+	}
+	conf := quant.NewConf(quant.PerTensorAffine)
+	cal, err := quant.Prepare(g, conf)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range calib {
+		if err := cal.Observe(c); err != nil {
+			return nil, err
+		}
+	}
+	if err := cal.Finish(); err != nil {
+		return nil, err
+	}
+	q, err := quant.Convert(g, conf)
+	if err != nil {
+		return nil, err
+	}
+	return compiledRun(q, x)
 }
 
 // resNet50TrainStep returns one training step of ResNet-50 on a fixed

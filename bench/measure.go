@@ -150,7 +150,8 @@ func FormatBytes(b int64) string {
 func (r Result) OK() bool { return r.Error == "" && (r.Median > 0 || r.PeakRSS > 0) }
 
 // NA reports whether r could not be measured on this platform (a
-// Footprint row off Linux): the table shows "n/a", not "error".
+// Footprint row off Linux, an INT8 row the installed torch has no
+// quantized engine or op for): the table shows "n/a", not "error".
 func (r Result) NA() bool { return strings.HasPrefix(r.Error, naPrefix) }
 
 const naPrefix = "n/a: "

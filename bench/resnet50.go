@@ -140,6 +140,14 @@ func ResNet50Workloads(image int) []Workload {
 			Kind: KindResNet50GraphBF16, Dims: []int{b, image}, Flops: float64(b) * fwd, Bound: Compute, Images: b,
 			WarmUpCalls: ModelWarmUpCalls, Runs: runs, FP32Row: resNet50GraphName("frozen graph", b, image, "torch jit.freeze")})
 	}
+	// The INT8 frozen graphs, calibrated alike on both sides, beside
+	// Kiln's float32 frozen graph of the same batch.
+	for _, b := range ResNet50InferBatches {
+		ws = append(ws, Workload{Name: resNet50GraphName("int8 frozen graph", b, image, "torch FX int8 jit.freeze"), Group: "ResNet-50",
+			Kind: KindResNet50GraphInt8, Dims: []int{b, image, ResNet50Int8CalibBatches, ResNet50Int8CalibBatch},
+			Flops: float64(b) * fwd, Bound: Compute, Images: b, WarmUpCalls: ModelWarmUpCalls, Quick: b == 1,
+			FP32Row: resNet50GraphName("frozen graph", b, image, "torch jit.freeze")})
+	}
 	ws = append(ws,
 		Workload{Name: fmt.Sprintf("resnet50 bf16 train step bs%d %d² vs torch autocast", n, image), Group: "ResNet-50",
 			Kind: KindResNet50TrainBF16, Dims: []int{n, image}, Flops: float64(n) * train, Bound: Compute, Images: n,
@@ -166,6 +174,18 @@ const (
 	ResNet50BF16InferBatch   = 16
 	ResNet50BF16Runs         = 1
 	ResNet50BF16GraphBS1Runs = 3
+)
+
+// The INT8 rows' calibration: both sides observe this many batches of
+// this many random images before converting. The batches are small
+// because Kiln's calibration runs the unfused float32 graph with every
+// observed value as an output and scans each one: on a 2-vCPU Cascade
+// Lake one Observe took about 2 s at batch 2 and 13 to 21 s at batch 16,
+// so batches of 16 would spend a minute per row and thread count before
+// anything is timed, where these take about 7 s in all.
+const (
+	ResNet50Int8CalibBatches = 4
+	ResNet50Int8CalibBatch   = 2
 )
 
 // ResNet50Flops returns the floating-point work per image of torchvision's

@@ -7,19 +7,30 @@ import (
 )
 
 // Peaks are this machine's measured ceilings, by thread count: FMA and
-// BF16 in GFLOP/s, Copy and Triad in GB/s.
+// BF16 in GFLOP/s, INT8 in GOP/s, Copy and Triad in GB/s.
 type Peaks struct {
 	FMA, Copy, Triad map[int]float64
 	// BF16 is the VDPBF16PS throughput (kernels.MeasurePeakBF16): 0 where
 	// the CPU lacks AVX512_BF16, absent from reports made before it was
 	// measured.
 	BF16 map[int]float64 `json:",omitempty"`
+	// Int8 is the INT8 multiply-add throughput of the route Kiln's INT8
+	// kernels take, Int8Route (kernels.MeasurePeakInt8: VPDPBUSD with
+	// AVX512_VNNI, else VPMADDWD on AVX2): 0 where they run Go loops,
+	// absent from reports made before it was measured.
+	Int8      map[int]float64 `json:",omitempty"`
+	Int8Route string          `json:",omitempty"`
 }
 
 // BF16Measured reports whether p has a BF16 peak at every one of threads.
-func (p Peaks) BF16Measured(threads []int) bool {
+func (p Peaks) BF16Measured(threads []int) bool { return measuredAt(p.BF16, threads) }
+
+// Int8Measured reports whether p has an INT8 peak at every one of threads.
+func (p Peaks) Int8Measured(threads []int) bool { return measuredAt(p.Int8, threads) }
+
+func measuredAt(peak map[int]float64, threads []int) bool {
 	for _, t := range threads {
-		if !(p.BF16[t] > 0) {
+		if !(peak[t] > 0) {
 			return false
 		}
 	}
@@ -67,8 +78,9 @@ func (r Row) RatioText() string {
 	return FormatRatio(r.Ratio())
 }
 
-// Rate is the throughput of a per-call time t for w: GFLOP/s for
-// compute-bound rows, GB/s for memory-bound ones, NaN for Footprint rows.
+// Rate is the throughput of a per-call time t for w: GFLOP/s (GOP/s for
+// INT8 rows) for compute-bound rows, GB/s for memory-bound ones, NaN for
+// Footprint rows.
 func Rate(w Workload, t float64) float64 {
 	switch w.Bound {
 	case Compute:
@@ -81,15 +93,21 @@ func Rate(w Workload, t float64) float64 {
 
 // PeakFraction is a rate as a fraction of the ceiling that applies to w
 // at threads: for compute-bound rows the BF16 peak for a BF16 row where it
-// was measured and the FMA peak otherwise, the copy bandwidth for
-// memory-bound rows.
+// was measured, the INT8 peak for an INT8 row (none where it was not: no
+// float32 ceiling bounds integer work), and the FMA peak otherwise; the
+// copy bandwidth for memory-bound rows.
 func (p Peaks) PeakFraction(w Workload, threads int, rate float64) float64 {
 	var ceil float64
 	switch w.Bound {
 	case Compute:
 		ceil = p.FMA[threads]
-		if w.IsBF16() && p.BF16[threads] > 0 {
-			ceil = p.BF16[threads]
+		switch w.Precision() {
+		case PrecisionBF16:
+			if p.BF16[threads] > 0 {
+				ceil = p.BF16[threads]
+			}
+		case PrecisionInt8:
+			ceil = p.Int8[threads]
 		}
 	case Memory:
 		ceil = p.Copy[threads]
@@ -101,10 +119,13 @@ func (p Peaks) PeakFraction(w Workload, threads int, rate float64) float64 {
 }
 
 func rateUnit(w Workload) string {
-	if w.Bound == Compute {
-		return "GFLOP/s"
+	switch {
+	case w.Bound != Compute:
+		return "GB/s"
+	case w.Precision() == PrecisionInt8:
+		return "GOP/s"
 	}
-	return "GB/s"
+	return "GFLOP/s"
 }
 
 // Table renders rows as one Markdown table with a section line for each
@@ -220,32 +241,35 @@ func Summary(rows []Row, threads []int) string {
 	return b.String()
 }
 
-// BF16Speedups renders Kiln's speed on each BF16 row relative to its speed
-// on the row's FP32Row at the same thread count, from rows of one run (or
-// one merge): FP32 time ÷ BF16 time for the same work, so above 1 BF16 is
+// Speedups renders Kiln's speed on each row of precision p (BF16 or
+// INT8) that names an FP32Row relative to its speed on that row at the
+// same thread count, from rows of one run (or one merge): FP32 time ÷
+// low-precision time for the same work, so above 1 the low precision is
 // faster; each cell also gives both times. A cell is "—" where either row
 // is missing from rows or failed on the Kiln side. It returns "" when rows
-// have no BF16 row.
-func BF16Speedups(rows []Row, threads []int) string {
+// have no such row.
+func Speedups(rows []Row, threads []int, p Precision) string {
 	type key struct {
 		name    string
 		threads int
 	}
 	byName := map[key]Row{}
-	var bf16 []Workload
+	var low []Workload
 	seen := map[string]bool{}
 	for _, r := range rows {
 		byName[key{r.Workload.Name, r.Threads}] = r
-		if r.Workload.IsBF16() && !seen[r.Workload.Name] {
-			seen[r.Workload.Name] = true
-			bf16 = append(bf16, r.Workload)
+		w := r.Workload
+		if w.Precision() == p && w.FP32Row != "" && !seen[w.Name] {
+			seen[w.Name] = true
+			low = append(low, w)
 		}
 	}
-	if len(bf16) == 0 {
+	if len(low) == 0 {
 		return ""
 	}
+	label := strings.ToUpper(string(p))
 	var b strings.Builder
-	b.WriteString("| BF16 row | Kiln FP32 row |")
+	fmt.Fprintf(&b, "| %s row | Kiln FP32 row |", label)
 	for _, t := range threads {
 		fmt.Fprintf(&b, " %d thread(s) |", t)
 	}
@@ -254,33 +278,33 @@ func BF16Speedups(rows []Row, threads []int) string {
 		b.WriteString("--:|")
 	}
 	b.WriteString("\n")
-	for _, w := range bf16 {
+	for _, w := range low {
 		fmt.Fprintf(&b, "| %s | %s |", w.Name, w.FP32Row)
 		for _, t := range threads {
-			br, bok := byName[key{w.Name, t}]
+			lr, lok := byName[key{w.Name, t}]
 			fr, fok := byName[key{w.FP32Row, t}]
-			if !bok || !fok || !br.KilnOK || !fr.KilnOK {
+			if !lok || !fok || !lr.KilnOK || !fr.KilnOK {
 				b.WriteString(" — |")
 				continue
 			}
-			fmt.Fprintf(&b, " %s (FP32 %s, BF16 %s) |", FormatRatio(BF16Speedup(br, fr)),
-				FormatDuration(fr.Kiln.Median), FormatDuration(br.Kiln.Median))
+			fmt.Fprintf(&b, " %s (FP32 %s, %s %s) |", FormatRatio(Speedup(lr, fr)),
+				FormatDuration(fr.Kiln.Median), label, FormatDuration(lr.Kiln.Median))
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
 }
 
-// BF16Speedup is Kiln's speed on the BF16 row bf16 relative to its speed
-// on the FP32 row fp32: the ratio of their rates (work per second), which
-// for the same work is FP32 time ÷ BF16 time. NaN when either has no Kiln
-// time.
-func BF16Speedup(bf16, fp32 Row) float64 {
-	if !bf16.KilnOK || !fp32.KilnOK || !(bf16.Kiln.Median > 0) || !(fp32.Kiln.Median > 0) {
+// Speedup is Kiln's speed on the BF16 or INT8 row low relative to its
+// speed on the FP32 row fp32: the ratio of their rates (work per second),
+// which for the same work is FP32 time ÷ low-precision time. NaN when
+// either has no Kiln time.
+func Speedup(low, fp32 Row) float64 {
+	if !low.KilnOK || !fp32.KilnOK || !(low.Kiln.Median > 0) || !(fp32.Kiln.Median > 0) {
 		return math.NaN()
 	}
-	if bf16.Workload.Flops > 0 && fp32.Workload.Flops > 0 {
-		return Rate(bf16.Workload, bf16.Kiln.Median) / Rate(fp32.Workload, fp32.Kiln.Median)
+	if low.Workload.Flops > 0 && fp32.Workload.Flops > 0 {
+		return Rate(low.Workload, low.Kiln.Median) / Rate(fp32.Workload, fp32.Kiln.Median)
 	}
-	return fp32.Kiln.Median / bf16.Kiln.Median
+	return fp32.Kiln.Median / low.Kiln.Median
 }

@@ -87,6 +87,7 @@ def torch_info():
     m = re.search(r"MKL-DNN v([\d.]+)", torch.__config__.show())
     info["onednn"] = m.group(1) if m and torch.backends.mkldnn.is_available() else "unavailable"
     info["torch_threads"] = str(torch.get_num_threads())
+    info["quantized_engine"] = quantized_engine_info()
     try:
         import torchvision
 
@@ -140,6 +141,23 @@ def prepare(w):
         a, b = fill(m, k).bfloat16(), fill(k, n).bfloat16()
         c = torch.empty(m, n, dtype=torch.bfloat16)
         return lambda: torch.mm(a, b, out=c)
+    if kind == "gemm_int8":
+        # Kiln's GemmU8S8: uint8 A with the parameters of [-1, 1) (scale
+        # 2/255, zero point 128, as quant.ChooseParams gives), int8 weights
+        # symmetric per output channel, packed once. PyTorch's quantized
+        # linear has no float32 result, so C is quint8 (the requantization
+        # is m·n work beside the 2·m·n·k of the product).
+        m, n, k = d
+        engine = set_quantized_engine()
+        a = torch.quantize_per_tensor(fill(m, k), 2 / 255, 128, torch.quint8)
+        w = fill(n, k)
+        wq = torch.quantize_per_channel(w, w.abs().amax(1) / 127, torch.zeros(n, dtype=torch.long), 0, torch.qint8)
+        try:
+            packed = torch.ops.quantized.linear_prepack(wq, None)
+            torch.ops.quantized.linear(a, packed, 0.1, 128)
+        except (RuntimeError, NotImplementedError) as e:
+            raise NotAvailable("quantized linear on engine %s: %s" % (engine, first_line(e)))
+        return lambda: torch.ops.quantized.linear(a, packed, 0.1, 128)
     if kind.startswith("conv_"):
         N, C, H, W, O, K, s, p = d
         cl = torch.channels_last
@@ -253,6 +271,9 @@ def prepare(w):
     if kind == "resnet50_train_bf16":
         n, image = d
         return resnet50_train_step(n, image, autocast=True)
+    if kind == "resnet50_graph_int8":
+        n, image, batches, batch = d
+        return resnet50_int8_frozen(n, image, batches, batch)
     raise ValueError("unknown kind %r" % kind)
 
 
@@ -267,6 +288,75 @@ def resnet50_input(n, image):
     model = torchvision.models.resnet50().to(memory_format=cl)
     x = torch.randn(n, 3, image, image).contiguous(memory_format=cl)
     return model, x
+
+
+class NotAvailable(Exception):
+    """A workload this torch cannot run (no quantized engine for this CPU,
+    an op its engine lacks): its row shows n/a with the reason, as
+    Result.NA in bench/measure.go reads it."""
+
+
+def first_line(e):
+    return str(e).strip().split("\n")[0]
+
+
+# The quantized engines for x86 CPUs, best first: x86 (fbgemm or oneDNN
+# by shape, from torch 2.0), fbgemm, onednn. Debian's torch is built
+# without fbgemm, so onednn is the one it has.
+X86_ENGINES = ("x86", "fbgemm", "onednn")
+
+
+def set_quantized_engine():
+    """Selects the best x86 quantized engine this torch supports and
+    returns its name; NotAvailable when it has none."""
+    import torch
+
+    supported = torch.backends.quantized.supported_engines
+    for e in X86_ENGINES:
+        if e in supported:
+            torch.backends.quantized.engine = e
+            return e
+    raise NotAvailable("torch has no x86 quantized engine (supported: %s)" % ", ".join(supported))
+
+
+def quantized_engine_info():
+    try:
+        return set_quantized_engine()
+    except NotAvailable as e:
+        return "none: %s" % e
+
+
+def resnet50_int8_frozen(n, image, batches, batch):
+    """ResNet-50 quantized by FX post-training quantization, as
+    resNet50GraphInt8 in bench/kiln.go: the evaluation-mode model prepared
+    with the engine's default qconfig mapping, calibrated on batches
+    batches of batch random channels-last images, converted, then traced
+    on the n images and frozen."""
+    import torch
+    from torch.ao.quantization import get_default_qconfig_mapping
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+    engine = set_quantized_engine()
+    model, x = resnet50_input(n, image)
+    model.eval()
+    g = torch.Generator().manual_seed(3)
+    calib = [torch.randn(batch, 3, image, image, generator=g).contiguous(memory_format=torch.channels_last)
+             for _ in range(batches)]
+    try:
+        with torch.no_grad():
+            prepared = prepare_fx(model, get_default_qconfig_mapping(engine), example_inputs=(calib[0],))
+            for c in calib:
+                prepared(c)
+            q = convert_fx(prepared)
+            frozen = torch.jit.freeze(torch.jit.trace(q, x))
+            frozen(x)
+    except (RuntimeError, NotImplementedError, AttributeError) as e:
+        raise NotAvailable("FX int8 ResNet-50 on engine %s: %s: %s" % (engine, type(e).__name__, first_line(e)))
+
+    def run():
+        with torch.no_grad():
+            frozen(x)
+    return run
 
 
 def resnet50_train_step(n, image, autocast=False):
@@ -340,6 +430,8 @@ def run_one(w, runs, threads):
             return run_fresh(w, threads)
         run = prepare(w)
         r["median_s"], r["samples_s"], r["inner"] = measure(run, w.get("runs") or runs, w.get("warmup_calls", 1))
+    except NotAvailable as e:
+        r = {"name": w["name"], "error": "n/a: %s" % e}
     except Exception as e:  # report it and go on with the next workload
         r = {"name": w["name"], "error": "%s: %s" % (type(e).__name__, e)}
     return r

@@ -3,12 +3,15 @@ package bench
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 )
 
 // Kinds of workload. The names are shared with torch_bench.py.
 const (
 	KindGemm          = "gemm"            // Dims m, n, k: C = A·B, row-major, C overwritten
 	KindGemmBF16      = "gemm_bf16"       // Dims m, n, k: C = A·B with bfloat16 A and B, C float32 (PyTorch: bf16 C)
+	KindGemmInt8      = "gemm_int8"       // Dims m, n, k: C = A·Wᵀ, uint8 A (scale 2/255, zero point 128), int8 per-channel W packed once, C float32 (PyTorch: quantized linear, quint8 C)
 	KindConvFwd       = "conv_fwd"        // Dims of a ConvDims: y = conv(x, w), no bias
 	KindConvBwdData   = "conv_bwd_data"   // dx from dy and w
 	KindConvBwdWeight = "conv_bwd_weight" // dw from x and dy
@@ -35,6 +38,7 @@ const (
 	KindResNet50InferBF16   = "resnet50_infer_bf16"   // Dims batch, image: BF16 inference (Kiln: kiln.Optimize with BF16 weights, under amp.Autocast; PyTorch: model.bfloat16())
 	KindResNet50GraphBF16   = "resnet50_graph_bf16"   // Dims batch, image: BF16 frozen graph (Kiln: kiln.Optimize with BF16 weights, Trace under amp.Autocast, Freeze, Compile, run on float32 images; PyTorch: torch.jit.freeze(torch.jit.trace(model, x)) traced and run under torch.cpu.amp.autocast)
 	KindResNet50TrainBF16   = "resnet50_train_bf16"   // Dims batch, image: the train step in BF16 (Kiln: split master weights from kiln.Optimize, under amp.Autocast; PyTorch: torch.cpu.amp.autocast)
+	KindResNet50GraphInt8   = "resnet50_graph_int8"   // Dims batch, image, calibration batches, calibration batch size: INT8 frozen graph (Kiln: Trace, quant.Prepare, Observe, Finish, Convert, Compile; PyTorch: FX prepare_fx, calibration, convert_fx, then torch.jit.freeze(torch.jit.trace(model, x)))
 )
 
 // Bound says which ceiling a workload is compared with.
@@ -58,8 +62,8 @@ type Workload struct {
 	Group string `json:"group"` // table section
 	Kind  string `json:"kind"`
 	Dims  []int  `json:"dims"` // meaning depends on Kind (see the Kind constants)
-	// Flops is the floating-point work of one run (multiply-adds count
-	// two); set for compute-bound rows.
+	// Flops is the arithmetic work of one run (multiply-adds count two),
+	// floating-point or, on INT8 rows, integer; set for compute-bound rows.
 	Flops float64 `json:"flops,omitempty"`
 	// Bytes is the compulsory memory traffic of one run: every operand
 	// read once and every result written once. Set for memory-bound rows;
@@ -80,18 +84,41 @@ type Workload struct {
 	// speeds the BF16 ÷ FP32 section sets side by side are medians of as
 	// many samples.
 	Runs int `json:"runs,omitempty"`
-	// FP32Row is set on every BF16 row (and only there): the name of the
-	// Kiln float32 row doing the same work (the same GEMM or model at the
-	// same batch, in the same mode), which the report sets beside it as
-	// Kiln BF16 speed ÷ Kiln FP32 speed. A BF16 row's % peak is of the BF16
-	// peak where the CPU has one.
+	// FP32Row is set only on BF16 and INT8 rows (on every BF16 row, and on
+	// the INT8 rows that have one): the name of the Kiln float32 row doing
+	// the same work (the same GEMM or model at the same batch, in the same
+	// mode), which the report sets beside it as Kiln BF16 (or INT8) speed ÷
+	// Kiln FP32 speed. A BF16 row's % peak is of the BF16 peak where the
+	// CPU has one, an INT8 row's of the INT8 peak.
 	FP32Row string `json:"fp32_row,omitempty"`
 	// Quick marks the representative subset run by -quick.
 	Quick bool `json:"quick,omitempty"`
 }
 
-// IsBF16 reports whether w is a BF16 row: one with an FP32Row.
-func (w Workload) IsBF16() bool { return w.FP32Row != "" }
+// Precision is the arithmetic of a row's Kiln side.
+type Precision string
+
+const (
+	PrecisionFP32 Precision = "fp32"
+	PrecisionBF16 Precision = "bf16"
+	PrecisionInt8 Precision = "int8"
+)
+
+// Precision is w's arithmetic, read from its kind (the BF16 and INT8
+// kinds end in _bf16 and _int8) so that the -json files of earlier runs,
+// which carry no such field, read the same.
+func (w Workload) Precision() Precision {
+	switch {
+	case strings.HasSuffix(w.Kind, "_bf16"):
+		return PrecisionBF16
+	case strings.HasSuffix(w.Kind, "_int8"):
+		return PrecisionInt8
+	}
+	return PrecisionFP32
+}
+
+// IsBF16 reports whether w is a BF16 row.
+func (w Workload) IsBF16() bool { return w.Precision() == PrecisionBF16 }
 
 // ConvDims are the Dims of a convolution workload: a 2-D square-kernel
 // convolution with one group, batch N, C input and O output channels,
@@ -138,17 +165,33 @@ func Workloads(quick bool) []Workload {
 		add(Workload{Name: gemmName(m, n, k), Group: group, Kind: KindGemm,
 			Dims: []int{m, n, k}, Flops: 2 * float64(m) * float64(n) * float64(k), Bound: Compute, Quick: q})
 	}
-	for _, s := range []int{256, 512, 1024, 2048} {
+	squares := []int{256, 512, 1024, 2048}
+	for _, s := range squares {
 		gemm("GEMM square", s, s, s, s == 256 || s == 1024)
 	}
 	gemm("GEMM DL shapes (m×n×k)", 64, 1024, 1024, false)
 	gemm("GEMM DL shapes (m×n×k)", 512, 4096, 512, true)
 	gemm("GEMM DL shapes (m×n×k)", 2048, 512, 256, false)
 	gemm("GEMM DL shapes (m×n×k)", 128, 13, 512, true)
-	for _, sz := range []int{1024, 2048} {
-		add(Workload{Name: fmt.Sprintf("gemm bf16 %d×%d×%d", sz, sz, sz), Group: "GEMM BF16", Kind: KindGemmBF16,
-			Dims: []int{sz, sz, sz}, Flops: 2 * float64(sz) * float64(sz) * float64(sz), Bound: Compute, Quick: sz == 1024,
-			FP32Row: gemmName(sz, sz, sz)})
+	// The low-precision GEMMs count their multiply-adds as two operations
+	// each, as the float32 rows count flops, and name the float32 row of
+	// the same size where there is one (none at 4096).
+	for _, lp := range []struct {
+		kind, label, group string
+		sizes              []int
+	}{
+		{KindGemmBF16, "bf16", "GEMM BF16", []int{1024, 2048}},
+		{KindGemmInt8, "int8", "GEMM INT8", []int{1024, 2048, 4096}},
+	} {
+		for _, sz := range lp.sizes {
+			fp32 := ""
+			if slices.Contains(squares, sz) {
+				fp32 = gemmName(sz, sz, sz)
+			}
+			add(Workload{Name: fmt.Sprintf("gemm %s %d×%d×%d", lp.label, sz, sz, sz), Group: lp.group, Kind: lp.kind,
+				Dims: []int{sz, sz, sz}, Flops: 2 * float64(sz) * float64(sz) * float64(sz), Bound: Compute, Quick: sz == 1024,
+				FP32Row: fp32})
+		}
 	}
 
 	dirs := []struct{ kind, label, group string }{

@@ -286,12 +286,14 @@ func emit(report, out string) error {
 // peak the best).
 func render(raws []raw) string {
 	first := raws[0]
-	peaks := bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{}, BF16: map[int]float64{}}
+	peaks := newPeaks()
+	peaks.Int8Route = first.Peaks.Int8Route
 	results := map[string][]bench.Result{}
 	for _, r := range raws {
 		for _, t := range first.Threads {
 			peaks.FMA[t] = max(peaks.FMA[t], r.Peaks.FMA[t])
 			peaks.BF16[t] = max(peaks.BF16[t], r.Peaks.BF16[t])
+			peaks.Int8[t] = max(peaks.Int8[t], r.Peaks.Int8[t])
 			peaks.Copy[t] = max(peaks.Copy[t], r.Peaks.Copy[t])
 			peaks.Triad[t] = max(peaks.Triad[t], r.Peaks.Triad[t])
 		}
@@ -312,20 +314,22 @@ func render(raws []raw) string {
 	}
 	return header(raws, peaks) +
 		"\n### Summary: geometric mean of Kiln/PyTorch speed per group\n\n" + bench.Summary(rows, first.Threads) +
-		bf16Section(rows, first.Threads) +
+		speedupSection(rows, first.Threads, bench.PrecisionBF16) +
+		speedupSection(rows, first.Threads, bench.PrecisionInt8) +
 		"\n### All rows\n\n" + bench.Table(rows, peaks) + errorsSection(rows)
 }
 
-// bf16Section sets Kiln's BF16 rows beside its FP32 rows of the same run,
-// when the run has BF16 rows.
-func bf16Section(rows []bench.Row, threads []int) string {
-	t := bench.BF16Speedups(rows, threads)
+// speedupSection sets Kiln's BF16 or INT8 rows beside its FP32 rows of
+// the same run, when the run has such rows.
+func speedupSection(rows []bench.Row, threads []int, p bench.Precision) string {
+	t := bench.Speedups(rows, threads, p)
 	if t == "" {
 		return ""
 	}
-	return "\n### Kiln BF16 ÷ Kiln FP32\n\n" +
-		"Kiln's speed on each BF16 row ÷ its speed on the float32 row doing the same work, in this run " +
-		"(FP32 time ÷ BF16 time; >1: BF16 faster). \"—\" where the FP32 row was not run (-filter, -quick) or failed.\n\n" + t
+	l := strings.ToUpper(string(p))
+	return fmt.Sprintf("\n### Kiln %s ÷ Kiln FP32\n\n"+
+		"Kiln's speed on each %s row ÷ its speed on the float32 row doing the same work, in this run "+
+		"(FP32 time ÷ %s time; >1: %s faster). \"—\" where the FP32 row was not run (-filter, -quick) or failed.\n\n", l, l, l, l) + t
 }
 
 // combine is the median over runs of a row's per-run medians (or peak
@@ -360,16 +364,42 @@ func combine(rs []bench.Result) bench.Result {
 // higher of each and the one in prev.
 func measurePeaks(threads []int, d time.Duration, prev bench.Peaks) bench.Peaks {
 	fmt.Fprintln(os.Stderr, "kilnbench: measuring peaks")
-	p := bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{}, BF16: map[int]float64{}}
+	p := newPeaks()
 	for _, t := range threads {
 		p.FMA[t] = max(prev.FMA[t], kernels.MeasurePeakFMA(t, d))
 		p.BF16[t] = max(prev.BF16[t], kernels.MeasurePeakBF16(t, d))
+		var i8 float64
+		p.Int8Route, i8 = int8Peak(kernels.Features(), d, t)
+		p.Int8[t] = max(prev.Int8[t], i8)
 		p.Copy[t] = max(prev.Copy[t], kernels.MeasureCopyBandwidth(t, d))
 		p.Triad[t] = max(prev.Triad[t], kernels.MeasureTriadBandwidth(t, d))
-		fmt.Fprintf(os.Stderr, "  %d thread(s): FMA %.1f GFLOP/s, BF16 %s, copy %.1f GB/s, triad %.1f GB/s (best so far)\n",
-			t, p.FMA[t], bf16PeakText(p.BF16[t]), p.Copy[t], p.Triad[t])
+		fmt.Fprintf(os.Stderr, "  %d thread(s): FMA %.1f GFLOP/s, BF16 %s, INT8 %.1f GOP/s (%s), copy %.1f GB/s, triad %.1f GB/s (best so far)\n",
+			t, p.FMA[t], bf16PeakText(p.BF16[t]), p.Int8[t], p.Int8Route, p.Copy[t], p.Triad[t])
 	}
 	return p
+}
+
+func newPeaks() bench.Peaks {
+	return bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{},
+		BF16: map[int]float64{}, Int8: map[int]float64{}}
+}
+
+// int8Peak measures the INT8 ceiling of the route Kiln's INT8 kernels
+// take at the level features (kernels.Features) names, and names that
+// route: VPDPBUSD where the level is AVX-512 or above with VNNI, the exact
+// VPMADDWD route from AVX2 up otherwise, and no ceiling for the Go loops
+// of the generic level. The Kiln side inherits this process's KILN_ISA,
+// so it runs at this level.
+func int8Peak(features string, d time.Duration, threads int) (route string, peak float64) {
+	level, _, _ := strings.Cut(features, " on ")
+	vpdpbusd, vpmaddwd := kernels.MeasurePeakInt8(threads, d)
+	switch {
+	case strings.Contains(level, "vnni"):
+		return "VPDPBUSD, AVX-512 VNNI: 64 multiply-adds an instruction", vpdpbusd
+	case strings.HasPrefix(level, "generic"):
+		return "none: Kiln's generic level runs the INT8 GEMM as Go loops", 0
+	}
+	return "VPMADDWD+VPADDD, AVX2: 16 multiply-adds a pair", vpmaddwd
 }
 
 // bf16PeakText prints a BF16 peak, or n/a for a CPU without one.
@@ -543,6 +573,15 @@ func header(raws []raw, peaks bench.Peaks) string {
 	} else {
 		b.WriteString(" n/a (no AVX512_BF16)")
 	}
+	level, _, _ := strings.Cut(r.Kiln, " on ")
+	fmt.Fprintf(&b, "\n- INT8 peak of Kiln's INT8 kernels at level %s (%s):", level, peaks.Int8Route)
+	if peaks.Int8Measured(r.Threads) {
+		for _, t := range r.Threads {
+			fmt.Fprintf(&b, " %d thread(s): %.1f GOP/s;", t, peaks.Int8[t])
+		}
+	} else {
+		b.WriteString(" n/a")
+	}
 	b.WriteString("\n- AMX peak: n/a (no AMX kernels yet)\n")
 	scope := "all workloads"
 	if r.Quick {
@@ -559,9 +598,11 @@ func header(raws []raw, peaks bench.Peaks) string {
 	if peaks.BF16Measured(r.Threads) {
 		bf16Ceil = "BF16 rows against the BF16 peak instead"
 	}
-	fmt.Fprintf(&b, ". Kiln/PyTorch is PyTorch time ÷ Kiln time (>1: Kiln faster). %% peak is against the FMA peak (GFLOP/s rows; %s) "+
+	fmt.Fprintf(&b, ". Kiln/PyTorch is PyTorch time ÷ Kiln time (>1: Kiln faster). %% peak is against the FMA peak (GFLOP/s rows; %s), "+
+		"the INT8 peak (GOP/s rows) "+
 		"or the copy bandwidth (GB/s rows; compulsory traffic, so cache-resident rows can pass 100%%)\n", bf16Ceil)
 	b.WriteString(resNet50Note(r.Workloads))
+	b.WriteString(int8Note(r.Workloads, r.Torch["quantized_engine"]))
 	for i, r := range raws {
 		run := "Run"
 		if len(raws) > 1 {
@@ -611,6 +652,38 @@ func resNet50Note(ws []bench.Workload) string {
 			"at the row's thread count and reports its peak resident memory (Kiln: VmHWM; PyTorch: ru_maxrss), beside its " +
 			"resident memory at start (after start-up and imports, before building the model); its ratio is Kiln ÷ PyTorch " +
 			"memory: below 1 Kiln uses less\n")
+	}
+	return b.String()
+}
+
+// int8Note explains the INT8 rows, when the run has any.
+func int8Note(ws []bench.Workload, engine string) string {
+	var gemm, model bool
+	for _, w := range ws {
+		switch w.Kind {
+		case bench.KindGemmInt8:
+			gemm = true
+		case bench.KindResNet50GraphInt8:
+			model = true
+		}
+	}
+	if !gemm && !model {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "- INT8 rows: PyTorch's quantized engine %s; GOP/s counts two operations a multiply-add, as GFLOP/s does\n", engine)
+	if gemm {
+		b.WriteString("- GEMM INT8 rows: Kiln's kernels.GemmU8S8 (uint8 A with scale 2/255 and zero point 128, int8 weights " +
+			"symmetric per output channel packed once by PackInt8, float32 C with per-channel scales) against " +
+			"torch.ops.quantized.linear on a quint8 input with the same parameters and a weight packed once by " +
+			"linear_prepack (its result is quint8: PyTorch has no float32-output quantized linear)\n")
+	}
+	if model {
+		fmt.Fprintf(&b, "- ResNet-50 INT8 rows: both sides calibrate on %d batches of %d random images and run the images of the row's batch. "+
+			"Kiln: graph.Trace in eval mode, quant.Prepare (per-tensor affine uint8 activations, min-max ranges, per-channel int8 weights), "+
+			"Observe, Finish, quant.Convert, graph.Compile; PyTorch: FX prepare_fx with get_default_qconfig_mapping of the engine "+
+			"(histogram observers), calibration, convert_fx, torch.jit.freeze(torch.jit.trace(model, x)); channels-last on both\n",
+			bench.ResNet50Int8CalibBatches, bench.ResNet50Int8CalibBatch)
 	}
 	return b.String()
 }
