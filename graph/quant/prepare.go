@@ -186,9 +186,11 @@ func (c *Calibrator) Observe(inputs ...*autograd.Tensor) error {
 	}
 	vals := make([][]float32, len(c.watch))
 	for k := range c.watch {
-		vals[k] = outs[c.first+k].ContiguousFloat32s()
+		// The observers take no account of the elements' order, so a
+		// channels-last value is read as it lies in memory.
+		vals[k] = outs[c.first+k].Float32s()
 		if bad := nonFinite(vals[k]); bad >= 0 {
-			return fmt.Errorf("quant: calibration batch %d: %s holds %v at element %d", c.runs+1, c.describe(c.watch[k]), vals[k][bad], bad)
+			return fmt.Errorf("quant: calibration batch %d: %s holds %v", c.runs+1, c.describe(c.watch[k]), vals[k][bad])
 		}
 	}
 	for k, v := range vals {
@@ -200,10 +202,18 @@ func (c *Calibrator) Observe(inputs ...*autograd.Tensor) error {
 	return nil
 }
 
-// nonFinite returns the index of the first NaN or infinity in x, or -1.
+// nonFinite returns the index of the first NaN or infinity in x, or -1;
+// like aminmax it tests nothing per element unless one is there.
 func nonFinite(x []float32) int {
+	var bad float32
+	for _, v := range x {
+		bad += v - v
+	}
+	if bad == 0 {
+		return -1
+	}
 	for i, v := range x {
-		if v-v != 0 {
+		if v-v != 0 || v != v {
 			return i
 		}
 	}
