@@ -33,6 +33,18 @@ func AdaptiveAvgPool2dU8(s *Pool2dShape, x, y []uint8) {
 	s.runU8(x[:nx], y[:ny], nx, adaptiveAvgU8Rows, adaptiveAvgU8Planes)
 }
 
+// maxU8Impl is the running maximum in use; the variants are in
+// pool_int8_amd64.go and pool_int8_noasm.go.
+var maxU8Impl = pick(level, maxU8Variants)
+
+// maxU8Go sets y[i] = max(y[i], x[i]) for i < len(y): the reference.
+func maxU8Go(y, x []uint8) {
+	x = x[:len(y)]
+	for i, v := range x {
+		y[i] = max(y[i], v)
+	}
+}
+
 type poolU8Args struct {
 	s    Pool2dShape
 	x, y []uint8
@@ -65,10 +77,7 @@ func maxPoolU8Rows(a *poolU8Args, lo, hi int) {
 			clear(yr)
 			for ih := hlo; ih < hhi; ih += s.DH {
 				for iw := wlo; iw < whi; iw += s.DW {
-					xr := a.x[((n*s.H+ih)*s.W+iw)*C:][:C]
-					for i, v := range xr {
-						yr[i] = max(yr[i], v)
-					}
+					maxU8Impl(yr, a.x[((n*s.H+ih)*s.W+iw)*C:][:C])
 				}
 			}
 		}
