@@ -329,6 +329,7 @@ var int8Calls = freeList[int8Call]{New: func() *int8Call {
 type int8Scratch struct {
 	acc []int32   // the int32 sums of a strip: int8MR rows of a column block
 	y   []float32 // one row of float32 results before quantization
+	r   []float32 // one row of a uint8 residual, dequantized
 	a   []uint8   // a strip of A copied where it cannot be read in place
 }
 
@@ -380,6 +381,9 @@ func (g *int8Call) part(lo, hi int) {
 	s := int8Scratches.get()
 	s.acc = growInt32(s.acc, int8MR*nc*int8PanelWidth)
 	s.y = growFloat32(s.y, nc*int8PanelWidth)
+	if g.ep.ResidualU8 != nil {
+		s.r = growFloat32(s.r, nc*int8PanelWidth)
+	}
 	for pc := p0; pc < p1; pc += nc {
 		npc := min(nc, p1-pc)
 		for i := i0; i < i1; i += int8MR {
@@ -433,7 +437,7 @@ func (g *int8Call) finish(s *int8Scratch, i, rows, p0, np int) {
 			y = out.f32[off : off+w]
 		}
 		int8DequantImpl(y, s.acc[r*np*int8PanelWidth:][:w], corr, cs, bias)
-		ep.post(y, off)
+		ep.post(y, off, s.r)
 		switch {
 		case !out.quant:
 		case out.signed:
@@ -462,16 +466,17 @@ func int8Dequant(y []float32, acc, corr []int32, cs, bias []float32) {
 }
 
 // post runs the epilogue's float32 steps after the bias on one row
-// segment y, element off of C.
-func (ep *Int8Epilogue) post(y []float32, off int) {
+// segment y, element off of C; scratch holds at least len(y) floats when
+// the residual is quantized. Its dequantization is DequantizeU8's
+// float32(r_q − z_r)·s_r, rounded before the sum.
+func (ep *Int8Epilogue) post(y []float32, off int, scratch []float32) {
 	switch {
 	case ep.Residual != nil:
 		binarySameImpl(BinAdd, y, y, ep.Residual[off:off+len(y)])
 	case ep.ResidualU8 != nil:
-		rq, sr, zr := ep.ResidualU8[off:off+len(y)], ep.ResidualScale, ep.ResidualZero
-		for c, q := range rq {
-			y[c] += float32(float32(int32(q)-zr) * sr)
-		}
+		r := scratch[:len(y)]
+		dequantU8Impl(r, ep.ResidualU8[off:off+len(y)], ep.ResidualScale, ep.ResidualZero)
+		binarySameImpl(BinAdd, y, y, r)
 	}
 	switch {
 	case ep.Activate:
