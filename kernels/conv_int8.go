@@ -102,6 +102,9 @@ func convU8S8(strip int8StripFunc, op string, s *ConvShape, x []uint8, zX int32,
 	if zX < u8Min || zX > u8Max {
 		fail(ErrArgument, op, "input zero point %d is outside [0, 255]", zX)
 	}
+	if ep.RowAdd != nil {
+		fail(ErrArgument, op, "row corrections are for products of two activations, not convolutions")
+	}
 	// The GEMMs check their own slices of the epilogue again; checking the
 	// whole here names the convolution in the error.
 	ep.check(op, s.N*s.outSize(), s.O, s.O)

@@ -342,6 +342,11 @@ func TestInt8ConvMisuse(t *testing.T) {
 	other := convShape2(2, 4, 6, 1, 5, 5, 3, 1, 1, 1)
 	cases := []misuseCase{
 		{"short x", ErrShape, func() { ConvU8S8(&s, x[:len(x)-1], 0, cw, y, ep) }},
+		{"row corrections", ErrArgument, func() {
+			e := ep
+			e.RowAdd = make([]int32, 1000)
+			ConvU8S8(&s, x, 0, cw, y, e)
+		}},
 		{"short y", ErrShape, func() { ConvU8S8(&s, x, 0, cw, y[:len(y)-1], ep) }},
 		{"short u8 y", ErrShape, func() {
 			e := ep

@@ -140,6 +140,12 @@ type Int8Epilogue struct {
 	Activate bool
 	Divisor  float32
 	Divide   bool
+	// RowAdd, when non-nil, holds one int32 per row of A (at least m),
+	// added to every sum of that row before dequantization: the exact
+	// correction for a second operand with a zero point of its own, as a
+	// product of two activations needs (−z_b·Σ_p(x[i,p] − z_x)). The
+	// convolutions take none.
+	RowAdd []int32
 	// OutScale and OutZero quantize the result for GemmU8S8ToU8 and
 	// GemmU8S8ToS8, as QuantizeU8 and QuantizeS8 do; GemmU8S8 ignores them.
 	OutScale float32
@@ -277,6 +283,9 @@ func (ep *Int8Epilogue) check(op string, m, n, ldc int) {
 			fail(ErrShape, op, "residual has %d elements, needs %d", len(ep.ResidualU8), need)
 		}
 		quantParams(op+" residual", ep.ResidualScale, ep.ResidualZero, u8Min, u8Max)
+	}
+	if ep.RowAdd != nil && len(ep.RowAdd) < m {
+		fail(ErrShape, op, "%d row corrections for %d rows", len(ep.RowAdd), m)
 	}
 	if ep.Activate && ep.Divide {
 		fail(ErrArgument, op, "both an activation and a division")
@@ -436,7 +445,14 @@ func (g *int8Call) finish(s *int8Scratch, i, rows, p0, np int) {
 		if !out.quant {
 			y = out.f32[off : off+w]
 		}
-		int8DequantImpl(y, s.acc[r*np*int8PanelWidth:][:w], corr, cs, bias)
+		acc := s.acc[r*np*int8PanelWidth:][:w]
+		if ep.RowAdd != nil {
+			d := ep.RowAdd[i+r]
+			for c := range acc {
+				acc[c] += d
+			}
+		}
+		int8DequantImpl(y, acc, corr, cs, bias)
 		ep.post(y, off, s.r)
 		switch {
 		case !out.quant:

@@ -59,6 +59,9 @@ func (tc *int8Case) want(i, c int) float64 {
 	for p := 0; p < tc.k; p++ {
 		s += (int64(tc.a[i*tc.lda+p]) - int64(tc.zA)) * int64(tc.w[c*tc.k+p])
 	}
+	if tc.ep.RowAdd != nil {
+		s += int64(tc.ep.RowAdd[i])
+	}
 	if s != int64(int32(s)) {
 		panic(fmt.Sprintf("sum %d overflows int32", s))
 	}
@@ -391,6 +394,11 @@ func TestInt8GemmMisuse(t *testing.T) {
 		{"deep K", ErrShape, func() { PackInt8(1, Int8MaxK+1, make([]int8, Int8MaxK+1), Int8MaxK+1) }},
 		{"short W", ErrShape, func() { PackInt8(3, 4, w[:11], 4) }},
 		{"nil weight", ErrArgument, func() { GemmU8S8(2, a, 4, 0, nil, c, 3, ep) }},
+		{"short row corrections", ErrShape, func() {
+			e := ep
+			e.RowAdd = []int32{1}
+			GemmU8S8(2, a, 4, 0, pw, c, 3, e)
+		}},
 	}
 	checkMisuse(t, cases)
 }
@@ -445,4 +453,26 @@ func BenchmarkGemmU8S8(b *testing.B) {
 	dp, mw := MeasurePeakInt8(Threads(), 200*time.Millisecond)
 	b.ReportMetric(dp, "vpdpbusd-GOP/s")
 	b.ReportMetric(mw, "vpmaddwd-GOP/s")
+}
+
+// TestInt8GemmRowAdd adds a per-row correction to the sums, as a product
+// of two activations does, at every level and output type.
+func TestInt8GemmRowAdd(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		r := rand.New(rand.NewPCG(21, 8))
+		for _, sz := range [][3]int{{1, 1, 1}, {13, 33, 17}, {29, 65, 131}} {
+			for _, out := range []string{"f32", "u8", "s8"} {
+				tc := newInt8Case(r, sz[0], sz[1], sz[2], int32(r.IntN(256)))
+				tc.out = out
+				if out == "s8" {
+					tc.ep.OutZero = -5
+				}
+				tc.ep.RowAdd = make([]int32, sz[0])
+				for i := range tc.ep.RowAdd {
+					tc.ep.RowAdd[i] = int32(r.IntN(1<<20) - 1<<19)
+				}
+				tc.check(t, l)
+			}
+		}
+	})
 }
