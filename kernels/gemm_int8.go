@@ -85,16 +85,37 @@ func PackInt8(n, k int, w []int8, ldw int) *PackedInt8 {
 	np := p.panels()
 	p.data = alignedInt8(np * p.kg * 4 * int8PanelWidth)
 	p.sums = make([]int32, np*int8PanelWidth)
-	for c := 0; c < n; c++ {
+	p.fill(w, ldw)
+	return p
+}
+
+// fill packs w into p's panels, whose padding (depths past k, channels
+// past n) stays zero, and sums each channel.
+func (p *PackedInt8) fill(w []int8, ldw int) {
+	for c := 0; c < p.n; c++ {
 		panel := p.data[c/int8PanelWidth*p.kg*4*int8PanelWidth:]
 		lane := 4 * (c % int8PanelWidth)
 		var sum int32
-		for q, v := range w[c*ldw : c*ldw+k] {
+		for q, v := range w[c*ldw : c*ldw+p.k] {
 			panel[q/4*4*int8PanelWidth+lane+q%4] = v
 			sum += int32(v)
 		}
 		p.sums[c] = sum
 	}
+}
+
+// RepackInt8 is PackInt8 into p's memory when p was packed for the same
+// n and k, so that a weight that changes every call (the second operand
+// of a product of two activations) is packed without allocating; else it
+// is PackInt8.
+func RepackInt8(p *PackedInt8, n, k int, w []int8, ldw int) *PackedInt8 {
+	if p == nil || p.n != n || p.k != k || n == 0 || k == 0 {
+		return PackInt8(n, k, w, ldw)
+	}
+	if ldw < k || len(w) < (n-1)*ldw+k {
+		fail(ErrShape, "RepackInt8", "weight of %d elements, leading dimension %d, for %d×%d", len(w), ldw, n, k)
+	}
+	p.fill(w, ldw)
 	return p
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -475,4 +476,23 @@ func TestInt8GemmRowAdd(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRepackInt8 packs a second weight of the same size into the first's
+// memory and gets PackInt8's panels and sums; another size gets new memory.
+func TestRepackInt8(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	w1, w2 := make([]int8, 37*19), make([]int8, 37*19)
+	for i := range w1 {
+		w1[i], w2[i] = int8(r.IntN(256)-128), int8(r.IntN(256)-128)
+	}
+	p := PackInt8(37, 19, w1, 19)
+	q := RepackInt8(p, 37, 19, w2, 19)
+	want := PackInt8(37, 19, w2, 19)
+	if q != p || !slices.Equal(q.data, want.data) || !slices.Equal(q.sums, want.sums) {
+		t.Errorf("RepackInt8 of the same size differs from PackInt8 or moved")
+	}
+	if o := RepackInt8(p, 36, 19, w2, 19); o == p || o.N() != 36 {
+		t.Errorf("RepackInt8 of another size reused the memory")
+	}
 }
