@@ -89,6 +89,9 @@ func fuseInt8Layers(g *Graph) bool {
 // one, putting the fused node where the chain's last node was.
 func fuseInt8LayerAt(g *Graph, uses [][]int, prod []int, i int) bool {
 	l := &g.Nodes[i]
+	if l.Op == "Matmul" || l.Op == "BMM" {
+		return fuseInt8MatmulAt(g, uses, prod, i)
+	}
 	if _, ok := int8Layers[l.Op]; !ok || len(l.Inputs) != 3 || len(l.Outputs) != 1 {
 		return false
 	}
@@ -168,4 +171,58 @@ func int8Rewrites(g *Graph) bool {
 	shapes := quantizedShapeOps(g)
 	layers := fuseInt8Layers(g)
 	return shapes || layers
+}
+
+// fuseInt8MatmulAt fuses Dequantize(a_q), Dequantize(b_q) → Matmul or BMM
+// (node i) → [Div by a one-element float32 constant] → [Quantize] into
+// one int8 product node, where QuantizedMatmul takes the operands' shapes.
+func fuseInt8MatmulAt(g *Graph, uses [][]int, prod []int, i int) bool {
+	l := &g.Nodes[i]
+	if len(l.Inputs) != 2 || len(l.Outputs) != 1 {
+		return false
+	}
+	da, db := producerOp(g, prod, l.Inputs[0], "Dequantize"), producerOp(g, prod, l.Inputs[1], "Dequantize")
+	if da == nil || db == nil {
+		return false
+	}
+	as, bs := g.Values[da.Inputs[0]].Shape, g.Values[db.Inputs[0]].Shape
+	if len(as) < 2 || len(bs) < 2 || (len(bs) > 2 && !slices.Equal(as[:len(as)-2], bs[:len(bs)-2])) {
+		return false
+	}
+	fused := Node{Op: "Dequantize" + FusedSep + l.Op, Inputs: []int{da.Inputs[0], db.Inputs[0]},
+		Attrs: slices.Clone(da.Attrs), Scope: l.Scope}
+	for _, a := range db.Attrs {
+		a.Name = l.Op + "." + a.Name
+		fused.Attrs = append(fused.Attrs, a)
+	}
+	chain, y := []int{i}, l.Outputs[0]
+	next := func(op string) *Node {
+		if isOutput(g, y) || len(uses[y]) != 1 || g.Nodes[uses[y][0]].Op != op {
+			return nil
+		}
+		return &g.Nodes[uses[y][0]]
+	}
+	if n := next("Div"); n != nil && len(n.Inputs) == 2 && n.Inputs[0] == y && g.IsConst(n.Inputs[1]) {
+		c := g.Consts[n.Inputs[1]]
+		if c.DType() == autograd.Float32 && c.Numel() == 1 && c.Float32s()[0] != 0 {
+			fused.Op += FusedSep + "Div"
+			fused.Attrs = append(fused.Attrs, FloatAttr("Div.divisor", float64(c.Float32s()[0])))
+			chain, y = append(chain, uses[y][0]), n.Outputs[0]
+		}
+	}
+	if n := next("Quantize"); n != nil {
+		fused.Op += FusedSep + "Quantize"
+		for _, a := range n.Attrs {
+			a.Name = "Quantize." + a.Name
+			fused.Attrs = append(fused.Attrs, a)
+		}
+		chain, y = append(chain, uses[y][0]), n.Outputs[0]
+	}
+	fused.Outputs = []int{y}
+	last := slices.Max(chain)
+	for _, k := range chain {
+		g.Nodes[k].Op = removedOp
+	}
+	g.Nodes[last] = fused
+	return true
 }

@@ -30,6 +30,9 @@ var int8Acts = []string{"ReLU", "GELU", "Sigmoid"}
 // int8LayerImpl is the definition of the int8 layer op named name.
 func int8LayerImpl(name string) (*opImpl, error) {
 	parts := strings.Split(name, FusedSep)
+	if parts[1] == "Matmul" || parts[1] == "BMM" {
+		return int8MatmulImpl(name, parts)
+	}
 	qop, ok := int8Layers[parts[1]]
 	if len(parts) < 2 || !ok {
 		return nil, fmt.Errorf("int8 op %q: a Dequantize must be followed by Conv2d, Conv3d or Linear", name)
@@ -134,6 +137,88 @@ func decodeInt8Layer(n *Node, parts []string) (any, string, error) {
 				// GELU's only attribute.
 				a.Approximate = v.FieldByName("Approximate").String()
 			}
+		}
+	}
+	return a, "", nil
+}
+
+// The int8 products of two activations are nodes named
+// "Dequantize+Matmul+Div+Quantize" (or BMM, Div and Quantize optional):
+// the operands are the two 8-bit values; the attributes are the first
+// one's Dequantize's, the second one's under the product's name
+// ("Matmul.scale", "Matmul.zero_point"), "Div.divisor" and the
+// Quantize's. They run autograd's QuantizedMatmul.
+
+// int8MatmulImpl is the definition of the int8 product op named name.
+func int8MatmulImpl(name string, parts []string) (*opImpl, error) {
+	rest := parts[2:]
+	if len(rest) > 0 && rest[0] == "Div" {
+		rest = rest[1:]
+	}
+	if len(rest) > 0 && rest[0] == "Quantize" {
+		rest = rest[1:]
+	}
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("int8 op %q: %q cannot follow (want [Div][Quantize] after the product)", name, rest[0])
+	}
+	d, ok := opbind.Lookup[*autograd.Tensor, autograd.TensorType]("QuantizedMatmul")
+	if !ok {
+		return nil, fmt.Errorf("int8 op %q: autograd does not describe QuantizedMatmul", name)
+	}
+	return &opImpl{name: name, ins: exactly(2), outs: exactly(1),
+		decode: func(nd *Node) (any, string, error) { return decodeInt8Matmul(nd, parts) },
+		infer:  func(attrs any, ins []*sig) ([]sig, error) { return inferWith(d.Infer, attrs, ins) },
+		eager:  d.Eager,
+		compile: func(c *compileCtx, op nodeOp, ins, outs []*autograd.Tensor) func() {
+			return d.Bind(op.attrs, ins, outs, c.consts)
+		},
+	}, nil
+}
+
+// int8ScalePair are the attributes of a value's quantization, as a
+// Dequantize has them.
+type int8ScalePair = autograd.DequantizeAttrs
+
+// divAttrs is the Div part's attribute: the constant divisor.
+type divAttrs struct{ Divisor float64 }
+
+// decodeInt8Matmul decodes an int8 product node's attributes into an
+// autograd.QuantizedMatmulAttrs.
+func decodeInt8Matmul(n *Node, parts []string) (any, string, error) {
+	a := autograd.QuantizedMatmulAttrs{OutDType: "float32"}
+	part := func(k int, t reflect.Type) (any, string, error) {
+		prefix := "attrs."
+		if k > 0 {
+			prefix += parts[k] + "."
+		}
+		return decodeStruct(t, partAttrs(n, parts, k), prefix)
+	}
+	for k, p := range parts {
+		switch {
+		case k == 0 || k == 1:
+			v, field, err := part(k, reflect.TypeFor[int8ScalePair]())
+			if err != nil {
+				return nil, field, err
+			}
+			q := v.(int8ScalePair)
+			if k == 0 {
+				a.Scale, a.ZeroPoint = q.Scale, q.ZeroPoint
+			} else {
+				a.OtherScale, a.OtherZeroPoint = q.Scale, q.ZeroPoint
+			}
+		case p == "Div":
+			v, field, err := part(k, reflect.TypeFor[divAttrs]())
+			if err != nil {
+				return nil, field, err
+			}
+			a.Divisor = v.(divAttrs).Divisor
+		case p == "Quantize":
+			v, field, err := part(k, reflect.TypeFor[autograd.QuantizeAttrs]())
+			if err != nil {
+				return nil, field, err
+			}
+			q := v.(autograd.QuantizeAttrs)
+			a.OutDType, a.OutScale, a.OutZeroPoint = q.DType, q.Scale, q.ZeroPoint
 		}
 	}
 	return a, "", nil

@@ -134,3 +134,40 @@ func TestInt8DeclaredDTypeChecked(t *testing.T) {
 		t.Errorf("a uint8 result declared int8: %v, want a *NodeError naming the dtype", err)
 	}
 }
+
+// TestInt8ProductNode runs a hand-built int8 product with a division and a
+// quantized result, compiled and eagerly, and against autograd's op.
+func TestInt8ProductNode(t *testing.T) {
+	gen := autograd.NewGenerator(4)
+	g := &Graph{}
+	a := g.AddValue(Value{Name: "a", Shape: []int{2, 3, 5}, DType: autograd.Uint8})
+	b := g.AddValue(Value{Name: "b", Shape: []int{2, 5, 4}, DType: autograd.Int8})
+	y := g.AddValue(Value{Name: "%y", Shape: []int{2, 3, 4}, DType: autograd.Uint8})
+	g.Inputs, g.Outputs = []int{a, b}, []int{y}
+	g.Nodes = []Node{{Op: "Dequantize+BMM+Div+Quantize", Inputs: []int{a, b}, Outputs: []int{y},
+		Attrs: []Attr{FloatAttr("scale", 0.03), IntAttr("zero_point", 100), FloatAttr("BMM.scale", 0.02), IntAttr("BMM.zero_point", -3),
+			FloatAttr("Div.divisor", 2), FloatAttr("Quantize.scale", 0.01), IntAttr("Quantize.zero_point", 128), StringAttr("Quantize.dtype", "uint8")}}}
+	aq := autograd.Quantize(autograd.Randn(gen, 2, 3, 5), 0.03, 100, autograd.Uint8)
+	bq := autograd.Quantize(autograd.Randn(gen, 2, 5, 4), 0.02, -3, autograd.Int8)
+	p, err := Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Run(aq, bq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range p.last.eager {
+		t.Errorf("node %d (%s) has no compiled form", i, g.Nodes[i].Op)
+	}
+	want := autograd.QuantizedMatmul(aq, bq, autograd.QuantizedMatmulAttrs{Scale: 0.03, ZeroPoint: 100, OtherScale: 0.02, OtherZeroPoint: -3,
+		Divisor: 2, OutDType: "uint8", OutScale: 0.01, OutZeroPoint: 128})
+	if !sameBits(got[0], want) {
+		t.Errorf("int8 product node differs from autograd.QuantizedMatmul")
+	}
+	g.Nodes[0].Op = "Dequantize+BMM+ReLU"
+	var ne *NodeError
+	if _, err := Compile(g); !errors.As(err, &ne) || !strings.Contains(err.Error(), "ReLU") {
+		t.Errorf("an int8 product with a ReLU: %v, want a NodeError naming it", err)
+	}
+}

@@ -306,3 +306,83 @@ func relRMS(got, want []float32) float64 {
 	}
 	return math.Sqrt(num / den)
 }
+
+// attention is the score part of an attention head: two projections of
+// the input and their scaled product, which calibration records as two
+// linear layers and a bmm.
+type attention struct {
+	nn.Base
+	q, k *nn.Linear
+}
+
+func (m *attention) Forward(x *autograd.Tensor) *autograd.Tensor {
+	defer nn.Enter(m, x)()
+	s := autograd.BMM(m.q.Forward(x), autograd.Transpose(m.k.Forward(x), 1, 2))
+	return autograd.Div(s, autograd.Scalar(4))
+}
+
+// TestConvertProduct converts an attention head's scores: the product of
+// two activations becomes an int8 product node, and the graph computes
+// the float32 one's scores closely.
+func TestConvertProduct(t *testing.T) {
+	gen := autograd.NewGenerator(5)
+	m := &attention{q: nn.NewLinear(gen, 16, 16, nn.LinearOptions{}), k: nn.NewLinear(gen, 16, 16, nn.LinearOptions{})}
+	m.RegisterModule("q", m.q)
+	m.RegisterModule("k", m.k)
+	nn.Eval(m)
+	x := autograd.Randn(gen, 2, 7, 16)
+	g, err := graph.Trace(m, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := quant.NewConf(quant.PerTensorAffine)
+	cal, err := quant.Prepare(g, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cal.Observe(x); err != nil {
+		t.Fatal(err)
+	}
+	if err := cal.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, op := range conf.Ops {
+		names = append(names, op.Name)
+	}
+	if !slices.Equal(names, []string{"linear", "linear", "bmm"}) {
+		t.Fatalf("recorded %v", names)
+	}
+	q, err := quant.Convert(g, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := q.String(); !strings.Contains(s, "= Dequantize+BMM") {
+		t.Errorf("no int8 product node:\n%s", s)
+	}
+	fake, err := quant.Convert(g, conf, graph.WithFusion(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want, dec := runOnce(t, q, x), runOnce(t, g, x), runOnce(t, fake, x)
+	if rel := relRMS(got, want); rel > 0.05 {
+		t.Errorf("int8 scores differ from float32 by %.3g (relative RMS)", rel)
+	}
+	if rel := relRMS(got, dec); rel > 0.005 {
+		t.Errorf("int8 product differs from its FakeQuant decomposition by %.3g (relative RMS)", rel)
+	}
+}
+
+// runOnce compiles g and returns its first output's values for x.
+func runOnce(t *testing.T, g *graph.Graph, x *autograd.Tensor) []float32 {
+	t.Helper()
+	p, err := graph.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Clone(out[0].ContiguousFloat32s())
+}
