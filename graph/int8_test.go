@@ -95,7 +95,7 @@ func TestInt8LayerNodeErrors(t *testing.T) {
 		edit  func(g *Graph)
 		field string
 	}{
-		{"unknown layer", func(g *Graph) { g.Nodes[0].Op = "Dequantize+Matmul" }, "op"},
+		{"unknown layer", func(g *Graph) { g.Nodes[0].Op = "Dequantize+Softmax" }, "op"},
 		{"part out of order", func(g *Graph) { g.Nodes[0].Op = "Dequantize+Linear+Quantize+ReLU" }, "op"},
 		{"missing output dtype", func(g *Graph) { g.Nodes[0].Attrs = g.Nodes[0].Attrs[:4] }, "Quantize.dtype"},
 		{"float scale as int", func(g *Graph) { g.Nodes[0].Attrs[0] = IntAttr("scale", 1) }, "scale"},
