@@ -35,7 +35,8 @@ import (
 //     parameters runs on the quantized values instead
 //     (quantizedShapeOps), and each Dequantize → Conv2d/Conv3d/Linear →
 //     [Add] → [ReLU|GELU|Sigmoid] → [Quantize] chain becomes one int8
-//     layer node (fuseInt8Layers).
+//     layer node, each product of two Dequantize results (Matmul, BMM)
+//     → [Div] → [Quantize] one int8 product node (fuseInt8Layers).
 //   - Nodes no output needs, and constants no node reads, are dropped.
 //   - With fusion on (see WithFusion), the fusion passes merge the
 //     patterns FusionPatterns lists, channel shuffles and sibling Linear
