@@ -219,6 +219,7 @@ type int8StripFunc func(g *int8Call, s *int8Scratch, i, rows, p0, np, g0, gc int
 var (
 	u8s8StripImpl   = pick(level, u8s8StripVariants)
 	int8DequantImpl = pick(level, int8DequantVariants)
+	int8FinishImpl  = pick(level, int8FinishVariants)
 )
 
 func gemmU8S8Entry(strip int8StripFunc, op string, m int, a []uint8, lda int, zA int32, pw *PackedInt8, out int8Out, ep *Int8Epilogue) {
@@ -460,6 +461,10 @@ func (g *int8Call) finish(s *int8Scratch, i, rows, p0, np int) {
 		bias = ep.Bias[j0 : j0+w]
 	}
 	corr, cs := g.corr[j0:j0+w], g.cs[j0:j0+w]
+	if out.quant && ep.Residual == nil && !ep.Divide && (!ep.Activate || ep.Act.Fn == ActReLU) {
+		g.finishQuantized(s, i, rows, np, j0, w, bias)
+		return
+	}
 	for r := 0; r < rows; r++ {
 		off := (i+r)*out.ldc + j0
 		y := s.y[:w]
@@ -467,12 +472,7 @@ func (g *int8Call) finish(s *int8Scratch, i, rows, p0, np int) {
 			y = out.f32[off : off+w]
 		}
 		acc := s.acc[r*np*int8PanelWidth:][:w]
-		if ep.RowAdd != nil {
-			d := ep.RowAdd[i+r]
-			for c := range acc {
-				acc[c] += d
-			}
-		}
+		ep.addRow(acc, i+r)
 		int8DequantImpl(y, acc, corr, cs, bias)
 		ep.post(y, off, s.r)
 		switch {
@@ -482,6 +482,80 @@ func (g *int8Call) finish(s *int8Scratch, i, rows, p0, np int) {
 		default:
 			quantU8Impl(out.u8[off:off+w], y, out.inv, ep.OutZero)
 		}
+	}
+}
+
+// addRow adds row i's correction, if any, to its sums acc.
+func (ep *Int8Epilogue) addRow(acc []int32, i int) {
+	if ep.RowAdd == nil {
+		return
+	}
+	d := ep.RowAdd[i]
+	for c := range acc {
+		acc[c] += d
+	}
+}
+
+// finishQuantized is finish for a quantized result that int8Finish
+// covers: one pass a row.
+func (g *int8Call) finishQuantized(s *int8Scratch, i, rows, np, j0, w int, bias []float32) {
+	ep, out := &g.ep, &g.out
+	f := int8Finish{corr: g.corr[j0 : j0+w], cs: g.cs[j0 : j0+w], bias: bias, inv: out.inv, zo: ep.OutZero,
+		lo: u8Min, hi: u8Max, sr: ep.ResidualScale, zr: ep.ResidualZero}
+	if out.signed {
+		f.lo, f.hi = s8Min, s8Max
+	}
+	if ep.Activate {
+		f.lo = max(f.lo, ep.OutZero)
+	}
+	for r := 0; r < rows; r++ {
+		off := (i+r)*out.ldc + j0
+		f.acc = s.acc[r*np*int8PanelWidth:][:w]
+		ep.addRow(f.acc, i+r)
+		if ep.ResidualU8 != nil {
+			f.rq = ep.ResidualU8[off : off+w]
+		}
+		var dst []uint8
+		if out.signed {
+			dst = unsafe.Slice((*uint8)(unsafe.Pointer(&out.s8[off])), w)
+		} else {
+			dst = out.u8[off : off+w]
+		}
+		int8FinishImpl(dst, &f)
+	}
+}
+
+// int8Finish is the epilogue of a quantized result in one pass, for the
+// common case of no float32 residual and no activation but ReLU: ReLU
+// before quantizing to [lo, hi] with zero point zo is quantizing to
+// [max(lo, zo), hi] (a NaN, a negative and zero all give zo), so it needs
+// no pass of its own.
+type int8Finish struct {
+	acc, corr []int32
+	cs, bias  []float32 // bias nil: none
+	rq        []uint8   // nil: no residual
+	sr        float32
+	zr        int32
+	inv       float32
+	zo, lo    int32
+	hi        int32
+}
+
+// int8FinishGo computes dst[c] from the sums as the separate passes do:
+// int8Dequant's two roundings, the residual's DequantizeU8 rounding and
+// its sum, then quantizeOne to [lo, hi], storing the low byte.
+func int8FinishGo(dst []uint8, f *int8Finish) {
+	n := len(dst)
+	acc, corr, cs := f.acc[:n], f.corr[:n], f.cs[:n]
+	for c := range dst {
+		y := float32(acc[c]-corr[c]) * cs[c]
+		if f.bias != nil {
+			y = float32(y) + f.bias[c]
+		}
+		if f.rq != nil {
+			y = float32(y) + float32(float32(int32(f.rq[c])-f.zr)*f.sr)
+		}
+		dst[c] = uint8(quantizeOne(y, f.inv, f.zo, f.lo, f.hi))
 	}
 }
 

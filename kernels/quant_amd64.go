@@ -79,3 +79,39 @@ func dequantizeS8AVX512(dst []float32, q []int8, scale float32, zero int32) {
 		dequantizeAVX512(&dst[i], (*uint8)(unsafe.Pointer(&q[i])), min(quantChunk, len(dst)-i), scale, zero, 1)
 	}
 }
+
+// int8FinishArgs are int8FinishAVX512's operands; the assembly reads the
+// fields at their offsets (8 bytes a pointer or int, 4 a float32 or
+// int32), so their order is fixed.
+type int8FinishArgs struct {
+	dst, acc, corr, cs, bias, rq unsafe.Pointer
+	n                            int
+	sr                           float32
+	zr                           int32
+	inv                          float32
+	zo, lo, hi                   int32
+}
+
+//go:noescape
+func int8FinishAVX512(p *int8FinishArgs)
+
+// int8FinishRowAVX512 is int8FinishGo on one row in one pass.
+func int8FinishRowAVX512(dst []uint8, f *int8Finish) {
+	n := len(dst)
+	if n == 0 {
+		return
+	}
+	a := int8FinishArgs{dst: unsafe.Pointer(&dst[0]), acc: unsafe.Pointer(&f.acc[:n][0]), corr: unsafe.Pointer(&f.corr[:n][0]),
+		cs: unsafe.Pointer(&f.cs[:n][0]), n: n, sr: f.sr, zr: f.zr, inv: f.inv, zo: f.zo, lo: f.lo, hi: f.hi}
+	if f.bias != nil {
+		a.bias = unsafe.Pointer(&f.bias[:n][0])
+	}
+	if f.rq != nil {
+		a.rq = unsafe.Pointer(&f.rq[:n][0])
+	}
+	int8FinishAVX512(&a)
+}
+
+// int8FinishVariants are the one-pass epilogue of a quantized INT8 GEMM
+// result by level.
+var int8FinishVariants = [levelCount]func(dst []uint8, f *int8Finish){Generic: int8FinishGo, AVX512: int8FinishRowAVX512}

@@ -157,3 +157,79 @@ dqrstore:
 dqrdone:
 	VZEROUPPER
 	RET
+
+// func int8FinishAVX512(p *int8FinishArgs)
+// One pass of the INT8 GEMM's epilogue for a quantized result: per
+// element, y = float32(acc − corr)·cs, + bias (when not nil), +
+// float32(rq − zr)·sr (when rq is not nil), each step rounded as the
+// separate passes round it, then quantized as quantizeAVX512 does with
+// [lo, hi], the low byte stored. The offsets are int8FinishArgs's.
+TEXT ·int8FinishAVX512(SB), NOSPLIT, $0-8
+	MOVQ         p+0(FP), R8
+	MOVQ         0(R8), DI
+	MOVQ         8(R8), SI
+	MOVQ         16(R8), DX
+	MOVQ         24(R8), BX
+	MOVQ         32(R8), R9
+	MOVQ         40(R8), R10
+	MOVQ         48(R8), CX
+	VBROADCASTSS 56(R8), Z8
+	MOVL         60(R8), AX
+	VPBROADCASTD AX, Z9
+	VBROADCASTSS 64(R8), Z1
+	MOVL         68(R8), AX
+	VPBROADCASTD AX, Z2
+	MOVL         72(R8), AX
+	VPBROADCASTD AX, Z3
+	MOVL         76(R8), AX
+	VPBROADCASTD AX, Z4
+	VBROADCASTSS quantBig<>(SB), Z5
+	VXORPS       Z6, Z6, Z6
+	VSUBPS       Z5, Z6, Z6
+	MOVQ         $-1, AX
+	KMOVW        AX, K2
+
+finloop:
+	CMPQ  CX, $16
+	JGE   finfull
+	TESTQ CX, CX
+	JZ    findone
+	MOVQ  $1, AX
+	SHLQ  CX, AX
+	DECQ  AX
+	KMOVW AX, K2
+	MOVQ  $16, CX
+
+finfull:
+	VMOVDQU32.Z (SI), K2, Z0
+	VPSUBD.Z    (DX), Z0, K2, Z0
+	VCVTDQ2PS   Z0, Z0
+	VMULPS.Z    (BX), Z0, K2, Z0
+	TESTQ       R9, R9
+	JZ          finnobias
+	VADDPS.Z    (R9), Z0, K2, Z0
+	ADDQ        $64, R9
+
+finnobias:
+	TESTQ       R10, R10
+	JZ          finquant
+	VPMOVZXBD.Z (R10), K2, Z10
+	VPSUBD      Z9, Z10, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VADDPS      Z10, Z0, Z0
+	ADDQ        $16, R10
+
+finquant:
+	QUANT16
+	VPMOVDB Z7, K2, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, BX
+	ADDQ    $16, DI
+	SUBQ    $16, CX
+	JMP     finloop
+
+findone:
+	VZEROUPPER
+	RET

@@ -10,3 +10,6 @@ var (
 	dequantizeS8Variants = [levelCount]dequantizeS8Func{Generic: dequantizeS8Generic}
 	int8DequantVariants  = [levelCount]func(y []float32, acc, corr []int32, cs, bias []float32){Generic: int8Dequant}
 )
+
+// Without assembly the one-pass epilogue is its reference loop.
+var int8FinishVariants = [levelCount]func(dst []uint8, f *int8Finish){Generic: int8FinishGo}
