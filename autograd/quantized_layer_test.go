@@ -92,22 +92,7 @@ func TestQuantizedLayersMatchFakeQuant(t *testing.T) {
 						if got.Format() != want.Format() || fmt.Sprint(got.Shape()) != fmt.Sprint(want.Shape()) {
 							t.Fatalf("%s: result %v %v, the decomposition %v %v", name, got.Shape(), got.Format(), want.Shape(), want.Format())
 						}
-						if out == "float32" {
-							g, w := got.ContiguousFloat32s(), want.ContiguousFloat32s()
-							for i := range g {
-								if d := math.Abs(float64(g[i] - w[i])); d > 1e-4*math.Max(1, math.Abs(float64(w[i]))) {
-									t.Fatalf("%s: element %d is %v, the decomposition gives %v", name, i, g[i], w[i])
-								}
-							}
-							continue
-						}
-						wq := Quantize(want, float32(a.OutScale), a.OutZeroPoint, parseQuantDType("test", out))
-						g, w8 := eightBit(got), eightBit(wq)
-						for i := range g {
-							if d := g[i] - w8[i]; d < -1 || d > 1 {
-								t.Fatalf("%s: element %d is %d, the decomposition quantizes to %d", name, i, g[i], w8[i])
-							}
-						}
+						checkDecomposition(t, name, got, want, out, a.OutScale, a.OutZeroPoint)
 					}
 				}
 			}
@@ -138,6 +123,30 @@ func TestQuantizedLayerBadInputs(t *testing.T) {
 		err := Try(c.run)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// checkDecomposition compares an int8 op's result got with want, its
+// decomposition's float32 result: to 1e-4 relative for a float32 result,
+// to one step of want quantized like got (out, scale, zero) for an 8-bit
+// one.
+func checkDecomposition(t *testing.T, name string, got, want *Tensor, out string, scale float64, zero int) {
+	t.Helper()
+	if out == "float32" {
+		g, w := got.ContiguousFloat32s(), want.ContiguousFloat32s()
+		for i := range g {
+			if d := math.Abs(float64(g[i] - w[i])); d > 1e-4*math.Max(1, math.Abs(float64(w[i]))) {
+				t.Fatalf("%s: element %d is %v, the decomposition gives %v", name, i, g[i], w[i])
+			}
+		}
+		return
+	}
+	wq := Quantize(want, float32(scale), zero, parseQuantDType("test", out))
+	g, w8 := eightBit(got), eightBit(wq)
+	for i := range g {
+		if d := g[i] - w8[i]; d < -1 || d > 1 {
+			t.Fatalf("%s: element %d is %d, the decomposition quantizes to %d", name, i, g[i], w8[i])
 		}
 	}
 }

@@ -2,7 +2,6 @@ package autograd
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 )
@@ -46,22 +45,7 @@ func TestQuantizedMatmulMatchesFakeQuant(t *testing.T) {
 					if fmt.Sprint(got.Shape()) != fmt.Sprint(want.Shape()) {
 						t.Fatalf("%s: shape %v, want %v", name, got.Shape(), want.Shape())
 					}
-					if out == "float32" {
-						g, w := got.ContiguousFloat32s(), want.ContiguousFloat32s()
-						for i := range g {
-							if d := math.Abs(float64(g[i] - w[i])); d > 1e-4*math.Max(1, math.Abs(float64(w[i]))) {
-								t.Fatalf("%s: element %d is %v, the decomposition gives %v", name, i, g[i], w[i])
-							}
-						}
-						continue
-					}
-					wq := Quantize(want, float32(at.OutScale), at.OutZeroPoint, parseQuantDType("test", out))
-					g, w8 := eightBit(got), eightBit(wq)
-					for i := range g {
-						if d := g[i] - w8[i]; d < -1 || d > 1 {
-							t.Fatalf("%s: element %d is %d, the decomposition quantizes to %d", name, i, g[i], w8[i])
-						}
-					}
+					checkDecomposition(t, name, got, want, out, at.OutScale, at.OutZeroPoint)
 				}
 			}
 		}

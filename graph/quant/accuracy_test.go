@@ -184,17 +184,10 @@ func (s subset) Get(i int) (datasets.Example, error) {
 // predict runs g on x and returns each row's top-1 class.
 func predict(t *testing.T, g *graph.Graph, x *autograd.Tensor) []int {
 	t.Helper()
-	p, err := graph.Compile(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.Run(x)
-	if err != nil {
-		t.Fatal(err)
-	}
-	classes := out[0].Dim(1)
-	logits := out[0].ContiguousFloat32s()
-	top := make([]int, out[0].Dim(0))
+	logits := runOnce(t, g, x)
+	classes := 10 // the digits'
+
+	top := make([]int, len(logits)/classes)
 	for i := range top {
 		row := logits[i*classes : (i+1)*classes]
 		for c, v := range row {
