@@ -50,7 +50,7 @@ race:
 # loaded 2-core CI machine hits.
 FUZZ_TARGETS = graph:FuzzDecode graph:FuzzDecodeCompileRun nn:FuzzLoadStateDict \
 	internal/safetensors:FuzzDecode internal/npy:FuzzDecode internal/tensorcodec:FuzzDecode \
-	autograd:FuzzShapes
+	autograd:FuzzShapes graph/quant:FuzzReadConf
 FUZZTIME ?= 10s
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
