@@ -28,6 +28,10 @@ type ConvWeightsInt8 struct {
 	c, o, groups int
 	kernel       [3]int
 	packs        []*PackedInt8
+	// padded is the one group's weight with each tap's channels padded
+	// to a multiple of four, for the indirect convolution (nil when the
+	// channels need no padding or there are several groups).
+	padded *PackedInt8
 }
 
 // PackConvInt8 packs the int8 weight w of the convolution s, laid out as
@@ -56,6 +60,9 @@ func PackConvInt8(s *ConvShape, w []int8) *ConvWeightsInt8 {
 			wg = cl
 		}
 		cw.packs[g] = PackInt8(og, kc, wg, kc)
+		if s.Groups == 1 && cg%4 != 0 {
+			cw.padded = packPadded(og, cg, ks, wg)
+		}
 	}
 	return cw
 }
@@ -75,22 +82,33 @@ func (cw *ConvWeightsInt8) Fits(s *ConvShape) bool {
 // convolutions are split across the worker pool; the result does not
 // depend on the number of threads or the kernel level.
 func ConvU8S8(s *ConvShape, x []uint8, zX int32, cw *ConvWeightsInt8, y []float32, ep Int8Epilogue) {
-	convU8S8(u8s8StripImpl, "ConvU8S8", s, x, zX, cw, int8Out{f32: y, n: len(y)}, &ep)
+	convU8S8(int8ConvImpl, "ConvU8S8", s, x, zX, cw, int8Out{f32: y, n: len(y)}, &ep)
 }
 
 // ConvU8S8ToU8 is ConvU8S8 with the result quantized to uint8 with
 // ep.OutScale and ep.OutZero.
 func ConvU8S8ToU8(s *ConvShape, x []uint8, zX int32, cw *ConvWeightsInt8, y []uint8, ep Int8Epilogue) {
-	convU8S8(u8s8StripImpl, "ConvU8S8ToU8", s, x, zX, cw, int8Out{u8: y, n: len(y), quant: true}, &ep)
+	convU8S8(int8ConvImpl, "ConvU8S8ToU8", s, x, zX, cw, int8Out{u8: y, n: len(y), quant: true}, &ep)
 }
 
 // ConvU8S8ToS8 is ConvU8S8 with the result quantized to int8 with
 // ep.OutScale and ep.OutZero.
 func ConvU8S8ToS8(s *ConvShape, x []uint8, zX int32, cw *ConvWeightsInt8, y []int8, ep Int8Epilogue) {
-	convU8S8(u8s8StripImpl, "ConvU8S8ToS8", s, x, zX, cw, int8Out{s8: y, n: len(y), quant: true, signed: true}, &ep)
+	convU8S8(int8ConvImpl, "ConvU8S8ToS8", s, x, zX, cw, int8Out{s8: y, n: len(y), quant: true, signed: true}, &ep)
 }
 
-func convU8S8(strip int8StripFunc, op string, s *ConvShape, x []uint8, zX int32, cw *ConvWeightsInt8, out int8Out, ep *Int8Epilogue) {
+// int8ConvKernels are the micro-kernels of an INT8 convolution: strip
+// for im2col matrices, tile for the indirect method (nil: im2col only).
+type int8ConvKernels struct {
+	strip int8StripFunc
+	tile  int8IndTileFunc
+}
+
+// int8ConvImpl are the kernels in use. The AVX2 level has no indirect
+// tile: its 6×8 micro-kernel reads A at a fixed stride.
+var int8ConvImpl = int8ConvKernels{strip: u8s8StripImpl, tile: u8s8IndTileImpl}
+
+func convU8S8(k int8ConvKernels, op string, s *ConvShape, x []uint8, zX int32, cw *ConvWeightsInt8, out int8Out, ep *Int8Epilogue) {
 	if cw == nil {
 		fail(ErrArgument, op, "nil packed weights")
 	}
@@ -119,7 +137,7 @@ func convU8S8(strip int8StripFunc, op string, s *ConvShape, x []uint8, zX int32,
 		return
 	}
 	j := convInt8Jobs.get()
-	j.s, j.strip, j.op, j.zX, j.cw = *s, strip, op, zX, cw
+	j.s, j.strip, j.tile, j.op, j.zX, j.cw = *s, k.strip, k.tile, op, zX, cw
 	j.cg, j.og, j.ks = s.cg(), s.og(), s.kSize()
 	j.kc = j.cg * j.ks
 	j.gkc = s.Groups * j.kc
@@ -129,8 +147,9 @@ func convU8S8(strip int8StripFunc, op string, s *ConvShape, x []uint8, zX int32,
 	} else {
 		j.forwardCF(x[:s.xLen()], out, *ep)
 	}
-	*j = convInt8Job{im2colFn: j.im2colFn, colBuf: j.colBuf, zsBuf: j.zsBuf, xlBuf: j.xlBuf,
-		ylF32: j.ylF32, ylU8: j.ylU8, ylS8: j.ylS8, rlF32: j.rlF32, rlU8: j.rlU8}
+	*j = convInt8Job{im2colFn: j.im2colFn, padFn: j.padFn, colBuf: j.colBuf, zsBuf: j.zsBuf, xlBuf: j.xlBuf,
+		xpBuf: j.xpBuf, zrowBuf: j.zrowBuf, ylF32: j.ylF32, ylU8: j.ylU8, ylS8: j.ylS8, rlF32: j.rlF32, rlU8: j.rlU8,
+		ind: convIndirect{segs: j.ind.segs[:0]}}
 	convInt8Jobs.put(j)
 }
 
@@ -139,6 +158,7 @@ func convU8S8(strip int8StripFunc, op string, s *ConvShape, x []uint8, zX int32,
 type convInt8Job struct {
 	s     ConvShape
 	strip int8StripFunc
+	tile  int8IndTileFunc
 	op    string
 	zX    int32
 	cw    *ConvWeightsInt8
@@ -160,12 +180,18 @@ type convInt8Job struct {
 	ylU8, rlU8   []uint8
 	ylS8         []int8
 
-	im2colFn func(lo, hi int)
+	// The indirect method's geometry and padded input.
+	ind            convIndirect
+	xpBuf, zrowBuf []uint8
+	zrow           []uint8 // a padded input row of z_x
+
+	im2colFn, padFn func(lo, hi int)
 }
 
 var convInt8Jobs = freeList[convInt8Job]{New: func() *convInt8Job {
 	j := new(convInt8Job)
 	j.im2colFn = j.im2colRows
+	j.padFn = j.padRows
 	return j
 }}
 
@@ -180,6 +206,10 @@ func (j *convInt8Job) forward(x []uint8, out int8Out, ep Int8Epilogue) {
 	j.x = x
 	if s.pointwise() {
 		j.gemms(x, s.C, 0, s.N*s.outSize(), out, &ep)
+		return
+	}
+	if pw := j.cw.indirectPack(); pw != nil && j.tile != nil {
+		j.forwardIndirect(x, pw, out, &ep)
 		return
 	}
 	blk := max(1, convInt8BlockBytes/max(1, j.ow*j.gkc))

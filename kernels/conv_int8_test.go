@@ -120,15 +120,35 @@ func newConvInt8Case(r *rand.Rand, s ConvShape, zX int32) *convInt8Case {
 	return tc
 }
 
-// run convolves with the strip variant at level l into an output with
-// guard elements past its end, and returns the output as float64 values.
-func (tc *convInt8Case) run(t *testing.T, l Level) []float64 {
+// int8ConvMethods are the ways level l convolves: im2col, and the
+// indirect method where the level has a tile for it.
+func int8ConvMethods(l Level) []struct {
+	name string
+	k    int8ConvKernels
+} {
+	strip := pick(l, u8s8StripVariants)
+	m := []struct {
+		name string
+		k    int8ConvKernels
+	}{{"im2col", int8ConvKernels{strip: strip}}}
+	if tile := indTileFor(l); tile != nil {
+		m = append(m, struct {
+			name string
+			k    int8ConvKernels
+		}{"indirect", int8ConvKernels{strip: strip, tile: tile}})
+	}
+	return m
+}
+
+// run convolves with the kernels k into an output with guard elements
+// past its end, and returns the output as float64 values.
+func (tc *convInt8Case) run(t *testing.T, k int8ConvKernels) []float64 {
 	t.Helper()
 	const guards = 13
 	s := &tc.s
 	n := s.yLen()
 	cw := PackConvInt8(s, tc.w)
-	strip := pick(l, u8s8StripVariants)
+	strip := k
 	got := make([]float64, n)
 	bad := -1
 	switch tc.out {
@@ -184,10 +204,12 @@ func (tc *convInt8Case) check(t *testing.T, name string) {
 	t.Helper()
 	want := convU8S8Ref(&tc.s, tc.x, tc.zX, tc.w, &tc.ep, tc.out)
 	for _, l := range Levels() {
-		got := tc.run(t, l)
-		for i, w := range want {
-			if g := got[i]; math.Float32bits(float32(g)) != math.Float32bits(float32(w)) && !(g != g && w != w) {
-				t.Fatalf("%s %s zX=%d out=%s cl=%v: y[%d] = %v, want %v", name, l, tc.zX, tc.out, tc.s.ChannelsLast, i, g, w)
+		for _, m := range int8ConvMethods(l) {
+			got := tc.run(t, m.k)
+			for i, w := range want {
+				if g := got[i]; math.Float32bits(float32(g)) != math.Float32bits(float32(w)) && !(g != g && w != w) {
+					t.Fatalf("%s %s %s zX=%d out=%s cl=%v: y[%d] = %v, want %v", name, l, m.name, tc.zX, tc.out, tc.s.ChannelsLast, i, g, w)
+				}
 			}
 		}
 	}
@@ -216,6 +238,11 @@ var convInt8Geometries = []struct {
 	{"3-D", convShape3(2, 3, 5, 1, [3]int{4, 5, 6}, [3]int{2, 3, 3}, [3]int{1, 2, 1}, [3]int{1, 1, 1}, [3]int{1, 1, 2}, true)},
 	{"3-D groups2", convShape3(1, 4, 6, 2, [3]int{5, 4, 4}, [3]int{3, 2, 2}, [3]int{2, 1, 1}, [3]int{1, 0, 1}, [3]int{1, 1, 1}, true)},
 	{"wide K=576", convShape2(1, 64, 17, 1, 6, 7, 3, 1, 1, 1)},
+	// Three panels (a pair and an odd one) over strips that cross output
+	// rows and images; the stem of ResNet (C = 3, 7×7, stride 2).
+	{"3 panels", convShape2(2, 8, 96, 1, 5, 7, 3, 1, 1, 1)},
+	{"7x7 stride2 C3 O64", convShape2(1, 3, 64, 1, 23, 21, 7, 2, 3, 1)},
+	{"1-D dilation3 C5", convShape3(3, 5, 40, 1, [3]int{1, 1, 19}, [3]int{1, 1, 3}, [3]int{1, 1, 1}, [3]int{0, 0, 2}, [3]int{1, 1, 3}, true)},
 }
 
 func TestInt8ConvGeometries(t *testing.T) {
@@ -315,7 +342,7 @@ func TestInt8ConvThreads(t *testing.T) {
 	tc := newConvInt8Case(r, convShape2(2, 32, 48, 1, 14, 14, 3, 1, 1, 1), 90)
 	var runs [][]float64
 	for _, threads := range []int{1, 2, 3} {
-		int8WithThreads(threads, func() { runs = append(runs, tc.run(t, level)) })
+		int8WithThreads(threads, func() { runs = append(runs, tc.run(t, int8ConvImpl)) })
 	}
 	for i, got := range runs[1:] {
 		for j := range got {
@@ -401,25 +428,38 @@ func TestInt8ConvAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkConvU8S8 times a ResNet-50 3×3 64→64 layer on a 56×56
-// channels-last image, batch 1, with a bias and uint8 output, reporting
-// GOP/s (two operations a multiply-add) beside the VPDPBUSD peak of the
-// same number of threads.
+// BenchmarkConvU8S8 times ResNet-50's INT8 layer kinds, batch 1,
+// channels-last, with a bias and uint8 output, reporting GOP/s (two
+// operations a multiply-add) beside the VPDPBUSD peak of the same number
+// of threads.
 func BenchmarkConvU8S8(b *testing.B) {
-	s := convShape2(1, 64, 64, 1, 56, 56, 3, 1, 1, 1)
-	r := rand.New(rand.NewPCG(18, 27))
-	tc := newConvInt8Case(r, s, 128)
-	cw := PackConvInt8(&s, tc.w)
-	y := make([]uint8, s.yLen())
-	ConvU8S8ToU8(&s, tc.x, tc.zX, cw, y, tc.ep)
-	b.ResetTimer()
-	for range b.N {
-		ConvU8S8ToU8(&s, tc.x, tc.zX, cw, y, tc.ep)
-	}
-	ops := 2 * float64(s.N*s.outSize()*s.O*s.C*s.kSize())
-	b.ReportMetric(ops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
-	b.StopTimer()
 	dp, mw := MeasurePeakInt8(Threads(), 200*time.Millisecond)
-	b.ReportMetric(dp, "vpdpbusd-GOP/s")
-	b.ReportMetric(mw, "vpmaddwd-GOP/s")
+	for _, bc := range []struct {
+		name string
+		s    ConvShape
+	}{
+		{"stem 7x7s2 C3 224", convShape2(1, 3, 64, 1, 224, 224, 7, 2, 3, 1)},
+		{"3x3 64 56", convShape2(1, 64, 64, 1, 56, 56, 3, 1, 1, 1)},
+		{"3x3s2 128 56", convShape2(1, 128, 128, 1, 56, 56, 3, 2, 1, 1)},
+		{"3x3 256 14", convShape2(1, 256, 256, 1, 14, 14, 3, 1, 1, 1)},
+		{"3x3 512 7", convShape2(1, 512, 512, 1, 7, 7, 3, 1, 1, 1)},
+		{"1x1 64-256 56", convShape2(1, 64, 256, 1, 56, 56, 1, 1, 0, 1)},
+		{"1x1s2 512-1024 28", convShape2(1, 512, 1024, 1, 28, 28, 1, 2, 0, 1)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := bc.s
+			r := rand.New(rand.NewPCG(18, 27))
+			tc := newConvInt8Case(r, s, 128)
+			cw := PackConvInt8(&s, tc.w)
+			y := make([]uint8, s.yLen())
+			ConvU8S8ToU8(&s, tc.x, tc.zX, cw, y, tc.ep)
+			b.ResetTimer()
+			for range b.N {
+				ConvU8S8ToU8(&s, tc.x, tc.zX, cw, y, tc.ep)
+			}
+			b.ReportMetric(s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+			b.ReportMetric(dp, "vpdpbusd-GOP/s")
+			b.ReportMetric(mw, "vpmaddwd-GOP/s")
+		})
+	}
 }

@@ -250,6 +250,13 @@ func gemmU8S8Entry(strip int8StripFunc, op string, m int, a []uint8, lda int, zA
 		}
 	}
 	ep.check(op, m, n, out.ldc)
+	runInt8(op, m, a, lda, zA, pw, out, ep, strip, nil)
+}
+
+// runInt8 computes the checked product: rows of A read from a (lda apart)
+// by strip, or, when ind is not nil, the pixels of an indirect
+// convolution.
+func runInt8(op string, m int, a []uint8, lda int, zA int32, pw *PackedInt8, out int8Out, ep *Int8Epilogue, strip int8StripFunc, ind *convIndirect) {
 	if out.quant {
 		lo, hi := int32(u8Min), int32(u8Max)
 		if out.signed {
@@ -257,11 +264,12 @@ func gemmU8S8Entry(strip int8StripFunc, op string, m int, a []uint8, lda int, zA
 		}
 		out.inv = quantParams(op+" output", ep.OutScale, ep.OutZero, lo, hi)
 	}
+	n := pw.n
 	if m == 0 || n == 0 {
 		return
 	}
 	g := int8Calls.get()
-	g.m, g.a, g.lda, g.zA, g.pw, g.out, g.ep, g.strip = m, a, lda, zA, pw, out, *ep, strip
+	g.m, g.a, g.lda, g.zA, g.pw, g.out, g.ep, g.strip, g.ind = m, a, lda, zA, pw, out, *ep, strip, ind
 	np := pw.panels()
 	g.corr = growInt32(g.corr, np*int8PanelWidth)
 	g.cs = growFloat32(g.cs, n)
@@ -344,8 +352,9 @@ type int8Call struct {
 	out    int8Out
 	ep     Int8Epilogue
 	strip  int8StripFunc
-	corr   []int32   // zA·Σw per channel (panels' width)
-	cs     []float32 // float32(s_x·s_w[c]) per channel
+	ind    *convIndirect // not nil: an indirect convolution, A unused
+	corr   []int32       // zA·Σw per channel (panels' width)
+	cs     []float32     // float32(s_x·s_w[c]) per channel
 	splitN bool
 	run    func(lo, hi int)
 }
@@ -362,6 +371,9 @@ type int8Scratch struct {
 	y   []float32 // one row of float32 results before quantization
 	r   []float32 // one row of a uint8 residual, dequantized
 	a   []uint8   // a strip of A copied where it cannot be read in place
+	// rowOff holds where an indirect convolution's strip reads its pixels.
+	rowOff [int8MR]int
+	fin    int8Finish // the one-pass epilogue's operands
 }
 
 var int8Scratches = freeList[int8Scratch]{New: newOf[int8Scratch]}
@@ -420,11 +432,15 @@ func (g *int8Call) part(lo, hi int) {
 		for i := i0; i < i1; i += int8MR {
 			rows := min(int8MR, i1-i)
 			g.prefetchOut(i, rows, pc, npc)
-			if kg == 0 {
+			switch {
+			case g.ind != nil:
+				g.ind.strip(g, s, i, rows, pc, npc)
+			case kg == 0:
 				clear(s.acc)
-			}
-			for gc := 0; gc < kg; gc += int8KGroups {
-				g.strip(g, s, i, rows, pc, npc, gc, min(int8KGroups, kg-gc), gc > 0)
+			default:
+				for gc := 0; gc < kg; gc += int8KGroups {
+					g.strip(g, s, i, rows, pc, npc, gc, min(int8KGroups, kg-gc), gc > 0)
+				}
 			}
 			g.finish(s, i, rows, pc, npc)
 		}
@@ -497,65 +513,94 @@ func (ep *Int8Epilogue) addRow(acc []int32, i int) {
 }
 
 // finishQuantized is finish for a quantized result that int8Finish
-// covers: one pass a row.
+// covers: one pass over the strip.
 func (g *int8Call) finishQuantized(s *int8Scratch, i, rows, np, j0, w int, bias []float32) {
 	ep, out := &g.ep, &g.out
-	f := int8Finish{corr: g.corr[j0 : j0+w], cs: g.cs[j0 : j0+w], bias: bias, inv: out.inv, zo: ep.OutZero,
-		lo: u8Min, hi: u8Max, sr: ep.ResidualScale, zr: ep.ResidualZero}
+	ld := np * int8PanelWidth
+	if ep.RowAdd != nil {
+		for r := range rows {
+			ep.addRow(s.acc[r*ld:][:w], i+r)
+		}
+	}
+	f := &s.fin
+	*f = int8Finish{acc: s.acc, accLd: ld, corr: g.corr[j0 : j0+w], cs: g.cs[j0 : j0+w], bias: bias,
+		rows: rows, n: w, ld: out.ldc, inv: out.inv, zo: ep.OutZero, lo: u8Min, hi: u8Max,
+		sr: ep.ResidualScale, zr: ep.ResidualZero}
 	if out.signed {
 		f.lo, f.hi = s8Min, s8Max
 	}
 	if ep.Activate {
 		f.lo = max(f.lo, ep.OutZero)
 	}
-	for r := 0; r < rows; r++ {
-		off := (i+r)*out.ldc + j0
-		f.acc = s.acc[r*np*int8PanelWidth:][:w]
-		ep.addRow(f.acc, i+r)
-		if ep.ResidualU8 != nil {
-			f.rq = ep.ResidualU8[off : off+w]
-		}
-		var dst []uint8
-		if out.signed {
-			dst = unsafe.Slice((*uint8)(unsafe.Pointer(&out.s8[off])), w)
-		} else {
-			dst = out.u8[off : off+w]
-		}
-		int8FinishImpl(dst, &f)
+	off, size := i*out.ldc+j0, (rows-1)*out.ldc+w
+	if ep.ResidualU8 != nil {
+		f.rq = ep.ResidualU8[off : off+size]
 	}
+	var dst []uint8
+	if out.signed {
+		dst = unsafe.Slice((*uint8)(unsafe.Pointer(&out.s8[off : off+size][0])), size)
+	} else {
+		dst = out.u8[off : off+size]
+	}
+	int8FinishImpl(dst, f)
+	*f = int8Finish{}
 }
 
 // int8Finish is the epilogue of a quantized result in one pass, for the
 // common case of no float32 residual and no activation but ReLU: ReLU
 // before quantizing to [lo, hi] with zero point zo is quantizing to
 // [max(lo, zo), hi] (a NaN, a negative and zero all give zo), so it needs
-// no pass of its own.
+// no pass of its own. It covers rows rows of n results: row r's sums at
+// acc[r·accLd:], its output (and residual) at r·ld.
 type int8Finish struct {
-	acc, corr []int32
-	cs, bias  []float32 // bias nil: none
-	rq        []uint8   // nil: no residual
-	sr        float32
-	zr        int32
-	inv       float32
-	zo, lo    int32
-	hi        int32
+	acc, corr  []int32
+	cs, bias   []float32 // bias nil: none
+	rq         []uint8   // nil: no residual
+	rows, n    int
+	accLd, ld  int
+	sr         float32
+	zr         int32
+	inv        float32
+	zo, lo, hi int32
 }
 
-// int8FinishGo computes dst[c] from the sums as the separate passes do:
-// int8Dequant's two roundings, the residual's DequantizeU8 rounding and
-// its sum, then quantizeOne to [lo, hi], storing the low byte.
+// check panics unless dst, the sums and the residual hold f's rows: the
+// assembly reads them unchecked.
+func (f *int8Finish) check(dst []uint8) {
+	if f.rows <= 0 || f.n <= 0 {
+		return
+	}
+	need := (f.rows-1)*f.ld + f.n
+	if len(dst) < need || len(f.acc) < (f.rows-1)*f.accLd+f.n || len(f.corr) < f.n || len(f.cs) < f.n ||
+		(f.bias != nil && len(f.bias) < f.n) || (f.rq != nil && len(f.rq) < need) || f.ld < f.n || f.accLd < f.n {
+		panic("kernels: int8Finish operands too short")
+	}
+}
+
+// int8FinishGo computes each row's results from its sums as the separate
+// passes do: int8Dequant's two roundings, the residual's DequantizeU8
+// rounding and its sum, then quantizeOne to [lo, hi], storing the low
+// byte.
 func int8FinishGo(dst []uint8, f *int8Finish) {
-	n := len(dst)
-	acc, corr, cs := f.acc[:n], f.corr[:n], f.cs[:n]
-	for c := range dst {
-		y := float32(acc[c]-corr[c]) * cs[c]
-		if f.bias != nil {
-			y = float32(y) + f.bias[c]
-		}
+	f.check(dst)
+	n := f.n
+	corr, cs := f.corr[:n], f.cs[:n]
+	for r := range f.rows {
+		acc, out := f.acc[r*f.accLd:][:n], dst[r*f.ld:][:n]
+		var rq []uint8
 		if f.rq != nil {
-			y = float32(y) + float32(float32(int32(f.rq[c])-f.zr)*f.sr)
+			rq = f.rq[r*f.ld:][:n]
 		}
-		dst[c] = uint8(quantizeOne(y, f.inv, f.zo, f.lo, f.hi))
+		for c := range out {
+			y := float32(acc[c]-corr[c]) * cs[c]
+			if f.bias != nil {
+				y = float32(y) + f.bias[c]
+			}
+			if rq != nil {
+				y = float32(y) + float32(float32(int32(rq[c])-f.zr)*f.sr)
+			}
+			out[c] = uint8(quantizeOne(y, f.inv, f.zo, f.lo, f.hi))
+		}
 	}
 }
 

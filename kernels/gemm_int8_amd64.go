@@ -23,6 +23,53 @@ var u8s8StripVariants = func() [levelCount]int8StripFunc {
 // they store the int32 sums into C (rows ldc int32 apart), or add them to
 // it when add is 1.
 
+// indTileFor is the indirect convolution's tile at level l: the VNNI
+// kernels, none at the AVX2 levels (whose 6×8 kernel reads A at a fixed
+// stride, so they keep im2col), the reference below AVX2.
+func indTileFor(l Level) int8IndTileFunc {
+	switch {
+	case l >= AVX512 && caps.vnni:
+		return u8s8IndTileVNNI
+	case l >= AVX2:
+		return nil
+	}
+	return u8s8IndTileGeneric
+}
+
+// u8s8IndTileVNNI is the int8IndTileFunc of the indirect VNNI kernels:
+// pairs of panels in two halves of six rows, a last odd panel likewise in
+// the 6×32 kernel.
+func u8s8IndTileVNNI(pw *PackedInt8, a []uint8, segs []tapRun, rowOff *[int8MR]int, rows, p0, np int, acc []int32) {
+	const half = int8MR / 2
+	if len(segs) == 0 {
+		return
+	}
+	ps := pw.kg * 4 * int8PanelWidth
+	ld := np * int8PanelWidth
+	for h := 0; h < rows; h += half {
+		ro := &rowOff[h]
+		c := acc[h*ld:]
+		p := 0
+		for ; p+2 <= np; p += 2 {
+			u8s8KernelVNNI64Ind(&segs[0], len(segs), &a[0], ro, &pw.data[(p0+p)*ps], ps, &c[p*int8PanelWidth], ld)
+		}
+		if p < np {
+			u8s8KernelVNNI32Ind(&segs[0], len(segs), &a[0], ro, &pw.data[(p0+p)*ps], &c[p*int8PanelWidth], ld)
+		}
+	}
+}
+
+// u8s8KernelVNNI64Ind is u8s8KernelVNNI64 over the segments segs, with
+// row r of A at a + rows[r] (six offsets), storing the sums.
+//
+//go:noescape
+func u8s8KernelVNNI64Ind(segs *tapRun, nseg int, a *uint8, rows *int, b *int8, ps int, c *int32, ldc int)
+
+// u8s8KernelVNNI32Ind is the same for one panel of 32 channels.
+//
+//go:noescape
+func u8s8KernelVNNI32Ind(segs *tapRun, nseg int, a *uint8, rows *int, b *int8, c *int32, ldc int)
+
 // u8s8KernelVNNI multiplies tiles of 12 rows by 32 channels (a whole panel)
 // with VPDPBUSD on ZMM registers.
 //

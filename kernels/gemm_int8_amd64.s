@@ -30,6 +30,15 @@
 // ZROW4(a, b, c, d): zero four ZMM registers.
 #define ZROW4(a, b, c, d) VPXORD a, a, a; VPXORD b, b, b; VPXORD c, c, c; VPXORD d, d, d
 
+// W64PUT stores the 6×64 sums Z0…Z23 to rows DI, DI+R12, DI+2·R12,
+// DI+R13 (three rows), AX (four rows on) and AX+R12, and returns.
+#define W64PUT \
+	ST4((DI), Z0, Z1, Z2, Z3); ST4((DI)(R12*1), Z4, Z5, Z6, Z7); \
+	ST4((DI)(R12*2), Z8, Z9, Z10, Z11); ST4((DI)(R13*1), Z12, Z13, Z14, Z15); \
+	ST4((AX), Z16, Z17, Z18, Z19); ST4((AX)(R12*1), Z20, Z21, Z22, Z23); \
+	VZEROUPPER; \
+	RET
+
 // TILEARGS8 loads the arguments the 12×32 VNNI and 6×8 AVX2 kernels share:
 // lda (R8, three rows R9), b (BX), c (DI), its row stride in bytes (R12,
 // three rows R13) and the tile count (R14).
@@ -171,9 +180,133 @@ w64store:
 	ADD4((AX), Z16, Z17, Z18, Z19); ADD4((AX)(R12*1), Z20, Z21, Z22, Z23)
 
 w64put:
-	ST4((DI), Z0, Z1, Z2, Z3); ST4((DI)(R12*1), Z4, Z5, Z6, Z7)
-	ST4((DI)(R12*2), Z8, Z9, Z10, Z11); ST4((DI)(R13*1), Z12, Z13, Z14, Z15)
-	ST4((AX), Z16, Z17, Z18, Z19); ST4((AX)(R12*1), Z20, Z21, Z22, Z23)
+	W64PUT
+
+// The indirect kernels run a strip's whole depth in one call, segment by
+// segment (tapRun: byte offset, first group, group count, 8 bytes each),
+// with the sums in registers throughout, and store them. Registers: AX
+// the input, BX the row offsets, DI the segment, R14 segments left, SI,
+// R8, R9, R10, R12, R13 the six rows, DX the weights, CX groups left.
+
+// INDSEG(b) loads segment DI: the six rows at AX + rows[r] + off, the
+// weights at b + 128·g0, and its group count, halved, into CX.
+#define INDSEG(b) \
+	MOVQ 0(DI), SI; \
+	ADDQ AX, SI; \
+	MOVQ SI, R8; \
+	MOVQ SI, R9; \
+	MOVQ SI, R10; \
+	MOVQ SI, R12; \
+	MOVQ SI, R13; \
+	ADDQ 0(BX), SI; \
+	ADDQ 8(BX), R8; \
+	ADDQ 16(BX), R9; \
+	ADDQ 24(BX), R10; \
+	ADDQ 32(BX), R12; \
+	ADDQ 40(BX), R13; \
+	MOVQ 8(DI), DX; \
+	SHLQ $7, DX; \
+	ADDQ b, DX; \
+	MOVQ 16(DI), CX; \
+	SHRQ $1, CX
+
+// INDNEXT(n): advance the six rows by n bytes.
+#define INDNEXT(n) ADDQ n, SI; ADDQ n, R8; ADDQ n, R9; ADDQ n, R10; ADDQ n, R12; ADDQ n, R13
+
+// W64GROUPI(ao, bo0, bo1) is W64GROUP for the indirect kernel's rows.
+#define W64GROUPI(ao, bo0, bo1) \
+	VMOVDQU32 bo0(DX), Z24; VMOVDQU32 bo1(DX), Z25 \
+	VMOVDQU32 bo0(DX)(R11*1), Z26; VMOVDQU32 bo1(DX)(R11*1), Z27 \
+	W64ROW(ao(SI), Z28, Z0, Z1, Z2, Z3); W64ROW(ao(R8), Z29, Z4, Z5, Z6, Z7) \
+	W64ROW(ao(R9), Z30, Z8, Z9, Z10, Z11); W64ROW(ao(R10), Z31, Z12, Z13, Z14, Z15) \
+	W64ROW(ao(R12), Z28, Z16, Z17, Z18, Z19); W64ROW(ao(R13), Z29, Z20, Z21, Z22, Z23)
+
+// func u8s8KernelVNNI64Ind(segs *tapRun, nseg int, a *uint8, rows *int, b *int8, ps int, c *int32, ldc int)
+// Six rows by 64 channels (the panel at b and the next, ps bytes on), row
+// r of A at a + rows[r], over nseg ≥ 1 segments.
+TEXT ·u8s8KernelVNNI64Ind(SB), NOSPLIT, $0-64
+	MOVQ segs+0(FP), DI
+	MOVQ nseg+8(FP), R14
+	MOVQ a+16(FP), AX
+	MOVQ rows+24(FP), BX
+	MOVQ ps+40(FP), R11
+	ZROW4(Z0, Z1, Z2, Z3); ZROW4(Z4, Z5, Z6, Z7); ZROW4(Z8, Z9, Z10, Z11)
+	ZROW4(Z12, Z13, Z14, Z15); ZROW4(Z16, Z17, Z18, Z19); ZROW4(Z20, Z21, Z22, Z23)
+
+i64seg:
+	INDSEG(b+32(FP))
+	JZ   i64single
+
+i64pair:
+	W64GROUPI(0, 0, 64)
+	W64GROUPI(4, 128, 192)
+	INDNEXT($8)
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  i64pair
+
+i64single:
+	TESTQ $1, 16(DI)
+	JZ    i64next
+	W64GROUPI(0, 0, 64)
+
+i64next:
+	ADDQ $24, DI
+	DECQ R14
+	JNZ  i64seg
+	MOVQ c+48(FP), DI
+	MOVQ ldc+56(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), R13
+	LEAQ (DI)(R12*4), AX
+	W64PUT
+
+// W32GROUPI(ao, bo0, bo1): one group of four depths for the indirect
+// kernel's six rows and one panel of 32 channels.
+#define W32GROUPI(ao, bo0, bo1) \
+	VMOVDQU32 bo0(DX), Z24; VMOVDQU32 bo1(DX), Z25 \
+	VNNIROW(ao(SI), Z26, Z0, Z1); VNNIROW(ao(R8), Z27, Z2, Z3) \
+	VNNIROW(ao(R9), Z28, Z4, Z5); VNNIROW(ao(R10), Z29, Z6, Z7) \
+	VNNIROW(ao(R12), Z30, Z8, Z9); VNNIROW(ao(R13), Z31, Z10, Z11)
+
+// func u8s8KernelVNNI32Ind(segs *tapRun, nseg int, a *uint8, rows *int, b *int8, c *int32, ldc int)
+// The indirect kernel for a last odd panel: six rows by 32 channels.
+TEXT ·u8s8KernelVNNI32Ind(SB), NOSPLIT, $0-56
+	MOVQ segs+0(FP), DI
+	MOVQ nseg+8(FP), R14
+	MOVQ a+16(FP), AX
+	MOVQ rows+24(FP), BX
+	ZROW4(Z0, Z1, Z2, Z3); ZROW4(Z4, Z5, Z6, Z7); ZROW4(Z8, Z9, Z10, Z11)
+
+i32seg:
+	INDSEG(b+32(FP))
+	JZ   i32single
+
+i32pair:
+	W32GROUPI(0, 0, 64)
+	W32GROUPI(4, 128, 192)
+	INDNEXT($8)
+	ADDQ $256, DX
+	DECQ CX
+	JNZ  i32pair
+
+i32single:
+	TESTQ $1, 16(DI)
+	JZ    i32next
+	W32GROUPI(0, 0, 64)
+
+i32next:
+	ADDQ $24, DI
+	DECQ R14
+	JNZ  i32seg
+	MOVQ c+40(FP), DI
+	MOVQ ldc+48(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), R13
+	LEAQ (DI)(R12*4), AX
+	STROW((DI), 64(DI), Z0, Z1); STROW((DI)(R12*1), 64(DI)(R12*1), Z2, Z3)
+	STROW((DI)(R12*2), 64(DI)(R12*2), Z4, Z5); STROW((DI)(R13*1), 64(DI)(R13*1), Z6, Z7)
+	STROW((AX), 64(AX), Z8, Z9); STROW((AX)(R12*1), 64(AX)(R12*1), Z10, Z11)
 	VZEROUPPER
 	RET
 

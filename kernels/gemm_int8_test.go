@@ -498,44 +498,52 @@ func TestRepackInt8(t *testing.T) {
 }
 
 // TestInt8FinishConformance runs the one-pass quantized epilogue of each
-// level against its reference on every length up to 40, with and without
-// bias and residual, unsigned and signed ranges, the lower bound raised
-// as ReLU raises it, and sums at the extremes.
+// level against its reference on every length up to 40, on one row and on
+// three rows with gaps between them, with and without bias and residual,
+// unsigned and signed ranges, the lower bound raised as ReLU raises it,
+// and sums at the extremes.
 func TestInt8FinishConformance(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 7))
 	forEachLevel(t, func(t *testing.T, l Level) {
 		finish := pick(l, int8FinishVariants)
 		for n := range 41 {
-			for _, bias := range []bool{false, true} {
-				for _, res := range []bool{false, true} {
-					for _, rng := range [][3]int32{{u8Min, u8Max, 117}, {s8Min, s8Max, -3}, {117, u8Max, 117}, {-3, s8Max, -3}} {
-						f := int8Finish{acc: make([]int32, n), corr: make([]int32, n), cs: make([]float32, n),
-							sr: 0.013, zr: 91, inv: 1 / float32(0.05), lo: rng[0], hi: rng[1], zo: rng[2]}
-						for c := range n {
-							f.acc[c] = int32(r.Uint32())
-							if c%5 != 0 {
-								f.acc[c] >>= 12
+			for _, rows := range []int{1, 3} {
+				for _, bias := range []bool{false, true} {
+					for _, res := range []bool{false, true} {
+						for _, rng := range [][3]int32{{u8Min, u8Max, 117}, {s8Min, s8Max, -3}, {117, u8Max, 117}, {-3, s8Max, -3}} {
+							accLd, ld := n+r.IntN(3), n+r.IntN(5)
+							f := int8Finish{acc: make([]int32, rows*accLd), corr: make([]int32, n), cs: make([]float32, n),
+								rows: rows, n: n, accLd: accLd, ld: ld,
+								sr: 0.013, zr: 91, inv: 1 / float32(0.05), lo: rng[0], hi: rng[1], zo: rng[2]}
+							for c := range f.acc {
+								f.acc[c] = int32(r.Uint32())
+								if c%5 != 0 {
+									f.acc[c] >>= 12
+								}
 							}
-							f.corr[c] = int32(r.IntN(1<<16)) - 1<<15
-							f.cs[c] = 1e-4 * (1 + r.Float32())
-						}
-						if bias {
-							f.bias = make([]float32, n)
-							for c := range f.bias {
-								f.bias[c] = float32(r.NormFloat64())
+							for c := range n {
+								f.corr[c] = int32(r.IntN(1<<16)) - 1<<15
+								f.cs[c] = 1e-4 * (1 + r.Float32())
 							}
-						}
-						if res {
-							f.rq = make([]uint8, n)
-							for c := range f.rq {
-								f.rq[c] = uint8(r.IntN(256))
+							if bias {
+								f.bias = make([]float32, n)
+								for c := range f.bias {
+									f.bias[c] = float32(r.NormFloat64())
+								}
 							}
-						}
-						got, want := make([]uint8, n+3), make([]uint8, n+3)
-						finish(got[:n], &f)
-						int8FinishGo(want[:n], &f)
-						if !slices.Equal(got, want) {
-							t.Fatalf("n %d bias %v residual %v range %v: got %v, want %v", n, bias, res, rng, got, want)
+							size := rows * ld
+							if res {
+								f.rq = make([]uint8, size)
+								for c := range f.rq {
+									f.rq[c] = uint8(r.IntN(256))
+								}
+							}
+							got, want := make([]uint8, size+3), make([]uint8, size+3)
+							finish(got[:size], &f)
+							int8FinishGo(want[:size], &f)
+							if !slices.Equal(got, want) {
+								t.Fatalf("n %d rows %d bias %v residual %v range %v: got %v, want %v", n, rows, bias, res, rng, got, want)
+							}
 						}
 					}
 				}

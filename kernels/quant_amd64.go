@@ -90,28 +90,30 @@ type int8FinishArgs struct {
 	zr                           int32
 	inv                          float32
 	zo, lo, hi                   int32
+	rows, accLd, ld              int // ldAcc in bytes, ld in bytes
 }
 
 //go:noescape
 func int8FinishAVX512(p *int8FinishArgs)
 
-// int8FinishRowAVX512 is int8FinishGo on one row in one pass.
-func int8FinishRowAVX512(dst []uint8, f *int8Finish) {
-	n := len(dst)
-	if n == 0 {
+// int8FinishRowsAVX512 is int8FinishGo in one assembly call.
+func int8FinishRowsAVX512(dst []uint8, f *int8Finish) {
+	f.check(dst)
+	if f.rows <= 0 || f.n <= 0 {
 		return
 	}
-	a := int8FinishArgs{dst: unsafe.Pointer(&dst[0]), acc: unsafe.Pointer(&f.acc[:n][0]), corr: unsafe.Pointer(&f.corr[:n][0]),
-		cs: unsafe.Pointer(&f.cs[:n][0]), n: n, sr: f.sr, zr: f.zr, inv: f.inv, zo: f.zo, lo: f.lo, hi: f.hi}
+	a := int8FinishArgs{dst: unsafe.Pointer(&dst[0]), acc: unsafe.Pointer(&f.acc[0]), corr: unsafe.Pointer(&f.corr[0]),
+		cs: unsafe.Pointer(&f.cs[0]), n: f.n, sr: f.sr, zr: f.zr, inv: f.inv, zo: f.zo, lo: f.lo, hi: f.hi,
+		rows: f.rows, accLd: 4 * f.accLd, ld: f.ld}
 	if f.bias != nil {
-		a.bias = unsafe.Pointer(&f.bias[:n][0])
+		a.bias = unsafe.Pointer(&f.bias[0])
 	}
 	if f.rq != nil {
-		a.rq = unsafe.Pointer(&f.rq[:n][0])
+		a.rq = unsafe.Pointer(&f.rq[0])
 	}
 	int8FinishAVX512(&a)
 }
 
 // int8FinishVariants are the one-pass epilogue of a quantized INT8 GEMM
 // result by level.
-var int8FinishVariants = [levelCount]func(dst []uint8, f *int8Finish){Generic: int8FinishGo, AVX512: int8FinishRowAVX512}
+var int8FinishVariants = [levelCount]func(dst []uint8, f *int8Finish){Generic: int8FinishGo, AVX512: int8FinishRowsAVX512}

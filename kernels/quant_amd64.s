@@ -159,20 +159,14 @@ dqrdone:
 	RET
 
 // func int8FinishAVX512(p *int8FinishArgs)
-// One pass of the INT8 GEMM's epilogue for a quantized result: per
-// element, y = float32(acc − corr)·cs, + bias (when not nil), +
+// One pass of the INT8 GEMM's epilogue for a quantized result, row after
+// row: per element, y = float32(acc − corr)·cs, + bias (when not nil), +
 // float32(rq − zr)·sr (when rq is not nil), each step rounded as the
 // separate passes round it, then quantized as quantizeAVX512 does with
-// [lo, hi], the low byte stored. The offsets are int8FinishArgs's.
+// [lo, hi], the low byte stored. The offsets are int8FinishArgs's; R12,
+// R11 and R13 hold the current row of dst, acc and rq, R14 the rows left.
 TEXT ·int8FinishAVX512(SB), NOSPLIT, $0-8
 	MOVQ         p+0(FP), R8
-	MOVQ         0(R8), DI
-	MOVQ         8(R8), SI
-	MOVQ         16(R8), DX
-	MOVQ         24(R8), BX
-	MOVQ         32(R8), R9
-	MOVQ         40(R8), R10
-	MOVQ         48(R8), CX
 	VBROADCASTSS 56(R8), Z8
 	MOVL         60(R8), AX
 	VPBROADCASTD AX, Z9
@@ -186,14 +180,27 @@ TEXT ·int8FinishAVX512(SB), NOSPLIT, $0-8
 	VBROADCASTSS quantBig<>(SB), Z5
 	VXORPS       Z6, Z6, Z6
 	VSUBPS       Z5, Z6, Z6
-	MOVQ         $-1, AX
-	KMOVW        AX, K2
+	MOVQ         0(R8), R12
+	MOVQ         8(R8), R11
+	MOVQ         40(R8), R13
+	MOVQ         80(R8), R14
+
+finrow:
+	MOVQ  R12, DI
+	MOVQ  R11, SI
+	MOVQ  16(R8), DX
+	MOVQ  24(R8), BX
+	MOVQ  32(R8), R9
+	MOVQ  R13, R10
+	MOVQ  48(R8), CX
+	MOVQ  $-1, AX
+	KMOVW AX, K2
 
 finloop:
 	CMPQ  CX, $16
 	JGE   finfull
 	TESTQ CX, CX
-	JZ    findone
+	JZ    finnext
 	MOVQ  $1, AX
 	SHLQ  CX, AX
 	DECQ  AX
@@ -230,6 +237,15 @@ finquant:
 	SUBQ    $16, CX
 	JMP     finloop
 
-findone:
+finnext:
+	ADDQ  96(R8), R12
+	ADDQ  88(R8), R11
+	TESTQ R13, R13
+	JZ    finrq
+	ADDQ  96(R8), R13
+
+finrq:
+	DECQ R14
+	JNZ  finrow
 	VZEROUPPER
 	RET
