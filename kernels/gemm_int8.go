@@ -344,19 +344,20 @@ func growFloat32(s []float32, n int) []float32 {
 // int8Call is one GEMM's arguments, pooled with its part method bound once
 // so that a call allocates nothing once the pool is warm.
 type int8Call struct {
-	m      int
-	a      []uint8
-	lda    int
-	zA     int32
-	pw     *PackedInt8
-	out    int8Out
-	ep     Int8Epilogue
-	strip  int8StripFunc
-	ind    *convIndirect // not nil: an indirect convolution, A unused
-	corr   []int32       // zA·Σw per channel (panels' width)
-	cs     []float32     // float32(s_x·s_w[c]) per channel
-	splitN bool
-	run    func(lo, hi int)
+	m     int
+	a     []uint8
+	lda   int
+	zA    int32
+	pw    *PackedInt8
+	out   int8Out
+	ep    Int8Epilogue
+	strip int8StripFunc
+	ind   *convIndirect // not nil: an indirect convolution, A unused
+	corr  []int32       // zA·Σw per channel (panels' width)
+	cs    []float32     // float32(s_x·s_w[c]) per channel
+	// The split: strips of int8MR rows, blocks of width panels.
+	strips, width int
+	run           func(lo, hi int)
 }
 
 var int8Calls = freeList[int8Call]{New: func() *int8Call {
@@ -391,59 +392,63 @@ const (
 // work a cycle, so the threshold is four times its gemmSerialWork.
 const int8SerialWork = 1 << 21
 
-// start splits the product across the pool: by strips of rows, or by
-// panels of columns when there are too few strips to go round.
+// start splits the product across the pool in units of one strip of
+// rows by one block of panels. A block is as wide as fits int8BlockBytes
+// of weight in L2, and narrower (down to one pair of panels) when there
+// would otherwise be too few units for the threads to finish together:
+// the chunks Parallel hands out are equal in units, not in time.
 func (g *int8Call) start() {
-	strips := (g.m + int8MR - 1) / int8MR
+	g.strips = (g.m + int8MR - 1) / int8MR
 	np := g.pw.panels()
-	t := Threads()
-	g.splitN = strips < t && np >= 2*strips
-	units := strips
-	if g.splitN {
-		units = np
-	}
+	g.width = max(1, int8BlockBytes/max(1, g.pw.kg*4*int8PanelWidth))
+	g.width = min(g.width, np)
 	work := g.m * g.pw.n * g.pw.k
+	t := Threads()
 	if work < int8SerialWork {
+		t = 1
+	}
+	for t > 1 && g.width > 2 && g.strips*ceilDiv(np, g.width) < 4*t {
+		g.width = (g.width/2 + 1) &^ 1
+	}
+	units := g.strips * ceilDiv(np, g.width)
+	if t == 1 {
 		g.run(0, units)
 		return
 	}
 	Parallel(units, work, g.run)
 }
 
-// part computes the share [lo, hi) of strips or panels.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// part computes the units [lo, hi): unit u is strip u mod strips of
+// block u / strips, so that a thread's consecutive units share a block
+// of weights in L2 while its strips of A stream past.
 func (g *int8Call) part(lo, hi int) {
-	i0, i1, p0, p1 := 0, g.m, 0, g.pw.panels()
-	if g.splitN {
-		p0, p1 = lo, hi
-	} else {
-		i0, i1 = lo*int8MR, min(hi*int8MR, g.m)
-	}
 	kg := g.pw.kg
-	nc := max(1, int8BlockBytes/max(1, kg*4*int8PanelWidth))
-	nc = min(nc, p1-p0)
+	np := g.pw.panels()
 	s := int8Scratches.get()
-	s.acc = growInt32(s.acc, int8MR*nc*int8PanelWidth)
-	s.y = growFloat32(s.y, nc*int8PanelWidth)
+	s.acc = growInt32(s.acc, int8MR*g.width*int8PanelWidth)
+	s.y = growFloat32(s.y, g.width*int8PanelWidth)
 	if g.ep.ResidualU8 != nil {
-		s.r = growFloat32(s.r, nc*int8PanelWidth)
+		s.r = growFloat32(s.r, g.width*int8PanelWidth)
 	}
-	for pc := p0; pc < p1; pc += nc {
-		npc := min(nc, p1-pc)
-		for i := i0; i < i1; i += int8MR {
-			rows := min(int8MR, i1-i)
-			g.prefetchOut(i, rows, pc, npc)
-			switch {
-			case g.ind != nil:
-				g.ind.strip(g, s, i, rows, pc, npc)
-			case kg == 0:
-				clear(s.acc)
-			default:
-				for gc := 0; gc < kg; gc += int8KGroups {
-					g.strip(g, s, i, rows, pc, npc, gc, min(int8KGroups, kg-gc), gc > 0)
-				}
+	for u := lo; u < hi; u++ {
+		pc := u / g.strips * g.width
+		npc := min(g.width, np-pc)
+		i := u % g.strips * int8MR
+		rows := min(int8MR, g.m-i)
+		g.prefetchOut(i, rows, pc, npc)
+		switch {
+		case g.ind != nil:
+			g.ind.strip(g, s, i, rows, pc, npc)
+		case kg == 0:
+			clear(s.acc)
+		default:
+			for gc := 0; gc < kg; gc += int8KGroups {
+				g.strip(g, s, i, rows, pc, npc, gc, min(int8KGroups, kg-gc), gc > 0)
 			}
-			g.finish(s, i, rows, pc, npc)
 		}
+		g.finish(s, i, rows, pc, npc)
 	}
 	int8Scratches.put(s)
 }
