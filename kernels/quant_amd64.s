@@ -2,25 +2,28 @@
 
 #include "textflag.h"
 
-// 2²⁴: every float32 of this magnitude or more is an integer, and clamping
-// to ±2²⁴ before the conversion keeps VCVTPS2DQ from overflowing to
-// 0x80000000 while leaving the final clamp's result as it was.
-DATA quantBig<>+0(SB)/4, $0x4b800000
-GLOBL quantBig<>(SB), RODATA|NOPTR, $4
+// QBOUNDS sets the clamp bounds of QUANT16 from the zero point (Z2) and
+// the integer range [lo, hi] (Z3, Z4): Z6 = float32(lo − zero), Z5 =
+// float32(hi − zero), small integers, so exact.
+#define QBOUNDS \
+	VPSUBD    Z2, Z3, Z6 \
+	VCVTDQ2PS Z6, Z6 \
+	VPSUBD    Z2, Z4, Z5 \
+	VCVTDQ2PS Z5, Z5
 
-// QUANT16(x, k): Z7 = sixteen quantized int32 of the floats x·inv (Z1),
-// x's lanes under mask k read: NaN lanes give 0 before the zero point is
-// added, as quantizeOne's do. VCVTPS2DQ rounds half to even under Go's
-// MXCSR.
+// QUANT16: Z7 = sixteen quantized int32 of the floats Z0·inv (Z1). The
+// product is clamped to [lo − zero, hi − zero] before VCVTPS2DQ rounds it
+// half to even (under Go's MXCSR): the bounds are integers, so clamping
+// first and rounding gives what rounding and clamping gives, and no value
+// reaches VCVTPS2DQ's overflow. NaN lanes give 0 before the zero point is
+// added, as quantizeOne's do.
 #define QUANT16 \
-	VMULPS     Z1, Z0, Z0 \
-	VCMPPS     $0, Z0, Z0, K1 \
-	VMINPS     Z5, Z0, Z0 \
-	VMAXPS     Z6, Z0, Z0 \
+	VMULPS      Z1, Z0, Z0 \
+	VCMPPS      $0, Z0, Z0, K1 \
+	VMINPS      Z5, Z0, Z0 \
+	VMAXPS      Z6, Z0, Z0 \
 	VCVTPS2DQ.Z Z0, K1, Z7 \
-	VPADDD     Z2, Z7, Z7 \
-	VPMAXSD    Z3, Z7, Z7 \
-	VPMINSD    Z4, Z7, Z7
+	VPADDD      Z2, Z7, Z7
 
 // DQLOOP(EXTEND, loop, full): dequantize CX bytes from SI into float32 at
 // DI, sixteen at a time, the last (partial) sixteen under the mask K2;
@@ -59,9 +62,7 @@ TEXT ·quantizeAVX512(SB), NOSPLIT, $0-40
 	VPBROADCASTD AX, Z3
 	MOVL         hi+36(FP), AX
 	VPBROADCASTD AX, Z4
-	VBROADCASTSS quantBig<>(SB), Z5
-	VXORPS       Z6, Z6, Z6
-	VSUBPS       Z5, Z6, Z6
+	QBOUNDS
 
 quantloop:
 	CMPQ    CX, $16
@@ -177,9 +178,7 @@ TEXT ·int8FinishAVX512(SB), NOSPLIT, $0-8
 	VPBROADCASTD AX, Z3
 	MOVL         76(R8), AX
 	VPBROADCASTD AX, Z4
-	VBROADCASTSS quantBig<>(SB), Z5
-	VXORPS       Z6, Z6, Z6
-	VSUBPS       Z5, Z6, Z6
+	QBOUNDS
 	MOVQ         0(R8), R12
 	MOVQ         8(R8), R11
 	MOVQ         40(R8), R13
@@ -198,7 +197,29 @@ finrow:
 
 finloop:
 	CMPQ  CX, $16
-	JGE   finfull
+	JL    fintail
+	TESTQ R9, R9
+	JNZ   finfull
+	TESTQ R10, R10
+	JNZ   finfull
+
+finplain:
+	VMOVDQU32 (SI), Z0
+	VPSUBD    (DX), Z0, Z0
+	VCVTDQ2PS Z0, Z0
+	VMULPS    (BX), Z0, Z0
+	QUANT16
+	VPMOVDB   Z7, (DI)
+	ADDQ      $64, SI
+	ADDQ      $64, DX
+	ADDQ      $64, BX
+	ADDQ      $16, DI
+	SUBQ      $16, CX
+	CMPQ      CX, $16
+	JGE       finplain
+	JMP       finloop
+
+fintail:
 	TESTQ CX, CX
 	JZ    finnext
 	MOVQ  $1, AX
