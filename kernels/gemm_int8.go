@@ -372,6 +372,7 @@ type int8Scratch struct {
 	y   []float32 // one row of float32 results before quantization
 	r   []float32 // one row of a uint8 residual, dequantized
 	a   []uint8   // a strip of A copied where it cannot be read in place
+	a16 []uint16  // a strip of A widened to 16 bits (the AVX2 kernel's)
 	// rowOff holds where an indirect convolution's strip reads its pixels.
 	rowOff [int8MR]int
 	fin    int8Finish // the one-pass epilogue's operands

@@ -77,11 +77,11 @@ func u8s8KernelVNNI32Ind(segs *tapRun, nseg int, a *uint8, rows *int, b *int8, c
 func u8s8KernelVNNI(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
 
 // u8s8KernelAVX2 multiplies tiles of 6 rows by 8 channels (a quarter
-// panel): bytes widened to 16 bits, VPMADDWD and VPADDD, exact for every
-// value.
+// panel): A already widened to 16 bits (lda in bytes), the weight bytes
+// widened as they load, VPMADDWD and VPADDD, exact for every value.
 //
 //go:noescape
-func u8s8KernelAVX2(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
+func u8s8KernelAVX2(kg int, a *uint16, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
 
 // u8s8StripVNNI is the int8StripFunc of the VNNI micro-kernels: pairs of
 // panels in two halves of six rows (6×64 tiles need a broadcast of A per
@@ -105,19 +105,57 @@ func u8s8StripVNNI(g *int8Call, s *int8Scratch, i, rows, p0, np, g0, gc int, add
 }
 
 // u8s8StripAVX2 is the int8StripFunc of the AVX2 micro-kernel: two halves
-// of six rows, each panel in four tiles of eight channels.
+// of six rows, each widened to 16 bits once and then read by every panel,
+// each panel in four tiles of eight channels. Widening in the kernel
+// would cost a shuffle per row and group, on the port VPMADDWD leaves
+// free for little else.
 func u8s8StripAVX2(g *int8Call, s *int8Scratch, i, rows, p0, np, g0, gc int, add bool) {
 	const mr = int8MR / 2
 	pw := g.pw
 	ps := pw.kg * 4 * int8PanelWidth
 	ld := np * int8PanelWidth
 	for h := 0; h < rows; h += mr {
-		a, lda := g.stripA(s, i+h, min(mr, rows-h), mr, g0, gc)
+		a, lda := g.stripA16(s, i+h, min(mr, rows-h), mr, g0, gc)
 		for p := 0; p < np; p++ {
 			u8s8KernelAVX2(gc, a, lda, &pw.data[(p0+p)*ps+g0*4*int8PanelWidth], 32, &s.acc[h*ld+p*int8PanelWidth], ld, 4, b2i(add))
 		}
 	}
 }
+
+// stripA16 widens rows [i, i+rows) of A, depth groups [g0, g0+gc), to 16
+// bits in s.a16 for a micro-kernel of mr rows, zero past the rows and past
+// k, and returns it with its row stride in bytes.
+func (g *int8Call) stripA16(s *int8Scratch, i, rows, mr, g0, gc int) (*uint16, int) {
+	w := (4*gc + 15) &^ 15
+	if cap(s.a16) < mr*w {
+		s.a16 = make([]uint16, mr*w)
+	}
+	a16 := s.a16[:mr*w]
+	q0, q1 := 4*g0, min(4*(g0+gc), g.pw.k)
+	n := q1 - q0
+	for r := range mr {
+		d := a16[r*w : (r+1)*w]
+		if r >= rows {
+			clear(d)
+			continue
+		}
+		src := g.a[(i+r)*g.lda+q0 : (i+r)*g.lda+q1]
+		body := n &^ 15
+		if body > 0 {
+			widenU8(&d[0], &src[0], body)
+		}
+		for q := body; q < n; q++ {
+			d[q] = uint16(src[q])
+		}
+		clear(d[n:])
+	}
+	return &a16[0], 2 * w
+}
+
+// widenU8 sets dst[i] = src[i] for n bytes, n a multiple of 16.
+//
+//go:noescape
+func widenU8(dst *uint16, src *uint8, n int)
 
 // stripA returns where a micro-kernel of mr rows reads rows [i, i+rows) of
 // A, depth groups [g0, g0+gc), and their stride: A itself, or a copy in

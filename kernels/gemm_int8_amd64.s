@@ -310,13 +310,14 @@ i32next:
 	VZEROUPPER
 	RET
 
-// AVX2ROW(mem, acc0, acc1): widen a row's four bytes of A at mem to 16
-// bits, repeated across Y14, and add their products with the group's
-// eight channels, widened in Y12 (channels 0–3) and Y13 (4–7), into acc0
-// and acc1. VPMADDWD sums adjacent pairs, so each channel's sum is spread
-// over two int32 lanes until the end; no pair exceeds 2·255·128.
+// AVX2ROW(mem, acc0, acc1): broadcast a row's four depths of A at mem,
+// already widened to 16 bits, across Y14 and add their products with the
+// group's eight channels, widened in Y12 (channels 0–3) and Y13 (4–7),
+// into acc0 and acc1. VPMADDWD sums adjacent pairs, so each channel's sum
+// is spread over two int32 lanes until the end; no pair exceeds
+// 2·255·128.
 #define AVX2ROW(mem, acc0, acc1) \
-	VPBROADCASTD mem, X14; VPMOVZXBW X14, Y14 \
+	VPBROADCASTQ mem, Y14 \
 	VPMADDWD Y12, Y14, Y15; VPADDD Y15, acc0, acc0 \
 	VPMADDWD Y13, Y14, Y15; VPADDD Y15, acc1, acc1
 
@@ -324,7 +325,7 @@ i32next:
 // 0–3) and b (4–7), in channel order.
 #define FOLD(a, b) VPHADDD b, a, a; VPERMQ $0xD8, a, a
 
-// func u8s8KernelAVX2(kg int, a *uint8, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
+// func u8s8KernelAVX2(kg int, a *uint16, lda int, b *int8, bStep int, c *int32, ldc int, tiles int, add int)
 // Registers: Y0…Y11 the 6×8 sums (row r in Y2r, Y2r+1, two lanes per
 // channel), Y12–Y13 the widened weights, Y14 widened A, Y15 products.
 TEXT ·u8s8KernelAVX2(SB), NOSPLIT, $0-72
@@ -357,8 +358,8 @@ avx2loop:
 	AVX2ROW((SI)(R9*1), Y6, Y7)
 	AVX2ROW((R10), Y8, Y9)
 	AVX2ROW((R10)(R8*1), Y10, Y11)
-	ADDQ $4, SI
-	ADDQ $4, R10
+	ADDQ $8, SI
+	ADDQ $8, R10
 	ADDQ $128, DX
 	DECQ CX
 	JNZ  avx2loop
@@ -467,4 +468,25 @@ pfline:
 	JNZ  pfrow
 
 pfdone:
+	RET
+
+// func widenU8(dst *uint16, src *uint8, n int)
+// dst[i] = src[i] for n bytes, n a multiple of 16.
+TEXT ·widenU8(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   widendone
+
+widenloop:
+	VPMOVZXBW (SI), Y0
+	VMOVDQU   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       widenloop
+
+widendone:
+	VZEROUPPER
 	RET

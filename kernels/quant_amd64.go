@@ -114,6 +114,43 @@ func int8FinishRowsAVX512(dst []uint8, f *int8Finish) {
 	int8FinishAVX512(&a)
 }
 
+//go:noescape
+func int8FinishAVX2(p *int8FinishArgs)
+
+// int8FinishRowsAVX2 is int8FinishGo with the columns in whole eights in
+// one assembly call and the rest in Go.
+func int8FinishRowsAVX2(dst []uint8, f *int8Finish) {
+	f.check(dst)
+	if f.rows <= 0 || f.n <= 0 {
+		return
+	}
+	n8 := f.n &^ 7
+	if n8 > 0 {
+		a := int8FinishArgs{dst: unsafe.Pointer(&dst[0]), acc: unsafe.Pointer(&f.acc[0]), corr: unsafe.Pointer(&f.corr[0]),
+			cs: unsafe.Pointer(&f.cs[0]), n: n8, sr: f.sr, zr: f.zr, inv: f.inv, zo: f.zo, lo: f.lo, hi: f.hi,
+			rows: f.rows, accLd: 4 * f.accLd, ld: f.ld}
+		if f.bias != nil {
+			a.bias = unsafe.Pointer(&f.bias[0])
+		}
+		if f.rq != nil {
+			a.rq = unsafe.Pointer(&f.rq[0])
+		}
+		int8FinishAVX2(&a)
+	}
+	if n8 < f.n {
+		t := *f
+		t.n -= n8
+		t.acc, t.corr, t.cs = f.acc[n8:], f.corr[n8:], f.cs[n8:]
+		if f.bias != nil {
+			t.bias = f.bias[n8:]
+		}
+		if f.rq != nil {
+			t.rq = f.rq[n8:]
+		}
+		int8FinishGo(dst[n8:], &t)
+	}
+}
+
 // int8FinishVariants are the one-pass epilogue of a quantized INT8 GEMM
 // result by level.
-var int8FinishVariants = [levelCount]func(dst []uint8, f *int8Finish){Generic: int8FinishGo, AVX512: int8FinishRowsAVX512}
+var int8FinishVariants = [levelCount]func(dst []uint8, f *int8Finish){Generic: int8FinishGo, AVX2: int8FinishRowsAVX2, AVX512: int8FinishRowsAVX512}

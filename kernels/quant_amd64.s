@@ -270,3 +270,94 @@ finrq:
 	JNZ  finrow
 	VZEROUPPER
 	RET
+
+// The 16-bit lanes' low bytes, for packing results to bytes.
+DATA lowBytes16<>+0(SB)/4, $0x00ff00ff
+GLOBL lowBytes16<>(SB), RODATA|NOPTR, $4
+
+// func int8FinishAVX2(p *int8FinishArgs)
+// int8FinishAVX512 on eight lanes of YMM registers, for n a multiple of
+// eight (the caller finishes the columns past). NaN lanes are zeroed
+// after VCVTPS2DQ by the mask of ordered lanes; the clamped int32 results
+// pack to 16 bits exactly and keep their low bytes.
+TEXT ·int8FinishAVX2(SB), NOSPLIT, $0-8
+	MOVQ         p+0(FP), R8
+	VBROADCASTSS 56(R8), Y8
+	VPBROADCASTD 60(R8), Y9
+	VBROADCASTSS 64(R8), Y1
+	VPBROADCASTD 68(R8), Y2
+	VPBROADCASTD 72(R8), Y3
+	VPBROADCASTD 76(R8), Y4
+	VPSUBD       Y2, Y3, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPSUBD       Y2, Y4, Y5
+	VCVTDQ2PS    Y5, Y5
+	VPBROADCASTD lowBytes16<>(SB), X10
+	MOVQ         0(R8), R12
+	MOVQ         8(R8), R11
+	MOVQ         40(R8), R13
+	MOVQ         80(R8), R14
+
+f2row:
+	MOVQ  R12, DI
+	MOVQ  R11, SI
+	MOVQ  16(R8), DX
+	MOVQ  24(R8), BX
+	MOVQ  32(R8), R9
+	MOVQ  R13, R10
+	MOVQ  48(R8), CX
+	TESTQ CX, CX
+	JZ    f2next
+
+f2loop:
+	VMOVDQU   (SI), Y0
+	VPSUBD    (DX), Y0, Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    (BX), Y0, Y0
+	TESTQ     R9, R9
+	JZ        f2nobias
+	VADDPS    (R9), Y0, Y0
+	ADDQ      $32, R9
+
+f2nobias:
+	TESTQ     R10, R10
+	JZ        f2quant
+	VPMOVZXBD (R10), Y11
+	VPSUBD    Y9, Y11, Y11
+	VCVTDQ2PS Y11, Y11
+	VMULPS    Y8, Y11, Y11
+	VADDPS    Y11, Y0, Y0
+	ADDQ      $8, R10
+
+f2quant:
+	VMULPS       Y1, Y0, Y0
+	VCMPPS       $0, Y0, Y0, Y12
+	VMINPS       Y5, Y0, Y0
+	VMAXPS       Y6, Y0, Y0
+	VCVTPS2DQ    Y0, Y7
+	VPAND        Y12, Y7, Y7
+	VPADDD       Y2, Y7, Y7
+	VEXTRACTI128 $1, Y7, X13
+	VPACKSSDW    X13, X7, X7
+	VPAND        X10, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVQ        X7, (DI)
+	ADDQ         $32, SI
+	ADDQ         $32, DX
+	ADDQ         $32, BX
+	ADDQ         $8, DI
+	SUBQ         $8, CX
+	JNZ          f2loop
+
+f2next:
+	ADDQ  96(R8), R12
+	ADDQ  88(R8), R11
+	TESTQ R13, R13
+	JZ    f2rq
+	ADDQ  96(R8), R13
+
+f2rq:
+	DECQ R14
+	JNZ  f2row
+	VZEROUPPER
+	RET
