@@ -401,7 +401,9 @@ const int8SerialWork = 1 << 21
 func (g *int8Call) start() {
 	g.strips = (g.m + int8MR - 1) / int8MR
 	np := g.pw.panels()
-	g.width = max(1, int8BlockBytes/max(1, g.pw.kg*4*int8PanelWidth))
+	// An even width, at least a pair: the micro-kernels take panels in
+	// pairs and an odd one costs a broadcast of A per two products.
+	g.width = max(2, int8BlockBytes/max(1, g.pw.kg*4*int8PanelWidth)) &^ 1
 	g.width = min(g.width, np)
 	work := g.m * g.pw.n * g.pw.k
 	t := Threads()
