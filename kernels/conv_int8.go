@@ -28,9 +28,9 @@ type ConvWeightsInt8 struct {
 	c, o, groups int
 	kernel       [3]int
 	packs        []*PackedInt8
-	// padded is the one group's weight with each tap's channels padded
-	// to a multiple of four, for the indirect convolution (nil when the
-	// channels need no padding or there are several groups).
+	// padded is the one group's weight with each kernel row padded to
+	// whole groups of four, for the indirect convolution (nil when the
+	// channels are a multiple of four or there are several groups).
 	padded *PackedInt8
 }
 
@@ -61,7 +61,7 @@ func PackConvInt8(s *ConvShape, w []int8) *ConvWeightsInt8 {
 		}
 		cw.packs[g] = PackInt8(og, kc, wg, kc)
 		if s.Groups == 1 && cg%4 != 0 {
-			cw.padded = packPadded(og, cg, ks, wg)
+			cw.padded = packRuns(og, cg, s.Kernel[0]*s.Kernel[1], s.Kernel[2], wg)
 		}
 	}
 	return cw
@@ -208,7 +208,7 @@ func (j *convInt8Job) forward(x []uint8, out int8Out, ep Int8Epilogue) {
 		j.gemms(x, s.C, 0, s.N*s.outSize(), out, &ep)
 		return
 	}
-	if pw := j.cw.indirectPack(); pw != nil && j.tile != nil {
+	if pw := j.cw.indirectPack(s); pw != nil && j.tile != nil {
 		j.forwardIndirect(x, pw, out, &ep)
 		return
 	}

@@ -1,19 +1,22 @@
 package kernels
 
-import "encoding/binary"
-
 // The indirect INT8 convolution skips im2col. The input is copied once
-// into a padded buffer: the padding filled with z_x, each pixel's channels
-// padded with z_x to a multiple of four, so that every tap of every output
-// pixel lies inside the buffer and each kernel row's taps (KW·Cp bytes,
-// without horizontal dilation) are whole groups of four depths. A strip's
-// twelve output pixels are then read in place: row r of A is the buffer
-// from its pixel's first tap on, one kernel row (a segment) at a time, and
-// the micro-kernel takes each row's address from a table rather than a
-// fixed stride. Pixels of a strip may thus lie in different output rows or
-// images. Padding reads z_x exactly as im2col writes it, and the padded
-// channels meet zero weights, so the int32 sums, and every result, are the
+// into a buffer padded with z_x (unless it needs no padding), so that
+// every tap of every output pixel lies inside it. A strip's twelve output
+// pixels are then read in place: row r of A is the buffer from its pixel's
+// first tap on, one kernel row (a segment of KW·C bytes without
+// horizontal dilation) at a time, and the micro-kernel takes each row's
+// address from a table rather than a fixed stride. Pixels of a strip may
+// thus lie in different output rows or images. Padding reads z_x exactly
+// as im2col writes it, so the int32 sums, and every result, are the
 // im2col path's bit for bit.
+//
+// The micro-kernels read whole groups of four depths. With C a multiple
+// of four, so is every segment; otherwise the weights are packed with
+// each kernel row padded with zeros to whole groups, and a segment reads
+// up to three bytes past its row (the next pixel's, or slack past the
+// buffer) against those zeros. (Dilated kernel rows of such channels keep
+// im2col.)
 //
 // It serves convolutions with one group; grouped ones keep im2col.
 
@@ -58,7 +61,7 @@ func u8s8IndTileGeneric(pw *PackedInt8, a []uint8, segs []tapRun, rowOff *[int8M
 }
 
 // convIndirect is the geometry of one indirect convolution: the padded
-// input a (dimensions dp×hp×wp per image, cp channels a pixel), the
+// input a (dimensions dp×hp×wp per image, cp = C bytes a pixel), the
 // segments of a pixel's taps, and the output's dimensions and strides
 // that place each output pixel's first tap.
 type convIndirect struct {
@@ -100,68 +103,81 @@ func (c *convIndirect) strip(g *int8Call, s *int8Scratch, i, rows, p0, np int) {
 }
 
 // indirectPack returns the packed weights the indirect convolution reads
-// for s, or nil where it does not apply: several groups, or a padded depth
-// too long for exact int32 sums.
-func (cw *ConvWeightsInt8) indirectPack() *PackedInt8 {
-	if cw.groups != 1 {
+// for s, or nil where it does not apply: several groups, or channels not
+// a multiple of four with a dilated kernel row or a padded depth too long
+// for exact int32 sums.
+func (cw *ConvWeightsInt8) indirectPack(s *ConvShape) *PackedInt8 {
+	switch {
+	case cw.groups != 1:
 		return nil
-	}
-	if cw.c%4 == 0 {
+	case cw.c%4 == 0:
 		return cw.packs[0]
+	case s.Dil[2] != 1:
+		return nil
 	}
 	return cw.padded
 }
 
-// packPadded packs the channels-last weight wl ([O][ks][C]) with each
-// tap's channels padded with zeros to a multiple of four, for the
-// indirect convolution of an input whose channels are so padded.
-func packPadded(o, c, ks int, wl []int8) *PackedInt8 {
-	cp := (c + 3) &^ 3
-	if ks*cp > Int8MaxK {
+// packRuns packs the channels-last weight wl ([O][kd][kh][kw·C]) with
+// each kernel row's KW·C values padded with zeros to a multiple of four,
+// for the indirect convolution of channels not a multiple of four: its
+// segments then read whole groups, the bytes past a kernel row (the next
+// pixel's, or slack) meeting zero weights.
+func packRuns(o, c, rows, kw int, wl []int8) *PackedInt8 {
+	run := kw * c
+	run4 := (run + 3) &^ 3
+	if rows*run4 > Int8MaxK {
 		return nil
 	}
-	w := make([]int8, o*ks*cp)
-	for i := range o * ks {
-		copy(w[i*cp:i*cp+c], wl[i*c:(i+1)*c])
+	w := make([]int8, o*rows*run4)
+	for i := range o * rows {
+		copy(w[i*run4:i*run4+run], wl[i*run:(i+1)*run])
 	}
-	return PackInt8(o, ks*cp, w, ks*cp)
+	return PackInt8(o, rows*run4, w, rows*run4)
 }
+
+// indirectSlack is the bytes past the padded input a segment may read: a
+// kernel row rounded up to whole groups.
+const indirectSlack = 3
 
 // forwardIndirect convolves the channels-last x into out with the
 // indirect method, using the packed weights pw.
 func (j *convInt8Job) forwardIndirect(x []uint8, pw *PackedInt8, out int8Out, ep *Int8Epilogue) {
 	s := &j.s
 	c := &j.ind
-	c.cp = (s.C + 3) &^ 3
+	C := s.C
+	c.cp = C
 	c.dp, c.hp, c.wp = s.In[0]+2*s.Pad[0], s.In[1]+2*s.Pad[1], s.In[2]+2*s.Pad[2]
 	c.od, c.oh, c.ow = s.Out[0], s.Out[1], s.Out[2]
 	c.stride = s.Stride
 	c.tile = j.tile
-	if s.Pad == [3]int{} && c.cp == s.C {
+	if s.Pad == [3]int{} && C%4 == 0 {
 		c.a = x
 	} else {
 		j.x = x
-		c.a = growBuf(&j.xpBuf, s.N*c.dp*c.hp*c.wp*c.cp)
-		j.zrow = growBuf(&j.zrowBuf, c.wp*c.cp)
+		size := s.N * c.dp * c.hp * c.wp * C
+		c.a = growBuf(&j.xpBuf, size+indirectSlack)
+		clear(c.a[size:])
+		j.zrow = growBuf(&j.zrowBuf, c.wp*C)
 		for i := range j.zrow {
 			j.zrow[i] = uint8(j.zX)
 		}
-		rows := s.N * c.dp * c.hp
-		Parallel(rows, len(c.a), j.padFn)
+		Parallel(s.N*c.dp*c.hp, size, j.padFn)
 	}
 	c.segs = c.segs[:0]
 	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
-	rowBytes := c.wp * c.cp
+	rowBytes := c.wp * C
 	for kd := range KD {
 		for kh := range KH {
 			off := (kd*s.Dil[0]*c.hp + kh*s.Dil[1]) * rowBytes
-			g0 := (kd*KH + kh) * KW * c.cp / 4
 			if s.Dil[2] == 1 {
-				c.segs = append(c.segs, tapRun{off: off, g0: g0, gc: KW * c.cp / 4})
+				run4 := (KW*C + 3) &^ 3
+				c.segs = append(c.segs, tapRun{off: off, g0: (kd*KH + kh) * run4 / 4, gc: run4 / 4})
 				continue
 			}
+			g0 := (kd*KH + kh) * KW * C / 4
 			for kw := range KW {
-				c.segs = append(c.segs, tapRun{off: off + kw*s.Dil[2]*c.cp, g0: g0 + kw*c.cp/4, gc: c.cp / 4})
+				c.segs = append(c.segs, tapRun{off: off + kw*s.Dil[2]*C, g0: g0 + kw*C/4, gc: C / 4})
 			}
 		}
 	}
@@ -171,13 +187,13 @@ func (j *convInt8Job) forwardIndirect(x []uint8, pw *PackedInt8, out int8Out, ep
 }
 
 // padRows writes rows [lo, hi) of the padded input (image n, depth d,
-// row h of the padded dimensions): the input's pixels with their channels
-// padded, z_x everywhere else (copied from j.zrow, a padded row of z_x).
+// row h of the padded dimensions): the input's rows with z_x either side,
+// or z_x alone (copied from j.zrow, a padded row of z_x).
 func (j *convInt8Job) padRows(lo, hi int) {
 	s, c := &j.s, &j.ind
-	C, W, cp := s.C, s.In[2], c.cp
-	rowBytes := c.wp * cp
-	left := s.Pad[2] * cp
+	C, W := s.C, s.In[2]
+	rowBytes := c.wp * C
+	left := s.Pad[2] * C
 	for r := lo; r < hi; r++ {
 		dst := c.a[r*rowBytes : (r+1)*rowBytes]
 		h := r%c.hp - s.Pad[1]
@@ -187,30 +203,8 @@ func (j *convInt8Job) padRows(lo, hi int) {
 			copy(dst, j.zrow)
 			continue
 		}
-		src := j.x[((n*s.In[0]+d)*s.In[1]+h)*W*C:][:W*C]
-		if cp == C {
-			copy(dst[:left], j.zrow)
-			copy(dst[left:], src)
-			copy(dst[left+W*C:], j.zrow)
-			continue
-		}
-		// A few channels a pixel (the stem's three): bytes over z_x, not
-		// a copy call each.
-		copy(dst, j.zrow)
-		px := dst[left : left+W*cp]
-		if C == 3 {
-			zhi := uint32(j.zX) << 24
-			for w := range W {
-				q := src[3*w : 3*w+3]
-				binary.LittleEndian.PutUint32(px[4*w:], uint32(q[0])|uint32(q[1])<<8|uint32(q[2])<<16|zhi)
-			}
-			continue
-		}
-		for w := range W {
-			p, q := px[w*cp:w*cp+C], src[w*C:(w+1)*C]
-			for k := range p {
-				p[k] = q[k]
-			}
-		}
+		copy(dst[:left], j.zrow)
+		copy(dst[left:], j.x[((n*s.In[0]+d)*s.In[1]+h)*W*C:][:W*C])
+		copy(dst[left+W*C:], j.zrow)
 	}
 }
