@@ -12,7 +12,10 @@ package kernels
 // Groups are separate GEMMs over column ranges of one im2col matrix (group
 // g's depths follow group g−1's in each row) into column ranges of y. A
 // pointwise convolution (1×1×1 kernel, unit stride, no padding) reads the
-// channels-last input itself as A. Channels-first calls reorder the input
+// channels-last input itself as A. Other one-group convolutions skip
+// im2col at the levels with an indirect micro-kernel (see
+// conv_int8_indirect.go): same sums, same bits, without writing K bytes a
+// pixel. Channels-first calls reorder the input
 // (and a residual) to channels-last, convolve, and reorder the output back:
 // the GEMM wants each pixel's channels contiguous, and the reordering
 // costs little next to the products.
