@@ -80,9 +80,11 @@ func Prepare(w Workload) (func(), error) {
 			kernels.QuantizeS8(wq[c*k:(c+1)*k], wf[c*k:(c+1)*k], scales[c], 0)
 		}
 		pw := kernels.PackInt8(n, k, wq, k)
-		c := make([]float32, m*n)
-		ep := kernels.Int8Epilogue{Scale: float32(in.Scale), WScales: scales}
-		return func() { kernels.GemmU8S8(m, a, k, in.ZeroPoint, pw, c, n, ep) }, nil
+		// A uint8 result with PyTorch's output parameters (scale 0.1, zero
+		// point 128): the same bytes written on both sides.
+		c := make([]uint8, m*n)
+		ep := kernels.Int8Epilogue{Scale: float32(in.Scale), WScales: scales, OutScale: 0.1, OutZero: 128}
+		return func() { kernels.GemmU8S8ToU8(m, a, k, in.ZeroPoint, pw, c, n, ep) }, nil
 
 	case KindConvFwd, KindConvBwdData, KindConvBwdWeight:
 		if err := need(8); err != nil {

@@ -144,9 +144,8 @@ def prepare(w):
     if kind == "gemm_int8":
         # Kiln's GemmU8S8: uint8 A with the parameters of [-1, 1) (scale
         # 2/255, zero point 128, as quant.ChooseParams gives), int8 weights
-        # symmetric per output channel, packed once. PyTorch's quantized
-        # linear has no float32 result, so C is quint8 (the requantization
-        # is m·n work beside the 2·m·n·k of the product).
+        # symmetric per output channel, packed once; C is quint8 with scale
+        # 0.1 and zero point 128 on both sides (GemmU8S8ToU8 in Kiln).
         m, n, k = d
         engine = set_quantized_engine()
         a = torch.quantize_per_tensor(fill(m, k), 2 / 255, 128, torch.quint8)

@@ -11,7 +11,7 @@ import (
 const (
 	KindGemm          = "gemm"            // Dims m, n, k: C = A·B, row-major, C overwritten
 	KindGemmBF16      = "gemm_bf16"       // Dims m, n, k: C = A·B with bfloat16 A and B, C float32 (PyTorch: bf16 C)
-	KindGemmInt8      = "gemm_int8"       // Dims m, n, k: C = A·Wᵀ, uint8 A (scale 2/255, zero point 128), int8 per-channel W packed once, C float32 (PyTorch: quantized linear, quint8 C)
+	KindGemmInt8      = "gemm_int8"       // Dims m, n, k: C = A·Wᵀ, uint8 A (scale 2/255, zero point 128), int8 per-channel W packed once, C uint8 with scale 0.1 and zero point 128 (PyTorch: quantized linear, the same quint8 C)
 	KindConvFwd       = "conv_fwd"        // Dims of a ConvDims: y = conv(x, w), no bias
 	KindConvBwdData   = "conv_bwd_data"   // dx from dy and w
 	KindConvBwdWeight = "conv_bwd_weight" // dw from x and dy

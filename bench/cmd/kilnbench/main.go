@@ -673,10 +673,10 @@ func int8Note(ws []bench.Workload, engine string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "- INT8 rows: PyTorch's quantized engine %s; GOP/s counts two operations a multiply-add, as GFLOP/s does\n", engine)
 	if gemm {
-		b.WriteString("- GEMM INT8 rows: Kiln's kernels.GemmU8S8 (uint8 A with scale 2/255 and zero point 128, int8 weights " +
-			"symmetric per output channel packed once by PackInt8, float32 C with per-channel scales) against " +
-			"torch.ops.quantized.linear on a quint8 input with the same parameters and a weight packed once by " +
-			"linear_prepack (its result is quint8: PyTorch has no float32-output quantized linear)\n")
+		b.WriteString("- GEMM INT8 rows: Kiln's kernels.GemmU8S8ToU8 (uint8 A with scale 2/255 and zero point 128, int8 weights " +
+			"symmetric per output channel packed once by PackInt8, uint8 C with scale 0.1 and zero point 128) against " +
+			"torch.ops.quantized.linear on a quint8 input with the same parameters, a weight packed once by " +
+			"linear_prepack and the same output parameters\n")
 	}
 	if model {
 		fmt.Fprintf(&b, "- ResNet-50 INT8 rows: both sides calibrate on %d batches of %d random images and run the images of the row's batch. "+
