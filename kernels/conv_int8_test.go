@@ -215,12 +215,16 @@ func (tc *convInt8Case) check(t *testing.T, name string) {
 	}
 }
 
-// convInt8Geometries are the shapes of the suite, channels-last; each is
-// also run channels-first.
-var convInt8Geometries = []struct {
+// namedConv is a convolution shape with a name for failures and
+// benchmarks.
+type namedConv struct {
 	name string
 	s    ConvShape
-}{
+}
+
+// convInt8Geometries are the shapes of the suite, channels-last; each is
+// also run channels-first.
+var convInt8Geometries = []namedConv{
 	{"odd 3x3 pad1", convShape2(3, 5, 7, 1, 7, 9, 3, 1, 1, 1)},
 	{"C3 stride2", convShape2(2, 3, 8, 1, 11, 10, 3, 2, 1, 1)},
 	{"5x5 pad2 O33", convShape2(1, 6, 33, 1, 9, 8, 5, 1, 2, 1)},
@@ -434,10 +438,7 @@ func TestInt8ConvAllocs(t *testing.T) {
 // of threads.
 func BenchmarkConvU8S8(b *testing.B) {
 	dp, mw := MeasurePeakInt8(Threads(), 200*time.Millisecond)
-	for _, bc := range []struct {
-		name string
-		s    ConvShape
-	}{
+	for _, bc := range []namedConv{
 		{"stem 7x7s2 C3 224", convShape2(1, 3, 64, 1, 224, 224, 7, 2, 3, 1)},
 		{"3x3 64 56", convShape2(1, 64, 64, 1, 56, 56, 3, 1, 1, 1)},
 		{"3x3s2 128 56", convShape2(1, 128, 128, 1, 56, 56, 3, 2, 1, 1)},

@@ -221,6 +221,39 @@ w64put:
 	W64ROW(ao(R9), Z30, Z8, Z9, Z10, Z11); W64ROW(ao(R10), Z31, Z12, Z13, Z14, Z15) \
 	W64ROW(ao(R12), Z28, Z16, Z17, Z18, Z19); W64ROW(ao(R13), Z29, Z20, Z21, Z22, Z23)
 
+// INDLOOP(GROUP, b, seg, pair, single, next): the indirect kernels' loop
+// over the segments (DI, R14 of them) and each segment's groups, two a
+// round, with GROUP(ao, bo0, bo1) the kernel's group of four depths and b
+// its weights; the labels are the kernel's own.
+#define INDLOOP(GROUP, b, seg, pair, single, next) \
+seg: \
+	INDSEG(b); \
+	JZ   single; \
+pair: \
+	GROUP(0, 0, 64); \
+	GROUP(4, 128, 192); \
+	INDNEXT($8); \
+	ADDQ $256, DX; \
+	DECQ CX; \
+	JNZ  pair; \
+single: \
+	TESTQ $1, 16(DI); \
+	JZ    next; \
+	GROUP(0, 0, 64); \
+next: \
+	ADDQ $24, DI; \
+	DECQ R14; \
+	JNZ  seg
+
+// INDOUT(c, ldc): the rows of the sums at c, ldc int32 apart: DI, R12 a
+// row in bytes, R13 three, AX four rows on.
+#define INDOUT(c, ldc) \
+	MOVQ c, DI; \
+	MOVQ ldc, R12; \
+	SHLQ $2, R12; \
+	LEAQ (R12)(R12*2), R13; \
+	LEAQ (DI)(R12*4), AX
+
 // func u8s8KernelVNNI64Ind(segs *tapRun, nseg int, a *uint8, rows *int, b *int8, ps int, c *int32, ldc int)
 // Six rows by 64 channels (the panel at b and the next, ps bytes on), row
 // r of A at a + rows[r], over nseg ≥ 1 segments.
@@ -233,32 +266,8 @@ TEXT ·u8s8KernelVNNI64Ind(SB), NOSPLIT, $0-64
 	ZROW4(Z0, Z1, Z2, Z3); ZROW4(Z4, Z5, Z6, Z7); ZROW4(Z8, Z9, Z10, Z11)
 	ZROW4(Z12, Z13, Z14, Z15); ZROW4(Z16, Z17, Z18, Z19); ZROW4(Z20, Z21, Z22, Z23)
 
-i64seg:
-	INDSEG(b+32(FP))
-	JZ   i64single
-
-i64pair:
-	W64GROUPI(0, 0, 64)
-	W64GROUPI(4, 128, 192)
-	INDNEXT($8)
-	ADDQ $256, DX
-	DECQ CX
-	JNZ  i64pair
-
-i64single:
-	TESTQ $1, 16(DI)
-	JZ    i64next
-	W64GROUPI(0, 0, 64)
-
-i64next:
-	ADDQ $24, DI
-	DECQ R14
-	JNZ  i64seg
-	MOVQ c+48(FP), DI
-	MOVQ ldc+56(FP), R12
-	SHLQ $2, R12
-	LEAQ (R12)(R12*2), R13
-	LEAQ (DI)(R12*4), AX
+	INDLOOP(W64GROUPI, b+32(FP), i64seg, i64pair, i64single, i64next)
+	INDOUT(c+48(FP), ldc+56(FP))
 	W64PUT
 
 // W32GROUPI(ao, bo0, bo1): one group of four depths for the indirect
@@ -278,32 +287,8 @@ TEXT ·u8s8KernelVNNI32Ind(SB), NOSPLIT, $0-56
 	MOVQ rows+24(FP), BX
 	ZROW4(Z0, Z1, Z2, Z3); ZROW4(Z4, Z5, Z6, Z7); ZROW4(Z8, Z9, Z10, Z11)
 
-i32seg:
-	INDSEG(b+32(FP))
-	JZ   i32single
-
-i32pair:
-	W32GROUPI(0, 0, 64)
-	W32GROUPI(4, 128, 192)
-	INDNEXT($8)
-	ADDQ $256, DX
-	DECQ CX
-	JNZ  i32pair
-
-i32single:
-	TESTQ $1, 16(DI)
-	JZ    i32next
-	W32GROUPI(0, 0, 64)
-
-i32next:
-	ADDQ $24, DI
-	DECQ R14
-	JNZ  i32seg
-	MOVQ c+40(FP), DI
-	MOVQ ldc+48(FP), R12
-	SHLQ $2, R12
-	LEAQ (R12)(R12*2), R13
-	LEAQ (DI)(R12*4), AX
+	INDLOOP(W32GROUPI, b+32(FP), i32seg, i32pair, i32single, i32next)
+	INDOUT(c+40(FP), ldc+48(FP))
 	STROW((DI), 64(DI), Z0, Z1); STROW((DI)(R12*1), 64(DI)(R12*1), Z2, Z3)
 	STROW((DI)(R12*2), 64(DI)(R12*2), Z4, Z5); STROW((DI)(R13*1), 64(DI)(R13*1), Z6, Z7)
 	STROW((AX), 64(AX), Z8, Z9); STROW((AX)(R12*1), 64(AX)(R12*1), Z10, Z11)

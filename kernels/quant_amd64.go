@@ -102,8 +102,14 @@ func int8FinishRowsAVX512(dst []uint8, f *int8Finish) {
 	if f.rows <= 0 || f.n <= 0 {
 		return
 	}
+	a := f.args(dst, f.n)
+	int8FinishAVX512(&a)
+}
+
+// args are the assembly's operands for f's first n columns, into dst.
+func (f *int8Finish) args(dst []uint8, n int) int8FinishArgs {
 	a := int8FinishArgs{dst: unsafe.Pointer(&dst[0]), acc: unsafe.Pointer(&f.acc[0]), corr: unsafe.Pointer(&f.corr[0]),
-		cs: unsafe.Pointer(&f.cs[0]), n: f.n, sr: f.sr, zr: f.zr, inv: f.inv, zo: f.zo, lo: f.lo, hi: f.hi,
+		cs: unsafe.Pointer(&f.cs[0]), n: n, sr: f.sr, zr: f.zr, inv: f.inv, zo: f.zo, lo: f.lo, hi: f.hi,
 		rows: f.rows, accLd: 4 * f.accLd, ld: f.ld}
 	if f.bias != nil {
 		a.bias = unsafe.Pointer(&f.bias[0])
@@ -111,7 +117,7 @@ func int8FinishRowsAVX512(dst []uint8, f *int8Finish) {
 	if f.rq != nil {
 		a.rq = unsafe.Pointer(&f.rq[0])
 	}
-	int8FinishAVX512(&a)
+	return a
 }
 
 //go:noescape
@@ -126,15 +132,7 @@ func int8FinishRowsAVX2(dst []uint8, f *int8Finish) {
 	}
 	n8 := f.n &^ 7
 	if n8 > 0 {
-		a := int8FinishArgs{dst: unsafe.Pointer(&dst[0]), acc: unsafe.Pointer(&f.acc[0]), corr: unsafe.Pointer(&f.corr[0]),
-			cs: unsafe.Pointer(&f.cs[0]), n: n8, sr: f.sr, zr: f.zr, inv: f.inv, zo: f.zo, lo: f.lo, hi: f.hi,
-			rows: f.rows, accLd: 4 * f.accLd, ld: f.ld}
-		if f.bias != nil {
-			a.bias = unsafe.Pointer(&f.bias[0])
-		}
-		if f.rq != nil {
-			a.rq = unsafe.Pointer(&f.rq[0])
-		}
+		a := f.args(dst, n8)
 		int8FinishAVX2(&a)
 	}
 	if n8 < f.n {

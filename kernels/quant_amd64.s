@@ -159,6 +159,36 @@ dqrdone:
 	VZEROUPPER
 	RET
 
+// FINSTART loads the rows of an int8FinishArgs at R8: dst (R12), acc
+// (R11), rq (R13) and the row count (R14).
+#define FINSTART \
+	MOVQ 0(R8), R12; \
+	MOVQ 8(R8), R11; \
+	MOVQ 40(R8), R13; \
+	MOVQ 80(R8), R14
+
+// FINROW starts a row: dst (DI), acc (SI), corr (DX), cs (BX), bias (R9),
+// rq (R10) and the columns (CX).
+#define FINROW \
+	MOVQ R12, DI; \
+	MOVQ R11, SI; \
+	MOVQ 16(R8), DX; \
+	MOVQ 24(R8), BX; \
+	MOVQ 32(R8), R9; \
+	MOVQ R13, R10; \
+	MOVQ 48(R8), CX
+
+// FINNEXT(done) moves to the next row, past the strides at 96(R8) (dst
+// and rq) and 88(R8) (acc); done is the label for a nil rq.
+#define FINNEXT(done) \
+	ADDQ  96(R8), R12; \
+	ADDQ  88(R8), R11; \
+	TESTQ R13, R13; \
+	JZ    done; \
+	ADDQ  96(R8), R13; \
+done: \
+	DECQ R14
+
 // func int8FinishAVX512(p *int8FinishArgs)
 // One pass of the INT8 GEMM's epilogue for a quantized result, row after
 // row: per element, y = float32(acc − corr)·cs, + bias (when not nil), +
@@ -179,19 +209,10 @@ TEXT ·int8FinishAVX512(SB), NOSPLIT, $0-8
 	MOVL         76(R8), AX
 	VPBROADCASTD AX, Z4
 	QBOUNDS
-	MOVQ         0(R8), R12
-	MOVQ         8(R8), R11
-	MOVQ         40(R8), R13
-	MOVQ         80(R8), R14
+	FINSTART
 
 finrow:
-	MOVQ  R12, DI
-	MOVQ  R11, SI
-	MOVQ  16(R8), DX
-	MOVQ  24(R8), BX
-	MOVQ  32(R8), R9
-	MOVQ  R13, R10
-	MOVQ  48(R8), CX
+	FINROW
 	MOVQ  $-1, AX
 	KMOVW AX, K2
 
@@ -259,15 +280,8 @@ finquant:
 	JMP     finloop
 
 finnext:
-	ADDQ  96(R8), R12
-	ADDQ  88(R8), R11
-	TESTQ R13, R13
-	JZ    finrq
-	ADDQ  96(R8), R13
-
-finrq:
-	DECQ R14
-	JNZ  finrow
+	FINNEXT(finrq)
+	JNZ finrow
 	VZEROUPPER
 	RET
 
@@ -293,19 +307,10 @@ TEXT ·int8FinishAVX2(SB), NOSPLIT, $0-8
 	VPSUBD       Y2, Y4, Y5
 	VCVTDQ2PS    Y5, Y5
 	VPBROADCASTD lowBytes16<>(SB), X10
-	MOVQ         0(R8), R12
-	MOVQ         8(R8), R11
-	MOVQ         40(R8), R13
-	MOVQ         80(R8), R14
+	FINSTART
 
 f2row:
-	MOVQ  R12, DI
-	MOVQ  R11, SI
-	MOVQ  16(R8), DX
-	MOVQ  24(R8), BX
-	MOVQ  32(R8), R9
-	MOVQ  R13, R10
-	MOVQ  48(R8), CX
+	FINROW
 	TESTQ CX, CX
 	JZ    f2next
 
@@ -350,14 +355,7 @@ f2quant:
 	JNZ          f2loop
 
 f2next:
-	ADDQ  96(R8), R12
-	ADDQ  88(R8), R11
-	TESTQ R13, R13
-	JZ    f2rq
-	ADDQ  96(R8), R13
-
-f2rq:
-	DECQ R14
-	JNZ  f2row
+	FINNEXT(f2rq)
+	JNZ f2row
 	VZEROUPPER
 	RET
