@@ -73,6 +73,8 @@ func (s InteractionShape) check(op string, feats [][]float32, featsName string, 
 // feats[i] and feats[j] for i = 1…F−1 (0…F−1 with Self) and j = 0…i−1
 // (0…i with Self), in that order. feats holds the Features matrices,
 // each [Batch, Dim] row-major; this is dlrm's cat([x, Z[:, li, lj]]).
+// Each dot is four float32 partial sums over k ≡ 0, 1, 2, 3 (mod 4) in
+// increasing k, combined as (s0+s1)+(s2+s3).
 func InteractionForward(s InteractionShape, feats [][]float32, out []float32) {
 	s.check("InteractionForward", feats, "feature", nil, out, "out")
 	d, w, first := s.Dim, s.Width(), 1
