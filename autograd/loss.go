@@ -185,6 +185,34 @@ func BCEWithLogits(x, target *Tensor, r Reduction) *Tensor {
 	})
 }
 
+// BCELoss is the binary cross entropy between probabilities p and target,
+// −(t·log p + (1−t)·log(1−p)) reduced by r, like
+// torch.nn.functional.binary_cross_entropy (no weight). As in PyTorch 1.13,
+// each log is floored at −100, so p of exactly 0 or 1 gives a finite loss;
+// 1 − p is rounded to float32 before its log is taken; and the gradient of
+// p is (p − t)/max((1 − p)·p, 1e-12), so it stays finite too, while the
+// gradient of target, log(1−p) − log p, is not clamped. Every p must lie
+// in [0, 1] (PyTorch's check; NaN fails it); target is not checked, as in
+// PyTorch. target must be float32 with p's shape; both get gradients when
+// they require them. With ReductionNone the result is in p's memory
+// format, as PyTorch's is. On logits, BCEWithLogits is both stabler and
+// cheaper.
+func BCELoss(p, target *Tensor, r Reduction) *Tensor {
+	return lossPointwise("BCELoss", p, target, r, true, lossKernels{
+		each: kernels.BCE, sum: kernels.BCESum, backward: kernels.BCEBackward, check: bceCheckProbs,
+	})
+}
+
+// bceCheckProbs fails unless every input is a probability, before any
+// loss is computed from it.
+func bceCheckProbs(op string, p, _ []float32) {
+	for _, v := range p {
+		if !(v >= 0 && v <= 1) {
+			Fail(op, "input holds %v; %s takes probabilities in [0, 1] (BCEWithLogits takes logits)", v, op)
+		}
+	}
+}
+
 // MSELoss is the squared error (x − target)² reduced by r, like
 // torch.nn.functional.mse_loss. Unlike PyTorch, which warns and
 // broadcasts, target must have x's shape exactly. Both operands get
@@ -201,6 +229,8 @@ type lossKernels struct {
 	each     func(x, t, out []float32)
 	sum      func(x, t []float32) float64
 	backward func(x, t, g []float32, scale float64, dx, dt []float32)
+	// check, if not nil, validates the operands' values.
+	check func(op string, x, t []float32)
 }
 
 // lossPointwise runs an elementwise loss of x against target. Both operands
@@ -235,6 +265,9 @@ func lossPointwise(op string, x, target *Tensor, r Reduction, layoutOfX bool, k 
 		tk = target.reformat(f)
 	}
 	xd, td := xk.Float32s(), tk.Float32s()
+	if k.check != nil {
+		k.check(op, xd, td)
+	}
 	n := len(xd)
 	var out *Tensor
 	scale := 1.0

@@ -224,6 +224,71 @@ func BCEWithLogitsBackward(x, t, g []float32, scale float64, dx, dt []float32) {
 	})
 }
 
+// bceClampLog is the floor PyTorch's binary_cross_entropy puts under each
+// log, so that a probability of exactly 0 or 1 costs 100, not infinity.
+const bceClampLog = -100
+
+// bceEpsilon is ATen's EPSILON as the float32 its BCE gradient divides by
+// when p·(1−p) is smaller.
+const bceEpsilon = float64(float32(1e-12))
+
+// bce is −(t·log p + (1−t)·log(1−p)) with each log floored at −100,
+// written as ATen 1.13 does: (t−1)·max(log(1−p), −100) − t·max(log p, −100),
+// with 1−p rounded to float32 (not log1p(−p)), so a p below 2⁻²⁵ with t = 0
+// costs exactly 0 as in PyTorch. The rest is float64.
+func bce(p, t float32) float64 {
+	tf := float64(t)
+	return (tf-1)*max(math.Log(float64(1-p)), bceClampLog) - tf*max(math.Log(float64(p)), bceClampLog)
+}
+
+// BCE writes the binary cross entropy of probabilities p against targets
+// t to out, elementwise; like
+// torch.nn.functional.binary_cross_entropy(reduction='none'). Callers
+// check that every p lies in [0, 1].
+func BCE(p, t, out []float32) {
+	lossCheck("BCE", p, t, map[string][]float32{"out": out})
+	lossEach(len(p), 16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = float32(bce(p[i], t[i]))
+		}
+	})
+}
+
+// BCESum returns the float64 sum of BCE over all elements.
+func BCESum(p, t []float32) float64 {
+	lossCheck("BCESum", p, t, nil)
+	return lossSum(len(p), 16, func(lo, hi int) float64 {
+		s := 0.0
+		for i := lo; i < hi; i++ {
+			s += bce(p[i], t[i])
+		}
+		return s
+	})
+}
+
+// BCEBackward writes ATen's gradients of BCE:
+// dp = scale·g·(p − t) / max((1 − p)·p, 1e-12) and
+// dt = scale·g·(log(1 − p) − log p), the latter without the clamp, so it
+// is infinite at p = 0 or 1 as in PyTorch. 1 − p is rounded to float32 as
+// in BCE. Either may be nil to skip it; g holds one shared value or one
+// per element.
+func BCEBackward(p, t, g []float32, scale float64, dp, dt []float32) {
+	lossCheck("BCEBackward", p, t, map[string][]float32{"dp": dp, "dt": dt})
+	gs := lossGradStep("BCEBackward", g, len(p))
+	lossEach(len(p), 16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := scale * float64(g[i*gs])
+			pf, qf := float64(p[i]), float64(1-p[i])
+			if dp != nil {
+				dp[i] = float32(gi * (pf - float64(t[i])) / max(qf*pf, bceEpsilon))
+			}
+			if dt != nil {
+				dt[i] = float32(gi * (math.Log(qf) - math.Log(pf)))
+			}
+		}
+	})
+}
+
 // MSE writes the squared error (x−t)² to out, elementwise; like
 // torch.nn.functional.mse_loss(reduction='none').
 func MSE(x, t, out []float32) {

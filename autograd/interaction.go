@@ -1,0 +1,111 @@
+package autograd
+
+import (
+	"strconv"
+
+	"github.com/kilnml/kiln/kernels"
+)
+
+// Interaction is DLRM's dot feature interaction (facebookresearch/dlrm,
+// interact_features with arch_interaction_op="dot"): for each sample, the
+// bottom MLP's output x followed by the dot products of every pair of the
+// sample's feature vectors, x and the embedding outputs ly. x and each
+// ly[t] are [B, d]; the result is [B, d+P] with, after x's d values, the
+// dots <f_i, f_j> for i = 1…T, j = 0…i−1 (f_0 = x, f_t = ly[t−1]), the
+// order of dlrm's Z[:, li, lj]. With self (dlrm's arch_interaction_itself)
+// each vector's dot with itself is kept too, j = 0…i, so P is
+// (T+1)(T+2)/2 instead of T(T+1)/2.
+//
+// Only the kept dots are computed, never the [B, F, F] Gram matrix that
+// dlrm's bmm forms, each accumulated in float32 in a fixed order (see
+// kernels.InteractionForward): the bits do not depend on the thread
+// count, and differ from PyTorch's bmm by float32 rounding only.
+//
+// All operands are float32, or all bfloat16: bfloat16 operands are
+// widened, the interaction computed in float32 and rounded once to a
+// bfloat16 result, and their gradients are bfloat16 too. Every operand
+// that requires a gradient gets one. dlrm always has at least one table,
+// so an empty ly is an error.
+func Interaction(x *Tensor, ly []*Tensor, self bool) *Tensor {
+	const op = "Interaction"
+	feats := interactionOperands(op, x, ly)
+	B, d := x.shape[0], x.shape[1]
+	s := kernels.InteractionShape{Batch: B, Dim: d, Features: len(feats), Self: self}
+	dtype := x.dtype
+	data := make([][]float32, len(feats))
+	// The backward closure keeps the operands' data, not the tensors,
+	// which would hold the tape that made them.
+	need := make([]bool, len(feats))
+	for f, t := range feats {
+		data[f] = widenedF32(op, interactionName(f), t)
+		need[f] = t.requiresGrad
+	}
+	out := empty(op, Float32, []int{B, s.Width()})
+	kernels.InteractionForward(s, data, out.Float32s())
+	if dtype == BFloat16 {
+		out = out.castTo(BFloat16)
+	}
+	return record(op+"Backward", out, feats, func(g *Tensor) []*Tensor {
+		dy := widenedF32(op+"Backward", "output gradient", g)
+		grads := make([][]float32, len(feats))
+		for f, n := range need {
+			if n {
+				grads[f] = make([]float32, B*d)
+			}
+		}
+		kernels.InteractionBackward(s, data, dy, grads)
+		res := make([]*Tensor, len(feats))
+		for f, gd := range grads {
+			if gd == nil {
+				continue
+			}
+			res[f] = &Tensor{dtype: Float32, shape: []int{B, d}, data: gd}
+			if dtype == BFloat16 {
+				res[f] = res[f].castTo(BFloat16)
+			}
+		}
+		return res
+	})
+}
+
+// interactionOperands checks Interaction's operands and returns them as
+// one list, x first.
+func interactionOperands(op string, x *Tensor, ly []*Tensor) []*Tensor {
+	if len(ly) == 0 {
+		Fail(op, "ly is empty; the interaction needs at least one embedding output")
+	}
+	feats := append([]*Tensor{x}, ly...)
+	for f, t := range feats {
+		name := interactionName(f)
+		if t == nil {
+			Fail(op, "%s is nil", name)
+		}
+		if t.dtype != Float32 && t.dtype != BFloat16 {
+			failDType(op, "%s has dtype %v; %s supports float32 and bfloat16", name, t.dtype, op)
+		}
+		if t.NDim() != 2 {
+			failShape(op, "%s must be 2-D [batch, dim], got shape %v", name, t.shape)
+		}
+		if f == 0 {
+			continue
+		}
+		if t.dtype != x.dtype {
+			failDType(op, "%s has dtype %v but x has %v; cast one of them", name, t.dtype, x.dtype)
+		}
+		if t.shape[0] != x.shape[0] {
+			failShape(op, "%s has batch size %d (shape %v) but x has %d (shape %v)", name, t.shape[0], t.shape, x.shape[0], x.shape)
+		}
+		if t.shape[1] != x.shape[1] {
+			failShape(op, "%s has dimension %d (shape %v) but x has %d (shape %v); every feature vector must have x's length", name, t.shape[1], t.shape, x.shape[1], x.shape)
+		}
+	}
+	return feats
+}
+
+// interactionName names feature f in errors: x, then ly[t].
+func interactionName(f int) string {
+	if f == 0 {
+		return "x"
+	}
+	return "ly[" + strconv.Itoa(f-1) + "]"
+}

@@ -1,0 +1,187 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// interactionCase is a random interaction: feature matrices and an output
+// gradient.
+type interactionCase struct {
+	s     InteractionShape
+	feats [][]float32
+	dout  []float32
+}
+
+func newInteractionCase(r *rand.Rand, s InteractionShape) interactionCase {
+	c := interactionCase{s: s, feats: make([][]float32, s.Features), dout: normRandom(r, s.Batch*s.Width(), 0)}
+	for f := range c.feats {
+		c.feats[f] = normRandom(r, s.Batch*s.Dim, 0)
+	}
+	return c
+}
+
+// reference computes the interaction and its gradients in float64 from
+// the pair lists as dlrm builds them (li, lj), with the bound of each
+// value's rounding error: the sum of the magnitudes of its terms.
+func (c interactionCase) reference() (out, outMag []float64, grads, gradMags [][]float64) {
+	s := c.s
+	d, w := s.Dim, s.Width()
+	offset := 0
+	if s.Self {
+		offset = 1
+	}
+	var li, lj []int
+	for i := range s.Features {
+		for j := 0; j < i+offset; j++ {
+			li, lj = append(li, i), append(lj, j)
+		}
+	}
+	out, outMag = make([]float64, s.Batch*w), make([]float64, s.Batch*w)
+	grads, gradMags = make([][]float64, s.Features), make([][]float64, s.Features)
+	for f := range grads {
+		grads[f], gradMags[f] = make([]float64, s.Batch*d), make([]float64, s.Batch*d)
+	}
+	at := func(f, b, k int) float64 { return float64(c.feats[f][b*d+k]) }
+	for b := range s.Batch {
+		for k := range d {
+			out[b*w+k] = at(0, b, k)
+			outMag[b*w+k] = math.Abs(at(0, b, k))
+			grads[0][b*d+k] = float64(c.dout[b*w+k])
+			gradMags[0][b*d+k] = math.Abs(grads[0][b*d+k])
+		}
+		for p := range li {
+			i, j := li[p], lj[p]
+			g := float64(c.dout[b*w+d+p])
+			for k := range d {
+				out[b*w+d+p] += at(i, b, k) * at(j, b, k)
+				outMag[b*w+d+p] += math.Abs(at(i, b, k) * at(j, b, k))
+				grads[i][b*d+k] += g * at(j, b, k)
+				grads[j][b*d+k] += g * at(i, b, k)
+				gradMags[i][b*d+k] += math.Abs(g * at(j, b, k))
+				gradMags[j][b*d+k] += math.Abs(g * at(i, b, k))
+			}
+		}
+	}
+	return
+}
+
+// interactionClose fails t unless every element of got is within float32
+// rounding of a sum of its length: n·2⁻²⁴ of the magnitudes of its terms.
+func interactionClose(t *testing.T, what string, got []float32, want, mag []float64, terms int) {
+	t.Helper()
+	tol := float64(terms+2) * 0x1p-24
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - want[i]); !(d <= tol*mag[i]+1e-30) {
+			t.Fatalf("%s: element %d = %v, want %v (tolerance %g)", what, i, got[i], want[i], tol*mag[i])
+		}
+	}
+}
+
+func TestInteractionKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, s := range []InteractionShape{
+		{Batch: 1, Dim: 1, Features: 1, Self: true},
+		{Batch: 1, Dim: 1, Features: 2},
+		{Batch: 3, Dim: 2, Features: 2, Self: true},
+		{Batch: 5, Dim: 8, Features: 5},
+		{Batch: 5, Dim: 8, Features: 5, Self: true},
+		{Batch: 4, Dim: 7, Features: 3},
+		{Batch: 7, Dim: 13, Features: 4, Self: true},
+		{Batch: 3, Dim: 16, Features: 27},
+		{Batch: 2, Dim: 0, Features: 3, Self: true},
+	} {
+		t.Run(fmt.Sprintf("B%d_d%d_F%d_self%v", s.Batch, s.Dim, s.Features, s.Self), func(t *testing.T) {
+			c := newInteractionCase(r, s)
+			want, wantMag, wantGrads, gradMags := c.reference()
+			out, ok := guarded(t, s.Batch*s.Width())
+			InteractionForward(s, c.feats, out)
+			ok()
+			interactionClose(t, "out", out, want, wantMag, s.Dim)
+			grads := make([][]float32, s.Features)
+			checks := make([]func(), s.Features)
+			for f := range grads {
+				grads[f], checks[f] = guarded(t, s.Batch*s.Dim)
+				for i := range grads[f] {
+					grads[f][i] = float32(math.NaN()) // overwritten, not added to
+				}
+			}
+			InteractionBackward(s, c.feats, c.dout, grads)
+			for f := range grads {
+				checks[f]()
+				interactionClose(t, fmt.Sprintf("gradient %d", f), grads[f], wantGrads[f], gradMags[f], 2*s.Features+1)
+			}
+			// A nil gradient is skipped and changes none of the others.
+			if s.Features > 1 {
+				part := make([][]float32, s.Features)
+				part[1] = make([]float32, s.Batch*s.Dim)
+				InteractionBackward(s, c.feats, c.dout, part)
+				sameBits32(t, "gradient 1 alone", part[1], grads[1])
+			}
+		})
+	}
+}
+
+// TestInteractionThreads checks that the bits do not depend on how the
+// samples are split: the work here is large enough for Parallel to split
+// it at 2 and 3 threads.
+func TestInteractionThreads(t *testing.T) {
+	r := rand.New(rand.NewPCG(63, 64))
+	for _, self := range []bool{false, true} {
+		s := InteractionShape{Batch: 257, Dim: 16, Features: 9, Self: self}
+		c := newInteractionCase(r, s)
+		var outs [][]float32
+		var grads [][][]float32
+		for _, threads := range []int{1, 2, 3} {
+			out := make([]float32, s.Batch*s.Width())
+			g := make([][]float32, s.Features)
+			for f := range g {
+				g[f] = make([]float32, s.Batch*s.Dim)
+			}
+			int8WithThreads(threads, func() {
+				InteractionForward(s, c.feats, out)
+				InteractionBackward(s, c.feats, c.dout, g)
+			})
+			outs, grads = append(outs, out), append(grads, g)
+		}
+		for k := 1; k < len(outs); k++ {
+			sameBits32(t, fmt.Sprintf("self=%v out at %d threads", self, k+1), outs[k], outs[0])
+			for f := range grads[k] {
+				sameBits32(t, fmt.Sprintf("self=%v gradient %d at %d threads", self, f, k+1), grads[k][f], grads[0][f])
+			}
+		}
+	}
+}
+
+func TestInteractionZeroBatch(t *testing.T) {
+	s := InteractionShape{Batch: 0, Dim: 4, Features: 3}
+	feats := [][]float32{nil, {}, nil}
+	InteractionForward(s, feats, nil)
+	InteractionBackward(s, feats, nil, [][]float32{nil, {}, nil})
+	if s.Width() != 4+3 {
+		t.Fatalf("width %d, want 7", s.Width())
+	}
+}
+
+func TestInteractionMisuse(t *testing.T) {
+	s := InteractionShape{Batch: 2, Dim: 3, Features: 3}
+	feats := [][]float32{make([]float32, 6), make([]float32, 6), make([]float32, 6)}
+	out := make([]float32, 2*s.Width())
+	grads := [][]float32{make([]float32, 6), nil, make([]float32, 6)}
+	checkMisuse(t, []misuseCase{
+		{"no features", ErrShape, func() { InteractionForward(InteractionShape{Batch: 2, Dim: 3}, nil, out) }},
+		{"negative batch", ErrShape, func() { InteractionForward(InteractionShape{Batch: -1, Dim: 3, Features: 3}, feats, out) }},
+		{"negative dim", ErrShape, func() { InteractionForward(InteractionShape{Batch: 2, Dim: -3, Features: 3}, feats, out) }},
+		{"too few features", ErrShape, func() { InteractionForward(s, feats[:2], out) }},
+		{"short feature", ErrShape, func() { InteractionForward(s, [][]float32{feats[0], feats[1][:5], feats[2]}, out) }},
+		{"short out", ErrShape, func() { InteractionForward(s, feats, out[:len(out)-1]) }},
+		{"short dout", ErrShape, func() { InteractionBackward(s, feats, out[:len(out)-1], grads) }},
+		{"too few gradients", ErrShape, func() { InteractionBackward(s, feats, out, grads[:2]) }},
+		{"short gradient", ErrShape, func() { InteractionBackward(s, feats, out, [][]float32{nil, nil, make([]float32, 5)}) }},
+		{"self width", ErrShape, func() {
+			InteractionForward(InteractionShape{Batch: 2, Dim: 3, Features: 3, Self: true}, feats, out)
+		}},
+	})
+}
