@@ -1,9 +1,6 @@
 package kernels
 
-import (
-	"slices"
-	"sync"
-)
+import "slices"
 
 // The bfloat16 embedding kernels read a bfloat16 table and do the float32
 // kernels' arithmetic on its widened rows, in the reference's order: sums
@@ -261,7 +258,7 @@ func EmbeddingBagMaxBackwardBF16(num, dim int, argmax []int64, dy []float32, dw 
 	}
 }
 
-var scratchI64Pool sync.Pool
+var scratchI64Pool freeList[scratch[int64]]
 
 // EmbeddingBagWeightsGradBF16 is EmbeddingBagWeightsGrad on a bfloat16
 // table: dpsw[i] is the float64 dot product, in feature order, of i's

@@ -1,9 +1,6 @@
 package kernels
 
-import (
-	"math"
-	"sync"
-)
+import "math"
 
 // Row primitives shared by the memory-bound kernels (norms, pooling,
 // embedding bags, strided reductions). Each works on one row, one run or
@@ -460,16 +457,21 @@ func (pp *parPool[A]) run(n, work int, args A, body func(a *A, lo, hi int)) {
 }
 
 // scratch is a pooled buffer for per-call temporaries; the pointer
-// travels back to its pool, so returning one allocates nothing.
+// travels back to its free list, so returning one allocates nothing (and,
+// unlike with a sync.Pool, a garbage collection does not undo that).
 type scratch[T any] struct {
 	s    []T
-	pool *sync.Pool
+	pool *freeList[scratch[T]]
 }
 
-var scratch64Pool, scratchF32Pool, scratch32Pool sync.Pool
+var (
+	scratch64Pool  freeList[scratch[float64]]
+	scratchF32Pool freeList[scratch[float32]]
+	scratch32Pool  freeList[scratch[int32]]
+)
 
-func getScratch[T any](pool *sync.Pool, n int) *scratch[T] {
-	b, _ := pool.Get().(*scratch[T])
+func getScratch[T any](pool *freeList[scratch[T]], n int) *scratch[T] {
+	b := pool.get()
 	if b == nil {
 		b = &scratch[T]{pool: pool}
 	}
@@ -480,7 +482,7 @@ func getScratch[T any](pool *sync.Pool, n int) *scratch[T] {
 	return b
 }
 
-func (b *scratch[T]) put() { b.pool.Put(b) }
+func (b *scratch[T]) put() { b.pool.put(b) }
 
 // getScratch64 returns a buffer of n float64s with unspecified contents.
 func getScratch64(n int) *scratch[float64] { return getScratch[float64](&scratch64Pool, n) }
