@@ -33,8 +33,9 @@ import (
 // gradient is its bag's output gradient divided by the bag's size. A
 // table that does not require a gradient gets none (though, as with a
 // multi-output torch.autograd.Function, every output requires one when any
-// table does), nor does one whose output took no part in the loss. Either way the gradients are bit for bit those of T
-// separate EmbeddingBag (or EmbeddingBagSparse) calls.
+// table does), nor does one whose output took no part in the loss. Either
+// way the gradients are bit for bit those of T separate EmbeddingBag (or
+// EmbeddingBagSparse) calls.
 func MergedEmbeddingBag(tables, indices, offsets []*Tensor, mode EmbeddingBagMode, includeLastOffset, sparse bool) []*Tensor {
 	const op = "MergedEmbeddingBag"
 	dim := mergedTables(op, tables, mode)
@@ -193,12 +194,18 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 		}
 	}
 	kernels.MergedEmbeddingBag(dim, bags, mode == BagMean)
+	for t := range bags {
+		// The backward needs only the indices and bags: the closure must
+		// not keep the outputs alive.
+		bags[t].Out, bags[t].Weight, bags[t].WeightBF16 = nil, nil, nil
+	}
 
 	// dys[t] is output t's gradient, set by its node before the lookup's
 	// backward runs; nil when it had none.
 	dys := make([][]float32, len(tables))
-	token := record(op+"Backward", Zeros(0), append(append([]*Tensor(nil), tables...), lookups...), func(*Tensor) []*Tensor {
-		grads := make([]*Tensor, len(tables)+len(lookups))
+	n := len(tables) + len(lookups)
+	token := record(op+"Backward", Zeros(0), append(append(make([]*Tensor, 0, n), tables...), lookups...), func(*Tensor) []*Tensor {
+		grads := make([]*Tensor, n)
 		for t, w := range tables {
 			dy, idx, starts := dys[t], bags[t].Idx, bags[t].Offsets
 			dys[t] = nil // a retained graph's next Backward starts afresh
