@@ -406,12 +406,7 @@ func bagSumKit(k *vecKit, dim int, idx, offsets []int64, weight, psw []float32, 
 	bags := len(offsets)
 	if dim > 0 {
 		// The whole-bag primitive reads rows without Go's bounds checks.
-		rows := int64(len(weight) / dim)
-		for _, r := range idx {
-			if uint64(r) >= uint64(rows) {
-				fail(ErrIndex, "EmbeddingBagSum", "index %d outside a table of %d rows", r, rows)
-			}
-		}
+		checkRows("EmbeddingBagSum", idx, len(weight)/dim)
 	}
 	a := embArgs{k: k, dim: dim, idx: idx, offsets: offsets, weight: weight, psw: psw, mean: mean, out: out}
 	embJobs.run(bags, len(idx)*dim+bags*dim, a, bagSumBags)

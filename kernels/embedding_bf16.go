@@ -146,33 +146,39 @@ func embCheckBag(op string, lens map[string][2]int, psw []float32, n int) {
 }
 
 func embBF16SumBags(a *embBF16Args, lo, hi int) {
-	dim := a.dim
-	buf := getScratch64(dim)
+	buf := getScratch64(a.dim)
 	defer buf.put()
-	acc := buf.s
 	for b := lo; b < hi; b++ {
-		s, e := int(a.offsets[b]), bagEnd(a.offsets, b, len(a.idx))
-		clear(acc)
-		for i := s; i < e; i++ {
-			r := int(a.idx[i])
-			wr := a.weight[r*dim : (r+1)*dim]
-			if a.psw == nil {
-				for j, v := range wr {
-					acc[j] += float64(F32FromBF16(v))
-				}
-			} else {
-				k := float64(a.psw[i])
-				for j, v := range wr {
-					acc[j] += k * float64(F32FromBF16(v))
-				}
+		storeBF16(a.out[b*a.dim:(b+1)*a.dim], buf.s, a.sumBag(b, buf.s))
+	}
+}
+
+// sumBag overwrites acc (dim long) with the sum in float64 of bag b's
+// widened rows, each scaled by its per-sample weight when a.psw is set,
+// and returns the factor to store the sum with: the reciprocal of the
+// bag's size for a non-empty bag with a.mean, else 1.
+func (a *embBF16Args) sumBag(b int, acc []float64) float64 {
+	dim := a.dim
+	s, e := int(a.offsets[b]), bagEnd(a.offsets, b, len(a.idx))
+	clear(acc)
+	for i := s; i < e; i++ {
+		r := int(a.idx[i])
+		wr := a.weight[r*dim : (r+1)*dim]
+		if a.psw == nil {
+			for j, v := range wr {
+				acc[j] += float64(F32FromBF16(v))
+			}
+		} else {
+			k := float64(a.psw[i])
+			for j, v := range wr {
+				acc[j] += k * float64(F32FromBF16(v))
 			}
 		}
-		scale := 1.0
-		if a.mean && e > s {
-			scale = 1 / float64(e-s)
-		}
-		storeBF16(a.out[b*dim:(b+1)*dim], acc, scale)
 	}
+	if a.mean && e > s {
+		return 1 / float64(e-s)
+	}
+	return 1
 }
 
 // EmbeddingBagMaxBF16 is EmbeddingBagMax on a bfloat16 table: the maxima

@@ -1,0 +1,237 @@
+package autograd
+
+import (
+	"github.com/kilnml/kiln/kernels"
+)
+
+// MergedEmbeddingBag looks up one bag per sample in each of several
+// tables, as DLRM's emb_l does with one nn.EmbeddingBag per sparse feature
+// (IPEX's MergedEmbeddingBag): table t (a float32 or bfloat16 [rows_t, d]
+// matrix; every table has the same d, any rows) is read with the 1-D
+// Int64 indices[t], whose bags start at offsets[t] (1-D Int64, from 0,
+// non-decreasing, none beyond the indices). Without includeLastOffset
+// offsets[t] has one entry per bag and the last bag runs to the end of
+// indices[t]; with it (torch's include_last_offset=True) it has one more,
+// which must equal len(indices[t]). Every table has the same number of
+// bags B. The result is T float32 [B, d] tensors, in the tables' order.
+//
+// mode is BagSum or BagMean; a bag's rows are summed in float64, divided
+// by the bag's size for BagMean, and rounded once, and an empty bag is
+// zeros. A bfloat16 table's rows are widened as they are read: its result
+// is float32, bit for bit what EmbeddingBag gives for the widened table
+// (and EmbeddingBag on the bfloat16 table gives it rounded to bfloat16).
+// All bags of all tables are summed in one kernel call split across the
+// workers, with the same bits at any thread count, after every index and
+// offset of every table has been checked: a bad one panics naming the
+// table, the bag and the value.
+//
+// Gradients reach every table that requires one, through one backward
+// for all the tables. With sparse, a leaf table gets a row-sparse
+// gradient, as EmbeddingBagSparse gives; otherwise (or for a table made
+// by another op) it gets a dense one as EmbeddingBag's: float32 for a
+// float32 table, bfloat16 for a bfloat16 one. For BagMean each row's
+// gradient is its bag's output gradient divided by the bag's size. A
+// table that does not require a gradient gets none (though, as with a
+// multi-output torch.autograd.Function, every output requires one when any
+// table does), nor does one whose output took no part in the loss. Either
+// way the gradients are bit for bit those of T separate EmbeddingBag (or
+// EmbeddingBagSparse) calls.
+func MergedEmbeddingBag(tables, indices, offsets []*Tensor, mode EmbeddingBagMode, includeLastOffset, sparse bool) []*Tensor {
+	const op = "MergedEmbeddingBag"
+	dim := mergedTables(op, tables, mode)
+	if len(indices) != len(tables) || len(offsets) != len(tables) {
+		failShape(op, "%d tables need %d index and offset tensors, got %d indices and %d offsets", len(tables), len(tables), len(indices), len(offsets))
+	}
+	bags := make([]kernels.MergedBagTable, len(tables))
+	for t, w := range tables {
+		idx, starts := mergedOffsets(op, t, w.shape[0], indices[t], offsets[t], includeLastOffset)
+		if t > 0 && len(starts) != len(bags[0].Offsets) {
+			failShape(op, "table %d has %d bags (offsets %v) but table 0 has %d; every table needs one bag per sample", t, len(starts), offsets[t].shape, len(bags[0].Offsets))
+		}
+		bags[t] = kernels.MergedBagTable{Idx: idx, Offsets: starts}
+	}
+	return mergedBag(op, tables, append(append([]*Tensor(nil), indices...), offsets...), bags, dim, mode, sparse)
+}
+
+// MergedEmbeddingBagFixed is MergedEmbeddingBag for bags of one size L,
+// the layout of DLRM's fixed-size lookups: indices is an Int64 [B, T, L]
+// tensor whose [b, t, :] are sample b's L rows of table t.
+func MergedEmbeddingBagFixed(tables []*Tensor, indices *Tensor, mode EmbeddingBagMode, sparse bool) []*Tensor {
+	const op = "MergedEmbeddingBagFixed"
+	dim := mergedTables(op, tables, mode)
+	if indices == nil {
+		Fail(op, "indices is nil")
+	}
+	if indices.dtype != Int64 {
+		failDType(op, "indices have dtype %v; %s needs int64 indices", indices.dtype, op)
+	}
+	if indices.NDim() != 3 || indices.shape[1] != len(tables) {
+		failShape(op, "indices must be [batch, %d tables, bag size], got shape %v", len(tables), indices.shape)
+	}
+	B, T, L := indices.shape[0], indices.shape[1], indices.shape[2]
+	all := indices.Int64s()
+	bags := make([]kernels.MergedBagTable, T)
+	for t, w := range tables {
+		idx, starts := make([]int64, B*L), make([]int64, B)
+		for b := range B {
+			starts[b] = int64(b * L)
+			row := all[(b*T+t)*L : (b*T+t+1)*L]
+			for i, r := range row {
+				if r < 0 || r >= int64(w.shape[0]) {
+					failIndex(op, "table %d: index %d (sample %d, position %d of its bag) is out of range for a table of %d rows", t, r, b, i, w.shape[0])
+				}
+			}
+			copy(idx[b*L:], row)
+		}
+		bags[t] = kernels.MergedBagTable{Idx: idx, Offsets: starts}
+	}
+	return mergedBag(op, tables, []*Tensor{indices}, bags, dim, mode, sparse)
+}
+
+// mergedTables checks the tables and the mode of a merged lookup and
+// returns the tables' common dimension.
+func mergedTables(op string, tables []*Tensor, mode EmbeddingBagMode) int {
+	if mode != BagSum && mode != BagMean {
+		Fail(op, "mode %v is not supported; want BagSum or BagMean", mode)
+	}
+	if len(tables) == 0 {
+		Fail(op, "no tables")
+	}
+	dim := 0
+	for t, w := range tables {
+		if w == nil {
+			Fail(op, "table %d is nil", t)
+		}
+		if w.dtype != Float32 && w.dtype != BFloat16 {
+			failDType(op, "table %d has dtype %v; %s supports float32 and bfloat16 tables", t, w.dtype, op)
+		}
+		if w.NDim() != 2 {
+			failShape(op, "table %d must be 2-D [rows, dim], got shape %v", t, w.shape)
+		}
+		if t == 0 {
+			dim = w.shape[1]
+		} else if w.shape[1] != dim {
+			failShape(op, "table %d has dimension %d (shape %v) but table 0 has %d; every table needs the same", t, w.shape[1], w.shape, dim)
+		}
+	}
+	return dim
+}
+
+// mergedOffsets checks table t's indices (against its rows) and offsets
+// and returns the indices with the start of each bag.
+func mergedOffsets(op string, t, rows int, indices, offsets *Tensor, includeLast bool) (idx, starts []int64) {
+	for _, x := range []struct {
+		what string
+		v    *Tensor
+	}{{"indices", indices}, {"offsets", offsets}} {
+		if x.v == nil {
+			Fail(op, "table %d: %s is nil", t, x.what)
+		}
+		if x.v.dtype != Int64 {
+			failDType(op, "table %d: %s have dtype %v; %s needs int64 %s", t, x.what, x.v.dtype, op, x.what)
+		}
+		if x.v.NDim() != 1 {
+			failShape(op, "table %d: %s must be 1-D, got shape %v", t, x.what, x.v.shape)
+		}
+	}
+	idx, starts = indices.Int64s(), offsets.Int64s()
+	n := int64(len(idx))
+	if includeLast {
+		if len(starts) == 0 {
+			failShape(op, "table %d: offsets are empty; with includeLastOffset they need one entry per bag and the end", t)
+		}
+		// PyTorch ignores indices past the last offset in a sum but counts
+		// them in a mean's divisor; they can only be a mistake.
+		if last := starts[len(starts)-1]; last != n {
+			failShape(op, "table %d: the last offset, offsets[%d] = %d, must equal the number of indices %d with includeLastOffset", t, len(starts)-1, last, n)
+		}
+	} else if len(starts) == 0 && n > 0 {
+		failShape(op, "table %d: offsets are empty but indices %v hold %d indices", t, indices.shape, n)
+	}
+	if len(starts) > 0 && starts[0] != 0 {
+		Fail(op, "table %d: offsets[0] must be 0 (the first bag starts at the first index), got %d", t, starts[0])
+	}
+	for b := 1; b < len(starts); b++ {
+		if starts[b] < starts[b-1] {
+			failShape(op, "table %d: offsets must be non-decreasing, got offsets[%d] = %d after offsets[%d] = %d", t, b, starts[b], b-1, starts[b-1])
+		}
+		if starts[b] > n {
+			failShape(op, "table %d: offsets[%d] = %d (the start of bag %d) is beyond the %d indices", t, b, starts[b], b, n)
+		}
+	}
+	if includeLast {
+		starts = starts[:len(starts)-1]
+	}
+	for b := range starts {
+		for i := starts[b]; i < starts[b]+int64(bagLen(starts, b, len(idx))); i++ {
+			if r := idx[i]; r < 0 || r >= int64(rows) {
+				failIndex(op, "table %d: index %d (bag %d, position %d of the indices) is out of range for a table of %d rows", t, r, b, i, rows)
+			}
+		}
+	}
+	return idx, starts
+}
+
+// mergedBag runs a merged lookup whose operands are checked: bags holds
+// each table's indices and bag starts, taken from the tensors in lookups.
+//
+// The tape's nodes have one result each, so the lookup records one node
+// over the tables whose result is an empty token, and each output a node
+// over the token that hands its gradient to the lookup's backward, which
+// runs after all of them and computes every table's gradient at once.
+// (Splitting one [T, B, d] result instead would send a gradient of that
+// size back from each of the T outputs.)
+func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTable, dim int, mode EmbeddingBagMode, sparse bool) []*Tensor {
+	B := len(bags[0].Offsets)
+	outs := make([]*Tensor, len(tables))
+	for t, w := range tables {
+		outs[t] = empty(op, Float32, []int{B, dim})
+		bags[t].Out = outs[t].Float32s()
+		if w.dtype == BFloat16 {
+			bags[t].WeightBF16 = w.BFloat16s()
+		} else {
+			bags[t].Weight = w.Float32s()
+		}
+	}
+	kernels.MergedEmbeddingBag(dim, bags, mode == BagMean)
+	for t := range bags {
+		// The backward needs only the indices and bags: the closure must
+		// not keep the outputs alive.
+		bags[t].Out, bags[t].Weight, bags[t].WeightBF16 = nil, nil, nil
+	}
+
+	// dys[t] is output t's gradient, set by its node before the lookup's
+	// backward runs; nil when it had none.
+	dys := make([][]float32, len(tables))
+	n := len(tables) + len(lookups)
+	token := record(op+"Backward", Zeros(0), append(append(make([]*Tensor, 0, n), tables...), lookups...), func(*Tensor) []*Tensor {
+		grads := make([]*Tensor, n)
+		for t, w := range tables {
+			dy, idx, starts := dys[t], bags[t].Idx, bags[t].Offsets
+			dys[t] = nil // a retained graph's next Backward starts afresh
+			switch {
+			case dy == nil || !w.requiresGrad:
+			case sparse && w.IsLeaf():
+				accumulateBagSparse(op+"Backward", w, idx, starts, dy, nil, mode == BagMean)
+			case w.dtype == BFloat16:
+				grads[t] = Empty(BFloat16, w.shape...)
+				kernels.EmbeddingBagBackwardBF16(w.shape[0], dim, idx, starts, dy, nil, mode == BagMean, grads[t].BFloat16s())
+			default:
+				grads[t] = Zeros(w.shape...)
+				kernels.EmbeddingBagBackward(w.shape[0], dim, idx, starts, dy, nil, mode == BagMean, grads[t].Float32s())
+			}
+		}
+		return grads
+	})
+	for t := range outs {
+		outs[t] = record(op+"OutputBackward", outs[t], []*Tensor{token}, func(g *Tensor) []*Tensor {
+			if tables[t].requiresGrad {
+				// A copy: the tape may reuse g's buffer before the
+				// lookup's backward reads it.
+				dys[t] = append([]float32(nil), widenedF32(op+"Backward", "output gradient", g)...)
+			}
+			return []*Tensor{Zeros(0)}
+		})
+	}
+	return outs
+}
