@@ -76,27 +76,20 @@ func interactionOperands(op string, x *Tensor, ly []*Tensor) []*Tensor {
 	}
 	feats := append([]*Tensor{x}, ly...)
 	for f, t := range feats {
-		name := interactionName(f)
-		if t == nil {
-			Fail(op, "%s is nil", name)
-		}
-		if t.dtype != Float32 && t.dtype != BFloat16 {
-			failDType(op, "%s has dtype %v; %s supports float32 and bfloat16", name, t.dtype, op)
-		}
-		if t.NDim() != 2 {
-			failShape(op, "%s must be 2-D [batch, dim], got shape %v", name, t.shape)
+		if !isFloatMatrix(t) {
+			failFloatMatrix(op, interactionName(f), t, "[batch, dim]")
 		}
 		if f == 0 {
 			continue
 		}
 		if t.dtype != x.dtype {
-			failDType(op, "%s has dtype %v but x has %v; cast one of them", name, t.dtype, x.dtype)
+			failDType(op, "%s has dtype %v but x has %v; cast one of them", interactionName(f), t.dtype, x.dtype)
 		}
 		if t.shape[0] != x.shape[0] {
-			failShape(op, "%s has batch size %d (shape %v) but x has %d (shape %v)", name, t.shape[0], t.shape, x.shape[0], x.shape)
+			failShape(op, "%s has batch size %d (shape %v) but x has %d (shape %v)", interactionName(f), t.shape[0], t.shape, x.shape[0], x.shape)
 		}
 		if t.shape[1] != x.shape[1] {
-			failShape(op, "%s has dimension %d (shape %v) but x has %d (shape %v); every feature vector must have x's length", name, t.shape[1], t.shape, x.shape[1], x.shape)
+			failShape(op, "%s has dimension %d (shape %v) but x has %d (shape %v); every feature vector must have x's length", interactionName(f), t.shape[1], t.shape, x.shape[1], x.shape)
 		}
 	}
 	return feats
@@ -108,4 +101,24 @@ func interactionName(f int) string {
 		return "x"
 	}
 	return "ly[" + strconv.Itoa(f-1) + "]"
+}
+
+// isFloatMatrix reports whether t is a 2-D float32 or bfloat16 tensor.
+func isFloatMatrix(t *Tensor) bool {
+	return t != nil && (t.dtype == Float32 || t.dtype == BFloat16) && t.NDim() == 2
+}
+
+// failFloatMatrix fails with what keeps t, called name in errors, from
+// being a 2-D float32 or bfloat16 tensor; dims names its dimensions
+// ("[rows, dim]"). Callers test isFloatMatrix first, so that naming t
+// costs nothing when it is one.
+func failFloatMatrix(op, name string, t *Tensor, dims string) {
+	switch {
+	case t == nil:
+		Fail(op, "%s is nil", name)
+	case t.dtype != Float32 && t.dtype != BFloat16:
+		failDType(op, "%s has dtype %v; %s supports float32 and bfloat16", name, t.dtype, op)
+	default:
+		failShape(op, "%s must be 2-D %s, got shape %v", name, dims, t.shape)
+	}
 }

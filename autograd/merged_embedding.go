@@ -1,6 +1,8 @@
 package autograd
 
 import (
+	"strconv"
+
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -99,14 +101,8 @@ func mergedTables(op string, tables []*Tensor, mode EmbeddingBagMode) int {
 	}
 	dim := 0
 	for t, w := range tables {
-		if w == nil {
-			Fail(op, "table %d is nil", t)
-		}
-		if w.dtype != Float32 && w.dtype != BFloat16 {
-			failDType(op, "table %d has dtype %v; %s supports float32 and bfloat16 tables", t, w.dtype, op)
-		}
-		if w.NDim() != 2 {
-			failShape(op, "table %d must be 2-D [rows, dim], got shape %v", t, w.shape)
+		if !isFloatMatrix(w) {
+			failFloatMatrix(op, "table "+strconv.Itoa(t), w, "[rows, dim]")
 		}
 		if t == 0 {
 			dim = w.shape[1]

@@ -329,7 +329,7 @@ func TestMergedEmbeddingBagBadInputs(t *testing.T) {
 	}{
 		{"no tables", bagged(nil, nil, nil, false), autograd.ErrArgument, "MergedEmbeddingBag: no tables"},
 		{"nil table", bagged([]*autograd.Tensor{w[0], nil}, idx, off, false), autograd.ErrArgument, "table 1 is nil"},
-		{"table dtype", bagged([]*autograd.Tensor{w[0], autograd.Empty(autograd.Int64, 7, 3)}, idx, off, false), autograd.ErrDType, "table 1 has dtype int64; MergedEmbeddingBag supports float32 and bfloat16 tables"},
+		{"table dtype", bagged([]*autograd.Tensor{w[0], autograd.Empty(autograd.Int64, 7, 3)}, idx, off, false), autograd.ErrDType, "table 1 has dtype int64; MergedEmbeddingBag supports float32 and bfloat16"},
 		{"table rank", bagged([]*autograd.Tensor{autograd.Zeros(15)}, idx[:1], off[:1], false), autograd.ErrShape, "table 0 must be 2-D [rows, dim], got shape [15]"},
 		{"dim differs", bagged([]*autograd.Tensor{w[0], autograd.Zeros(7, 4)}, idx, off, false), autograd.ErrShape, "table 1 has dimension 4 (shape [7 4]) but table 0 has 3"},
 		{"mode max", func() { autograd.MergedEmbeddingBag(w, idx, off, autograd.BagMax, false, false) }, autograd.ErrArgument, "mode max is not supported; want BagSum or BagMean"},
