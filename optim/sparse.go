@@ -6,9 +6,10 @@ import (
 )
 
 // Sparse gradients (autograd.EmbeddingSparse, nn.EmbeddingOptions.Sparse)
-// name a few rows of a [num, dim] table. SGD and Adagrad update only those
-// rows, as torch.optim does for sparse gradients; the other optimizers
-// need every element's gradient and refuse them.
+// name a few rows of a [num, dim] table. SGD, Adagrad and RowWiseAdagrad
+// update only those rows, as torch.optim (and dlrm's rwsadagrad) do for
+// sparse gradients; the other optimizers need every element's gradient
+// and refuse them.
 
 // sparseRows returns the kernels' view of a coalesced sparse gradient.
 func sparseRows(sg *autograd.SparseGrad) kernels.SparseRows {
@@ -28,6 +29,6 @@ func (q param) checkSparseDecay(weightDecay float64) {
 // optimizers whose update needs the whole gradient.
 func (q param) rejectSparse() {
 	if q.SparseGrad() != nil {
-		fail(*q.name+".Step", "group %d parameter %d has a sparse gradient; %s does not support sparse gradients (use SGD or Adagrad, or a dense embedding)", q.group, q.index, *q.name)
+		fail(*q.name+".Step", "group %d parameter %d has a sparse gradient; %s does not support sparse gradients (use SGD, Adagrad or RowWiseAdagrad, or a dense embedding)", q.group, q.index, *q.name)
 	}
 }
