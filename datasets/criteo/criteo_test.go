@@ -406,6 +406,7 @@ func TestBatches(t *testing.T) {
 	}{
 		{"train", ix.Select(split.Train, 0, 0), 32},
 		{"test", ix.Select(split.Test, 0, 0), 5},
+		{"subsampled in order", ix.Select(split.Train, 0.5, 3), 16}, // gaps read through
 		{"subsampled reversed", shuffled, 7},
 		{"one", []int{199}, 1},
 	} {
