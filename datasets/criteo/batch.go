@@ -1,0 +1,135 @@
+package criteo
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+)
+
+// A Batch holds B samples in the layout DLRM's forward pass takes.
+type Batch struct {
+	// Dense is [B, 13] row-major: log(x+1) of the integer features.
+	Dense []float32
+	// Indices[t] holds the dense id of table t's value for each sample;
+	// with one index per table per sample, Offsets is 0, 1, ..., B and
+	// serves every table.
+	Indices [NumSparse][]int64
+	Offsets []int64
+	// Labels holds B labels, 0 or 1.
+	Labels []float32
+	// Lines holds the good line number of each sample.
+	Lines []int
+}
+
+// Size is the number of samples, B.
+func (b *Batch) Size() int { return len(b.Labels) }
+
+// maxGap is the largest stretch of unwanted bytes (skipped bad lines,
+// sub-sampled negatives) read through to keep neighbouring lines in one
+// ReadAt call.
+const maxGap = 64 << 10
+
+// Batches reads the given lines (good line numbers from Select, in any
+// order) from r, the file that was scanned, in batches of batchSize; the
+// last batch may be smaller. Each batch's bytes are fetched with one ReadAt
+// per run of nearby lines, so memory is O(batchSize), and each yielded
+// Batch is new: the caller may keep it. A line that no longer parses or
+// holds a value the scan did not see (the file changed) ends the
+// iteration with an error wrapping ErrBadLine.
+func (ix *Index) Batches(r io.ReaderAt, lines []int, batchSize int) iter.Seq2[*Batch, error] {
+	return func(yield func(*Batch, error) bool) {
+		if batchSize <= 0 {
+			yield(nil, fmt.Errorf("criteo: batch size %d, want > 0", batchSize))
+			return
+		}
+		for _, i := range lines {
+			if i < 0 || i >= ix.Len() {
+				yield(nil, fmt.Errorf("criteo: line %d out of range [0, %d)", i, ix.Len()))
+				return
+			}
+		}
+		var buf []byte
+		for start := 0; start < len(lines); start += batchSize {
+			b, err := ix.batch(r, lines[start:min(start+batchSize, len(lines))], &buf)
+			if !yield(b, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (ix *Index) batch(r io.ReaderAt, lines []int, buf *[]byte) (*Batch, error) {
+	n := len(lines)
+	b := &Batch{
+		Dense:   make([]float32, n*NumDense),
+		Offsets: make([]int64, n+1),
+		Labels:  make([]float32, n),
+		Lines:   append([]int(nil), lines...),
+	}
+	for t := range b.Indices {
+		b.Indices[t] = make([]int64, n)
+	}
+	for i := range b.Offsets {
+		b.Offsets[i] = int64(i)
+	}
+	var s Sample
+	for k := 0; k < n; {
+		// Gather lines k..e-1 whose bytes lie close together in order.
+		lo, ln := ix.Offset(lines[k])
+		hi := lo + int64(ln)
+		e := k + 1
+		for ; e < n; e++ {
+			o, l := ix.Offset(lines[e])
+			if o < hi || o-hi > maxGap || o+int64(l)-lo > 1<<24 {
+				break
+			}
+			hi = o + int64(l)
+		}
+		if cap(*buf) < int(hi-lo) {
+			*buf = make([]byte, hi-lo)
+		}
+		chunk := (*buf)[:hi-lo]
+		// io.ReaderAt may return io.EOF with a full read at the end of
+		// the input; only a short read is a failure.
+		if m, err := r.ReadAt(chunk, lo); m < len(chunk) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("%s: reading good line %d at byte %d: %w", ix.file, lines[k], lo, err)
+		}
+		for j := k; j < e; j++ {
+			o, l := ix.Offset(lines[j])
+			if err := ix.fill(b, j, chunk[o-lo:o-lo+int64(l)], &s); err != nil {
+				return nil, err
+			}
+		}
+		k = e
+	}
+	return b, nil
+}
+
+// fill parses one line into row j of b.
+func (ix *Index) fill(b *Batch, j int, line []byte, s *Sample) error {
+	bad := func(err error) error {
+		if le, ok := err.(*LineError); ok {
+			le.File = ix.file
+			le.Err = fmt.Errorf("good line %d changed since the scan: %w", b.Lines[j], le.Err)
+			return le
+		}
+		return err
+	}
+	if err := ParseLine(line, ix.maxIndRange, s); err != nil {
+		return bad(err)
+	}
+	copy(b.Dense[j*NumDense:], s.Dense[:])
+	b.Labels[j] = s.Label
+	for t, v := range s.Sparse {
+		id, ok := ix.ID(t, v)
+		if !ok {
+			return bad(&LineError{Field: fieldNames[1+NumDense+t], Err: fmt.Errorf("value %x not in the dictionary", v)})
+		}
+		b.Indices[t][j] = int64(id)
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+// Package criteo reads the Criteo Kaggle display-advertising data set
+// (train.txt of the Display Advertising Challenge) for DLRM training, the
+// way facebookresearch/dlrm's data_utils.py and dlrm_data_pytorch.py
+// prepare it, but streamed: dlrm converts the whole file into NumPy arrays
+// in memory (and .npz files on disk) before training, while this package
+// keeps O(vocabulary + batch) memory plus one offset per line, and reads
+// lines back with ReadAt when it batches them.
+//
+// A Kaggle line is a label, 13 integer features I1..I13 and 26 hashed
+// categorical features C1..C26, tab-separated. Parsing follows dlrm:
+// empty fields are 0, negative integers become 0 (x_int[x_int < 0] = 0),
+// the dense input is log(x+1) in float32, categoricals are 32-bit hex
+// (int(x, 16)) taken modulo --max-ind-range when that is positive, and
+// each categorical value then maps to a dense id, numbered in order of
+// first appearance, as dlrm's convertDicts do; a feature's number of
+// distinct values (dlrm's counts) is its embedding table's row count.
+//
+// Scan makes the first pass and returns an Index (dictionaries, counts,
+// line offsets, labels). KaggleSplit cuts the lines into dlrm's seven
+// "days": six for training, the last halved into test and validation.
+// Index.Select applies --data-sub-sample-rate, and Index.Batches yields
+// dense [B,13] float32 inputs, one index per table per sample and labels.
+//
+// Bad lines (a field count other than 40, a label not 0 or 1, a
+// non-integer integer field, a categorical that is not hex of at most 8
+// digits) are *LineError values naming the file, line and field, matching
+// errors.Is(err, ErrBadLine); dlrm would stop with a Python exception
+// naming neither. With ScanOptions.SkipBadLines the scan counts them
+// instead and keeps the first ten line numbers.
+package criteo

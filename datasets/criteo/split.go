@@ -1,0 +1,70 @@
+package criteo
+
+// KaggleDays is the number of "days" dlrm cuts the Kaggle set into.
+const KaggleDays = 7
+
+// A Range is the half-open interval [Start, End) of good line numbers.
+type Range struct{ Start, End int }
+
+// Len is End - Start.
+func (r Range) Len() int { return r.End - r.Start }
+
+// A Split is dlrm's Kaggle split: Days[0..5] are training, Days[6] is
+// halved into Test (the first ⌈half⌉) and Val (the rest).
+type Split struct {
+	Days             [KaggleDays]Range
+	Train, Test, Val Range
+}
+
+// KaggleSplit splits n lines as dlrm does for the Kaggle set, which has no
+// day files: num_data_per_split, extras = divmod(n, 7), and the first
+// extras days get one more line. Test and Val come from np.array_split of
+// the last day in two, which gives the first part the odd line. With n < 7
+// the last days are empty.
+func KaggleSplit(n int) Split {
+	var s Split
+	per, extras := n/KaggleDays, n%KaggleDays
+	start := 0
+	for d := range KaggleDays {
+		size := per
+		if d < extras {
+			size++
+		}
+		s.Days[d] = Range{start, start + size}
+		start += size
+	}
+	s.Train = Range{0, s.Days[KaggleDays-2].End}
+	last := s.Days[KaggleDays-1]
+	mid := last.Start + (last.Len()+1)/2
+	s.Test = Range{last.Start, mid}
+	s.Val = Range{mid, last.End}
+	return s
+}
+
+// Select returns the lines of r that remain after dropping the fraction
+// rate of its negative (label 0) lines, in file order: dlrm's
+// --data-sub-sample-rate, which keeps a negative only when a uniform draw u
+// in [0, 1) has u >= rate. dlrm draws u from NumPy's global RNG; here u
+// for line i is a SplitMix64 hash of (seed, i), so the choice of each line
+// is fixed by the seed alone, whatever order or batch size reads it. The
+// stream differs from NumPy's: the same rate is dropped in expectation,
+// not the same lines. rate <= 0 keeps every line.
+func (ix *Index) Select(r Range, rate float64, seed uint64) []int {
+	lines := make([]int, 0, r.Len())
+	for i := r.Start; i < r.End; i++ {
+		if rate > 0 && ix.Label(i) == 0 && uniform(seed, uint64(i)) < rate {
+			continue
+		}
+		lines = append(lines, i)
+	}
+	return lines
+}
+
+// uniform maps (seed, i) to a float64 in [0, 1) with SplitMix64's mixer.
+func uniform(seed, i uint64) float64 {
+	z := seed + (i+1)*0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
+}
