@@ -191,7 +191,7 @@ func ReLUInPlace(x *Tensor) *Tensor {
 // actFuncs are the kernel functions of the elementwise ops run by one
 // kernels.Act (GELU's by its attribute).
 var actFuncs = map[string]kernels.ActFunc{"ReLU": kernels.ActReLU, "Sigmoid": kernels.ActSigmoid,
-	"Tanh": kernels.ActTanh, "SiLU": kernels.ActSiLU, "HardTanh": kernels.ActHardTanh, "ELU": kernels.ActELU,
+	"Tanh": kernels.ActTanh, "SiLU": kernels.ActSiLU, "HardTanh": kernels.ActHardTanh, "Clamp": kernels.ActClamp, "ELU": kernels.ActELU,
 	"GELU": kernels.ActGELU, "Neg": kernels.ActNeg, "Exp": kernels.ActExp, "Log": kernels.ActLog,
 	"Sqrt": kernels.ActSqrt, "Pow": kernels.ActPow, "AddScalar": kernels.ActAddScalar, "MulScalar": kernels.ActMulScalar}
 
@@ -215,6 +215,8 @@ func actAttrs(op string, a kernels.Act) any {
 		return geluAttrs{"none"}
 	case "HardTanh":
 		return hardTanhAttrs{float64(a.A), float64(a.B)}
+	case "Clamp":
+		return clampAttrs{float64(a.A), float64(a.B)}
 	case "ELU":
 		return eluAttrs{float64(a.A)}
 	case "Pow":
@@ -236,6 +238,8 @@ func checkActAttrs(op string, attrs any) {
 		if minVal > maxVal {
 			Fail(op, "min %v is greater than max %v", minVal, maxVal)
 		}
+	case clampAttrs:
+		checkClampAttrs(op, a)
 	case geluAttrs:
 		if a.Approximate != "none" && a.Approximate != "tanh" {
 			Fail(op, "approximate must be \"none\" or \"tanh\", got %q", a.Approximate)
@@ -259,6 +263,8 @@ func actOf(op string, attrs any) (kernels.Act, bool) {
 		}
 	case hardTanhAttrs:
 		a.A, a.B = float32(at.MinVal), float32(at.MaxVal)
+	case clampAttrs:
+		a.A, a.B = float32(at.Min), float32(at.Max)
 	case eluAttrs:
 		a.A = float32(at.Alpha)
 	case powAttrs:
@@ -271,8 +277,9 @@ func actOf(op string, attrs any) (kernels.Act, bool) {
 
 // bindAct binds a over x's physical elements into y, a tensor of x's
 // dtype, shape and format (x itself for in place); nil for other dtypes.
-// Bfloat16 runs a's bfloat16 kernel, except AddScalar, which goes through
-// float32 and back as the op does.
+// Bfloat16 runs a's bfloat16 kernel, with Clamp's bounds rounded to
+// bfloat16, except AddScalar, which goes through float32 and back as the
+// op does.
 func bindAct(a kernels.Act, x, y *Tensor) func() {
 	switch x.dtype {
 	case Float32:
@@ -287,6 +294,9 @@ func bindAct(a kernels.Act, x, y *Tensor) func() {
 				a.Forward(xf, xf)
 				kernels.F32ToBF16(yd, xf)
 			}
+		}
+		if a.Fn == kernels.ActClamp {
+			a = clampBF16("Clamp", a, float64(a.A), float64(a.B))
 		}
 		return func() { a.ForwardBF16(yd, xd) }
 	}

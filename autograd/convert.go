@@ -87,7 +87,7 @@ func init() {
 		checkActAttrs(op, attrs)
 		return []TensorType{in[0].Type()}
 	}, "Clone", "Identity", "Dropout", "ReLU", "Sigmoid", "Tanh", "SiLU", "Neg", "Exp", "Log", "Sqrt",
-		"HardTanh", "ELU", "GELU", "Pow", "AddScalar", "MulScalar")
+		"HardTanh", "Clamp", "ELU", "GELU", "Pow", "AddScalar", "MulScalar")
 	defineEager("Cast", castAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(Cast(in[0], a.(castAttrs).dtype())) })
 	defineEager("To", toAttrs{}, func(a any, in []*Tensor) []*Tensor { return one(in[0].To(a.(toAttrs).format())) })
 	clone := func(_ any, in []*Tensor) []*Tensor { return one(in[0].Detach().Clone()) }

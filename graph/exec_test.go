@@ -315,6 +315,12 @@ func TestCompiledOps(t *testing.T) {
 			y = autograd.HardTanh(autograd.MulScalar(autograd.AddScalar(y, 0.25), 1.5), -0.9, 0.8)
 			return autograd.Sqrt(autograd.Exp(autograd.Pow(autograd.Neg(y), 2)))
 		}), []*autograd.Tensor{x4}},
+		{"clamp", one(func(x *autograd.Tensor) *autograd.Tensor {
+			return autograd.Clamp(autograd.Clamp(x, -0.5, 0.75), 0.6, 0.1) // crossed: all 0.1
+		}), []*autograd.Tensor{cl(x4)}},
+		{"clamp bf16", one(func(x *autograd.Tensor) *autograd.Tensor {
+			return autograd.Clamp(bf(x), 0.3009, 0.7) // bounds rounded to bfloat16
+		}), []*autograd.Tensor{x4}},
 		{"activations bf16", one(func(x *autograd.Tensor) *autograd.Tensor {
 			y := autograd.GELU(autograd.Sigmoid(bf(x)), "none")
 			return autograd.AddScalar(autograd.ReLU(autograd.MulScalar(y, 3)), -1)

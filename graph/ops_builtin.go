@@ -25,7 +25,7 @@ var builtins = map[string]builtinOp{
 	"BatchNorm": {ins: exactly(5), outs: exactly(1), optional: []int{1, 2, 3, 4}},
 	"LayerNorm": {ins: exactly(3), outs: exactly(1), optional: []int{1, 2}},
 	"ReLU":      one1, "Sigmoid": one1, "Tanh": one1, "SiLU": one1, "Neg": one1, "Exp": one1, "Log": one1,
-	"Sqrt": one1, "HardTanh": one1, "ELU": one1, "GELU": one1, "Pow": one1, "AddScalar": one1, "MulScalar": one1,
+	"Sqrt": one1, "HardTanh": one1, "Clamp": one1, "ELU": one1, "GELU": one1, "Pow": one1, "AddScalar": one1, "MulScalar": one1,
 	"Dropout": one1, "Identity": one1, "Clone": one1, "Cast": one1, "To": one1,
 	"Add": two1, "Sub": two1, "Mul": two1, "Div": two1,
 	"MaxPool2d": one1, "AvgPool2d": one1, "AdaptiveAvgPool2d": one1, "Sum": one1, "Mean": one1,

@@ -389,7 +389,7 @@ func rowMajorOrder(s sig) bool {
 // inPlaceOps are the ops whose compiled forms may write their result over
 // an operand of the result's type (the kernels allow dst == src).
 var inPlaceOps = map[string]bool{
-	"ReLU": true, "Sigmoid": true, "Tanh": true, "SiLU": true, "HardTanh": true, "ELU": true, "GELU": true,
+	"ReLU": true, "Sigmoid": true, "Tanh": true, "SiLU": true, "HardTanh": true, "Clamp": true, "ELU": true, "GELU": true,
 	"Neg": true, "Exp": true, "Log": true, "Sqrt": true, "Pow": true, "AddScalar": true, "MulScalar": true,
 	"Add": true, "Sub": true, "Mul": true, "Div": true, "BatchNorm": true,
 }

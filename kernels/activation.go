@@ -28,11 +28,12 @@ const (
 	ActELU                      // x for x > 0, A·(eˣ − 1) otherwise
 	ActGELU                     // x · Φ(x), with erf
 	ActGELUTanh                 // PyTorch's tanh approximation of GELU
+	ActClamp                    // min(max(x, A), B): torch.clamp, gradient inclusive of A and B
 	actFuncCount
 )
 
 var actNames = [...]string{"Neg", "Exp", "Log", "Sqrt", "Pow", "AddScalar", "MulScalar", "ReLU", "Sigmoid",
-	"Tanh", "HardTanh", "SiLU", "ELU", "GELU", "GELUTanh"}
+	"Tanh", "HardTanh", "SiLU", "ELU", "GELU", "GELUTanh", "Clamp"}
 
 func (f ActFunc) String() string {
 	if f < actFuncCount {
@@ -46,12 +47,13 @@ func (f ActFunc) String() string {
 var actCost = [...]int{
 	ActNeg: 1, ActExp: 20, ActLog: 20, ActSqrt: 4, ActPow: 40, ActAddScalar: 1, ActMulScalar: 1,
 	ActReLU: 1, ActSigmoid: 20, ActTanh: 20, ActHardTanh: 1, ActSiLU: 20, ActELU: 20, ActGELU: 30,
-	ActGELUTanh: 30,
+	ActGELUTanh: 30, ActClamp: 1,
 }
 
 // Act is an elementwise function with its parameters: Pow's exponent, the
-// scalar of AddScalar and MulScalar, HardTanh's bounds (A ≤ B), ELU's
-// alpha. Unused parameters are ignored.
+// scalar of AddScalar and MulScalar, HardTanh's bounds (A ≤ B), Clamp's
+// bounds (any order: A > B gives B everywhere but at NaN, as torch.clamp
+// does), ELU's alpha. Unused parameters are ignored.
 //
 // Each function follows the float32 formula of PyTorch 1.13's vectorised
 // CPU kernel step by step, so the roundings (and the cancellations, as in
@@ -59,8 +61,8 @@ var actCost = [...]int{
 // PyTorch's; the transcendental functions inside are correctly rounded
 // (evaluated in float64), where PyTorch's are within an ulp or two. Special
 // values follow the vectorised kernels too: NaN in gives NaN out, ReLU and
-// HardTanh pass a NaN through, ReLU's gradient passes at NaN while
-// HardTanh's is 0 there and ELU's NaN. The AVX2 variants
+// HardTanh and Clamp pass a NaN through, ReLU's gradient passes at NaN while
+// HardTanh's and Clamp's are 0 there and ELU's NaN. The AVX2 variants
 // (activation_amd64.s) make the same roundings and agree with this
 // reference bit for bit (Pow with a general exponent to an ulp).
 type Act struct {
@@ -112,7 +114,9 @@ func (a Act) Forward(dst, src []float32) {
 // or y as ReadsOutput says (the other may be nil); Neg, AddScalar and
 // MulScalar read neither. Every slice it reads must have dx's length; dx may
 // be dy. Where PyTorch's derivative is zero it writes 0, not dy·0: ReLU at
-// x ≤ 0, HardTanh outside (A, B) (its bounds included), Pow with exponent 0.
+// x ≤ 0, HardTanh outside (A, B) (its bounds included), Clamp outside
+// [A, B] (its bounds excluded, so everywhere when A > B) and at NaN, Pow
+// with exponent 0.
 func (a Act) Backward(dx, dy, x, y []float32) {
 	a.check("Act.Backward")
 	n := len(dx)
@@ -273,12 +277,15 @@ func (a Act) forward(dst, src []float32) {
 		for i, x := range src {
 			dst[i] = actTanh(x)
 		}
-	case ActHardTanh:
+	case ActHardTanh, ActClamp:
+		// min(max(x, lo), hi) as torch.clamp computes it: a NaN stays
+		// NaN, and lo > hi gives hi (HardTanh's bounds never cross).
 		lo, hi := a.A, a.B
 		for i, x := range src {
 			if x < lo {
 				x = lo
-			} else if x > hi {
+			}
+			if x > hi {
 				x = hi
 			}
 			dst[i] = x
@@ -396,6 +403,17 @@ func (a Act) backward(dx, dy, v []float32) {
 			// Written as PyTorch's vectorised kernel tests it, so a NaN
 			// gets 0 (its scalar tail code would pass the gradient).
 			if x := v[i]; !(x > lo && x < hi) {
+				g = 0
+			}
+			dx[i] = g
+		}
+	case ActClamp:
+		lo, hi := a.A, a.B
+		for i, g := range dy {
+			// PyTorch 1.13's clamp_backward: grad where
+			// (x >= min) & (x <= max), else 0; so the bounds pass the
+			// gradient, and NaN or crossed bounds (min > max) do not.
+			if x := v[i]; !(x >= lo && x <= hi) {
 				g = 0
 			}
 			dx[i] = g

@@ -182,6 +182,14 @@ func actForwardAsm(a Act, dst, src []float32) {
 		k = actTanhAVX2
 	case ActHardTanh:
 		k = actHardTanhAVX2
+	case ActClamp:
+		// HardTanh's kernel is Clamp's while the bounds are in order;
+		// crossed bounds take the reference loop.
+		if !(p <= q) {
+			a.forward(dst, src)
+			return
+		}
+		k = actHardTanhAVX2
 	case ActSiLU:
 		k = actSiLUAVX2
 	case ActELU:

@@ -47,6 +47,8 @@ func actCases() []actCase {
 		{act: Act{Fn: ActTanh}, ref: math.Tanh, lo: -6, hi: 6},
 		{act: Act{Fn: ActHardTanh, A: -0.5, B: 2}, ref: func(x float64) float64 { return math.Min(math.Max(x, -0.5), 2) },
 			lo: -4, hi: 4, kinks: []float64{-0.5, 2}},
+		{act: Act{Fn: ActClamp, A: -0.5, B: 2}, ref: func(x float64) float64 { return math.Min(math.Max(x, -0.5), 2) },
+			lo: -4, hi: 4, kinks: []float64{-0.5, 2}},
 		{act: Act{Fn: ActSiLU}, ref: func(x float64) float64 { return x * sigmoid(x) }, lo: -12, hi: 12},
 		{act: Act{Fn: ActELU, A: 0.7}, ref: func(x float64) float64 {
 			if x > 0 {
@@ -219,6 +221,15 @@ func TestActSpecialValues(t *testing.T) {
 		// HardTanh: no gradient at its bounds or at NaN.
 		{act: Act{Fn: ActHardTanh, A: -1, B: 1}, x: []float32{-1, 1, nan, 0.5}, y: []float32{-1, 1, 0, 0.5}, dx: []float32{0, 0, 0, 1},
 			nanY: []bool{false, false, true, false}},
+		// Clamp (torch.clamp): the gradient passes at its bounds, not at NaN
+		// or ±Inf outside them; crossed bounds give B and no gradient, but
+		// keep NaN.
+		{act: Act{Fn: ActClamp, A: -1, B: 1}, x: []float32{-1, 1, nan, 0.5, inf, -inf, 2}, y: []float32{-1, 1, 0, 0.5, 1, -1, 1},
+			dx: []float32{1, 1, 0, 1, 0, 0, 0}, nanY: []bool{false, false, true, false, false, false, false}},
+		{act: Act{Fn: ActClamp, A: 1, B: -1}, x: []float32{-2, 0, 1, -1, nan, inf}, y: []float32{-1, -1, -1, -1, 0, -1},
+			dx: []float32{0, 0, 0, 0, 0, 0}, nanY: []bool{false, false, false, false, true, false}},
+		{act: Act{Fn: ActClamp, A: float32(math.Inf(-1)), B: inf}, x: []float32{-inf, inf, nan, 3}, y: []float32{-inf, inf, 0, 3},
+			dx: []float32{1, 1, 0, 1}, nanY: []bool{false, false, true, false}},
 		// Pow with exponent 0: ones and zero gradient, NaN included.
 		{act: Act{Fn: ActPow, A: 0}, x: []float32{nan, 0, -2}, y: []float32{1, 1, 1}, dx: []float32{0, 0, 0}},
 		// Log and Sqrt of negatives are NaN, of zero −Inf and 0. Log's
@@ -461,6 +472,8 @@ func TestActConformance(t *testing.T) {
 		actCase{act: Act{Fn: ActPow, A: -3.25}, lo: 0, hi: 3},
 		actCase{act: Act{Fn: ActELU, A: 1}, lo: -3, hi: 3},
 		actCase{act: Act{Fn: ActHardTanh, A: -1, B: 1}, lo: -3, hi: 3},
+		actCase{act: Act{Fn: ActClamp, A: -1, B: 1}, lo: -3, hi: 3},
+		actCase{act: Act{Fn: ActClamp, A: 1, B: -1}, lo: -3, hi: 3},
 	)
 	forEachLevel(t, func(t *testing.T, l Level) {
 		fwd, bwd := actForwardFor(l), actBackwardFor(l)

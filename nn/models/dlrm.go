@@ -212,9 +212,7 @@ func (m *DLRM) top(x *autograd.Tensor, ly []*autograd.Tensor) *autograd.Tensor {
 	}
 	p := m.Top.Forward(z)
 	if t := m.Config.LossThreshold; t > 0 {
-		// torch.clamp(p, min=t, max=1−t); unlike clamp's, HardTanh's
-		// gradient is 0 at the bounds themselves.
-		p = autograd.HardTanh(p, float32(t), float32(1-t))
+		p = autograd.Clamp(p, t, 1-t) // torch.clamp(p, min=t, max=1−t)
 	}
 	return p
 }

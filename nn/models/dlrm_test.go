@@ -292,3 +292,44 @@ func TestDLRMForwardShapesAndThreshold(t *testing.T) {
 		t.Errorf("dense width 12: error %v, want a shape error naming [batch, 13]", err)
 	}
 }
+
+// TestDLRMThresholdGradientAtBound checks that the loss threshold's clamp
+// passes the gradient at exactly its bound, as torch.clamp's does
+// (HardTanh's would be 0 there): with the last top layer's weights zero,
+// every probability is sigmoid(bias), and the threshold is set to exactly
+// that value.
+func TestDLRMThresholdGradientAtBound(t *testing.T) {
+	m, err := NewDLRM(autograd.NewGenerator(3), dlrmGoldenConfig("dot", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bias *autograd.Tensor
+	for _, nt := range nn.NamedParameters(m) {
+		switch nt.Name {
+		case "top_l.2.weight":
+			clear(nt.Tensor.Float32s())
+		case "top_l.2.bias":
+			bias = nt.Tensor
+			bias.Float32s()[0] = -1
+		}
+	}
+	if bias == nil {
+		t.Fatal("no top_l.2.bias")
+	}
+	const B = 3
+	dense := autograd.Zeros(B, 13)
+	fixed := autograd.FromInt64(make([]int64, B*4), B, 4, 1)
+	v := m.ForwardFixed(dense, fixed).Values()[0] // no Backward: records only
+	m.Config.LossThreshold = v                    // exactly the probability: float32(t) == p
+	p := m.ForwardFixed(dense, fixed)
+	for _, got := range p.Values() {
+		if got != v {
+			t.Fatalf("probability %v, want the bound %v itself", got, v)
+		}
+	}
+	p.Backward(autograd.Ones(B, 1))
+	want := B * v * (1 - v) // the sigmoid's derivative, dy = 1 passed by the clamp
+	if g := bias.Grad(); g == nil || math.Abs(g.Values()[0]-want) > 1e-6 {
+		t.Errorf("top_l.2.bias gradient %v, want %v passed through the clamp at its bound", g, want)
+	}
+}
