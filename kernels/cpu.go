@@ -57,6 +57,7 @@ type cpuCaps struct {
 	amxInt8 bool   // AMX-INT8 (TDPBUSD and kin), only with AMX
 	amxSeen bool   // the CPU reports an AMX feature, usable or not
 	amxWhy  string // why best is not AMX; empty when it is
+	l2      int    // bytes of L2 cache per core, 0 when unknown
 }
 
 // level is the variant family kernels dispatch to. It starts at the CPU's
@@ -76,7 +77,7 @@ func startLevel() Level {
 }
 
 func detectCPU() cpuCaps {
-	var c cpuCaps
+	c := cpuCaps{l2: max(0, cpuid.CPU.Cache.L2)}
 	if !asmBuild {
 		c.amxWhy = "this build has no assembly: noasm, or not amd64"
 		return c

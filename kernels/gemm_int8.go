@@ -381,12 +381,19 @@ type int8Scratch struct {
 var int8Scratches = freeList[int8Scratch]{New: newOf[int8Scratch]}
 
 // Blocking: a column block of B (all of K) stays in L2 while every strip
-// of A's rows walks it; a strip's slice of A (int8MR rows × a K block)
-// stays in L1 while the micro-kernel walks the block's panels.
-const (
-	int8BlockBytes = 256 << 10 // B bytes in a column block
-	int8KGroups    = 128       // depth groups in a K block: 1 KiB of each A row
-)
+// of A's rows walks it, and the micro-kernels walk each strip's depth in
+// one pass, the sums in registers. Larger blocks cut the times A streams
+// past (once per block) until B and A's strips no longer share L2: half
+// of it measured best on a 1 MiB L2 (Cascade Lake, 4096³, best of runs:
+// 76% → 81% of peak against 256 KiB blocks and 512-byte K blocks).
+var int8BlockBytes = min(1<<20, max(256<<10, caps.l2/2))
+
+// int8KGroups is the most depth groups (16384 depths) a strip's
+// micro-kernels walk in one call, the sums in registers throughout;
+// deeper products add the calls' sums. Shorter calls measured slower:
+// each stores and reloads the sums, and the two halves of a strip walk
+// B twice either way.
+const int8KGroups = 4096
 
 // int8SerialWork is the product size (multiply-adds) below which the GEMM
 // runs on the calling thread; VPDPBUSD does four times the FP32 GEMM's

@@ -213,51 +213,68 @@ TEXT ·int8FinishAVX512(SB), NOSPLIT, $0-8
 
 finrow:
 	FINROW
-	MOVQ  $-1, AX
-	KMOVW AX, K2
-
-finloop:
-	CMPQ  CX, $16
-	JL    fintail
-	TESTQ R9, R9
-	JNZ   finfull
+	XORQ  AX, AX
 	TESTQ R10, R10
-	JNZ   finfull
+	JNZ   finres
+	TESTQ R9, R9
+	JNZ   finbias
 
+// The full vectors without a residual, branch-free: acc, corr, cs and
+// bias at AX, the output at DI.
 finplain:
-	VMOVDQU32 (SI), Z0
-	VPSUBD    (DX), Z0, Z0
+	CMPQ      CX, $16
+	JL        fintail
+	VMOVDQU32 (SI)(AX*1), Z0
+	VPSUBD    (DX)(AX*1), Z0, Z0
 	VCVTDQ2PS Z0, Z0
-	VMULPS    (BX), Z0, Z0
+	VMULPS    (BX)(AX*1), Z0, Z0
 	QUANT16
 	VPMOVDB   Z7, (DI)
-	ADDQ      $64, SI
-	ADDQ      $64, DX
-	ADDQ      $64, BX
+	ADDQ      $64, AX
 	ADDQ      $16, DI
 	SUBQ      $16, CX
+	JMP       finplain
+
+finbias:
 	CMPQ      CX, $16
-	JGE       finplain
-	JMP       finloop
+	JL        fintail
+	VMOVDQU32 (SI)(AX*1), Z0
+	VPSUBD    (DX)(AX*1), Z0, Z0
+	VCVTDQ2PS Z0, Z0
+	VMULPS    (BX)(AX*1), Z0, Z0
+	VADDPS    (R9)(AX*1), Z0, Z0
+	QUANT16
+	VPMOVDB   Z7, (DI)
+	ADDQ      $64, AX
+	ADDQ      $16, DI
+	SUBQ      $16, CX
+	JMP       finbias
+
+// The residual's rows, and the last columns of every row under the mask
+// K2, go through the general step finstep.
+finres:
+	MOVQ  $-1, R15
+	KMOVW R15, K2
+	CMPQ  CX, $16
+	JGE   finstep
 
 fintail:
 	TESTQ CX, CX
 	JZ    finnext
-	MOVQ  $1, AX
-	SHLQ  CX, AX
-	DECQ  AX
-	KMOVW AX, K2
+	MOVQ  $1, R15
+	SHLQ  CX, R15
+	DECQ  R15
+	KMOVW R15, K2
 	MOVQ  $16, CX
 
-finfull:
-	VMOVDQU32.Z (SI), K2, Z0
-	VPSUBD.Z    (DX), Z0, K2, Z0
+finstep:
+	VMOVDQU32.Z (SI)(AX*1), K2, Z0
+	VPSUBD.Z    (DX)(AX*1), Z0, K2, Z0
 	VCVTDQ2PS   Z0, Z0
-	VMULPS.Z    (BX), Z0, K2, Z0
+	VMULPS.Z    (BX)(AX*1), Z0, K2, Z0
 	TESTQ       R9, R9
 	JZ          finnobias
-	VADDPS.Z    (R9), Z0, K2, Z0
-	ADDQ        $64, R9
+	VADDPS.Z    (R9)(AX*1), Z0, K2, Z0
 
 finnobias:
 	TESTQ       R10, R10
@@ -272,12 +289,13 @@ finnobias:
 finquant:
 	QUANT16
 	VPMOVDB Z7, K2, (DI)
-	ADDQ    $64, SI
-	ADDQ    $64, DX
-	ADDQ    $64, BX
+	ADDQ    $64, AX
 	ADDQ    $16, DI
 	SUBQ    $16, CX
-	JMP     finloop
+	JZ      finnext
+	CMPQ    CX, $16
+	JGE     finstep
+	JMP     fintail
 
 finnext:
 	FINNEXT(finrq)
