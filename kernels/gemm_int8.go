@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"unsafe"
 )
 
@@ -276,8 +277,20 @@ func runInt8(op string, m int, a []uint8, lda int, zA int32, pw *PackedInt8, out
 	for c := range g.corr {
 		g.corr[c] = zA * pw.sums[c]
 	}
+	var csMax, biasMax float32
 	for c, sw := range ep.WScales[:n] {
 		g.cs[c] = ep.Scale * sw
+		csMax = max(csMax, g.cs[c])
+	}
+	if out.quant {
+		for _, b := range ep.Bias {
+			if !(b >= -maxFloat32 && b <= maxFloat32) {
+				biasMax = float32(math.Inf(1))
+				break
+			}
+			biasMax = max(biasMax, b, -b)
+		}
+		g.fast = int8FastQuant(csMax, biasMax, ep.ResidualScale, out.inv)
 	}
 	g.start()
 	*g = int8Call{run: g.run, corr: g.corr, cs: g.cs}
@@ -355,6 +368,7 @@ type int8Call struct {
 	ind   *convIndirect // not nil: an indirect convolution, A unused
 	corr  []int32       // zA·Σw per channel (panels' width)
 	cs    []float32     // float32(s_x·s_w[c]) per channel
+	fast  bool          // int8Finish.fast holds for the whole call
 	// The split: strips of int8MR rows, blocks of width panels.
 	strips, width int
 	run           func(lo, hi int)
@@ -540,7 +554,7 @@ func (g *int8Call) finishQuantized(s *int8Scratch, i, rows, np, j0, w int, bias 
 	f := &s.fin
 	*f = int8Finish{acc: s.acc, accLd: ld, corr: g.corr[j0 : j0+w], cs: g.cs[j0 : j0+w], bias: bias,
 		rows: rows, n: w, ld: out.ldc, inv: out.inv, zo: ep.OutZero, lo: u8Min, hi: u8Max,
-		sr: ep.ResidualScale, zr: ep.ResidualZero}
+		sr: ep.ResidualScale, zr: ep.ResidualZero, fast: g.fast}
 	if out.signed {
 		f.lo, f.hi = s8Min, s8Max
 	}
@@ -577,6 +591,26 @@ type int8Finish struct {
 	zr         int32
 	inv        float32
 	zo, lo, hi int32
+	// fast promises that every |y·inv| is below 2³⁰ (int8FastQuant), so
+	// a kernel may round before it clamps; the results are the same.
+	fast bool
+}
+
+// int8FastQuant reports whether every value an epilogue quantizes,
+// y·inv with y = float32(s)·cs + bias + residual for any int32 s, stays
+// below 2³⁰ in magnitude: csMax and biasMax are the largest |cs[c]| and
+// |bias[c]|, sr the residual's scale (0 for none). NaN or infinite
+// operands report false.
+func int8FastQuant(csMax, biasMax, sr, inv float32) bool {
+	for _, v := range [...]float32{csMax, biasMax, sr, inv} {
+		if !(v >= 0 && v <= maxFloat32) {
+			return false
+		}
+	}
+	// 2³¹ bounds |float32(s)|; 256 bounds |r_q − z_r|; the 1% covers the
+	// roundings of each step.
+	y := float64(csMax)*(1<<31) + float64(biasMax) + 256*float64(sr)
+	return y*float64(inv)*1.01 < 1<<30
 }
 
 // check panics unless dst, the sums and the residual hold f's rows: the

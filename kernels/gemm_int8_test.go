@@ -498,15 +498,20 @@ func TestRepackInt8(t *testing.T) {
 }
 
 // TestInt8FinishConformance runs the one-pass quantized epilogue of each
-// level against its reference on every length up to 40, on one row and on
-// three rows with gaps between them, with and without bias and residual,
-// unsigned and signed ranges, the lower bound raised as ReLU raises it,
-// and sums at the extremes.
+// level against its reference on every length up to 40 and lengths around
+// the fast path's 64 columns, on one row and on three rows with gaps
+// between them, with and without bias and residual, unsigned and signed
+// ranges, the lower bound raised as ReLU raises it, sums at the extremes,
+// and with and without the fast path's promise (which these scales keep).
 func TestInt8FinishConformance(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 7))
+	lengths := []int{63, 64, 65, 127, 128, 131, 200}
+	for n := range 41 {
+		lengths = append(lengths, n)
+	}
 	forEachLevel(t, func(t *testing.T, l Level) {
 		finish := pick(l, int8FinishVariants)
-		for n := range 41 {
+		for _, n := range lengths {
 			for _, rows := range []int{1, 3} {
 				for _, bias := range []bool{false, true} {
 					for _, res := range []bool{false, true} {
@@ -531,6 +536,7 @@ func TestInt8FinishConformance(t *testing.T) {
 									f.bias[c] = float32(r.NormFloat64())
 								}
 							}
+							f.fast = r.IntN(2) == 0
 							size := rows * ld
 							if res {
 								f.rq = make([]uint8, size)
@@ -542,7 +548,7 @@ func TestInt8FinishConformance(t *testing.T) {
 							finish(got[:size], &f)
 							int8FinishGo(want[:size], &f)
 							if !slices.Equal(got, want) {
-								t.Fatalf("n %d rows %d bias %v residual %v range %v: got %v, want %v", n, rows, bias, res, rng, got, want)
+								t.Fatalf("n %d rows %d bias %v residual %v range %v fast %v: got %v, want %v", n, rows, bias, res, rng, f.fast, got, want)
 							}
 						}
 					}
@@ -550,4 +556,29 @@ func TestInt8FinishConformance(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestInt8FastQuant checks the promise behind the epilogue's fast path on
+// the scales it must refuse.
+func TestInt8FastQuant(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	for _, tc := range []struct {
+		csMax, biasMax, sr, inv float32
+		want                    bool
+	}{
+		{2e-4, 3, 0.02, 20, true},    // typical: |y·inv| ≤ 8.6e6
+		{0, 0, 0, 1e8, true},         // every sum dequantizes to 0
+		{1, 0, 0, 1, false},          // 2³¹·1: past 2³⁰
+		{2e-4, 0, 0, 4000, false},    // 4.3e5·4000
+		{2e-4, 2e9, 0, 1, false},     // the bias alone
+		{2e-4, 0, 1e7, 1, false},     // the residual alone
+		{2e-4, inf, 0, 20, false},    // an infinite bias
+		{2e-4, nan, 0, 20, false},    // a NaN bias
+		{2e-4, 0, 0, inf, false},     // an output scale that underflowed
+		{maxFloat32, 0, 0, 1, false}, // an overflowing product
+	} {
+		if got := int8FastQuant(tc.csMax, tc.biasMax, tc.sr, tc.inv); got != tc.want {
+			t.Errorf("int8FastQuant(%v, %v, %v, %v) = %v, want %v", tc.csMax, tc.biasMax, tc.sr, tc.inv, got, tc.want)
+		}
+	}
 }

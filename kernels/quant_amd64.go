@@ -91,6 +91,7 @@ type int8FinishArgs struct {
 	inv                          float32
 	zo, lo, hi                   int32
 	rows, accLd, ld              int // ldAcc in bytes, ld in bytes
+	fast                         int // 1: int8Finish.fast
 }
 
 //go:noescape
@@ -110,7 +111,7 @@ func int8FinishRowsAVX512(dst []uint8, f *int8Finish) {
 func (f *int8Finish) args(dst []uint8, n int) int8FinishArgs {
 	a := int8FinishArgs{dst: unsafe.Pointer(&dst[0]), acc: unsafe.Pointer(&f.acc[0]), corr: unsafe.Pointer(&f.corr[0]),
 		cs: unsafe.Pointer(&f.cs[0]), n: n, sr: f.sr, zr: f.zr, inv: f.inv, zo: f.zo, lo: f.lo, hi: f.hi,
-		rows: f.rows, accLd: 4 * f.accLd, ld: f.ld}
+		rows: f.rows, accLd: 4 * f.accLd, ld: f.ld, fast: b2i(f.fast)}
 	if f.bias != nil {
 		a.bias = unsafe.Pointer(&f.bias[0])
 	}

@@ -189,6 +189,80 @@ dqrdone:
 done: \
 	DECQ R14
 
+// The fast steps of int8FinishAVX512, for calls whose every value y·inv
+// lies well inside int32 (int8Finish.fast): rounding with VCVTPS2DQ, then
+// adding the zero point, raising to lo and saturating to bytes in the
+// packs gives what clamping first gives, as the bounds are integers, and
+// skips the float clamps, the NaN mask and VPMOVDB's two uops.
+//
+// FDQ(o, z): z = float32(acc − corr)·cs + bias of the sixteen columns at
+// byte o past AX.
+#define FDQ(o, z) \
+	VMOVDQU32 o(SI)(AX*1), z; \
+	VPSUBD    o(DX)(AX*1), z, z; \
+	VCVTDQ2PS z, z; \
+	VMULPS    o(BX)(AX*1), z, z; \
+	VADDPS    o(R9)(AX*1), z, z
+
+// FRES(ro, z, t): z += float32(rq − zr)·sr of the sixteen residual bytes
+// at ro(R10), t a temporary.
+#define FRES(ro, z, t) \
+	VPMOVZXBD ro(R10), t; \
+	VPSUBD    Z9, t, t; \
+	VCVTDQ2PS t, t; \
+	VMULPS    Z8, t, t; \
+	VADDPS    t, z, z
+
+// FQ(z): z = max(round(z·inv) + zo, lo) as int32.
+#define FQ(z) \
+	VMULPS    Z1, z, z; \
+	VCVTPS2DQ z, z; \
+	VPADDD    Z2, z, z; \
+	VPMAXSD   Z3, z, z
+
+// FPACK(PACKB): pack Z13…Z16 (64 columns in order) to bytes with PACKB
+// (VPACKUSWB for uint8, VPACKSSWB for int8) and store them at DI. The
+// packs interleave the four vectors by 128-bit lane; VPERMD with the
+// index in Z12 puts the columns back in order.
+#define FPACK(PACKB) \
+	VPACKSSDW Z14, Z13, Z13; \
+	VPACKSSDW Z16, Z15, Z15; \
+	PACKB     Z15, Z13, Z13; \
+	VPERMD    Z13, Z12, Z13; \
+	VMOVDQU32 Z13, (DI)
+
+// F64(PACKB): the 64 columns at AX without a residual.
+#define F64(PACKB) \
+	FDQ(0, Z13); FDQ(64, Z14); FDQ(128, Z15); FDQ(192, Z16); \
+	FQ(Z13); FQ(Z14); FQ(Z15); FQ(Z16); \
+	FPACK(PACKB)
+
+// F64R(PACKB): the 64 columns at AX with the residual at R10.
+#define F64R(PACKB) \
+	FDQ(0, Z13); FDQ(64, Z14); FDQ(128, Z15); FDQ(192, Z16); \
+	FRES(0, Z13, Z17); FRES(16, Z14, Z18); FRES(32, Z15, Z19); FRES(48, Z16, Z20); \
+	FQ(Z13); FQ(Z14); FQ(Z15); FQ(Z16); \
+	FPACK(PACKB)
+
+// The dword order that undoes the packs' interleaving.
+DATA packOrder<>+0(SB)/4, $0
+DATA packOrder<>+4(SB)/4, $4
+DATA packOrder<>+8(SB)/4, $8
+DATA packOrder<>+12(SB)/4, $12
+DATA packOrder<>+16(SB)/4, $1
+DATA packOrder<>+20(SB)/4, $5
+DATA packOrder<>+24(SB)/4, $9
+DATA packOrder<>+28(SB)/4, $13
+DATA packOrder<>+32(SB)/4, $2
+DATA packOrder<>+36(SB)/4, $6
+DATA packOrder<>+40(SB)/4, $10
+DATA packOrder<>+44(SB)/4, $14
+DATA packOrder<>+48(SB)/4, $3
+DATA packOrder<>+52(SB)/4, $7
+DATA packOrder<>+56(SB)/4, $11
+DATA packOrder<>+60(SB)/4, $15
+GLOBL packOrder<>(SB), RODATA|NOPTR, $64
+
 // func int8FinishAVX512(p *int8FinishArgs)
 // One pass of the INT8 GEMM's epilogue for a quantized result, row after
 // row: per element, y = float32(acc − corr)·cs, + bias (when not nil), +
@@ -209,11 +283,68 @@ TEXT ·int8FinishAVX512(SB), NOSPLIT, $0-8
 	MOVL         76(R8), AX
 	VPBROADCASTD AX, Z4
 	QBOUNDS
+	VMOVDQU32    packOrder<>(SB), Z12
 	FINSTART
 
 finrow:
 	FINROW
 	XORQ  AX, AX
+	TESTQ R9, R9
+	JZ    finslow
+	CMPQ  104(R8), $0
+	JEQ   finslow
+	CMPL  72(R8), $0
+	JL    finfasts
+
+// Fast rows of uint8 results (lo ≥ 0) with a bias: 64 columns a step,
+// then the rest by the steps below.
+	TESTQ R10, R10
+	JNZ   finfastur
+
+finfastu:
+	CMPQ CX, $64
+	JL   finbias
+	F64(VPACKUSWB)
+	ADDQ $256, AX
+	ADDQ $64, DI
+	SUBQ $64, CX
+	JMP  finfastu
+
+finfastur:
+	CMPQ CX, $64
+	JL   finres
+	F64R(VPACKUSWB)
+	ADDQ $256, AX
+	ADDQ $64, DI
+	ADDQ $64, R10
+	SUBQ $64, CX
+	JMP  finfastur
+
+// The same for int8 results.
+finfasts:
+	TESTQ R10, R10
+	JNZ   finfastsr
+
+finfastsl:
+	CMPQ CX, $64
+	JL   finbias
+	F64(VPACKSSWB)
+	ADDQ $256, AX
+	ADDQ $64, DI
+	SUBQ $64, CX
+	JMP  finfastsl
+
+finfastsr:
+	CMPQ CX, $64
+	JL   finres
+	F64R(VPACKSSWB)
+	ADDQ $256, AX
+	ADDQ $64, DI
+	ADDQ $64, R10
+	SUBQ $64, CX
+	JMP  finfastsr
+
+finslow:
 	TESTQ R10, R10
 	JNZ   finres
 	TESTQ R9, R9
