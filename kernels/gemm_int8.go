@@ -382,17 +382,26 @@ var int8Calls = freeList[int8Call]{New: func() *int8Call {
 
 // int8Scratch is one thread's working space, pooled.
 type int8Scratch struct {
-	acc []int32   // the int32 sums of a strip: int8MR rows of a column block
-	y   []float32 // one row of float32 results before quantization
-	r   []float32 // one row of a uint8 residual, dequantized
-	a   []uint8   // a strip of A copied where it cannot be read in place
-	a16 []uint16  // a strip of A widened to 16 bits (the AVX2 kernel's)
+	acc  []int32   // the int32 sums of a strip: int8MR rows of a column block
+	y    []float32 // one row of float32 results before quantization
+	r    []float32 // one row of a uint8 residual, dequantized
+	a    []uint8   // a strip of A copied where it cannot be read in place
+	a16  []uint16  // a strip of A widened to 16 bits (the AVX2 kernel's)
+	zero []float32 // zeros, never written: the bias of a call without one
 	// rowOff holds where an indirect convolution's strip reads its pixels.
 	rowOff [int8MR]int
 	fin    int8Finish // the one-pass epilogue's operands
 }
 
 var int8Scratches = freeList[int8Scratch]{New: newOf[int8Scratch]}
+
+// zeros returns n zero floats.
+func (s *int8Scratch) zeros(n int) []float32 {
+	if cap(s.zero) < n {
+		s.zero = make([]float32, n)
+	}
+	return s.zero[:n]
+}
 
 // Blocking: a column block of B (all of K) stays in L2 while every strip
 // of A's rows walks it, and the micro-kernels walk each strip's depth in
@@ -550,6 +559,11 @@ func (g *int8Call) finishQuantized(s *int8Scratch, i, rows, np, j0, w int, bias 
 		for r := range rows {
 			ep.addRow(s.acc[r*ld:][:w], i+r)
 		}
+	}
+	if bias == nil && g.fast {
+		// y + 0 is y (−0 becomes +0, which quantizes alike), and the fast
+		// steps all add a bias.
+		bias = s.zeros(w)
 	}
 	f := &s.fin
 	*f = int8Finish{acc: s.acc, accLd: ld, corr: g.corr[j0 : j0+w], cs: g.cs[j0 : j0+w], bias: bias,
