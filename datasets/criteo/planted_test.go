@@ -2,7 +2,9 @@ package criteo_test
 
 import (
 	"bytes"
+	"flag"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -314,4 +316,60 @@ func BenchmarkPlantedBatches(b *testing.B) {
 			}
 		}
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/planted.txt from the planted generator")
+
+// plantedSampleConfig made testdata/planted.txt: 20 of the 26 categorical
+// columns filled, table sizes from 1 to 5000, missing and negative
+// integer fields.
+func plantedSampleConfig() criteo.PlantedConfig {
+	cfg := criteo.DefaultPlanted(200, 19)
+	cfg.Tables = 20
+	cfg.Rows = []int{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181, 100, 10}
+	cfg.Zipf = 1.1
+	cfg.MissingRate, cfg.NegativeRate = 0.1, 0.05
+	return cfg
+}
+
+// testdata/planted.txt is the generator's output, and Scan reads it with
+// the counts the generator reports. Regenerate it after a deliberate
+// change to the generator with go test -run TestPlantedSampleFile -update.
+func TestPlantedSampleFile(t *testing.T) {
+	const path = "testdata/planted.txt"
+	p := newPlanted(t, plantedSampleConfig())
+	want := tsv(t, p)
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from the generator's output: the generator changed (rerun with -update if meant)", path)
+	}
+	ix, err := criteo.Scan(bytes.NewReader(got), criteo.ScanOptions{File: "planted.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := 0
+	for i := range ix.Len() {
+		pos += ix.Label(i)
+	}
+	if n, _ := ix.BadLines(); ix.Len() != 200 || n != 0 || ix.Counts() != st.Counts || pos != st.Positives {
+		t.Errorf("Scan: %d lines, %d bad, %d positives, counts %v;\ngenerator: 200, 0, %d, %v",
+			ix.Len(), n, pos, ix.Counts(), st.Positives, st.Counts)
+	}
+	if st.Missing < 100 || st.Negative < 50 || !bytes.Contains(got, []byte("\t-")) || !bytes.Contains(got, []byte("\t\t")) {
+		t.Errorf("%d missing, %d negative integer fields: too few to exercise the parser", st.Missing, st.Negative)
+	}
+	t.Logf("planted.txt: %d positives, %d missing, %d negative, counts %v, oracle AUC %.3f",
+		st.Positives, st.Missing, st.Negative, st.Counts, st.OracleAUC)
 }
