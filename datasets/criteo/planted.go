@@ -59,10 +59,11 @@ type PlantedConfig struct {
 	MissingRate, NegativeRate float64
 }
 
-// DefaultPlanted returns a configuration that a small DLRM learns within
-// an epoch: 8 tables of 1000 rows with Zipf exponent 1.05, about 30 % clicks,
-// a signal split between dense features, per-row effects and one
-// interaction, and a few missing and negative integer fields.
+// DefaultPlanted returns a configuration with a clear signal (oracle AUC
+// near 0.88): 8 tables of 1000 rows with Zipf exponent 1.05, about a third
+// of samples clicked, the logit split between dense features, per-row
+// effects and one interaction, and a few missing and negative integer
+// fields.
 func DefaultPlanted(samples int, seed uint64) PlantedConfig {
 	return PlantedConfig{
 		Samples: samples, Seed: seed,

@@ -58,7 +58,9 @@ func (b *RandomBatch) Size() int { return len(b.Targets) }
 
 // Random generates dlrm's random data. Batch j is a function of the seed
 // and j alone: dlrm reseeds NumPy when its loader starts an epoch, so its
-// epochs repeat, and so do these. A Random is safe for concurrent use.
+// epochs repeat, and so do these (dlrm's test loader, seeded alike, even
+// repeats the training data). The draws differ from NumPy's; their laws
+// are the same. A Random is safe for concurrent use.
 type Random struct {
 	cfg      RandomConfig
 	nbatches int
