@@ -27,4 +27,19 @@
 // errors.Is(err, ErrBadLine); dlrm would stop with a Python exception
 // naming neither. With ScanOptions.SkipBadLines the scan counts them
 // instead and keeps the first ten line numbers.
+//
+// Two generators stand in for the data where a test or benchmark needs no
+// file. NewPlanted makes samples with a known signal: Zipf-distributed
+// row ids for the first Tables categoricals, integer features that are
+// sometimes empty or negative, and labels drawn from a logistic model of
+// the dense inputs, a per-row effect of every id and one product of two
+// tables' factors (the kind of interaction DLRM's dot product captures).
+// Its Stats report the oracle AUC and log loss, those of the true
+// probabilities, which a model that learns approaches. It writes Kaggle
+// lines that Scan reads back (WriteTSV) or builds the same samples as
+// Batch values directly, each sample a function of the seed and its
+// number. NewRandom reproduces dlrm_s_pytorch.py's
+// --data-generation=random: uniform dense inputs and targets, and bags of
+// sorted distinct indices per table, sized by --num-indices-per-lookup;
+// it carries no signal and serves timing and shape tests of any model.
 package criteo

@@ -124,8 +124,13 @@ func parseDense(f []byte) (float32, error) {
 	if err != nil {
 		return 0, err
 	}
-	v = max(v, 0)
-	return float32(math.Log(float64(float32(v) + 1))), nil
+	return denseInput(v), nil
+}
+
+// denseInput is dlrm's transform of one integer feature, shared with the
+// planted generator so its in-memory batches equal what Scan reads back.
+func denseInput(v int64) float32 {
+	return float32(math.Log(float64(float32(max(v, 0)) + 1)))
 }
 
 // parseHex parses a categorical: empty is 0, otherwise 1 to 8 hex digits.
