@@ -38,6 +38,9 @@ import (
 // table does), nor does one whose output took no part in the loss. Either
 // way the gradients are bit for bit those of T separate EmbeddingBag (or
 // EmbeddingBagSparse) calls.
+//
+// A trace records one MergedEmbeddingBag node, sparse or not: a graph
+// computes no gradients.
 func MergedEmbeddingBag(tables, indices, offsets []*Tensor, mode EmbeddingBagMode, includeLastOffset, sparse bool) []*Tensor {
 	const op = "MergedEmbeddingBag"
 	dim := mergedTables(op, tables, mode)

@@ -359,3 +359,40 @@ func setNodeAttr(n *Node, a Attr) {
 		}
 	}
 }
+
+// TestDLRMOpsBFloat16: lookups of bfloat16 tables (split parameters'
+// tops) compile, and an interaction of bfloat16 operands runs through its
+// eager form; either way the compiled run is the eager one bit for bit.
+func TestDLRMOpsBFloat16(t *testing.T) {
+	g := autograd.NewGenerator(4)
+	bf := func(x *autograd.Tensor) *autograd.Tensor { return autograd.Cast(x, autograd.BFloat16) }
+	tables := []*autograd.Tensor{autograd.Randn(g, 7, 8), autograd.Randn(g, 50, 8)}
+	x := autograd.Randn(g, 3, 8)
+	idx := autograd.FromInt64([]int64{0, 6, 6, 1, 2}, 5)
+	off := autograd.FromInt64([]int64{0, 2, 2}, 3)
+	fixed := autograd.FromInt64([]int64{1, 40, 2, 49, 3, 0}, 3, 2, 1)
+	gr, err := TraceFunc(&bare{}, func(in []*autograd.Tensor) []*autograd.Tensor {
+		w := []*autograd.Tensor{bf(in[0]), bf(in[1])}
+		ly := autograd.MergedEmbeddingBag(w, []*autograd.Tensor{in[3], in[3]}, []*autograd.Tensor{in[4], in[4]}, autograd.BagMean, false, false)
+		lf := autograd.MergedEmbeddingBagFixed(w, in[5], autograd.BagSum, false)
+		z := autograd.Interaction(in[2], append(ly, lf...), false)
+		zb := autograd.Interaction(bf(in[2]), []*autograd.Tensor{bf(ly[0]), bf(lf[1])}, true)
+		return []*autograd.Tensor{z, zb}
+	}, tables[0], tables[1], x, idx, off, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := checkCompiled(t, p, tables[0], tables[1], x, idx, off, fixed)
+	for _, i := range pl.eager {
+		if n := gr.Nodes[i]; n.Op != "Interaction" || gr.Values[n.Inputs[0]].DType != autograd.BFloat16 {
+			t.Errorf("node %d (%s) runs eagerly", i, n.Op)
+		}
+	}
+	if len(pl.eager) != 1 {
+		t.Errorf("%d nodes run eagerly, want the bfloat16 interaction alone", len(pl.eager))
+	}
+}
