@@ -396,3 +396,47 @@ func TestDLRMOpsBFloat16(t *testing.T) {
 		t.Errorf("%d nodes run eagerly, want the bfloat16 interaction alone", len(pl.eager))
 	}
 }
+
+// TestDLRMPlanReuse: batches that differ only in how many indices each
+// table reads (or, fixed, in the bag size) run on one plan, which grows
+// its storage for them; another batch size gets a plan of its own.
+func TestDLRMPlanReuse(t *testing.T) {
+	for _, c := range []dlrmCase{dlrmCases()[0], dlrmCases()[len(dlrmCases())-1]} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newDLRM(t, c)
+			in := dlrmInputs(m, 4, c.fixed, 1)
+			g, err := Freeze(traceDLRM(t, m, c.fixed, in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Compile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches := [][]*autograd.Tensor{in}
+			for seed := uint64(2); seed < 8; seed++ {
+				batches = append(batches, dlrmInputs(m, 4, c.fixed, seed))
+			}
+			if c.fixed {
+				// Bags of 1, then of 6: the storage for the indices grows.
+				batches = append(batches, []*autograd.Tensor{in[0], autograd.Cast(autograd.Zeros(4, 3, 1), autograd.Int64)},
+					[]*autograd.Tensor{in[0], autograd.Cast(autograd.Ones(4, 3, 6), autograd.Int64)})
+			}
+			for k, b := range batches {
+				pl := checkCompiled(t, p, b...)
+				golden.AssertClose(t, "compiled graph", pl.outs[0], dlrmEager(m, c.fixed, b), 1e-6)
+				if len(p.plans) != 1 || len(pl.eager) > 0 {
+					t.Fatalf("batch %d: %d plans, %d nodes run eagerly; want one plan, all compiled", k, len(p.plans), len(pl.eager))
+				}
+			}
+			checkCompiled(t, p, dlrmInputs(m, 3, c.fixed, 9)...)
+			if len(p.plans) != 2 {
+				t.Errorf("a batch of 3 after batches of 4: %d plans, want 2", len(p.plans))
+			}
+			checkCompiled(t, p, batches[2]...)
+			if len(p.plans) != 2 {
+				t.Errorf("batches of 4 again: %d plans, want 2", len(p.plans))
+			}
+		})
+	}
+}

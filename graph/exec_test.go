@@ -430,6 +430,30 @@ func TestReplan(t *testing.T) {
 	}
 }
 
+// TestReplanSizeThatMatters: a stride-2 pool gives 8 and 9 rows the same
+// result size, so the plan of 8 takes 9 rows; 10 give another result size
+// and a plan of their own.
+func TestReplanSizeThatMatters(t *testing.T) {
+	gen := autograd.NewGenerator(2)
+	pool := autograd.PoolOptions{Kernel: []int{2}, Stride: []int{2}}
+	g, err := TraceFunc(&bare{}, func(in []*autograd.Tensor) []*autograd.Tensor {
+		return []*autograd.Tensor{autograd.MaxPool2d(in[0], pool)}
+	}, autograd.Randn(gen, 1, 2, 8, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ rows, plans int }{{8, 1}, {9, 1}, {10, 2}, {9, 2}, {8, 2}} {
+		checkCompiled(t, p, autograd.Randn(gen, 1, 2, c.rows, 6))
+		if len(p.plans) != c.plans {
+			t.Errorf("after %d rows: %d plans, want %d", c.rows, len(p.plans), c.plans)
+		}
+	}
+}
+
 func TestRunAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's sync.Pool drops items on purpose")
