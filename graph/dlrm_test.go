@@ -440,3 +440,37 @@ func TestDLRMPlanReuse(t *testing.T) {
 		})
 	}
 }
+
+// TestDLRMPlanReuseBudget: growing a plan's index storage past the memory
+// budget fails the run with ErrMemoryBudget and leaves the plan as it was.
+func TestDLRMPlanReuseBudget(t *testing.T) {
+	m := newDLRM(t, dlrmCases()[0])
+	in := dlrmInputs(m, 4, false, 1)
+	g, err := Freeze(traceDLRM(t, m, false, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, types, err := g.checkNodes(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need, err := g.valueBytes(types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(g, WithMemoryBudget(2*need+1024))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompiled(t, p, in...)
+	big := append([]*autograd.Tensor(nil), in...)
+	big[1] = autograd.Cast(autograd.Zeros(1000), autograd.Int64)
+	big[4] = autograd.FromInt64([]int64{0, 1, 2, 3}, 4)
+	if _, err := p.Run(big...); !errors.Is(err, ErrMemoryBudget) {
+		t.Errorf("Run of 1000 indices = %v, want ErrMemoryBudget", err)
+	}
+	checkCompiled(t, p, dlrmInputs(m, 4, false, 2)...)
+	if len(p.plans) != 1 {
+		t.Errorf("%d plans, want 1", len(p.plans))
+	}
+}

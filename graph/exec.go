@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/kilnml/kiln/autograd"
@@ -157,17 +156,8 @@ func (p *Program) lookup(inputs []*autograd.Tensor) (*plan, error) {
 		if !pl.fits(inputs, true) {
 			continue
 		}
-		ok, err := p.resize(pl, inputs)
-		if err != nil {
-			// A plan that failed halfway through resizing is dropped.
-			p.plans = slices.DeleteFunc(p.plans, func(q *plan) bool { return q == pl })
-			if p.last == pl {
-				p.last = nil
-			}
-			return nil, err
-		}
-		if ok {
-			return pl, nil
+		if ok, err := p.resize(pl, inputs); err != nil || ok {
+			return pl, err
 		}
 	}
 	return nil, nil

@@ -568,7 +568,7 @@ func sameTypesBut(a, b []sig, v int) bool {
 // types (kept when big enough) and their readers are bound to it again.
 // The plan keeps its storage and its constants' preparation. It
 // allocates, as the binding of the readers does, but nothing sized by the
-// other values.
+// other values. On an error pl is as it was.
 func (p *Program) resize(pl *plan, inputs []*autograd.Tensor) (bool, error) {
 	g := p.g
 	key := slices.Clone(pl.key)
@@ -594,37 +594,49 @@ func (p *Program) resize(pl *plan, inputs []*autograd.Tensor) (bool, error) {
 	if err := g.checkBudget(types, p.budget); err != nil {
 		return false, err
 	}
+	// The new storage and bindings are made aside and kept only when all
+	// of them are: a failure leaves pl as it was.
+	vals, own := slices.Clone(pl.vals), slices.Clone(pl.own)
+	var nodes []int
 	for i, id := range g.Inputs {
 		if pl.free[i] == nil || slices.Equal(pl.key[i].shape, key[i].shape) {
 			continue
 		}
 		s := key[i]
-		if n, c := s.numel(), sliceLen(pl.own[i]); n > c {
-			pl.own[i] = makeData(s.dtype, max(n, 2*c))
+		if n, c := s.numel(), sliceLen(own[i]); n > c {
+			own[i] = makeData(s.dtype, max(n, 2*c))
 		}
-		t, err := wrap(s, pl.own[i])
+		t, err := wrap(s, own[i])
 		if err != nil {
 			return false, fmt.Errorf("graph: input %s: %w", g.Values[id].Name, err)
 		}
-		pl.vals[id], pl.ins[i] = t, t
-	}
-	for i := range g.Inputs {
-		if pl.free[i] == nil || slices.Equal(pl.key[i].shape, key[i].shape) {
-			continue
-		}
+		vals[id] = t
 		for _, k := range pl.readers[i] {
-			node := pl.steps[k].node
-			fn, compiled, err := p.compileNode(node, pl.vals, pl.static)
-			if err != nil {
-				return false, err
-			}
-			pl.steps[k].fn = fn
-			pl.eager = slices.DeleteFunc(pl.eager, func(n int) bool { return n == node })
-			if !compiled {
-				pl.eager = append(pl.eager, node)
+			if !slices.Contains(nodes, k) {
+				nodes = append(nodes, k)
 			}
 		}
 	}
+	fns := make([]func(), len(nodes))
+	compiled := make([]bool, len(nodes))
+	for j, k := range nodes {
+		var err error
+		if fns[j], compiled[j], err = p.compileNode(pl.steps[k].node, vals, pl.static); err != nil {
+			return false, err
+		}
+	}
+	for j, k := range nodes {
+		node := pl.steps[k].node
+		pl.steps[k].fn = fns[j]
+		pl.eager = slices.DeleteFunc(pl.eager, func(n int) bool { return n == node })
+		if !compiled[j] {
+			pl.eager = append(pl.eager, node)
+		}
+	}
+	for i, id := range g.Inputs {
+		pl.ins[i] = vals[id]
+	}
+	pl.vals, pl.own = vals, own
 	pl.key, pl.types = key, types
 	return true, nil
 }
