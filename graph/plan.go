@@ -582,13 +582,37 @@ func (p *Program) resize(pl *plan, inputs []*autograd.Tensor) (bool, error) {
 	if !changed {
 		return true, nil
 	}
-	types, err := g.inferTypes(p.impls, key, nil)
-	if err != nil {
-		return false, nil // planning them fails with the error
+	types := slices.Clone(pl.types)
+	resized := make([]bool, len(g.Values))
+	for i, id := range g.Inputs {
+		types[id] = key[i]
+		resized[id] = pl.free[i] != nil && !slices.Equal(pl.key[i].shape, key[i].shape)
 	}
-	for u := range types {
-		if !slices.Contains(g.Inputs, u) && !types[u].equal(pl.types[u]) {
+	// Only the nodes that read a resized input see the change: when their
+	// results keep their types, so does every other value. A reader
+	// without a step of its own (a view) cannot be bound again.
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if !slices.ContainsFunc(n.Inputs, func(v int) bool { return v != None && resized[v] }) {
+			continue
+		}
+		if !slices.ContainsFunc(pl.steps, func(st step) bool { return st.node == i }) {
 			return false, nil
+		}
+		ins := make([]*sig, len(n.Inputs))
+		for j, v := range n.Inputs {
+			if v != None {
+				ins[j] = &types[v]
+			}
+		}
+		outs, err := p.impls[i].infer(p.impls[i].attrs, ins)
+		if err != nil || len(outs) != len(n.Outputs) {
+			return false, nil // planning them fails with the error
+		}
+		for j, o := range n.Outputs {
+			if !outs[j].equal(types[o]) {
+				return false, nil
+			}
 		}
 	}
 	if err := g.checkBudget(types, p.budget); err != nil {
