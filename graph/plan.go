@@ -524,10 +524,10 @@ func wrap(t sig, data any) (*autograd.Tensor, error) {
 // freeDims returns, for each input of a graph whose inputs have the types
 // key and whose values then have the types types, the dimensions no other
 // value's type depends on (nil for an input with none): those that can
-// grow by one leaving every other type as it is. Only inputs that are not
-// outputs and that no view or constant-folded node reads qualify, so a
-// plan can give them new storage and bind their readers again. A growth
-// by one that changes nothing may still be a size that does (a stride 2
+// grow by one leaving every other type as it is. Graph outputs and inputs
+// listed twice do not qualify: a plan gives a resized input new storage
+// and binds its readers again, which nothing else may see. A growth by
+// one that changes nothing may still be a size that does (a stride 2
 // pool): resize checks each actual size.
 func (g *Graph) freeDims(impls []nodeOp, key, types []sig) [][]bool {
 	free := make([][]bool, len(g.Inputs))
