@@ -96,8 +96,8 @@ func init() {
 		}
 		return one(Interaction(in[0], in[1:], a.(interactionAttrs).Self))
 	})
-	// Float32 operands only: a bfloat16 interaction widens its operands
-	// into scratch first, which the eager form does no faster.
+	// Float32 operands only: bfloat16 ones (rare: DLRM's lookups give
+	// float32) run through the eager form, which widens them.
 	defineBind("Interaction", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
 		y := outs[0]
 		if y.dtype != Float32 || y.format != Contiguous {
