@@ -45,6 +45,9 @@ func Interaction(x *Tensor, ly []*Tensor, self bool) *Tensor {
 	if dtype == BFloat16 {
 		out = out.castTo(BFloat16)
 	}
+	if traced(feats...) {
+		trace(op, interactionAttrs{self}, feats, []*Tensor{out})
+	}
 	return record(op+"Backward", out, feats, func(g *Tensor) []*Tensor {
 		dy := widenedF32(op+"Backward", "output gradient", g)
 		grads := make([][]float32, len(feats))
@@ -65,6 +68,52 @@ func Interaction(x *Tensor, ly []*Tensor, self bool) *Tensor {
 			}
 		}
 		return res
+	})
+}
+
+// interactionAttrs are Interaction's attributes in a graph: its operands
+// are x then the ly.
+type interactionAttrs struct{ Self bool }
+
+// interactionType checks Interaction's operands (x then the ly) and
+// returns its result's type.
+func interactionType(op string, in []*Tensor, self bool) TensorType {
+	if len(in) == 0 {
+		Fail(op, "no operands; want x then the embedding outputs")
+	}
+	feats := interactionOperands(op, in[0], in[1:])
+	s := kernels.InteractionShape{Batch: in[0].shape[0], Dim: in[0].shape[1], Features: len(feats), Self: self}
+	return TensorType{DType: in[0].dtype, Shape: []int{s.Batch, s.Width()}}
+}
+
+func init() {
+	registerInfer(func(op string, attrs any, in []*Tensor) []TensorType {
+		return []TensorType{interactionType(op, in, attrs.(interactionAttrs).Self)}
+	}, "Interaction")
+	defineEager("Interaction", interactionAttrs{}, func(a any, in []*Tensor) []*Tensor {
+		if len(in) == 0 {
+			Fail("Interaction", "no operands; want x then the embedding outputs")
+		}
+		return one(Interaction(in[0], in[1:], a.(interactionAttrs).Self))
+	})
+	// Float32 operands only: bfloat16 ones (rare: DLRM's lookups give
+	// float32) run through the eager form, which widens them.
+	defineBind("Interaction", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		y := outs[0]
+		if y.dtype != Float32 || y.format != Contiguous {
+			return nil
+		}
+		data := make([][]float32, len(ins))
+		for f, t := range ins {
+			if t == nil || t.dtype != Float32 || t.format != Contiguous {
+				return nil
+			}
+			data[f] = t.Float32s()
+		}
+		x := ins[0]
+		s := kernels.InteractionShape{Batch: x.shape[0], Dim: x.shape[1], Features: len(ins), Self: attrs.(interactionAttrs).Self}
+		yd := y.Float32s()
+		return func() { kernels.InteractionForward(s, data, yd) }
 	})
 }
 

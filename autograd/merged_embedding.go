@@ -38,6 +38,9 @@ import (
 // table does), nor does one whose output took no part in the loss. Either
 // way the gradients are bit for bit those of T separate EmbeddingBag (or
 // EmbeddingBagSparse) calls.
+//
+// A trace records one MergedEmbeddingBag node, sparse or not: a graph
+// computes no gradients.
 func MergedEmbeddingBag(tables, indices, offsets []*Tensor, mode EmbeddingBagMode, includeLastOffset, sparse bool) []*Tensor {
 	const op = "MergedEmbeddingBag"
 	dim := mergedTables(op, tables, mode)
@@ -45,14 +48,29 @@ func MergedEmbeddingBag(tables, indices, offsets []*Tensor, mode EmbeddingBagMod
 		failShape(op, "%d tables need %d index and offset tensors, got %d indices and %d offsets", len(tables), len(tables), len(indices), len(offsets))
 	}
 	bags := make([]kernels.MergedBagTable, len(tables))
+	mergedBags(op, tables, indices, offsets, includeLastOffset, bags)
+	lookups := append(append([]*Tensor(nil), indices...), offsets...)
+	outs := mergedBag(op, tables, lookups, bags, dim, mode, sparse)
+	// sparse changes only the gradients, which a graph never computes, so
+	// a model with sparse tables traces as one with dense ones.
+	if traced(tables...) || traced(lookups...) {
+		ins := append(append([]*Tensor(nil), tables...), lookups...)
+		trace(op, mergedBagAttrs{Mode: mode.String(), IncludeLastOffset: includeLastOffset}, ins, outs)
+	}
+	return outs
+}
+
+// mergedBags checks every table's indices and offsets and sets bags[t]'s
+// Idx and Offsets to them, allocating nothing: a compiled graph runs it
+// before each lookup.
+func mergedBags(op string, tables, indices, offsets []*Tensor, includeLast bool, bags []kernels.MergedBagTable) {
 	for t, w := range tables {
-		idx, starts := mergedOffsets(op, t, w.shape[0], indices[t], offsets[t], includeLastOffset)
+		idx, starts := mergedOffsets(op, t, w.shape[0], indices[t], offsets[t], includeLast)
 		if t > 0 && len(starts) != len(bags[0].Offsets) {
 			failShape(op, "table %d has %d bags (offsets %v) but table 0 has %d; every table needs one bag per sample", t, len(starts), offsets[t].shape, len(bags[0].Offsets))
 		}
-		bags[t] = kernels.MergedBagTable{Idx: idx, Offsets: starts}
+		bags[t].Idx, bags[t].Offsets = idx, starts
 	}
-	return mergedBag(op, tables, append(append([]*Tensor(nil), indices...), offsets...), bags, dim, mode, sparse)
 }
 
 // MergedEmbeddingBagFixed is MergedEmbeddingBag for bags of one size L,
@@ -61,6 +79,19 @@ func MergedEmbeddingBag(tables, indices, offsets []*Tensor, mode EmbeddingBagMod
 func MergedEmbeddingBagFixed(tables []*Tensor, indices *Tensor, mode EmbeddingBagMode, sparse bool) []*Tensor {
 	const op = "MergedEmbeddingBagFixed"
 	dim := mergedTables(op, tables, mode)
+	fixedLayout(op, tables, indices)
+	bags := fixedBagTables(indices.shape)
+	fixedBags(op, tables, indices, bags)
+	outs := mergedBag(op, tables, []*Tensor{indices}, bags, dim, mode, sparse)
+	if traced(indices) || traced(tables...) {
+		trace(op, mergedBagFixedAttrs{Mode: mode.String()}, append(append([]*Tensor(nil), tables...), indices), outs)
+	}
+	return outs
+}
+
+// fixedLayout checks the dtype and shape of MergedEmbeddingBagFixed's
+// indices for tables.
+func fixedLayout(op string, tables []*Tensor, indices *Tensor) {
 	if indices == nil {
 		Fail(op, "indices is nil")
 	}
@@ -70,11 +101,26 @@ func MergedEmbeddingBagFixed(tables []*Tensor, indices *Tensor, mode EmbeddingBa
 	if indices.NDim() != 3 || indices.shape[1] != len(tables) {
 		failShape(op, "indices must be [batch, %d tables, bag size], got shape %v", len(tables), indices.shape)
 	}
+}
+
+// fixedBagTables returns each table's index and bag-start storage for
+// fixed-size bags of indices of shape [B, T, L].
+func fixedBagTables(shape []int) []kernels.MergedBagTable {
+	B, T, L := shape[0], shape[1], shape[2]
+	bags := make([]kernels.MergedBagTable, T)
+	for t := range bags {
+		bags[t] = kernels.MergedBagTable{Idx: make([]int64, B*L), Offsets: make([]int64, B)}
+	}
+	return bags
+}
+
+// fixedBags checks the [B, T, L] indices against the tables and copies
+// table t's into bags[t] (from fixedBagTables), allocating nothing.
+func fixedBags(op string, tables []*Tensor, indices *Tensor, bags []kernels.MergedBagTable) {
 	B, T, L := indices.shape[0], indices.shape[1], indices.shape[2]
 	all := indices.Int64s()
-	bags := make([]kernels.MergedBagTable, T)
 	for t, w := range tables {
-		idx, starts := make([]int64, B*L), make([]int64, B)
+		idx, starts := bags[t].Idx, bags[t].Offsets
 		for b := range B {
 			starts[b] = int64(b * L)
 			row := all[(b*T+t)*L : (b*T+t+1)*L]
@@ -85,9 +131,7 @@ func MergedEmbeddingBagFixed(tables []*Tensor, indices *Tensor, mode EmbeddingBa
 			}
 			copy(idx[b*L:], row)
 		}
-		bags[t] = kernels.MergedBagTable{Idx: idx, Offsets: starts}
 	}
-	return mergedBag(op, tables, []*Tensor{indices}, bags, dim, mode, sparse)
 }
 
 // mergedTables checks the tables and the mode of a merged lookup and
@@ -116,20 +160,8 @@ func mergedTables(op string, tables []*Tensor, mode EmbeddingBagMode) int {
 // mergedOffsets checks table t's indices (against its rows) and offsets
 // and returns the indices with the start of each bag.
 func mergedOffsets(op string, t, rows int, indices, offsets *Tensor, includeLast bool) (idx, starts []int64) {
-	for _, x := range []struct {
-		what string
-		v    *Tensor
-	}{{"indices", indices}, {"offsets", offsets}} {
-		if x.v == nil {
-			Fail(op, "table %d: %s is nil", t, x.what)
-		}
-		if x.v.dtype != Int64 {
-			failDType(op, "table %d: %s have dtype %v; %s needs int64 %s", t, x.what, x.v.dtype, op, x.what)
-		}
-		if x.v.NDim() != 1 {
-			failShape(op, "table %d: %s must be 1-D, got shape %v", t, x.what, x.v.shape)
-		}
-	}
+	mergedLayout(op, t, indices, "indices")
+	mergedLayout(op, t, offsets, "offsets")
 	idx, starts = indices.Int64s(), offsets.Int64s()
 	n := int64(len(idx))
 	if includeLast {
@@ -166,6 +198,20 @@ func mergedOffsets(op string, t, rows int, indices, offsets *Tensor, includeLast
 		}
 	}
 	return idx, starts
+}
+
+// mergedLayout checks that table t's indices or offsets (what) are a 1-D
+// Int64 tensor.
+func mergedLayout(op string, t int, v *Tensor, what string) {
+	if v == nil {
+		Fail(op, "table %d: %s is nil", t, what)
+	}
+	if v.dtype != Int64 {
+		failDType(op, "table %d: %s have dtype %v; %s needs int64 %s", t, what, v.dtype, op, what)
+	}
+	if v.NDim() != 1 {
+		failShape(op, "table %d: %s must be 1-D, got shape %v", t, what, v.shape)
+	}
 }
 
 // mergedBag runs a merged lookup whose operands are checked: bags holds
@@ -230,4 +276,153 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 		})
 	}
 	return outs
+}
+
+// The attributes of MergedEmbeddingBag and MergedEmbeddingBagFixed in a
+// graph: the mode's String, and torch's include_last_offset. A
+// MergedEmbeddingBag node's operands are the T tables, then the T indices,
+// then the T offsets; a MergedEmbeddingBagFixed node's the T tables, then
+// the [B, T, L] indices. Either has T results.
+type (
+	mergedBagAttrs struct {
+		Mode              string
+		IncludeLastOffset bool
+	}
+	mergedBagFixedAttrs struct{ Mode string }
+)
+
+// mergedMode is the mode a merged lookup's attributes name, failing for
+// any but sum and mean.
+func mergedMode(op, name string) EmbeddingBagMode {
+	switch name {
+	case "sum":
+		return BagSum
+	case "mean":
+		return BagMean
+	}
+	Fail(op, "mode %q is not one of sum, mean", name)
+	return 0
+}
+
+// mergedSplit splits a MergedEmbeddingBag node's operands into its
+// tables, indices and offsets.
+func mergedSplit(op string, in []*Tensor) (tables, indices, offsets []*Tensor) {
+	if len(in) == 0 || len(in)%3 != 0 {
+		failShape(op, "got %d operands; want T tables, then T indices, then T offsets", len(in))
+	}
+	T := len(in) / 3
+	return in[:T], in[T : 2*T], in[2*T:]
+}
+
+// fixedSplit splits a MergedEmbeddingBagFixed node's operands into its
+// tables and indices.
+func fixedSplit(op string, in []*Tensor) (tables []*Tensor, indices *Tensor) {
+	if len(in) < 2 {
+		failShape(op, "got %d operands; want T ≥ 1 tables, then the [batch, T, bag size] indices", len(in))
+	}
+	return in[:len(in)-1], in[len(in)-1]
+}
+
+// mergedTypes are a merged lookup's T results: float32 [bags, dim].
+func mergedTypes(tables int, bags, dim int) []TensorType {
+	r := make([]TensorType, tables)
+	for t := range r {
+		r[t] = TensorType{DType: Float32, Shape: []int{bags, dim}}
+	}
+	return r
+}
+
+// bindMerged returns the kernel's tables over tables and outs, or nil
+// when an output is not a contiguous float32 [bags, dim] matrix.
+func bindMerged(tables, outs []*Tensor) []kernels.MergedBagTable {
+	if len(outs) != len(tables) {
+		return nil
+	}
+	bags := make([]kernels.MergedBagTable, len(tables))
+	for t, w := range tables {
+		if outs[t].dtype != Float32 || outs[t].format != Contiguous {
+			return nil
+		}
+		bags[t].Out = outs[t].Float32s()
+		if w.dtype == BFloat16 {
+			bags[t].WeightBF16 = w.BFloat16s()
+		} else {
+			bags[t].Weight = w.Float32s()
+		}
+	}
+	return bags
+}
+
+func init() {
+	const op, fixed = "MergedEmbeddingBag", "MergedEmbeddingBagFixed"
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		a := attrs.(mergedBagAttrs)
+		tables, indices, offsets := mergedSplit(op, in)
+		dim := mergedTables(op, tables, mergedMode(op, a.Mode))
+		bags := 0
+		for t := range tables {
+			mergedLayout(op, t, indices[t], "indices")
+			mergedLayout(op, t, offsets[t], "offsets")
+			b := offsets[t].shape[0]
+			if a.IncludeLastOffset {
+				if b == 0 {
+					failShape(op, "table %d: offsets are empty; with include_last_offset they need one entry per bag and the end", t)
+				}
+				b--
+			}
+			if t > 0 && b != bags {
+				failShape(op, "table %d has %d bags (offsets %v) but table 0 has %d; every table needs one bag per sample", t, b, offsets[t].shape, bags)
+			}
+			bags = b
+		}
+		return mergedTypes(len(tables), bags, dim)
+	}, op)
+	registerInfer(func(_ string, attrs any, in []*Tensor) []TensorType {
+		tables, indices := fixedSplit(fixed, in)
+		dim := mergedTables(fixed, tables, mergedMode(fixed, attrs.(mergedBagFixedAttrs).Mode))
+		fixedLayout(fixed, tables, indices)
+		return mergedTypes(len(tables), indices.shape[0], dim)
+	}, fixed)
+	defineEager(op, mergedBagAttrs{}, func(attrs any, in []*Tensor) []*Tensor {
+		a := attrs.(mergedBagAttrs)
+		tables, indices, offsets := mergedSplit(op, in)
+		return MergedEmbeddingBag(tables, indices, offsets, mergedMode(op, a.Mode), a.IncludeLastOffset, false)
+	})
+	defineEager(fixed, mergedBagFixedAttrs{}, func(attrs any, in []*Tensor) []*Tensor {
+		tables, indices := fixedSplit(fixed, in)
+		return MergedEmbeddingBagFixed(tables, indices, mergedMode(fixed, attrs.(mergedBagFixedAttrs).Mode), false)
+	})
+	// The bound forms check every index and offset on each run, as the
+	// eager op does, with its messages, into storage made once.
+	defineBind(op, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		a := attrs.(mergedBagAttrs)
+		tables, indices, offsets := mergedSplit(op, ins)
+		mean := mergedMode(op, a.Mode) == BagMean
+		dim := mergedTables(op, tables, BagSum)
+		bags := bindMerged(tables, outs)
+		if bags == nil {
+			return nil
+		}
+		return func() {
+			mergedBags(op, tables, indices, offsets, a.IncludeLastOffset, bags)
+			kernels.MergedEmbeddingBag(dim, bags, mean)
+		}
+	})
+	defineBind(fixed, func(attrs any, ins, outs []*Tensor, _ []bool) func() {
+		tables, indices := fixedSplit(fixed, ins)
+		mean := mergedMode(fixed, attrs.(mergedBagFixedAttrs).Mode) == BagMean
+		dim := mergedTables(fixed, tables, BagSum)
+		fixedLayout(fixed, tables, indices)
+		bags := bindMerged(tables, outs)
+		if bags == nil {
+			return nil
+		}
+		for t, s := range fixedBagTables(indices.shape) {
+			bags[t].Idx, bags[t].Offsets = s.Idx, s.Offsets
+		}
+		return func() {
+			fixedBags(fixed, tables, indices, bags)
+			kernels.MergedEmbeddingBag(dim, bags, mean)
+		}
+	})
 }

@@ -338,6 +338,8 @@ func TestConform(t *testing.T) {
 		{"float32 feeds bfloat16", x, value(autograd.BFloat16, autograd.Contiguous, 1, 3, 4, 4), autograd.BFloat16, autograd.Contiguous, ""},
 		{"channels-last input", x, value(autograd.Float32, autograd.ChannelsLast, 1, 3, 4, 4), autograd.Float32, autograd.ChannelsLast, ""},
 		{"int64 for float32", autograd.FromInt64([]int64{1}, 1), value(autograd.Float32, autograd.Contiguous, 1), 0, 0, "array is int64"},
+		{"int32 feeds int64", autograd.FromInt32([]int32{3, -1, 1 << 30}, 3), value(autograd.Int64, autograd.Contiguous, 5), autograd.Int64, autograd.Contiguous, ""},
+		{"int64 for int32", autograd.FromInt64([]int64{1}, 1), value(autograd.Int32, autograd.Contiguous, 1), 0, 0, "array is int64"},
 		{"rank", x, value(autograd.Float32, autograd.Contiguous, 1, 48), 0, 0, "has 2 dimensions"},
 	}
 	for _, c := range cases {

@@ -74,13 +74,17 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 
 // conform checks an input read from a .npy file against the graph's input
 // value. A float32 array feeds a bfloat16 input by rounding, since .npy
-// has no bfloat16; any other dtype difference is an error. Shapes are left
-// to the graph, which may run at other batch sizes than it was traced at.
+// has no bfloat16, and an int32 array an int64 input (embedding indices
+// and offsets) exactly, since NumPy makes int32 arrays where its default
+// integer is 32 bits; any other dtype difference is an error. Shapes are
+// left to the graph, which may run at other batch sizes than it was
+// traced at, and numbers of indices.
 func conform(x *autograd.Tensor, v graph.Value) (*autograd.Tensor, error) {
 	switch {
 	case x.DType() == v.DType:
-	case x.DType() == autograd.Float32 && v.DType == autograd.BFloat16:
-		x = autograd.Cast(autograd.NoGrad(x), autograd.BFloat16)
+	case x.DType() == autograd.Float32 && v.DType == autograd.BFloat16,
+		x.DType() == autograd.Int32 && v.DType == autograd.Int64:
+		x = autograd.Cast(autograd.NoGrad(x), v.DType)
 	default:
 		return nil, fmt.Errorf("array is %v, the graph's input %s is %v", x.DType(), v.Name, v.DType)
 	}

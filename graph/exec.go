@@ -16,9 +16,12 @@ import (
 // allocate nothing.
 //
 // A plan is kept for every input signature met, so a Program fed many
-// shapes holds storage for each. It reads the graph's constants when it
-// plans: changing them afterwards (training the traced model further)
-// needs a new Compile.
+// shapes holds storage for each; but inputs that differ only in sizes no
+// other value's type depends on (how many indices an embedding lookup
+// reads) share one plan, whose storage for them grows as needed and whose
+// nodes reading them are bound again when the sizes change. It reads the
+// graph's constants when it plans: changing them afterwards (training the
+// traced model further) needs a new Compile.
 //
 // Run may be called from several goroutines, which take turns; but each
 // run overwrites the results of the last one of its signature, so
@@ -103,9 +106,11 @@ func (p *Program) planFor(inputs []*autograd.Tensor) (*plan, error) {
 	if err := p.checkInputs(inputs); err != nil {
 		return nil, err
 	}
-	pl := p.lookup(inputs)
+	pl, err := p.lookup(inputs)
+	if err != nil {
+		return nil, err
+	}
 	if pl == nil {
-		var err error
 		if pl, err = p.plan(inputs); err != nil {
 			return nil, err
 		}
@@ -135,17 +140,27 @@ func (p *Program) checkInputs(inputs []*autograd.Tensor) error {
 	return nil
 }
 
-// lookup returns the plan made for inputs of these types, or nil.
-func (p *Program) lookup(inputs []*autograd.Tensor) *plan {
-	if p.last != nil && p.last.fits(inputs) {
-		return p.last
+// lookup returns the plan made for inputs of these types, or one resized
+// to them that differed only in the sizes of free dimensions (the number
+// of indices a lookup takes), or nil.
+func (p *Program) lookup(inputs []*autograd.Tensor) (*plan, error) {
+	if p.last != nil && p.last.fits(inputs, false) {
+		return p.last, nil
 	}
 	for _, pl := range p.plans {
-		if pl.fits(inputs) {
-			return pl
+		if pl.fits(inputs, false) {
+			return pl, nil
 		}
 	}
-	return nil
+	for _, pl := range p.plans {
+		if !pl.fits(inputs, true) {
+			continue
+		}
+		if ok, err := p.resize(pl, inputs); err != nil || ok {
+			return pl, err
+		}
+	}
+	return nil, nil
 }
 
 // runEager runs every node through its eager (autograd) form: the

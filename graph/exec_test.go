@@ -240,6 +240,9 @@ func TestCompiledFused(t *testing.T) {
 		{"Linear+GELU", fusedGraph("Linear+GELU", autograd.Randn(g, 5, 6), nil,
 			[]*autograd.Tensor{autograd.Randn(g, 7, 6), autograd.Randn(g, 7)}, StringAttr("GELU.approximate", "none")),
 			[]*autograd.Tensor{autograd.Randn(g, 5, 6)}},
+		{"Linear+Sigmoid", fusedGraph("Linear+Sigmoid", autograd.Randn(g, 5, 6), nil,
+			[]*autograd.Tensor{autograd.Randn(g, 1, 6), autograd.Randn(g, 1)}),
+			[]*autograd.Tensor{autograd.Randn(g, 5, 6)}},
 		{"Add+LayerNorm", fusedGraph("Add+LayerNorm", autograd.Randn(g, 4, 6), autograd.Randn(g, 6),
 			nil, IntsAttr("LayerNorm.normalized_shape", []int{6}), FloatAttr("LayerNorm.eps", 1e-5)),
 			[]*autograd.Tensor{autograd.Randn(g, 4, 6), autograd.Randn(g, 6)}},
@@ -424,6 +427,30 @@ func TestReplan(t *testing.T) {
 	checkCompiled(t, p, autograd.Randn(g, 1, 3, 32, 32))
 	if p.last != first || len(p.plans) != 2 {
 		t.Fatalf("32×32 images again were planned again (%d plans)", len(p.plans))
+	}
+}
+
+// TestReplanSizeThatMatters: a stride-2 pool gives 8 and 9 rows the same
+// result size, so the plan of 8 takes 9 rows; 10 give another result size
+// and a plan of their own.
+func TestReplanSizeThatMatters(t *testing.T) {
+	gen := autograd.NewGenerator(2)
+	pool := autograd.PoolOptions{Kernel: []int{2}, Stride: []int{2}}
+	g, err := TraceFunc(&bare{}, func(in []*autograd.Tensor) []*autograd.Tensor {
+		return []*autograd.Tensor{autograd.MaxPool2d(in[0], pool)}
+	}, autograd.Randn(gen, 1, 2, 8, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ rows, plans int }{{8, 1}, {9, 1}, {10, 2}, {9, 2}, {8, 2}} {
+		checkCompiled(t, p, autograd.Randn(gen, 1, 2, c.rows, 6))
+		if len(p.plans) != c.plans {
+			t.Errorf("after %d rows: %d plans, want %d", c.rows, len(p.plans), c.plans)
+		}
 	}
 }
 

@@ -29,7 +29,7 @@ var (
 		"Conv2d+ReLU", "Conv2d+Add", "Conv2d+Add+ReLU", "Conv2d+Sigmoid", "Conv2d+SigmoidMul",
 		"Conv2d+HardTanh", "Conv2d+SiLU", "Conv2d+ELU",
 		"Conv3d+ReLU", "Conv3d+Add", "Conv3d+Add+ReLU", "Conv3d+SiLU",
-		"Linear+ReLU", "Linear+GELU", "Linear+Add",
+		"Linear+ReLU", "Linear+GELU", "Linear+Sigmoid", "Linear+Add",
 	}
 )
 

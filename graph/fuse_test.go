@@ -98,6 +98,10 @@ func fusionCases() []fusionCase {
 		{"Linear+GELU", func(g *autograd.Generator) *passNet {
 			return newPassNet(passSeq, nn.NewLinear(g, 8, 5, nn.LinearOptions{}), nn.NewGELU("none"))
 		}, []int{2, 3, 8}, "Linear+GELU", false},
+		// DLRM's last top layer.
+		{"Linear+Sigmoid", func(g *autograd.Generator) *passNet {
+			return newPassNet(passSeq, nn.NewLinear(g, 8, 1, nn.LinearOptions{}), nn.NewSigmoid())
+		}, []int{3, 8}, "Linear+Sigmoid", false},
 		{"Linear+Add", func(g *autograd.Generator) *passNet {
 			return newPassNet(residual(nil), nn.NewLinear(g, 8, 8, nn.LinearOptions{}))
 		}, []int{3, 8}, "Linear+Add", false},

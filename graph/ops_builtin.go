@@ -38,6 +38,15 @@ var builtins = map[string]builtinOp{
 	"QuantizePerChannel": two1, "DequantizePerChannel": two1, "FakeQuantizePerChannel": two1,
 	// EmbeddingBag(input, offsets, weight, per_sample_weights).
 	"EmbeddingBag": {ins: exactly(4), outs: exactly(1), optional: []int{1, 3}},
+	// MergedEmbeddingBag(tables..., indices..., offsets...) with T of each
+	// (T = operands/3), one float32 [bags, dim] result per table;
+	// MergedEmbeddingBagFixed(tables..., indices) with [B, T, L] indices.
+	// DLRM's emb_l; its inference checks that the counts fit.
+	"MergedEmbeddingBag":      {ins: arity{3, -1}, outs: arity{1, -1}},
+	"MergedEmbeddingBagFixed": {ins: arity{2, -1}, outs: arity{1, -1}},
+	// Interaction(x, ly...): DLRM's dot interaction of x and the tables'
+	// results.
+	"Interaction": {ins: arity{2, -1}, outs: exactly(1)},
 }
 
 func init() {

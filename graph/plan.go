@@ -54,18 +54,30 @@ type plan struct {
 	views   []int // nodes whose result is their input's storage: no step
 	folded  []int // nodes that read only constants, run once when planned: no step
 	buffers int   // blocks of storage the values share
+
+	// free[i][d] marks a dimension of input i that no other value's type
+	// depends on (the number of indices of an embedding lookup): inputs
+	// that differ from key only there reuse the plan (resize). Such an
+	// input has storage of its own, grown as needed, and readers[i] are
+	// the steps that read it, bound again when its size changes.
+	free    [][]bool
+	readers [][]int
+	own     []any  // the storage of each input with free dimensions
+	types   []sig  // every value's type as inferred from key
+	static  []bool // the planner's static values
 }
 
-// fits reports whether inputs have the types pl was made for. It
-// allocates nothing: it runs before every run.
-func (pl *plan) fits(inputs []*autograd.Tensor) bool {
+// fits reports whether inputs have the types pl was made for, all but
+// the sizes of free dimensions when loose is set. It allocates nothing:
+// it runs before every run.
+func (pl *plan) fits(inputs []*autograd.Tensor, loose bool) bool {
 	for i, in := range inputs {
 		k := &pl.key[i]
 		if in.DType() != k.dtype || in.Format() != k.format || in.NDim() != len(k.shape) {
 			return false
 		}
 		for d, n := range k.shape {
-			if in.Dim(d) != n {
+			if in.Dim(d) != n && !(loose && pl.free[i] != nil && pl.free[i][d]) {
 				return false
 			}
 		}
@@ -103,9 +115,12 @@ type planner struct {
 	// static values (a cast of a weight, say): the plan computes those
 	// once, when it is made, and never again.
 	static []bool
-	buf    []int // value → buffer; -1 for constants
-	bufs   []*buffer
-	alias  []bool // nodes whose result shares their input's storage and need no step
+	// own marks inputs with storage of their own, never shared: a plan
+	// may replace it to fit more elements (see plan.free).
+	own   []bool
+	buf   []int // value → buffer; -1 for constants
+	bufs  []*buffer
+	alias []bool // nodes whose result shares their input's storage and need no step
 }
 
 // plan makes the plan for inputs: it runs the graph eagerly once to learn
@@ -159,8 +174,13 @@ func (p *Program) plan(inputs []*autograd.Tensor) (*plan, error) {
 			pr.static[o] = static
 		}
 	}
+	free := g.freeDims(p.impls, key, types)
+	pr.own = make([]bool, len(g.Values))
+	for i, f := range free {
+		pr.own[g.Inputs[i]] = f != nil
+	}
 	pr.assign()
-	pl := &plan{g: g, key: key, cur: -1, buffers: len(pr.bufs)}
+	pl := &plan{g: g, key: key, cur: -1, buffers: len(pr.bufs), free: free, types: types, static: pr.static}
 	pl.exec = pl.runSteps
 	pl.vals = make([]*autograd.Tensor, len(g.Values))
 	for v := range g.Values {
@@ -175,8 +195,12 @@ func (p *Program) plan(inputs []*autograd.Tensor) (*plan, error) {
 		}
 		pl.vals[v] = t
 	}
-	for _, id := range g.Inputs {
+	pl.own = make([]any, len(g.Inputs))
+	for i, id := range g.Inputs {
 		pl.ins = append(pl.ins, pl.vals[id])
+		if free[i] != nil {
+			pl.own[i] = pr.bufs[pr.buf[id]].data
+		}
 	}
 	for i := range g.Nodes {
 		if pr.alias[i] {
@@ -195,6 +219,14 @@ func (p *Program) plan(inputs []*autograd.Tensor) (*plan, error) {
 			pl.eager = append(pl.eager, i)
 		}
 		pl.steps = append(pl.steps, step{node: i, fn: fn})
+	}
+	pl.readers = make([][]int, len(g.Inputs))
+	for k, st := range pl.steps {
+		for i, id := range g.Inputs {
+			if free[i] != nil && slices.Contains(g.Nodes[st.node].Inputs, id) {
+				pl.readers[i] = append(pl.readers[i], k)
+			}
+		}
 	}
 	for _, o := range g.Outputs {
 		t := pl.vals[o]
@@ -272,6 +304,11 @@ func (pr *planner) assign() {
 		pr.bufs[b].size = max(pr.bufs[b].size, pr.types[v].numel())
 	}
 	for _, v := range g.Inputs {
+		if pr.own[v] {
+			pr.bufs = append(pr.bufs, &buffer{dtype: pr.types[v].dtype, pending: pinned})
+			place(v, len(pr.bufs)-1)
+			continue
+		}
 		place(v, pr.alloc(pr.types[v]))
 	}
 	for i := range g.Nodes {
@@ -482,4 +519,167 @@ func wrap(t sig, data any) (*autograd.Tensor, error) {
 		return nil, err
 	}
 	return autograd.FromDense(d)
+}
+
+// freeDims returns, for each input of a graph whose inputs have the types
+// key and whose values then have the types types, the dimensions no other
+// value's type depends on (nil for an input with none): those that can
+// grow by one leaving every other type as it is. Graph outputs and inputs
+// listed twice do not qualify: a plan gives a resized input new storage
+// and binds its readers again, which nothing else may see. A growth by
+// one that changes nothing may still be a size that does (a stride 2
+// pool): resize checks each actual size.
+func (g *Graph) freeDims(impls []nodeOp, key, types []sig) [][]bool {
+	free := make([][]bool, len(g.Inputs))
+	for i, id := range g.Inputs {
+		if isOutput(g, id) || slices.Contains(g.Inputs[:i], id) {
+			continue
+		}
+		for d := range key[i].shape {
+			k := slices.Clone(key)
+			k[i].shape = slices.Clone(k[i].shape)
+			k[i].shape[d]++
+			grown, err := g.inferTypes(impls, k, nil)
+			if err != nil || !sameTypesBut(grown, types, id) {
+				continue
+			}
+			if free[i] == nil {
+				free[i] = make([]bool, len(key[i].shape))
+			}
+			free[i][d] = true
+		}
+	}
+	return free
+}
+
+// sameTypesBut reports whether a and b agree on every value but v.
+func sameTypesBut(a, b []sig, v int) bool {
+	for u := range a {
+		if u != v && !a[u].equal(b[u]) {
+			return false
+		}
+	}
+	return true
+}
+
+// resize fits pl to inputs, which pl fits but for the sizes of free
+// dimensions, and reports whether it could: when inputs give every other
+// value its type in pl, the inputs that differ get storage of their new
+// types (kept when big enough) and their readers are bound to it again.
+// The plan keeps its storage and its constants' preparation. It
+// allocates, as the binding of the readers does, but nothing sized by the
+// other values. On an error pl is as it was.
+func (p *Program) resize(pl *plan, inputs []*autograd.Tensor) (bool, error) {
+	g := p.g
+	key := slices.Clone(pl.key)
+	changed := false
+	for i, in := range inputs {
+		if pl.free[i] != nil && !slices.Equal(key[i].shape, in.Shape()) {
+			key[i].shape = in.Shape()
+			changed = true
+		}
+	}
+	if !changed {
+		return true, nil
+	}
+	types := slices.Clone(pl.types)
+	resized := make([]bool, len(g.Values))
+	for i, id := range g.Inputs {
+		types[id] = key[i]
+		resized[id] = pl.free[i] != nil && !slices.Equal(pl.key[i].shape, key[i].shape)
+	}
+	// Only the nodes that read a resized input see the change: when their
+	// results keep their types, so does every other value. A reader
+	// without a step of its own (a view) cannot be bound again.
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if !slices.ContainsFunc(n.Inputs, func(v int) bool { return v != None && resized[v] }) {
+			continue
+		}
+		if !slices.ContainsFunc(pl.steps, func(st step) bool { return st.node == i }) {
+			return false, nil
+		}
+		ins := make([]*sig, len(n.Inputs))
+		for j, v := range n.Inputs {
+			if v != None {
+				ins[j] = &types[v]
+			}
+		}
+		outs, err := p.impls[i].infer(p.impls[i].attrs, ins)
+		if err != nil || len(outs) != len(n.Outputs) {
+			return false, nil // planning them fails with the error
+		}
+		for j, o := range n.Outputs {
+			if !outs[j].equal(types[o]) {
+				return false, nil
+			}
+		}
+	}
+	if err := g.checkBudget(types, p.budget); err != nil {
+		return false, err
+	}
+	// The new storage and bindings are made aside and kept only when all
+	// of them are: a failure leaves pl as it was.
+	vals, own := slices.Clone(pl.vals), slices.Clone(pl.own)
+	var nodes []int
+	for i, id := range g.Inputs {
+		if pl.free[i] == nil || slices.Equal(pl.key[i].shape, key[i].shape) {
+			continue
+		}
+		s := key[i]
+		if n, c := s.numel(), sliceLen(own[i]); n > c {
+			own[i] = makeData(s.dtype, max(n, 2*c))
+		}
+		t, err := wrap(s, own[i])
+		if err != nil {
+			return false, fmt.Errorf("graph: input %s: %w", g.Values[id].Name, err)
+		}
+		vals[id] = t
+		for _, k := range pl.readers[i] {
+			if !slices.Contains(nodes, k) {
+				nodes = append(nodes, k)
+			}
+		}
+	}
+	fns := make([]func(), len(nodes))
+	compiled := make([]bool, len(nodes))
+	for j, k := range nodes {
+		var err error
+		if fns[j], compiled[j], err = p.compileNode(pl.steps[k].node, vals, pl.static); err != nil {
+			return false, err
+		}
+	}
+	for j, k := range nodes {
+		node := pl.steps[k].node
+		pl.steps[k].fn = fns[j]
+		pl.eager = slices.DeleteFunc(pl.eager, func(n int) bool { return n == node })
+		if !compiled[j] {
+			pl.eager = append(pl.eager, node)
+		}
+	}
+	for i, id := range g.Inputs {
+		pl.ins[i] = vals[id]
+	}
+	pl.vals, pl.own = vals, own
+	pl.key, pl.types = key, types
+	return true, nil
+}
+
+// sliceLen is the length of a slice makeData made.
+func sliceLen(data any) int {
+	switch d := data.(type) {
+	case []float32:
+		return len(d)
+	case []uint16:
+		return len(d)
+	case []int8:
+		return len(d)
+	case []uint8:
+		return len(d)
+	case []int32:
+		return len(d)
+	case []int64:
+		return len(d)
+	}
+	return 0
 }

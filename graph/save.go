@@ -178,6 +178,12 @@ func encodeFile(g *Graph) (*safetensors.File, error) {
 	if err := g.check(); err != nil {
 		return nil, err
 	}
+	return fileOf(g)
+}
+
+// fileOf is the file of g, checked or not: tests write files that Decode
+// must reject with it.
+func fileOf(g *Graph) (*safetensors.File, error) {
 	consts := make([]int, 0, len(g.Consts))
 	for v := range g.Consts {
 		consts = append(consts, v)

@@ -40,8 +40,10 @@ func Trace(model nn.Module, inputs ...*autograd.Tensor) (*Graph, error) {
 // trace and its modules' training flags are restored afterwards.
 //
 // Ops that have no graph form (losses, training-mode dropout or batch
-// norm, sparse embedding lookups) are reported in the error by name with
-// the path of the module they ran in, when their results reach an output.
+// norm, the sparse forms of Embedding and EmbeddingBag) are reported in
+// the error by name with the path of the module they ran in, when their
+// results reach an output. Merged lookups (nn.MergedEmbeddingBag, DLRM's
+// tables) trace with sparse tables too: sparse changes only gradients.
 func TraceFunc(model nn.Module, forward func(inputs []*autograd.Tensor) []*autograd.Tensor, inputs ...*autograd.Tensor) (g *Graph, err error) {
 	for i, in := range inputs {
 		if in == nil {

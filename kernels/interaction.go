@@ -77,28 +77,43 @@ func (s InteractionShape) check(op string, feats [][]float32, featsName string, 
 // increasing k, combined as (s0+s1)+(s2+s3).
 func InteractionForward(s InteractionShape, feats [][]float32, out []float32) {
 	s.check("InteractionForward", feats, "feature", nil, out, "out")
+	work := s.Batch*s.Pairs()*s.Dim + s.Batch*s.Width()
+	// Through a pooled job, not a closure: a compiled graph runs this on
+	// every call and allocates nothing.
+	interactionJobs.run(s.Batch, work, interactionArgs{s: s, feats: feats, out: out}, interactionRows)
+}
+
+type interactionArgs struct {
+	s     InteractionShape
+	feats [][]float32
+	out   []float32
+}
+
+var interactionJobs parPool[interactionArgs]
+
+// interactionRows is InteractionForward for samples [lo, hi).
+func interactionRows(a *interactionArgs, lo, hi int) {
+	s, feats, out := a.s, a.feats, a.out
 	d, w, first := s.Dim, s.Width(), 1
 	if s.Self {
 		first = 0
 	}
-	Parallel(s.Batch, s.Batch*s.Pairs()*d+s.Batch*w, func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			row := out[b*w : (b+1)*w]
-			copy(row[:d], feats[0][b*d:(b+1)*d])
-			p := d
-			for i := first; i < s.Features; i++ {
-				fi := feats[i][b*d : (b+1)*d]
-				last := i
-				if s.Self {
-					last = i + 1
-				}
-				for j := 0; j < last; j++ {
-					row[p] = interactionDot(fi, feats[j][b*d:(b+1)*d])
-					p++
-				}
+	for b := lo; b < hi; b++ {
+		row := out[b*w : (b+1)*w]
+		copy(row[:d], feats[0][b*d:(b+1)*d])
+		p := d
+		for i := first; i < s.Features; i++ {
+			fi := feats[i][b*d : (b+1)*d]
+			last := i
+			if s.Self {
+				last = i + 1
+			}
+			for j := 0; j < last; j++ {
+				row[p] = interactionDot(fi, feats[j][b*d:(b+1)*d])
+				p++
 			}
 		}
-	})
+	}
 }
 
 // InteractionBackward overwrites grads[f] (each [Batch, Dim], nil to skip

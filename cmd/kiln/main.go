@@ -8,9 +8,10 @@
 //	kiln cpu [--levels]
 //
 // inspect prints the graph, one op per line, and its parameter count. run
-// reads one .npy file per graph input, in the order of the graph's inputs,
-// and writes one .npy file per output (out.npy when the graph has one
-// output and no -o is given). bench runs the graph on random inputs of
+// reads one .npy file per graph input, in the order of the graph's inputs
+// (float32 for a bfloat16 input, int32 or int64 for an int64 one, such
+// as a DLRM's indices and offsets), and writes one .npy file per output
+// (out.npy when the graph has one output and no -o is given). bench runs the graph on random inputs of
 // its input shapes with the first dimension set to the batch size and
 // prints latency percentiles and throughput; with --profile it then
 // times every node and prints where the time goes, by node and by op.
