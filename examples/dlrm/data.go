@@ -1,0 +1,271 @@
+package main
+
+import (
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"os"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/datasets/criteo"
+	"github.com/kilnml/kiln/nn/metrics"
+)
+
+// batch is one mini-batch in the layout DLRM.Forward takes: dense [B, D0],
+// per table a 1-D Int64 index tensor and its bag starts (B of them), and
+// the targets [B, 1].
+type batch struct {
+	dense   *autograd.Tensor
+	indices []*autograd.Tensor
+	offsets []*autograd.Tensor
+	target  *autograd.Tensor
+	size    int
+}
+
+// source is where a run's samples come from: a Kaggle file, dlrm's random
+// data or Kiln's planted data.
+type source interface {
+	// tableRows is each table's row count: the data's counts for a file,
+	// --arch-embedding-size for generated data.
+	tableRows() []int
+	// denseFeatures is the width of the dense input.
+	denseFeatures() int
+	// trainBatches yields epoch e's training batches, and trainLen says
+	// how many there are.
+	trainBatches(e int) iter.Seq2[*batch, error]
+	trainLen() int
+	// testBatches yields the held-out batches.
+	testBatches() iter.Seq2[*batch, error]
+	// describe says in one line what the data is.
+	describe() string
+}
+
+// openSource builds the source --data-generation names.
+func openSource(o *options) (source, error) {
+	switch o.DataGeneration {
+	case "planted":
+		return newPlantedSource(o)
+	case "random":
+		return newRandomSource(o)
+	case "dataset":
+		return newKaggleSource(o)
+	}
+	return nil, usagef("--data-generation %q: want dataset, random or planted", o.DataGeneration)
+}
+
+// fromCriteo converts a Scan-layout batch with the first tables tables
+// into a batch: every bag holds one index, so one offsets tensor 0..B−1
+// serves all tables.
+func fromCriteo(b *criteo.Batch, tables int) *batch {
+	n := b.Size()
+	out := &batch{size: n,
+		dense:  autograd.FromFloat32(b.Dense, n, criteo.NumDense),
+		target: autograd.FromFloat32(b.Labels, n, 1)}
+	offs := autograd.FromInt64(b.Offsets[:n], n)
+	for t := range tables {
+		out.indices = append(out.indices, autograd.FromInt64(b.Indices[t], n))
+		out.offsets = append(out.offsets, offs)
+	}
+	return out
+}
+
+// plantedSource is criteo.Planted's data: --data-size training samples
+// followed by --test-size held-out ones, the training order reshuffled
+// every epoch.
+type plantedSource struct {
+	p                  *criteo.Planted
+	train, test, batch int
+	testBatch          int
+	seed               uint64
+}
+
+func newPlantedSource(o *options) (*plantedSource, error) {
+	rows := o.embeddingSizes
+	if len(rows) > criteo.NumSparse {
+		return nil, usagef("--arch-embedding-size has %d tables; planted data has at most %d", len(rows), criteo.NumSparse)
+	}
+	cfg := criteo.DefaultPlanted(o.DataSize+o.TestSize, o.Seed)
+	cfg.Tables, cfg.Rows, cfg.RowsPerTable = len(rows), rows, 0
+	if len(rows) < 2 {
+		cfg.InteractionScale = 0
+	}
+	p, err := criteo.NewPlanted(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &plantedSource{p: p, train: o.DataSize, test: o.TestSize, batch: o.MiniBatchSize,
+		testBatch: o.testBatchSize(), seed: o.Seed}, nil
+}
+
+func (s *plantedSource) tableRows() []int   { return s.p.Rows() }
+func (s *plantedSource) denseFeatures() int { return criteo.NumDense }
+func (s *plantedSource) trainLen() int      { return ceilDiv(s.train, s.batch) }
+func (s *plantedSource) describe() string {
+	return fmt.Sprintf("planted data: %d training and %d held-out samples, %d tables", s.train, s.test, len(s.p.Rows()))
+}
+
+func (s *plantedSource) trainBatches(e int) iter.Seq2[*batch, error] {
+	order := make([]int, s.train)
+	for i := range order {
+		order[i] = i
+	}
+	rand.New(rand.NewPCG(s.seed, uint64(e))).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return convert(s.p.Batches(order, s.batch), len(s.p.Rows()))
+}
+
+func (s *plantedSource) testBatches() iter.Seq2[*batch, error] {
+	ids := make([]int, s.test)
+	for i := range ids {
+		ids[i] = s.train + i
+	}
+	return convert(s.p.Batches(ids, s.testBatch), len(s.p.Rows()))
+}
+
+// convert maps a sequence of Scan-layout batches to batches.
+func convert(seq iter.Seq2[*criteo.Batch, error], tables int) iter.Seq2[*batch, error] {
+	return func(yield func(*batch, error) bool) {
+		for b, err := range seq {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(fromCriteo(b, tables), nil) {
+				return
+			}
+		}
+	}
+}
+
+// randomSource is dlrm's --data-generation random: multi-hot bags per
+// --num-indices-per-lookup, a training set of --data-size samples and a
+// held-out one of --test-size drawn from another seed.
+type randomSource struct {
+	train, test *criteo.Random
+	rows        []int
+	dense       int
+}
+
+func newRandomSource(o *options) (*randomSource, error) {
+	cfg := criteo.RandomConfig{DenseFeatures: o.mlpBot[0], TableSizes: o.embeddingSizes, DataSize: o.DataSize,
+		MiniBatchSize: o.MiniBatchSize, NumBatches: o.NumBatches, IndicesPerLookup: o.NumIndicesPerLookup,
+		IndicesPerLookupFixed: o.NumIndicesPerLookupFixed, RoundTargets: o.RoundTargets, Seed: o.Seed}
+	train, err := criteo.NewRandom(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DataSize, cfg.MiniBatchSize, cfg.NumBatches, cfg.Seed = o.TestSize, o.testBatchSize(), 0, o.Seed+1
+	test, err := criteo.NewRandom(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &randomSource{train: train, test: test, rows: o.embeddingSizes, dense: o.mlpBot[0]}, nil
+}
+
+func (s *randomSource) tableRows() []int   { return s.rows }
+func (s *randomSource) denseFeatures() int { return s.dense }
+func (s *randomSource) trainLen() int      { return s.train.NumBatches() }
+func (s *randomSource) describe() string {
+	return fmt.Sprintf("random data: %d training and %d held-out batches, %d tables", s.train.NumBatches(), s.test.NumBatches(), len(s.rows))
+}
+
+func (s *randomSource) trainBatches(int) iter.Seq2[*batch, error] { return s.fromRandom(s.train) }
+func (s *randomSource) testBatches() iter.Seq2[*batch, error]     { return s.fromRandom(s.test) }
+
+func (s *randomSource) fromRandom(r *criteo.Random) iter.Seq2[*batch, error] {
+	return func(yield func(*batch, error) bool) {
+		for rb, err := range r.Batches() {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			n := rb.Size()
+			b := &batch{size: n, dense: autograd.FromFloat32(rb.Dense, n, s.dense), target: autograd.FromFloat32(rb.Targets, n, 1)}
+			for t := range rb.Indices {
+				b.indices = append(b.indices, autograd.FromInt64(rb.Indices[t], len(rb.Indices[t])))
+				b.offsets = append(b.offsets, autograd.FromInt64(rb.Offsets[t], len(rb.Offsets[t])))
+			}
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}
+}
+
+// kaggleSource reads a Kaggle train.txt (--raw-data-file): one scan for
+// the dictionaries and line offsets, dlrm's seven-day split, negatives
+// sub-sampled in training, batches read back with ReadAt.
+type kaggleSource struct {
+	f                 *os.File
+	ix                *criteo.Index
+	train, test       []int
+	batch, testBatch  int
+	seed              uint64
+	randomize, tables int
+	path              string
+}
+
+func newKaggleSource(o *options) (*kaggleSource, error) {
+	if o.RawDataFile == "" {
+		return nil, usagef("--data-generation dataset needs --raw-data-file, the Kaggle train.txt")
+	}
+	f, err := os.Open(o.RawDataFile)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := criteo.Scan(f, criteo.ScanOptions{File: o.RawDataFile, MaxIndRange: o.MaxIndRange, SkipBadLines: o.SkipBadLines})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	split := criteo.KaggleSplit(ix.Len())
+	s := &kaggleSource{f: f, ix: ix, batch: o.MiniBatchSize, testBatch: o.testBatchSize(), seed: o.Seed,
+		tables: criteo.NumSparse, path: o.RawDataFile}
+	s.train = ix.Select(split.Train, o.DataSubSampleRate, o.Seed)
+	s.test = ix.Select(split.Test, 0, o.Seed)
+	if len(s.train) == 0 || len(s.test) == 0 {
+		f.Close()
+		return nil, fmt.Errorf("%s: %d good lines leave %d training and %d test samples; the seven-day split needs more", o.RawDataFile, ix.Len(), len(s.train), len(s.test))
+	}
+	return s, nil
+}
+
+func (s *kaggleSource) tableRows() []int {
+	c := s.ix.Counts()
+	return c[:]
+}
+func (s *kaggleSource) denseFeatures() int { return criteo.NumDense }
+func (s *kaggleSource) trainLen() int      { return ceilDiv(len(s.train), s.batch) }
+func (s *kaggleSource) describe() string {
+	n, first := s.ix.BadLines()
+	bad := ""
+	if n > 0 {
+		bad = fmt.Sprintf(", %d bad lines skipped (first at lines %v)", n, first)
+	}
+	return fmt.Sprintf("%s: %d training and %d test samples%s", s.path, len(s.train), len(s.test), bad)
+}
+
+func (s *kaggleSource) trainBatches(int) iter.Seq2[*batch, error] {
+	return convert(s.ix.Batches(s.f, s.train, s.batch), s.tables)
+}
+
+func (s *kaggleSource) testBatches() iter.Seq2[*batch, error] {
+	return convert(s.ix.Batches(s.f, s.test, s.testBatch), s.tables)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// oracleAUC is the held-out AUC of the planted model's true
+// probabilities: what a perfect learner would score on this sample.
+func (s *plantedSource) oracleAUC() (float64, error) {
+	var probs, labels []float32
+	for b, err := range s.testBatches() {
+		if err != nil {
+			return 0, err
+		}
+		labels = append(labels, b.target.Float32s()...)
+	}
+	for i := range s.test {
+		probs = append(probs, float32(s.p.Prob(s.train+i)))
+	}
+	return metrics.AUC(probs, labels)
+}

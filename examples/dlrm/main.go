@@ -1,0 +1,406 @@
+// Command dlrm trains and evaluates facebookresearch/dlrm's DLRM_Net on the
+// CPU: the Kiln counterpart of dlrm_s_pytorch.py, taking its flags with
+// their names and meanings.
+//
+// train fits the model, drawing a progress bar (loss, accuracy, samples/s)
+// on a terminal and printing dlrm's "Finished training it …" line every
+// --print-freq iterations otherwise; every --test-freq iterations and at
+// the end of each epoch it reports the held-out AUC, log loss and
+// accuracy, and with --save-model writes the model whenever the held-out
+// AUC improves. --mlperf-auc-threshold stops training once the AUC
+// reaches it:
+//
+//	go run ./examples/dlrm train --data-generation planted --arch-embedding-size 1000-1000-1000-1000-1000-1000-1000-1000 \
+//	    --arch-sparse-feature-size 16 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --loss-function bce \
+//	    --mini-batch-size 128 --learning-rate 0.1 --data-size 50000 --test-size 10000 --nepochs 2
+//	go run ./examples/dlrm train --data-generation dataset --raw-data-file train.txt --arch-sparse-feature-size 16 \
+//	    --arch-mlp-bot 13-512-256-64-16 --arch-mlp-top 512-256-1 --loss-function bce --round-targets=true \
+//	    --mini-batch-size 128 --learning-rate 0.1 --test-freq 10240 --save-model dlrm.safetensors
+//
+// evaluate loads --load-model (a state dict with DLRM_Net's names, as
+// train writes and as dlrm's model.state_dict() saves with
+// safetensors.torch.save_file) and prints the held-out AUC, log loss and
+// accuracy.
+//
+// # Data
+//
+// --data-generation picks the samples:
+//
+//   - dataset reads the Kaggle display-advertising train.txt named by
+//     --raw-data-file with package datasets/criteo: one streaming pass
+//     builds the dictionaries (each table's rows are its feature's distinct
+//     values, --max-ind-range folding them first), dlrm's seven-day split
+//     gives days 0–5 to training and the first half of day 6 to testing,
+//     and --data-sub-sample-rate drops that share of training negatives.
+//     Bad lines stop the run with FILE:LINE: field …, or are counted with
+//     --skip-bad-lines.
+//   - random is dlrm's random data: --data-size samples in batches, bags of
+//     up to --num-indices-per-lookup sorted distinct indices (exactly that
+//     many with --num-indices-per-lookup-fixed), uniform dense inputs and
+//     targets; the held-out set (--test-size samples) is drawn the same
+//     way from another seed.
+//   - planted is Kiln's generator with a known signal (criteo.Planted):
+//     Zipf-distributed ids for the --arch-embedding-size tables, labels
+//     drawn from a logistic model of the dense features, per-row effects
+//     and one pairwise term; --data-size training and --test-size held-out
+//     samples. train prints the oracle AUC (that of the true
+//     probabilities), the best any model can expect.
+//
+// # Exit status
+//
+// 0 on success, 2 for a wrong command line (an unknown subcommand, flag or
+// value, or a dlrm flag Kiln does not implement, named), 1 when something
+// fails while running (a data file that cannot be read or holds a bad
+// line, a model file that does not fit the configuration, a diverged run).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kilnml/kiln/kernels"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one subcommand: its name, one line of help and what it does.
+type command struct {
+	name, summary string
+	run           func(o *options, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"train", "train DLRM and report held-out AUC, log loss and accuracy", train},
+	{"evaluate", "print the held-out AUC, log loss and accuracy of a saved model", evaluate},
+}
+
+// usageError is a mistake on the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// run executes the command line args (without the program name) and
+// returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		w, status := stderr, 2
+		if len(args) > 0 {
+			w, status = stdout, 0
+		}
+		usage(w)
+		return status
+	}
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == args[0] })
+	if i < 0 {
+		fmt.Fprintf(stderr, "dlrm: unknown subcommand %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	cmd := commands[i]
+	o, err := parse(cmd, args[1:], stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		fmt.Fprintln(stdout, "kernels:", kernels.Features())
+		err = cmd.run(o, stdout, stderr)
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "dlrm %s: %v\n", cmd.name, err)
+	if _, ok := errors.AsType[*usageError](err); ok {
+		fmt.Fprintf(stderr, "run 'dlrm %s -h' for its flags\n", cmd.name)
+		return 2
+	}
+	return 1
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: dlrm <subcommand> [flags]\n\nsubcommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nflags are dlrm_s_pytorch.py's; run 'dlrm <subcommand> -h' for them")
+}
+
+// unsupported are dlrm_s_pytorch.py's flags Kiln does not implement, with
+// what they are for.
+var unsupported = map[string]string{
+	"md-flag": "mixed-dimension embeddings", "md-threshold": "mixed-dimension embeddings",
+	"md-temperature": "mixed-dimension embeddings", "md-round-dims": "mixed-dimension embeddings",
+	"qr-flag": "quotient-remainder embeddings", "qr-threshold": "quotient-remainder embeddings",
+	"qr-operation": "quotient-remainder embeddings", "qr-collisions": "quotient-remainder embeddings",
+	"weighted-pooling":      "weighted pooling",
+	"quantize-mlp-with-bit": "quantized training", "quantize-emb-with-bit": "quantized training",
+	"save-onnx": "ONNX export", "use-gpu": "GPUs", "use-ipex": "IPEX (Kiln is the CPU path)",
+	"dist-backend": "distributed training", "local_rank": "distributed training", "inference-only": "inference-only runs (use evaluate)",
+	"enable-profiling": "the PyTorch profiler", "plot-compute-graph": "torchviz plots",
+	"tensor-board-filename": "TensorBoard", "memory-map": "memory-mapped preprocessed data",
+	"dataset-multiprocessing": "multiprocess preprocessing", "data-trace-file": "synthetic trace data",
+	"data-trace-enable-padding": "synthetic trace data", "rand-data-min": "non-uniform random data",
+	"rand-data-max": "non-uniform random data", "rand-data-mu": "non-uniform random data",
+	"rand-data-sigma": "non-uniform random data", "processed-data-file": "dlrm's preprocessed .npz files",
+	"mlperf-bin-loader": "MLPerf binary data", "mlperf-bin-shuffle": "MLPerf binary data",
+}
+
+// boolFlags are the flags that take no value, or a boolean after = or as
+// the next word (dlrm's type=bool flags are written both ways).
+var boolFlags = []string{"arch-interaction-itself", "round-targets", "num-indices-per-lookup-fixed",
+	"mlperf-logging", "skip-bad-lines", "print-time", "sync-dense-params", "fused-emb", "quiet"}
+
+// joinBools rewrites "--flag true" as "--flag=true" for the boolean flags,
+// so that dlrm's spelling parses, and rejects dlrm's unsupported flags by
+// name before the flag package reports them as unknown.
+func joinBools(args []string) ([]string, error) {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...), nil
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") {
+			if why, ok := unsupported[name]; ok {
+				return nil, usagef("--%s: %s is not supported by Kiln's dlrm", name, why)
+			}
+		}
+		if strings.HasPrefix(a, "-") && !strings.Contains(a, "=") && slices.Contains(boolFlags, name) && i+1 < len(args) {
+			if _, err := strconv.ParseBool(args[i+1]); err == nil {
+				out = append(out, a+"="+args[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// parse reads cmd's flags from args into options and checks their values.
+// With -h it prints the flags to stdout and returns flag.ErrHelp.
+func parse(cmd command, args []string, stdout io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("dlrm "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by run, in one line
+	o := &options{}
+	o.register(fs)
+	args, err := joinBools(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "usage: dlrm %s [flags]\n\n%s.\n\nflags:\n", cmd.name, cmd.summary)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	if cmd.name == "evaluate" && o.LoadModel == "" {
+		return nil, usagef("evaluate needs --load-model, the model file to evaluate")
+	}
+	return o, o.check()
+}
+
+// options holds the flags, named and defaulted as dlrm_s_pytorch.py's.
+type options struct {
+	SparseFeatureSize                         int
+	EmbeddingSize, MLPBot, MLPTop             string
+	InteractionOp                             string
+	InteractionItself                         bool
+	LossFunction, LossWeights                 string
+	LossThreshold                             float64
+	RoundTargets                              bool
+	DataGeneration, RawDataFile, DataSet      string
+	DataRandomize, RandDataDist               string
+	DataSize, TestSize, NumBatches            int
+	NumIndicesPerLookup                       int
+	NumIndicesPerLookupFixed                  bool
+	MaxIndRange                               int
+	DataSubSampleRate                         float64
+	SkipBadLines                              bool
+	MiniBatchSize, TestMiniBatchSize, NEpochs int
+	LearningRate                              float64
+	Optimizer                                 string
+	PrintFreq, TestFreq                       int
+	PrintTime, PrintPrecision                 bool
+	LRNumWarmupSteps, LRDecayStartStep        int
+	LRNumDecaySteps                           int
+	MLPerfLogging                             bool
+	MLPerfAUCThreshold, MLPerfAccThreshold    float64
+	SaveModel, LoadModel                      string
+	Seed                                      uint64
+	DType                                     string
+	FusedEmb, SyncDense, Quiet                bool
+	NumWorkers, TestNumWorkers                int
+	embeddingSizes, mlpBot, mlpTop            []int
+	lossWeights                               [2]float64
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.IntVar(&o.SparseFeatureSize, "arch-sparse-feature-size", 2, "d, every table's row size and the bottom MLP's output")
+	fs.StringVar(&o.EmbeddingSize, "arch-embedding-size", "4-3-2", "rows of each table, dash-separated (dataset data takes them from the file)")
+	fs.StringVar(&o.MLPBot, "arch-mlp-bot", "4-3-2", "bottom MLP widths, input first, dash-separated")
+	fs.StringVar(&o.MLPTop, "arch-mlp-top", "4-2-1", "top MLP output widths, dash-separated (its input is the interaction's width)")
+	fs.StringVar(&o.InteractionOp, "arch-interaction-op", "dot", "dot or cat")
+	fs.BoolVar(&o.InteractionItself, "arch-interaction-itself", false, "keep each feature's dot with itself")
+	fs.StringVar(&o.LossFunction, "loss-function", "mse", "mse, bce or wbce")
+	fs.StringVar(&o.LossWeights, "loss-weights", "1.0-1.0", "wbce's weights of negatives and positives")
+	fs.Float64Var(&o.LossThreshold, "loss-threshold", 0, "clamp probabilities to [t, 1−t] when above 0")
+	fs.BoolVar(&o.RoundTargets, "round-targets", false, "round random targets to 0 or 1")
+	fs.StringVar(&o.DataGeneration, "data-generation", "random", "dataset, random or planted")
+	fs.StringVar(&o.DataSet, "data-set", "kaggle", "kaggle (terabyte is not supported yet)")
+	fs.StringVar(&o.RawDataFile, "raw-data-file", "", "the Kaggle train.txt for --data-generation dataset")
+	fs.StringVar(&o.DataRandomize, "data-randomize", "total", "training order of dataset data: total, day or none")
+	fs.StringVar(&o.RandDataDist, "rand-data-dist", "uniform", "random data's distribution (uniform only)")
+	fs.IntVar(&o.DataSize, "data-size", 1, "training samples of random and planted data")
+	fs.IntVar(&o.TestSize, "test-size", 0, "held-out samples of random and planted data (Kiln's; default --data-size/5)")
+	fs.IntVar(&o.NumBatches, "num-batches", 0, "training batches per epoch (0: all)")
+	fs.IntVar(&o.NumIndicesPerLookup, "num-indices-per-lookup", 10, "random data's largest bag")
+	fs.BoolVar(&o.NumIndicesPerLookupFixed, "num-indices-per-lookup-fixed", false, "random data's bags all hold --num-indices-per-lookup")
+	fs.IntVar(&o.MaxIndRange, "max-ind-range", -1, "fold categorical values modulo this when positive")
+	fs.Float64Var(&o.DataSubSampleRate, "data-sub-sample-rate", 0, "share of training negatives dropped")
+	fs.BoolVar(&o.SkipBadLines, "skip-bad-lines", false, "count bad lines of dataset data instead of stopping at the first (Kiln's)")
+	fs.IntVar(&o.MiniBatchSize, "mini-batch-size", 1, "training samples per batch")
+	fs.IntVar(&o.TestMiniBatchSize, "test-mini-batch-size", -1, "held-out samples per batch (default --mini-batch-size)")
+	fs.IntVar(&o.NEpochs, "nepochs", 1, "passes over the training data")
+	fs.Float64Var(&o.LearningRate, "learning-rate", 0.01, "learning rate")
+	fs.StringVar(&o.Optimizer, "optimizer", "sgd", "sgd, adagrad or rwsadagrad (row-wise Adagrad for the tables)")
+	fs.IntVar(&o.PrintFreq, "print-freq", 1, "print a progress line every N iterations (off a terminal)")
+	fs.IntVar(&o.TestFreq, "test-freq", -1, "evaluate every N iterations (-1: at the end of each epoch only)")
+	fs.BoolVar(&o.PrintTime, "print-time", false, "add the time per iteration to progress lines")
+	fs.BoolVar(&o.PrintPrecision, "print-precision", false, "accepted for dlrm's scripts; Kiln prints 5 digits")
+	fs.IntVar(&o.LRNumWarmupSteps, "lr-num-warmup-steps", 0, "linear learning-rate warm-up steps")
+	fs.IntVar(&o.LRDecayStartStep, "lr-decay-start-step", 0, "step at which the quadratic decay starts")
+	fs.IntVar(&o.LRNumDecaySteps, "lr-num-decay-steps", 0, "steps of the quadratic decay")
+	fs.BoolVar(&o.MLPerfLogging, "mlperf-logging", false, "report AUC at each test, as dlrm's MLPerf mode (Kiln always does)")
+	fs.Float64Var(&o.MLPerfAUCThreshold, "mlperf-auc-threshold", 0, "stop once the held-out AUC reaches this")
+	fs.Float64Var(&o.MLPerfAccThreshold, "mlperf-acc-threshold", 0, "stop once the held-out accuracy (in %) reaches this")
+	fs.StringVar(&o.SaveModel, "save-model", "", "write the model (safetensors) whenever the held-out AUC improves")
+	fs.StringVar(&o.LoadModel, "load-model", "", "start from this model file (safetensors with DLRM_Net's names)")
+	fs.Uint64Var(&o.Seed, "numpy-rand-seed", 123, "seed of initialisation and data")
+	fs.StringVar(&o.DType, "dtype", "fp32", "fp32 (bf16 is not supported by this command yet)")
+	fs.BoolVar(&o.FusedEmb, "fused-emb", false, "apply the table updates inside the embedding backward (not supported yet)")
+	fs.BoolVar(&o.SyncDense, "sync-dense-params", true, "accepted for dlrm's scripts (one process here)")
+	fs.IntVar(&o.NumWorkers, "num-workers", 0, "accepted for dlrm's scripts; batches are read on the training goroutine")
+	fs.IntVar(&o.TestNumWorkers, "test-num-workers", -1, "accepted for dlrm's scripts")
+	fs.BoolVar(&o.Quiet, "quiet", false, "draw no progress bar (Kiln's)")
+}
+
+// dashInts parses dlrm's "a-b-c" lists.
+func dashInts(flagName, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, "-") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return nil, usagef("--%s %q: want positive integers separated by dashes, as 13-512-256-64", flagName, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// check validates the flags and derives the parsed lists.
+func (o *options) check() error {
+	var err error
+	if o.embeddingSizes, err = dashInts("arch-embedding-size", o.EmbeddingSize); err != nil {
+		return err
+	}
+	if o.mlpBot, err = dashInts("arch-mlp-bot", o.MLPBot); err != nil {
+		return err
+	}
+	if o.mlpTop, err = dashInts("arch-mlp-top", o.MLPTop); err != nil {
+		return err
+	}
+	ws := strings.Split(o.LossWeights, "-")
+	if len(ws) != 2 {
+		return usagef("--loss-weights %q: want two weights, negatives then positives, as 1.0-1.0", o.LossWeights)
+	}
+	for i, w := range ws {
+		if o.lossWeights[i], err = strconv.ParseFloat(w, 64); err != nil || !(o.lossWeights[i] >= 0) {
+			return usagef("--loss-weights %q: weight %q is not a number of at least 0", o.LossWeights, w)
+		}
+	}
+	if o.TestSize == 0 {
+		o.TestSize = max(1, o.DataSize/5)
+	}
+	switch {
+	case o.SparseFeatureSize < 1:
+		return usagef("--arch-sparse-feature-size %d: must be at least 1", o.SparseFeatureSize)
+	case o.InteractionOp != "dot" && o.InteractionOp != "cat":
+		return usagef("--arch-interaction-op %q: want dot or cat", o.InteractionOp)
+	case !slices.Contains([]string{"mse", "bce", "wbce"}, o.LossFunction):
+		return usagef("--loss-function %q: want mse, bce or wbce", o.LossFunction)
+	case !(o.LossThreshold >= 0 && o.LossThreshold < 0.5):
+		return usagef("--loss-threshold %v: must be in [0, 0.5)", o.LossThreshold)
+	case !slices.Contains([]string{"dataset", "random", "planted"}, o.DataGeneration):
+		if o.DataGeneration == "synthetic" {
+			return usagef("--data-generation synthetic (trace-driven data) is not supported yet: use dataset, random or planted")
+		}
+		return usagef("--data-generation %q: want dataset, random or planted", o.DataGeneration)
+	case o.DataSet != "kaggle":
+		return usagef("--data-set %q: only kaggle is supported", o.DataSet)
+	case !slices.Contains([]string{"total", "day", "none"}, o.DataRandomize):
+		return usagef("--data-randomize %q: want total, day or none", o.DataRandomize)
+	case o.RandDataDist != "uniform":
+		return usagef("--rand-data-dist %q: only uniform is supported", o.RandDataDist)
+	case o.DataSize < 1:
+		return usagef("--data-size %d: must be at least 1", o.DataSize)
+	case o.TestSize < 1:
+		return usagef("--test-size %d: must be at least 1", o.TestSize)
+	case o.NumBatches < 0:
+		return usagef("--num-batches %d: must be at least 0", o.NumBatches)
+	case o.NumIndicesPerLookup < 1:
+		return usagef("--num-indices-per-lookup %d: must be at least 1", o.NumIndicesPerLookup)
+	case !(o.DataSubSampleRate >= 0 && o.DataSubSampleRate < 1):
+		return usagef("--data-sub-sample-rate %v: must be in [0, 1)", o.DataSubSampleRate)
+	case o.MiniBatchSize < 1:
+		return usagef("--mini-batch-size %d: must be at least 1", o.MiniBatchSize)
+	case o.TestMiniBatchSize == 0 || o.TestMiniBatchSize < -1:
+		return usagef("--test-mini-batch-size %d: must be at least 1 (or -1: --mini-batch-size)", o.TestMiniBatchSize)
+	case o.NEpochs < 1:
+		return usagef("--nepochs %d: must be at least 1", o.NEpochs)
+	case !(o.LearningRate >= 0 && o.LearningRate < 1e300):
+		return usagef("--learning-rate %v: must be a finite number, at least 0", o.LearningRate)
+	case !slices.Contains([]string{"sgd", "adagrad", "rwsadagrad"}, o.Optimizer):
+		return usagef("--optimizer %q: want sgd, adagrad or rwsadagrad", o.Optimizer)
+	case o.PrintFreq < 1:
+		return usagef("--print-freq %d: must be at least 1", o.PrintFreq)
+	case o.TestFreq == 0 || o.TestFreq < -1:
+		return usagef("--test-freq %d: must be at least 1 (or -1: each epoch's end)", o.TestFreq)
+	case o.LRNumWarmupSteps < 0 || o.LRDecayStartStep < 0 || o.LRNumDecaySteps < 0:
+		return usagef("--lr-num-warmup-steps, --lr-decay-start-step and --lr-num-decay-steps must be at least 0")
+	case o.DType != "fp32":
+		return usagef("--dtype %q: only fp32 is supported by this command yet", o.DType)
+	case o.FusedEmb:
+		return usagef("--fused-emb: fused embedding updates are not supported by this command yet")
+	}
+	if last := o.mlpBot[len(o.mlpBot)-1]; last != o.SparseFeatureSize {
+		return usagef("--arch-mlp-bot %s ends in %d but --arch-sparse-feature-size is %d: they must be equal", o.MLPBot, last, o.SparseFeatureSize)
+	}
+	return nil
+}
+
+// testBatchSize is --test-mini-batch-size, defaulting to the training one.
+func (o *options) testBatchSize() int {
+	if o.TestMiniBatchSize > 0 {
+		return o.TestMiniBatchSize
+	}
+	return o.MiniBatchSize
+}

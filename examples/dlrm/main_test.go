@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// plantedArgs is the learning check's setup: eight tables of 50 rows, d =
+// 16, 50k training and 10k held-out planted samples.
+var plantedArgs = []string{"--data-generation", "planted", "--arch-embedding-size", "50-50-50-50-50-50-50-50",
+	"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "13-64-16", "--arch-mlp-top", "64-1",
+	"--loss-function", "bce", "--mini-batch-size", "128", "--data-size", "50000", "--test-size", "10000",
+	"--print-freq", "1000", "--quiet"}
+
+// runOK runs the command line and fails the test unless it exits 0.
+func runOK(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errw bytes.Buffer
+	if status := run(args, &out, &errw); status != 0 {
+		t.Fatalf("dlrm %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), status, out.String(), errw.String())
+	}
+	return out.String()
+}
+
+// lastFloat returns the number after the last match of label in out.
+func lastFloat(t *testing.T, out, label string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(regexp.QuoteMeta(label) + ` ([0-9.]+)`).FindAllStringSubmatch(out, -1)
+	if m == nil {
+		t.Fatalf("no %q in output:\n%s", label, out)
+	}
+	v, err := strconv.ParseFloat(m[len(m)-1][1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestTrainLearnsPlanted is issue 19's learning check: on planted data
+// with a known signal, SGD and row-wise Adagrad reach a held-out AUC
+// within 0.03 of the oracle's (the true probabilities') and at least 0.75.
+func TestTrainLearnsPlanted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains for a few seconds")
+	}
+	for _, c := range []struct{ optimizer, lr, epochs, batch string }{
+		{"sgd", "1.0", "10", "256"},
+		{"rwsadagrad", "0.01", "8", "128"},
+	} {
+		t.Run(c.optimizer, func(t *testing.T) {
+			args := append([]string{"train"}, plantedArgs...)
+			out := runOK(t, append(args, "--optimizer", c.optimizer, "--learning-rate", c.lr, "--nepochs", c.epochs, "--mini-batch-size", c.batch)...)
+			oracle := lastFloat(t, out, "(their true probabilities):")
+			best := lastFloat(t, out, "best held-out auc")
+			t.Logf("%s: best held-out AUC %.4f, oracle %.4f", c.optimizer, best, oracle)
+			if best < oracle-0.03 || best < 0.75 {
+				t.Errorf("best held-out AUC %.4f, want at least max(oracle %.4f − 0.03, 0.75)", best, oracle)
+			}
+		})
+	}
+}
+
+// TestSaveAndEvaluate saves the best model while training and checks that
+// evaluate scores it as training's best test did.
+func TestSaveAndEvaluate(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "dlrm.safetensors")
+	args := []string{"--data-generation", "planted", "--arch-embedding-size", "20-30-40", "--arch-sparse-feature-size", "4",
+		"--arch-mlp-bot", "13-8-4", "--arch-mlp-top", "8-1", "--loss-function", "bce", "--mini-batch-size", "64",
+		"--data-size", "3000", "--test-size", "1000", "--quiet"}
+	out := runOK(t, append([]string{"train", "--nepochs", "3", "--learning-rate", "0.1", "--test-freq", "20", "--save-model", model}, args...)...)
+	best := lastFloat(t, out, "best held-out auc")
+	ev := runOK(t, append([]string{"evaluate", "--load-model", model}, args...)...)
+	if got := lastFloat(t, ev, "held-out auc"); got != best {
+		t.Errorf("evaluate of the saved model: auc %v, training's best %v\n%s", got, best, ev)
+	}
+}
+
+// TestTrainKaggleFile trains on a Kaggle-format file and reports a bad
+// line by file and line, or skips it with --skip-bad-lines.
+func TestTrainKaggleFile(t *testing.T) {
+	sample := filepath.Join("..", "..", "datasets", "criteo", "testdata", "planted.txt")
+	common := []string{"--arch-sparse-feature-size", "4", "--arch-mlp-bot", "13-8-4", "--arch-mlp-top", "8-1",
+		"--loss-function", "bce", "--mini-batch-size", "16", "--quiet"}
+	out := runOK(t, append([]string{"train", "--data-generation", "dataset", "--raw-data-file", sample}, common...)...)
+	if !strings.Contains(out, "training and") || !strings.Contains(out, "best held-out auc") {
+		t.Errorf("output lacks the data line or the result:\n%s", out)
+	}
+
+	data, err := os.ReadFile(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[6] = "2" + lines[6][1:] // line 7's label
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	if err := os.WriteFile(bad, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	status := run(append([]string{"train", "--data-generation", "dataset", "--raw-data-file", bad}, common...), &o, &e)
+	if status != 1 || !strings.Contains(e.String(), bad+":7") {
+		t.Errorf("bad label on line 7: exit %d, stderr %q; want 1 and an error naming %s:7", status, e.String(), bad)
+	}
+	out = runOK(t, append([]string{"train", "--data-generation", "dataset", "--raw-data-file", bad, "--skip-bad-lines"}, common...)...)
+	if !strings.Contains(out, "1 bad lines skipped (first at lines [7])") {
+		t.Errorf("--skip-bad-lines output does not report line 7:\n%s", out)
+	}
+}
+
+// TestCommandLine checks dlrm's spellings and the errors of a wrong
+// command line: exit 2 and a message naming the flag.
+func TestCommandLine(t *testing.T) {
+	small := []string{"--arch-embedding-size", "5-6", "--arch-sparse-feature-size", "2", "--arch-mlp-bot", "3-2",
+		"--arch-mlp-top", "3-1", "--data-size", "64", "--mini-batch-size", "16", "--quiet"}
+	// dlrm's type=bool flags take their value as the next word too.
+	out := runOK(t, append([]string{"train", "--round-targets", "True", "--arch-interaction-itself", "--num-indices-per-lookup-fixed=true"}, small...)...)
+	if !strings.Contains(out, "random data") {
+		t.Errorf("default data is not dlrm's random data:\n%s", out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--qr-flag"}, "--qr-flag: quotient-remainder embeddings is not supported"},
+		{[]string{"train", "--use-gpu", "True"}, "--use-gpu: GPUs is not supported"},
+		{[]string{"train", "--arch-mlp-bot", "13-8-4", "--arch-sparse-feature-size", "16"}, "ends in 4 but --arch-sparse-feature-size is 16"},
+		{[]string{"train", "--arch-embedding-size", "4-x"}, "--arch-embedding-size \"4-x\""},
+		{[]string{"train", "--loss-function", "hinge"}, "--loss-function \"hinge\""},
+		{[]string{"train", "--data-generation", "synthetic"}, "synthetic (trace-driven data) is not supported"},
+		{[]string{"train", "--data-generation", "dataset"}, "needs --raw-data-file"},
+		{[]string{"train", "--optimizer", "adam"}, "--optimizer \"adam\""},
+		{[]string{"train", "--lr-num-warmup-steps", "10", "--lr-decay-start-step", "5"}, "decay start step 5 is before the end of 10 warm-up steps"},
+		{[]string{"evaluate"}, "evaluate needs --load-model"},
+		{[]string{"train", "--nosuch"}, "flag provided but not defined: -nosuch"},
+	} {
+		var o, e bytes.Buffer
+		args := c.args
+		if c.args[0] == "train" && len(c.args) > 1 && c.args[1] == "--lr-num-warmup-steps" {
+			args = append(append([]string{}, c.args...), small...)
+		}
+		if status := run(args, &o, &e); status != 2 || !strings.Contains(e.String(), c.want) {
+			t.Errorf("dlrm %s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), status, e.String(), c.want)
+		}
+	}
+	if status := run([]string{"train", "--data-generation", "dataset", "--raw-data-file", "/nonexistent/train.txt"}, io.Discard, io.Discard); status != 1 {
+		t.Errorf("missing data file: exit %d, want 1", status)
+	}
+}

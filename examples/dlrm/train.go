@@ -1,0 +1,291 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
+	"github.com/kilnml/kiln/nn/metrics"
+	"github.com/kilnml/kiln/nn/models"
+	"github.com/kilnml/kiln/optim"
+)
+
+// newModel builds the DLRM the flags describe for src's tables, and loads
+// --load-model into it when given.
+func newModel(o *options, src source) (*models.DLRM, error) {
+	if d := src.denseFeatures(); d != o.mlpBot[0] {
+		return nil, usagef("--arch-mlp-bot %s starts with %d inputs but the data has %d dense features", o.MLPBot, o.mlpBot[0], d)
+	}
+	m, err := models.NewDLRM(autograd.NewGenerator(o.Seed), models.DLRMConfig{
+		SparseFeatureSize: o.SparseFeatureSize, EmbeddingSizes: src.tableRows(),
+		BottomMLP: o.mlpBot, TopMLP: o.mlpTop,
+		InteractionOp: o.InteractionOp, InteractionItself: o.InteractionItself,
+		LossThreshold: o.LossThreshold, SparseTables: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if o.LoadModel != "" {
+		if strings.HasSuffix(o.LoadModel, ".pt") || strings.HasSuffix(o.LoadModel, ".pth") {
+			return nil, fmt.Errorf("%s: a PyTorch pickle; convert it with: python3 -c \"import torch, safetensors.torch as s; "+
+				"s.save_file(torch.load('%s')['state_dict'], '%s.safetensors')\"", o.LoadModel, o.LoadModel, strings.TrimSuffix(o.LoadModel, ".pt"))
+		}
+		if err := nn.LoadStateDict(m, o.LoadModel); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// newOptimizer is --optimizer over m's parameters.
+func newOptimizer(o *options, m nn.Module) (optim.Optimizer, error) {
+	params := nn.Parameters(m)
+	switch o.Optimizer {
+	case "adagrad":
+		ao := optim.DefaultAdagradOptions()
+		ao.LR = o.LearningRate
+		return optim.NewAdagrad(params, ao)
+	case "rwsadagrad":
+		ro := optim.DefaultRowWiseAdagradOptions()
+		ro.LR = o.LearningRate
+		return optim.NewRowWiseAdagrad(params, ro)
+	}
+	return optim.NewSGD(params, optim.SGDOptions{LR: o.LearningRate})
+}
+
+// loss is --loss-function of the probabilities p against targets t:
+// dlrm's MSELoss and BCELoss (means), or wbce, the per-sample BCE scaled
+// by --loss-weights[t] and averaged.
+func loss(o *options, p, t *autograd.Tensor) *autograd.Tensor {
+	switch o.LossFunction {
+	case "bce":
+		return autograd.BCELoss(p, t, autograd.ReductionMean)
+	case "wbce":
+		tv := t.Float32s()
+		w := make([]float32, len(tv))
+		for i, v := range tv {
+			w[i] = float32(o.lossWeights[int(math.Round(float64(v)))&1])
+		}
+		l := autograd.BCELoss(p, t, autograd.ReductionNone)
+		return autograd.Mean(autograd.Mul(l, autograd.FromFloat32(w, t.Shape()...)), nil, false)
+	}
+	return autograd.MSELoss(p, t, autograd.ReductionMean)
+}
+
+// scores are held-out results: dlrm's test line.
+type scores struct {
+	auc, logLoss, accuracy float64
+	samples                int
+}
+
+func (s scores) String() string {
+	return fmt.Sprintf("auc %.5f, log loss %.5f, accuracy %.3f %% (%d samples)", s.auc, s.logLoss, 100*s.accuracy, s.samples)
+}
+
+// test runs m over src's held-out batches in eval mode and scores them.
+func test(m *models.DLRM, src source) (scores, error) {
+	nn.Eval(m)
+	defer nn.Train(m, true)
+	var probs, labels []float32
+	for b, err := range src.testBatches() {
+		if err != nil {
+			return scores{}, err
+		}
+		var p *autograd.Tensor
+		if err := autograd.Try(func() { p = m.Forward(autograd.NoGrad(b.dense), b.indices, b.offsets) }); err != nil {
+			return scores{}, err
+		}
+		probs = append(probs, p.Float32s()...)
+		labels = append(labels, b.target.Float32s()...)
+	}
+	for i, y := range labels {
+		labels[i] = float32(math.Round(float64(y))) // random data's targets are uniform in [0, 1)
+	}
+	s := scores{samples: len(probs)}
+	var err error
+	if s.auc, err = metrics.AUC(probs, labels); err != nil {
+		return s, fmt.Errorf("held-out AUC: %w", err)
+	}
+	if s.logLoss, err = metrics.LogLoss(probs, labels); err != nil {
+		return s, fmt.Errorf("held-out log loss: %w", err)
+	}
+	if s.accuracy, err = metrics.Accuracy(probs, labels); err != nil {
+		return s, fmt.Errorf("held-out accuracy: %w", err)
+	}
+	return s, nil
+}
+
+// errDiverged is matched by the error of a run whose loss became NaN or
+// infinite.
+var errDiverged = errors.New("training diverged")
+
+// trainResult is what a training run ends with.
+type trainResult struct {
+	best, last scores
+	iterations int
+	stopped    bool // by --mlperf-*-threshold
+}
+
+// fit trains m on src as the flags say, printing to stdout, and returns
+// the best and last held-out scores.
+func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trainResult, error) {
+	var res trainResult
+	opt, err := newOptimizer(o, m)
+	if err != nil {
+		return res, err
+	}
+	sched, err := optim.NewDLRMLRPolicy(opt, o.LRNumWarmupSteps, o.LRDecayStartStep, o.LRNumDecaySteps)
+	if err != nil {
+		return res, usagef("%v", err)
+	}
+	perEpoch := src.trainLen()
+	if o.NumBatches > 0 {
+		perEpoch = min(perEpoch, o.NumBatches)
+	}
+	res.best.auc = math.Inf(-1)
+	evaluate := func(epoch, it int) (bool, error) {
+		s, err := test(m, src)
+		if err != nil {
+			return false, err
+		}
+		res.last = s
+		improved := s.auc > res.best.auc
+		if improved {
+			res.best = s
+		}
+		fmt.Fprintf(stdout, "Testing at - %d/%d of epoch %d, %v, best auc %.5f\n", it, perEpoch, epoch, s, res.best.auc)
+		if improved && o.SaveModel != "" {
+			if err := nn.SaveStateDict(m, o.SaveModel); err != nil {
+				return false, err
+			}
+		}
+		return (o.MLPerfAUCThreshold > 0 && s.auc >= o.MLPerfAUCThreshold) ||
+			(o.MLPerfAccThreshold > 0 && 100*s.accuracy >= o.MLPerfAccThreshold), nil
+	}
+	for epoch := range o.NEpochs {
+		bar := kiln.NewProgress(-1, kiln.ProgressOptions{Description: fmt.Sprintf("epoch %d", epoch), Quiet: o.Quiet, Writer: stderr})
+		var lossSum float64
+		var correct, seen, since int
+		t0 := time.Now()
+		it := 0
+		for b, err := range src.trainBatches(epoch) {
+			if err != nil {
+				return res, err
+			}
+			if it == perEpoch {
+				break
+			}
+			var l *autograd.Tensor
+			var p *autograd.Tensor
+			err := autograd.Try(func() {
+				opt.ZeroGrad()
+				p = m.Forward(b.dense, b.indices, b.offsets)
+				l = loss(o, p, b.target)
+				l.Backward()
+				opt.Step()
+				sched.Step()
+			})
+			if err != nil {
+				return res, fmt.Errorf("iteration %d of epoch %d: %w", it+1, epoch, err)
+			}
+			lv := l.Item()
+			if math.IsNaN(lv) || math.IsInf(lv, 0) {
+				return res, fmt.Errorf("iteration %d of epoch %d: loss %v: %w", it+1, epoch, lv, errDiverged)
+			}
+			c := countCorrect(p.Float32s(), b.target.Float32s())
+			bar.Update(b.size, lv, c)
+			lossSum += lv * float64(b.size)
+			correct += c
+			seen += b.size
+			since++
+			it++
+			res.iterations++
+			if it%o.PrintFreq == 0 || it == perEpoch {
+				line := fmt.Sprintf("Finished training it %d/%d of epoch %d, ", it, perEpoch, epoch)
+				if o.PrintTime {
+					line += fmt.Sprintf("%.2f ms/it, ", 1e3*time.Since(t0).Seconds()/float64(since))
+				}
+				fmt.Fprintf(stdout, "%sloss %.6f, accuracy %.3f %%, %.0f samples/s\n", line, lossSum/float64(seen), 100*float64(correct)/float64(seen), bar.Throughput())
+				lossSum, correct, seen, since, t0 = 0, 0, 0, 0, time.Now()
+			}
+			if o.TestFreq > 0 && res.iterations%o.TestFreq == 0 && it != perEpoch {
+				stop, err := evaluate(epoch, it)
+				if err != nil || stop {
+					bar.Finish()
+					res.stopped = stop
+					return res, err
+				}
+			}
+		}
+		bar.Finish()
+		stop, err := evaluate(epoch, it)
+		if err != nil || stop {
+			res.stopped = stop
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// countCorrect counts dlrm's correct predictions: round(p) == round(t),
+// p rounded half to even as np.round does.
+func countCorrect(p, t []float32) int {
+	n := 0
+	for i, v := range p {
+		if math.RoundToEven(float64(v)) == math.Round(float64(t[i])) {
+			n++
+		}
+	}
+	return n
+}
+
+func train(o *options, stdout, stderr io.Writer) error {
+	src, err := openSource(o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, src.describe())
+	if ps, ok := src.(*plantedSource); ok {
+		if oracle, err := ps.oracleAUC(); err == nil {
+			fmt.Fprintf(stdout, "oracle AUC of the held-out samples (their true probabilities): %.5f\n", oracle)
+		}
+	}
+	m, err := newModel(o, src)
+	if err != nil {
+		return err
+	}
+	res, err := fit(o, m, src, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	how := "done"
+	if res.stopped {
+		how = "stopped at the threshold"
+	}
+	fmt.Fprintf(stdout, "%s after %d iterations; best held-out %v\n", how, res.iterations, res.best)
+	return nil
+}
+
+func evaluate(o *options, stdout, _ io.Writer) error {
+	src, err := openSource(o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, src.describe())
+	m, err := newModel(o, src)
+	if err != nil {
+		return err
+	}
+	s, err := test(m, src)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "held-out %v\n", s)
+	return nil
+}
