@@ -25,11 +25,7 @@ type batch struct {
 // source is where a run's samples come from: a Kaggle file, dlrm's random
 // data or Kiln's planted data.
 type source interface {
-	// tableRows is each table's row count: the data's counts for a file,
-	// --arch-embedding-size for generated data.
-	tableRows() []int
-	// denseFeatures is the width of the dense input.
-	denseFeatures() int
+	shapes
 	// trainBatches yields epoch e's training batches, and trainLen says
 	// how many there are.
 	trainBatches(e int) iter.Seq2[*batch, error]
@@ -38,6 +34,15 @@ type source interface {
 	testBatches() iter.Seq2[*batch, error]
 	// describe says in one line what the data is.
 	describe() string
+}
+
+// shapes are what the model needs to know of its data.
+type shapes interface {
+	// tableRows is each table's row count: the data's counts for a file,
+	// --arch-embedding-size for generated data.
+	tableRows() []int
+	// denseFeatures is the width of the dense input.
+	denseFeatures() int
 }
 
 // openSource builds the source --data-generation names.

@@ -22,6 +22,20 @@
 // safetensors.torch.save_file) and prints the held-out AUC, log loss and
 // accuracy.
 //
+// infer times eval-mode forward passes over one random batch of
+// --mini-batch-size samples (uniform in-range indices, one per table) and
+// prints samples/s and the median and 90th-percentile batch latency; with
+// --graph FILE it times an exported graph instead. export traces the model
+// (--load-model's weights, or a fresh initialisation), freezes it and
+// saves the graph to --out: its inputs are dense f32[B, D0] and indices
+// i64[B, T], one per table per sample, and `kiln run` executes it from
+// .npy files:
+//
+//	go run ./examples/dlrm export --arch-embedding-size 1000-1000-1000 --arch-sparse-feature-size 16 \
+//	    --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --test-mini-batch-size 128 --out dlrm.kiln
+//	go run ./examples/dlrm infer --arch-embedding-size 1000-1000-1000 --arch-sparse-feature-size 16 \
+//	    --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 128 --graph dlrm.kiln
+//
 // # Data
 //
 // --data-generation picks the samples:
@@ -80,6 +94,8 @@ type command struct {
 var commands = []command{
 	{"train", "train DLRM and report held-out AUC, log loss and accuracy", train},
 	{"evaluate", "print the held-out AUC, log loss and accuracy of a saved model", evaluate},
+	{"infer", "time eval-mode forward passes of the model or an exported graph", infer},
+	{"export", "trace, freeze and save the model as a graph that runs without model code", export},
 }
 
 // usageError is a mistake on the command line: exit status 2.
@@ -249,6 +265,8 @@ type options struct {
 	DType                                     string
 	FusedEmb, SyncDense, Quiet                bool
 	NumWorkers, TestNumWorkers                int
+	Out, Graph                                string
+	Warmup, Iters                             int
 	embeddingSizes, mlpBot, mlpTop            []int
 	lossWeights                               [2]float64
 }
@@ -301,6 +319,10 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.NumWorkers, "num-workers", 0, "accepted for dlrm's scripts; batches are read on the training goroutine")
 	fs.IntVar(&o.TestNumWorkers, "test-num-workers", -1, "accepted for dlrm's scripts")
 	fs.BoolVar(&o.Quiet, "quiet", false, "draw no progress bar (Kiln's)")
+	fs.StringVar(&o.Out, "out", "", "export: write the frozen graph to this `file`")
+	fs.StringVar(&o.Graph, "graph", "", "infer: time this exported graph `file` instead of the model")
+	fs.IntVar(&o.Warmup, "warmup", 3, "infer: untimed passes first")
+	fs.IntVar(&o.Iters, "iters", 20, "infer: timed passes")
 }
 
 // dashInts parses dlrm's "a-b-c" lists.
@@ -388,6 +410,8 @@ func (o *options) check() error {
 		return usagef("--lr-num-warmup-steps, --lr-decay-start-step and --lr-num-decay-steps must be at least 0")
 	case o.DType != "fp32":
 		return usagef("--dtype %q: only fp32 is supported by this command yet", o.DType)
+	case o.Warmup < 0 || o.Iters < 1:
+		return usagef("--warmup %d and --iters %d: want at least 0 and 1", o.Warmup, o.Iters)
 	case o.FusedEmb:
 		return usagef("--fused-emb: fused embedding updates are not supported by this command yet")
 	}

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/graph"
 )
 
 // plantedArgs is the learning check's setup: eight tables of 50 rows, d =
@@ -31,7 +35,7 @@ func runOK(t *testing.T, args ...string) string {
 // lastFloat returns the number after the last match of label in out.
 func lastFloat(t *testing.T, out, label string) float64 {
 	t.Helper()
-	m := regexp.MustCompile(regexp.QuoteMeta(label) + ` ([0-9.]+)`).FindAllStringSubmatch(out, -1)
+	m := regexp.MustCompile(regexp.QuoteMeta(label)+` ([0-9.]+)`).FindAllStringSubmatch(out, -1)
 	if m == nil {
 		t.Fatalf("no %q in output:\n%s", label, out)
 	}
@@ -150,5 +154,55 @@ func TestCommandLine(t *testing.T) {
 	}
 	if status := run([]string{"train", "--data-generation", "dataset", "--raw-data-file", "/nonexistent/train.txt"}, io.Discard, io.Discard); status != 1 {
 		t.Errorf("missing data file: exit %d, want 1", status)
+	}
+}
+
+// TestExportRunsLikeEager exports a model trained for a few steps and
+// checks that the saved graph, compiled, gives the eager model's
+// probabilities within 1e-6 on another batch size, and that infer times
+// both.
+func TestExportRunsLikeEager(t *testing.T) {
+	dir := t.TempDir()
+	model, out := filepath.Join(dir, "m.safetensors"), filepath.Join(dir, "m.kiln")
+	shape := []string{"--arch-embedding-size", "20-30-40", "--arch-sparse-feature-size", "4",
+		"--arch-mlp-bot", "13-8-4", "--arch-mlp-top", "8-1", "--quiet"}
+	runOK(t, append([]string{"train", "--data-generation", "planted", "--data-size", "2000", "--mini-batch-size", "64",
+		"--loss-function", "bce", "--learning-rate", "0.1", "--save-model", model}, shape...)...)
+	runOK(t, append([]string{"export", "--load-model", model, "--test-mini-batch-size", "8", "--out", out}, shape...)...)
+
+	o, err := parse(commands[0], append([]string{"--load-model", model}, shape...), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := modelForServing(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := graph.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []int{8, 5} {
+		dense, idx := servingInputs(o.embeddingSizes, 13, b, 7)
+		got, err := p.Run(dense, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := servingForward(m, autograd.NoGrad(dense), autograd.NoGrad(idx)).Float32s()
+		for i, v := range got[0].Float32s() {
+			if math.Abs(float64(v-want[i])) > 1e-6 {
+				t.Fatalf("batch %d, sample %d: graph %v, eager %v", b, i, v, want[i])
+			}
+		}
+	}
+	for _, extra := range [][]string{{"--graph", out}, {"--load-model", model}} {
+		res := runOK(t, append(append([]string{"infer", "--mini-batch-size", "16", "--iters", "3"}, extra...), shape...)...)
+		if !strings.Contains(res, "samples/s") {
+			t.Errorf("infer %v prints no throughput:\n%s", extra, res)
+		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 // newModel builds the DLRM the flags describe for src's tables, and loads
 // --load-model into it when given.
-func newModel(o *options, src source) (*models.DLRM, error) {
+func newModel(o *options, src shapes) (*models.DLRM, error) {
 	if d := src.denseFeatures(); d != o.mlpBot[0] {
 		return nil, usagef("--arch-mlp-bot %s starts with %d inputs but the data has %d dense features", o.MLPBot, o.mlpBot[0], d)
 	}
