@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -17,8 +18,9 @@ import (
 
 // bench times a saved graph on random inputs.
 func bench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "FILE [--batch N] [--threads T] [--iters K] [--warmup W] [--profile]", stderr)
+	fs := newFlags("bench", "FILE [--batch N] [--bag-size L] [--threads T] [--iters K] [--warmup W] [--profile]", stderr)
 	batch := fs.Int("batch", 0, "batch size: the first dimension of every input (default: the traced one)")
+	bagSize := fs.Int("bag-size", 1, "indices per bag for embedding-bag lookups whose indices and offsets are inputs")
 	threads := fs.Int("threads", 0, "kernel threads (default: KILN_NUM_THREADS, else GOMAXPROCS)")
 	iters := fs.Int("iters", 20, "timed runs")
 	warmup := fs.Int("warmup", 3, "untimed runs first")
@@ -36,6 +38,8 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		return usagef("--iters %d: want at least one timed run", *iters)
 	case *warmup < 0:
 		return usagef("--warmup %d: want zero or more", *warmup)
+	case *bagSize < 0:
+		return usagef("--bag-size %d: want zero or more", *bagSize)
 	}
 	// The kernels' worker pool reads its size once, when it first starts,
 	// so the setting must come before anything computes: before Load.
@@ -65,7 +69,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 			n = s[0]
 		}
 	}
-	inputs, err := randomInputs(g, n)
+	inputs, err := randomInputs(g, n, *bagSize)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -128,9 +132,14 @@ func round(d time.Duration) time.Duration {
 
 // randomInputs makes one tensor per graph input with the input's shape,
 // its first dimension set to batch: standard normal values for floating
-// inputs and zeros, a valid index for any table, for integer ones.
-func randomInputs(g *graph.Graph, batch int) ([]*autograd.Tensor, error) {
+// inputs; for an integer input that feeds an embedding lookup (directly or
+// through reshapes), indices uniform over the table's rows, or bag starts
+// of bagSize indices each, as served traffic has (zeros would be valid
+// but leave bags empty and tables untouched); zeros for other integers.
+func randomInputs(g *graph.Graph, batch, bagSize int) ([]*autograd.Tensor, error) {
 	gen := autograd.NewGenerator(1)
+	r := rand.New(rand.NewPCG(1, 2))
+	roles := lookupRoles(g)
 	ins := make([]*autograd.Tensor, len(g.Inputs))
 	for i, id := range g.Inputs {
 		v := g.Values[id]
@@ -139,6 +148,14 @@ func randomInputs(g *graph.Graph, batch int) ([]*autograd.Tensor, error) {
 			return nil, fmt.Errorf("input %s is 0-d and has no batch dimension", v.Name)
 		}
 		shape[0] = batch
+		role, isIndex := roles[id]
+		switch {
+		case !isIndex:
+		case role.offsets:
+			shape = []int{batch + b2i(role.includeLast)}
+		case role.bagged:
+			shape = []int{batch * bagSize}
+		}
 		var x *autograd.Tensor
 		err := autograd.Try(func() {
 			switch v.DType {
@@ -146,6 +163,12 @@ func randomInputs(g *graph.Graph, batch int) ([]*autograd.Tensor, error) {
 				x = autograd.Randn(gen, shape...)
 			case autograd.BFloat16:
 				x = autograd.Cast(autograd.Randn(gen, shape...), autograd.BFloat16)
+			case autograd.Int64:
+				if isIndex {
+					x = autograd.FromInt64(role.fill(r, shape, bagSize), shape...)
+					break
+				}
+				fallthrough
 			default:
 				x = autograd.Empty(v.DType, shape...)
 			}
@@ -157,4 +180,105 @@ func randomInputs(g *graph.Graph, batch int) ([]*autograd.Tensor, error) {
 		ins[i] = x
 	}
 	return ins, nil
+}
+
+// lookupRole is what an integer graph input is to the embedding lookup it
+// feeds.
+type lookupRole struct {
+	// rows[j] bounds element i's index, j = (i / period) mod len(rows):
+	// one table, or for MergedEmbeddingBagFixed's [B, T, L] indices one
+	// table per position t.
+	rows   []int
+	period int
+	// bagged: 1-D indices split into bags by an offsets input.
+	bagged bool
+	// offsets: the bag starts themselves (with the end when includeLast).
+	offsets, includeLast bool
+}
+
+// fill returns the values of an input of this role and shape.
+func (l lookupRole) fill(r *rand.Rand, shape []int, bagSize int) []int64 {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	v := make([]int64, n)
+	for i := range v {
+		if l.offsets {
+			v[i] = int64(i * bagSize)
+			continue
+		}
+		v[i] = r.Int64N(int64(l.rows[i/l.period%len(l.rows)]))
+	}
+	return v
+}
+
+// shapeOps pass an index tensor on unchanged in order.
+var shapeOps = map[string]bool{"Reshape": true, "View": true, "Flatten": true, "Unsqueeze": true, "Squeeze": true, "Contiguous": true}
+
+// lookupRoles finds, for each integer graph input, the lookup it feeds and
+// its place there, following reshapes; inputs it cannot place are left out.
+func lookupRoles(g *graph.Graph) map[int]lookupRole {
+	readers := map[int][]int{} // value → the nodes reading it, each once
+	for k, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if in != graph.None && !slices.Contains(readers[in], k) {
+				readers[in] = append(readers[in], k)
+			}
+		}
+	}
+	rowsOf := func(v int) int {
+		if s := g.Values[v].Shape; len(s) > 0 {
+			return s[0]
+		}
+		return 0
+	}
+	roles := map[int]lookupRole{}
+	for _, id := range g.Inputs {
+		if g.Values[id].DType != autograd.Int64 {
+			continue
+		}
+		v := id
+		for len(readers[v]) == 1 {
+			n := &g.Nodes[readers[v][0]]
+			if shapeOps[n.Op] && len(n.Outputs) == 1 && n.Inputs[0] == v {
+				v = n.Outputs[0]
+				continue
+			}
+			pos := slices.Index(n.Inputs, v)
+			var role lookupRole
+			switch t := len(n.Outputs); {
+			case n.Op == "MergedEmbeddingBag" && pos >= t && pos < 2*t:
+				role = lookupRole{rows: []int{rowsOf(n.Inputs[pos-t])}, period: 1, bagged: true}
+			case n.Op == "MergedEmbeddingBag" && pos >= 2*t:
+				role = lookupRole{offsets: true, includeLast: n.Bool("include_last_offset")}
+			case n.Op == "MergedEmbeddingBagFixed" && pos == t:
+				s := g.Values[v].Shape
+				role = lookupRole{period: s[len(s)-1]}
+				for _, tab := range n.Inputs[:t] {
+					role.rows = append(role.rows, rowsOf(tab))
+				}
+			case n.Op == "EmbeddingBag" && pos == 0:
+				role = lookupRole{rows: []int{rowsOf(n.Inputs[2])}, period: 1, bagged: n.Inputs[1] != graph.None}
+			case n.Op == "EmbeddingBag" && pos == 1:
+				role = lookupRole{offsets: true}
+			case n.Op == "Embedding" && pos == 0:
+				role = lookupRole{rows: []int{rowsOf(n.Inputs[1])}, period: 1}
+			default:
+				break
+			}
+			if role.offsets || (len(role.rows) > 0 && !slices.Contains(role.rows, 0) && role.period > 0) {
+				roles[id] = role
+			}
+			break
+		}
+	}
+	return roles
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -71,3 +71,80 @@ func TestRunDLRM(t *testing.T) {
 		t.Errorf("kiln run gave %v, Compile/Run %v", got.Values(), want[0].Values())
 	}
 }
+
+// TestBenchDLRMInputs checks that bench feeds a DLRM graph indices that
+// are valid for each table and bags of --bag-size, in both input layouts:
+// per-table indices with offsets, and one index per table per sample
+// reshaped into MergedEmbeddingBagFixed's bags.
+func TestBenchDLRMInputs(t *testing.T) {
+	rows := []int{5, 20, 300}
+	m, err := models.NewDLRM(autograd.NewGenerator(3), models.DLRMConfig{SparseFeatureSize: 4,
+		EmbeddingSizes: rows, BottomMLP: []int{3, 4}, TopMLP: []int{2, 1}, IncludeLastOffset: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense := autograd.Randn(autograd.NewGenerator(4), 2, 3)
+	one := func(n int) *autograd.Tensor { return autograd.FromInt64(make([]int64, n), n) }
+	bagged, err := graph.TraceFunc(m, func(in []*autograd.Tensor) []*autograd.Tensor {
+		return []*autograd.Tensor{m.Forward(in[0], in[1:4], in[4:])}
+	}, dense, one(2), one(2), one(2), autograd.FromInt64([]int64{0, 1, 2}, 3), autograd.FromInt64([]int64{0, 1, 2}, 3), autograd.FromInt64([]int64{0, 1, 2}, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed, err := graph.TraceFunc(m, func(in []*autograd.Tensor) []*autograd.Tensor {
+		return []*autograd.Tensor{m.ForwardFixed(in[0], autograd.Reshape(in[1], -1, len(rows), 1))}
+	}, dense, autograd.FromInt64(make([]int64, 2*len(rows)), 2, len(rows)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batch, bag = 7, 3
+	for _, c := range []struct {
+		name string
+		g    *graph.Graph
+	}{{"bagged", bagged}, {"fixed", fixed}} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := graph.Freeze(c.g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := randomInputs(g, batch, bag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.name == "bagged" {
+				for k := range rows {
+					idx, off := in[1+k].Int64s(), in[4+k].Int64s()
+					if len(idx) != batch*bag || !slices.Equal(off, []int64{0, 3, 6, 9, 12, 15, 18, 21}) {
+						t.Fatalf("table %d: %d indices, offsets %v; want %d and bag starts every %d with the end", k, len(idx), off, batch*bag, bag)
+					}
+					checkRange(t, idx, func(int) int { return rows[k] })
+				}
+			} else {
+				checkRange(t, in[1].Int64s(), func(i int) int { return rows[i%len(rows)] })
+			}
+			p, err := graph.Compile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Run(in...); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// checkRange fails unless every idx[i] is in [0, rows(i)) and the larger
+// tables see more than one distinct index.
+func checkRange(t *testing.T, idx []int64, rows func(i int) int) {
+	t.Helper()
+	seen := map[int64]bool{}
+	for i, v := range idx {
+		if v < 0 || v >= int64(rows(i)) {
+			t.Fatalf("index %d is %d, outside [0, %d)", i, v, rows(i))
+		}
+		seen[v] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("indices %v: all the same, as zeros would be", idx)
+	}
+}
