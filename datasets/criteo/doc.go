@@ -16,7 +16,10 @@
 // distinct values (dlrm's counts) is its embedding table's row count.
 //
 // Scan makes the first pass and returns an Index (dictionaries, counts,
-// line offsets, labels). KaggleSplit cuts the lines into dlrm's seven
+// line offsets, labels). ScanFile does the same for a file through a
+// sidecar beside it (train.txt.kiln-index, checksummed, written
+// atomically): a later run with the file unchanged and the same options
+// reads the index back instead of scanning again. KaggleSplit cuts the lines into dlrm's seven
 // "days": six for training, the last halved into test and validation.
 // Index.Select applies --data-sub-sample-rate, and Index.Batches yields
 // dense [B,13] float32 inputs, one index per table per sample and labels.

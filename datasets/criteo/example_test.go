@@ -2,6 +2,8 @@ package criteo_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/kilnml/kiln/datasets/criteo"
@@ -115,4 +117,33 @@ func ExampleNewRandom() {
 	// n=2 table 0: indices [0 1 0] offsets [0 2]
 	// n=2 table 0: indices [0 1 2] offsets [0 1]
 	// n=1 table 0: indices [0 1 2] offsets [0]
+}
+
+func ExampleScanFile() {
+	dir, err := os.MkdirTemp("", "criteo")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "train.txt")
+	line := "1\t" + strings.Repeat("3\t", 13) + strings.Repeat("68fd1e64\t", 25) + "05db9164\n"
+	if err := os.WriteFile(path, []byte(strings.Repeat(line, 3)), 0o644); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The first call scans train.txt and writes train.txt.kiln-index; the
+	// second reads the sidecar instead of the data.
+	for range 2 {
+		ix, err := criteo.ScanFile(path, criteo.ScanOptions{})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		_, serr := os.Stat(path + criteo.SidecarSuffix)
+		fmt.Println("lines:", ix.Len(), "sidecar written:", serr == nil)
+	}
+	// Output:
+	// lines: 3 sidecar written: true
+	// lines: 3 sidecar written: true
 }

@@ -1,0 +1,204 @@
+package criteo_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kilnml/kiln/datasets/criteo"
+)
+
+// sameIndex fails unless a and b describe the same lines, labels,
+// dictionaries and bad lines.
+func sameIndex(t *testing.T, a, b *criteo.Index) {
+	t.Helper()
+	if a.Len() != b.Len() || a.Counts() != b.Counts() || a.MaxIndRange() != b.MaxIndRange() {
+		t.Fatalf("lines %d/%d, counts %v/%v, max index range %d/%d", a.Len(), b.Len(), a.Counts(), b.Counts(), a.MaxIndRange(), b.MaxIndRange())
+	}
+	for i := range a.Len() {
+		ao, an := a.Offset(i)
+		bo, bn := b.Offset(i)
+		if ao != bo || an != bn || a.Label(i) != b.Label(i) {
+			t.Fatalf("line %d: offset %d/%d, length %d/%d, label %d/%d", i, ao, bo, an, bn, a.Label(i), b.Label(i))
+		}
+	}
+	ac, af := a.BadLines()
+	bc, bf := b.BadLines()
+	if ac != bc || !slices.Equal(af, bf) {
+		t.Fatalf("bad lines %d %v / %d %v", ac, af, bc, bf)
+	}
+}
+
+// copyFile copies testdata/name into dir and returns its path.
+func copyFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestIndexRoundTrip writes indexes (with and without skipped bad lines
+// and a max index range) and reads them back, ids included.
+func TestIndexRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		opts criteo.ScanOptions
+	}{
+		{"sample.txt", criteo.ScanOptions{}},
+		{"sample.txt", criteo.ScanOptions{MaxIndRange: 7}},
+		{"bad.txt", criteo.ScanOptions{SkipBadLines: true}},
+		{"planted.txt", criteo.ScanOptions{}},
+	} {
+		f, err := os.Open(filepath.Join("testdata", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix, err := criteo.Scan(f, c.opts)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		n, err := ix.WriteTo(&buf)
+		if err != nil || n != int64(buf.Len()) {
+			t.Fatalf("%s: WriteTo = %d, %v; wrote %d bytes", c.file, n, err, buf.Len())
+		}
+		back, err := criteo.ReadIndex(&buf)
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		sameIndex(t, ix, back)
+		for v := range uint32(1 << 12) {
+			for tab := range criteo.NumSparse {
+				a, aok := ix.ID(tab, v)
+				b, bok := back.ID(tab, v)
+				if a != b || aok != bok {
+					t.Fatalf("%s: table %d value %d: id %d %v / %d %v", c.file, tab, v, a, aok, b, bok)
+				}
+			}
+		}
+	}
+}
+
+// TestReadIndexErrors checks that damaged and truncated sidecars and
+// other files are refused with ErrBadSidecar.
+func TestReadIndexErrors(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "sample.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := criteo.Scan(f, criteo.ScanOptions{})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := ix.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	flipped := slices.Clone(good)
+	flipped[len(flipped)/2] ^= 1
+	huge := slices.Clone(good)
+	copy(huge[8+4+8*3+1:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}) // the line count
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"a data file", []byte("0\t1\t2\n")},
+		{"truncated", good[:len(good)-40]},
+		{"no checksum", good[:len(good)-32]},
+		{"a flipped bit", flipped},
+		{"a huge line count", huge},
+	} {
+		if _, err := criteo.ReadIndex(bytes.NewReader(c.data)); !errors.Is(err, criteo.ErrBadSidecar) {
+			t.Errorf("%s: error %v, want ErrBadSidecar", c.name, err)
+		}
+	}
+}
+
+// TestScanFileSidecar checks that ScanFile writes a sidecar, reads it
+// back while the file and options are unchanged, and scans again when
+// either changes or the sidecar is damaged.
+func TestScanFileSidecar(t *testing.T) {
+	dir := t.TempDir()
+	path := copyFile(t, dir, "sample.txt")
+	first, err := criteo.ScanFile(path, criteo.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := path + criteo.SidecarSuffix
+	if _, err := os.Stat(side); err != nil {
+		t.Fatalf("no sidecar: %v", err)
+	}
+	// Change a label in place, keeping the size and time: the sidecar
+	// still stands for the file, so its (old) label is what comes back.
+	data, _ := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	flipped := slices.Clone(data)
+	flipped[0] ^= '0' ^ '1'
+	os.WriteFile(path, flipped, 0o644)
+	os.Chtimes(path, fi.ModTime(), fi.ModTime())
+	again, err := criteo.ScanFile(path, criteo.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameIndex(t, first, again)
+
+	// Another time: the sidecar is stale and the new label is read.
+	later := fi.ModTime().Add(time.Second)
+	os.Chtimes(path, later, later)
+	rescanned, err := criteo.ScanFile(path, criteo.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rescanned.Label(0) == first.Label(0) {
+		t.Errorf("a changed file kept the sidecar's label %d", first.Label(0))
+	}
+	// Other options scan again too.
+	folded, err := criteo.ScanFile(path, criteo.ScanOptions{MaxIndRange: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if folded.MaxIndRange() != 5 || folded.Counts()[0] > 5 {
+		t.Errorf("max index range 5 gave %d and counts %v", folded.MaxIndRange(), folded.Counts())
+	}
+	// A damaged sidecar is scanned over.
+	sc, _ := os.ReadFile(side)
+	sc[len(sc)/2] ^= 1
+	os.WriteFile(side, sc, 0o644)
+	if ix, err := criteo.ScanFile(path, criteo.ScanOptions{MaxIndRange: 5}); err != nil || ix.Len() != folded.Len() {
+		t.Errorf("damaged sidecar: %v", err)
+	}
+	if _, err := criteo.ReadIndex(bytes.NewReader(mustRead(t, side))); err != nil {
+		t.Errorf("the sidecar was not rewritten after the damage: %v", err)
+	}
+	// A bad line still fails the scan, naming the file.
+	bad := copyFile(t, dir, "bad.txt")
+	if _, err := criteo.ScanFile(bad, criteo.ScanOptions{}); !errors.Is(err, criteo.ErrBadLine) {
+		t.Errorf("bad.txt: %v, want a bad-line error", err)
+	}
+	if _, err := os.Stat(bad + criteo.SidecarSuffix); err == nil {
+		t.Errorf("a failed scan left a sidecar")
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
