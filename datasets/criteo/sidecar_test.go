@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,4 +202,46 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestShuffle checks dlrm's three training orders: a permutation of all
+// lines, permutations within each day with the days in order, and file
+// order; and that the seed fixes the order.
+func TestShuffle(t *testing.T) {
+	split := criteo.KaggleSplit(700)
+	base := make([]int, 0, 600)
+	for i := range 600 {
+		if i%3 != 1 { // as Select leaves gaps
+			base = append(base, i)
+		}
+	}
+	for _, mode := range []string{criteo.RandomizeTotal, criteo.RandomizeDay, criteo.RandomizeNone} {
+		a, b := slices.Clone(base), slices.Clone(base)
+		if err := criteo.Shuffle(a, split.Days[:6], mode, 5); err != nil {
+			t.Fatal(err)
+		}
+		criteo.Shuffle(b, split.Days[:6], mode, 5)
+		if !slices.Equal(a, b) {
+			t.Errorf("%s: two shuffles with one seed differ", mode)
+		}
+		sorted := slices.Sorted(slices.Values(a))
+		if !slices.Equal(sorted, base) {
+			t.Fatalf("%s: not a permutation of the lines", mode)
+		}
+		inOrder := slices.Equal(a, base)
+		if inOrder != (mode == criteo.RandomizeNone) {
+			t.Errorf("%s: in file order %v", mode, inOrder)
+		}
+		if mode == criteo.RandomizeDay {
+			day := func(l int) int { return l / 100 }
+			for i := 1; i < len(a); i++ {
+				if day(a[i]) < day(a[i-1]) {
+					t.Fatalf("day: line %d (day %d) after line %d (day %d)", a[i], day(a[i]), a[i-1], day(a[i-1]))
+				}
+			}
+		}
+	}
+	if err := criteo.Shuffle(base, nil, "weekly", 1); err == nil || !strings.Contains(err.Error(), `"weekly"`) {
+		t.Errorf("unknown mode: %v", err)
+	}
 }

@@ -1,5 +1,10 @@
 package criteo
 
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
 // KaggleDays is the number of "days" dlrm cuts the Kaggle set into.
 const KaggleDays = 7
 
@@ -67,4 +72,41 @@ func uniform(seed, i uint64) float64 {
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	z ^= z >> 31
 	return float64(z>>11) / (1 << 53)
+}
+
+// Randomize names dlrm's --data-randomize orders of the training lines.
+const (
+	RandomizeTotal = "total" // one permutation of all training lines
+	RandomizeDay   = "day"   // each day's lines permuted, the days in order
+	RandomizeNone  = "none"  // file order
+)
+
+// Shuffle orders the training lines (from Select, in file order) as dlrm's
+// --data-randomize does, in place: "total" permutes them all, "day"
+// permutes the lines of each of days separately and keeps the days in
+// order, "none" leaves them. The permutation is fixed by seed; dlrm's
+// comes from NumPy's global RNG, so the orders differ but are alike in
+// law. An unknown mode is an error.
+func Shuffle(lines []int, days []Range, mode string, seed uint64) error {
+	r := rand.New(rand.NewPCG(seed, 0x7e57))
+	shuffle := func(s []int) { r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] }) }
+	switch mode {
+	case RandomizeNone:
+	case RandomizeTotal:
+		shuffle(lines)
+	case RandomizeDay:
+		start := 0
+		for _, d := range days {
+			end := start
+			for end < len(lines) && lines[end] < d.End {
+				end++
+			}
+			shuffle(lines[start:end])
+			start = end
+		}
+		shuffle(lines[start:]) // lines past the last day, if any
+	default:
+		return fmt.Errorf("criteo: data randomize %q: want %s, %s or %s", mode, RandomizeTotal, RandomizeDay, RandomizeNone)
+	}
+	return nil
 }
