@@ -231,6 +231,9 @@ func parse(cmd command, args []string, stdout io.Writer) (*options, error) {
 	if cmd.name == "evaluate" && o.LoadModel == "" {
 		return nil, usagef("evaluate needs --load-model, the model file to evaluate")
 	}
+	if o.DType == "bf16" && cmd.name != "train" && cmd.name != "evaluate" {
+		return nil, usagef("--dtype bf16: %s runs in fp32 only yet", cmd.name)
+	}
 	return o, o.check()
 }
 
@@ -313,7 +316,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.SaveModel, "save-model", "", "write the model (safetensors) whenever the held-out AUC improves")
 	fs.StringVar(&o.LoadModel, "load-model", "", "start from this model file (safetensors with DLRM_Net's names)")
 	fs.Uint64Var(&o.Seed, "numpy-rand-seed", 123, "seed of initialisation and data")
-	fs.StringVar(&o.DType, "dtype", "fp32", "fp32 (bf16 is not supported by this command yet)")
+	fs.StringVar(&o.DType, "dtype", "fp32", "fp32 or bf16 (train, evaluate): split BF16 master weights, MLPs under autocast, loss in FP32")
 	fs.BoolVar(&o.FusedEmb, "fused-emb", false, "apply the table updates inside the embedding backward (not supported yet)")
 	fs.BoolVar(&o.SyncDense, "sync-dense-params", true, "accepted for dlrm's scripts (one process here)")
 	fs.IntVar(&o.NumWorkers, "num-workers", 0, "accepted for dlrm's scripts; batches are read on the training goroutine")
@@ -408,8 +411,8 @@ func (o *options) check() error {
 		return usagef("--test-freq %d: must be at least 1 (or -1: each epoch's end)", o.TestFreq)
 	case o.LRNumWarmupSteps < 0 || o.LRDecayStartStep < 0 || o.LRNumDecaySteps < 0:
 		return usagef("--lr-num-warmup-steps, --lr-decay-start-step and --lr-num-decay-steps must be at least 0")
-	case o.DType != "fp32":
-		return usagef("--dtype %q: only fp32 is supported by this command yet", o.DType)
+	case o.DType != "fp32" && o.DType != "bf16":
+		return usagef("--dtype %q: want fp32 or bf16", o.DType)
 	case o.Warmup < 0 || o.Iters < 1:
 		return usagef("--warmup %d and --iters %d: want at least 0 and 1", o.Warmup, o.Iters)
 	case o.FusedEmb:
