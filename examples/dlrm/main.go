@@ -231,8 +231,8 @@ func parse(cmd command, args []string, stdout io.Writer) (*options, error) {
 	if cmd.name == "evaluate" && o.LoadModel == "" {
 		return nil, usagef("evaluate needs --load-model, the model file to evaluate")
 	}
-	if o.DType == "bf16" && cmd.name != "train" && cmd.name != "evaluate" {
-		return nil, usagef("--dtype bf16: %s runs in fp32 only yet", cmd.name)
+	if o.DType == "bf16" && cmd.name == "infer" && o.Graph != "" {
+		return nil, usagef("--dtype bf16 with --graph: an exported graph has its dtype already (export --dtype bf16)")
 	}
 	return o, o.check()
 }
@@ -316,7 +316,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.SaveModel, "save-model", "", "write the model (safetensors) whenever the held-out AUC improves")
 	fs.StringVar(&o.LoadModel, "load-model", "", "start from this model file (safetensors with DLRM_Net's names)")
 	fs.Uint64Var(&o.Seed, "numpy-rand-seed", 123, "seed of initialisation and data")
-	fs.StringVar(&o.DType, "dtype", "fp32", "fp32 or bf16 (train, evaluate): split BF16 master weights, MLPs under autocast, loss in FP32")
+	fs.StringVar(&o.DType, "dtype", "fp32", "fp32 or bf16: train with split BF16 master weights, MLPs under autocast, loss in FP32; evaluate, infer and export in BF16")
 	fs.BoolVar(&o.FusedEmb, "fused-emb", false, "apply the table updates inside the embedding backward (not supported yet)")
 	fs.BoolVar(&o.SyncDense, "sync-dense-params", true, "accepted for dlrm's scripts (one process here)")
 	fs.IntVar(&o.NumWorkers, "num-workers", 0, "accepted for dlrm's scripts; batches are read on the training goroutine")
