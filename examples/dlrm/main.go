@@ -36,6 +36,24 @@
 //	go run ./examples/dlrm infer --arch-embedding-size 1000-1000-1000 --arch-sparse-feature-size 16 \
 //	    --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 128 --graph dlrm.kiln
 //
+// # BF16
+//
+// --dtype bf16 trains the IPEX way (ipex.optimize(model, optimizer,
+// dtype=torch.bfloat16) with split master weights): kiln.Optimize cuts
+// every FP32 Linear weight and bias and every table in two, a bfloat16
+// top half the model computes with and the low 16 bits kept beside it,
+// and rebuilds --optimizer as its split, fused form, which joins the
+// halves, updates in FP32 (the tables row by row from their row-sparse
+// gradients) and splits again. The dense features run under amp.Autocast:
+// the MLPs' Linear layers compute in BF16 with FP32 accumulation, the
+// tables' bags meet them in bfloat16, and the loss is FP32. The held-out
+// tests score that BF16 model, and --save-model writes the joined FP32
+// weights, the file an FP32 run writes. evaluate --dtype bf16 scores a
+// file's weights cut to their top halves, the model such a run tested;
+// export and infer --dtype bf16 round the weights and tables to bfloat16
+// (kiln.Optimize's inference cast) and run under autocast, the graph
+// taking the same inputs and returning float32 probabilities.
+//
 // # Data
 //
 // --data-generation picks the samples:
