@@ -184,3 +184,124 @@ func TestSplitSparseTablesTrackFP32(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitMergedTablesTrackFP32 is the table half of DLRM's split-BF16
+// training (issue 19): the tables of an nn.MergedEmbeddingBag (dlrm's
+// emb_l), split by AutocastParams like those kiln.Optimize splits, and the
+// same tables in FP32, looked up by one merged op each and trained with
+// the optimizers dlrm offers. The loss is linear in the bags, so both
+// lookups send back the same row-sparse float32 gradients, bit for bit,
+// whatever the tables hold; the split steps then keep each joined master
+// equal to its FP32 twin bit for bit.
+func TestSplitMergedTablesTrackFP32(t *testing.T) {
+	rows := []int{7, 13, 2}
+	const dim, B = 5, 4
+	adagrad := optim.AdagradOptions{LR: 0.3, LRDecay: 0.01, InitialAccumulatorValue: 0.1, Eps: 1e-10}
+	rw := optim.RowWiseAdagradOptions{LR: 0.3, LRDecay: 0.01, InitialAccumulatorValue: 0.1, Eps: 1e-10}
+	for _, c := range []struct {
+		name  string
+		fp32  func([]*autograd.Tensor) (optim.Optimizer, error)
+		split func(*amp.SplitModel) (optim.Optimizer, error)
+	}{
+		{"SGD",
+			func(ps []*autograd.Tensor) (optim.Optimizer, error) {
+				return optim.NewSGD(ps, optim.SGDOptions{LR: 0.5})
+			},
+			func(sm *amp.SplitModel) (optim.Optimizer, error) {
+				return optim.NewSGDSplit(sm, optim.SGDOptions{LR: 0.5})
+			}},
+		{"Adagrad",
+			func(ps []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdagrad(ps, adagrad) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdagradSplit(sm, adagrad) }},
+		{"RowWiseAdagrad",
+			func(ps []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewRowWiseAdagrad(ps, rw) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewRowWiseAdagradSplit(sm, rw) }},
+	} {
+		for _, mode := range []string{"sum", "mean"} {
+			t.Run(c.name+"/"+mode, func(t *testing.T) {
+				opts := nn.MergedEmbeddingBagOptions{Mode: mode, Sparse: true}
+				ref := nn.NewMergedEmbeddingBag(autograd.NewGenerator(9), rows, dim, opts)
+				m := nn.NewMergedEmbeddingBag(autograd.NewGenerator(9), rows, dim, opts)
+				sm, err := amp.SplitModuleFunc(m, amp.AutocastParams)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(sm.Params()) != len(rows) {
+					t.Fatalf("AutocastParams split %d of the %d tables", len(sm.Params()), len(rows))
+				}
+				refOpt, err := c.fp32(nn.Parameters(ref))
+				if err != nil {
+					t.Fatal(err)
+				}
+				opt, err := c.split(sm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(21, 22))
+				for step := range 5 {
+					var idx, offs []*autograd.Tensor
+					var coef []*autograd.Tensor
+					for _, n := range rows {
+						var ix, of []int64
+						for range B {
+							of = append(of, int64(len(ix)))
+							for range r.IntN(4) { // empty bags and repeated rows too
+								ix = append(ix, int64(r.IntN(n)))
+							}
+						}
+						idx = append(idx, autograd.FromInt64(ix, len(ix)))
+						offs = append(offs, autograd.FromInt64(of, B))
+						cv := make([]float32, B*dim)
+						for i := range cv {
+							cv[i] = float32(r.NormFloat64())
+						}
+						coef = append(coef, autograd.FromFloat32(cv, B, dim))
+					}
+					loss := func(bags []*autograd.Tensor) *autograd.Tensor {
+						var l *autograd.Tensor
+						for k, b := range bags {
+							term := autograd.Sum(autograd.Mul(b, coef[k]), nil, false)
+							if l == nil {
+								l = term
+							} else {
+								l = autograd.Add(l, term)
+							}
+						}
+						return l
+					}
+					refOpt.ZeroGrad()
+					opt.ZeroGrad()
+					loss(m.Forward(idx, offs)).Backward()
+					loss(ref.Forward(idx, offs)).Backward()
+					for k := range rows {
+						top, fp32 := m.Tables[k].Weight(), ref.Tables[k].Weight()
+						if top.DType() != autograd.BFloat16 {
+							t.Fatalf("table %d is %v after the split, want its bfloat16 top", k, top.DType())
+						}
+						got, want := top.SparseGrad(), fp32.SparseGrad()
+						if (got == nil) != (want == nil) || top.Grad() != nil {
+							t.Fatalf("step %d table %d: sparse gradients %v and %v, dense %v", step, k, got, want, top.Grad())
+						}
+						if got == nil {
+							continue
+						}
+						if fmt.Sprint(got.Indices) != fmt.Sprint(want.Indices) {
+							t.Fatalf("step %d table %d: gradient rows %v, want %v", step, k, got.Indices, want.Indices)
+						}
+						if msg := sameBits(got.Values.Float32s(), want.Values.Float32s()); msg != "" {
+							t.Fatalf("step %d table %d: gradient values: %s", step, k, msg)
+						}
+					}
+					refOpt.Step()
+					opt.Step()
+					for k := range rows {
+						name := fmt.Sprintf("%d.weight", k)
+						if msg := sameBits(sm.Param(name).Join().Float32s(), ref.Tables[k].Weight().Float32s()); msg != "" {
+							t.Fatalf("step %d table %d: split master differs from FP32: %s", step, k, msg)
+						}
+					}
+				}
+			})
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/nn"
@@ -19,10 +20,17 @@ import (
 // MergedEmbeddingBagFixed.
 
 // servingForward is the function export traces and infer times: the model
-// on dense features and one index per table per sample.
+// on dense features (marked for autocast under --dtype bf16) and one index
+// per table per sample, returning float32 probabilities.
 func servingForward(m *models.DLRM, dense, indices *autograd.Tensor) *autograd.Tensor {
 	s := indices.Shape()
-	return m.ForwardFixed(dense, autograd.Reshape(indices, -1, s[1], 1)) // -1: the graph takes any batch size
+	p := m.ForwardFixed(dense, autograd.Reshape(indices, -1, s[1], 1)) // -1: the graph takes any batch size
+	if p.DType() != autograd.Float32 {
+		// Exact, and what a caller reading .npy files can take: NumPy has
+		// no bfloat16.
+		p = autograd.Cast(p, autograd.Float32)
+	}
+	return p
 }
 
 // servingInputs is a batch of b samples: dense features uniform in [0, 3)
@@ -42,13 +50,23 @@ func servingInputs(rows []int, dense, b int, seed uint64) (*autograd.Tensor, *au
 }
 
 // modelForServing builds the flags' model (tables from --arch-embedding-size),
-// loads --load-model when given, and puts it in eval mode.
+// loads --load-model when given, and puts it in eval mode; under --dtype
+// bf16 it casts the Linear weights and biases and the tables to bfloat16
+// (rounded to nearest, IPEX's inference form), to be run on o.autocast
+// inputs.
 func modelForServing(o *options) (*models.DLRM, error) {
 	m, err := newModel(o, flagTables{o})
 	if err != nil {
 		return nil, err
 	}
-	return nn.Eval(m), nil
+	nn.Eval(m)
+	if o.DType == "bf16" {
+		// O0: the cast only; DLRM has nothing for the other rewrites.
+		if _, err := kiln.Optimize(m, kiln.Level(kiln.O0), kiln.DType(autograd.BFloat16)); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // flagTables is a source with only the flags' shapes, for the commands
@@ -72,7 +90,7 @@ func export(o *options, stdout, _ io.Writer) error {
 	}
 	dense, idx := servingInputs(o.embeddingSizes, o.mlpBot[0], o.testBatchSize(), o.Seed)
 	traced, err := graph.TraceFunc(m, func(in []*autograd.Tensor) []*autograd.Tensor {
-		return []*autograd.Tensor{servingForward(m, in[0], in[1])}
+		return []*autograd.Tensor{servingForward(m, o.autocast(in[0]), in[1])}
 	}, dense, idx)
 	if err != nil {
 		return err
@@ -84,8 +102,8 @@ func export(o *options, stdout, _ io.Writer) error {
 	if err := graph.Save(o.Out, frozen); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "DLRM: %d nodes (%d traced), %d parameters, inputs dense f32%v and indices i64%v → %s\n",
-		len(frozen.Nodes), len(traced.Nodes), frozen.NumParams(), dense.Shape(), idx.Shape(), o.Out)
+	fmt.Fprintf(stdout, "DLRM: %d nodes (%d traced), %d %s parameters, inputs dense f32%v and indices i64%v → %s\n",
+		len(frozen.Nodes), len(traced.Nodes), frozen.NumParams(), o.DType, dense.Shape(), idx.Shape(), o.Out)
 	return nil
 }
 
@@ -112,7 +130,7 @@ func infer(o *options, stdout, _ io.Writer) error {
 		if err != nil {
 			return err
 		}
-		d, x := autograd.NoGrad(dense), autograd.NoGrad(idx)
+		d, x := o.autocast(autograd.NoGrad(dense)), autograd.NoGrad(idx)
 		pass = func() error { return autograd.Try(func() { servingForward(m, d, x) }) }
 	}
 	fmt.Fprintf(stdout, "%s, batch %d, %d tables, %d warm-up and %d timed passes\n", name, o.MiniBatchSize, len(o.embeddingSizes), o.Warmup, o.Iters)

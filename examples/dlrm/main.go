@@ -36,6 +36,24 @@
 //	go run ./examples/dlrm infer --arch-embedding-size 1000-1000-1000 --arch-sparse-feature-size 16 \
 //	    --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --mini-batch-size 128 --graph dlrm.kiln
 //
+// # BF16
+//
+// --dtype bf16 trains the IPEX way (ipex.optimize(model, optimizer,
+// dtype=torch.bfloat16) with split master weights): kiln.Optimize cuts
+// every FP32 Linear weight and bias and every table in two, a bfloat16
+// top half the model computes with and the low 16 bits kept beside it,
+// and rebuilds --optimizer as its split, fused form, which joins the
+// halves, updates in FP32 (the tables row by row from their row-sparse
+// gradients) and splits again. The dense features run under amp.Autocast:
+// the MLPs' Linear layers compute in BF16 with FP32 accumulation, the
+// tables' bags meet them in bfloat16, and the loss is FP32. The held-out
+// tests score that BF16 model, and --save-model writes the joined FP32
+// weights, the file an FP32 run writes. evaluate --dtype bf16 scores a
+// file's weights cut to their top halves, the model such a run tested;
+// export and infer --dtype bf16 round the weights and tables to bfloat16
+// (kiln.Optimize's inference cast) and run under autocast, the graph
+// taking the same inputs and returning float32 probabilities.
+//
 // # Data
 //
 // --data-generation picks the samples:
@@ -231,6 +249,9 @@ func parse(cmd command, args []string, stdout io.Writer) (*options, error) {
 	if cmd.name == "evaluate" && o.LoadModel == "" {
 		return nil, usagef("evaluate needs --load-model, the model file to evaluate")
 	}
+	if o.DType == "bf16" && cmd.name == "infer" && o.Graph != "" {
+		return nil, usagef("--dtype bf16 with --graph: an exported graph has its dtype already (export --dtype bf16)")
+	}
 	return o, o.check()
 }
 
@@ -313,7 +334,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.SaveModel, "save-model", "", "write the model (safetensors) whenever the held-out AUC improves")
 	fs.StringVar(&o.LoadModel, "load-model", "", "start from this model file (safetensors with DLRM_Net's names)")
 	fs.Uint64Var(&o.Seed, "numpy-rand-seed", 123, "seed of initialisation and data")
-	fs.StringVar(&o.DType, "dtype", "fp32", "fp32 (bf16 is not supported by this command yet)")
+	fs.StringVar(&o.DType, "dtype", "fp32", "fp32 or bf16: train with split BF16 master weights, MLPs under autocast, loss in FP32; evaluate, infer and export in BF16")
 	fs.BoolVar(&o.FusedEmb, "fused-emb", false, "apply the table updates inside the embedding backward (not supported yet)")
 	fs.BoolVar(&o.SyncDense, "sync-dense-params", true, "accepted for dlrm's scripts (one process here)")
 	fs.IntVar(&o.NumWorkers, "num-workers", 0, "accepted for dlrm's scripts; batches are read on the training goroutine")
@@ -408,8 +429,8 @@ func (o *options) check() error {
 		return usagef("--test-freq %d: must be at least 1 (or -1: each epoch's end)", o.TestFreq)
 	case o.LRNumWarmupSteps < 0 || o.LRDecayStartStep < 0 || o.LRNumDecaySteps < 0:
 		return usagef("--lr-num-warmup-steps, --lr-decay-start-step and --lr-num-decay-steps must be at least 0")
-	case o.DType != "fp32":
-		return usagef("--dtype %q: only fp32 is supported by this command yet", o.DType)
+	case o.DType != "fp32" && o.DType != "bf16":
+		return usagef("--dtype %q: want fp32 or bf16", o.DType)
 	case o.Warmup < 0 || o.Iters < 1:
 		return usagef("--warmup %d and --iters %d: want at least 0 and 1", o.Warmup, o.Iters)
 	case o.FusedEmb:

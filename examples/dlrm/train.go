@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/metrics"
@@ -88,8 +89,27 @@ func (s scores) String() string {
 	return fmt.Sprintf("auc %.5f, log loss %.5f, accuracy %.3f %% (%d samples)", s.auc, s.logLoss, 100*s.accuracy, s.samples)
 }
 
+// autocast returns the dense features x marked for BF16 autocast under
+// --dtype bf16, so that the MLPs, the interaction and the sigmoid run in
+// BF16 (Linear accumulating in FP32) and the loss in FP32; else x.
+func (o *options) autocast(x *autograd.Tensor) *autograd.Tensor {
+	if o.DType == "bf16" {
+		return amp.Autocast(x)
+	}
+	return x
+}
+
+// float32s returns the values of p, the model's float32 or (under
+// autocast) bfloat16 probabilities, as float32.
+func float32s(p *autograd.Tensor) []float32 {
+	if p.DType() != autograd.Float32 {
+		p = autograd.Cast(p.Detach(), autograd.Float32)
+	}
+	return p.Float32s()
+}
+
 // test runs m over src's held-out batches in eval mode and scores them.
-func test(m *models.DLRM, src source) (scores, error) {
+func test(o *options, m *models.DLRM, src source) (scores, error) {
 	nn.Eval(m)
 	defer nn.Train(m, true)
 	var probs, labels []float32
@@ -98,10 +118,10 @@ func test(m *models.DLRM, src source) (scores, error) {
 			return scores{}, err
 		}
 		var p *autograd.Tensor
-		if err := autograd.Try(func() { p = m.Forward(autograd.NoGrad(b.dense), b.indices, b.offsets) }); err != nil {
+		if err := autograd.Try(func() { p = m.Forward(o.autocast(autograd.NoGrad(b.dense)), b.indices, b.offsets) }); err != nil {
 			return scores{}, err
 		}
-		probs = append(probs, p.Float32s()...)
+		probs = append(probs, float32s(p)...)
 		labels = append(labels, b.target.Float32s()...)
 	}
 	for i, y := range labels {
@@ -140,6 +160,17 @@ func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trai
 	if err != nil {
 		return res, err
 	}
+	save := func() error { return nn.SaveStateDict(m, o.SaveModel) }
+	if o.DType == "bf16" {
+		split, err := splitBF16(m, opt)
+		if err != nil {
+			return res, err
+		}
+		fmt.Fprintf(stdout, "bf16: %s\n", strings.Join(split.Applied, "; "))
+		opt = split.Optimizer
+		// The file holds the joined FP32 weights, as an FP32 run's does.
+		save = func() error { return nn.SaveTensors(o.SaveModel, split.StateDict()) }
+	}
 	sched, err := optim.NewDLRMLRPolicy(opt, o.LRNumWarmupSteps, o.LRDecayStartStep, o.LRNumDecaySteps)
 	if err != nil {
 		return res, usagef("%v", err)
@@ -150,7 +181,7 @@ func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trai
 	}
 	res.best.auc = math.Inf(-1)
 	evaluate := func(epoch, it int) (bool, error) {
-		s, err := test(m, src)
+		s, err := test(o, m, src)
 		if err != nil {
 			return false, err
 		}
@@ -161,7 +192,7 @@ func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trai
 		}
 		fmt.Fprintf(stdout, "Testing at - %d/%d of epoch %d, %v, best auc %.5f\n", it, perEpoch, epoch, s, res.best.auc)
 		if improved && o.SaveModel != "" {
-			if err := nn.SaveStateDict(m, o.SaveModel); err != nil {
+			if err := save(); err != nil {
 				return false, err
 			}
 		}
@@ -185,7 +216,7 @@ func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trai
 			var p *autograd.Tensor
 			err := autograd.Try(func() {
 				opt.ZeroGrad()
-				p = m.Forward(b.dense, b.indices, b.offsets)
+				p = m.Forward(o.autocast(b.dense), b.indices, b.offsets)
 				l = loss(o, p, b.target)
 				l.Backward()
 				opt.Step()
@@ -198,7 +229,7 @@ func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trai
 			if math.IsNaN(lv) || math.IsInf(lv, 0) {
 				return res, fmt.Errorf("iteration %d of epoch %d: loss %v: %w", it+1, epoch, lv, errDiverged)
 			}
-			c := countCorrect(p.Float32s(), b.target.Float32s())
+			c := countCorrect(float32s(p), b.target.Float32s())
 			bar.Update(b.size, lv, c)
 			lossSum += lv * float64(b.size)
 			correct += c
@@ -282,10 +313,30 @@ func evaluate(o *options, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := test(m, src)
+	if o.DType == "bf16" {
+		// The tops of split weights are the BF16 model a --dtype bf16
+		// training run computed with and tested, so evaluate scores the
+		// file it saved as that run's test did.
+		if _, err := amp.SplitModuleFunc(m, amp.AutocastParams); err != nil {
+			return err
+		}
+	}
+	s, err := test(o, m, src)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "held-out %v\n", s)
 	return nil
+}
+
+// splitBF16 prepares m and its FP32 optimizer for --dtype bf16 training
+// with kiln.Optimize, as IPEX's ipex.optimize(model, optimizer,
+// dtype=torch.bfloat16) does for dlrm: the Linear weights and biases and
+// the tables become split master weights (BF16 tops the model computes
+// with, the low 16 bits kept beside them) and the optimizer its split,
+// fused form, which applies the tables' row-sparse gradients to the FP32
+// masters row by row.
+func splitBF16(m *models.DLRM, opt optim.Optimizer) (*kiln.Optimized, error) {
+	// DLRM has no images: channels-last has nothing to reorder.
+	return kiln.Optimize(m, kiln.DType(autograd.BFloat16), kiln.ChannelsLast(false), kiln.WithOptimizer(opt))
 }

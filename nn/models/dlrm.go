@@ -204,6 +204,19 @@ func (m *DLRM) bottom(dense *autograd.Tensor) *autograd.Tensor {
 // top is dlrm's interact_features followed by the top MLP and the loss
 // threshold's clamp.
 func (m *DLRM) top(x *autograd.Tensor, ly []*autograd.Tensor) *autograd.Tensor {
+	if x.DType() == autograd.BFloat16 {
+		// Under autocast the bottom MLP returns bfloat16, but the merged
+		// lookup gives float32 bags even from bfloat16 tables, and the
+		// interaction takes one dtype: the bags are rounded to bfloat16,
+		// what IPEX's bfloat16 tables return, so the interaction and the
+		// top MLP stay BF16 (their gradients flow back widened).
+		ly = append([]*autograd.Tensor(nil), ly...)
+		for t, e := range ly {
+			if e.DType() == autograd.Float32 {
+				ly[t] = autograd.Cast(e, autograd.BFloat16)
+			}
+		}
+	}
 	var z *autograd.Tensor
 	if m.Config.InteractionOp == "cat" {
 		z = autograd.Cat(append([]*autograd.Tensor{x}, ly...), 1)

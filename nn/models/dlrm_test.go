@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/golden"
 	"github.com/kilnml/kiln/nn"
@@ -331,5 +332,105 @@ func TestDLRMThresholdGradientAtBound(t *testing.T) {
 	want := B * v * (1 - v) // the sigmoid's derivative, dy = 1 passed by the clamp
 	if g := bias.Grad(); g == nil || math.Abs(g.Values()[0]-want) > 1e-6 {
 		t.Errorf("top_l.2.bias gradient %v, want %v passed through the clamp at its bound", g, want)
+	}
+}
+
+// TestDLRMSplitBF16 runs DLRM as split-BF16 training does (issue 19):
+// every Linear and every table split by amp.SplitModuleFunc, the dense
+// input under amp.Autocast. The probabilities are bfloat16 and close to
+// the FP32 model's on the same weights, and each table still gets a
+// row-sparse float32 gradient, on the FP32 model's rows and close to its
+// values, for the split optimizers to apply to the FP32 masters.
+func TestDLRMSplitBF16(t *testing.T) {
+	for _, c := range []struct {
+		op     string
+		itself bool
+	}{{"dot", false}, {"dot", true}, {"cat", false}} {
+		t.Run(fmt.Sprintf("%s_itself%v", c.op, c.itself), func(t *testing.T) {
+			cfg := dlrmGoldenConfig(c.op, c.itself)
+			m32, err := NewDLRM(autograd.NewGenerator(5), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m16, err := NewDLRM(autograd.NewGenerator(5), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sm, err := amp.SplitModuleFunc(m16, amp.AutocastParams)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 4 tables, and a weight and a bias for each of 2 bottom and 2
+			// top Linear layers.
+			if n := len(sm.Params()); n != 12 {
+				t.Fatalf("%d parameters split, want 12 (4 tables, 4 Linear layers' weights and biases)", n)
+			}
+			// The FP32 model computes with the tops' values, so that only
+			// the arithmetic differs.
+			sd := sm.StateDict()
+			for i, nt := range sd {
+				if sp := sm.Param(nt.Name); sp != nil {
+					sd[i].Tensor = autograd.Cast(sp.Top.Detach(), autograd.Float32)
+				}
+			}
+			if err := nn.LoadTensors(m32, sd); err != nil {
+				t.Fatal(err)
+			}
+
+			const B = 6
+			g := autograd.NewGenerator(6)
+			dense := autograd.Zeros(B, 13)
+			nn.Normal(g, dense, 0, 1)
+			var idx, offs []*autograd.Tensor
+			for _, rows := range cfg.EmbeddingSizes {
+				var ix, of []int64
+				for b := range B {
+					of = append(of, int64(len(ix)))
+					for range b % 3 { // bags of 0, 1 and 2 rows
+						ix = append(ix, int64(g.IntN(rows)))
+					}
+				}
+				idx = append(idx, autograd.FromInt64(ix, len(ix)))
+				offs = append(offs, autograd.FromInt64(of, B))
+			}
+			target := autograd.FromFloat32([]float32{0, 1, 1, 0, 1, 0}, B, 1)
+
+			p32 := m32.Forward(dense, idx, offs)
+			p16 := m16.Forward(amp.Autocast(dense), idx, offs)
+			if p16.DType() != autograd.BFloat16 {
+				t.Fatalf("probabilities are %v under autocast, want bfloat16", p16.DType())
+			}
+			want, got := p32.Values(), p16.Values()
+			for i := range want {
+				if math.Abs(got[i]-want[i]) > 0.02 {
+					t.Errorf("sample %d: BF16 probability %v, FP32 %v", i, got[i], want[i])
+				}
+			}
+			l16 := autograd.BCELoss(p16, target, autograd.ReductionMean)
+			if l16.DType() != autograd.Float32 {
+				t.Errorf("loss is %v under autocast, want float32", l16.DType())
+			}
+			l16.Backward()
+			autograd.BCELoss(p32, target, autograd.ReductionMean).Backward()
+			for k, e := range m16.Emb.Tables {
+				g16, g32 := e.Weight().SparseGrad(), m32.Emb.Tables[k].Weight().SparseGrad()
+				if g16 == nil || g32 == nil {
+					t.Fatalf("table %d: sparse gradients %v (BF16) and %v (FP32), want both", k, g16, g32)
+				}
+				if fmt.Sprint(g16.Indices) != fmt.Sprint(g32.Indices) || g16.Values.DType() != autograd.Float32 {
+					t.Fatalf("table %d: BF16 gradient rows %v (%v), FP32 rows %v", k, g16.Indices, g16.Values.DType(), g32.Indices)
+				}
+				w, v := g32.Values.Values(), g16.Values.Values()
+				scale := 0.0
+				for _, x := range w {
+					scale = max(scale, math.Abs(x))
+				}
+				for i := range w {
+					if math.Abs(v[i]-w[i]) > 0.05*scale {
+						t.Errorf("table %d gradient element %d: BF16 %v, FP32 %v (largest %v)", k, i, v[i], w[i], scale)
+					}
+				}
+			}
+		})
 	}
 }
