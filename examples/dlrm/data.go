@@ -197,35 +197,40 @@ func (s *randomSource) fromRandom(r *criteo.Random) iter.Seq2[*batch, error] {
 }
 
 // kaggleSource reads a Kaggle train.txt (--raw-data-file): one scan for
-// the dictionaries and line offsets, dlrm's seven-day split, negatives
-// sub-sampled in training, batches read back with ReadAt.
+// the dictionaries and line offsets (kept in a sidecar for the next run),
+// dlrm's seven-day split, negatives sub-sampled in training and the
+// training lines ordered by --data-randomize, batches read back with
+// ReadAt.
 type kaggleSource struct {
-	f                 *os.File
-	ix                *criteo.Index
-	train, test       []int
-	batch, testBatch  int
-	seed              uint64
-	randomize, tables int
-	path              string
+	f                *os.File
+	ix               *criteo.Index
+	train, test      []int
+	batch, testBatch int
+	seed             uint64
+	tables           int
+	path             string
 }
 
 func newKaggleSource(o *options) (*kaggleSource, error) {
 	if o.RawDataFile == "" {
 		return nil, usagef("--data-generation dataset needs --raw-data-file, the Kaggle train.txt")
 	}
-	f, err := os.Open(o.RawDataFile)
+	ix, err := criteo.ScanFile(o.RawDataFile, criteo.ScanOptions{MaxIndRange: o.MaxIndRange, SkipBadLines: o.SkipBadLines})
 	if err != nil {
 		return nil, err
 	}
-	ix, err := criteo.Scan(f, criteo.ScanOptions{File: o.RawDataFile, MaxIndRange: o.MaxIndRange, SkipBadLines: o.SkipBadLines})
+	f, err := os.Open(o.RawDataFile)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	split := criteo.KaggleSplit(ix.Len())
 	s := &kaggleSource{f: f, ix: ix, batch: o.MiniBatchSize, testBatch: o.testBatchSize(), seed: o.Seed,
 		tables: criteo.NumSparse, path: o.RawDataFile}
 	s.train = ix.Select(split.Train, o.DataSubSampleRate, o.Seed)
+	if err := criteo.Shuffle(s.train, split.Days[:criteo.KaggleDays-1], o.DataRandomize, o.Seed); err != nil {
+		f.Close()
+		return nil, usagef("--data-randomize: %v", err)
+	}
 	s.test = ix.Select(split.Test, 0, o.Seed)
 	if len(s.train) == 0 || len(s.test) == 0 {
 		f.Close()

@@ -63,7 +63,11 @@
 //     builds the dictionaries (each table's rows are its feature's distinct
 //     values, --max-ind-range folding them first), dlrm's seven-day split
 //     gives days 0–5 to training and the first half of day 6 to testing,
-//     and --data-sub-sample-rate drops that share of training negatives.
+//     and --data-sub-sample-rate drops that share of training negatives;
+//     --data-randomize orders the training lines (total: one permutation,
+//     day: within each day, none: file order). The scan's index is kept
+//     beside the file (train.txt.kiln-index) and read back by later runs
+//     while the file and --max-ind-range are unchanged.
 //     Bad lines stop the run with FILE:LINE: field …, or are counted with
 //     --skip-bad-lines.
 //   - random is dlrm's random data: --data-size samples in batches, bags of

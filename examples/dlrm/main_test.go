@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/datasets/criteo"
 	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/nn"
 )
@@ -123,12 +124,31 @@ func TestSaveAndEvaluate(t *testing.T) {
 // TestTrainKaggleFile trains on a Kaggle-format file and reports a bad
 // line by file and line, or skips it with --skip-bad-lines.
 func TestTrainKaggleFile(t *testing.T) {
-	sample := filepath.Join("..", "..", "datasets", "criteo", "testdata", "planted.txt")
+	// A copy, as the scan leaves its index beside the file.
+	src, err := os.ReadFile(filepath.Join("..", "..", "datasets", "criteo", "testdata", "planted.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := filepath.Join(t.TempDir(), "train.txt")
+	if err := os.WriteFile(sample, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	common := []string{"--arch-sparse-feature-size", "4", "--arch-mlp-bot", "13-8-4", "--arch-mlp-top", "8-1",
 		"--loss-function", "bce", "--mini-batch-size", "16", "--quiet"}
 	out := runOK(t, append([]string{"train", "--data-generation", "dataset", "--raw-data-file", sample}, common...)...)
 	if !strings.Contains(out, "training and") || !strings.Contains(out, "best held-out auc") {
 		t.Errorf("output lacks the data line or the result:\n%s", out)
+	}
+	if _, err := os.Stat(sample + criteo.SidecarSuffix); err != nil {
+		t.Errorf("the scan left no index beside the data: %v", err)
+	}
+	// The second run reads the index back; the order of the training
+	// lines is the only change --data-randomize makes.
+	for _, order := range []string{"total", "day", "none"} {
+		again := runOK(t, append([]string{"train", "--data-generation", "dataset", "--raw-data-file", sample, "--data-randomize", order}, common...)...)
+		if !strings.Contains(again, "best held-out auc") {
+			t.Errorf("--data-randomize %s:\n%s", order, again)
+		}
 	}
 
 	data, err := os.ReadFile(sample)
