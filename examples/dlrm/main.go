@@ -94,6 +94,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kilnml/kiln/internal/subcmd"
 	"io"
 	"os"
 	"slices"
@@ -120,58 +121,31 @@ var commands = []command{
 	{"export", "trace, freeze and save the model as a graph that runs without model code", export},
 }
 
-// usageError is a mistake on the command line: exit status 2.
-type usageError struct{ msg string }
+// usagef reports a mistake on the command line: exit status 2.
+var usagef = subcmd.Usagef
 
-func (e *usageError) Error() string { return e.msg }
+// program is the command line: its subcommands, each parsed and run here.
+var program = &subcmd.Program{Name: "dlrm", Hint: "flags are dlrm_s_pytorch.py's; run 'dlrm <subcommand> -h' for them", Run: runCommand}
 
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
+func init() {
+	for _, c := range commands {
+		program.Commands = append(program.Commands, subcmd.Command{Name: c.name, Summary: c.summary})
+	}
 }
 
 // run executes the command line args (without the program name) and
 // returns the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		w, status := stderr, 2
-		if len(args) > 0 {
-			w, status = stdout, 0
-		}
-		usage(w)
-		return status
-	}
-	i := slices.IndexFunc(commands, func(c command) bool { return c.name == args[0] })
-	if i < 0 {
-		fmt.Fprintf(stderr, "dlrm: unknown subcommand %q\n", args[0])
-		usage(stderr)
-		return 2
-	}
-	cmd := commands[i]
-	o, err := parse(cmd, args[1:], stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err == nil {
-		fmt.Fprintln(stdout, "kernels:", kernels.Features())
-		err = cmd.run(o, stdout, stderr)
-	}
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintf(stderr, "dlrm %s: %v\n", cmd.name, err)
-	if _, ok := errors.AsType[*usageError](err); ok {
-		fmt.Fprintf(stderr, "run 'dlrm %s -h' for its flags\n", cmd.name)
-		return 2
-	}
-	return 1
-}
+func run(args []string, stdout, stderr io.Writer) int { return program.Main(args, stdout, stderr) }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: dlrm <subcommand> [flags]\n\nsubcommands:")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+// runCommand parses the flags of commands[i] and runs it.
+func runCommand(i int, args []string, stdout, stderr io.Writer) error {
+	cmd := commands[i]
+	o, err := parse(cmd, args, stdout)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintln(w, "\nflags are dlrm_s_pytorch.py's; run 'dlrm <subcommand> -h' for them")
+	fmt.Fprintln(stdout, "kernels:", kernels.Features())
+	return cmd.run(o, stdout, stderr)
 }
 
 // unsupported are dlrm_s_pytorch.py's flags Kiln does not implement, with
@@ -245,7 +219,7 @@ func parse(cmd command, args []string, stdout io.Writer) (*options, error) {
 			fs.PrintDefaults()
 			return nil, err
 		}
-		return nil, &usageError{err.Error()}
+		return nil, &subcmd.UsageError{Msg: err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q (flags only)", fs.Arg(0))

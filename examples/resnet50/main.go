@@ -170,6 +170,7 @@ import (
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph/quant"
+	"github.com/kilnml/kiln/internal/subcmd"
 	"io"
 	"os"
 	"slices"
@@ -212,58 +213,31 @@ var commands = []command{
 		calibrate},
 }
 
-// usageError is a mistake on the command line: exit status 2.
-type usageError struct{ msg string }
+// usagef reports a mistake on the command line: exit status 2.
+var usagef = subcmd.Usagef
 
-func (e *usageError) Error() string { return e.msg }
+// program is the command line: its subcommands, each parsed and run here.
+var program = &subcmd.Program{Name: "resnet50", Hint: "run 'resnet50 <subcommand> -h' for its flags", Run: runCommand}
 
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
+func init() {
+	for _, c := range commands {
+		program.Commands = append(program.Commands, subcmd.Command{Name: c.name, Summary: c.summary})
+	}
 }
 
 // run executes the command line args (without the program name) and
 // returns the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		w, status := stderr, 2
-		if len(args) > 0 {
-			w, status = stdout, 0
-		}
-		usage(w)
-		return status
-	}
-	i := slices.IndexFunc(commands, func(c command) bool { return c.name == args[0] })
-	if i < 0 {
-		fmt.Fprintf(stderr, "resnet50: unknown subcommand %q\n", args[0])
-		usage(stderr)
-		return 2
-	}
-	cmd := commands[i]
-	o, err := parse(cmd, args[1:], stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err == nil {
-		fmt.Fprintln(stdout, "kernels:", kernels.Features())
-		err = cmd.run(o, stdout, stderr)
-	}
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintf(stderr, "resnet50 %s: %v\n", cmd.name, err)
-	if _, ok := errors.AsType[*usageError](err); ok {
-		fmt.Fprintf(stderr, "run 'resnet50 %s -h' for its flags\n", cmd.name)
-		return 2
-	}
-	return 1
-}
+func run(args []string, stdout, stderr io.Writer) int { return program.Main(args, stdout, stderr) }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: resnet50 <subcommand> [flags]\n\nsubcommands:")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+// runCommand parses the flags of commands[i] and runs it.
+func runCommand(i int, args []string, stdout, stderr io.Writer) error {
+	cmd := commands[i]
+	o, err := parse(cmd, args, stdout)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintln(w, "\nrun 'resnet50 <subcommand> -h' for its flags")
+	fmt.Fprintln(stdout, "kernels:", kernels.Features())
+	return cmd.run(o, stdout, stderr)
 }
 
 // parse reads cmd's flags from args into options and checks their values.
@@ -282,7 +256,7 @@ func parse(cmd command, args []string, stdout io.Writer) (*options, error) {
 			fs.PrintDefaults()
 			return nil, err
 		}
-		return nil, &usageError{err.Error()}
+		return nil, &subcmd.UsageError{Msg: err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q (flags only; did you mean --data %s?)", fs.Arg(0), fs.Arg(0))
