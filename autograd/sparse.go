@@ -116,6 +116,15 @@ func (t *Tensor) SparseGrad() *SparseGrad {
 	return t.sparseGrad.coalesce()
 }
 
+// SetSparseUpdate makes Backward hand each sparse gradient a lookup gives
+// t (a table read by EmbeddingSparse, EmbeddingBagSparse or a sparse
+// MergedEmbeddingBag) to f, coalesced, instead of accumulating it: the
+// hook of optimizers that update a table inside the backward pass (see
+// optim.FuseSparse), so that no gradient waits for Step. f runs inside
+// the op's backward, once per lookup of t; the SparseGrad is f's to keep.
+// nil restores accumulation. Dense gradients accumulate as always.
+func (t *Tensor) SetSparseUpdate(f func(g *SparseGrad)) { t.sparseUpdate = f }
+
 // SetSparseGrad replaces t's gradient with g, which must have t's shape;
 // nil clears it. t must be a 2-D float32 or bfloat16 tensor (a split
 // parameter's Top is bfloat16; its gradient rows stay float32). Setting a
@@ -154,11 +163,25 @@ func accumulateSparse(op string, t *Tensor, idx []int64, skip int64, row func(i 
 	if t.grad != nil {
 		failGrad(op, "tensor %v already has a dense gradient; it cannot also receive a sparse one (use one kind of lookup per parameter, or call ZeroGrad between them)", t.shape)
 	}
+	if t.sparseUpdate != nil {
+		// This lookup's gradient alone, coalesced as SparseGrad would
+		// coalesce it had it accumulated into an empty gradient.
+		e := &sparseEntries{num: t.shape[0], dim: t.shape[1]}
+		e.add(idx, skip, row)
+		t.sparseUpdate(e.coalesce())
+		return
+	}
 	e := t.sparseGrad
 	if e == nil {
 		e = &sparseEntries{num: t.shape[0], dim: t.shape[1]}
 		t.sparseGrad = e
 	}
+	e.add(idx, skip, row)
+}
+
+// add appends the entries of one lookup: position i of idx sends row(i)
+// to row idx[i], positions whose index is skip none.
+func (e *sparseEntries) add(idx []int64, skip int64, row func(i int) []float32) {
 	e.coalesced = nil
 	e.idx, e.vals = slices.Clip(e.idx), slices.Clip(e.vals) // never write into a returned SparseGrad
 	for i, r := range idx {

@@ -25,9 +25,10 @@ type Tensor struct {
 
 	requiresGrad bool
 	grad         *Tensor
-	sparseGrad   *sparseEntries // instead of grad, after a sparse embedding lookup
-	node         *node          // the op that made this tensor; nil for leaves
-	mode         Mode           // the computation t belongs to
+	sparseGrad   *sparseEntries    // instead of grad, after a sparse embedding lookup
+	sparseUpdate func(*SparseGrad) // takes each lookup's sparse gradient instead of sparseGrad
+	node         *node             // the op that made this tensor; nil for leaves
+	mode         Mode              // the computation t belongs to
 }
 
 // numel is the product of dims, counted by shape.Numel, panicking with

@@ -182,6 +182,9 @@ func (q param) follow(t **autograd.Tensor) bool {
 type base[G, O, S any] struct {
 	kind   *kind[G, O, S]
 	groups []group[O, S]
+	// stepped holds the fused tables (FuseSparse) updated since the last
+	// Step or ZeroGrad.
+	stepped map[*autograd.Tensor]bool
 }
 
 type group[O, S any] struct {
@@ -264,6 +267,7 @@ func as[T Optimizer](o Optimizer, err error) (T, error) {
 // Step updates every parameter that has a gradient; parameters whose Grad
 // and SparseGrad are nil are skipped, as in PyTorch.
 func (b *base[G, O, S]) Step() {
+	clear(b.stepped)
 	for gi := range b.groups {
 		g := &b.groups[gi]
 		for i, p := range g.params {
@@ -277,6 +281,7 @@ func (b *base[G, O, S]) Step() {
 
 // ZeroGrad drops every parameter's gradient.
 func (b *base[G, O, S]) ZeroGrad() {
+	clear(b.stepped)
 	for _, g := range b.groups {
 		for _, p := range g.params {
 			p.ZeroGrad()

@@ -313,7 +313,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.LoadModel, "load-model", "", "start from this model file (safetensors with DLRM_Net's names)")
 	fs.Uint64Var(&o.Seed, "numpy-rand-seed", 123, "seed of initialisation and data")
 	fs.StringVar(&o.DType, "dtype", "fp32", "fp32 or bf16: train with split BF16 master weights, MLPs under autocast, loss in FP32; evaluate, infer and export in BF16")
-	fs.BoolVar(&o.FusedEmb, "fused-emb", false, "apply the table updates inside the embedding backward (not supported yet)")
+	fs.BoolVar(&o.FusedEmb, "fused-emb", false, "apply the tables' updates inside the embedding backward (IPEX's MergedEmbeddingBagWith*): the same results, no gradient held until the step")
 	fs.BoolVar(&o.SyncDense, "sync-dense-params", true, "accepted for dlrm's scripts (one process here)")
 	fs.IntVar(&o.NumWorkers, "num-workers", 0, "accepted for dlrm's scripts; batches are read on the training goroutine")
 	fs.IntVar(&o.TestNumWorkers, "test-num-workers", -1, "accepted for dlrm's scripts")
@@ -411,8 +411,6 @@ func (o *options) check() error {
 		return usagef("--dtype %q: want fp32 or bf16", o.DType)
 	case o.Warmup < 0 || o.Iters < 1:
 		return usagef("--warmup %d and --iters %d: want at least 0 and 1", o.Warmup, o.Iters)
-	case o.FusedEmb:
-		return usagef("--fused-emb: fused embedding updates are not supported by this command yet")
 	}
 	if last := o.mlpBot[len(o.mlpBot)-1]; last != o.SparseFeatureSize {
 		return usagef("--arch-mlp-bot %s ends in %d but --arch-sparse-feature-size is %d: they must be equal", o.MLPBot, last, o.SparseFeatureSize)

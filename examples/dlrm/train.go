@@ -171,6 +171,13 @@ func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trai
 		// The file holds the joined FP32 weights, as an FP32 run's does.
 		save = func() error { return nn.SaveTensors(o.SaveModel, split.StateDict()) }
 	}
+	if o.FusedEmb {
+		// After the split: the tables the optimizer holds are then the
+		// BF16 tops.
+		if err := optim.FuseSparse(opt, m.Emb.Weights()...); err != nil {
+			return res, usagef("--fused-emb: %v", err)
+		}
+	}
 	sched, err := optim.NewDLRMLRPolicy(opt, o.LRNumWarmupSteps, o.LRDecayStartStep, o.LRNumDecaySteps)
 	if err != nil {
 		return res, usagef("%v", err)
