@@ -9,9 +9,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
+	"github.com/kilnml/kiln/optim"
 )
 
 // TestMain lets RunFresh re-execute the test binary as a fresh process.
@@ -648,6 +653,116 @@ func TestTorchScriptRunsEveryKind(t *testing.T) {
 	if rep.Info["torch"] == "" || rep.Info["blas"] == "" {
 		t.Errorf("info lacks torch or blas: %v", rep.Info)
 	}
+}
+
+// TestDLRMMatchesTorch checks torch_bench.py's DLRM_Net against Kiln's
+// DLRM: Kiln's weights and batch (tiny dims) load into the transcription,
+// which must give the same probabilities eager and frozen, the same
+// losses over three training steps and the same probabilities after
+// them.
+func TestDLRMMatchesTorch(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "torch_bench.py"), TorchScript, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := []int{6, 3, 50, 8}
+	s, err := newDLRMBatch(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type param struct {
+		Shape []int     `json:"shape"`
+		Data  []float32 `json:"data"`
+	}
+	in := struct {
+		Dims   []int            `json:"dims"`
+		Params map[string]param `json:"params"`
+		Dense  []float32        `json:"dense"`
+		Idx    []int64          `json:"idx"`
+		Labels []float32        `json:"labels"`
+	}{Dims: d, Params: map[string]param{}, Dense: s.dense.Float32s(), Idx: s.idx.Int64s(), Labels: s.labels.Float32s()}
+	for _, p := range nn.NamedParameters(s.m) {
+		in.Params[p.Name] = param{p.Tensor.Shape(), slices.Clone(p.Tensor.Float32s())}
+	}
+	stdin, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prog = `
+import json, sys, warnings, torch
+sys.path.insert(0, sys.argv[1])
+import torch_bench as tb
+d = json.load(sys.stdin)
+B, T, R, D = d["dims"]
+model, dense, lS_o, lS_i, labels = tb.dlrm_input(B, T, R, D)
+model.load_state_dict({k: torch.tensor(v["data"], dtype=torch.float32).view(v["shape"]) for k, v in d["params"].items()})
+dense = torch.tensor(d["dense"], dtype=torch.float32).view(B, -1)
+lS_i = torch.tensor(d["idx"]).view(B, T).t().contiguous()
+labels = torch.tensor(d["labels"], dtype=torch.float32).view(B, 1)
+model.eval()
+with torch.no_grad(), warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    out = model(dense, lS_o, lS_i)
+    frozen = torch.jit.freeze(torch.jit.trace(model, (dense, lS_o, lS_i)))(dense, lS_o, lS_i)
+model.train()
+opt = torch.optim.SGD(model.parameters(), lr=tb.DLRM_LR)
+loss_fn = torch.nn.BCELoss()
+losses = []
+for _ in range(3):
+    opt.zero_grad(set_to_none=True)
+    loss = loss_fn(model(dense, lS_o, lS_i), labels)
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+model.eval()
+with torch.no_grad():
+    after = model(dense, lS_o, lS_i)
+print(json.dumps({"out": out.flatten().tolist(), "frozen": frozen.flatten().tolist(), "losses": losses,
+                  "after": after.flatten().tolist(), "sparse": model.emb_l[0].weight.grad.is_sparse}))
+`
+	out := runPython(t, stdin, []string{"OMP_NUM_THREADS=1"}, "-c", prog, dir)
+	var got struct {
+		Out, Frozen, Losses, After []float64
+		Sparse                     bool
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !got.Sparse {
+		t.Error("PyTorch's table gradients are not sparse")
+	}
+	near := func(what string, got []float64, want []float32) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values from PyTorch, %d from Kiln", what, len(got), len(want))
+		}
+		for i := range got {
+			if math.Abs(got[i]-float64(want[i])) > 1e-5 {
+				t.Errorf("%s[%d]: PyTorch %v, Kiln %v", what, i, got[i], want[i])
+			}
+		}
+	}
+	indices, offsets := s.bags()
+	nn.Eval(s.m)
+	want := s.m.Forward(autograd.NoGrad(s.dense), indices, offsets).Float32s()
+	near("eager", got.Out, want)
+	near("frozen", got.Frozen, want)
+	nn.Train(s.m, true)
+	opt, err := optim.NewSGD(nn.Parameters(s.m), optim.SGDOptions{LR: DLRMLR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses []float32
+	for range 3 {
+		opt.ZeroGrad()
+		l := autograd.BCELoss(s.m.Forward(s.dense, indices, offsets), s.labels, autograd.ReductionMean)
+		l.Backward()
+		opt.Step()
+		losses = append(losses, l.Float32s()[0])
+	}
+	near("losses", got.Losses, losses)
+	nn.Eval(s.m)
+	near("after 3 steps", got.After, s.m.Forward(autograd.NoGrad(s.dense), indices, offsets).Float32s())
 }
 
 // TestResNet50ConvsMatchTorchvision collects the convolutions of
