@@ -217,7 +217,7 @@ func dlrmInfer(d []int) (func(), error) {
 // traced on inputs dense f32[b, DLRMDense] and indices i64[b, tables]
 // (ForwardFixed with one index per bag), frozen (tables and weights
 // become constants, Linear+ReLU and Linear+Sigmoid fuse) and compiled.
-// The model itself is not kept.
+// The run holds the compiled plan and the inputs, not the model.
 func dlrmGraph(d []int) (func(), error) {
 	s, err := newDLRMBatch(d)
 	if err != nil {
