@@ -9,9 +9,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
+	"github.com/kilnml/kiln/optim"
 )
 
 // TestMain lets RunFresh re-execute the test binary as a fresh process.
@@ -24,7 +29,7 @@ func TestMain(m *testing.M) {
 // training takes tens of seconds per thread count, and PyTorch's BF16
 // ResNet-50 seconds to minutes a call on CPUs without AVX512_BF16.
 var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true,
-	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true}
+	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true, KindDLRMTrain: true}
 
 // fp32Kind is the kind of each BF16 and INT8 kind's FP32Row.
 var fp32Kind = map[string]string{
@@ -108,6 +113,38 @@ func TestWorkloads(t *testing.T) {
 			t.Errorf("%s: quick %v; want only the batch-1 float32 and INT8 inference rows", w.Name, w.Quick)
 		}
 	}
+	// -filter dlrm picks exactly the DLRM rows of issue 19: a training
+	// step at batch 2048, eager and frozen-graph inference at 2048 and
+	// 128, all on 26 tables of 100 000 rows of 64; the batch-128
+	// inference rows are in -quick.
+	dlrm, _ := Filter(all, "dlrm")
+	if want := 1 + 2*len(DLRMInferBatches); len(dlrm) != want {
+		t.Errorf("filter dlrm matched %d workloads, want %d", len(dlrm), want)
+	}
+	dlrmKinds := map[string][]int{}
+	for _, w := range dlrm {
+		if w.Group != "DLRM" || !strings.HasPrefix(w.Kind, "dlrm_") || w.Bound != Compute || !(w.Flops > 0) {
+			t.Errorf("%s: group %q, kind %q, bound %s, flops %v", w.Name, w.Group, w.Kind, w.Bound, w.Flops)
+		}
+		if len(w.Dims) != 4 || w.Dims[1] != 26 || w.Dims[2] != 100_000 || w.Dims[3] != 64 {
+			t.Errorf("%s: dims %v, want batch, 26 tables, 100000 rows, d 64", w.Name, w.Dims)
+			continue
+		}
+		if w.Samples != w.Dims[0] || w.Images != 0 || w.WarmUpCalls < 2 {
+			t.Errorf("%s: %d samples, %d images, %d warm-up calls for dims %v", w.Name, w.Samples, w.Images, w.WarmUpCalls, w.Dims)
+		}
+		if w.Quick != (w.Kind != KindDLRMTrain && w.Dims[0] == 128) {
+			t.Errorf("%s: quick %v; want only the batch-128 inference rows", w.Name, w.Quick)
+		}
+		dlrmKinds[w.Kind] = append(dlrmKinds[w.Kind], w.Dims[0])
+	}
+	if want := map[string][]int{KindDLRMTrain: {2048}, KindDLRMInfer: {2048, 128}, KindDLRMInferFrozen: {2048, 128}}; !reflect.DeepEqual(dlrmKinds, want) {
+		t.Errorf("DLRM batches by kind %v, want %v", dlrmKinds, want)
+	}
+	if fwd, train := DLRMFlops(26, 64); fwd != 2*(13*512+512*256+256*64+415*512+512*256+256*1+351*64) || train != 3*fwd-2*13*512 {
+		t.Errorf("DLRM flops per sample %v forward, %v train", fwd, train)
+	}
+
 	// The INT8 rows of issue 18: three square GEMMs (1024 in -quick), an
 	// INT8 frozen graph per inference batch, calibrated on the batches
 	// the constants give.
@@ -257,7 +294,7 @@ func TestWorkloadJSON(t *testing.T) {
 	if !reflect.DeepEqual(all, back) {
 		t.Error("workloads changed in a JSON round trip")
 	}
-	for _, field := range []string{`"images":16`, `"warmup_calls":2`, `"bound":"footprint"`, `"kind":"resnet50_infer_frozen"`,
+	for _, field := range []string{`"images":16`, `"samples":2048`, `"kind":"dlrm_infer_frozen"`, `"warmup_calls":2`, `"bound":"footprint"`, `"kind":"resnet50_infer_frozen"`,
 		`"fp32_row":"resnet50 frozen graph infer bs1 224² vs torch jit.freeze"`} {
 		if !bytes.Contains(b, []byte(field)) {
 			t.Errorf("JSON lacks %s", field)
@@ -332,8 +369,15 @@ func tinyWorkloads() []Workload {
 		{Name: "gemm int8", Kind: KindGemmInt8, Dims: []int{5, 7, 3}},
 		{Name: "gemm int8 tail", Kind: KindGemmInt8, Dims: []int{13, 33, 9}}, // past a 12-row strip, a 32-channel panel and two 4-depth groups
 		{Name: "resnet50 int8 frozen graph", Kind: KindResNet50GraphInt8, Dims: []int{2, tinyImage, 2, 1}, WarmUpCalls: 2},
+		{Name: "dlrm train", Kind: KindDLRMTrain, Dims: tinyDLRM, WarmUpCalls: 2},
+		{Name: "dlrm infer", Kind: KindDLRMInfer, Dims: tinyDLRM, WarmUpCalls: 2},
+		{Name: "dlrm infer frozen", Kind: KindDLRMInferFrozen, Dims: tinyDLRM, WarmUpCalls: 2},
 	}
 }
+
+// tinyDLRM are the dims of the tiny DLRM rows: batch 5, 3 tables of 50
+// rows, d 8 (the MLPs keep their hidden widths).
+var tinyDLRM = []int{5, 3, 50, 8}
 
 // tinyImage is the smallest image ResNet-50's stem takes (32 → 1×1 after
 // layer4), which keeps the whole-model workloads fast in tests.
@@ -359,6 +403,8 @@ func TestPrepareRunsEveryKind(t *testing.T) {
 		{Name: "zero dim", Kind: KindReLU, Dims: []int{0}},
 		{Name: "resnet50 dims", Kind: KindResNet50Infer, Dims: []int{1}},
 		{Name: "resnet50 int8 without calibration", Kind: KindResNet50GraphInt8, Dims: []int{1, tinyImage}},
+		{Name: "dlrm without d", Kind: KindDLRMTrain, Dims: []int{2, 3, 50}},
+		{Name: "dlrm zero tables", Kind: KindDLRMInferFrozen, Dims: []int{2, 0, 50, 8}},
 		tinyFootprint, // measured by RunFresh, not timed
 	} {
 		if _, err := Prepare(w); err == nil {
@@ -429,11 +475,14 @@ func TestTable(t *testing.T) {
 	}
 	model := Workload{Name: "resnet50 infer bs16", Group: "ResNet-50", Kind: KindResNet50Infer, Dims: []int{16, 224},
 		Flops: 16e9, Bound: Compute, Images: 16}
+	dlrm := Workload{Name: "dlrm infer bs128", Group: "DLRM", Kind: KindDLRMInfer, Dims: []int{128, 26, 100_000, 64},
+		Flops: 1e9, Bound: Compute, Samples: 128}
 	mem := Workload{Name: "resnet50 peak RSS", Group: "ResNet-50", Kind: KindResNet50TrainMem, Bound: Footprint}
 	rows = append(rows,
 		Row{Workload: model, Threads: 1, Kiln: Result{Median: 0.5}, Torch: Result{Median: 0.4}, KilnOK: true, TorchOK: true},
 		Row{Workload: mem, Threads: 1, Kiln: Result{PeakRSS: 3 << 30, StartRSS: 20 << 20}, Torch: Result{PeakRSS: 2 << 30, StartRSS: 300 << 20}, KilnOK: true, TorchOK: true},
 		Row{Workload: mem, Threads: 2, Kiln: Result{Error: naPrefix + "not Linux"}, Torch: Result{PeakRSS: 2 << 30}, TorchOK: true},
+		Row{Workload: dlrm, Threads: 1, Kiln: Result{Median: 0.01}, Torch: Result{Median: 0.02}, KilnOK: true, TorchOK: true},
 	)
 	if r := rows[4].MemoryRatio(); r != 1.5 || !math.IsNaN(rows[4].Ratio()) || !math.IsNaN(rows[3].MemoryRatio()) {
 		t.Errorf("memory row: memory ratio %v, speed ratio %v; model row memory ratio %v", r, rows[4].Ratio(), rows[3].MemoryRatio())
@@ -452,6 +501,8 @@ func TestTable(t *testing.T) {
 		"| resnet50 infer bs16 | 1 | 500 ms | 32 img/s, 32 GFLOP/s | 400 ms | 40 img/s, 40 GFLOP/s | 0.80× | 32.0% | 40.0% |",
 		"| resnet50 peak RSS | 1 | 3.00 GiB | 20 MiB at start | 2.00 GiB | 300 MiB at start | 1.50× memory (lower is better) | — | — |",
 		"| resnet50 peak RSS | 2 | n/a | — | 2.00 GiB | 0 MiB at start | — | — | — |",
+		"| **DLRM** |",
+		"| dlrm infer bs128 | 1 | 10 ms | 12800 samples/s, 100 GFLOP/s | 20 ms | 6400 samples/s, 50 GFLOP/s | 2.00× | 100.0% | 50.0% |",
 		"| **G** |", "| **E** |",
 	} {
 		if !strings.Contains(tab, want) {
@@ -602,6 +653,116 @@ func TestTorchScriptRunsEveryKind(t *testing.T) {
 	if rep.Info["torch"] == "" || rep.Info["blas"] == "" {
 		t.Errorf("info lacks torch or blas: %v", rep.Info)
 	}
+}
+
+// TestDLRMMatchesTorch checks torch_bench.py's DLRM_Net against Kiln's
+// DLRM: Kiln's weights and batch (tiny dims) load into the transcription,
+// which must give the same probabilities eager and frozen, the same
+// losses over three training steps and the same probabilities after
+// them.
+func TestDLRMMatchesTorch(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "torch_bench.py"), TorchScript, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := []int{6, 3, 50, 8}
+	s, err := newDLRMBatch(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type param struct {
+		Shape []int     `json:"shape"`
+		Data  []float32 `json:"data"`
+	}
+	in := struct {
+		Dims   []int            `json:"dims"`
+		Params map[string]param `json:"params"`
+		Dense  []float32        `json:"dense"`
+		Idx    []int64          `json:"idx"`
+		Labels []float32        `json:"labels"`
+	}{Dims: d, Params: map[string]param{}, Dense: s.dense.Float32s(), Idx: s.idx.Int64s(), Labels: s.labels.Float32s()}
+	for _, p := range nn.NamedParameters(s.m) {
+		in.Params[p.Name] = param{p.Tensor.Shape(), slices.Clone(p.Tensor.Float32s())}
+	}
+	stdin, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prog = `
+import json, sys, warnings, torch
+sys.path.insert(0, sys.argv[1])
+import torch_bench as tb
+d = json.load(sys.stdin)
+B, T, R, D = d["dims"]
+model, dense, lS_o, lS_i, labels = tb.dlrm_input(B, T, R, D)
+model.load_state_dict({k: torch.tensor(v["data"], dtype=torch.float32).view(v["shape"]) for k, v in d["params"].items()})
+dense = torch.tensor(d["dense"], dtype=torch.float32).view(B, -1)
+lS_i = torch.tensor(d["idx"]).view(B, T).t().contiguous()
+labels = torch.tensor(d["labels"], dtype=torch.float32).view(B, 1)
+model.eval()
+with torch.no_grad(), warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    out = model(dense, lS_o, lS_i)
+    frozen = torch.jit.freeze(torch.jit.trace(model, (dense, lS_o, lS_i)))(dense, lS_o, lS_i)
+model.train()
+opt = torch.optim.SGD(model.parameters(), lr=tb.DLRM_LR)
+loss_fn = torch.nn.BCELoss()
+losses = []
+for _ in range(3):
+    opt.zero_grad(set_to_none=True)
+    loss = loss_fn(model(dense, lS_o, lS_i), labels)
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+model.eval()
+with torch.no_grad():
+    after = model(dense, lS_o, lS_i)
+print(json.dumps({"out": out.flatten().tolist(), "frozen": frozen.flatten().tolist(), "losses": losses,
+                  "after": after.flatten().tolist(), "sparse": model.emb_l[0].weight.grad.is_sparse}))
+`
+	out := runPython(t, stdin, []string{"OMP_NUM_THREADS=1"}, "-c", prog, dir)
+	var got struct {
+		Out, Frozen, Losses, After []float64
+		Sparse                     bool
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !got.Sparse {
+		t.Error("PyTorch's table gradients are not sparse")
+	}
+	near := func(what string, got []float64, want []float32) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values from PyTorch, %d from Kiln", what, len(got), len(want))
+		}
+		for i := range got {
+			if math.Abs(got[i]-float64(want[i])) > 1e-5 {
+				t.Errorf("%s[%d]: PyTorch %v, Kiln %v", what, i, got[i], want[i])
+			}
+		}
+	}
+	indices, offsets := s.bags()
+	nn.Eval(s.m)
+	want := s.m.Forward(autograd.NoGrad(s.dense), indices, offsets).Float32s()
+	near("eager", got.Out, want)
+	near("frozen", got.Frozen, want)
+	nn.Train(s.m, true)
+	opt, err := optim.NewSGD(nn.Parameters(s.m), optim.SGDOptions{LR: DLRMLR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses []float32
+	for range 3 {
+		opt.ZeroGrad()
+		l := autograd.BCELoss(s.m.Forward(s.dense, indices, offsets), s.labels, autograd.ReductionMean)
+		l.Backward()
+		opt.Step()
+		losses = append(losses, l.Float32s()[0])
+	}
+	near("losses", got.Losses, losses)
+	nn.Eval(s.m)
+	near("after 3 steps", got.After, s.m.Forward(autograd.NoGrad(s.dense), indices, offsets).Float32s())
 }
 
 // TestResNet50ConvsMatchTorchvision collects the convolutions of

@@ -8,8 +8,10 @@
 // has AVX512_BF16) and INT8 (the GEMM and the frozen ResNet-50 graph
 // against PyTorch's quantized linear and FX-quantized model, in GOP/s of
 // the INT8 peak, kernels.MeasurePeakInt8; their FP32Row gives Kiln INT8
-// ÷ Kiln FP32 likewise). It defines the workloads once; the Kiln
-// side runs them in-process (Prepare), the PyTorch side runs them in
+// ÷ Kiln FP32 likewise), and DLRM (dlrm's DLRM_Net on 26 tables of
+// 100 000 rows: a training step with sparse table gradients, eager and
+// frozen-graph inference, in samples/s). It defines the workloads once;
+// the Kiln side runs them in-process (Prepare), the PyTorch side runs them in
 // torch_bench.py (embedded here as TorchScript), which reads the same
 // workload list as JSON. Peak-memory (Footprint) rows run in fresh
 // processes on both sides (RunFresh, ServeFresh). The driver

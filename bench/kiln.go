@@ -241,6 +241,18 @@ func Prepare(w Workload) (func(), error) {
 		}
 		return resNet50TrainStepBF16(d[0], d[1])
 
+	case KindDLRMTrain, KindDLRMInfer, KindDLRMInferFrozen:
+		if err := need(4); err != nil {
+			return nil, err
+		}
+		switch w.Kind {
+		case KindDLRMTrain:
+			return dlrmTrainStep(d)
+		case KindDLRMInfer:
+			return dlrmInfer(d)
+		}
+		return dlrmGraph(d)
+
 	case KindResNet50TrainMem:
 		return nil, fmt.Errorf("bench: %s: %s is measured in a fresh process (RunKiln), not timed", w.Name, w.Kind)
 	}

@@ -129,9 +129,10 @@ func rateUnit(w Workload) string {
 }
 
 // Table renders rows as one Markdown table with a section line for each
-// group. Rows that process images show images/s before their GFLOP/s;
-// Footprint rows show each side's peak RSS with its resident memory at
-// start in the rate column, and the memory ratio.
+// group. Rows that process images show images/s before their GFLOP/s,
+// rows that process samples (DLRM) samples/s; Footprint rows show each
+// side's peak RSS with its resident memory at start in the rate column,
+// and the memory ratio.
 func Table(rows []Row, peaks Peaks) string {
 	var b strings.Builder
 	b.WriteString("| Workload | Threads | Kiln | Kiln rate | PyTorch | PyTorch rate | Kiln/PyTorch (speed) | Kiln % peak | PyTorch % peak |\n")
@@ -168,9 +169,21 @@ func side(res Result, ok bool, w Workload, threads int, peaks Peaks) (t, rate, p
 	r := Rate(w, res.Median)
 	rate = fmt.Sprintf("%.3g %s", r, rateUnit(w))
 	if w.Images > 0 {
-		rate = fmt.Sprintf("%.3g img/s, %s", float64(w.Images)/res.Median, rate)
+		rate = fmt.Sprintf("%s img/s, %s", formatCountRate(float64(w.Images)/res.Median), rate)
+	}
+	if w.Samples > 0 {
+		rate = fmt.Sprintf("%s samples/s, %s", formatCountRate(float64(w.Samples)/res.Median), rate)
 	}
 	return FormatDuration(res.Median), rate, formatPct(peaks.PeakFraction(w, threads, r))
+}
+
+// formatCountRate prints images or samples per second: three significant
+// digits, and whole numbers from 1000 up (12800, not 1.28e+04).
+func formatCountRate(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }
 
 func formatPct(f float64) string {

@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 
 WARM_UP = 50e-3
 MIN_SAMPLE = 2e-3
@@ -273,6 +274,22 @@ def prepare(w):
     if kind == "resnet50_graph_int8":
         n, image, batches, batch = d
         return resnet50_int8_frozen(n, image, batches, batch)
+    if kind == "dlrm_train":
+        return dlrm_train_step(*d)
+    if kind in ("dlrm_infer", "dlrm_infer_frozen"):
+        model, dense, lS_o, lS_i, _ = dlrm_input(*d)
+        model.eval()
+        if kind == "dlrm_infer_frozen":
+            with torch.no_grad(), warnings.catch_warnings():
+                # The interaction's index lists become constants of the
+                # trace, as they should (TracerWarning).
+                warnings.simplefilter("ignore")
+                model = torch.jit.freeze(torch.jit.trace(model, (dense, lS_o, lS_i)))
+
+        def run():
+            with torch.no_grad():
+                model(dense, lS_o, lS_i)
+        return run
     raise ValueError("unknown kind %r" % kind)
 
 
@@ -356,6 +373,134 @@ def resnet50_int8_frozen(n, image, batches, batch):
         with torch.no_grad():
             frozen(x)
     return run
+
+
+# The DLRM rows' model around the dims (keep in step with bench/dlrm.go):
+# 13 dense features, bottom MLP 13-512-256-d, top MLP 512-256-1.
+DLRM_DENSE = 13
+DLRM_BOTTOM_HIDDEN = [512, 256]
+DLRM_TOP = [512, 256, 1]
+DLRM_LR = 0.1
+
+
+def dlrm_net_class():
+    """facebookresearch/dlrm's DLRM_Net (dlrm_s_pytorch.py), transcribed
+    for the benchmark's configuration: sum-mode nn.EmbeddingBag tables
+    with sparse gradients, Linear+ReLU MLPs whose top ends in Sigmoid, the
+    dot interaction without self-interaction, no loss threshold, the
+    sequential forward. Initialisation is dlrm's, drawn with torch's
+    generator instead of numpy's: Linear weights [m, n] from
+    N(0, 2/(m+n)), biases from N(0, 1/m), tables of n rows from
+    U(-sqrt(1/n), sqrt(1/n)). Parameter names are DLRM_Net's (emb_l.k.weight,
+    bot_l.i.weight, top_l.i.bias), as models.DLRM's are."""
+    import torch
+    import torch.nn as nn
+
+    class DLRM_Net(nn.Module):
+        def create_mlp(self, ln, sigmoid_layer):
+            layers = nn.ModuleList()
+            for i in range(0, len(ln) - 1):
+                n, m = ln[i], ln[i + 1]
+                LL = nn.Linear(n, m, bias=True)
+                with torch.no_grad():
+                    LL.weight.normal_(0.0, math.sqrt(2 / (m + n)))
+                    LL.bias.normal_(0.0, math.sqrt(1 / m))
+                layers.append(LL)
+                if i == sigmoid_layer:
+                    layers.append(nn.Sigmoid())
+                else:
+                    layers.append(nn.ReLU())
+            return torch.nn.Sequential(*layers)
+
+        def create_emb(self, m, ln):
+            emb_l = nn.ModuleList()
+            for n in ln:
+                b = math.sqrt(1 / n)
+                # dlrm overwrites the default N(0, 1) weight; passing it
+                # in skips drawing that first.
+                W = torch.empty(n, m).uniform_(-b, b)
+                emb_l.append(nn.EmbeddingBag(n, m, mode="sum", sparse=True, _weight=W))
+            return emb_l
+
+        def __init__(self, m_spa, ln_emb, ln_bot, ln_top):
+            super().__init__()
+            self.emb_l = self.create_emb(m_spa, ln_emb)
+            self.bot_l = self.create_mlp(ln_bot, -1)
+            self.top_l = self.create_mlp(ln_top, len(ln_top) - 2)
+
+        def apply_mlp(self, x, layers):
+            return layers(x)
+
+        def apply_emb(self, lS_o, lS_i, emb_l):
+            ly = []
+            for k, sparse_index_group_batch in enumerate(lS_i):
+                sparse_offset_group_batch = lS_o[k]
+                E = emb_l[k]
+                V = E(sparse_index_group_batch, sparse_offset_group_batch)
+                ly.append(V)
+            return ly
+
+        def interact_features(self, x, ly):
+            (batch_size, d) = x.shape
+            T = torch.cat([x] + ly, dim=1).view((batch_size, -1, d))
+            Z = torch.bmm(T, torch.transpose(T, 1, 2))
+            _, ni, nj = Z.shape
+            offset = 0  # arch_interaction_itself False
+            li = torch.tensor([i for i in range(ni) for j in range(i + offset)])
+            lj = torch.tensor([j for i in range(nj) for j in range(i + offset)])
+            Zflat = Z[:, li, lj]
+            R = torch.cat([x] + [Zflat], dim=1)
+            return R
+
+        def forward(self, dense_x, lS_o, lS_i):
+            x = self.apply_mlp(dense_x, self.bot_l)
+            ly = self.apply_emb(lS_o, lS_i, self.emb_l)
+            z = self.interact_features(x, ly)
+            p = self.apply_mlp(z, self.top_l)
+            return p
+
+    return DLRM_Net
+
+
+def dlrm_input(n, tables, rows, d):
+    """The DLRM rows' model (dims batch n, tables tables of rows rows,
+    feature size d) with seeded weights, and one batch in dlrm's random
+    data form: dense features [n, 13] uniform in [0, 1), lS_o [tables, n]
+    bag starts, lS_i [tables, n] one index per table per sample uniform in
+    the rows, labels [n, 1] of 0 and 1; as newDLRMBatch in bench/dlrm.go."""
+    import torch
+
+    torch.manual_seed(1)
+    nf = tables + 1
+    ln_bot = [DLRM_DENSE] + DLRM_BOTTOM_HIDDEN + [d]
+    ln_top = [d + nf * (nf - 1) // 2] + DLRM_TOP
+    model = dlrm_net_class()(d, [rows] * tables, ln_bot, ln_top)
+    g = torch.Generator().manual_seed(2)
+    dense = torch.rand(n, DLRM_DENSE, generator=g)
+    lS_i = torch.randint(0, rows, (tables, n), generator=g)
+    lS_o = torch.arange(n).repeat(tables, 1)
+    labels = torch.randint(0, 2, (n, 1), generator=g).float()
+    return model, dense, lS_o, lS_i, labels
+
+
+def dlrm_train_step(n, tables, rows, d):
+    """One training step on the fixed batch, as dlrmTrainStep in
+    bench/dlrm.go and dlrm_s_pytorch.py's loop: drop the gradients
+    (set_to_none, as Kiln's ZeroGrad), forward, BCELoss (mean), backward,
+    SGD with lr 0.1 (sparse table gradients)."""
+    import torch
+
+    model, dense, lS_o, lS_i, labels = dlrm_input(n, tables, rows, d)
+    model.train()
+    loss_fn = torch.nn.BCELoss(reduction="mean")
+    opt = torch.optim.SGD(model.parameters(), lr=DLRM_LR)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(dense, lS_o, lS_i), labels)
+        loss.backward()
+        opt.step()
+    return step
 
 
 def resnet50_train_step(n, image, autocast=False):

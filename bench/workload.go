@@ -39,6 +39,13 @@ const (
 	KindResNet50GraphBF16   = "resnet50_graph_bf16"   // Dims batch, image: BF16 frozen graph (Kiln: kiln.Optimize with BF16 weights, Trace under amp.Autocast, Freeze, Compile, run on float32 images; PyTorch: torch.jit.freeze(torch.jit.trace(model, x)) traced and run under torch.cpu.amp.autocast)
 	KindResNet50TrainBF16   = "resnet50_train_bf16"   // Dims batch, image: the train step in BF16 (Kiln: split master weights from kiln.Optimize, under amp.Autocast; PyTorch: torch.cpu.amp.autocast)
 	KindResNet50GraphInt8   = "resnet50_graph_int8"   // Dims batch, image, calibration batches, calibration batch size: INT8 frozen graph (Kiln: Trace, quant.Prepare, Observe, Finish, Convert, Compile; PyTorch: FX prepare_fx, calibration, convert_fx, then torch.jit.freeze(torch.jit.trace(model, x)))
+
+	// DLRM (dlrm's DLRM_Net: models.NewDLRM on Kiln's side, a
+	// transcription in torch_bench.py on PyTorch's), seeded random
+	// weights, one fixed random batch; see DLRMWorkloads for the model.
+	KindDLRMTrain       = "dlrm_train"        // Dims batch, tables, rows, d: zero grad, train-mode forward, mean BCE loss, backward, SGD with sparse table gradients
+	KindDLRMInfer       = "dlrm_infer"        // Dims batch, tables, rows, d: eval forward under no-grad (Kiln: NoGrad); PyTorch eager
+	KindDLRMInferFrozen = "dlrm_infer_frozen" // Dims batch, tables, rows, d: Kiln's frozen compiled graph (TraceFunc, Freeze, Compile); PyTorch torch.jit.freeze(torch.jit.trace(model, inputs))
 )
 
 // Bound says which ceiling a workload is compared with.
@@ -73,6 +80,9 @@ type Workload struct {
 	// Images is the number of images one run processes, for rows that
 	// also report images/s.
 	Images int `json:"images,omitempty"`
+	// Samples is the number of samples one run processes, for rows
+	// (DLRM) that also report samples/s.
+	Samples int `json:"samples,omitempty"`
 	// WarmUpCalls is the least number of untimed calls before timing
 	// (besides WarmUp); slow whole-model rows set it, where one call
 	// already outlasts WarmUp.
@@ -259,6 +269,9 @@ func Workloads(quick bool) []Workload {
 		Dims: []int{large}, Bytes: 20 * large, Bound: Memory, Quick: true})
 
 	for _, w := range ResNet50Workloads(ResNet50Image) {
+		add(w)
+	}
+	for _, w := range DLRMWorkloads() {
 		add(w)
 	}
 	return ws

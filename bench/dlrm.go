@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/graph"
+	"github.com/kilnml/kiln/nn"
+	"github.com/kilnml/kiln/nn/models"
+	"github.com/kilnml/kiln/optim"
+)
+
+// The DLRM rows (issue 19): facebookresearch/dlrm's DLRM_Net with
+// dlrm's random-data benchmark configuration, models.NewDLRM on Kiln's
+// side and a transcription of DLRM_Net in torch_bench.py on PyTorch's.
+// A row's Dims are batch, tables, rows per table and the feature size d;
+// the rest of the model is fixed on both sides (keep the two in step):
+// DLRMDense dense features, the bottom MLP DLRMDense-512-256-d, the
+// top MLP 512-256-1 ending in a sigmoid, dot interaction without the
+// features' dots with themselves, sum-mode tables with sparse gradients.
+// Each sample has one index per table (uniform in the table's rows),
+// dense features uniform in [0, 1) and a label 0 or 1 (dlrm's random
+// data); one batch is generated once and used by every call.
+const (
+	DLRMDense      = 13
+	DLRMTables     = 26
+	DLRMRows       = 100_000
+	DLRMDim        = 64
+	DLRMTrainBatch = 2048
+	DLRMLR         = 0.1
+)
+
+// DLRMBottomHidden and DLRMTop are the MLP widths around d: the bottom
+// MLP is DLRMDense, DLRMBottomHidden..., d; the top MLP takes the
+// interaction's d + N(N−1)/2 features (N = tables + 1) to DLRMTop.
+var (
+	DLRMBottomHidden = []int{512, 256}
+	DLRMTop          = []int{512, 256, 1}
+)
+
+// DLRMInferBatches are the batch sizes of the inference rows.
+var DLRMInferBatches = []int{2048, 128}
+
+// DLRMWorkloads returns the DLRM rows, in table order, all in group
+// "DLRM": a training step (zero grad, forward, BCE loss, backward, SGD
+// with lr DLRMLR and sparse table gradients) at DLRMTrainBatch, then at
+// each inference batch Kiln's eager evaluation-mode forward under NoGrad
+// against PyTorch's eager model under torch.no_grad(), and Kiln's frozen
+// compiled graph against torch.jit.freeze(torch.jit.trace(model)). The
+// smallest inference batch is in the -quick subset; the training step
+// (a few hundred milliseconds a call, and seconds to build the 666 MB of
+// tables on each side) is not.
+func DLRMWorkloads() []Workload {
+	dims := func(b int) []int { return []int{b, DLRMTables, DLRMRows, DLRMDim} }
+	cfgName := fmt.Sprintf("%d×%s×%d", DLRMTables, countNameK(DLRMRows), DLRMDim)
+	n := DLRMTrainBatch
+	fwd, train := DLRMFlops(DLRMTables, DLRMDim)
+	ws := []Workload{{Name: fmt.Sprintf("dlrm train step bs%d %s (SGD, sparse tables)", n, cfgName), Group: "DLRM",
+		Kind: KindDLRMTrain, Dims: dims(n), Flops: float64(n) * train, Bound: Compute, Samples: n,
+		WarmUpCalls: ModelWarmUpCalls}}
+	small := DLRMInferBatches[len(DLRMInferBatches)-1]
+	for _, k := range []struct{ kind, what, ref string }{
+		{KindDLRMInfer, "infer", "torch eager"},
+		{KindDLRMInferFrozen, "frozen graph infer", "torch jit.freeze"},
+	} {
+		for _, b := range DLRMInferBatches {
+			ws = append(ws, Workload{Name: fmt.Sprintf("dlrm %s bs%d %s vs %s", k.what, b, cfgName, k.ref), Group: "DLRM",
+				Kind: k.kind, Dims: dims(b), Flops: float64(b) * fwd, Bound: Compute, Samples: b,
+				WarmUpCalls: ModelWarmUpCalls, Quick: b == small})
+		}
+	}
+	return ws
+}
+
+// countNameK writes 100000 as "100k".
+func countNameK(n int) string {
+	if n%1000 == 0 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// DLRMFlops returns the floating-point work per sample of the DLRM rows'
+// model with tables tables of feature size d: forward, and a training
+// step. Only the MLPs' multiply-adds and the interaction's dot products
+// (the N(N−1)/2 pairs kept, N = tables + 1) count, two flops each; the
+// table lookups, activations, sigmoid and loss are left out. Backward
+// does twice the forward work (data and weight gradients of every
+// Linear, both operands' gradients of every dot), except the data
+// gradient of the first bottom Linear, whose input needs none.
+func DLRMFlops(tables, d int) (forward, train float64) {
+	linears := func(widths []int) float64 {
+		var f float64
+		for i := 0; i+1 < len(widths); i++ {
+			f += 2 * float64(widths[i]*widths[i+1])
+		}
+		return f
+	}
+	bottom := append(append([]int{DLRMDense}, DLRMBottomHidden...), d)
+	nf := tables + 1
+	top := append([]int{d + nf*(nf-1)/2}, DLRMTop...)
+	forward = linears(bottom) + linears(top) + 2*float64(nf*(nf-1)/2*d)
+	return forward, 3*forward - 2*float64(DLRMDense*bottom[1])
+}
+
+// dlrmConfig is the model of a DLRM row with dims batch, tables, rows, d.
+func dlrmConfig(tables, rows, d int) models.DLRMConfig {
+	sizes := make([]int, tables)
+	for t := range sizes {
+		sizes[t] = rows
+	}
+	return models.DLRMConfig{
+		SparseFeatureSize: d,
+		EmbeddingSizes:    sizes,
+		BottomMLP:         append(append([]int{DLRMDense}, DLRMBottomHidden...), d),
+		TopMLP:            append([]int(nil), DLRMTop...),
+		SparseTables:      true,
+	}
+}
+
+// dlrmBatch is a DLRM row's model, seeded, and its one batch: dense
+// features [b, DLRMDense] uniform in [0, 1), indices i64[b, tables] (one
+// per table per sample, uniform in the table's rows), labels [b, 1] of 0
+// and 1.
+type dlrmBatch struct {
+	m      *models.DLRM
+	b      int
+	dense  *autograd.Tensor
+	idx    *autograd.Tensor // [b, tables]
+	labels *autograd.Tensor
+}
+
+func newDLRMBatch(d []int) (*dlrmBatch, error) {
+	b, tables, rows, dim := d[0], d[1], d[2], d[3]
+	m, err := models.NewDLRM(autograd.NewGenerator(1), dlrmConfig(tables, rows, dim))
+	if err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(2, 19))
+	x := make([]float32, b*DLRMDense)
+	for i := range x {
+		x[i] = r.Float32()
+	}
+	idx := make([]int64, b*tables)
+	for i := range idx {
+		idx[i] = r.Int64N(int64(rows))
+	}
+	y := make([]float32, b)
+	for i := range y {
+		y[i] = float32(r.IntN(2))
+	}
+	return &dlrmBatch{m: m, b: b, dense: autograd.FromFloat32(x, b, DLRMDense), idx: autograd.FromInt64(idx, b, tables),
+		labels: autograd.FromFloat32(y, b, 1)}, nil
+}
+
+// bags returns the batch in DLRM_Net's form: per table, the 1-D indices
+// (one a sample) and the bag starts 0, 1, …, b−1.
+func (s *dlrmBatch) bags() (indices, offsets []*autograd.Tensor) {
+	tables := s.idx.Shape()[1]
+	all := s.idx.Int64s()
+	off := make([]int64, s.b)
+	for i := range off {
+		off[i] = int64(i)
+	}
+	for t := range tables {
+		col := make([]int64, s.b)
+		for i := range col {
+			col[i] = all[i*tables+t]
+		}
+		indices = append(indices, autograd.FromInt64(col, s.b))
+		offsets = append(offsets, autograd.FromInt64(off, s.b))
+	}
+	return indices, offsets
+}
+
+// dlrmTrainStep returns one training step on the row's batch, as
+// torch_bench.py's dlrm_train_step: drop the gradients, train-mode
+// forward, mean BCE loss, backward, SGD (row-sparse table gradients).
+func dlrmTrainStep(d []int) (func(), error) {
+	s, err := newDLRMBatch(d)
+	if err != nil {
+		return nil, err
+	}
+	nn.Train(s.m, true)
+	opt, err := optim.NewSGD(nn.Parameters(s.m), optim.SGDOptions{LR: DLRMLR})
+	if err != nil {
+		return nil, err
+	}
+	indices, offsets := s.bags()
+	return func() {
+		opt.ZeroGrad()
+		p := s.m.Forward(s.dense, indices, offsets)
+		autograd.BCELoss(p, s.labels, autograd.ReductionMean).Backward()
+		opt.Step()
+	}, nil
+}
+
+// dlrmInfer returns the eager evaluation-mode forward on the row's batch
+// under NoGrad, in DLRM_Net's form (per-table indices and offsets).
+func dlrmInfer(d []int) (func(), error) {
+	s, err := newDLRMBatch(d)
+	if err != nil {
+		return nil, err
+	}
+	nn.Eval(s.m)
+	indices, offsets := s.bags()
+	for t := range indices {
+		indices[t], offsets[t] = autograd.NoGrad(indices[t]), autograd.NoGrad(offsets[t])
+	}
+	dense := autograd.NoGrad(s.dense)
+	return func() { s.m.Forward(dense, indices, offsets) }, nil
+}
+
+// dlrmGraph returns a run of the row's model as a frozen compiled graph,
+// made as examples/dlrm's export makes it: the evaluation-mode model
+// traced on inputs dense f32[b, DLRMDense] and indices i64[b, tables]
+// (ForwardFixed with one index per bag), frozen (tables and weights
+// become constants, Linear+ReLU and Linear+Sigmoid fuse) and compiled.
+// The run holds the compiled plan and the inputs, not the model.
+func dlrmGraph(d []int) (func(), error) {
+	s, err := newDLRMBatch(d)
+	if err != nil {
+		return nil, err
+	}
+	nn.Eval(s.m)
+	m := s.m
+	traced, err := graph.TraceFunc(m, func(in []*autograd.Tensor) []*autograd.Tensor {
+		t := in[1].Shape()[1]
+		return []*autograd.Tensor{m.ForwardFixed(in[0], autograd.Reshape(in[1], -1, t, 1))}
+	}, s.dense, s.idx)
+	if err != nil {
+		return nil, err
+	}
+	frozen, err := graph.Freeze(traced)
+	if err != nil {
+		return nil, err
+	}
+	p, err := graph.Compile(frozen)
+	if err != nil {
+		return nil, err
+	}
+	dense, idx := s.dense, s.idx
+	return func() {
+		if _, err := p.Run(dense, idx); err != nil {
+			panic(err)
+		}
+	}, nil
+}
