@@ -343,3 +343,11 @@ func isNil[F any](f F) bool {
 	v := reflect.ValueOf(f)
 	return !v.IsValid() || v.IsNil()
 }
+
+// b2i is 1 for true and 0 for false: a flag for assembly, or an offset.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

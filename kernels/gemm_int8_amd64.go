@@ -179,13 +179,6 @@ func (g *int8Call) stripA(s *int8Scratch, i, rows, mr, g0, gc int) (*uint8, int)
 	return &s.a[0], w
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // u8s8KernelVNNI64 multiplies one tile of 6 rows by 64 channels (two
 // panels, ps bytes apart) with VPDPBUSD on ZMM registers.
 //

@@ -8,13 +8,15 @@ package kernels
 // from the feature matrices, so no [B, F, d] copy or [B, F, F] matrix is
 // ever built.
 //
-// Every dot is accumulated in float32 in one fixed order: four partial
-// sums, lane k%4 taking the products of elements k, in increasing k, then
-// combined as (s0+s1)+(s2+s3) (see interactionDot). Each product is
-// rounded to float32 before it is added: the conversion stops the compiler
-// fusing it into an FMA where the target has one, so the bits are the same
-// on every platform. Each sample is done by one worker from start to end,
-// so results are also the same for any thread count.
+// Every dot is accumulated in float32 in one fixed order: sixteen partial
+// sums, lane k%16 taking the products of elements k, in increasing k, then
+// folded in halves (lane l + lane l+8, then l + l+4, l + l+2, l + l+1;
+// see interactionDot), which is one ZMM register's order and two YMM
+// registers'. Each product is rounded to float32 before it is added (no
+// FMA), and every gradient element adds its terms in the forward's pair
+// order, so the bits are the same at every level and on every platform.
+// Each sample is done by one worker from start to end, so results are
+// also the same for any thread count.
 
 // InteractionShape describes a dot interaction: Batch samples, each with
 // Features vectors of Dim elements. Self keeps the dots of each vector
@@ -73,8 +75,8 @@ func (s InteractionShape) check(op string, feats [][]float32, featsName string, 
 // feats[i] and feats[j] for i = 1…F−1 (0…F−1 with Self) and j = 0…i−1
 // (0…i with Self), in that order. feats holds the Features matrices,
 // each [Batch, Dim] row-major; this is dlrm's cat([x, Z[:, li, lj]]).
-// Each dot is four float32 partial sums over k ≡ 0, 1, 2, 3 (mod 4) in
-// increasing k, combined as (s0+s1)+(s2+s3).
+// Each dot is sixteen float32 partial sums over k mod 16 in increasing k,
+// folded in halves.
 func InteractionForward(s InteractionShape, feats [][]float32, out []float32) {
 	s.check("InteractionForward", feats, "feature", nil, out, "out")
 	work := s.Batch*s.Pairs()*s.Dim + s.Batch*s.Width()
@@ -91,28 +93,21 @@ type interactionArgs struct {
 
 var interactionJobs parPool[interactionArgs]
 
-// interactionRows is InteractionForward for samples [lo, hi).
+// interactionRows is InteractionForward for samples [lo, hi): per
+// sample, all the dots in one interactionTriangleImpl call.
 func interactionRows(a *interactionArgs, lo, hi int) {
 	s, feats, out := a.s, a.feats, a.out
-	d, w, first := s.Dim, s.Width(), 1
-	if s.Self {
-		first = 0
-	}
+	d, w := s.Dim, s.Width()
+	sc := interactionScratches.get()
+	defer sc.put()
+	rows := sc.grow(s.Features).rows // the sample's feature rows
 	for b := lo; b < hi; b++ {
-		row := out[b*w : (b+1)*w]
-		copy(row[:d], feats[0][b*d:(b+1)*d])
-		p := d
-		for i := first; i < s.Features; i++ {
-			fi := feats[i][b*d : (b+1)*d]
-			last := i
-			if s.Self {
-				last = i + 1
-			}
-			for j := 0; j < last; j++ {
-				row[p] = interactionDot(fi, feats[j][b*d:(b+1)*d])
-				p++
-			}
+		for f := range rows {
+			rows[f] = feats[f][b*d : (b+1)*d]
 		}
+		row := out[b*w : (b+1)*w]
+		copy(row[:d], rows[0])
+		interactionTriangleImpl(row[d:], rows, s.Self)
 	}
 }
 
@@ -125,87 +120,140 @@ func interactionRows(a *interactionArgs, lo, hi int) {
 // forward's pair order. grads must not overlap feats or dout.
 func InteractionBackward(s InteractionShape, feats [][]float32, dout []float32, grads [][]float32) {
 	s.check("InteractionBackward", feats, "feature", grads, dout, "dout")
-	d, w, first := s.Dim, s.Width(), 1
-	if s.Self {
-		first = 0
-	}
-	Parallel(s.Batch, 2*s.Batch*s.Pairs()*d+s.Batch*s.Features*d, func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			row := dout[b*w : (b+1)*w]
-			for f, g := range grads {
-				switch {
-				case g == nil:
-				case f == 0:
-					copy(g[b*d:(b+1)*d], row[:d])
-				default:
-					clear(g[b*d : (b+1)*d])
-				}
-			}
-			p := d
-			for i := first; i < s.Features; i++ {
-				fi := feats[i][b*d : (b+1)*d]
-				var gi []float32
-				if grads[i] != nil {
-					gi = grads[i][b*d : (b+1)*d]
-				}
-				last := i
-				if s.Self {
-					last = i + 1
-				}
-				for j := 0; j < last; j++ {
-					gz := row[p]
-					p++
-					if j == i {
-						if gi != nil {
-							interactionAxpy(gi, 2*gz, fi)
-						}
-						continue
-					}
-					fj := feats[j][b*d : (b+1)*d]
-					if gi != nil {
-						interactionAxpy(gi, gz, fj)
-					}
-					if grads[j] != nil {
-						interactionAxpy(grads[j][b*d:(b+1)*d], gz, fi)
-					}
-				}
-			}
-		}
+	Parallel(s.Batch, 2*s.Batch*s.Pairs()*s.Dim+s.Batch*s.Features*s.Dim, func(lo, hi int) {
+		interactionGradRows(s, feats, dout, grads, lo, hi)
 	})
 }
 
-// interactionDot is <a, b> in float32 with four partial sums, lane k%4
-// holding the products of elements k in increasing k, combined as
-// (s0+s1)+(s2+s3): independent chains keep the adder busy, and the order
-// never changes.
-func interactionDot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	k := 0
-	for ; k+4 <= len(a); k += 4 {
-		s0 += float32(a[k] * b[k])
-		s1 += float32(a[k+1] * b[k+1])
-		s2 += float32(a[k+2] * b[k+2])
-		s3 += float32(a[k+3] * b[k+3])
+// interactionGradRows is InteractionBackward for samples [lo, hi). Feature
+// t's gradient gets its terms in pair order: those of the pairs (t, j),
+// j < t, then (t, t) with Self, then (i, t), i > t, as the forward lists
+// them; one interactionAxpysImpl call sums them into the gradient row.
+func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, grads [][]float32, lo, hi int) {
+	d, w, self := s.Dim, s.Width(), b2i(s.Self)
+	F := s.Features
+	sc := interactionScratches.get().grow(F)
+	defer sc.put()
+	// The sample's feature rows, and coef[t·F+m], the coefficient of row m
+	// in feature t's gradient: the gradient of dot (t, m) or (m, t), twice
+	// it for (t, t).
+	rows, coef := sc.rows, sc.coef
+	for b := lo; b < hi; b++ {
+		g := dout[b*w : (b+1)*w]
+		for f := range rows {
+			rows[f] = feats[f][b*d : (b+1)*d]
+		}
+		p := d
+		for i := 1 - self; i < F; i++ {
+			for j := range i + self {
+				coef[i*F+j], coef[j*F+i] = g[p], g[p]
+				p++
+			}
+		}
+		if self == 1 {
+			for t := range F {
+				coef[t*F+t] *= 2
+			}
+		}
+		for t, gt := range grads {
+			if gt == nil {
+				continue
+			}
+			var init []float32
+			if t == 0 {
+				init = g[:d]
+			}
+			dst, c := gt[b*d:(b+1)*d], coef[t*F:(t+1)*F]
+			// Rows 0…t−1 (and t with Self), then t+1…: pair order.
+			n := t + self
+			interactionAxpysImpl(dst, init, rows[:n], c[:n])
+			interactionAxpysImpl(dst, dst, rows[t+1:], c[t+1:])
+		}
 	}
-	switch len(a) - k {
-	case 3:
-		s2 += float32(a[k+2] * b[k+2])
-		fallthrough
-	case 2:
-		s1 += float32(a[k+1] * b[k+1])
-		fallthrough
-	case 1:
-		s0 += float32(a[k] * b[k])
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
-// interactionAxpy adds g·x to y in float32, the product rounded first (no
-// FMA), as in interactionDot.
-func interactionAxpy(y []float32, g float32, x []float32) {
-	x = x[:len(y)]
-	for k, v := range x {
-		y[k] += float32(g * v)
+// interactionScratch is a worker's per-sample lists, pooled so that a
+// compiled graph's forward allocates nothing.
+type interactionScratch struct {
+	rows [][]float32
+	coef []float32
+}
+
+var interactionScratches = freeList[interactionScratch]{New: newOf[interactionScratch]}
+
+// grow sizes the lists for f features.
+func (sc *interactionScratch) grow(f int) *interactionScratch {
+	if cap(sc.rows) < f {
+		sc.rows, sc.coef = make([][]float32, f), make([]float32, f*f)
+	}
+	sc.rows, sc.coef = sc.rows[:f], sc.coef[:f*f]
+	return sc
+}
+
+// put drops the rows (user memory) and frees sc.
+func (sc *interactionScratch) put() {
+	clear(sc.rows)
+	interactionScratches.put(sc)
+}
+
+// interactionDot is <a, b> in float32: sixteen partial sums, lane k%16
+// holding the products of elements k in increasing k, folded in halves.
+// Independent chains keep the adder busy, and the order is a vector
+// register's.
+func interactionDot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s [16]float32
+	k := 0
+	for ; k+16 <= len(a); k += 16 {
+		x, y := a[k:k+16:k+16], b[k:k+16:k+16]
+		for l := range s {
+			s[l] += float32(x[l] * y[l])
+		}
+	}
+	for l := range len(a) - k {
+		s[l] += float32(a[k+l] * b[k+l])
+	}
+	for h := 8; h > 0; h /= 2 {
+		for l := range h {
+			s[l] += s[l+h]
+		}
+	}
+	return s[0]
+}
+
+// interactionTriangleGo sets dst to the dots of every pair (i, j) of rows,
+// j < i (j ≤ i with self), i ascending, then j: the forward's pair order.
+func interactionTriangleGo(dst []float32, rows [][]float32, self bool) {
+	p, s := 0, b2i(self)
+	for i := 1 - s; i < len(rows); i++ {
+		for j := range i + s {
+			dst[p] = interactionDot(rows[i], rows[j])
+			p++
+		}
 	}
 }
+
+// interactionAxpysGo sets dst to init (zeros when nil) plus
+// float32(coef[m]·rows[m]) for m in order, each product rounded before
+// it is added.
+func interactionAxpysGo(dst, init []float32, rows [][]float32, coef []float32) {
+	if init == nil {
+		clear(dst)
+	} else {
+		copy(dst, init[:len(dst)])
+	}
+	for m, x := range rows[:len(coef)] {
+		x = x[:len(dst)]
+		g := coef[m]
+		for k, v := range x {
+			dst[k] += float32(g * v)
+		}
+	}
+}
+
+// The variants in use; the tables are in interaction_amd64.go and
+// interaction_noasm.go.
+var (
+	interactionTriangleImpl = pick(level, interactionTriangleVariants)
+	interactionAxpysImpl    = pick(level, interactionAxpysVariants)
+)

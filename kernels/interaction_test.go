@@ -185,3 +185,80 @@ func TestInteractionMisuse(t *testing.T) {
 		}},
 	})
 }
+
+// TestInteractionVariants holds each level's dot and gradient loops to
+// the reference bit for bit, on row lengths around the vectors' 16 and
+// 64 (tails included) and row counts from 0 to DLRM's 27, writing nothing
+// past the output.
+func TestInteractionVariants(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		triangle, axpys := pick(l, interactionTriangleVariants), pick(l, interactionAxpysVariants)
+		r := rand.New(rand.NewPCG(65, 66))
+		lengths := []int{63, 64, 65, 79, 127, 128, 130, 200}
+		for d := range 34 {
+			lengths = append(lengths, d)
+		}
+		for _, d := range lengths {
+			for _, n := range []int{0, 1, 2, 5, 27} {
+				rows := make([][]float32, n)
+				for j := range rows {
+					rows[j] = normRandom(r, d, 0)
+				}
+				for _, self := range []bool{false, true} {
+					name := fmt.Sprintf("d=%d n=%d self=%v", d, n, self)
+					pairs := n * (n - 1) / 2
+					if self {
+						pairs += n
+					}
+					want := make([]float32, pairs)
+					interactionTriangleGo(want, rows, self)
+					got, ok := guarded(t, pairs)
+					triangle(got, rows, self)
+					ok()
+					sameBits32(t, name+" dots", got, want)
+				}
+
+				long := make([][]float32, n) // rows may be longer than the gradient
+				for j := range long {
+					long[j] = normRandom(r, d+r.IntN(3), 0)
+				}
+				coef := normRandom(r, n, 0)
+				for _, withInit := range []bool{false, true} {
+					var init []float32
+					if withInit {
+						init = normRandom(r, d, 0)
+					}
+					want := make([]float32, d)
+					interactionAxpysGo(want, init, long, coef)
+					got, ok := guardedNaN(t, d) // overwritten, not added to
+					axpys(got, init, long, coef)
+					ok()
+					sameBits32(t, fmt.Sprintf("d=%d n=%d init=%v axpys", d, n, withInit), got, want)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkInteraction times DLRM's baseline interaction, 27 features of
+// 64 at batch 2048, forward and backward.
+func BenchmarkInteraction(b *testing.B) {
+	r := rand.New(rand.NewPCG(67, 68))
+	s := InteractionShape{Batch: 2048, Dim: 64, Features: 27}
+	c := newInteractionCase(r, s)
+	out := make([]float32, s.Batch*s.Width())
+	grads := make([][]float32, s.Features)
+	for f := range grads {
+		grads[f] = make([]float32, s.Batch*s.Dim)
+	}
+	b.Run("forward", func(b *testing.B) {
+		for range b.N {
+			InteractionForward(s, c.feats, out)
+		}
+	})
+	b.Run("backward", func(b *testing.B) {
+		for range b.N {
+			InteractionBackward(s, c.feats, c.dout, grads)
+		}
+	})
+}

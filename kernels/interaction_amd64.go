@@ -1,0 +1,125 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The interaction's inner loops by level: YMM registers from AVX2 (the
+// sixteen lanes in two), ZMM from AVX512, the reference loops below.
+var (
+	interactionTriangleVariants = [levelCount]func(dst []float32, rows [][]float32, self bool){Generic: interactionTriangleGo, AVX2: interactionTriangleY, AVX512: interactionTriangleZ}
+	interactionAxpysVariants    = [levelCount]func(dst, init []float32, rows [][]float32, coef []float32){Generic: interactionAxpysGo, AVX2: interactionAxpysY, AVX512: interactionAxpysZ}
+)
+
+// tailMask16 is the lane mask of the last len%16 elements of a row.
+func tailMask16(n int) int { return 1<<(n%16) - 1 }
+
+// interactionTriangleZ is interactionTriangleGo on ZMM registers.
+func interactionTriangleZ(dst []float32, rows [][]float32, self bool) {
+	if f, d, ok := triangleArgs(dst, rows, self); ok {
+		interactionTriangleAVX512(&dst[0], &rows[0], f, b2i(self), d, tailMask16(d))
+	}
+}
+
+// interactionTriangleY is interactionTriangleGo on YMM registers.
+func interactionTriangleY(dst []float32, rows [][]float32, self bool) {
+	if f, d, ok := triangleArgs(dst, rows, self); ok {
+		r := d % 16
+		interactionTriangleAVX2(&dst[0], &rows[0], f, b2i(self), d, r, laneMask(min(r, 8)), laneMask(max(r-8, 0)))
+	}
+}
+
+// triangleArgs checks a triangle's operands for the assembly and returns
+// the row count and length, and whether there is anything to compute
+// (when there is not, dst is done).
+func triangleArgs(dst []float32, rows [][]float32, self bool) (f, d int, ok bool) {
+	f = len(rows)
+	if f == 0 {
+		return 0, 0, false
+	}
+	d = len(rows[0])
+	checkRowLens("interactionTriangle", d, rows)
+	n := f * (f - 1) / 2
+	if self {
+		n += f
+	}
+	if len(dst) < n {
+		panic("kernels: interactionTriangle: dst is shorter than the pairs")
+	}
+	if n > 0 && d == 0 {
+		clear(dst[:n])
+	}
+	return f, d, n > 0 && d > 0
+}
+
+// laneMasks holds eight −1s then eight 0s: the eight lanes from
+// &laneMasks[8−c] enable the first c.
+var laneMasks = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1}
+
+// laneMask returns the VMASKMOVPS mask of the first c of eight lanes.
+func laneMask(c int) *int32 { return &laneMasks[8-c] }
+
+// interactionAxpysZ is interactionAxpysGo on ZMM registers.
+func interactionAxpysZ(dst, init []float32, rows [][]float32, coef []float32) {
+	if ip, rp, cp, ok := axpysArgs(dst, init, rows, coef); ok {
+		interactionAxpysAVX512(&dst[0], ip, rp, cp, len(coef), len(dst), tailMask16(len(dst)))
+	}
+}
+
+// interactionAxpysY is interactionAxpysGo on YMM registers.
+func interactionAxpysY(dst, init []float32, rows [][]float32, coef []float32) {
+	if ip, rp, cp, ok := axpysArgs(dst, init, rows, coef); ok {
+		interactionAxpysAVX2(&dst[0], ip, rp, cp, len(coef), len(dst), laneMask(len(dst)%8))
+	}
+}
+
+// axpysArgs checks an axpys's operands for the assembly and returns their
+// pointers (nil for no init, or no terms), and whether dst has elements.
+func axpysArgs(dst, init []float32, rows [][]float32, coef []float32) (ip *float32, rp *[]float32, cp *float32, ok bool) {
+	if len(dst) == 0 {
+		return nil, nil, nil, false
+	}
+	rows = rows[:len(coef)]
+	checkRowLens("interactionAxpys", len(dst), rows)
+	if init != nil {
+		ip = &init[:len(dst)][0]
+	}
+	if len(coef) > 0 {
+		rp, cp = &rows[0], &coef[0]
+	}
+	return ip, rp, cp, true
+}
+
+// checkRowLens panics unless every row holds n elements: the assembly reads
+// them unchecked.
+func checkRowLens(op string, n int, rows [][]float32) {
+	for _, r := range rows {
+		if len(r) < n {
+			panic("kernels: " + op + ": a row is shorter than the vector")
+		}
+	}
+}
+
+// interactionTriangleAVX512 sets dst to the dots of the pairs of the f
+// rows (d floats each) in interactionTriangleGo's order; tail is the mask
+// of the last d%16. rows points at the first of f slice headers, 24 bytes
+// apart, whose data pointers the assembly reads.
+//
+//go:noescape
+func interactionTriangleAVX512(dst *float32, rows *[]float32, f, self, d int, tail int)
+
+// interactionAxpysAVX512 sets dst (d floats) to init (zeros when nil) plus
+// coef[m]·rows[m].data for m < n, in order.
+//
+//go:noescape
+func interactionAxpysAVX512(dst, init *float32, rows *[]float32, coef *float32, n, d int, tail int)
+
+// interactionTriangleAVX2 is interactionTriangleAVX512 on YMM registers:
+// tail is d%16, m0 and m1 the masks of its lanes in the two halves.
+//
+//go:noescape
+func interactionTriangleAVX2(dst *float32, rows *[]float32, f, self, d int, tail int, m0, m1 *int32)
+
+// interactionAxpysAVX2 is interactionAxpysAVX512 on YMM registers, m the
+// mask of the last d%8 lanes.
+//
+//go:noescape
+func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32)
