@@ -84,6 +84,14 @@ itdone:
 	VZEROUPPER
 	RET
 
+// The axpys' loop over the terms: TERMS starts it at the first row header
+// (R13), coefficient (R14) and count (R15); TERM(done, c) ends it at done
+// or loads the row (R11) and broadcasts the coefficient into c; NEXT(loop)
+// moves on.
+#define TERMS MOVQ BX, R13; MOVQ DX, R14; MOVQ R10, R15
+#define TERM(done, c) TESTQ R15, R15; JZ done; MOVQ (R13), R11; VBROADCASTSS (R14), c
+#define NEXT(loop) ADDQ $24, R13; ADDQ $4, R14; DECQ R15; JMP loop
+
 // IAXPY(z, off): z += coef[m]·row m at byte off, the broadcast coefficient
 // in Z8, the product in Z9 rounded before the sum.
 #define IAXPY(z, off) \
@@ -121,23 +129,15 @@ ia64:
 	VMOVUPS 192(SI)(R12*1), Z3
 
 ia64terms:
-	MOVQ BX, R13
-	MOVQ DX, R14
-	MOVQ R10, R15
+	TERMS
 
 ia64term:
-	TESTQ R15, R15
-	JZ    ia64store
-	MOVQ  (R13), R11
-	VBROADCASTSS (R14), Z8
+	TERM(ia64store, Z8)
 	IAXPY(Z0, 0)
 	IAXPY(Z1, 64)
 	IAXPY(Z2, 128)
 	IAXPY(Z3, 192)
-	ADDQ $24, R13
-	ADDQ $4, R14
-	DECQ R15
-	JMP  ia64term
+	NEXT(ia64term)
 
 ia64store:
 	VMOVUPS Z0, (DI)(R12*1)
@@ -157,20 +157,12 @@ ia16:
 	VMOVUPS (SI)(R12*1), Z0
 
 ia16terms:
-	MOVQ BX, R13
-	MOVQ DX, R14
-	MOVQ R10, R15
+	TERMS
 
 ia16term:
-	TESTQ R15, R15
-	JZ    ia16store
-	MOVQ  (R13), R11
-	VBROADCASTSS (R14), Z8
+	TERM(ia16store, Z8)
 	IAXPY(Z0, 0)
-	ADDQ $24, R13
-	ADDQ $4, R14
-	DECQ R15
-	JMP  ia16term
+	NEXT(ia16term)
 
 ia16store:
 	VMOVUPS Z0, (DI)(R12*1)
@@ -187,22 +179,14 @@ iatail:
 	VMOVUPS.Z (SI)(R12*1), K1, Z0
 
 iatailterms:
-	MOVQ BX, R13
-	MOVQ DX, R14
-	MOVQ R10, R15
+	TERMS
 
 iatailterm:
-	TESTQ R15, R15
-	JZ    iatailstore
-	MOVQ  (R13), R11
-	VBROADCASTSS (R14), Z8
+	TERM(iatailstore, Z8)
 	VMOVUPS.Z (R11)(R12*1), K1, Z9
 	VMULPS Z9, Z8, Z9
 	VADDPS Z9, Z0, Z0
-	ADDQ $24, R13
-	ADDQ $4, R14
-	DECQ R15
-	JMP  iatailterm
+	NEXT(iatailterm)
 
 iatailstore:
 	VMOVUPS Z0, K1, (DI)(R12*1)
@@ -328,23 +312,15 @@ ja32:
 	VMOVUPS 96(SI)(R12*1), Y3
 
 ja32terms:
-	MOVQ BX, R13
-	MOVQ DX, R14
-	MOVQ R10, R15
+	TERMS
 
 ja32term:
-	TESTQ R15, R15
-	JZ    ja32store
-	MOVQ  (R13), R11
-	VBROADCASTSS (R14), Y8
+	TERM(ja32store, Y8)
 	JAXPY(Y0, 0)
 	JAXPY(Y1, 32)
 	JAXPY(Y2, 64)
 	JAXPY(Y3, 96)
-	ADDQ $24, R13
-	ADDQ $4, R14
-	DECQ R15
-	JMP  ja32term
+	NEXT(ja32term)
 
 ja32store:
 	VMOVUPS Y0, (DI)(R12*1)
@@ -364,20 +340,12 @@ ja8:
 	VMOVUPS (SI)(R12*1), Y0
 
 ja8terms:
-	MOVQ BX, R13
-	MOVQ DX, R14
-	MOVQ R10, R15
+	TERMS
 
 ja8term:
-	TESTQ R15, R15
-	JZ    ja8store
-	MOVQ  (R13), R11
-	VBROADCASTSS (R14), Y8
+	TERM(ja8store, Y8)
 	JAXPY(Y0, 0)
-	ADDQ $24, R13
-	ADDQ $4, R14
-	DECQ R15
-	JMP  ja8term
+	NEXT(ja8term)
 
 ja8store:
 	VMOVUPS Y0, (DI)(R12*1)
@@ -394,22 +362,14 @@ jatail:
 	VMASKMOVPS (SI)(R12*1), Y14, Y0
 
 jatailterms:
-	MOVQ BX, R13
-	MOVQ DX, R14
-	MOVQ R10, R15
+	TERMS
 
 jatailterm:
-	TESTQ R15, R15
-	JZ    jatailstore
-	MOVQ  (R13), R11
-	VBROADCASTSS (R14), Y8
+	TERM(jatailstore, Y8)
 	VMASKMOVPS (R11)(R12*1), Y14, Y9
 	VMULPS Y9, Y8, Y9
 	VADDPS Y9, Y0, Y0
-	ADDQ $24, R13
-	ADDQ $4, R14
-	DECQ R15
-	JMP  jatailterm
+	NEXT(jatailterm)
 
 jatailstore:
 	VMASKMOVPS Y0, Y14, (DI)(R12*1)
