@@ -65,6 +65,7 @@ func (b fusedBatch) loss(bags []*autograd.Tensor) *autograd.Tensor {
 func TestFuseSparseMatchesStep(t *testing.T) {
 	rows := []int{7, 13, 2, 40}
 	const dim, batch = 5, 6
+	sgd := optim.SGDOptions{LR: 0.5}
 	adagrad := optim.AdagradOptions{LR: 0.3, LRDecay: 0.01, InitialAccumulatorValue: 0.1, Eps: 1e-10}
 	rw := optim.RowWiseAdagradOptions{LR: 0.3, LRDecay: 0.01, InitialAccumulatorValue: 0.1, Eps: 1e-10}
 	kinds := []struct {
@@ -72,8 +73,8 @@ func TestFuseSparseMatchesStep(t *testing.T) {
 		fp32  func([]*autograd.Tensor) (optim.Optimizer, error)
 		split func(*amp.SplitModel) (optim.Optimizer, error)
 	}{
-		{"SGD", func(ps []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewSGD(ps, optim.SGDOptions{LR: 0.5}) },
-			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewSGDSplit(sm, optim.SGDOptions{LR: 0.5}) }},
+		{"SGD", func(ps []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewSGD(ps, sgd) },
+			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewSGDSplit(sm, sgd) }},
 		{"Adagrad", func(ps []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewAdagrad(ps, adagrad) },
 			func(sm *amp.SplitModel) (optim.Optimizer, error) { return optim.NewAdagradSplit(sm, adagrad) }},
 		{"RowWiseAdagrad", func(ps []*autograd.Tensor) (optim.Optimizer, error) { return optim.NewRowWiseAdagrad(ps, rw) },
