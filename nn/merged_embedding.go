@@ -17,6 +17,11 @@ type MergedEmbeddingBagOptions struct {
 	// has one entry more than there are bags, the end of the last bag
 	// (torch's include_last_offset=True).
 	IncludeLastOffset bool
+	// Init, when set, fills table t in place of the N(0, 1) draw: a model
+	// with its own initialisation (dlrm's U(±√(1/n))) then draws each
+	// table once, which for DLRM's hundreds of millions of entries is
+	// seconds.
+	Init func(g *autograd.Generator, t int, w *autograd.Tensor)
 }
 
 // MergedEmbeddingBag is a list of EmbeddingBag tables of one dimension and
@@ -25,7 +30,7 @@ type MergedEmbeddingBagOptions struct {
 // nn.EmbeddingBag). Its children are the tables, named "0", "1", …, so
 // held under "emb_l" its parameters are "emb_l.0.weight", "emb_l.1.weight",
 // … as in a PyTorch state dict. Tables start from N(0, 1), as
-// nn.EmbeddingBag's do.
+// nn.EmbeddingBag's do, unless the options' Init fills them.
 type MergedEmbeddingBag struct {
 	Base
 	Tables []*EmbeddingBag
@@ -60,7 +65,13 @@ func NewMergedEmbeddingBag(g *autograd.Generator, rows []int, dim int, opt Merge
 	m := &MergedEmbeddingBag{Dim: dim, Mode: mode, Sparse: opt.Sparse, IncludeLastOffset: opt.IncludeLastOffset}
 	name := map[autograd.EmbeddingBagMode]string{autograd.BagSum: "sum", autograd.BagMean: "mean"}[mode]
 	for t, n := range rows {
-		e := NewEmbeddingBag(g, n, dim, EmbeddingBagOptions{Mode: name, Sparse: opt.Sparse})
+		var e *EmbeddingBag
+		if opt.Init == nil {
+			e = NewEmbeddingBag(g, n, dim, EmbeddingBagOptions{Mode: name, Sparse: opt.Sparse})
+		} else {
+			e = &EmbeddingBag{Num: n, Dim: dim, Mode: mode, Sparse: opt.Sparse}
+			opt.Init(g, t, e.RegisterParameter("weight", autograd.Zeros(n, dim)))
+		}
 		m.RegisterModule(strconv.Itoa(t), e)
 		m.Tables = append(m.Tables, e)
 	}

@@ -112,3 +112,34 @@ func TestMergedEmbeddingBagNamesAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMergedEmbeddingBagInit checks that Init fills each table once, in
+// order, with the table's shape, in place of the N(0, 1) draw, and that
+// the tables then hold what it wrote.
+func TestMergedEmbeddingBagInit(t *testing.T) {
+	rows := []int{3, 5, 2}
+	var calls []string
+	m := nn.NewMergedEmbeddingBag(autograd.NewGenerator(1), rows, 4, nn.MergedEmbeddingBagOptions{
+		Init: func(g *autograd.Generator, tab int, w *autograd.Tensor) {
+			calls = append(calls, fmt.Sprintf("%d:%v", tab, w.Shape()))
+			v := w.Float32s()
+			for i := range v {
+				v[i] = float32(tab)
+			}
+		}})
+	if want := "[0:[3 4] 1:[5 4] 2:[2 4]]"; fmt.Sprint(calls) != want {
+		t.Errorf("Init calls %v, want %s", calls, want)
+	}
+	for tab, w := range m.Weights() {
+		for _, v := range w.Float32s() {
+			if v != float32(tab) {
+				t.Fatalf("table %d holds %v, not what Init wrote", tab, v)
+			}
+		}
+	}
+	// Without Init the tables are N(0, 1): not all one value.
+	plain := nn.NewMergedEmbeddingBag(autograd.NewGenerator(1), rows, 4, nn.MergedEmbeddingBagOptions{})
+	if v := plain.Weights()[1].Float32s(); v[0] == v[1] && v[1] == v[2] {
+		t.Errorf("default tables %v look undrawn", v[:3])
+	}
+}

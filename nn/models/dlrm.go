@@ -139,11 +139,11 @@ func NewDLRM(g *autograd.Generator, cfg DLRMConfig) (*DLRM, error) {
 		// DLRM_Net assigns emb_l, bot_l, top_l in this order, which is
 		// its state dict's.
 		m.Emb = register(&m.Base, "emb_l", nn.NewMergedEmbeddingBag(g, cfg.EmbeddingSizes, cfg.SparseFeatureSize,
-			nn.MergedEmbeddingBagOptions{Mode: cfg.EmbeddingMode, Sparse: cfg.SparseTables, IncludeLastOffset: cfg.IncludeLastOffset}))
-		for t, n := range cfg.EmbeddingSizes {
-			b := math.Sqrt(1 / float64(n))
-			nn.Uniform(g, m.Emb.Tables[t].Weight(), -b, b)
-		}
+			nn.MergedEmbeddingBagOptions{Mode: cfg.EmbeddingMode, Sparse: cfg.SparseTables, IncludeLastOffset: cfg.IncludeLastOffset,
+				Init: func(g *autograd.Generator, t int, w *autograd.Tensor) {
+					b := math.Sqrt(1 / float64(cfg.EmbeddingSizes[t]))
+					nn.Uniform(g, w, -b, b)
+				}}))
 		m.Bottom = register(&m.Base, "bot_l", dlrmMLP(g, cfg.BottomMLP, false))
 		m.Top = register(&m.Base, "top_l", dlrmMLP(g, append([]int{cfg.TopInput()}, cfg.TopMLP...), true))
 	})
