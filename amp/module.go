@@ -2,6 +2,7 @@ package amp
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/nn"
@@ -105,20 +106,53 @@ func selectParams(op, verb string, m nn.Module, keep ParamFilter) ([]paramSlot, 
 // tensor, in slot order, with the first name the tensor has; every name of
 // a tied tensor gets the same replacement. It returns the replacement under
 // each slot's full name.
+//
+// It lets go of each original as soon as its last name is replaced, and
+// collects garbage after every releaseGC bytes of them, so that converting
+// a model whose weights fill memory (DLRM's tables) needs room for one
+// original beside the converted model, not for all of them: the collector
+// would otherwise let the heap double before reclaiming them.
 func replaceParams(slots []paramSlot, convert func(name string, orig *autograd.Tensor) *autograd.Tensor) []nn.NamedTensor {
-	done := map[*autograd.Tensor]*autograd.Tensor{}
-	out := make([]nn.NamedTensor, len(slots))
+	// first[i] is the slot that converts slot i's tensor; last[j] the
+	// last slot that holds slot j's.
+	first, last := make([]int, len(slots)), map[int]int{}
+	seen := map[*autograd.Tensor]int{}
 	for i, s := range slots {
-		t, ok := done[s.orig]
+		j, ok := seen[s.orig]
 		if !ok {
+			j = i
+			seen[s.orig] = i
+		}
+		first[i], last[j] = j, i
+	}
+	seen = nil
+	out := make([]nn.NamedTensor, len(slots))
+	released := 0
+	for i := range slots {
+		s := &slots[i]
+		var t *autograd.Tensor
+		if j := first[i]; j == i {
 			t = convert(s.full, s.orig)
-			done[s.orig] = t
+		} else {
+			t = out[j].Tensor
 		}
 		s.mod.SetParameter(s.local, t)
 		out[i] = nn.NamedTensor{Name: s.full, Tensor: t}
+		if last[first[i]] == i {
+			released += s.orig.Numel() * s.orig.DType().Size()
+		}
+		s.orig = nil
+		if released >= releaseGC {
+			runtime.GC()
+			released = 0
+		}
 	}
 	return out
 }
+
+// releaseGC is how many bytes of replaced originals replaceParams lets go
+// of between collections.
+const releaseGC = 64 << 20
 
 // rounded returns a new bfloat16 leaf holding p rounded to nearest even, in
 // p's shape and memory format, requiring a gradient when p does.
