@@ -108,9 +108,11 @@ func SplitMasterWeights(on bool) Option { return func(c *config) { c.splitMaster
 // WithOptimizer hands Optimize the optimizer of a training model, made over
 // the model's float32 parameters. For BF16 training Optimize returns the
 // optimizer to use from then on (Optimized.Optimizer), of the same kind,
-// with the same groups, hyper-parameters and state; the one given must no
-// longer be stepped, and learning-rate schedulers should be attached to the
-// returned one. For FP32 training the optimizer is returned as it is:
+// with the same groups, hyper-parameters and state. With split master
+// weights the one given is spent (optim.Splittable's SplitWith: it lets go
+// of the FP32 parameters so that each is freed as soon as it is split, and
+// its methods panic afterwards); learning-rate schedulers should be
+// attached to the returned one. For FP32 training the optimizer is returned as it is:
 // channels-last reorders the parameters in place, and the optimizers'
 // state follows. Training models only.
 func WithOptimizer(opt optim.Optimizer) Option {
@@ -249,23 +251,22 @@ func optimize(model nn.Module, c *config) (*Optimized, error) {
 		add("SplitMasterWeights(false): %s given bfloat16 copies", count(len(mcs), "FP32 master"))
 		return res, nil
 	}
-	// The optimizer names its parameters by tensor; splitting replaces the
-	// tensors, so remember each one's name first.
-	names := map[*autograd.Tensor]string{}
-	for _, p := range nn.NamedParameters(model) {
-		if _, ok := names[p.Tensor]; !ok {
-			names[p.Tensor] = p.Name
-		}
+	// The optimizer lets go of the FP32 parameters while the model is
+	// split, so each one is freed as soon as it is replaced.
+	var sm *amp.SplitModel
+	opt, err := c.opt.(optim.Splittable).SplitWith(model, func(m nn.Module) (*amp.SplitModel, error) {
+		var err error
+		sm, err = amp.SplitModuleFunc(m, amp.AutocastParams)
+		return sm, err
+	})
+	if sm != nil {
+		res.Split = sm
+		add("SplitMasterWeights: %s split", count(len(sm.Params()), "parameter"))
 	}
-	sm, err := amp.SplitModuleFunc(model, amp.AutocastParams)
 	if err != nil {
 		return nil, err
 	}
-	res.Split = sm
-	add("SplitMasterWeights: %s split", count(len(sm.Params()), "parameter"))
-	if res.Optimizer, err = splitOptimizer(c.opt, sm, names); err != nil {
-		return nil, err
-	}
+	res.Optimizer = opt
 	add("WithOptimizer: %T rebuilt over the split parameters, state carried over", c.opt)
 	return res, nil
 }
@@ -378,25 +379,6 @@ func checkSplittable(opt optim.Optimizer) error {
 		return nil
 	}
 	return fmt.Errorf("WithOptimizer: cannot rebuild a %T over split BF16 master weights: it is not an optim.Splittable, as all of Kiln's optimizers are (or use SplitMasterWeights(false), which steps any optimizer)", opt)
-}
-
-// splitOptimizer returns opt's split form over sm, with opt's groups,
-// hyper-parameters and state. names gives the dotted name each of the
-// model's parameters had before splitting: a parameter of opt that was
-// split is replaced by its Top, any other kept as it is (FP32, updated
-// beside the split ones).
-func splitOptimizer(opt optim.Optimizer, sm *amp.SplitModel, names map[*autograd.Tensor]string) (optim.Optimizer, error) {
-	if err := checkSplittable(opt); err != nil {
-		return nil, err
-	}
-	return opt.(optim.Splittable).SplitForm(sm, func(p *autograd.Tensor) *autograd.Tensor {
-		if name, ok := names[p]; ok {
-			if sp := sm.Param(name); sp != nil {
-				return sp.Top
-			}
-		}
-		return p
-	})
 }
 
 // masterCopyOptimizer steps an FP32 optimizer over the masters of master

@@ -3,9 +3,11 @@ package kiln_test
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"weak"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/amp"
@@ -259,9 +261,23 @@ func TestOptimizeTrainBF16(t *testing.T) {
 		before[id] = append([]float32(nil), st["momentum_buffer"].ContiguousFloat32s()...)
 	}
 
+	var originals []weak.Pointer[autograd.Tensor]
+	for _, p := range nn.NamedParameters(m) {
+		if !strings.HasPrefix(p.Name, "1.") {
+			originals = append(originals, weak.Make(p.Tensor))
+		}
+	}
+
 	res, err := kiln.Optimize(m, kiln.DType(autograd.BFloat16), kiln.WithOptimizer(sgd))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The FP32 originals are gone, though the optimizer given is not.
+	runtime.GC()
+	for i, w := range originals {
+		if w.Value() != nil {
+			t.Errorf("split parameter %d: the FP32 original is still reachable", i)
+		}
 	}
 	want := []string{"ChannelsLast: 1 tensor reordered", "SplitMasterWeights: 4 parameters split", "WithOptimizer: *optim.SGD rebuilt over the split parameters, state carried over"}
 	if strings.Join(res.Applied, "; ") != strings.Join(want, "; ") {

@@ -152,7 +152,7 @@ func replaceParams(slots []paramSlot, convert func(name string, orig *autograd.T
 
 // releaseGC is how many bytes of replaced originals replaceParams lets go
 // of between collections.
-const releaseGC = 64 << 20
+const releaseGC = 16 << 20
 
 // rounded returns a new bfloat16 leaf holding p rounded to nearest even, in
 // p's shape and memory format, requiring a gradient when p does.

@@ -29,6 +29,14 @@ func fill(op string, t *autograd.Tensor, draw func(i int) float32) *autograd.Ten
 	if !t.DType().IsFloat() {
 		Fail(autograd.ErrDType, op, "cannot initialise a %v tensor", t.DType())
 	}
+	if t.DType() == autograd.Float32 && t.IsContiguous() {
+		// In place: a table the size of the memory has no room for a copy.
+		v := t.Float32s()
+		for i := range v {
+			v[i] = draw(i)
+		}
+		return t
+	}
 	v := make([]float32, t.Numel())
 	for i := range v {
 		v[i] = draw(i)

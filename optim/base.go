@@ -5,6 +5,7 @@ import (
 
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
 )
 
 // Every optimizer embeds a base over three types of its own: G, its
@@ -185,6 +186,9 @@ type base[G, O, S any] struct {
 	// stepped holds the fused tables (FuseSparse) updated since the last
 	// Step or ZeroGrad.
 	stepped map[*autograd.Tensor]bool
+	// spent says why the optimizer can no longer be used, once SplitWith
+	// has handed its parameters over.
+	spent string
 }
 
 type group[O, S any] struct {
@@ -267,6 +271,7 @@ func as[T Optimizer](o Optimizer, err error) (T, error) {
 // Step updates every parameter that has a gradient; parameters whose Grad
 // and SparseGrad are nil are skipped, as in PyTorch.
 func (b *base[G, O, S]) Step() {
+	b.checkSpent("Step")
 	clear(b.stepped)
 	for gi := range b.groups {
 		g := &b.groups[gi]
@@ -281,6 +286,7 @@ func (b *base[G, O, S]) Step() {
 
 // ZeroGrad drops every parameter's gradient.
 func (b *base[G, O, S]) ZeroGrad() {
+	b.checkSpent("ZeroGrad")
 	clear(b.stepped)
 	for _, g := range b.groups {
 		for _, p := range g.params {
@@ -294,6 +300,7 @@ func (b *base[G, O, S]) NumGroups() int { return len(b.groups) }
 
 // checkGroup panics with an *Error unless group indexes one of b's groups.
 func (b *base[G, O, S]) checkGroup(method string, group int) {
+	b.checkSpent(method)
 	if group < 0 || group >= len(b.groups) {
 		fail(b.kind.name+"."+method, "parameter group %d out of range [0, %d)", group, len(b.groups))
 	}
@@ -337,6 +344,7 @@ func (b *base[G, O, S]) SetInitialLR(group int, lr float64) {
 // (the optimizer's own) under the names its type documents, and each
 // group's hyper-parameters with, once a scheduler set it, initial_lr.
 func (b *base[G, O, S]) StateDict() *StateDict {
+	b.checkSpent("StateDict")
 	sd := &StateDict{State: map[int]map[string]*autograd.Tensor{}}
 	id := 0
 	for _, g := range b.groups {
@@ -363,6 +371,7 @@ func (b *base[G, O, S]) StateDict() *StateDict {
 // offending key (e.g. "state.3.exp_avg" or "param_groups.0.lr"), and
 // nothing changes when there is one.
 func (b *base[G, O, S]) LoadStateDict(sd *StateDict) error {
+	b.checkSpent("LoadStateDict")
 	k := b.kind
 	lists := make([][]*autograd.Tensor, len(b.groups))
 	groupOf := map[*autograd.Tensor]int{}
@@ -428,6 +437,7 @@ func (b *base[G, O, S]) LoadStateDict(sd *StateDict) error {
 // each parameter p becomes swap(p), the bfloat16 Top of p's split
 // parameter or p itself. Parameters keep their places and numbers.
 func (b *base[G, O, S]) SplitForm(sm *amp.SplitModel, swap func(*autograd.Tensor) *autograd.Tensor) (Optimizer, error) {
+	b.checkSpent("SplitForm")
 	if sm == nil {
 		return nil, errorf(b.kind.name, "split model is nil")
 	}
@@ -439,13 +449,95 @@ func (b *base[G, O, S]) SplitForm(sm *amp.SplitModel, swap func(*autograd.Tensor
 			specs[g].params[i] = swap(p)
 		}
 	}
+	return b.splitOver(sm, specs, b.StateDict())
+}
+
+// SplitWith splits m with split and returns the optimizer's split form
+// over it, as SplitForm does. It lets go of its parameters before split
+// runs, so that each FP32 original can be freed as soon as the split has
+// replaced it, and finds them again in m by name afterwards. When split
+// fails, the optimizer is as it was; otherwise it is spent.
+func (b *base[G, O, S]) SplitWith(m nn.Module, split func(nn.Module) (*amp.SplitModel, error)) (Optimizer, error) {
+	b.checkSpent("SplitWith")
+	if m == nil || split == nil {
+		return nil, errorf(b.kind.name, "SplitWith: the model or the split function is nil")
+	}
+	names := map[*autograd.Tensor]string{}
+	for _, p := range nn.NamedParameters(m) {
+		if _, ok := names[p.Tensor]; !ok {
+			names[p.Tensor] = p.Name
+		}
+	}
+	sd := b.StateDict()
+	specs := make([]groupSpec[O], len(b.groups))
+	named := make([][]string, len(b.groups))
+	for g := range b.groups {
+		gr := &b.groups[g]
+		specs[g].opts = gr.opts
+		specs[g].params = make([]*autograd.Tensor, len(gr.params))
+		named[g] = make([]string, len(gr.params))
+		for i, p := range gr.params {
+			if n, ok := names[p]; ok {
+				named[g][i] = n
+				gr.params[i] = nil
+			} else {
+				specs[g].params[i] = p // not m's: kept FP32
+			}
+		}
+	}
+	clear(names)
+	b.spent = "it is being split"
+	sm, err := split(m)
+	byName := map[string]*autograd.Tensor{}
+	for _, p := range nn.NamedParameters(m) {
+		byName[p.Name] = p.Tensor
+	}
+	fill := func(dst [][]*autograd.Tensor) {
+		for g, ns := range named {
+			for i, n := range ns {
+				if n != "" {
+					dst[g][i] = byName[n]
+				}
+			}
+		}
+	}
+	if err != nil {
+		// split changed nothing: the originals are where they were.
+		lists := make([][]*autograd.Tensor, len(b.groups))
+		for g := range b.groups {
+			lists[g] = b.groups[g].params
+		}
+		fill(lists)
+		b.spent = ""
+		return nil, err
+	}
+	lists := make([][]*autograd.Tensor, len(specs))
+	for g := range specs {
+		lists[g] = specs[g].params
+	}
+	fill(lists)
+	out, err := b.splitOver(sm, specs, sd)
+	b.groups, b.spent = nil, "it was split (SplitWith): use the optimizer SplitWith returned"
+	return out, err
+}
+
+// splitOver returns the optimizer of b's kind over specs, whose bfloat16
+// parameters are sm's Tops, with the state sd.
+func (b *base[G, O, S]) splitOver(sm *amp.SplitModel, specs []groupSpec[O], sd *StateDict) (Optimizer, error) {
 	nb, err := newBase(b.kind, sm, specs)
 	if err != nil {
 		return nil, err
 	}
 	split := b.kind.wrap(nb)
-	if err := split.LoadStateDict(b.StateDict()); err != nil {
+	if err := split.LoadStateDict(sd); err != nil {
 		return nil, fmt.Errorf("optim: %s: carrying the state over to the split form: %w", b.kind.name, err)
 	}
 	return split, nil
+}
+
+// checkSpent panics with an *Error when b was split by SplitWith.
+func (b *base[G, O, S]) checkSpent(method string) {
+	if b.spent != "" {
+		fail(b.kind.name+"."+method, "this optimizer cannot be used: %s", b.spent)
+	}
 }

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"weak"
 
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
@@ -132,6 +135,7 @@ func (c suiteCase[O, G, T]) run(t *testing.T) {
 	t.Run("LoadStateDictRejects", c.testLoadRejects)
 	t.Run("SplitMatchesFP32", c.testSplitMatchesFP32)
 	t.Run("SplitForm", c.testSplitForm)
+	t.Run("SplitWith", c.testSplitWith)
 }
 
 // wantError requires err to be an *optim.Error of c's optimizer whose
@@ -517,6 +521,78 @@ func (c suiteCase[O, G, T]) testSplitForm(t *testing.T) {
 	if _, err := s.SplitForm(nil, nil); err == nil {
 		t.Error("SplitForm accepted a nil split model")
 	}
+}
+
+// testSplitWith trains an FP32 optimizer, splits its model with SplitWith,
+// and wants the split form to go on bit for bit as an FP32 twin. The FP32
+// originals must be garbage while the split runs (the optimizer holds
+// none), a failing split must leave the optimizer working, and a spent one
+// must refuse to be used.
+func (c suiteCase[O, G, T]) testSplitWith(t *testing.T) {
+	mk := func(ps []*autograd.Tensor) (optim.Optimizer, error) {
+		return c.make(nil, [][]*autograd.Tensor{ps[:2], ps[2:]}, c.opts, c.with(*c.lr(&c.opts)/2))
+	}
+	net := newSplitNet(1)
+	pre, err := mk(nn.Parameters(net))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &splitPair{fp32: nn.Parameters(newSplitNet(1)), rng: rand.New(rand.NewPCG(9, 9))}
+	if sp.opt, err = mk(sp.fp32); err != nil {
+		t.Fatal(err)
+	}
+	fp32Step := func() {
+		for i, p := range nn.Parameters(net) {
+			g := autograd.Randn(autograd.NewGenerator(uint64(i)), p.Shape()...)
+			p.SetGrad(g)
+			sp.fp32[i].SetGrad(g)
+		}
+		pre.Step()
+		sp.opt.Step()
+	}
+	fp32Step()
+	s := pre.(optim.Splittable)
+	boom := errors.New("no room")
+	if _, err := s.SplitWith(net, func(nn.Module) (*amp.SplitModel, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Fatalf("SplitWith with a failing split returned %v", err)
+	}
+	fp32Step() // with the parameters it was given back
+	for i, p := range nn.Parameters(net) {
+		if err := sameBits(p.Float32s(), sp.fp32[i].Float32s()); err != "" {
+			t.Fatalf("after a failed split, parameter %d: %s", i, err)
+		}
+	}
+	var originals []weak.Pointer[autograd.Tensor]
+	for _, p := range nn.Parameters(net) {
+		originals = append(originals, weak.Make(p))
+	}
+	sp.sopt, err = s.SplitWith(net, func(m nn.Module) (*amp.SplitModel, error) {
+		sm, err := amp.SplitModule(m)
+		runtime.GC()
+		for i, w := range originals {
+			if w.Value() != nil {
+				t.Errorf("FP32 parameter %d is still reachable after the split", i)
+			}
+		}
+		sp.sm = sm
+		return sm, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sp.sopt.(T); !ok || sp.sopt.NumGroups() != 2 {
+		t.Fatalf("split form is a %T with %d groups", sp.sopt, sp.sopt.NumGroups())
+	}
+	for s := range 3 {
+		sp.step()
+		sp.check(t, fmt.Sprintf("split step %d", s+1))
+	}
+	defer func() {
+		if e, ok := recover().(error); !ok || !strings.Contains(e.Error(), "Step: this optimizer cannot be used: it was split") {
+			t.Errorf("Step of a spent optimizer panicked with %v", e)
+		}
+	}()
+	pre.Step()
 }
 
 // splitTops returns the Tops of sm's split parameters.

@@ -8,6 +8,7 @@ import (
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/nn"
 )
 
 // Optimizer updates parameters from their gradients. Its parameters are
@@ -339,4 +340,13 @@ type Splittable interface {
 	// to keep p FP32. Parameters keep their places, so state dicts number
 	// them alike.
 	SplitForm(sm *amp.SplitModel, swap func(p *autograd.Tensor) *autograd.Tensor) (Optimizer, error)
+	// SplitWith splits m with split (amp.SplitModuleFunc, say) and returns
+	// the split form over it. Unlike SplitForm it holds none of the FP32
+	// parameters while split runs, so a model the size of the memory can
+	// be split: each original is freed once it is replaced. The optimizer
+	// finds its parameters in m by name (the first name of a tied one);
+	// those m does not hold stay as they are. When split fails, the
+	// optimizer is left as it was; otherwise it is spent, and its methods
+	// panic: use the returned one.
+	SplitWith(m nn.Module, split func(nn.Module) (*amp.SplitModel, error)) (Optimizer, error)
 }
