@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/kilnml/kiln/kernels"
@@ -269,8 +270,16 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 		outs[t] = record(op+"OutputBackward", outs[t], []*Tensor{token}, func(g *Tensor) []*Tensor {
 			if tables[t].requiresGrad {
 				// A copy: the tape may reuse g's buffer before the
-				// lookup's backward reads it.
-				dys[t] = append([]float32(nil), widenedF32(op+"Backward", "output gradient", g)...)
+				// lookup's backward reads it. (Widening a bfloat16 g
+				// copies already.)
+				dy := widenedF32(op+"Backward", "output gradient", g)
+				switch {
+				case len(dy) == 0:
+					dy = nil // an empty batch leaves the tables without a gradient
+				case g.dtype == Float32:
+					dy = slices.Clone(dy)
+				}
+				dys[t] = dy
 			}
 			return []*Tensor{Zeros(0)}
 		})

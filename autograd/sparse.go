@@ -165,10 +165,20 @@ func accumulateSparse(op string, t *Tensor, idx []int64, skip int64, row func(i 
 	}
 	if t.sparseUpdate != nil {
 		// This lookup's gradient alone, coalesced as SparseGrad would
-		// coalesce it had it accumulated into an empty gradient.
-		e := &sparseEntries{num: t.shape[0], dim: t.shape[1]}
-		e.add(idx, skip, row)
-		t.sparseUpdate(e.coalesce())
+		// coalesce it had it accumulated into an empty gradient, but
+		// straight from the rows: no copy of them waits for the sums.
+		if slices.Contains(idx, skip) {
+			var at []int
+			kept := make([]int64, 0, len(idx))
+			for i, r := range idx {
+				if r != skip {
+					at, kept = append(at, i), append(kept, r)
+				}
+			}
+			t.sparseUpdate(coalesceRows(t.shape[0], t.shape[1], kept, func(k int) []float32 { return row(at[k]) }))
+		} else {
+			t.sparseUpdate(coalesceRows(t.shape[0], t.shape[1], idx, row))
+		}
 		return
 	}
 	e := t.sparseGrad
