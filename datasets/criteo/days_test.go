@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,8 +14,8 @@ import (
 )
 
 // writeDays writes planted samples as day files dir/day_0 … with sizes[d]
-// lines each, and all of them as one file dir/all.txt, and returns the
-// lines.
+// lines each (Planted.WriteDays), and all of them as one file dir/all.txt
+// (WriteTSV), and returns the lines.
 func writeDays(t *testing.T, dir string, sizes []int) []string {
 	t.Helper()
 	total := 0
@@ -36,15 +35,10 @@ func writeDays(t *testing.T, dir string, sizes []int) []string {
 	if err := os.WriteFile(filepath.Join(dir, "all.txt"), buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.SplitAfter(buf.String(), "\n")
-	start := 0
-	for d, n := range sizes {
-		day := strings.Join(lines[start:start+n], "")
-		if err := os.WriteFile(filepath.Join(dir, "day_"+strconv.Itoa(d)), []byte(day), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		start += n
+	if err := p.WriteDays(filepath.Join(dir, "day"), sizes); err != nil {
+		t.Fatal(err)
 	}
+	lines := strings.SplitAfter(buf.String(), "\n")
 	return lines[:total]
 }
 
@@ -171,5 +165,33 @@ func TestDaySplit(t *testing.T) {
 	}
 	if s := criteo.DaySplit(nil); len(s.Days) != 0 || s.Train.Len()+s.Test.Len()+s.Val.Len() != 0 {
 		t.Errorf("DaySplit(nil) = %+v", s)
+	}
+}
+
+// TestPlantedWriteDays checks that WriteDays cuts WriteTSV's lines into
+// the day files, empty days included, and rejects sizes that do not add up.
+func TestPlantedWriteDays(t *testing.T) {
+	dir := t.TempDir()
+	p, err := criteo.NewPlanted(criteo.DefaultPlanted(5, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.WriteTSV(&buf); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(buf.String(), "\n")
+	prefix := filepath.Join(dir, "d")
+	if err := p.WriteDays(prefix, []int{2, 0, 3, 0}); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range []string{lines[0] + lines[1], "", lines[2] + lines[3] + lines[4], ""} {
+		got, err := os.ReadFile(prefix + "_" + string(rune('0'+d)))
+		if err != nil || string(got) != want {
+			t.Errorf("day %d: %q, %v; want %q", d, got, err, want)
+		}
+	}
+	if err := p.WriteDays(prefix, []int{2, 2}); err == nil || !strings.Contains(err.Error(), "add up to 4, not the 5 samples") {
+		t.Errorf("sizes adding up to 4: %v", err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,17 +25,9 @@ func writeTerabyteDays(t *testing.T, perDay int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := p.WriteTSV(&buf); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(buf.String(), "\n")
 	dir := t.TempDir()
-	for d := range criteo.TerabyteDays {
-		day := strings.Join(lines[d*perDay:(d+1)*perDay], "")
-		if err := os.WriteFile(filepath.Join(dir, "day_"+strconv.Itoa(d)), []byte(day), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := p.WriteDays(filepath.Join(dir, "day"), slices.Repeat([]int{perDay}, criteo.TerabyteDays)); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
