@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"sort"
 )
 
 // A Batch holds B samples in the layout DLRM's forward pass takes.
@@ -38,20 +39,43 @@ const maxGap = 64 << 10
 // holds a value the scan did not see (the file changed) ends the
 // iteration with an error wrapping ErrBadLine.
 func (ix *Index) Batches(r io.ReaderAt, lines []int, batchSize int) iter.Seq2[*Batch, error] {
+	return batches([]part{{ix: ix, r: r}}, lines, batchSize)
+}
+
+// A part is one scanned file of a data set: its index, the file, and the
+// number of its first line among the set's lines.
+type part struct {
+	ix    *Index
+	r     io.ReaderAt
+	start int
+}
+
+// locate returns the part holding line i of the set and i's number in it.
+// parts are in line order and i is in range.
+func locate(parts []part, i int) (*part, int) {
+	p := sort.Search(len(parts), func(k int) bool { return parts[k].start > i }) - 1
+	return &parts[p], i - parts[p].start
+}
+
+// batches is Batches over a set of parts whose lines are numbered back to
+// back.
+func batches(parts []part, lines []int, batchSize int) iter.Seq2[*Batch, error] {
 	return func(yield func(*Batch, error) bool) {
 		if batchSize <= 0 {
 			yield(nil, fmt.Errorf("criteo: batch size %d, want > 0", batchSize))
 			return
 		}
+		last := parts[len(parts)-1]
+		total := last.start + last.ix.Len()
 		for _, i := range lines {
-			if i < 0 || i >= ix.Len() {
-				yield(nil, fmt.Errorf("criteo: line %d out of range [0, %d)", i, ix.Len()))
+			if i < 0 || i >= total {
+				yield(nil, fmt.Errorf("criteo: line %d out of range [0, %d)", i, total))
 				return
 			}
 		}
 		var buf []byte
 		for start := 0; start < len(lines); start += batchSize {
-			b, err := ix.batch(r, lines[start:min(start+batchSize, len(lines))], &buf)
+			b, err := batch(parts, lines[start:min(start+batchSize, len(lines))], &buf)
 			if !yield(b, err) || err != nil {
 				return
 			}
@@ -59,7 +83,7 @@ func (ix *Index) Batches(r io.ReaderAt, lines []int, batchSize int) iter.Seq2[*B
 	}
 }
 
-func (ix *Index) batch(r io.ReaderAt, lines []int, buf *[]byte) (*Batch, error) {
+func batch(parts []part, lines []int, buf *[]byte) (*Batch, error) {
 	n := len(lines)
 	b := &Batch{
 		Dense:   make([]float32, n*NumDense),
@@ -75,12 +99,19 @@ func (ix *Index) batch(r io.ReaderAt, lines []int, buf *[]byte) (*Batch, error) 
 	}
 	var s Sample
 	for k := 0; k < n; {
-		// Gather lines k..e-1 whose bytes lie close together in order.
-		lo, ln := ix.Offset(lines[k])
+		// Gather lines k..e-1 of one file whose bytes lie close together
+		// in order.
+		p, first := locate(parts, lines[k])
+		ix := p.ix
+		lo, ln := ix.Offset(first)
 		hi := lo + int64(ln)
 		e := k + 1
 		for ; e < n; e++ {
-			o, l := ix.Offset(lines[e])
+			i := lines[e] - p.start
+			if i < 0 || i >= ix.Len() {
+				break
+			}
+			o, l := ix.Offset(i)
 			if o < hi || o-hi > maxGap || o+int64(l)-lo > 1<<24 {
 				break
 			}
@@ -92,15 +123,15 @@ func (ix *Index) batch(r io.ReaderAt, lines []int, buf *[]byte) (*Batch, error) 
 		chunk := (*buf)[:hi-lo]
 		// io.ReaderAt may return io.EOF with a full read at the end of
 		// the input; only a short read is a failure.
-		if m, err := r.ReadAt(chunk, lo); m < len(chunk) {
+		if m, err := p.r.ReadAt(chunk, lo); m < len(chunk) {
 			if err == nil || errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, fmt.Errorf("%s: reading good line %d at byte %d: %w", ix.file, lines[k], lo, err)
+			return nil, fmt.Errorf("%s: reading good line %d at byte %d: %w", ix.file, first, lo, err)
 		}
 		for j := k; j < e; j++ {
-			o, l := ix.Offset(lines[j])
-			if err := ix.fill(b, j, chunk[o-lo:o-lo+int64(l)], &s); err != nil {
+			o, l := ix.Offset(lines[j] - p.start)
+			if err := ix.fill(b, j, lines[j]-p.start, chunk[o-lo:o-lo+int64(l)], &s); err != nil {
 				return nil, err
 			}
 		}
@@ -109,12 +140,12 @@ func (ix *Index) batch(r io.ReaderAt, lines []int, buf *[]byte) (*Batch, error) 
 	return b, nil
 }
 
-// fill parses one line into row j of b.
-func (ix *Index) fill(b *Batch, j int, line []byte, s *Sample) error {
+// fill parses good line i of ix's file into row j of b.
+func (ix *Index) fill(b *Batch, j, i int, line []byte, s *Sample) error {
 	bad := func(err error) error {
 		if le, ok := err.(*LineError); ok {
 			le.File = ix.file
-			le.Err = fmt.Errorf("good line %d changed since the scan: %w", b.Lines[j], le.Err)
+			le.Err = fmt.Errorf("good line %d changed since the scan: %w", i, le.Err)
 			return le
 		}
 		return err

@@ -1,5 +1,6 @@
 // Package criteo reads the Criteo Kaggle display-advertising data set
-// (train.txt of the Display Advertising Challenge) for DLRM training, the
+// (train.txt of the Display Advertising Challenge) and the Criteo Terabyte
+// click logs (day_0 … day_23) for DLRM training, the
 // way facebookresearch/dlrm's data_utils.py and dlrm_data_pytorch.py
 // prepare it, but streamed: dlrm converts the whole file into NumPy arrays
 // in memory (and .npz files on disk) before training, while this package
@@ -24,6 +25,13 @@
 // Index.Select applies --data-sub-sample-rate, and Index.Batches yields
 // dense [B,13] float32 inputs, one index per table per sample and labels.
 //
+// A DaySet is the same over several files: OpenKaggle opens train.txt cut
+// into KaggleSplit's days, OpenTerabyte the 24 Terabyte day files (dlrm's
+// --raw-data-file prefix, or a directory holding day_0 … day_23), each
+// scanned through its own sidecar, their dictionaries merged into one as
+// dlrm counts values over all days. DaySplit gives days 0–22 to training
+// and halves day 23 into test and validation.
+//
 // Bad lines (a field count other than 40, a label not 0 or 1, a
 // non-integer integer field, a categorical that is not hex of at most 8
 // digits) are *LineError values naming the file, line and field, matching
@@ -45,4 +53,8 @@
 // --data-generation=random: uniform dense inputs and targets, and bags of
 // sorted distinct indices per table, sized by --num-indices-per-lookup;
 // it carries no signal and serves timing and shape tests of any model.
+// Given one Trace per table (ReadTrace reads dlrm's dist_emb_j.log files:
+// unique accesses, stack distances and their cumulative distribution),
+// Random becomes --data-generation=synthetic: each bag is a short access
+// trace whose LRU stack distances follow the file's distribution.
 package criteo

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 
@@ -484,4 +485,84 @@ func (p *Planted) Stats() (PlantedStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// WriteDays writes the samples as WriteTSV does, cut into day files as
+// the Terabyte set is: samples 0..sizes[0]-1 to prefix_0, the next
+// sizes[1] to prefix_1, and so on (OpenTerabyte reads 24 of them). The
+// sizes must add up to Len.
+func (p *Planted) WriteDays(prefix string, sizes []int) error {
+	total := 0
+	for _, n := range sizes {
+		total += max(n, 0)
+	}
+	if total != p.cfg.Samples || len(sizes) == 0 {
+		return fmt.Errorf("criteo: planted: day sizes %v add up to %d, not the %d samples", sizes, total, p.cfg.Samples)
+	}
+	w := &dayWriter{prefix: prefix, sizes: sizes, day: -1}
+	err := p.WriteTSV(w)
+	for err == nil && w.day < len(w.sizes) { // close the last day, create any empty ones after it
+		err = w.next()
+	}
+	if w.f != nil {
+		w.f.Close()
+	}
+	return err
+}
+
+// dayWriter writes lines to prefix_0, prefix_1, …, sizes[d] lines to day
+// d.
+type dayWriter struct {
+	prefix string
+	sizes  []int
+	day    int
+	left   int // lines still due to the open day
+	f      *os.File
+}
+
+// next closes the open day file and creates the next, if any.
+func (w *dayWriter) next() error {
+	if w.f != nil {
+		if err := w.f.Close(); err != nil {
+			return err
+		}
+		w.f = nil
+	}
+	w.day++
+	if w.day >= len(w.sizes) {
+		return nil
+	}
+	f, err := os.Create(w.prefix + "_" + strconv.Itoa(w.day))
+	w.f, w.left = f, w.sizes[w.day]
+	return err
+}
+
+func (w *dayWriter) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		for w.day < 0 || w.left == 0 && w.day < len(w.sizes) {
+			if err := w.next(); err != nil {
+				return n, err
+			}
+		}
+		if w.f == nil {
+			return n, fmt.Errorf("criteo: planted: more lines than the days hold")
+		}
+		k := len(b)
+		for i, c := range b {
+			if c == '\n' {
+				if w.left--; w.left == 0 {
+					k = i + 1
+					break
+				}
+			}
+		}
+		m, err := w.f.Write(b[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		b = b[k:]
+	}
+	return n, nil
 }

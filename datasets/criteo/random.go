@@ -33,6 +33,14 @@ type RandomConfig struct {
 	RoundTargets bool
 	// Seed fixes every batch (dlrm's --numpy-rand-seed).
 	Seed uint64
+	// Traces, when set, holds one access trace per table and makes the
+	// data dlrm's --data-generation=synthetic: each bag's indices are a
+	// short trace drawn by Trace.Generate (a fresh LRU stack per bag, as
+	// dlrm's generator re-reads the file for every bag), taken modulo
+	// the table's rows where the trace's rows do not fit, sorted and
+	// merged. TracePadding is --data-trace-enable-padding.
+	Traces       []*Trace
+	TracePadding bool
 }
 
 // A RandomBatch is one batch in the layout dlrm's random loader yields
@@ -89,7 +97,16 @@ func NewRandom(cfg RandomConfig) (*Random, error) {
 			return bad("table %d has %d rows, want >= 1", t, n)
 		}
 	}
+	if cfg.Traces != nil && len(cfg.Traces) != len(cfg.TableSizes) {
+		return bad("%d traces for %d tables", len(cfg.Traces), len(cfg.TableSizes))
+	}
+	for t, tr := range cfg.Traces {
+		if tr == nil || len(tr.Unique) == 0 || len(tr.Distances) == 0 || len(tr.CDF) != len(tr.Distances) {
+			return bad("table %d's trace is empty or malformed (read it with ReadTrace)", t)
+		}
+	}
 	cfg.TableSizes = slices.Clone(cfg.TableSizes)
+	cfg.Traces = slices.Clone(cfg.Traces)
 	r := &Random{cfg: cfg}
 	if cfg.NumBatches > 0 {
 		r.nbatches = cfg.NumBatches
@@ -104,6 +121,7 @@ func NewRandom(cfg RandomConfig) (*Random, error) {
 func (r *Random) Config() RandomConfig {
 	c := r.cfg
 	c.TableSizes = slices.Clone(c.TableSizes)
+	c.Traces = slices.Clone(c.Traces)
 	return c
 }
 
@@ -114,10 +132,11 @@ func (r *Random) NumBatches() int { return r.nbatches }
 // j·MiniBatchSize) samples. For each table and sample, in order, it draws
 // the bag: its size is IndicesPerLookup when fixed, else
 // round(max(1, u·min(rows, IndicesPerLookup))) for a uniform u; each of
-// its indices is round(u·(rows−1)); duplicates are merged and the bag
-// sorted (np.unique), so a bag may come out smaller than drawn. Rounding
-// is half to even, as np.round. Indices are therefore uniform over the
-// table except the first and last rows, which are half as likely.
+// its indices is round(u·(rows−1)), or with Traces the next access of a
+// trace drawn for the bag; duplicates are merged and the bag sorted
+// (np.unique), so a bag may come out smaller than drawn. Rounding is half
+// to even, as np.round. Without Traces, indices are therefore uniform over
+// the table except the first and last rows, which are half as likely.
 func (r *Random) Batch(j int) (*RandomBatch, error) {
 	if j < 0 || j >= r.nbatches {
 		return nil, fmt.Errorf("criteo: random: batch %d out of range [0, %d)", j, r.nbatches)
@@ -147,8 +166,12 @@ func (r *Random) Batch(j int) (*RandomBatch, error) {
 			}
 			offsets[k] = int64(len(indices))
 			start := len(indices)
-			for range size {
-				indices = append(indices, int64(math.RoundToEven(rng.Float64()*float64(rows-1))))
+			if c.Traces != nil {
+				indices = bagFromTrace(c.Traces[t], rng, size, rows, c.TracePadding, indices)
+			} else {
+				for range size {
+					indices = append(indices, int64(math.RoundToEven(rng.Float64()*float64(rows-1))))
+				}
 			}
 			bag := indices[start:]
 			slices.Sort(bag)

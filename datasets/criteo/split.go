@@ -14,36 +14,53 @@ type Range struct{ Start, End int }
 // Len is End - Start.
 func (r Range) Len() int { return r.End - r.Start }
 
-// A Split is dlrm's Kaggle split: Days[0..5] are training, Days[6] is
-// halved into Test (the first ⌈half⌉) and Val (the rest).
+// TerabyteDays is the number of day files of the Criteo Terabyte set,
+// day_0 to day_23.
+const TerabyteDays = 24
+
+// A Split is dlrm's split of a data set into days: all days but the last
+// are training, and the last is halved into Test (the first ⌈half⌉) and
+// Val (the rest), as np.array_split of it in two does.
 type Split struct {
-	Days             [KaggleDays]Range
+	Days             []Range
 	Train, Test, Val Range
 }
 
-// KaggleSplit splits n lines as dlrm does for the Kaggle set, which has no
-// day files: num_data_per_split, extras = divmod(n, 7), and the first
-// extras days get one more line. Test and Val come from np.array_split of
-// the last day in two, which gives the first part the odd line. With n < 7
-// the last days are empty.
-func KaggleSplit(n int) Split {
-	var s Split
-	per, extras := n/KaggleDays, n%KaggleDays
+// DaySplit lays days of the given line counts back to back and splits
+// them as dlrm does: Train is every day but the last, Test and Val are
+// the last day's halves. The Terabyte set's days are its 24 files.
+func DaySplit(sizes []int) Split {
+	s := Split{Days: make([]Range, len(sizes))}
 	start := 0
-	for d := range KaggleDays {
-		size := per
-		if d < extras {
-			size++
-		}
-		s.Days[d] = Range{start, start + size}
-		start += size
+	for d, n := range sizes {
+		s.Days[d] = Range{start, start + n}
+		start += n
 	}
-	s.Train = Range{0, s.Days[KaggleDays-2].End}
-	last := s.Days[KaggleDays-1]
+	if len(sizes) == 0 {
+		return s
+	}
+	last := s.Days[len(sizes)-1]
+	s.Train = Range{0, last.Start}
 	mid := last.Start + (last.Len()+1)/2
 	s.Test = Range{last.Start, mid}
 	s.Val = Range{mid, last.End}
 	return s
+}
+
+// KaggleSplit splits n lines as dlrm does for the Kaggle set, which has no
+// day files: num_data_per_split, extras = divmod(n, 7), and the first
+// extras days get one more line; then DaySplit. With n < 7 the last days
+// are empty.
+func KaggleSplit(n int) Split {
+	per, extras := n/KaggleDays, n%KaggleDays
+	sizes := make([]int, KaggleDays)
+	for d := range sizes {
+		sizes[d] = per
+		if d < extras {
+			sizes[d]++
+		}
+	}
+	return DaySplit(sizes)
 }
 
 // Select returns the lines of r that remain after dropping the fraction
@@ -55,9 +72,14 @@ func KaggleSplit(n int) Split {
 // stream differs from NumPy's: the same rate is dropped in expectation,
 // not the same lines. rate <= 0 keeps every line.
 func (ix *Index) Select(r Range, rate float64, seed uint64) []int {
+	return selectLines(r, rate, seed, ix.Label)
+}
+
+// selectLines is Select over any lines with labels.
+func selectLines(r Range, rate float64, seed uint64, label func(int) int) []int {
 	lines := make([]int, 0, r.Len())
 	for i := r.Start; i < r.End; i++ {
-		if rate > 0 && ix.Label(i) == 0 && uniform(seed, uint64(i)) < rate {
+		if rate > 0 && label(i) == 0 && uniform(seed, uint64(i)) < rate {
 			continue
 		}
 		lines = append(lines, i)

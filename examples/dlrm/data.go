@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
-	"os"
+	"strings"
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/datasets/criteo"
@@ -22,8 +22,9 @@ type batch struct {
 	size    int
 }
 
-// source is where a run's samples come from: a Kaggle file, dlrm's random
-// data or Kiln's planted data.
+// source is where a run's samples come from: the Kaggle file or the
+// Terabyte day files, dlrm's random or synthetic (trace-driven) data, or
+// Kiln's planted data.
 type source interface {
 	shapes
 	// trainBatches yields epoch e's training batches, and trainLen says
@@ -50,12 +51,12 @@ func openSource(o *options) (source, error) {
 	switch o.DataGeneration {
 	case "planted":
 		return newPlantedSource(o)
-	case "random":
+	case "random", "synthetic":
 		return newRandomSource(o)
 	case "dataset":
-		return newKaggleSource(o)
+		return newFileSource(o)
 	}
-	return nil, usagef("--data-generation %q: want dataset, random or planted", o.DataGeneration)
+	return nil, usagef("--data-generation %q: want dataset, random, synthetic or planted", o.DataGeneration)
 }
 
 // fromCriteo converts a Scan-layout batch with the first tables tables
@@ -141,19 +142,37 @@ func convert(seq iter.Seq2[*criteo.Batch, error], tables int) iter.Seq2[*batch, 
 	}
 }
 
-// randomSource is dlrm's --data-generation random: multi-hot bags per
-// --num-indices-per-lookup, a training set of --data-size samples and a
-// held-out one of --test-size drawn from another seed.
+// randomSource is dlrm's --data-generation random or synthetic: multi-hot
+// bags per --num-indices-per-lookup, a training set of --data-size
+// samples and a held-out one of --test-size drawn from another seed. For
+// synthetic data each table's bags are traces drawn from its
+// --data-trace-file (dist_emb_j.log with j the table's number).
 type randomSource struct {
 	train, test *criteo.Random
 	rows        []int
 	dense       int
+	kind        string
 }
 
 func newRandomSource(o *options) (*randomSource, error) {
 	cfg := criteo.RandomConfig{DenseFeatures: o.mlpBot[0], TableSizes: o.embeddingSizes, DataSize: o.DataSize,
 		MiniBatchSize: o.MiniBatchSize, NumBatches: o.NumBatches, IndicesPerLookup: o.NumIndicesPerLookup,
 		IndicesPerLookupFixed: o.NumIndicesPerLookupFixed, RoundTargets: o.RoundTargets, Seed: o.Seed}
+	kind := "random"
+	if o.DataGeneration == "synthetic" {
+		traces, err := criteo.ReadTraceFiles(o.DataTraceFile, len(o.embeddingSizes))
+		if err != nil {
+			return nil, err
+		}
+		cfg.Traces, cfg.TracePadding = traces, o.DataTraceEnablePadding
+		kind = "synthetic"
+		for t, tr := range traces {
+			if !tr.Fits(o.embeddingSizes[t]) {
+				kind = "synthetic (trace rows folded modulo the table sizes)"
+				break
+			}
+		}
+	}
 	train, err := criteo.NewRandom(cfg)
 	if err != nil {
 		return nil, err
@@ -163,14 +182,14 @@ func newRandomSource(o *options) (*randomSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &randomSource{train: train, test: test, rows: o.embeddingSizes, dense: o.mlpBot[0]}, nil
+	return &randomSource{train: train, test: test, rows: o.embeddingSizes, dense: o.mlpBot[0], kind: kind}, nil
 }
 
 func (s *randomSource) tableRows() []int   { return s.rows }
 func (s *randomSource) denseFeatures() int { return s.dense }
 func (s *randomSource) trainLen() int      { return s.train.NumBatches() }
 func (s *randomSource) describe() string {
-	return fmt.Sprintf("random data: %d training and %d held-out batches, %d tables", s.train.NumBatches(), s.test.NumBatches(), len(s.rows))
+	return fmt.Sprintf("%s data: %d training and %d held-out batches, %d tables", s.kind, s.train.NumBatches(), s.test.NumBatches(), len(s.rows))
 }
 
 func (s *randomSource) trainBatches(int) iter.Seq2[*batch, error] { return s.fromRandom(s.train) }
@@ -196,70 +215,70 @@ func (s *randomSource) fromRandom(r *criteo.Random) iter.Seq2[*batch, error] {
 	}
 }
 
-// kaggleSource reads a Kaggle train.txt (--raw-data-file): one scan for
-// the dictionaries and line offsets (kept in a sidecar for the next run),
-// dlrm's seven-day split, negatives sub-sampled in training and the
-// training lines ordered by --data-randomize, batches read back with
-// ReadAt.
-type kaggleSource struct {
-	f                *os.File
-	ix               *criteo.Index
+// fileSource reads the Kaggle train.txt or the Terabyte day files
+// (--raw-data-file, per --data-set): one scan per file for the
+// dictionaries and line offsets (kept in a sidecar for the next run),
+// dlrm's split into days (Kaggle's seven cut by line count, Terabyte's 24
+// files), negatives sub-sampled in training and the training lines
+// ordered by --data-randomize, batches read back with ReadAt.
+type fileSource struct {
+	set              *criteo.DaySet
 	train, test      []int
 	batch, testBatch int
-	seed             uint64
-	tables           int
 	path             string
 }
 
-func newKaggleSource(o *options) (*kaggleSource, error) {
+func newFileSource(o *options) (*fileSource, error) {
+	open, what := criteo.OpenKaggle, "the Kaggle train.txt"
+	if o.DataSet == "terabyte" {
+		open, what = criteo.OpenTerabyte, "the prefix of the Terabyte day files (PREFIX_0 … PREFIX_23) or their directory"
+	}
 	if o.RawDataFile == "" {
-		return nil, usagef("--data-generation dataset needs --raw-data-file, the Kaggle train.txt")
+		return nil, usagef("--data-generation dataset needs --raw-data-file, %s", what)
 	}
-	ix, err := criteo.ScanFile(o.RawDataFile, criteo.ScanOptions{MaxIndRange: o.MaxIndRange, SkipBadLines: o.SkipBadLines})
+	set, err := open(o.RawDataFile, criteo.ScanOptions{MaxIndRange: o.MaxIndRange, SkipBadLines: o.SkipBadLines})
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(o.RawDataFile)
-	if err != nil {
-		return nil, err
-	}
-	split := criteo.KaggleSplit(ix.Len())
-	s := &kaggleSource{f: f, ix: ix, batch: o.MiniBatchSize, testBatch: o.testBatchSize(), seed: o.Seed,
-		tables: criteo.NumSparse, path: o.RawDataFile}
-	s.train = ix.Select(split.Train, o.DataSubSampleRate, o.Seed)
-	if err := criteo.Shuffle(s.train, split.Days[:criteo.KaggleDays-1], o.DataRandomize, o.Seed); err != nil {
-		f.Close()
+	split := set.Split()
+	s := &fileSource{set: set, batch: o.MiniBatchSize, testBatch: o.testBatchSize(), path: o.RawDataFile}
+	s.train = set.Select(split.Train, o.DataSubSampleRate, o.Seed)
+	if err := criteo.Shuffle(s.train, split.Days[:len(split.Days)-1], o.DataRandomize, o.Seed); err != nil {
+		set.Close()
 		return nil, usagef("--data-randomize: %v", err)
 	}
-	s.test = ix.Select(split.Test, 0, o.Seed)
+	s.test = set.Select(split.Test, 0, o.Seed)
 	if len(s.train) == 0 || len(s.test) == 0 {
-		f.Close()
-		return nil, fmt.Errorf("%s: %d good lines leave %d training and %d test samples; the seven-day split needs more", o.RawDataFile, ix.Len(), len(s.train), len(s.test))
+		set.Close()
+		return nil, fmt.Errorf("%s: %d good lines leave %d training and %d test samples; the %d-day split needs more", o.RawDataFile, set.Len(), len(s.train), len(s.test), len(split.Days))
 	}
 	return s, nil
 }
 
-func (s *kaggleSource) tableRows() []int {
-	c := s.ix.Counts()
+func (s *fileSource) tableRows() []int {
+	c := s.set.Counts()
 	return c[:]
 }
-func (s *kaggleSource) denseFeatures() int { return criteo.NumDense }
-func (s *kaggleSource) trainLen() int      { return ceilDiv(len(s.train), s.batch) }
-func (s *kaggleSource) describe() string {
-	n, first := s.ix.BadLines()
+func (s *fileSource) denseFeatures() int { return criteo.NumDense }
+func (s *fileSource) trainLen() int      { return ceilDiv(len(s.train), s.batch) }
+func (s *fileSource) describe() string {
+	n, first := s.set.BadLines()
 	bad := ""
-	if n > 0 {
-		bad = fmt.Sprintf(", %d bad lines skipped (first at lines %v)", n, first)
+	if files := s.set.Files(); n > 0 && len(files) == 1 {
+		_, lines := files[0].BadLines()
+		bad = fmt.Sprintf(", %d bad lines skipped (first at lines %v)", n, lines)
+	} else if n > 0 {
+		bad = fmt.Sprintf(", %d bad lines skipped (first at %s)", n, strings.Join(first, ", "))
 	}
 	return fmt.Sprintf("%s: %d training and %d test samples%s", s.path, len(s.train), len(s.test), bad)
 }
 
-func (s *kaggleSource) trainBatches(int) iter.Seq2[*batch, error] {
-	return convert(s.ix.Batches(s.f, s.train, s.batch), s.tables)
+func (s *fileSource) trainBatches(int) iter.Seq2[*batch, error] {
+	return convert(s.set.Batches(s.train, s.batch), criteo.NumSparse)
 }
 
-func (s *kaggleSource) testBatches() iter.Seq2[*batch, error] {
-	return convert(s.ix.Batches(s.f, s.test, s.testBatch), s.tables)
+func (s *fileSource) testBatches() iter.Seq2[*batch, error] {
+	return convert(s.set.Batches(s.test, s.testBatch), criteo.NumSparse)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

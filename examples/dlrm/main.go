@@ -64,10 +64,14 @@
 //     values, --max-ind-range folding them first), dlrm's seven-day split
 //     gives days 0–5 to training and the first half of day 6 to testing,
 //     and --data-sub-sample-rate drops that share of training negatives;
+//     with --data-set terabyte it reads the Terabyte click logs instead,
+//     the 24 files --raw-data-file_0 … _23 as dlrm names them (or day_0 …
+//     day_23 in the directory --raw-data-file), one dictionary over all
+//     days, days 0–22 training and the first half of day 23 testing;
 //     --data-randomize orders the training lines (total: one permutation,
 //     day: within each day, none: file order). The scan's index is kept
 //     beside the file (train.txt.kiln-index) and read back by later runs
-//     while the file and --max-ind-range are unchanged.
+//     while the file and --max-ind-range are unchanged (one per day file).
 //     Bad lines stop the run with FILE:LINE: field …, or are counted with
 //     --skip-bad-lines.
 //   - random is dlrm's random data: --data-size samples in batches, bags of
@@ -75,6 +79,13 @@
 //     many with --num-indices-per-lookup-fixed), uniform dense inputs and
 //     targets; the held-out set (--test-size samples) is drawn the same
 //     way from another seed.
+//   - synthetic is dlrm's trace-driven data: random's, except that each
+//     bag's indices are a short access trace whose LRU stack distances
+//     follow table j's distribution in --data-trace-file (j in the name
+//     replaced by the table's number: dist_emb_0.log, …; three lines of
+//     unique accesses, stack distances and their cumulative
+//     distribution). --data-trace-enable-padding stops drawing new rows
+//     once as many have been seen as the deepest stack distance.
 //   - planted is Kiln's generator with a known signal (criteo.Planted):
 //     Zipf-distributed ids for the --arch-embedding-size tables, labels
 //     drawn from a logistic model of the dense features, per-row effects
@@ -161,8 +172,7 @@ var unsupported = map[string]string{
 	"dist-backend": "distributed training", "local_rank": "distributed training", "inference-only": "inference-only runs (use evaluate)",
 	"enable-profiling": "the PyTorch profiler", "plot-compute-graph": "torchviz plots",
 	"tensor-board-filename": "TensorBoard", "memory-map": "memory-mapped preprocessed data",
-	"dataset-multiprocessing": "multiprocess preprocessing", "data-trace-file": "synthetic trace data",
-	"data-trace-enable-padding": "synthetic trace data", "rand-data-min": "non-uniform random data",
+	"dataset-multiprocessing": "multiprocess preprocessing", "rand-data-min": "non-uniform random data",
 	"rand-data-max": "non-uniform random data", "rand-data-mu": "non-uniform random data",
 	"rand-data-sigma": "non-uniform random data", "processed-data-file": "dlrm's preprocessed .npz files",
 	"mlperf-bin-loader": "MLPerf binary data", "mlperf-bin-shuffle": "MLPerf binary data",
@@ -171,7 +181,7 @@ var unsupported = map[string]string{
 // boolFlags are the flags that take no value, or a boolean after = or as
 // the next word (dlrm's type=bool flags are written both ways).
 var boolFlags = []string{"arch-interaction-itself", "round-targets", "num-indices-per-lookup-fixed",
-	"mlperf-logging", "skip-bad-lines", "print-time", "sync-dense-params", "fused-emb", "quiet"}
+	"mlperf-logging", "skip-bad-lines", "print-time", "sync-dense-params", "fused-emb", "quiet", "data-trace-enable-padding"}
 
 // joinBools rewrites "--flag true" as "--flag=true" for the boolean flags,
 // so that dlrm's spelling parses, and rejects dlrm's unsupported flags by
@@ -244,6 +254,8 @@ type options struct {
 	RoundTargets                              bool
 	DataGeneration, RawDataFile, DataSet      string
 	DataRandomize, RandDataDist               string
+	DataTraceFile                             string
+	DataTraceEnablePadding                    bool
 	DataSize, TestSize, NumBatches            int
 	NumIndicesPerLookup                       int
 	NumIndicesPerLookupFixed                  bool
@@ -281,16 +293,18 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.LossWeights, "loss-weights", "1.0-1.0", "wbce's weights of negatives and positives")
 	fs.Float64Var(&o.LossThreshold, "loss-threshold", 0, "clamp probabilities to [t, 1−t] when above 0")
 	fs.BoolVar(&o.RoundTargets, "round-targets", false, "round random targets to 0 or 1")
-	fs.StringVar(&o.DataGeneration, "data-generation", "random", "dataset, random or planted")
-	fs.StringVar(&o.DataSet, "data-set", "kaggle", "kaggle (terabyte is not supported yet)")
-	fs.StringVar(&o.RawDataFile, "raw-data-file", "", "the Kaggle train.txt for --data-generation dataset")
+	fs.StringVar(&o.DataGeneration, "data-generation", "random", "dataset, random, synthetic or planted")
+	fs.StringVar(&o.DataSet, "data-set", "kaggle", "kaggle or terabyte: the file layout of --data-generation dataset")
+	fs.StringVar(&o.RawDataFile, "raw-data-file", "", "the Kaggle train.txt, or the Terabyte day files' prefix (PREFIX_0 … PREFIX_23) or directory (day_0 … day_23)")
+	fs.StringVar(&o.DataTraceFile, "data-trace-file", "./input/dist_emb_j.log", "synthetic data's access traces, one file per table: j in the name stands for the table's number")
+	fs.BoolVar(&o.DataTraceEnablePadding, "data-trace-enable-padding", false, "synthetic data draws no new rows once it has seen as many as the trace's deepest stack distance")
 	fs.StringVar(&o.DataRandomize, "data-randomize", "total", "training order of dataset data: total, day or none")
 	fs.StringVar(&o.RandDataDist, "rand-data-dist", "uniform", "random data's distribution (uniform only)")
-	fs.IntVar(&o.DataSize, "data-size", 1, "training samples of random and planted data")
-	fs.IntVar(&o.TestSize, "test-size", 0, "held-out samples of random and planted data (Kiln's; default --data-size/5)")
+	fs.IntVar(&o.DataSize, "data-size", 1, "training samples of random, synthetic and planted data")
+	fs.IntVar(&o.TestSize, "test-size", 0, "held-out samples of random, synthetic and planted data (Kiln's; default --data-size/5)")
 	fs.IntVar(&o.NumBatches, "num-batches", 0, "training batches per epoch (0: all)")
-	fs.IntVar(&o.NumIndicesPerLookup, "num-indices-per-lookup", 10, "random data's largest bag")
-	fs.BoolVar(&o.NumIndicesPerLookupFixed, "num-indices-per-lookup-fixed", false, "random data's bags all hold --num-indices-per-lookup")
+	fs.IntVar(&o.NumIndicesPerLookup, "num-indices-per-lookup", 10, "random and synthetic data's largest bag")
+	fs.BoolVar(&o.NumIndicesPerLookupFixed, "num-indices-per-lookup-fixed", false, "random and synthetic data's bags all hold --num-indices-per-lookup")
 	fs.IntVar(&o.MaxIndRange, "max-ind-range", -1, "fold categorical values modulo this when positive")
 	fs.Float64Var(&o.DataSubSampleRate, "data-sub-sample-rate", 0, "share of training negatives dropped")
 	fs.BoolVar(&o.SkipBadLines, "skip-bad-lines", false, "count bad lines of dataset data instead of stopping at the first (Kiln's)")
@@ -370,13 +384,12 @@ func (o *options) check() error {
 		return usagef("--loss-function %q: want mse, bce or wbce", o.LossFunction)
 	case !(o.LossThreshold >= 0 && o.LossThreshold < 0.5):
 		return usagef("--loss-threshold %v: must be in [0, 0.5)", o.LossThreshold)
-	case !slices.Contains([]string{"dataset", "random", "planted"}, o.DataGeneration):
-		if o.DataGeneration == "synthetic" {
-			return usagef("--data-generation synthetic (trace-driven data) is not supported yet: use dataset, random or planted")
-		}
-		return usagef("--data-generation %q: want dataset, random or planted", o.DataGeneration)
-	case o.DataSet != "kaggle":
-		return usagef("--data-set %q: only kaggle is supported", o.DataSet)
+	case !slices.Contains([]string{"dataset", "random", "synthetic", "planted"}, o.DataGeneration):
+		return usagef("--data-generation %q: want dataset, random, synthetic or planted", o.DataGeneration)
+	case o.DataSet != "kaggle" && o.DataSet != "terabyte":
+		return usagef("--data-set %q: want kaggle or terabyte", o.DataSet)
+	case o.DataGeneration == "synthetic" && o.DataTraceFile == "":
+		return usagef("--data-generation synthetic needs --data-trace-file, the tables' traces (dist_emb_j.log)")
 	case !slices.Contains([]string{"total", "day", "none"}, o.DataRandomize):
 		return usagef("--data-randomize %q: want total, day or none", o.DataRandomize)
 	case o.RandDataDist != "uniform":

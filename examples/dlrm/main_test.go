@@ -193,7 +193,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"train", "--arch-mlp-bot", "13-8-4", "--arch-sparse-feature-size", "16"}, "ends in 4 but --arch-sparse-feature-size is 16"},
 		{[]string{"train", "--arch-embedding-size", "4-x"}, "--arch-embedding-size \"4-x\""},
 		{[]string{"train", "--loss-function", "hinge"}, "--loss-function \"hinge\""},
-		{[]string{"train", "--data-generation", "synthetic"}, "synthetic (trace-driven data) is not supported"},
+		{[]string{"train", "--data-generation", "synthetic", "--data-trace-file", ""}, "synthetic needs --data-trace-file"},
 		{[]string{"train", "--data-generation", "dataset"}, "needs --raw-data-file"},
 		{[]string{"train", "--optimizer", "adam"}, "--optimizer \"adam\""},
 		{[]string{"train", "--lr-num-warmup-steps", "10", "--lr-decay-start-step", "5"}, "decay start step 5 is before the end of 10 warm-up steps"},
