@@ -21,18 +21,17 @@ const formatVersion = 1
 type progress struct {
 	Version int       `json:"version"`
 	Config  runConfig `json:"config"`
-	// Epoch is the epoch under way (the next one when EpochIteration is
-	// 0), EpochIteration how many of its batches are done and Iterations
-	// how many are done in all.
-	Epoch          int `json:"epoch"`
-	EpochIteration int `json:"epoch_iteration"`
-	Iterations     int `json:"iterations"`
+	// Step counts the iterations (optimizer steps) done; Epoch is the
+	// epoch under way (the next one when EpochStep is 0) and EpochStep
+	// how many of its batches are done.
+	Step      int `json:"step"`
+	Epoch     int `json:"epoch"`
+	EpochStep int `json:"epoch_step"`
 	// Best is the best held-out result so far: the model's.
 	Best savedScores `json:"best"`
-	// Optimizer holds each parameter group's hyper-parameters; the state
+	// The optimizer's hyper-parameters and the schedule; the state
 	// (Adagrad's sums) is in tensors.
-	Optimizer []optim.GroupState  `json:"optimizer"`
-	Scheduler optim.ScheduleState `json:"scheduler"`
+	checkpoint.OptimizerState
 }
 
 // savedScores are scores in a progress record.
@@ -125,7 +124,7 @@ func readModelFile(o *options) (*modelFile, error) {
 			"s.save_file(torch.load('%s')['state_dict'], '%s.safetensors')\"", path, path, strings.TrimSuffix(path, ".pt"))
 	}
 	var p progress
-	w, err := checkpoint.ReadWeights(path, &p)
+	w, err := checkpoint.ReadWeights(path, "", &p)
 	if err != nil {
 		return nil, fmt.Errorf("reading --load-model: %w", err)
 	}
@@ -145,18 +144,16 @@ func (p *progress) check(path string) error {
 	bad := func(field, format string, args ...any) error {
 		return &checkpoint.Error{File: path, Field: field, Err: fmt.Errorf(format, args...)}
 	}
-	switch {
-	case p.Version != formatVersion:
+	if p.Version != formatVersion {
 		return bad("version", "%d, but this program reads version %d", p.Version, formatVersion)
-	case p.Epoch < 0:
-		return bad("epoch", "%d, want at least 0", p.Epoch)
-	case p.EpochIteration < 0 || p.EpochIteration > p.Iterations:
-		return bad("epoch_iteration", "%d, want 0 to iterations (%d)", p.EpochIteration, p.Iterations)
-	case p.Epoch > p.Iterations:
-		return bad("epoch", "%d epochs done in %d iterations", p.Epoch, p.Iterations)
-	case p.Scheduler.LastEpoch != p.Iterations:
+	}
+	if err := checkpoint.CheckPosition(path, p.Step, p.Epoch, p.EpochStep); err != nil {
+		return err
+	}
+	switch {
+	case p.Scheduler.LastEpoch != p.Step:
 		// dlrm's schedule steps once per iteration.
-		return bad("scheduler.LastEpoch", "%d, but %d iterations are done", p.Scheduler.LastEpoch, p.Iterations)
+		return bad("scheduler.LastEpoch", "%d, but %d iterations are done", p.Scheduler.LastEpoch, p.Step)
 	case math.IsNaN(p.Best.AUC):
 		return bad("best.auc", "NaN")
 	}
@@ -182,12 +179,12 @@ func (f *modelFile) loadInto(m nn.Module) error {
 func (f *modelFile) resume(perEpoch int, opt optim.Optimizer, sched optim.Scheduler) error {
 	p := f.ckpt
 	var err error
-	if p.EpochIteration >= perEpoch {
-		err = &checkpoint.Error{File: f.Path, Field: "epoch_iteration",
-			Err: fmt.Errorf("%d batches into an epoch, but an epoch of this data has %d", p.EpochIteration, perEpoch)}
+	if p.EpochStep >= perEpoch {
+		err = &checkpoint.Error{File: f.Path, Field: "epoch_step",
+			Err: fmt.Errorf("%d batches into an epoch, but an epoch of this data has %d", p.EpochStep, perEpoch)}
 	}
 	if err == nil {
-		err = f.Restore(opt, p.Optimizer, sched, p.Scheduler)
+		err = f.Restore(opt, sched, p.OptimizerState)
 	}
 	if err != nil {
 		return fmt.Errorf("--load-model: %w", err)
@@ -198,9 +195,8 @@ func (f *modelFile) resume(perEpoch int, opt optim.Optimizer, sched optim.Schedu
 // saveCheckpoint writes model (the state dict, joined FP32 for split
 // weights), opt's state, sched's and p to path.
 func saveCheckpoint(path string, model []nn.NamedTensor, opt optim.Optimizer, sched optim.Scheduler, p progress) error {
-	sd := opt.StateDict()
-	p.Version, p.Optimizer, p.Scheduler = formatVersion, sd.Groups, sched.State()
-	if err := checkpoint.Write(path, p, checkpoint.TrainingTensors(model, sd.State)); err != nil {
+	p.Version = formatVersion
+	if err := checkpoint.WriteTraining(path, "", model, opt, sched, &p); err != nil {
 		return fmt.Errorf("writing --save-model: %w", err)
 	}
 	return nil

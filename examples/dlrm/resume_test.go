@@ -168,7 +168,7 @@ func TestResumeErrors(t *testing.T) {
 	// A state dict (as PyTorch's DLRM_Net.state_dict() saved with
 	// safetensors) starts training at epoch 0 from its weights, and
 	// evaluate reads it.
-	w, err := checkpoint.ReadWeights(ckpt, &progress{})
+	w, err := checkpoint.ReadWeights(ckpt, "", &progress{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 		perEpoch = min(perEpoch, o.NumBatches)
 	}
 	res.best.auc = math.Inf(-1)
-	// pos is where training stands: Epoch, EpochIteration, Iterations.
+	// pos is where training stands: Step, Epoch, EpochStep.
 	pos := progress{Config: configOf(o, src)}
 	if f != nil && f.ckpt != nil {
 		// After the split and the fusing: the state lands on the tensors
@@ -211,10 +211,10 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 		if err := f.resume(perEpoch, opt, sched); err != nil {
 			return res, err
 		}
-		pos.Epoch, pos.EpochIteration, pos.Iterations = f.ckpt.Epoch, f.ckpt.EpochIteration, f.ckpt.Iterations
-		res.best, res.iterations = f.ckpt.Best.scores(), pos.Iterations
+		pos.Step, pos.Epoch, pos.EpochStep = f.ckpt.Step, f.ckpt.Epoch, f.ckpt.EpochStep
+		res.best, res.iterations = f.ckpt.Best.scores(), pos.Step
 		fmt.Fprintf(stdout, "resuming from %s at iteration %d (%d/%d of epoch %d), best auc %.5f\n",
-			f.Path, pos.Iterations, pos.EpochIteration, perEpoch, pos.Epoch, res.best.auc)
+			f.Path, pos.Step, pos.EpochStep, perEpoch, pos.Epoch, res.best.auc)
 	}
 	res.checkpoint = func(path string) error {
 		p := pos
@@ -232,9 +232,9 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 		}
 	}
 	evaluate := func(epoch, it int) (bool, error) {
-		pos.Epoch, pos.EpochIteration, pos.Iterations = epoch, it, res.iterations
+		pos.Step, pos.Epoch, pos.EpochStep = res.iterations, epoch, it
 		if it == perEpoch {
-			pos.Epoch, pos.EpochIteration = epoch+1, 0
+			pos.Epoch, pos.EpochStep = epoch+1, 0
 		}
 		s, err := test(o, m, src)
 		if err != nil {
@@ -263,7 +263,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 		// their order is the uninterrupted run's.
 		skip := 0
 		if epoch == pos.Epoch {
-			skip = pos.EpochIteration
+			skip = pos.EpochStep
 		}
 		it, read := skip, 0
 		for b, err := range src.trainBatches(epoch) {

@@ -35,17 +35,15 @@ type progress struct {
 	Step      int `json:"step"`
 	Epoch     int `json:"epoch"`
 	EpochStep int `json:"epoch_step"`
-	// Optimizer holds each parameter group's hyper-parameters; the
-	// momentum buffers are tensors.
-	Optimizer []optim.GroupState  `json:"optimizer"`
-	Scheduler optim.ScheduleState `json:"scheduler"`
+	// The optimizer's hyper-parameters and the schedule; the momentum
+	// buffers are tensors.
+	checkpoint.OptimizerState
 }
 
 // saveCheckpoint writes model, opt's state and p to path.
 func saveCheckpoint(path string, model []nn.NamedTensor, opt optim.Optimizer, sched optim.Scheduler, p progress) error {
-	sd := opt.StateDict()
-	p.Version, p.Optimizer, p.Scheduler = formatVersion, sd.Groups, sched.State()
-	if err := checkpoint.Write(path, p, checkpoint.TrainingTensors(model, sd.State)); err != nil {
+	p.Version = formatVersion
+	if err := checkpoint.WriteTraining(path, checkpoint.ModelPrefix, model, opt, sched, &p); err != nil {
 		return fmt.Errorf("writing --checkpoint: %w", err)
 	}
 	return nil
@@ -66,7 +64,7 @@ type weights struct {
 // progress record are checked (see progress.check).
 func readWeights(flag, path string) (*weights, error) {
 	var p progress
-	cw, err := checkpoint.ReadWeights(path, &p)
+	cw, err := checkpoint.ReadWeights(path, checkpoint.ModelPrefix, &p)
 	if err != nil {
 		return nil, fmt.Errorf("reading --%s: %w", flag, err)
 	}
@@ -101,15 +99,11 @@ func (w *weights) check() error {
 		return bad("batch_size", "%d, want at least 1", p.BatchSize)
 	case p.ImageSize < 32:
 		return bad("image_size", "%d, want at least 32", p.ImageSize)
-	case p.Step < 0:
-		return bad("step", "%d, want at least 0", p.Step)
-	case p.Epoch < 0:
-		return bad("epoch", "%d, want at least 0", p.Epoch)
-	case p.EpochStep < 0 || p.EpochStep > p.Step:
-		return bad("epoch_step", "%d, want 0 to step (%d)", p.EpochStep, p.Step)
-	case p.Epoch > p.Step:
-		return bad("epoch", "%d epochs done in %d steps", p.Epoch, p.Step)
-	case p.Scheduler.LastEpoch != p.Epoch:
+	}
+	if err := checkpoint.CheckPosition(w.path, p.Step, p.Epoch, p.EpochStep); err != nil {
+		return err
+	}
+	if p.Scheduler.LastEpoch != p.Epoch {
 		// The schedule steps once per epoch.
 		return bad("scheduler.LastEpoch", "%d, but the epoch is %d", p.Scheduler.LastEpoch, p.Epoch)
 	}
@@ -193,7 +187,7 @@ func summarize(e *nn.StateDictError) string {
 // restore puts a checkpoint's optimizer and scheduler state back; the
 // model's tensors go in with loadInto.
 func (w *weights) restore(opt optim.Optimizer, sched optim.Scheduler) error {
-	if err := w.read.Restore(opt, w.ckpt.Optimizer, sched, w.ckpt.Scheduler); err != nil {
+	if err := w.read.Restore(opt, sched, w.ckpt.OptimizerState); err != nil {
 		return fmt.Errorf("--resume: %w", err)
 	}
 	return nil
