@@ -231,6 +231,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 			return res, fmt.Errorf("--save-model: %w", err)
 		}
 	}
+	start := pos // where this process starts
 	evaluate := func(epoch, it int) (bool, error) {
 		pos.Step, pos.Epoch, pos.EpochStep = res.iterations, epoch, it
 		if it == perEpoch {
@@ -254,7 +255,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 		return (o.MLPerfAUCThreshold > 0 && s.auc >= o.MLPerfAUCThreshold) ||
 			(o.MLPerfAccThreshold > 0 && 100*s.accuracy >= o.MLPerfAccThreshold), nil
 	}
-	for epoch := pos.Epoch; epoch < o.NEpochs; epoch++ {
+	for epoch := start.Epoch; epoch < o.NEpochs; epoch++ {
 		bar := kiln.NewProgress(-1, kiln.ProgressOptions{Description: fmt.Sprintf("epoch %d", epoch), Quiet: o.Quiet, Writer: stderr})
 		var lossSum float64
 		var correct, seen, since int
@@ -262,8 +263,8 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 		// A resumed epoch skips the batches done before the checkpoint;
 		// their order is the uninterrupted run's.
 		skip := 0
-		if epoch == pos.Epoch {
-			skip = pos.EpochStep
+		if epoch == start.Epoch {
+			skip = start.EpochStep
 		}
 		it, read := skip, 0
 		for b, err := range src.trainBatches(epoch) {
