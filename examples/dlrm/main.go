@@ -47,8 +47,8 @@
 // gradients) and splits again. The dense features run under amp.Autocast:
 // the MLPs' Linear layers compute in BF16 with FP32 accumulation, the
 // tables' bags meet them in bfloat16, and the loss is FP32. The held-out
-// tests score that BF16 model, and --save-model writes the joined FP32
-// weights, the file an FP32 run writes. evaluate --dtype bf16 scores a
+// tests score that BF16 model, and --save-model's checkpoint holds the
+// joined FP32 weights, as an FP32 run's does. evaluate --dtype bf16 scores a
 // file's weights cut to their top halves, the model such a run tested;
 // export and infer --dtype bf16 round the weights and tables to bfloat16
 // (kiln.Optimize's inference cast) and run under autocast, the graph
