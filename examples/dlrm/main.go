@@ -6,9 +6,9 @@
 // on a terminal and printing dlrm's "Finished training it …" line every
 // --print-freq iterations otherwise; every --test-freq iterations and at
 // the end of each epoch it reports the held-out AUC, log loss and
-// accuracy, and with --save-model writes the model whenever the held-out
-// AUC improves. --mlperf-auc-threshold stops training once the AUC
-// reaches it:
+// accuracy, and with --save-model writes a checkpoint whenever the
+// held-out AUC improves (see Checkpoints). --mlperf-auc-threshold stops
+// training once the AUC reaches it:
 //
 //	go run ./examples/dlrm train --data-generation planted --arch-embedding-size 1000-1000-1000-1000-1000-1000-1000-1000 \
 //	    --arch-sparse-feature-size 16 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --loss-function bce \
@@ -17,8 +17,8 @@
 //	    --arch-mlp-bot 13-512-256-64-16 --arch-mlp-top 512-256-1 --loss-function bce --round-targets=true \
 //	    --mini-batch-size 128 --learning-rate 0.1 --test-freq 10240 --save-model dlrm.safetensors
 //
-// evaluate loads --load-model (a state dict with DLRM_Net's names, as
-// train writes and as dlrm's model.state_dict() saves with
+// evaluate loads --load-model (a checkpoint train wrote, or a state dict
+// with DLRM_Net's names as dlrm's model.state_dict() saves with
 // safetensors.torch.save_file) and prints the held-out AUC, log loss and
 // accuracy.
 //
@@ -47,12 +47,37 @@
 // gradients) and splits again. The dense features run under amp.Autocast:
 // the MLPs' Linear layers compute in BF16 with FP32 accumulation, the
 // tables' bags meet them in bfloat16, and the loss is FP32. The held-out
-// tests score that BF16 model, and --save-model writes the joined FP32
-// weights, the file an FP32 run writes. evaluate --dtype bf16 scores a
+// tests score that BF16 model, and --save-model's checkpoint holds the
+// joined FP32 weights, as an FP32 run's does. evaluate --dtype bf16 scores a
 // file's weights cut to their top halves, the model such a run tested;
 // export and infer --dtype bf16 round the weights and tables to bfloat16
 // (kiln.Optimize's inference cast) and run under autocast, the graph
 // taking the same inputs and returning float32 probabilities.
+//
+// # Checkpoints
+//
+// --save-model FILE writes a checkpoint whenever a held-out test improves
+// on the best AUC so far (dlrm's rule), atomically and with a checksum
+// (internal/checkpoint): one safetensors file holding the model under
+// DLRM_Net's state-dict names (the joined FP32 weights under --dtype
+// bf16), the optimizer state under "optimizer.state.N.NAME" (Adagrad's
+// sums, row-wise Adagrad's per-row sums; SGD has none), and a JSON
+// progress record: the configuration the run depends on (tables, arch,
+// optimizer, dtype, batch size, seed, data size, learning rate and
+// schedule), the position (epoch, iterations done in it and in all), the
+// best scores, the optimizer's group hyper-parameters and the schedule's
+// state. No generator state is needed: the training order is a function
+// of the seed, the epoch and the batch.
+//
+// train --load-model FILE with such a checkpoint resumes where it was
+// written: the weights, optimizer and schedule state, best score and
+// position come back, the interrupted epoch's finished batches are
+// skipped, and the run ends with the bits of an uninterrupted one (with or
+// without --fused-emb). A flag that differs from the checkpoint's
+// configuration is an error naming it. With a plain state dict, train
+// starts at epoch 0 from its weights. evaluate, infer and export read
+// either kind. A PyTorch .pt file is refused with the one-line command
+// that converts it.
 //
 // # Data
 //
@@ -323,8 +348,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.MLPerfLogging, "mlperf-logging", false, "report AUC at each test, as dlrm's MLPerf mode (Kiln always does)")
 	fs.Float64Var(&o.MLPerfAUCThreshold, "mlperf-auc-threshold", 0, "stop once the held-out AUC reaches this")
 	fs.Float64Var(&o.MLPerfAccThreshold, "mlperf-acc-threshold", 0, "stop once the held-out accuracy (in %) reaches this")
-	fs.StringVar(&o.SaveModel, "save-model", "", "write the model (safetensors) whenever the held-out AUC improves")
-	fs.StringVar(&o.LoadModel, "load-model", "", "start from this model file (safetensors with DLRM_Net's names)")
+	fs.StringVar(&o.SaveModel, "save-model", "", "write a checkpoint (safetensors) whenever the held-out AUC improves")
+	fs.StringVar(&o.LoadModel, "load-model", "", "a checkpoint to resume (train) or a state dict with DLRM_Net's names to start from")
 	fs.Uint64Var(&o.Seed, "numpy-rand-seed", 123, "seed of initialisation and data")
 	fs.StringVar(&o.DType, "dtype", "fp32", "fp32 or bf16: train with split BF16 master weights, MLPs under autocast, loss in FP32; evaluate, infer and export in BF16")
 	fs.BoolVar(&o.FusedEmb, "fused-emb", false, "apply the tables' updates inside the embedding backward (IPEX's MergedEmbeddingBagWith*): the same results, no gradient held until the step")

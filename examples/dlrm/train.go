@@ -11,6 +11,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/internal/checkpoint"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/metrics"
 	"github.com/kilnml/kiln/nn/models"
@@ -18,8 +19,21 @@ import (
 )
 
 // newModel builds the DLRM the flags describe for src's tables, and loads
-// --load-model into it when given.
+// --load-model (a checkpoint or a state dict) into it when given.
 func newModel(o *options, src shapes) (*models.DLRM, error) {
+	var f *modelFile
+	if o.LoadModel != "" {
+		var err error
+		if f, err = readModelFile(o); err != nil {
+			return nil, err
+		}
+	}
+	return buildModel(o, src, f)
+}
+
+// buildModel builds the DLRM the flags describe for src's tables, with f's
+// weights when f is not nil.
+func buildModel(o *options, src shapes, f *modelFile) (*models.DLRM, error) {
 	if d := src.denseFeatures(); d != o.mlpBot[0] {
 		return nil, usagef("--arch-mlp-bot %s starts with %d inputs but the data has %d dense features", o.MLPBot, o.mlpBot[0], d)
 	}
@@ -32,12 +46,8 @@ func newModel(o *options, src shapes) (*models.DLRM, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.LoadModel != "" {
-		if strings.HasSuffix(o.LoadModel, ".pt") || strings.HasSuffix(o.LoadModel, ".pth") {
-			return nil, fmt.Errorf("%s: a PyTorch pickle; convert it with: python3 -c \"import torch, safetensors.torch as s; "+
-				"s.save_file(torch.load('%s')['state_dict'], '%s.safetensors')\"", o.LoadModel, o.LoadModel, strings.TrimSuffix(o.LoadModel, ".pt"))
-		}
-		if err := nn.LoadStateDict(m, o.LoadModel); err != nil {
+	if f != nil {
+		if err := f.loadInto(m); err != nil {
 			return nil, err
 		}
 	}
@@ -150,17 +160,23 @@ type trainResult struct {
 	best, last scores
 	iterations int
 	stopped    bool // by --mlperf-*-threshold
+	// checkpoint writes the state the run ended in to a file, as
+	// --save-model writes it.
+	checkpoint func(path string) error
 }
 
 // fit trains m on src as the flags say, printing to stdout, and returns
-// the best and last held-out scores.
-func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trainResult, error) {
+// the best and last held-out scores. When f is a checkpoint, training
+// resumes where it was written: m holds its weights already, and fit puts
+// back the optimizer's and the scheduler's state, the best score and the
+// position.
+func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io.Writer) (trainResult, error) {
 	var res trainResult
 	opt, err := newOptimizer(o, m)
 	if err != nil {
 		return res, err
 	}
-	save := func() error { return nn.SaveStateDict(m, o.SaveModel) }
+	weights := func() []nn.NamedTensor { return nn.StateDict(m) }
 	if o.DType == "bf16" {
 		split, err := splitBF16(m, opt)
 		if err != nil {
@@ -169,7 +185,7 @@ func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trai
 		fmt.Fprintf(stdout, "bf16: %s\n", strings.Join(split.Applied, "; "))
 		opt = split.Optimizer
 		// The file holds the joined FP32 weights, as an FP32 run's does.
-		save = func() error { return nn.SaveTensors(o.SaveModel, split.StateDict()) }
+		weights = split.StateDict
 	}
 	if o.FusedEmb {
 		// After the split: the tables the optimizer holds are then the
@@ -187,7 +203,40 @@ func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trai
 		perEpoch = min(perEpoch, o.NumBatches)
 	}
 	res.best.auc = math.Inf(-1)
+	// pos is where training stands: Step, Epoch, EpochStep.
+	pos := progress{Config: configOf(o, src)}
+	if f != nil && f.ckpt != nil {
+		// After the split and the fusing: the state lands on the tensors
+		// the optimizer steps.
+		if err := f.resume(perEpoch, opt, sched); err != nil {
+			return res, err
+		}
+		pos.Step, pos.Epoch, pos.EpochStep = f.ckpt.Step, f.ckpt.Epoch, f.ckpt.EpochStep
+		res.best, res.iterations = f.ckpt.Best.scores(), pos.Step
+		fmt.Fprintf(stdout, "resuming from %s at iteration %d (%d/%d of epoch %d), best auc %.5f\n",
+			f.Path, pos.Step, pos.EpochStep, perEpoch, pos.Epoch, res.best.auc)
+	}
+	res.checkpoint = func(path string) error {
+		p := pos
+		p.Best = res.best.saved()
+		return saveCheckpoint(path, weights(), opt, sched, p)
+	}
+	if o.SaveModel != "" {
+		// Writes killed half-way leave their temporary files behind.
+		stale, err := checkpoint.RemoveStale(o.SaveModel)
+		for _, f := range stale {
+			fmt.Fprintf(stdout, "removed %s, left by an interrupted checkpoint write\n", f)
+		}
+		if err != nil {
+			return res, fmt.Errorf("--save-model: %w", err)
+		}
+	}
+	start := pos // where this process starts
 	evaluate := func(epoch, it int) (bool, error) {
+		pos.Step, pos.Epoch, pos.EpochStep = res.iterations, epoch, it
+		if it == perEpoch {
+			pos.Epoch, pos.EpochStep = epoch+1, 0
+		}
 		s, err := test(o, m, src)
 		if err != nil {
 			return false, err
@@ -199,22 +248,31 @@ func fit(o *options, m *models.DLRM, src source, stdout, stderr io.Writer) (trai
 		}
 		fmt.Fprintf(stdout, "Testing at - %d/%d of epoch %d, %v, best auc %.5f\n", it, perEpoch, epoch, s, res.best.auc)
 		if improved && o.SaveModel != "" {
-			if err := save(); err != nil {
+			if err := res.checkpoint(o.SaveModel); err != nil {
 				return false, err
 			}
 		}
 		return (o.MLPerfAUCThreshold > 0 && s.auc >= o.MLPerfAUCThreshold) ||
 			(o.MLPerfAccThreshold > 0 && 100*s.accuracy >= o.MLPerfAccThreshold), nil
 	}
-	for epoch := range o.NEpochs {
+	for epoch := start.Epoch; epoch < o.NEpochs; epoch++ {
 		bar := kiln.NewProgress(-1, kiln.ProgressOptions{Description: fmt.Sprintf("epoch %d", epoch), Quiet: o.Quiet, Writer: stderr})
 		var lossSum float64
 		var correct, seen, since int
 		t0 := time.Now()
-		it := 0
+		// A resumed epoch skips the batches done before the checkpoint;
+		// their order is the uninterrupted run's.
+		skip := 0
+		if epoch == start.Epoch {
+			skip = start.EpochStep
+		}
+		it, read := skip, 0
 		for b, err := range src.trainBatches(epoch) {
 			if err != nil {
 				return res, err
+			}
+			if read++; read <= skip {
+				continue
 			}
 			if it == perEpoch {
 				break
@@ -284,21 +342,7 @@ func countCorrect(p, t []float32) int {
 }
 
 func train(o *options, stdout, stderr io.Writer) error {
-	src, err := openSource(o)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, src.describe())
-	if ps, ok := src.(*plantedSource); ok {
-		if oracle, err := ps.oracleAUC(); err == nil {
-			fmt.Fprintf(stdout, "oracle AUC of the held-out samples (their true probabilities): %.5f\n", oracle)
-		}
-	}
-	m, err := newModel(o, src)
-	if err != nil {
-		return err
-	}
-	res, err := fit(o, m, src, stdout, stderr)
+	res, err := trainRun(o, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -308,6 +352,41 @@ func train(o *options, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s after %d iterations; best held-out %v\n", how, res.iterations, res.best)
 	return nil
+}
+
+// trainRun is train up to its last line: it opens the data, builds the
+// model (from --load-model's weights, or its checkpoint to resume) and
+// fits it.
+func trainRun(o *options, stdout, stderr io.Writer) (trainResult, error) {
+	var res trainResult
+	src, err := openSource(o)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintln(stdout, src.describe())
+	if ps, ok := src.(*plantedSource); ok {
+		if oracle, err := ps.oracleAUC(); err == nil {
+			fmt.Fprintf(stdout, "oracle AUC of the held-out samples (their true probabilities): %.5f\n", oracle)
+		}
+	}
+	var f *modelFile
+	if o.LoadModel != "" {
+		if f, err = readModelFile(o); err != nil {
+			return res, err
+		}
+		if f.ckpt != nil {
+			// Before the weights go in: a checkpoint of other tables
+			// is named as such, not as a list of shape mismatches.
+			if err := f.ckpt.Config.mismatch(f.Path, configOf(o, src)); err != nil {
+				return res, fmt.Errorf("--load-model: %w", err)
+			}
+		}
+	}
+	m, err := buildModel(o, src, f)
+	if err != nil {
+		return res, err
+	}
+	return fit(o, m, src, f, stdout, stderr)
 }
 
 func evaluate(o *options, stdout, _ io.Writer) error {

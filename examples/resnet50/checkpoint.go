@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/kilnml/kiln/autograd"
@@ -18,8 +17,7 @@ import (
 const formatVersion = 2
 
 const (
-	modelPrefix = "model."
-	statePrefix = "optimizer.state."
+	statePrefix = checkpoint.StatePrefix
 	momentumKey = "momentum_buffer"
 )
 
@@ -37,26 +35,15 @@ type progress struct {
 	Step      int `json:"step"`
 	Epoch     int `json:"epoch"`
 	EpochStep int `json:"epoch_step"`
-	// Optimizer holds each parameter group's hyper-parameters; the
-	// momentum buffers are tensors.
-	Optimizer []optim.GroupState  `json:"optimizer"`
-	Scheduler optim.ScheduleState `json:"scheduler"`
+	// The optimizer's hyper-parameters and the schedule; the momentum
+	// buffers are tensors.
+	checkpoint.OptimizerState
 }
 
 // saveCheckpoint writes model, opt's state and p to path.
 func saveCheckpoint(path string, model []nn.NamedTensor, opt optim.Optimizer, sched optim.Scheduler, p progress) error {
-	sd := opt.StateDict()
-	p.Version, p.Optimizer, p.Scheduler = formatVersion, sd.Groups, sched.State()
-	var ts []nn.NamedTensor
-	for _, nt := range model {
-		ts = append(ts, nn.NamedTensor{Name: modelPrefix + nt.Name, Tensor: nt.Tensor})
-	}
-	for id, st := range sd.State {
-		for name, t := range st {
-			ts = append(ts, nn.NamedTensor{Name: fmt.Sprintf("%s%d.%s", statePrefix, id, name), Tensor: t})
-		}
-	}
-	if err := checkpoint.Write(path, p, ts); err != nil {
+	p.Version = formatVersion
+	if err := checkpoint.WriteTraining(path, checkpoint.ModelPrefix, model, opt, sched, &p); err != nil {
 		return fmt.Errorf("writing --checkpoint: %w", err)
 	}
 	return nil
@@ -69,6 +56,7 @@ type weights struct {
 	tensors []nn.NamedTensor
 	state   map[int]map[string]*autograd.Tensor // optimizer state of a checkpoint
 	ckpt    *progress                           // nil for a plain state dict
+	read    *checkpoint.Weights                 // the file as read
 }
 
 // readWeights reads path, a train checkpoint or a state dict; flag names
@@ -76,32 +64,13 @@ type weights struct {
 // progress record are checked (see progress.check).
 func readWeights(flag, path string) (*weights, error) {
 	var p progress
-	all, isCkpt, err := checkpoint.Read(path, &p)
+	cw, err := checkpoint.ReadWeights(path, checkpoint.ModelPrefix, &p)
 	if err != nil {
 		return nil, fmt.Errorf("reading --%s: %w", flag, err)
 	}
-	w := &weights{path: path, state: map[int]map[string]*autograd.Tensor{}}
-	// PyTorch's DataParallel saves every name under "module.".
-	prefix := modelPrefix
-	if isCkpt {
+	w := &weights{path: path, tensors: cw.Model, state: cw.State, read: cw}
+	if cw.Checkpoint {
 		w.ckpt = &p
-	} else {
-		prefix = ""
-		if len(all) > 0 && !slices.ContainsFunc(all, func(nt nn.NamedTensor) bool { return !strings.HasPrefix(nt.Name, "module.") }) {
-			prefix = "module."
-		}
-	}
-	for _, nt := range all {
-		name, isModel := strings.CutPrefix(nt.Name, prefix)
-		if isCkpt && !isModel {
-			if err := w.addState(nt.Name, nt.Tensor); err != nil {
-				return nil, fmt.Errorf("--%s: %w", flag, err)
-			}
-			continue
-		}
-		w.tensors = append(w.tensors, nn.NamedTensor{Name: name, Tensor: nt.Tensor})
-	}
-	if isCkpt {
 		if err := w.check(); err != nil {
 			return nil, fmt.Errorf("--%s: %w", flag, err)
 		}
@@ -130,15 +99,11 @@ func (w *weights) check() error {
 		return bad("batch_size", "%d, want at least 1", p.BatchSize)
 	case p.ImageSize < 32:
 		return bad("image_size", "%d, want at least 32", p.ImageSize)
-	case p.Step < 0:
-		return bad("step", "%d, want at least 0", p.Step)
-	case p.Epoch < 0:
-		return bad("epoch", "%d, want at least 0", p.Epoch)
-	case p.EpochStep < 0 || p.EpochStep > p.Step:
-		return bad("epoch_step", "%d, want 0 to step (%d)", p.EpochStep, p.Step)
-	case p.Epoch > p.Step:
-		return bad("epoch", "%d epochs done in %d steps", p.Epoch, p.Step)
-	case p.Scheduler.LastEpoch != p.Epoch:
+	}
+	if err := checkpoint.CheckPosition(w.path, p.Step, p.Epoch, p.EpochStep); err != nil {
+		return err
+	}
+	if p.Scheduler.LastEpoch != p.Epoch {
 		// The schedule steps once per epoch.
 		return bad("scheduler.LastEpoch", "%d, but the epoch is %d", p.Scheduler.LastEpoch, p.Epoch)
 	}
@@ -153,21 +118,6 @@ func (w *weights) check() error {
 				gs.Hyper["momentum"], p.Step, len(gs.Params), g, len(missing))
 		}
 	}
-	return nil
-}
-
-// addState files a checkpoint's optimizer.state.N.NAME tensor.
-func (w *weights) addState(full string, t *autograd.Tensor) error {
-	rest, ok := strings.CutPrefix(full, statePrefix)
-	id, name, ok2 := strings.Cut(rest, ".")
-	n, err := strconv.Atoi(id)
-	if !ok || !ok2 || err != nil || n < 0 {
-		return &checkpoint.Error{File: w.path, Field: full, Err: fmt.Errorf("unexpected tensor (want model.* or %sN.NAME)", statePrefix)}
-	}
-	if w.state[n] == nil {
-		w.state[n] = map[string]*autograd.Tensor{}
-	}
-	w.state[n][name] = t
 	return nil
 }
 
@@ -237,11 +187,8 @@ func summarize(e *nn.StateDictError) string {
 // restore puts a checkpoint's optimizer and scheduler state back; the
 // model's tensors go in with loadInto.
 func (w *weights) restore(opt optim.Optimizer, sched optim.Scheduler) error {
-	if err := opt.LoadStateDict(&optim.StateDict{State: w.state, Groups: w.ckpt.Optimizer}); err != nil {
-		return fmt.Errorf("--resume: %w", &checkpoint.Error{File: w.path, Field: "optimizer", Err: err})
-	}
-	if err := sched.LoadState(w.ckpt.Scheduler); err != nil {
-		return fmt.Errorf("--resume: %w", &checkpoint.Error{File: w.path, Field: "scheduler", Err: err})
+	if err := w.read.Restore(opt, sched, w.ckpt.OptimizerState); err != nil {
+		return fmt.Errorf("--resume: %w", err)
 	}
 	return nil
 }

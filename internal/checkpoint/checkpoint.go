@@ -15,6 +15,10 @@
 // checkpoint, which RemoveStale deletes), and refuses tensors holding a
 // NaN or an infinity, so a diverged run cannot replace a good checkpoint
 // with a useless one. Read verifies the checksum before anything is used.
+//
+// TrainingTensors names a training run's model and optimizer state for
+// Write; ReadWeights reads them back (or a plain state dict) and
+// Weights.Restore puts the optimizer's and scheduler's state back.
 package checkpoint
 
 import (
