@@ -12,9 +12,11 @@ warmup_calls), whose mean time sets how many calls make a sample (enough
 for 2 ms), then RUNS samples; the result is the median per-call time.
 
 The ResNet-50 rows use torchvision's resnet50 with seeded random weights,
-channels-last. The peak-memory row (bound "footprint") is not timed: this
-server runs it in a fresh interpreter (this script with --footprint), which
-reports its peak RSS, as the Kiln side does in a fresh kilnbench process.
+channels-last. The peak-memory rows (bound "footprint": ResNet-50's and
+DLRM's training) are not timed: this server runs each in a fresh
+interpreter (this script with --footprint), which reports its peak RSS, as
+the Kiln side does in a fresh kilnbench process. A workload whose prepare
+returns (setup, run) has only run timed, each call after an untimed setup.
 
 Threads: the driver sets OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and
 MKL_NUM_THREADS to T in the environment (OpenBLAS reads its variable at load
