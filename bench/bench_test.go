@@ -29,16 +29,20 @@ func TestMain(m *testing.M) {
 // training takes tens of seconds per thread count, and PyTorch's BF16
 // ResNet-50 seconds to minutes a call on CPUs without AVX512_BF16.
 var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true,
-	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true, KindDLRMTrain: true}
+	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true, KindDLRMTrain: true, KindDLRMTrainMem: true,
+	KindDLRMBagFwd: true, KindDLRMBagFwdBF16: true, KindDLRMBagBwd: true, KindDLRMBagBwdBF16: true}
 
 // fp32Kind is the kind of each BF16 and INT8 kind's FP32Row.
 var fp32Kind = map[string]string{
-	KindGemmBF16:          KindGemm,
-	KindResNet50InferBF16: KindResNet50Infer,
-	KindResNet50GraphBF16: KindResNet50Graph,
-	KindResNet50TrainBF16: KindResNet50Train,
-	KindGemmInt8:          KindGemm,
-	KindResNet50GraphInt8: KindResNet50Graph,
+	KindGemmBF16:            KindGemm,
+	KindResNet50InferBF16:   KindResNet50Infer,
+	KindResNet50GraphBF16:   KindResNet50Graph,
+	KindResNet50TrainBF16:   KindResNet50Train,
+	KindGemmInt8:            KindGemm,
+	KindResNet50GraphInt8:   KindResNet50Graph,
+	KindDLRMBagFwdBF16:      KindDLRMBagFwd,
+	KindDLRMBagBwdBF16:      KindDLRMBagBwd,
+	KindDLRMInteractionBF16: KindDLRMInteraction,
 }
 
 func TestWorkloads(t *testing.T) {
@@ -115,14 +119,24 @@ func TestWorkloads(t *testing.T) {
 	}
 	// -filter dlrm picks exactly the DLRM rows of issue 19: a training
 	// step at batch 2048, eager and frozen-graph inference at 2048 and
-	// 128, all on 26 tables of 100 000 rows of 64; the batch-128
-	// inference rows are in -quick.
+	// 128, all on 26 tables of 100 000 rows of 64, and the training's
+	// peak memory; the batch-128 inference rows are in -quick. Then the
+	// kernel rows (TestDLRMKernelWorkloads).
 	dlrm, _ := Filter(all, "dlrm")
-	if want := 1 + 2*len(DLRMInferBatches); len(dlrm) != want {
+	if want := 2 + 2*len(DLRMInferBatches) + 6; len(dlrm) != want {
 		t.Errorf("filter dlrm matched %d workloads, want %d", len(dlrm), want)
 	}
 	dlrmKinds := map[string][]int{}
 	for _, w := range dlrm {
+		if w.Group == "DLRM kernels" {
+			continue
+		}
+		if w.Bound == Footprint {
+			if w.Kind != KindDLRMTrainMem || !reflect.DeepEqual(w.Dims, []int{2048, 26, 100_000, 64, DLRMMemSteps}) || w.MemBound != 1.1*4*26*100_000*64 {
+				t.Errorf("%s: kind %s, dims %v, memory bound %v", w.Name, w.Kind, w.Dims, w.MemBound)
+			}
+			continue
+		}
 		if w.Group != "DLRM" || !strings.HasPrefix(w.Kind, "dlrm_") || w.Bound != Compute || !(w.Flops > 0) {
 			t.Errorf("%s: group %q, kind %q, bound %s, flops %v", w.Name, w.Group, w.Kind, w.Bound, w.Flops)
 		}
@@ -173,6 +187,47 @@ func TestWorkloads(t *testing.T) {
 	}
 	if want := []string{"gemm int8 1024×1024×1024", "resnet50 int8 frozen graph infer bs1 224² vs torch FX int8 jit.freeze"}; !reflect.DeepEqual(quick8, want) {
 		t.Errorf("quick INT8 rows %q, want %q", quick8, want)
+	}
+}
+
+// TestDLRMKernelWorkloads: the kernel rows of issue 19 at its baseline
+// (26 tables of 100 000 rows of 64, batch 2048), memory-bound, each in
+// float32 and BF16 naming its float32 row; the interaction in -quick.
+func TestDLRMKernelWorkloads(t *testing.T) {
+	ws := DLRMKernelWorkloads()
+	kinds := map[string]bool{}
+	for _, w := range ws {
+		kinds[w.Kind] = true
+		if w.Group != "DLRM kernels" || w.Bound != Memory || !(w.Bytes > 0) || w.Flops != 0 {
+			t.Errorf("%s: group %q, bound %s, bytes %v, flops %v", w.Name, w.Group, w.Bound, w.Bytes, w.Flops)
+		}
+		want := []int{2048, 26, 100_000, 64}
+		if strings.Contains(w.Kind, "interaction") {
+			want = []int{2048, 26, 64}
+		}
+		if !reflect.DeepEqual(w.Dims, want) {
+			t.Errorf("%s: dims %v, want %v", w.Name, w.Dims, want)
+		}
+		if w.Quick != strings.Contains(w.Kind, "interaction") || w.IsBF16() != (w.FP32Row != "") {
+			t.Errorf("%s: quick %v, FP32Row %q", w.Name, w.Quick, w.FP32Row)
+		}
+	}
+	if len(ws) != 6 || len(kinds) != 6 {
+		t.Errorf("%d rows of %d kinds, want 6 of 6", len(ws), len(kinds))
+	}
+	// 53 248 lookups of 64 values: forward reads the rows (4 or 2 bytes
+	// a value) and the index, writes float32 bags; backward reads the
+	// bags' gradient and the index and reads and writes each row.
+	const lookups = 2048 * 26
+	if f, b := DLRMBagBytes(2048, 26, 64, 4); f != lookups*(256+256+8) || b != lookups*(256+512+8) {
+		t.Errorf("FP32 bag bytes %v forward, %v backward", f, b)
+	}
+	if f, b := DLRMBagBytes(2048, 26, 64, 2); f != lookups*(128+256+8) || b != lookups*(256+512+8) {
+		t.Errorf("BF16 bag bytes %v forward, %v backward", f, b)
+	}
+	// 27 features and 415 outputs a sample.
+	if got, want := DLRMInteractionBytes(2048, 26, 64, 4), 4*2048*(3*27*64+2*415.0); got != want {
+		t.Errorf("interaction bytes %v, want %v", got, want)
 	}
 }
 
@@ -294,7 +349,7 @@ func TestWorkloadJSON(t *testing.T) {
 	if !reflect.DeepEqual(all, back) {
 		t.Error("workloads changed in a JSON round trip")
 	}
-	for _, field := range []string{`"images":16`, `"samples":2048`, `"kind":"dlrm_infer_frozen"`, `"warmup_calls":2`, `"bound":"footprint"`, `"kind":"resnet50_infer_frozen"`,
+	for _, field := range []string{`"mem_bound_bytes":732160000`, `"kind":"dlrm_bag_bwd_sgd_bf16"`, `"images":16`, `"samples":2048`, `"kind":"dlrm_infer_frozen"`, `"warmup_calls":2`, `"bound":"footprint"`, `"kind":"resnet50_infer_frozen"`,
 		`"fp32_row":"resnet50 frozen graph infer bs1 224² vs torch jit.freeze"`} {
 		if !bytes.Contains(b, []byte(field)) {
 			t.Errorf("JSON lacks %s", field)
@@ -372,8 +427,18 @@ func tinyWorkloads() []Workload {
 		{Name: "dlrm train", Kind: KindDLRMTrain, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm infer", Kind: KindDLRMInfer, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm infer frozen", Kind: KindDLRMInferFrozen, Dims: tinyDLRM, WarmUpCalls: 2},
+		{Name: "dlrm bag fwd", Kind: KindDLRMBagFwd, Dims: tinyDLRM},
+		{Name: "dlrm bf16 bag fwd", Kind: KindDLRMBagFwdBF16, Dims: tinyDLRM},
+		{Name: "dlrm bag bwd", Kind: KindDLRMBagBwd, Dims: tinyDLRM},
+		{Name: "dlrm bf16 bag bwd", Kind: KindDLRMBagBwdBF16, Dims: tinyDLRM},
+		{Name: "dlrm interaction", Kind: KindDLRMInteraction, Dims: []int{5, 3, 8}},
+		{Name: "dlrm bf16 interaction", Kind: KindDLRMInteractionBF16, Dims: []int{5, 3, 8}},
 	}
 }
+
+// torchLacks are the kinds whose PyTorch side may be n/a: 1.13 has no
+// bfloat16 nn.EmbeddingBag on the CPU.
+var torchLacks = map[string]bool{KindDLRMBagFwdBF16: true, KindDLRMBagBwdBF16: true}
 
 // tinyDLRM are the dims of the tiny DLRM rows: batch 5, 3 tables of 50
 // rows, d 8 (the MLPs keep their hidden widths).
@@ -385,6 +450,9 @@ const tinyImage = 32
 
 // tinyFootprint is a tiny peak-memory row: one training step.
 var tinyFootprint = Workload{Name: "resnet50 train peak RSS", Kind: KindResNet50TrainMem, Dims: []int{2, tinyImage, 1}, Bound: Footprint}
+
+// tinyDLRMFootprint is a tiny DLRM peak-memory row: two training steps.
+var tinyDLRMFootprint = Workload{Name: "dlrm train peak RSS", Kind: KindDLRMTrainMem, Dims: append(slices.Clone(tinyDLRM), 2), Bound: Footprint}
 
 func TestPrepareRunsEveryKind(t *testing.T) {
 	t.Parallel() // the ResNet-50 kinds take a few seconds
@@ -405,7 +473,9 @@ func TestPrepareRunsEveryKind(t *testing.T) {
 		{Name: "resnet50 int8 without calibration", Kind: KindResNet50GraphInt8, Dims: []int{1, tinyImage}},
 		{Name: "dlrm without d", Kind: KindDLRMTrain, Dims: []int{2, 3, 50}},
 		{Name: "dlrm zero tables", Kind: KindDLRMInferFrozen, Dims: []int{2, 0, 50, 8}},
-		tinyFootprint, // measured by RunFresh, not timed
+		{Name: "dlrm bag bwd without d", Kind: KindDLRMBagBwd, Dims: []int{2, 3, 50}},
+		{Name: "dlrm interaction with rows", Kind: KindDLRMInteraction, Dims: tinyDLRM},
+		tinyFootprint, tinyDLRMFootprint, // measured by RunFresh, not timed
 	} {
 		if _, err := Prepare(w); err == nil {
 			t.Errorf("%s: Prepare succeeded", w.Name)
@@ -431,6 +501,13 @@ func TestRunFresh(t *testing.T) {
 	// double and triple that.
 	if !r.OK() || r.Name != tinyFootprint.Name || r.StartRSS <= 0 || r.PeakRSS < r.StartRSS+200<<20 {
 		t.Errorf("fresh process: %+v", r)
+	}
+	// The tiny DLRM's split BF16 training in a fresh process.
+	if r := RunKiln(tinyDLRMFootprint, 5); !r.OK() || r.Name != tinyDLRMFootprint.Name || r.StartRSS <= 0 || r.PeakRSS < r.StartRSS {
+		t.Errorf("DLRM fresh process: %+v", r)
+	}
+	if r := footprint(Workload{Name: "short", Kind: KindDLRMTrainMem, Dims: tinyDLRM}); r.OK() || !strings.Contains(r.Error, "needs 5 dims") {
+		t.Errorf("DLRM footprint without steps: %+v", r)
 	}
 	if _, err := procStatus("VmNope"); err == nil {
 		t.Error("procStatus found a field that does not exist")
@@ -459,6 +536,12 @@ func TestMeasure(t *testing.T) {
 	if calls != 5 || len(samples) != 2 {
 		t.Errorf("30 ms call with 3 warm-up calls: %d calls, %d samples; want 5, 2", calls, len(samples))
 	}
+	// With a setup, only run is timed, each call after a setup call.
+	setups, calls := 0, 0
+	med, samples, _ = MeasureSetup(func() { setups++; time.Sleep(3 * time.Millisecond) }, func() { calls++ }, 3, 2)
+	if setups != calls || calls < 3+2 || len(samples) != 3 || !(med < time.Millisecond.Seconds()) {
+		t.Errorf("setup 3 ms, run nothing: median %v, %d setups, %d calls", med, setups, calls)
+	}
 	if m := Median([]float64{3, 1, 2, 10}); m != 2.5 {
 		t.Errorf("Median = %v, want 2.5", m)
 	}
@@ -478,11 +561,13 @@ func TestTable(t *testing.T) {
 	dlrm := Workload{Name: "dlrm infer bs128", Group: "DLRM", Kind: KindDLRMInfer, Dims: []int{128, 26, 100_000, 64},
 		Flops: 1e9, Bound: Compute, Samples: 128}
 	mem := Workload{Name: "resnet50 peak RSS", Group: "ResNet-50", Kind: KindResNet50TrainMem, Bound: Footprint}
+	dlrmMem := Workload{Name: "dlrm peak RSS", Group: "DLRM", Kind: KindDLRMTrainMem, Bound: Footprint, MemBound: 700 << 20}
 	rows = append(rows,
 		Row{Workload: model, Threads: 1, Kiln: Result{Median: 0.5}, Torch: Result{Median: 0.4}, KilnOK: true, TorchOK: true},
 		Row{Workload: mem, Threads: 1, Kiln: Result{PeakRSS: 3 << 30, StartRSS: 20 << 20}, Torch: Result{PeakRSS: 2 << 30, StartRSS: 300 << 20}, KilnOK: true, TorchOK: true},
 		Row{Workload: mem, Threads: 2, Kiln: Result{Error: naPrefix + "not Linux"}, Torch: Result{PeakRSS: 2 << 30}, TorchOK: true},
 		Row{Workload: dlrm, Threads: 1, Kiln: Result{Median: 0.01}, Torch: Result{Median: 0.02}, KilnOK: true, TorchOK: true},
+		Row{Workload: dlrmMem, Threads: 1, Kiln: Result{PeakRSS: 1070 << 20, StartRSS: 20 << 20}, Torch: Result{PeakRSS: 1400 << 20, StartRSS: 300 << 20}, KilnOK: true, TorchOK: true},
 	)
 	if r := rows[4].MemoryRatio(); r != 1.5 || !math.IsNaN(rows[4].Ratio()) || !math.IsNaN(rows[3].MemoryRatio()) {
 		t.Errorf("memory row: memory ratio %v, speed ratio %v; model row memory ratio %v", r, rows[4].Ratio(), rows[3].MemoryRatio())
@@ -502,6 +587,7 @@ func TestTable(t *testing.T) {
 		"| resnet50 peak RSS | 1 | 3.00 GiB | 20 MiB at start | 2.00 GiB | 300 MiB at start | 1.50× memory (lower is better) | — | — |",
 		"| resnet50 peak RSS | 2 | n/a | — | 2.00 GiB | 0 MiB at start | — | — | — |",
 		"| **DLRM** |",
+		"| dlrm peak RSS | 1 | 1.04 GiB | 20 MiB at start; +1.03 GiB, 1.50× the 700 MiB bound | 1.37 GiB | 300 MiB at start; +1.07 GiB, 1.57× the 700 MiB bound | 0.76× memory (lower is better) | — | — |",
 		"| dlrm infer bs128 | 1 | 10 ms | 12800 samples/s, 100 GFLOP/s | 20 ms | 6400 samples/s, 50 GFLOP/s | 2.00× | 100.0% | 50.0% |",
 		"| **G** |", "| **E** |",
 	} {
@@ -613,7 +699,7 @@ func TestTorchScriptRunsEveryKind(t *testing.T) {
 	if err := os.WriteFile(script, TorchScript, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ws := append(tinyWorkloads(), tinyFootprint)
+	ws := append(tinyWorkloads(), tinyFootprint, tinyDLRMFootprint)
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
 	for _, w := range ws {
@@ -642,8 +728,18 @@ func TestTorchScriptRunsEveryKind(t *testing.T) {
 			if !strings.Contains(r.Error, "torchvision") {
 				t.Errorf("result %d without torchvision: %+v", i, r)
 			}
+		case torchLacks[w.Kind] && r.NA():
+			if !strings.Contains(r.Error, "bfloat16") {
+				t.Errorf("result %d: n/a without the reason: %+v", i, r)
+			}
 		case w.Bound == Footprint:
-			if r.Name != w.Name || r.Error != "" || r.StartRSS <= 0 || r.PeakRSS < r.StartRSS+200<<20 {
+			// ResNet-50's training takes 200 MiB more than the start;
+			// the tiny DLRM hardly any.
+			least := int64(200 << 20)
+			if w.Kind == KindDLRMTrainMem {
+				least = 0
+			}
+			if r.Name != w.Name || r.Error != "" || r.StartRSS <= 0 || r.PeakRSS < r.StartRSS+least {
 				t.Errorf("footprint result %d: %+v", i, r)
 			}
 		case r.Name != w.Name || r.Error != "" || !(r.Median > 0) || len(r.Samples) != 1:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/nn"
@@ -70,7 +72,81 @@ func DLRMWorkloads() []Workload {
 				WarmUpCalls: ModelWarmUpCalls, Quick: b == small})
 		}
 	}
+	ws = append(ws, Workload{Name: fmt.Sprintf("dlrm train peak RSS bs%d %s (%d steps, fresh process; Kiln split BF16 + fused SGD, torch FP32)", n, cfgName, DLRMMemSteps),
+		Group: "DLRM", Kind: KindDLRMTrainMem, Dims: append(dims(n), DLRMMemSteps), Bound: Footprint,
+		MemBound: DLRMMemBound * 4 * float64(DLRMTables*DLRMRows*DLRMDim)})
+	return append(ws, DLRMKernelWorkloads()...)
+}
+
+// DLRMMemSteps is the number of training steps of the DLRM peak-memory
+// row, and DLRMMemBound issue 19's ceiling on its growth (peak less start
+// RSS) as a multiple of the tables' FP32 bytes.
+const (
+	DLRMMemSteps = 3
+	DLRMMemBound = 1.1
+)
+
+// DLRMKernelWorkloads returns the rows of DLRM's kernels at the DLRM
+// rows' sizes (DLRMTrainBatch samples, one index per table per sample),
+// in group "DLRM kernels", memory-bound (see DLRMBagBytes and
+// DLRMInteractionBytes), each in float32 and in BF16: the merged lookup's
+// forward against dlrm's loop of nn.EmbeddingBag calls, its backward with
+// the fused SGD step against PyTorch's sparse backward and SGD step, and
+// the dot interaction's forward and backward against dlrm's bmm and
+// index. The interaction rows are in -quick.
+func DLRMKernelWorkloads() []Workload {
+	n, t, d := DLRMTrainBatch, DLRMTables, DLRMDim
+	cfg := fmt.Sprintf("bs%d %d×%s×%d", n, t, countNameK(DLRMRows), d)
+	var ws []Workload
+	for _, k := range []struct {
+		kind, bf16, what, ref string
+		dims                  []int
+		bytes                 func(elem int) float64
+	}{
+		{KindDLRMBagFwd, KindDLRMBagFwdBF16, "merged-bag fwd " + cfg, "torch EmbeddingBag loop", []int{n, t, DLRMRows, d},
+			func(e int) float64 { f, _ := DLRMBagBytes(n, t, d, e); return f }},
+		{KindDLRMBagBwd, KindDLRMBagBwdBF16, "merged-bag bwd+fused SGD " + cfg, "torch sparse bwd+SGD", []int{n, t, DLRMRows, d},
+			func(e int) float64 { _, b := DLRMBagBytes(n, t, d, e); return b }},
+		{KindDLRMInteraction, KindDLRMInteractionBF16, fmt.Sprintf("interaction fwd+bwd bs%d %d×%d", n, t+1, d), "torch bmm+tril", []int{n, t, d},
+			func(e int) float64 { return DLRMInteractionBytes(n, t, d, e) }},
+	} {
+		name := fmt.Sprintf("dlrm %s vs %s", k.what, k.ref)
+		quick := k.kind == KindDLRMInteraction
+		ws = append(ws,
+			Workload{Name: name, Group: "DLRM kernels", Kind: k.kind, Dims: k.dims, Bytes: k.bytes(4), Bound: Memory, Quick: quick},
+			Workload{Name: fmt.Sprintf("dlrm bf16 %s vs %s bf16", k.what, k.ref), Group: "DLRM kernels", Kind: k.bf16, Dims: k.dims,
+				Bytes: k.bytes(2), Bound: Memory, Quick: quick, FP32Row: name})
+	}
 	return ws
+}
+
+// DLRMBagBytes returns the compulsory memory traffic of a merged lookup of
+// tables tables of feature size d, one index per table for each of b
+// samples, with table entries of elem bytes (4 float32, 2 bfloat16):
+// forward, the rows gathered, the float32 bags written (Kiln's bags are
+// float32 for bfloat16 tables too) and the int64 indices read (not the
+// offsets); backward with the SGD step, the float32 gradient of the bags
+// and the indices read and each looked-up row read and written. A split
+// BF16 table's row is its bfloat16 top and its low 16 bits, so its update
+// moves as many bytes as a float32 row's: backward counts 4 bytes an
+// entry whatever elem is.
+func DLRMBagBytes(b, tables, d, elem int) (forward, backward float64) {
+	lookups := float64(b * tables)
+	forward = lookups * float64(d*elem+d*4+8)
+	backward = lookups * float64(d*4+2*d*4+8)
+	return forward, backward
+}
+
+// DLRMInteractionBytes returns the compulsory memory traffic of the dot
+// interaction's forward and backward on b samples of tables + 1 features
+// of size d, elem bytes a value: forward reads the features and writes
+// the [b, d + P] result (P the (tables+1)·tables/2 dots kept); backward
+// reads its gradient and the features and writes the features' gradients.
+func DLRMInteractionBytes(b, tables, d, elem int) float64 {
+	f := tables + 1
+	feats := float64(b * f * d * elem)
+	out := float64(b * (d + f*(f-1)/2) * elem)
+	return 3*feats + 2*out
 }
 
 // countNameK writes 100000 as "100k".
@@ -177,22 +253,141 @@ func (s *dlrmBatch) bags() (indices, offsets []*autograd.Tensor) {
 // dlrmTrainStep returns one training step on the row's batch, as
 // torch_bench.py's dlrm_train_step: drop the gradients, train-mode
 // forward, mean BCE loss, backward, SGD (row-sparse table gradients).
-func dlrmTrainStep(d []int) (func(), error) {
+// With splitBF16 the model trains as examples/dlrm's --dtype bf16
+// --fused-emb does: split BF16 weights and tables from kiln.Optimize,
+// the SGD step of the tables fused into the backward pass, the dense
+// features under amp.Autocast.
+func dlrmTrainStep(d []int, splitBF16 bool) (func(), error) {
 	s, err := newDLRMBatch(d)
 	if err != nil {
 		return nil, err
 	}
 	nn.Train(s.m, true)
-	opt, err := optim.NewSGD(nn.Parameters(s.m), optim.SGDOptions{LR: DLRMLR})
+	opt, err := dlrmSGD(s.m, s.m.Emb, splitBF16, splitBF16)
 	if err != nil {
 		return nil, err
+	}
+	dense := s.dense
+	if splitBF16 {
+		dense = amp.Autocast(dense)
 	}
 	indices, offsets := s.bags()
 	return func() {
 		opt.ZeroGrad()
-		p := s.m.Forward(s.dense, indices, offsets)
+		p := s.m.Forward(dense, indices, offsets)
 		autograd.BCELoss(p, s.labels, autograd.ReductionMean).Backward()
 		opt.Step()
+	}, nil
+}
+
+// dlrmSGD returns SGD with lr DLRMLR over m's parameters. With
+// splitBF16 m becomes a split BF16 model (kiln.Optimize, as
+// examples/dlrm's splitBF16) and the optimizer its split form; with fuse
+// the optimizer's step on emb's tables is fused into their sparse
+// backward (optim.FuseSparse, examples/dlrm's --fused-emb).
+func dlrmSGD(m nn.Module, emb *nn.MergedEmbeddingBag, splitBF16, fuse bool) (optim.Optimizer, error) {
+	sgd, err := optim.NewSGD(nn.Parameters(m), optim.SGDOptions{LR: DLRMLR})
+	if err != nil {
+		return nil, err
+	}
+	var opt optim.Optimizer = sgd
+	if splitBF16 {
+		o, err := kiln.Optimize(m, kiln.DType(autograd.BFloat16), kiln.ChannelsLast(false), kiln.WithOptimizer(opt))
+		if err != nil {
+			return nil, err
+		}
+		opt = o.Optimizer
+	}
+	if fuse {
+		return opt, optim.FuseSparse(opt, emb.Weights()...)
+	}
+	return opt, nil
+}
+
+// dlrmBagForward returns the lookup of every table of the row's model
+// for its batch, in DLRM_Net's form, under NoGrad: one
+// MergedEmbeddingBag op. With bf16 the tables are cast to bfloat16
+// first.
+func dlrmBagForward(d []int, bf16 bool) (func(), error) {
+	s, err := newDLRMBatch(d)
+	if err != nil {
+		return nil, err
+	}
+	emb := s.m.Emb
+	nn.Eval(emb)
+	if bf16 {
+		if _, err := amp.CastModule(emb, amp.AutocastParams); err != nil {
+			return nil, err
+		}
+	}
+	indices, offsets := s.bags()
+	for t := range indices {
+		indices[t], offsets[t] = autograd.NoGrad(indices[t]), autograd.NoGrad(offsets[t])
+	}
+	return func() { emb.Forward(indices, offsets) }, nil
+}
+
+// dlrmBagBackward returns the two parts of a call of the bag backward
+// row: setup, untimed, drops the gradients, looks up every table of the
+// row's model for its batch (sparse gradients) and concatenates the bags
+// to [B, tables·d], as torch_bench.py does to give them one gradient;
+// run, timed, runs the backward from a fixed random gradient, which
+// updates the tables (SGD fused into the backward), and the optimizer's
+// Step, which has nothing left to do for them. With bf16 the tables are
+// split BF16 (kiln.Optimize).
+func dlrmBagBackward(d []int, bf16 bool) (setup, run func(), err error) {
+	s, err := newDLRMBatch(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	emb := s.m.Emb
+	nn.Train(emb, true)
+	opt, err := dlrmSGD(emb, emb, bf16, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	indices, offsets := s.bags()
+	dy := autograd.Rand(autograd.NewGenerator(3), s.b, emb.Len()*emb.Dim)
+	var bags *autograd.Tensor
+	setup = func() {
+		opt.ZeroGrad()
+		bags = autograd.Cat(emb.Forward(indices, offsets), 1)
+	}
+	run = func() {
+		bags.Backward(dy)
+		opt.Step()
+	}
+	return setup, run, nil
+}
+
+// dlrmInteraction returns the forward and backward of the dot
+// interaction (without self-interaction) of the row's b samples: x and
+// tables embedding outputs of size d, uniform in [0, 1), bfloat16 with
+// bf16, and a fixed random output gradient. Each call drops the
+// features' gradients after its backward.
+func dlrmInteraction(d []int, bf16 bool) (func(), error) {
+	b, tables, dim := d[0], d[1], d[2]
+	g := autograd.NewGenerator(3)
+	feats := make([]*autograd.Tensor, tables+1)
+	for f := range feats {
+		feats[f] = autograd.Rand(g, b, dim)
+	}
+	nf := tables + 1
+	dy := autograd.Rand(g, b, dim+nf*(nf-1)/2)
+	if bf16 {
+		for f := range feats {
+			feats[f] = autograd.Cast(feats[f], autograd.BFloat16)
+		}
+		dy = autograd.Cast(dy, autograd.BFloat16)
+	}
+	for _, f := range feats {
+		f.SetRequiresGrad(true)
+	}
+	return func() {
+		autograd.Interaction(feats[0], feats[1:], false).Backward(dy)
+		for _, f := range feats {
+			f.ZeroGrad()
+		}
 	}, nil
 }
 

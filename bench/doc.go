@@ -10,7 +10,12 @@
 // the INT8 peak, kernels.MeasurePeakInt8; their FP32Row gives Kiln INT8
 // ÷ Kiln FP32 likewise), and DLRM (dlrm's DLRM_Net on 26 tables of
 // 100 000 rows: a training step with sparse table gradients, eager and
-// frozen-graph inference, in samples/s). It defines the workloads once;
+// frozen-graph inference, in samples/s; the split-BF16 training's peak
+// memory against issue 19's bound, MemBound; and its kernels, the
+// merged lookup forward, its backward with the fused SGD step and the
+// dot interaction, in float32 and BF16, in GB/s of the copy bandwidth).
+// A row whose calls each need an untimed part first (a backward's
+// forward) times only the rest (MeasureSetup). It defines the workloads once;
 // the Kiln side runs them in-process (Prepare), the PyTorch side runs them in
 // torch_bench.py (embedded here as TorchScript), which reads the same
 // workload list as JSON. Peak-memory (Footprint) rows run in fresh

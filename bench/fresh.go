@@ -88,13 +88,13 @@ func footprint(w Workload) (r Result) {
 			r = Result{Name: w.Name, Error: fmt.Sprint(e)}
 		}
 	}()
-	if w.Kind != KindResNet50TrainMem {
+	k, ok := footprintKinds[w.Kind]
+	if !ok {
 		r.Error = fmt.Sprintf("bench: %s: %q is not a footprint kind", w.Name, w.Kind)
 		return r
 	}
-	d := w.Dims
-	if len(d) != 3 || d[0] <= 0 || d[1] <= 0 || d[2] <= 0 {
-		r.Error = fmt.Sprintf("bench: %s: %s needs 3 positive dims (batch, image, steps), got %v", w.Name, w.Kind, d)
+	if err := checkDims(w, k.dims); err != nil {
+		r.Error = err.Error()
 		return r
 	}
 	start, err := procStatus("VmRSS")
@@ -102,12 +102,13 @@ func footprint(w Workload) (r Result) {
 		r.Error = err.Error()
 		return r
 	}
-	step, err := resNet50TrainStep(d[0], d[1])
+	d := w.Dims
+	step, err := k.step(d[:len(d)-1])
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
-	for range d[2] {
+	for range d[len(d)-1] {
 		step()
 	}
 	peak, err := procStatus("VmHWM")
@@ -117,6 +118,17 @@ func footprint(w Workload) (r Result) {
 	}
 	r.StartRSS, r.PeakRSS = start, peak
 	return r
+}
+
+// footprintKinds are the Footprint kinds: their dims count, the last
+// dim being the number of steps, and the step they measure, made from
+// the other dims.
+var footprintKinds = map[string]struct {
+	dims int
+	step func(d []int) (func(), error)
+}{
+	KindResNet50TrainMem: {3, func(d []int) (func(), error) { return resNet50TrainStep(d[0], d[1]) }},
+	KindDLRMTrainMem:     {5, func(d []int) (func(), error) { return dlrmTrainStep(d, true) }},
 }
 
 // procStatus returns a size field of /proc/self/status ("VmRSS",

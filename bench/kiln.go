@@ -22,7 +22,17 @@ import (
 // every run, as PyTorch's functional ops do. Backward passes run on a
 // fresh tape each time and the leaf gradients are dropped after each run,
 // like torch.autograd.grad.
+//
+// A kind whose calls each need an untimed part first (splitKinds) runs
+// both parts; RunKiln times only the second (prepareSplit).
 func Prepare(w Workload) (func(), error) {
+	if _, ok := splitKinds[w.Kind]; ok {
+		setup, run, err := prepareSplit(w)
+		if err != nil {
+			return nil, err
+		}
+		return func() { setup(); run() }, nil
+	}
 	rng := rand.New(rand.NewPCG(1, uint64(len(w.Name))))
 	fill := func(n int) []float32 {
 		s := make([]float32, n)
@@ -31,18 +41,7 @@ func Prepare(w Workload) (func(), error) {
 		}
 		return s
 	}
-	need := func(n int) error {
-		if len(w.Dims) != n {
-			return fmt.Errorf("bench: %s: %s needs %d dims, got %v", w.Name, w.Kind, n, w.Dims)
-		}
-		for i, d := range w.Dims {
-			// A convolution's last dim is its padding, which may be 0.
-			if d <= 0 && !(d == 0 && i == 7 && n == 8) {
-				return fmt.Errorf("bench: %s: dims must be positive, got %v", w.Name, w.Dims)
-			}
-		}
-		return nil
-	}
+	need := func(n int) error { return checkDims(w, n) }
 	d := w.Dims
 	switch w.Kind {
 	case KindGemm:
@@ -241,22 +240,69 @@ func Prepare(w Workload) (func(), error) {
 		}
 		return resNet50TrainStepBF16(d[0], d[1])
 
-	case KindDLRMTrain, KindDLRMInfer, KindDLRMInferFrozen:
+	case KindDLRMTrain, KindDLRMInfer, KindDLRMInferFrozen, KindDLRMBagFwd, KindDLRMBagFwdBF16:
 		if err := need(4); err != nil {
 			return nil, err
 		}
 		switch w.Kind {
 		case KindDLRMTrain:
-			return dlrmTrainStep(d)
+			return dlrmTrainStep(d, false)
 		case KindDLRMInfer:
 			return dlrmInfer(d)
+		case KindDLRMBagFwd, KindDLRMBagFwdBF16:
+			return dlrmBagForward(d, w.IsBF16())
 		}
 		return dlrmGraph(d)
 
-	case KindResNet50TrainMem:
+	case KindDLRMInteraction, KindDLRMInteractionBF16:
+		if err := need(3); err != nil {
+			return nil, err
+		}
+		return dlrmInteraction(d, w.IsBF16())
+
+	case KindResNet50TrainMem, KindDLRMTrainMem:
 		return nil, fmt.Errorf("bench: %s: %s is measured in a fresh process (RunKiln), not timed", w.Name, w.Kind)
 	}
 	return nil, fmt.Errorf("bench: %s: unknown kind %q", w.Name, w.Kind)
+}
+
+// checkDims checks that w has n dims, all positive but a convolution's
+// padding (its last, of 8).
+func checkDims(w Workload, n int) error {
+	if len(w.Dims) != n {
+		return fmt.Errorf("bench: %s: %s needs %d dims, got %v", w.Name, w.Kind, n, w.Dims)
+	}
+	for i, d := range w.Dims {
+		if d <= 0 && !(d == 0 && i == 7 && n == 8) {
+			return fmt.Errorf("bench: %s: dims must be positive, got %v", w.Name, w.Dims)
+		}
+	}
+	return nil
+}
+
+// splitKinds are the kinds whose every timed call needs an untimed part
+// before it (the forward pass that records what a timed backward
+// walks), with their dims count and preparation.
+var splitKinds = map[string]struct {
+	dims    int
+	prepare func(d []int, bf16 bool) (setup, run func(), err error)
+}{
+	KindDLRMBagBwd:     {4, dlrmBagBackward},
+	KindDLRMBagBwdBF16: {4, dlrmBagBackward},
+}
+
+// prepareSplit is Prepare for RunKiln: for a split kind the untimed part
+// apart, as setup; for any other, a nil setup and Prepare's run.
+func prepareSplit(w Workload) (setup, run func(), err error) {
+	k, ok := splitKinds[w.Kind]
+	if !ok {
+		run, err = Prepare(w)
+		return nil, run, err
+	}
+	if err := checkDims(w, k.dims); err != nil {
+		return nil, nil, err
+	}
+	return k.prepare(w.Dims, w.IsBF16())
 }
 
 // resNet50Input builds ResNet-50 with seeded random weights, channels-last,

@@ -62,24 +62,46 @@ func Measure(run func(), runs int) (median float64, samples []float64, inner int
 
 // MeasureWarm is Measure with at least warmCalls untimed calls.
 func MeasureWarm(run func(), runs, warmCalls int) (median float64, samples []float64, inner int) {
+	return MeasureSetup(nil, run, runs, warmCalls)
+}
+
+// MeasureSetup is MeasureWarm where, when setup is not nil, each call of
+// run follows a call of setup that is not timed: the warm-up lasts
+// WarmUp in all, but its calls' mean time, which sets the calls per
+// sample, and the samples time run alone.
+func MeasureSetup(setup, run func(), runs, warmCalls int) (median float64, samples []float64, inner int) {
+	timed := func(calls int) time.Duration {
+		if setup == nil {
+			t0 := time.Now()
+			for range calls {
+				run()
+			}
+			return time.Since(t0)
+		}
+		var d time.Duration
+		for range calls {
+			setup()
+			t0 := time.Now()
+			run()
+			d += time.Since(t0)
+		}
+		return d
+	}
 	t0 := time.Now()
 	calls := 0
+	var spent time.Duration
 	for calls < max(warmCalls, 1) || time.Since(t0) < WarmUp {
-		run()
+		spent += timed(1)
 		calls++
 	}
-	perCall := time.Since(t0) / time.Duration(calls)
+	perCall := spent / time.Duration(calls)
 	inner = 1
 	if perCall < MinSample {
 		inner = int(min(math.Ceil(float64(MinSample)/float64(max(perCall, time.Microsecond))), MaxInner))
 	}
 	samples = make([]float64, runs)
 	for i := range samples {
-		t0 := time.Now()
-		for range inner {
-			run()
-		}
-		samples[i] = time.Since(t0).Seconds() / float64(inner)
+		samples[i] = timed(inner).Seconds() / float64(inner)
 	}
 	return Median(samples), samples, inner
 }
@@ -112,13 +134,13 @@ func RunKiln(w Workload, runs int) (r Result) {
 			r = Result{Name: w.Name, Error: fmt.Sprint(e)}
 		}
 	}()
-	run, err := Prepare(w)
+	setup, run, err := prepareSplit(w)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
 	runtime.GC() // start from a clean heap, not the last workload's garbage
-	r.Median, r.Samples, r.Inner = MeasureWarm(run, runs, w.WarmUpCalls)
+	r.Median, r.Samples, r.Inner = MeasureSetup(setup, run, runs, w.WarmUpCalls)
 	return r
 }
 

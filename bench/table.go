@@ -131,8 +131,9 @@ func rateUnit(w Workload) string {
 // Table renders rows as one Markdown table with a section line for each
 // group. Rows that process images show images/s before their GFLOP/s,
 // rows that process samples (DLRM) samples/s; Footprint rows show each
-// side's peak RSS with its resident memory at start in the rate column,
-// and the memory ratio.
+// side's peak RSS with its resident memory at start in the rate column
+// (and, where the row has a MemBound, the growth from start to peak
+// against it), and the memory ratio.
 func Table(rows []Row, peaks Peaks) string {
 	var b strings.Builder
 	b.WriteString("| Workload | Threads | Kiln | Kiln rate | PyTorch | PyTorch rate | Kiln/PyTorch (speed) | Kiln % peak | PyTorch % peak |\n")
@@ -164,7 +165,12 @@ func side(res Result, ok bool, w Workload, threads int, peaks Peaks) (t, rate, p
 		return msg, "—", "—"
 	}
 	if w.Bound == Footprint {
-		return FormatBytes(res.PeakRSS), FormatBytes(res.StartRSS) + " at start", "—"
+		rate = FormatBytes(res.StartRSS) + " at start"
+		if w.MemBound > 0 {
+			growth := res.PeakRSS - res.StartRSS
+			rate += fmt.Sprintf("; +%s, %s the %s bound", FormatBytes(growth), FormatRatio(float64(growth)/w.MemBound), FormatBytes(int64(w.MemBound)))
+		}
+		return FormatBytes(res.PeakRSS), rate, "—"
 	}
 	r := Rate(w, res.Median)
 	rate = fmt.Sprintf("%.3g %s", r, rateUnit(w))

@@ -12,9 +12,11 @@ warmup_calls), whose mean time sets how many calls make a sample (enough
 for 2 ms), then RUNS samples; the result is the median per-call time.
 
 The ResNet-50 rows use torchvision's resnet50 with seeded random weights,
-channels-last. The peak-memory row (bound "footprint") is not timed: this
-server runs it in a fresh interpreter (this script with --footprint), which
-reports its peak RSS, as the Kiln side does in a fresh kilnbench process.
+channels-last. The peak-memory rows (bound "footprint": ResNet-50's and
+DLRM's training) are not timed: this server runs each in a fresh
+interpreter (this script with --footprint), which reports its peak RSS, as
+the Kiln side does in a fresh kilnbench process. A workload whose prepare
+returns (setup, run) has only run timed, each call after an untimed setup.
 
 Threads: the driver sets OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and
 MKL_NUM_THREADS to T in the environment (OpenBLAS reads its variable at load
@@ -99,29 +101,40 @@ def torch_info():
     return info
 
 
-def measure(run, runs, warm_calls=1):
+def measure(run, runs, warm_calls=1, setup=None):
+    """MeasureSetup in bench/measure.go: with a setup, each call of run
+    follows an untimed call of setup."""
+    def timed(calls):
+        if setup is None:
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                run()
+            return time.perf_counter() - t0
+        spent = 0.0
+        for _ in range(calls):
+            setup()
+            t0 = time.perf_counter()
+            run()
+            spent += time.perf_counter() - t0
+        return spent
+
     t0 = time.perf_counter()
-    calls = 0
+    calls, spent = 0, 0.0
     while calls < max(warm_calls, 1) or time.perf_counter() - t0 < WARM_UP:
-        run()
+        spent += timed(1)
         calls += 1
-    per_call = (time.perf_counter() - t0) / calls
+    per_call = spent / calls
     inner = 1
     if per_call < MIN_SAMPLE:
         inner = int(min(math.ceil(MIN_SAMPLE / max(per_call, 1e-6)), MAX_INNER))
-
-    def sample():
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            run()
-        return (time.perf_counter() - t0) / inner
-
-    samples = [sample() for _ in range(runs)]
+    samples = [timed(inner) / inner for _ in range(runs)]
     return statistics.median(samples), samples, inner
 
 
 def prepare(w):
-    """Returns a function that runs workload w once, mirroring bench/kiln.go."""
+    """Returns a function that runs workload w once, mirroring bench/kiln.go;
+    for a kind with an untimed part before each call (splitKinds in
+    bench/kiln.go), a pair (setup, run) of which run is timed."""
     import torch
     import torch.nn.functional as F
 
@@ -290,6 +303,10 @@ def prepare(w):
             with torch.no_grad():
                 model(dense, lS_o, lS_i)
         return run
+    if kind.startswith("dlrm_bag_"):
+        return dlrm_bag(kind, d)
+    if kind in ("dlrm_interaction", "dlrm_interaction_bf16"):
+        return dlrm_interaction(d, torch.bfloat16 if kind.endswith("_bf16") else torch.float32)
     raise ValueError("unknown kind %r" % kind)
 
 
@@ -441,16 +458,7 @@ def dlrm_net_class():
             return ly
 
         def interact_features(self, x, ly):
-            (batch_size, d) = x.shape
-            T = torch.cat([x] + ly, dim=1).view((batch_size, -1, d))
-            Z = torch.bmm(T, torch.transpose(T, 1, 2))
-            _, ni, nj = Z.shape
-            offset = 0  # arch_interaction_itself False
-            li = torch.tensor([i for i in range(ni) for j in range(i + offset)])
-            lj = torch.tensor([j for i in range(nj) for j in range(i + offset)])
-            Zflat = Z[:, li, lj]
-            R = torch.cat([x] + [Zflat], dim=1)
-            return R
+            return dlrm_interact(x, ly)
 
         def forward(self, dense_x, lS_o, lS_i):
             x = self.apply_mlp(dense_x, self.bot_l)
@@ -460,6 +468,85 @@ def dlrm_net_class():
             return p
 
     return DLRM_Net
+
+
+def dlrm_interact(x, ly):
+    """DLRM_Net.interact_features with arch_interaction_op "dot" and
+    arch_interaction_itself False."""
+    import torch
+
+    (batch_size, d) = x.shape
+    T = torch.cat([x] + ly, dim=1).view((batch_size, -1, d))
+    Z = torch.bmm(T, torch.transpose(T, 1, 2))
+    _, ni, nj = Z.shape
+    offset = 0  # arch_interaction_itself False
+    li = torch.tensor([i for i in range(ni) for j in range(i + offset)])
+    lj = torch.tensor([j for i in range(nj) for j in range(i + offset)])
+    Zflat = Z[:, li, lj]
+    R = torch.cat([x] + [Zflat], dim=1)
+    return R
+
+
+def dlrm_bag(kind, d):
+    """The bag rows, as dlrmBagForward and dlrmBagBackward in
+    bench/dlrm.go: the tables of the DLRM rows' model (bfloat16 for the
+    _bf16 kinds) looked up for its batch by DLRM_Net.apply_emb, dlrm's
+    loop of nn.EmbeddingBag calls. The forward kind runs under no_grad;
+    the backward kind returns (setup, run): setup drops the gradients,
+    looks up (sparse gradients) and concatenates the bags to
+    [B, tables*d]; run, timed, is the backward from a fixed random
+    gradient and the SGD step."""
+    import torch
+
+    model, _, lS_o, lS_i, _ = dlrm_input(*d)
+    emb = model.emb_l
+    dtype = torch.float32
+    if kind.endswith("_bf16"):
+        dtype = torch.bfloat16
+        emb = emb.bfloat16()
+        try:
+            with torch.no_grad():
+                emb[0](lS_i[0], lS_o[0])
+        except RuntimeError as e:
+            raise NotAvailable("nn.EmbeddingBag on bfloat16 tables: %s" % first_line(e))
+    if kind.startswith("dlrm_bag_fwd"):
+        def run():
+            with torch.no_grad():
+                model.apply_emb(lS_o, lS_i, emb)
+        return run
+    n, tables, _, dim = d
+    opt = torch.optim.SGD(emb.parameters(), lr=DLRM_LR)
+    dy = torch.rand(n, tables * dim, generator=torch.Generator().manual_seed(3)).to(dtype)
+    state = {}
+
+    def setup():
+        opt.zero_grad(set_to_none=True)
+        state["bags"] = torch.cat(model.apply_emb(lS_o, lS_i, emb), 1)
+
+    def run():
+        state["bags"].backward(dy)
+        opt.step()
+    return setup, run
+
+
+def dlrm_interaction(d, dtype):
+    """The interaction row, as dlrmInteraction in bench/dlrm.go: forward
+    and backward of dlrm_interact on n samples of tables + 1 features of
+    size dim, uniform in [0, 1), from a fixed random output gradient."""
+    import torch
+
+    n, tables, dim = d
+    g = torch.Generator().manual_seed(3)
+    feats = [torch.rand(n, dim, generator=g) for _ in range(tables + 1)]
+    nf = tables + 1
+    dy = torch.rand(n, dim + nf * (nf - 1) // 2, generator=g).to(dtype)
+    feats = [f.to(dtype).requires_grad_() for f in feats]
+
+    def run():
+        for f in feats:
+            f.grad = None
+        dlrm_interact(feats[0], feats[1:]).backward(dy)
+    return run
 
 
 def dlrm_input(n, tables, rows, d):
@@ -541,14 +628,19 @@ def footprint(w):
     (ru_maxrss) after the training steps."""
     import resource
 
-    import torchvision  # noqa: F401 (imported before the start figure)
-
     r = {"name": w["name"]}
-    if w["kind"] != "resnet50_train_mem":
-        raise ValueError("%r is not a footprint kind" % w["kind"])
-    n, image, steps = w["dims"]
+    kind, d = w["kind"], w["dims"]
+    if kind == "resnet50_train_mem":
+        import torchvision  # noqa: F401 (imported before the start figure)
+
+        make = resnet50_train_step
+    elif kind == "dlrm_train_mem":
+        make = dlrm_train_step
+    else:
+        raise ValueError("%r is not a footprint kind" % kind)
+    *dims, steps = d
     start = proc_status_bytes("VmRSS") if sys.platform.startswith("linux") else 0
-    step = resnet50_train_step(n, image)
+    step = make(*dims)
     for _ in range(steps):
         step()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -572,8 +664,10 @@ def run_one(w, runs, threads):
     try:
         if w.get("bound") == "footprint":
             return run_fresh(w, threads)
-        run = prepare(w)
-        r["median_s"], r["samples_s"], r["inner"] = measure(run, w.get("runs") or runs, w.get("warmup_calls", 1))
+        run, setup = prepare(w), None
+        if isinstance(run, tuple):
+            setup, run = run
+        r["median_s"], r["samples_s"], r["inner"] = measure(run, w.get("runs") or runs, w.get("warmup_calls", 1), setup)
     except NotAvailable as e:
         r = {"name": w["name"], "error": "n/a: %s" % e}
     except Exception as e:  # report it and go on with the next workload

@@ -46,6 +46,17 @@ const (
 	KindDLRMTrain       = "dlrm_train"        // Dims batch, tables, rows, d: zero grad, train-mode forward, mean BCE loss, backward, SGD with sparse table gradients
 	KindDLRMInfer       = "dlrm_infer"        // Dims batch, tables, rows, d: eval forward under no-grad (Kiln: NoGrad); PyTorch eager
 	KindDLRMInferFrozen = "dlrm_infer_frozen" // Dims batch, tables, rows, d: Kiln's frozen compiled graph (TraceFunc, Freeze, Compile); PyTorch torch.jit.freeze(torch.jit.trace(model, inputs))
+	KindDLRMTrainMem    = "dlrm_train_mem"    // Dims batch, tables, rows, d, steps: peak RSS of that many training steps in a fresh process (Kiln: split BF16 from kiln.Optimize, SGD fused into the sparse backward; PyTorch: FP32, sparse tables, SGD)
+
+	// DLRM's kernels at the model's sizes (see DLRMKernelWorkloads),
+	// memory-bound. The bag kinds' Dims are batch, tables, rows, d; the
+	// interaction's batch, tables, d (tables + 1 features).
+	KindDLRMBagFwd          = "dlrm_bag_fwd"          // Kiln: one MergedEmbeddingBag lookup of every table under no-grad; PyTorch: dlrm's loop of nn.EmbeddingBag calls under no_grad
+	KindDLRMBagFwdBF16      = "dlrm_bag_fwd_bf16"     // the same with bfloat16 tables (Kiln's bags float32)
+	KindDLRMBagBwd          = "dlrm_bag_bwd_sgd"      // timed: backward from the lookups' concatenated [B, tables·d] gradient and the SGD step (Kiln: fused into the backward, optim.FuseSparse); untimed before each call: zero grad, forward, Cat
+	KindDLRMBagBwdBF16      = "dlrm_bag_bwd_sgd_bf16" // the same with split BF16 tables (kiln.Optimize); PyTorch: bfloat16 tables
+	KindDLRMInteraction     = "dlrm_interaction"      // forward and backward of the dot interaction (Kiln: autograd.Interaction; PyTorch: dlrm's cat, bmm, tril index, cat)
+	KindDLRMInteractionBF16 = "dlrm_interaction_bf16" // the same on bfloat16 features
 )
 
 // Bound says which ceiling a workload is compared with.
@@ -101,6 +112,10 @@ type Workload struct {
 	// Kiln FP32 speed. A BF16 row's % peak is of the BF16 peak where the
 	// CPU has one, an INT8 row's of the INT8 peak.
 	FP32Row string `json:"fp32_row,omitempty"`
+	// MemBound, on a Footprint row, is a ceiling (in bytes) for its
+	// peak resident memory less its resident memory at start; the table
+	// sets each side's growth beside it.
+	MemBound float64 `json:"mem_bound_bytes,omitempty"`
 	// Quick marks the representative subset run by -quick.
 	Quick bool `json:"quick,omitempty"`
 }
