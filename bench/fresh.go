@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/kilnml/kiln/internal/gcheadroom"
 )
 
 // FreshArg is the hidden first argument that turns a binary calling
@@ -128,7 +130,13 @@ var footprintKinds = map[string]struct {
 	step func(d []int) (func(), error)
 }{
 	KindResNet50TrainMem: {3, func(d []int) (func(), error) { return resNet50TrainStep(d[0], d[1]) }},
-	KindDLRMTrainMem:     {5, func(d []int) (func(), error) { return dlrmTrainStep(d, true) }},
+	KindDLRMTrainMem: {5, func(d []int) (func(), error) {
+		step, err := dlrmTrainStep(d, true)
+		// As examples/dlrm sizes the collector's headroom once the
+		// model is built.
+		gcheadroom.Set(gcheadroom.DLRM)
+		return step, err
+	}},
 }
 
 // procStatus returns a size field of /proc/self/status ("VmRSS",

@@ -12,6 +12,7 @@ import (
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/internal/checkpoint"
+	"github.com/kilnml/kiln/internal/gcheadroom"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/metrics"
 	"github.com/kilnml/kiln/nn/models"
@@ -194,6 +195,9 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 			return res, usagef("--fused-emb: %v", err)
 		}
 	}
+	// The tables are most of the heap: let garbage build up to a few
+	// steps' worth, not to their size.
+	gcheadroom.Set(gcheadroom.DLRM)
 	sched, err := optim.NewDLRMLRPolicy(opt, o.LRNumWarmupSteps, o.LRDecayStartStep, o.LRNumDecaySteps)
 	if err != nil {
 		return res, usagef("%v", err)
