@@ -20,7 +20,8 @@ import (
 // indices, and of exactly 3), runs each graph with `kiln run` on .npy
 // files of servingInputs at two batch sizes (the traced one and another),
 // and checks the probabilities against the eager model within 1e-6; the
-// graph's inputs are dense and indices, plus offsets for multi-hot bags.
+// graph's inputs are dense and indices, plus offsets for multi-hot bags;
+// and `kiln bench` runs it on random bags.
 func TestExportKilnRun(t *testing.T) {
 	dir := t.TempDir()
 	shape := []string{"--arch-embedding-size", "20-30-40", "--arch-sparse-feature-size", "4",
@@ -52,6 +53,11 @@ func TestExportKilnRun(t *testing.T) {
 				if name := g.Values[id].Name; !strings.Contains(name, c.ops[1+i]) {
 					t.Errorf("input %d is named %q, want %q", i, name, c.ops[1+i])
 				}
+			}
+			var bout, berr bytes.Buffer
+			if status := cli.Main([]string{"bench", out, "--batch", "6", "--bag-size", "3", "--iters", "2", "--warmup", "0"}, &bout, &berr); status != 0 ||
+				!strings.Contains(bout.String(), "batch 6") {
+				t.Errorf("kiln bench: exit %d\n%s%s", status, bout.String(), berr.String())
 			}
 			o, err := parse(commands[0], flags, io.Discard)
 			if err != nil {
