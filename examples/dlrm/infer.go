@@ -106,7 +106,7 @@ func packBags(indices, starts [][]int64) (idx, off []int64) {
 // servingNames are the exported graph's inputs' names, in order.
 var servingNames = []string{"dense", "indices", "offsets"}
 
-// inputNames describes the graph's inputs in as "dense float32[8 13], …".
+// inputNames describes in, the graph's inputs, as "dense float32[8 13], …".
 func inputNames(in []*autograd.Tensor) string {
 	s := ""
 	for i, x := range in {
