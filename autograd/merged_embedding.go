@@ -191,14 +191,21 @@ func mergedOffsets(op string, t, rows int, indices, offsets *Tensor, includeLast
 	if includeLast {
 		starts = starts[:len(starts)-1]
 	}
+	mergedIndices(op, t, rows, idx, starts, 0)
+	return idx, starts
+}
+
+// mergedIndices checks that table t's indices idx, in bags starting at
+// starts (checked), lie in its rows; base is idx[0]'s position in the
+// indices the caller was given, for the messages.
+func mergedIndices(op string, t, rows int, idx, starts []int64, base int64) {
 	for b := range starts {
 		for i := starts[b]; i < starts[b]+int64(bagLen(starts, b, len(idx))); i++ {
 			if r := idx[i]; r < 0 || r >= int64(rows) {
-				failIndex(op, "table %d: index %d (bag %d, position %d of the indices) is out of range for a table of %d rows", t, r, b, i, rows)
+				failIndex(op, "table %d: index %d (bag %d, position %d of the indices) is out of range for a table of %d rows", t, r, b, base+i, rows)
 			}
 		}
 	}
-	return idx, starts
 }
 
 // mergedLayout checks that table t's indices or offsets (what) are a 1-D

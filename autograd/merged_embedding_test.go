@@ -354,14 +354,21 @@ func TestMergedEmbeddingBagBadInputs(t *testing.T) {
 		{"fixed index", fixed(w, autograd.FromInt64([]int64{0, 1, 2, 3, 4, 5, 6, 7}, 2, 2, 2)), autograd.ErrIndex, "table 0: index 5 (sample 1, position 1 of its bag) is out of range for a table of 5 rows"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			err := autograd.Try(c.f)
-			var e *autograd.Error
-			if !errors.Is(err, c.kind) || !errors.As(err, &e) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error %v, want %v containing %q", err, c.kind, c.want)
-			}
-		})
+		checkFails(t, c.name, c.f, c.kind, c.want)
 	}
+}
+
+// checkFails runs f as subtest name and fails unless it panics with an
+// *autograd.Error of kind whose message contains want.
+func checkFails(t *testing.T, name string, f func(), kind error, want string) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		err := autograd.Try(f)
+		var e *autograd.Error
+		if !errors.Is(err, kind) || !errors.As(err, &e) || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %v containing %q", err, kind, want)
+		}
+	})
 }
 
 // Two tables of different sizes, three samples: one bag per sample in

@@ -135,7 +135,10 @@ func round(d time.Duration) time.Duration {
 // inputs; for an integer input that feeds an embedding lookup (directly or
 // through reshapes), indices uniform over the table's rows, or bag starts
 // of bagSize indices each, as served traffic has (zeros would be valid
-// but leave bags empty and tables untouched); zeros for other integers.
+// but leave bags empty and tables untouched); for a packed lookup
+// (MergedEmbeddingBagPacked, an exported multi-hot DLRM) the tables'
+// batch·bagSize indices each, one after another, and their [tables,
+// batch+1] offsets; zeros for other integers.
 func randomInputs(g *graph.Graph, batch, bagSize int) ([]*autograd.Tensor, error) {
 	gen := autograd.NewGenerator(1)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -151,6 +154,11 @@ func randomInputs(g *graph.Graph, batch, bagSize int) ([]*autograd.Tensor, error
 		role, isIndex := roles[id]
 		switch {
 		case !isIndex:
+		case role.packed && role.offsets:
+			shape = []int{role.tables, batch + 1}
+		case role.packed:
+			shape = []int{role.tables * batch * bagSize}
+			role.period = batch * bagSize // table by table
 		case role.offsets:
 			shape = []int{batch + b2i(role.includeLast)}
 		case role.bagged:
@@ -194,6 +202,11 @@ type lookupRole struct {
 	bagged bool
 	// offsets: the bag starts themselves (with the end when includeLast).
 	offsets, includeLast bool
+	// packed: MergedEmbeddingBagPacked's operands, every table's indices
+	// in one [N] tensor (rows holds each table's row count, one table per
+	// period) and [tables, B+1] offsets into it.
+	packed bool
+	tables int
 }
 
 // fill returns the values of an input of this role and shape.
@@ -204,7 +217,13 @@ func (l lookupRole) fill(r *rand.Rand, shape []int, bagSize int) []int64 {
 	}
 	v := make([]int64, n)
 	for i := range v {
-		if l.offsets {
+		switch {
+		case l.offsets && l.packed:
+			// Row t is table t's bags, which start where table t−1's end.
+			b := shape[1] - 1
+			v[i] = int64((i/(b+1)*b + i%(b+1)) * bagSize)
+			continue
+		case l.offsets:
 			v[i] = int64(i * bagSize)
 			continue
 		}
@@ -252,6 +271,13 @@ func lookupRoles(g *graph.Graph) map[int]lookupRole {
 				role = lookupRole{rows: []int{rowsOf(n.Inputs[pos-t])}, period: 1, bagged: true}
 			case n.Op == "MergedEmbeddingBag" && pos >= 2*t:
 				role = lookupRole{offsets: true, includeLast: n.Bool("include_last_offset")}
+			case n.Op == "MergedEmbeddingBagPacked" && pos == t:
+				role = lookupRole{packed: true, tables: t, period: 1}
+				for _, tab := range n.Inputs[:t] {
+					role.rows = append(role.rows, rowsOf(tab))
+				}
+			case n.Op == "MergedEmbeddingBagPacked" && pos == t+1:
+				role = lookupRole{packed: true, tables: t, offsets: true}
 			case n.Op == "MergedEmbeddingBagFixed" && pos == t:
 				s := g.Values[v].Shape
 				role = lookupRole{period: s[len(s)-1]}

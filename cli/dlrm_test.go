@@ -97,11 +97,17 @@ func TestBenchDLRMInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	packed, err := graph.TraceFunc(m, func(in []*autograd.Tensor) []*autograd.Tensor {
+		return []*autograd.Tensor{m.ForwardPacked(in[0], in[1], in[2])}
+	}, dense, one(6), autograd.FromInt64([]int64{0, 1, 2, 2, 3, 4, 4, 5, 6}, 3, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
 	const batch, bag = 7, 3
 	for _, c := range []struct {
 		name string
 		g    *graph.Graph
-	}{{"bagged", bagged}, {"fixed", fixed}} {
+	}{{"bagged", bagged}, {"fixed", fixed}, {"packed", packed}} {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := graph.Freeze(c.g)
 			if err != nil {
@@ -119,6 +125,19 @@ func TestBenchDLRMInputs(t *testing.T) {
 					}
 					checkRange(t, idx, func(int) int { return rows[k] })
 				}
+			} else if c.name == "packed" {
+				idx, off := in[1].Int64s(), in[2].Int64s()
+				var want []int64
+				for k := range rows {
+					for b := range batch + 1 {
+						want = append(want, int64((k*batch+b)*bag))
+					}
+				}
+				if len(idx) != len(rows)*batch*bag || !slices.Equal(off, want) || fmt.Sprint(in[2].Shape()) != "[3 8]" {
+					t.Fatalf("%d indices, offsets %v %v; want %d and bag starts every %d, [3 8]", len(idx), in[2].Shape(), off, len(rows)*batch*bag, bag)
+				}
+				checkRange(t, idx, func(i int) int { return rows[i/(batch*bag)] })
+				checkRange(t, idx[batch*bag:2*batch*bag], func(int) int { return rows[1] })
 			} else {
 				checkRange(t, in[1].Int64s(), func(i int) int { return rows[i%len(rows)] })
 			}

@@ -244,22 +244,31 @@ func TestDLRMRunBadIndex(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := p.Run(in...); err != nil {
-				t.Fatal(err)
-			}
-			c.edit(in)
-			for name, run := range map[string]func() error{
-				"compiled": func() error { _, err := p.Run(in...); return err },
-				"eager":    func() error { _, err := p.runEager(in); return err },
-			} {
-				err := run()
-				var ne *NodeError
-				if !errors.As(err, &ne) || !strings.HasPrefix(ne.Op, "MergedEmbeddingBag") || ne.Scope != "emb_l" ||
-					!strings.Contains(err.Error(), c.want) || !errors.Is(err, autograd.ErrIndex) && !errors.Is(err, autograd.ErrShape) {
-					t.Errorf("%s run = %v, want a *NodeError of the lookup in emb_l naming %q", name, err, c.want)
-				}
-			}
+			checkLookupFails(t, p, in, c.edit, "MergedEmbeddingBag", c.want)
 		})
+	}
+}
+
+// checkLookupFails runs p on in, then on in changed by edit, compiled and
+// eagerly, and fails unless both runs of the changed inputs fail with a
+// *NodeError of an index or shape error of a lookup in emb_l whose op
+// starts with op and whose message contains want.
+func checkLookupFails(t *testing.T, p *Program, in []*autograd.Tensor, edit func([]*autograd.Tensor), op, want string) {
+	t.Helper()
+	if _, err := p.Run(in...); err != nil {
+		t.Fatal(err)
+	}
+	edit(in)
+	for name, run := range map[string]func() error{
+		"compiled": func() error { _, err := p.Run(in...); return err },
+		"eager":    func() error { _, err := p.runEager(in); return err },
+	} {
+		err := run()
+		var ne *NodeError
+		if !errors.As(err, &ne) || !strings.HasPrefix(ne.Op, op) || ne.Scope != "emb_l" ||
+			!strings.Contains(err.Error(), want) || !errors.Is(err, autograd.ErrIndex) && !errors.Is(err, autograd.ErrShape) {
+			t.Errorf("%s run = %v, want a *NodeError of the lookup in emb_l naming %q", name, err, want)
+		}
 	}
 }
 

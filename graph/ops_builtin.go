@@ -41,9 +41,17 @@ var builtins = map[string]builtinOp{
 	// MergedEmbeddingBag(tables..., indices..., offsets...) with T of each
 	// (T = operands/3), one float32 [bags, dim] result per table;
 	// MergedEmbeddingBagFixed(tables..., indices) with [B, T, L] indices.
-	// DLRM's emb_l; its inference checks that the counts fit.
-	"MergedEmbeddingBag":      {ins: arity{3, -1}, outs: arity{1, -1}},
-	"MergedEmbeddingBagFixed": {ins: arity{2, -1}, outs: arity{1, -1}},
+	// MergedEmbeddingBagPacked(tables..., indices, offsets): multi-hot
+	// bags of every table in one i64[N] indices, every table's indices
+	// concatenated in table order, and one i64[T, B+1] offsets, where
+	// offsets[t][b] is the position in indices where bag b of table t
+	// starts and offsets[t][B] where table t's last bag ends (so
+	// offsets[0][0] = 0, offsets[t][B] = offsets[t+1][0], offsets[T-1][B]
+	// = N; empty bags allowed). N is free: other numbers of indices run
+	// on one plan. DLRM's emb_l; its inference checks that the counts fit.
+	"MergedEmbeddingBag":       {ins: arity{3, -1}, outs: arity{1, -1}},
+	"MergedEmbeddingBagFixed":  {ins: arity{2, -1}, outs: arity{1, -1}},
+	"MergedEmbeddingBagPacked": {ins: arity{3, -1}, outs: arity{1, -1}},
 	// Interaction(x, ly...): DLRM's dot interaction of x and the tables'
 	// results.
 	"Interaction": {ins: arity{2, -1}, outs: exactly(1)},

@@ -23,12 +23,18 @@
 // accuracy.
 //
 // infer times eval-mode forward passes over one random batch of
-// --mini-batch-size samples (uniform in-range indices, one per table) and
-// prints samples/s and the median and 90th-percentile batch latency; with
-// --graph FILE it times an exported graph instead. export traces the model
-// (--load-model's weights, or a fresh initialisation), freezes it and
-// saves the graph to --out: its inputs are dense f32[B, D0] and indices
-// i64[B, T], one per table per sample, and `kiln run` executes it from
+// --mini-batch-size samples (uniform in-range indices, in bags sized as
+// random data's) and prints samples/s and the median and 90th-percentile
+// batch latency; with --graph FILE it times an exported graph instead.
+// export traces the model (--load-model's weights, or a fresh
+// initialisation), freezes it and saves the graph to --out. With
+// --num-indices-per-lookup 1 its inputs are dense f32[B, D0] and indices
+// i64[B, T], one per table per sample; with more, multi-hot bags: dense,
+// indices i64[N], every table's indices concatenated in table order, and
+// offsets i64[T, B+1], where offsets[t][b] is the position in indices at
+// which bag b of table t starts and offsets[t][B] where table t's last bag
+// ends (offsets[0][0] = 0, offsets[t][B] = offsets[t+1][0],
+// offsets[T-1][B] = N; empty bags allowed). `kiln run` executes it from
 // .npy files:
 //
 //	go run ./examples/dlrm export --arch-embedding-size 1000-1000-1000 --arch-sparse-feature-size 16 \

@@ -268,12 +268,15 @@ func TestExportRunsLikeEager(t *testing.T) {
 			}
 			worst := 0.0
 			for _, b := range []int{8, 5} {
-				dense, idx := servingInputs(o.embeddingSizes, 13, b, 7)
-				got, err := p.Run(dense, idx)
+				in, err := servingInputs(o, b, 7)
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := servingForward(m, o.autocast(autograd.NoGrad(dense)), autograd.NoGrad(idx)).Float32s()
+				got, err := p.Run(in...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := servingForward(m, o.autocast(autograd.NoGrad(in[0])), noGrad(in[1:])...).Float32s()
 				for i, v := range got[0].Float32s() {
 					d := math.Abs(float64(v - want[i]))
 					worst = max(worst, d)

@@ -190,6 +190,21 @@ func (m *DLRM) ForwardFixed(dense, indices *autograd.Tensor) *autograd.Tensor {
 	return m.top(x, m.Emb.ForwardFixed(indices))
 }
 
+// ForwardPacked is Forward for every table's bags in one pair of tensors,
+// an exported graph's multi-hot inputs: indices Int64 [N], the tables'
+// indices concatenated in table order, and offsets Int64 [tables, B+1],
+// where bag b of table t starts and, at B, where table t's bags end (see
+// autograd.MergedEmbeddingBagPacked).
+func (m *DLRM) ForwardPacked(dense, indices, offsets *autograd.Tensor) *autograd.Tensor {
+	defer nn.Enter(m, dense)()
+	x := m.bottom(dense)
+	ly := func() []*autograd.Tensor {
+		defer nn.Enter(m.Emb, indices)()
+		return autograd.MergedEmbeddingBagPacked(m.Emb.Weights(), indices, offsets, m.Emb.Mode, m.Emb.Sparse)
+	}()
+	return m.top(x, ly)
+}
+
 func (m *DLRM) bottom(dense *autograd.Tensor) *autograd.Tensor {
 	if in := m.Config.BottomMLP[0]; dense == nil || dense.NDim() != 2 || dense.Shape()[1] != in {
 		var shape []int
