@@ -4,7 +4,7 @@
 //
 //	kiln inspect FILE
 //	kiln run FILE -i IN.npy [-i IN2.npy ...] [-o OUT.npy ...]
-//	kiln bench FILE [--batch N] [--threads T] [--iters K] [--warmup W] [--profile]
+//	kiln bench FILE [--batch N] [--bag-size L] [--threads T] [--iters K] [--warmup W] [--profile]
 //	kiln cpu [--levels]
 //
 // inspect prints the graph, one op per line, and its parameter count. run
@@ -12,8 +12,10 @@
 // (float32 for a bfloat16 input, int32 or int64 for an int64 one, such
 // as a DLRM's indices and offsets), and writes one .npy file per output
 // (out.npy when the graph has one output and no -o is given). bench runs the graph on random inputs of
-// its input shapes with the first dimension set to the batch size and
-// prints latency percentiles and throughput; with --profile it then
+// its input shapes with the first dimension set to the batch size (the
+// indices of embedding-bag lookups uniform over each table's rows, L to a
+// bag where the graph takes offsets) and prints latency percentiles and
+// throughput; with --profile it then
 // times every node and prints where the time goes, by node and by op.
 // cpu prints the CPU, the kernel variants in use and the instruction-set
 // levels KILN_ISA can select on it.

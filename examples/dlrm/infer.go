@@ -11,6 +11,7 @@ import (
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/datasets/criteo"
 	"github.com/kilnml/kiln/graph"
+	"github.com/kilnml/kiln/internal/gcheadroom"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
 )
@@ -135,6 +136,7 @@ func modelForServing(o *options) (*models.DLRM, error) {
 			return nil, err
 		}
 	}
+	gcheadroom.Set(gcheadroom.DLRM) // as in training: the tables are most of the heap
 	return m, nil
 }
 
