@@ -49,11 +49,29 @@ func NewSparseGrad(num int, indices []int64, values *Tensor) *SparseGrad {
 // coalesceRows builds the SparseGrad of a [num, dim] tensor in which
 // position i of idx adds row(i) into row idx[i], in order.
 func coalesceRows(num, dim int, idx []int64, row func(i int) []float32) *SparseGrad {
-	rows := slices.Clone(idx)
+	g := new(coalescer).coalesce(num, dim, idx, row)
+	g.Indices = slices.Clip(g.Indices)
+	return g
+}
+
+// A coalescer holds the memory of the SparseGrads it builds, which the
+// next build reuses: a fused table's update takes one per lookup, every
+// step, and fresh buffers of that size cost more in page faults and
+// zeroing than the sums do.
+type coalescer struct {
+	rows []int64
+	vals []float32
+}
+
+// coalesce is coalesceRows into c's memory: the result is valid until the
+// next call.
+func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float32) *SparseGrad {
+	rows := append(c.rows[:0], idx...)
 	slices.Sort(rows)
 	rows = slices.Compact(rows)
-	vals := Zeros(len(rows), dim)
-	vd := vals.Float32s()
+	n := len(rows) * dim
+	vd := slices.Grow(c.vals[:0], n)[:n]
+	clear(vd)
 	for i, v := range idx {
 		k, _ := slices.BinarySearch(rows, v)
 		dst := vd[k*dim : (k+1)*dim]
@@ -61,7 +79,8 @@ func coalesceRows(num, dim int, idx []int64, row func(i int) []float32) *SparseG
 			dst[j] += x
 		}
 	}
-	return &SparseGrad{Indices: slices.Clip(rows), Values: vals, num: num}
+	c.rows, c.vals = rows, vd
+	return &SparseGrad{Indices: rows, Values: FromFloat32(vd, len(rows), dim), num: num}
 }
 
 // Shape returns the shape of the dense tensor the gradient belongs to,
@@ -121,9 +140,15 @@ func (t *Tensor) SparseGrad() *SparseGrad {
 // MergedEmbeddingBag) to f, coalesced, instead of accumulating it: the
 // hook of optimizers that update a table inside the backward pass (see
 // optim.FuseSparse), so that no gradient waits for Step. f runs inside
-// the op's backward, once per lookup of t; the SparseGrad is f's to keep.
+// the op's backward, once per lookup of t; the SparseGrad is valid until
+// f returns (the next lookup reuses its memory), so f must copy what it keeps.
 // nil restores accumulation. Dense gradients accumulate as always.
-func (t *Tensor) SetSparseUpdate(f func(g *SparseGrad)) { t.sparseUpdate = f }
+func (t *Tensor) SetSparseUpdate(f func(g *SparseGrad)) {
+	t.sparseUpdate, t.sparseBuf = f, nil
+	if f != nil {
+		t.sparseBuf = new(coalescer)
+	}
+}
 
 // SetSparseGrad replaces t's gradient with g, which must have t's shape;
 // nil clears it. t must be a 2-D float32 or bfloat16 tensor (a split
@@ -175,9 +200,9 @@ func accumulateSparse(op string, t *Tensor, idx []int64, skip int64, row func(i 
 					at, kept = append(at, i), append(kept, r)
 				}
 			}
-			t.sparseUpdate(coalesceRows(t.shape[0], t.shape[1], kept, func(k int) []float32 { return row(at[k]) }))
+			t.sparseUpdate(t.sparseBuf.coalesce(t.shape[0], t.shape[1], kept, func(k int) []float32 { return row(at[k]) }))
 		} else {
-			t.sparseUpdate(coalesceRows(t.shape[0], t.shape[1], idx, row))
+			t.sparseUpdate(t.sparseBuf.coalesce(t.shape[0], t.shape[1], idx, row))
 		}
 		return
 	}

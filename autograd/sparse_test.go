@@ -195,3 +195,29 @@ func TestNewSparseGradCoalesces(t *testing.T) {
 		t.Errorf("Dense: %v", got)
 	}
 }
+
+// TestSparseUpdateReusesMemory: the gradients a sparse update takes are
+// coalesced into memory the next lookup reuses, and carry each lookup's
+// own sums.
+func TestSparseUpdateReusesMemory(t *testing.T) {
+	w := embLeaf(autograd.Zeros(10, 3))
+	var got [][]float32
+	var first *float32
+	w.SetSparseUpdate(func(g *autograd.SparseGrad) {
+		v := g.Values.Float32s()
+		if first == nil {
+			first = &v[0]
+		} else if &v[0] != first {
+			t.Errorf("lookup %d: the gradient's values are in new memory", len(got))
+		}
+		got = append(got, append([]float32(nil), v...))
+	})
+	for k, idx := range [][]int64{{4, 1, 4}, {2, 7}} {
+		y := autograd.EmbeddingSparse(autograd.FromInt64(idx), w)
+		autograd.Sum(autograd.Mul(y, autograd.Scalar(float32(k+1))), nil, false).Backward()
+	}
+	want := [][]float32{{1, 1, 1, 2, 2, 2}, {2, 2, 2, 2, 2, 2}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("gradients %v, want %v", got, want)
+	}
+}
