@@ -43,7 +43,7 @@ func RowWiseAdagradSparse(param, h []float32, rows SparseRows, c AdagradConfig) 
 		lo, hi, g := rows.span(k)
 		std := rowWiseAccumulate(&c, &h[rows.Rows[k]], g)
 		rowWiseApply(&c, param[lo:hi], g, std)
-	})
+	}, f32Rows(param, rows.Dim))
 }
 
 // RowWiseAdagradSparseSplit is RowWiseAdagradSparse on a split parameter
@@ -70,7 +70,7 @@ func RowWiseAdagradSparseSplit(top, bottom []uint16, h []float32, rows SparseRow
 			splitBF16Impl(top[a:b], bottom[a:b], p)
 		}
 		splitScratches.put(sc)
-	})
+	}, u16Rows(top, rows.Dim), u16Rows(bottom, rows.Dim))
 }
 
 // checkRowWise panics unless rows fit a table of n elements with one state
