@@ -97,8 +97,28 @@ func mergedBags(a *mergedArgs, lo, hi int) {
 		}
 		e := embBF16Args{dim: a.dim, idx: tb.Idx, offsets: tb.Offsets, weight: tb.WeightBF16, mean: a.mean}
 		buf := getScratch64(a.dim)
+		pf := u16Rows(tb.WeightBF16, a.dim)
+		next, limit := int(tb.Offsets[b0]), bagEnd(tb.Offsets, b1-1, len(tb.Idx))
 		for b := b0; b < b1; b++ {
-			a.k.storeScaled(tb.Out[b*a.dim:(b+1)*a.dim], buf.s, e.sumBag(b, buf.s))
+			s, end := int(tb.Offsets[b]), bagEnd(tb.Offsets, b, len(tb.Idx))
+			// The rows are scattered over a table far larger than the
+			// caches: fetch those of the next lookups while this one sums.
+			if to := min(end+embPrefetch, limit); pf.dim > 0 && (to-next >= 8 || (to == limit && to > next)) {
+				prefetchRowsImpl(pf.f32, tb.Idx[next:to], pf.dim)
+				next = to
+			}
+			out := tb.Out[b*a.dim : (b+1)*a.dim]
+			if end-s == 1 {
+				// One row, summed or averaged, is the row itself, but
+				// for the sign of a zero: sums start from +0.
+				r := int(tb.Idx[s])
+				bf16ToF32Impl(out, tb.WeightBF16[r*a.dim:(r+1)*a.dim])
+				for j := range out {
+					out[j] += 0
+				}
+				continue
+			}
+			a.k.storeScaled(out, buf.s, e.sumBag(b, buf.s))
 		}
 		buf.put()
 	}

@@ -101,6 +101,15 @@ func TestMergedEmbeddingBagEdges(t *testing.T) {
 	if fmt.Sprint(out) != "[3 4 0 0]" {
 		t.Errorf("mean with an empty last bag: %v, want [3 4 0 0]", out)
 	}
+	// A bag of one bfloat16 row is that row widened, as a float32 table's
+	// is, down to the sign of a zero.
+	negZero := F32FromBF16(0x8000)
+	f32Out, bf16Out := make([]float32, 4), make([]float32, 4)
+	MergedEmbeddingBag(2, []MergedBagTable{
+		{Weight: []float32{negZero, 1.5, -2, negZero}, Idx: []int64{0, 1}, Offsets: []int64{0, 1}, Out: f32Out},
+		{WeightBF16: []uint16{0x8000, 0x3fc0, 0xc000, 0x8000}, Idx: []int64{0, 1}, Offsets: []int64{0, 1}, Out: bf16Out},
+	}, false)
+	sameBits32(t, "one-row bags of a bfloat16 table", bf16Out, f32Out)
 	w := make([]float32, 6)
 	checkMisuse(t, []misuseCase{
 		{"bag counts differ", ErrShape, func() {
