@@ -441,7 +441,7 @@ func accumulateBagSparse(op string, weight *Tensor, idx, starts []int64, dy, psw
 				row[j] = v * inv
 			}
 		default:
-			copy(row, src)
+			return src // read before the next row is asked for
 		}
 		return row
 	})

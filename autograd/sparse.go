@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"cmp"
 	"slices"
 )
 
@@ -59,28 +60,55 @@ func coalesceRows(num, dim int, idx []int64, row func(i int) []float32) *SparseG
 // step, and fresh buffers of that size cost more in page faults and
 // zeroing than the sums do.
 type coalescer struct {
+	keys []uint64
 	rows []int64
 	vals []float32
 }
 
+// Keys pack a row and a position when both fit: the row above keyPosBits
+// bits, the position below.
+const keyPosBits = 24
+
 // coalesce is coalesceRows into c's memory: the result is valid until the
-// next call.
+// next call. It sorts the positions by row (and position, so each row's
+// sum keeps the lookup's order) and writes each row's sum once, in row
+// order: no zeroing, no search.
 func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float32) *SparseGrad {
-	rows := append(c.rows[:0], idx...)
-	slices.Sort(rows)
-	rows = slices.Compact(rows)
-	n := len(rows) * dim
-	vd := slices.Grow(c.vals[:0], n)[:n]
-	clear(vd)
-	for i, v := range idx {
-		k, _ := slices.BinarySearch(rows, v)
-		dst := vd[k*dim : (k+1)*dim]
+	n := len(idx)
+	keys := c.keys[:0]
+	packed := n < 1<<keyPosBits && uint64(num) < 1<<(64-keyPosBits)
+	if packed {
+		for i, r := range idx {
+			keys = append(keys, uint64(r)<<keyPosBits|uint64(i))
+		}
+		slices.Sort(keys)
+	} else { // positions, sorted stably by row
+		for i := range idx {
+			keys = append(keys, uint64(i))
+		}
+		slices.SortStableFunc(keys, func(a, b uint64) int { return cmp.Compare(idx[a], idx[b]) })
+	}
+	rows := c.rows[:0]
+	vals := slices.Grow(c.vals[:0], n*dim)[:n*dim]
+	var dst []float32
+	for _, key := range keys {
+		i := int(key)
+		if packed {
+			i = int(key & (1<<keyPosBits - 1))
+		}
+		if r := idx[i]; len(rows) == 0 || rows[len(rows)-1] != r {
+			rows = append(rows, r)
+			dst = vals[(len(rows)-1)*dim : len(rows)*dim]
+			copy(dst, row(i))
+			continue
+		}
 		for j, x := range row(i) {
 			dst[j] += x
 		}
 	}
-	c.rows, c.vals = rows, vd
-	return &SparseGrad{Indices: rows, Values: FromFloat32(vd, len(rows), dim), num: num}
+	vals = vals[:len(rows)*dim]
+	c.keys, c.rows, c.vals = keys, rows, vals
+	return &SparseGrad{Indices: rows, Values: FromFloat32(vals, len(rows), dim), num: num}
 }
 
 // Shape returns the shape of the dense tensor the gradient belongs to,

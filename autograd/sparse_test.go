@@ -221,3 +221,16 @@ func TestSparseUpdateReusesMemory(t *testing.T) {
 		t.Errorf("gradients %v, want %v", got, want)
 	}
 }
+
+// TestNewSparseGradHugeTable coalesces for a table too tall for Kiln's
+// packed sort keys (rows beyond 2⁴⁰), which sorts positions instead: the
+// same sums in the same order.
+func TestNewSparseGradHugeTable(t *testing.T) {
+	vals := autograd.FromFloat32([]float32{1, 2, 3, 4, 5, 6, 7, 8}, 4, 2)
+	for _, num := range []int{1 << 20, 1 << 41} {
+		g := autograd.NewSparseGrad(num, []int64{9, 1<<19 + 3, 9, 0}, vals)
+		if got := fmt.Sprint(g.Indices, g.Values.Float32s()); got != "[0 9 524291] [7 8 6 8 3 4]" {
+			t.Errorf("num %d: %s", num, got)
+		}
+	}
+}

@@ -178,35 +178,81 @@ func (t *Tensor) backward(retain bool, grad []*Tensor) {
 	}
 	// The backward ops compute from g: marking it makes them record
 	// nothing, whatever the modes of the tensors they saved.
-	runBackward(t, g.inMode(Mode{noGrad: true}), retain)
+	runBackward([]*Tensor{t}, []*Tensor{g.inMode(Mode{noGrad: true})}, retain)
 }
 
-func runBackward(root, g *Tensor, retain bool) {
-	if root.node == nil {
-		accumulateLeaf(root, g, false)
-		return
+// Backward computes the gradients of several outputs at once, as PyTorch's
+// torch.autograd.backward(tensors, grad_tensors) does: every leaf that
+// requires a gradient gets the sum over the outputs of what grads[i], the
+// gradient of outputs[i] (its shape and dtype), contributes through the
+// graph, each op's backward running once. It spares a caller with several
+// outputs and their gradients (the tables of one merged lookup, say) the
+// concatenation or the weighted sum that would join them into one. The
+// graph is freed as Tensor.Backward frees it.
+func Backward(outputs, grads []*Tensor) {
+	if len(outputs) != len(grads) {
+		Fail("Backward", "%d outputs but %d gradients", len(outputs), len(grads))
 	}
+	gs := make([]*Tensor, len(grads))
+	for i, t := range outputs {
+		switch g := grads[i]; {
+		case t == nil || g == nil:
+			Fail("Backward", "output %d or its gradient is nil", i)
+		case !t.requiresGrad:
+			failGrad("Backward", "output %d does not require grad", i)
+		case !sameShape(g.shape, t.shape):
+			failShape("Backward", "gradient %d has shape %v, output %d has shape %v", i, g.shape, i, t.shape)
+		case g.dtype != t.dtype:
+			failDType("Backward", "gradient %d has dtype %v, output %d has dtype %v", i, g.dtype, i, t.dtype)
+		}
+		gs[i] = grads[i].inMode(Mode{noGrad: true})
+	}
+	runBackward(outputs, gs, false)
+}
+
+// runBackward pushes each gradient gs[i] from roots[i] down to the leaves.
+// The gs are the caller's: their memory is never adopted or reused.
+func runBackward(roots, gs []*Tensor, retain bool) {
 	// Order the recorded nodes so each comes after every node that
-	// consumed its output, then push gradients from the root down.
+	// consumed its output, then push gradients from the roots down.
 	var order []*node
-	seen := map[*node]bool{root.node: true}
+	seen := map[*node]bool{}
 	type frame struct {
 		n    *node
 		next int
 	}
-	stack := []frame{{n: root.node}}
-	for len(stack) > 0 {
-		f := &stack[len(stack)-1]
-		if f.next == len(f.n.inputs) {
-			order = append(order, f.n)
-			stack = stack[:len(stack)-1]
+	var stack []frame
+	grads := map[*node]*Tensor{}
+	for i, root := range roots {
+		if root.node == nil {
+			accumulateLeaf(root, gs[i], false)
 			continue
 		}
-		in := f.n.inputs[f.next].node
-		f.next++
-		if in != nil && !seen[in] {
-			seen[in] = true
-			stack = append(stack, frame{n: in})
+		if prev := grads[root.node]; prev != nil {
+			grads[root.node] = sumGrads(prev, gs[i])
+			continue
+		}
+		grads[root.node] = gs[i]
+		if seen[root.node] {
+			continue // below a root ordered already
+		}
+		// One root at a time: a root below another is then ordered
+		// after it whichever comes first.
+		seen[root.node] = true
+		stack = append(stack, frame{n: root.node})
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if f.next == len(f.n.inputs) {
+				order = append(order, f.n)
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			in := f.n.inputs[f.next].node
+			f.next++
+			if in != nil && !seen[in] {
+				seen[in] = true
+				stack = append(stack, frame{n: in})
+			}
 		}
 	}
 	for _, n := range order {
@@ -214,7 +260,14 @@ func runBackward(root, g *Tensor, retain bool) {
 			failGrad("Backward", "the graph through %s was freed by an earlier Backward; run the forward pass again", n.op)
 		}
 	}
-	grads := map[*node]*Tensor{root.node: g}
+	callers := func(t *Tensor) bool {
+		for _, g := range gs {
+			if overlaps(t, g) {
+				return true
+			}
+		}
+		return false
+	}
 	leafGrads := map[*Tensor]*leafGrad{}
 	var leaves []*Tensor // in the order their gradients complete
 	for i := len(order) - 1; i >= 0; i-- {
@@ -249,7 +302,7 @@ func runBackward(root, g *Tensor, retain bool) {
 				switch {
 				case lg == nil:
 					leaves = append(leaves, e.leaf)
-					leafGrads[e.leaf] = &leafGrad{g: gi, owned: freshGrad(gi, j, ins, gn, g)}
+					leafGrads[e.leaf] = &leafGrad{g: gi, owned: !callers(gi) && freshGrad(gi, j, ins, gn)}
 				default:
 					lg.g, lg.owned = sumGrads(lg.g, gi), true
 				}
@@ -258,7 +311,7 @@ func runBackward(root, g *Tensor, retain bool) {
 			if prev := grads[e.node]; prev != nil {
 				delete(grads, e.node)
 				if prev.dtype == Float32 && gi.dtype == Float32 && prev.format == gi.format &&
-					!overlaps(prev, g) && !overlaps(prev, gn) && !overlaps(prev, gi) && !stillHeld(prev, ins, grads, leafGrads) {
+					!callers(prev) && !overlaps(prev, gn) && !overlaps(prev, gi) && !stillHeld(prev, ins, grads, leafGrads) {
 					// prev is memory only this sum holds: add in place.
 					grads[e.node] = addInto(prev, gi)
 				} else {
@@ -268,7 +321,7 @@ func runBackward(root, g *Tensor, retain bool) {
 				grads[e.node] = gi
 			}
 		}
-		if gn.dtype == Float32 && !overlaps(gn, g) && !stillHeld(gn, ins, grads, leafGrads) {
+		if gn.dtype == Float32 && !callers(gn) && !stillHeld(gn, ins, grads, leafGrads) {
 			releaseGradBuffer(gn.data.([]float32))
 		}
 	}
@@ -310,10 +363,10 @@ func stillHeld(gn *Tensor, ins []*Tensor, grads map[*node]*Tensor, leaves map[*T
 }
 
 // freshGrad reports whether ins[j], a gradient a backward returned for
-// the incoming gradient gn (the caller's being root), shares memory with
-// neither of those nor with another of the gradients it returned.
-func freshGrad(gi *Tensor, j int, ins []*Tensor, gn, root *Tensor) bool {
-	if overlaps(gi, gn) || overlaps(gi, root) {
+// the incoming gradient gn, shares memory with neither gn nor another of
+// the gradients it returned.
+func freshGrad(gi *Tensor, j int, ins []*Tensor, gn *Tensor) bool {
+	if overlaps(gi, gn) {
 		return false
 	}
 	for k, o := range ins {

@@ -328,12 +328,12 @@ func dlrmBagForward(d []int, bf16 bool) (func(), error) {
 }
 
 // dlrmBagBackward returns the two parts of a call of the bag backward
-// row: setup, untimed, drops the gradients, looks up every table of the
-// row's model for its batch (sparse gradients) and concatenates the bags
-// to [B, tables·d], as torch_bench.py does to give them one gradient;
-// run, timed, runs the backward from a fixed random gradient, which
-// updates the tables (SGD fused into the backward), and the optimizer's
-// Step, which has nothing left to do for them. With bf16 the tables are
+// row: setup, untimed, drops the gradients and looks up every table of
+// the row's model for its batch (sparse gradients); run, timed, runs the
+// backward of the bags from fixed random gradients (autograd.Backward,
+// as torch_bench.py calls torch.autograd.backward), which updates the
+// tables (SGD fused into the backward), and the optimizer's Step, which
+// has nothing left to do for them. With bf16 the tables are
 // split BF16 (kiln.Optimize).
 func dlrmBagBackward(d []int, bf16 bool) (setup, run func(), err error) {
 	s, err := newDLRMBatch(d)
@@ -347,14 +347,18 @@ func dlrmBagBackward(d []int, bf16 bool) (setup, run func(), err error) {
 		return nil, nil, err
 	}
 	indices, offsets := s.bags()
-	dy := autograd.Rand(autograd.NewGenerator(3), s.b, emb.Len()*emb.Dim)
-	var bags *autograd.Tensor
+	all := autograd.Rand(autograd.NewGenerator(3), s.b, emb.Len()*emb.Dim)
+	dys := autograd.Split(all, emb.Dim, 1) // the same gradients as torch_bench.py's
+	for t := range dys {
+		dys[t] = dys[t].Contiguous()
+	}
+	var bags []*autograd.Tensor
 	setup = func() {
 		opt.ZeroGrad()
-		bags = autograd.Cat(emb.Forward(indices, offsets), 1)
+		bags = emb.Forward(indices, offsets)
 	}
 	run = func() {
-		bags.Backward(dy)
+		autograd.Backward(bags, dys)
 		opt.Step()
 	}
 	return setup, run, nil

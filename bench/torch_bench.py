@@ -492,10 +492,10 @@ def dlrm_bag(kind, d):
     bench/dlrm.go: the tables of the DLRM rows' model (bfloat16 for the
     _bf16 kinds) looked up for its batch by DLRM_Net.apply_emb, dlrm's
     loop of nn.EmbeddingBag calls. The forward kind runs under no_grad;
-    the backward kind returns (setup, run): setup drops the gradients,
-    looks up (sparse gradients) and concatenates the bags to
-    [B, tables*d]; run, timed, is the backward from a fixed random
-    gradient and the SGD step."""
+    the backward kind returns (setup, run): setup drops the gradients and
+    looks up (sparse gradients); run, timed, is the backward of the bags
+    from fixed random gradients (torch.autograd.backward) and the SGD
+    step."""
     import torch
 
     model, _, lS_o, lS_i, _ = dlrm_input(*d)
@@ -517,14 +517,15 @@ def dlrm_bag(kind, d):
     n, tables, _, dim = d
     opt = torch.optim.SGD(emb.parameters(), lr=DLRM_LR)
     dy = torch.rand(n, tables * dim, generator=torch.Generator().manual_seed(3)).to(dtype)
+    dys = [g.contiguous() for g in torch.split(dy, dim, 1)]
     state = {}
 
     def setup():
         opt.zero_grad(set_to_none=True)
-        state["bags"] = torch.cat(model.apply_emb(lS_o, lS_i, emb), 1)
+        state["bags"] = model.apply_emb(lS_o, lS_i, emb)
 
     def run():
-        state["bags"].backward(dy)
+        torch.autograd.backward(state["bags"], dys)
         opt.step()
     return setup, run
 

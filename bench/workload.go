@@ -53,7 +53,7 @@ const (
 	// interaction's batch, tables, d (tables + 1 features).
 	KindDLRMBagFwd          = "dlrm_bag_fwd"          // Kiln: one MergedEmbeddingBag lookup of every table under no-grad; PyTorch: dlrm's loop of nn.EmbeddingBag calls under no_grad
 	KindDLRMBagFwdBF16      = "dlrm_bag_fwd_bf16"     // the same with bfloat16 tables (Kiln's bags float32)
-	KindDLRMBagBwd          = "dlrm_bag_bwd_sgd"      // timed: backward from the lookups' concatenated [B, tables·d] gradient and the SGD step (Kiln: fused into the backward, optim.FuseSparse); untimed before each call: zero grad, forward, Cat
+	KindDLRMBagBwd          = "dlrm_bag_bwd_sgd"      // timed: backward of the lookups from one gradient each (autograd.Backward, torch.autograd.backward) and the SGD step (Kiln: fused into the backward, optim.FuseSparse); untimed before each call: zero grad, forward
 	KindDLRMBagBwdBF16      = "dlrm_bag_bwd_sgd_bf16" // the same with split BF16 tables (kiln.Optimize); PyTorch: bfloat16 tables
 	KindDLRMInteraction     = "dlrm_interaction"      // forward and backward of the dot interaction (Kiln: autograd.Interaction; PyTorch: dlrm's cat, bmm, tril index, cat)
 	KindDLRMInteractionBF16 = "dlrm_interaction_bf16" // the same on bfloat16 features
