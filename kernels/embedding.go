@@ -423,6 +423,17 @@ func bagSumBags(a *embArgs, lo, hi int) {
 	for b := lo; b < hi; b++ {
 		s, e := int(a.offsets[b]), bagEnd(a.offsets, b, len(a.idx))
 		pf.ahead(e)
+		if e-s == 1 && a.psw == nil {
+			// One row, summed or averaged, is the row itself, but for
+			// the sign of a zero: sums start from +0. (DLRM's one-hot
+			// lookups are all like this.)
+			r := int(a.idx[s])
+			out := a.out[b*dim : (b+1)*dim]
+			for j, v := range a.weight[r*dim : (r+1)*dim] {
+				out[j] = v + 0
+			}
+			continue
+		}
 		scale := 1.0
 		if a.mean && e > s {
 			scale = 1 / float64(e-s)

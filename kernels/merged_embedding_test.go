@@ -110,6 +110,7 @@ func TestMergedEmbeddingBagEdges(t *testing.T) {
 		{WeightBF16: []uint16{0x8000, 0x3fc0, 0xc000, 0x8000}, Idx: []int64{0, 1}, Offsets: []int64{0, 1}, Out: bf16Out},
 	}, false)
 	sameBits32(t, "one-row bags of a bfloat16 table", bf16Out, f32Out)
+	sameBits32(t, "one-row bags of a float32 table", f32Out, []float32{0, 1.5, -2, 0})
 	w := make([]float32, 6)
 	checkMisuse(t, []misuseCase{
 		{"bag counts differ", ErrShape, func() {
