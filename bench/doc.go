@@ -13,7 +13,9 @@
 // frozen-graph inference, in samples/s; the split-BF16 training's peak
 // memory against issue 19's bound, MemBound; and its kernels, the
 // merged lookup forward, its backward with the fused SGD step and the
-// dot interaction, in float32 and BF16, in GB/s of the copy bandwidth).
+// dot interaction, in float32 and BF16, in GB/s of the copy bandwidth;
+// Kiln's DLRM rows run with the garbage collector's headroom that
+// examples/dlrm sets, internal/gcheadroom).
 // A row whose calls each need an untimed part first (a backward's
 // forward) times only the rest (MeasureSetup). It defines the workloads once;
 // the Kiln side runs them in-process (Prepare), the PyTorch side runs them in
