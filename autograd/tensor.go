@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/kilnml/kiln/internal/hugepage"
 	"github.com/kilnml/kiln/internal/shape"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -57,9 +58,19 @@ func (t *Tensor) meta() *Tensor {
 func makeData(dtype DType, n int) any {
 	switch dtype {
 	case Float32:
-		return make([]float32, n)
+		v := make([]float32, n)
+		if n*4 >= hugepage.MinBytes {
+			// Big tensors (embedding tables, large activations) are read
+			// all over; see hugepage.
+			hugepage.Advise(unsafe.Pointer(unsafe.SliceData(v)), n*4)
+		}
+		return v
 	case BFloat16:
-		return make([]uint16, n)
+		v := make([]uint16, n)
+		if n*2 >= hugepage.MinBytes {
+			hugepage.Advise(unsafe.Pointer(unsafe.SliceData(v)), n*2)
+		}
+		return v
 	case Int8:
 		return make([]int8, n)
 	case Uint8:
