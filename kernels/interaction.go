@@ -145,10 +145,13 @@ func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, 
 		}
 		p := d
 		for i := 1 - self; i < F; i++ {
-			for j := range i + self {
-				coef[i*F+j], coef[j*F+i] = g[p], g[p]
-				p++
+			// Row i's dots with rows j < i (+ self) lie side by side in g.
+			gi := g[p : p+i+self]
+			copy(coef[i*F:], gi)
+			for j, v := range gi {
+				coef[j*F+i] = v
 			}
+			p += len(gi)
 		}
 		if self == 1 {
 			for t := range F {

@@ -27,16 +27,16 @@ func interactionTriangleY(dst []float32, rows [][]float32, self bool) {
 	}
 }
 
-// triangleArgs checks a triangle's operands for the assembly and returns
-// the row count and length, and whether there is anything to compute
-// (when there is not, dst is done).
+// triangleArgs checks a triangle's dst for the assembly and returns the
+// row count and length, and whether there is anything to compute (when
+// there is not, dst is done). Every row must hold the first row's length,
+// read unchecked, as the callers' rows, sliced to Dim, do.
 func triangleArgs(dst []float32, rows [][]float32, self bool) (f, d int, ok bool) {
 	f = len(rows)
 	if f == 0 {
 		return 0, 0, false
 	}
 	d = len(rows[0])
-	checkRowLens("interactionTriangle", d, rows)
 	n := f * (f - 1) / 2
 	if self {
 		n += f
@@ -71,14 +71,15 @@ func interactionAxpysY(dst, init []float32, rows [][]float32, coef []float32) {
 	}
 }
 
-// axpysArgs checks an axpys's operands for the assembly and returns their
-// pointers (nil for no init, or no terms), and whether dst has elements.
+// axpysArgs returns an axpys's operands for the assembly: their pointers
+// (nil for no init, or no terms), and whether dst has elements. The
+// assembly reads len(dst) elements of each row unchecked: the callers,
+// interactionRows and interactionGradRows, slice every row to Dim.
 func axpysArgs(dst, init []float32, rows [][]float32, coef []float32) (ip *float32, rp *[]float32, cp *float32, ok bool) {
 	if len(dst) == 0 {
 		return nil, nil, nil, false
 	}
 	rows = rows[:len(coef)]
-	checkRowLens("interactionAxpys", len(dst), rows)
 	if init != nil {
 		ip = &init[:len(dst)][0]
 	}
@@ -86,16 +87,6 @@ func axpysArgs(dst, init []float32, rows [][]float32, coef []float32) (ip *float
 		rp, cp = &rows[0], &coef[0]
 	}
 	return ip, rp, cp, true
-}
-
-// checkRowLens panics unless every row holds n elements: the assembly reads
-// them unchecked.
-func checkRowLens(op string, n int, rows [][]float32) {
-	for _, r := range rows {
-		if len(r) < n {
-			panic("kernels: " + op + ": a row is shorter than the vector")
-		}
-	}
 }
 
 // interactionTriangleAVX512 sets dst to the dots of the pairs of the f
