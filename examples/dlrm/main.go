@@ -355,7 +355,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.LRNumWarmupSteps, "lr-num-warmup-steps", 0, "linear learning-rate warm-up steps")
 	fs.IntVar(&o.LRDecayStartStep, "lr-decay-start-step", 0, "step at which the quadratic decay starts")
 	fs.IntVar(&o.LRNumDecaySteps, "lr-num-decay-steps", 0, "steps of the quadratic decay")
-	fs.BoolVar(&o.MLPerfLogging, "mlperf-logging", false, "write MLPerf log lines (:::MLLOG JSON, mlperf_logging's format) to stdout, as dlrm does")
+	fs.BoolVar(&o.MLPerfLogging, "mlperf-logging", false, "train: write dlrm's MLPerf log lines (:::MLLOG and a JSON object, mlperf_logging's format) to stdout")
 	fs.Float64Var(&o.MLPerfAUCThreshold, "mlperf-auc-threshold", 0, "stop once the held-out AUC reaches this")
 	fs.Float64Var(&o.MLPerfAccThreshold, "mlperf-acc-threshold", 0, "stop once the held-out accuracy (in %) reaches this")
 	fs.StringVar(&o.SaveModel, "save-model", "", "write a checkpoint (safetensors) whenever the held-out AUC improves")
