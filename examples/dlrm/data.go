@@ -31,6 +31,8 @@ type source interface {
 	// how many there are.
 	trainBatches(e int) iter.Seq2[*batch, error]
 	trainLen() int
+	// samples is how many training and held-out samples there are.
+	samples() (train, test int)
 	// testBatches yields the held-out batches.
 	testBatches() iter.Seq2[*batch, error]
 	// describe says in one line what the data is.
@@ -109,6 +111,8 @@ func (s *plantedSource) trainLen() int      { return ceilDiv(s.train, s.batch) }
 func (s *plantedSource) describe() string {
 	return fmt.Sprintf("planted data: %d training and %d held-out samples, %d tables", s.train, s.test, len(s.p.Rows()))
 }
+
+func (s *plantedSource) samples() (int, int) { return s.train, s.test }
 
 func (s *plantedSource) trainBatches(e int) iter.Seq2[*batch, error] {
 	order := make([]int, s.train)
@@ -192,6 +196,10 @@ func (s *randomSource) describe() string {
 	return fmt.Sprintf("%s data: %d training and %d held-out batches, %d tables", s.kind, s.train.NumBatches(), s.test.NumBatches(), len(s.rows))
 }
 
+func (s *randomSource) samples() (int, int) {
+	return s.train.Config().DataSize, s.test.Config().DataSize
+}
+
 func (s *randomSource) trainBatches(int) iter.Seq2[*batch, error] { return s.fromRandom(s.train) }
 func (s *randomSource) testBatches() iter.Seq2[*batch, error]     { return s.fromRandom(s.test) }
 
@@ -272,6 +280,8 @@ func (s *fileSource) describe() string {
 	}
 	return fmt.Sprintf("%s: %d training and %d test samples%s", s.path, len(s.train), len(s.test), bad)
 }
+
+func (s *fileSource) samples() (int, int) { return len(s.train), len(s.test) }
 
 func (s *fileSource) trainBatches(int) iter.Seq2[*batch, error] {
 	return convert(s.set.Batches(s.train, s.batch), criteo.NumSparse)

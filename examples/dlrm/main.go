@@ -8,7 +8,11 @@
 // the end of each epoch it reports the held-out AUC, log loss and
 // accuracy, and with --save-model writes a checkpoint whenever the
 // held-out AUC improves (see Checkpoints). --mlperf-auc-threshold stops
-// training once the AUC reaches it:
+// training once the AUC reaches it. --mlperf-logging adds dlrm's MLPerf log
+// lines to stdout, each ":::MLLOG" and a JSON object as mlperf_logging's
+// mllog writes them: the run's start and settings, each epoch's start and
+// stop, each test's (its AUC as eval_accuracy) and run_stop, with status
+// success when the AUC threshold was reached and aborted otherwise:
 //
 //	go run ./examples/dlrm train --data-generation planted --arch-embedding-size 1000-1000-1000-1000-1000-1000-1000-1000 \
 //	    --arch-sparse-feature-size 16 --arch-mlp-bot 13-64-16 --arch-mlp-top 64-1 --loss-function bce \
@@ -351,7 +355,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.LRNumWarmupSteps, "lr-num-warmup-steps", 0, "linear learning-rate warm-up steps")
 	fs.IntVar(&o.LRDecayStartStep, "lr-decay-start-step", 0, "step at which the quadratic decay starts")
 	fs.IntVar(&o.LRNumDecaySteps, "lr-num-decay-steps", 0, "steps of the quadratic decay")
-	fs.BoolVar(&o.MLPerfLogging, "mlperf-logging", false, "report AUC at each test, as dlrm's MLPerf mode (Kiln always does)")
+	fs.BoolVar(&o.MLPerfLogging, "mlperf-logging", false, "train: write dlrm's MLPerf log lines (:::MLLOG and a JSON object, mlperf_logging's format) to stdout")
 	fs.Float64Var(&o.MLPerfAUCThreshold, "mlperf-auc-threshold", 0, "stop once the held-out AUC reaches this")
 	fs.Float64Var(&o.MLPerfAccThreshold, "mlperf-acc-threshold", 0, "stop once the held-out accuracy (in %) reaches this")
 	fs.StringVar(&o.SaveModel, "save-model", "", "write a checkpoint (safetensors) whenever the held-out AUC improves")

@@ -170,8 +170,8 @@ type trainResult struct {
 // the best and last held-out scores. When f is a checkpoint, training
 // resumes where it was written: m holds its weights already, and fit puts
 // back the optimizer's and the scheduler's state, the best score and the
-// position.
-func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io.Writer) (trainResult, error) {
+// position. ml logs the run's MLPerf events (nil: none).
+func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, stdout, stderr io.Writer) (trainResult, error) {
 	var res trainResult
 	opt, err := newOptimizer(o, m)
 	if err != nil {
@@ -202,6 +202,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 	if err != nil {
 		return res, usagef("%v", err)
 	}
+	ml.config(o)
 	perEpoch := src.trainLen()
 	if o.NumBatches > 0 {
 		perEpoch = min(perEpoch, o.NumBatches)
@@ -241,6 +242,8 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 		if it == perEpoch {
 			pos.Epoch, pos.EpochStep = epoch+1, 0
 		}
+		at := evalEpoch(epoch, it, src.trainLen())
+		ml.evalStart(at)
 		s, err := test(o, m, src)
 		if err != nil {
 			return false, err
@@ -256,10 +259,17 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 				return false, err
 			}
 		}
-		return (o.MLPerfAUCThreshold > 0 && s.auc >= o.MLPerfAUCThreshold) ||
-			(o.MLPerfAccThreshold > 0 && 100*s.accuracy >= o.MLPerfAccThreshold), nil
+		ml.evalStop(at, s.auc)
+		aucReached := o.MLPerfAUCThreshold > 0 && s.auc >= o.MLPerfAUCThreshold
+		stop := aucReached || (o.MLPerfAccThreshold > 0 && 100*s.accuracy >= o.MLPerfAccThreshold)
+		if stop {
+			ml.epochStop(epoch)
+			ml.runStop(aucReached)
+		}
+		return stop, nil
 	}
 	for epoch := start.Epoch; epoch < o.NEpochs; epoch++ {
+		ml.epochStart(epoch)
 		bar := kiln.NewProgress(-1, kiln.ProgressOptions{Description: fmt.Sprintf("epoch %d", epoch), Quiet: o.Quiet, Writer: stderr})
 		var lossSum float64
 		var correct, seen, since int
@@ -329,7 +339,9 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, stdout, stderr io
 			res.stopped = stop
 			return res, err
 		}
+		ml.epochStop(epoch)
 	}
+	ml.runStop(false)
 	return res, nil
 }
 
@@ -363,10 +375,13 @@ func train(o *options, stdout, stderr io.Writer) error {
 // fits it.
 func trainRun(o *options, stdout, stderr io.Writer) (trainResult, error) {
 	var res trainResult
+	ml := newMLPerfLog(o, stdout)
+	ml.runStart()
 	src, err := openSource(o)
 	if err != nil {
 		return res, err
 	}
+	ml.samples(src)
 	fmt.Fprintln(stdout, src.describe())
 	if ps, ok := src.(*plantedSource); ok {
 		if oracle, err := ps.oracleAUC(); err == nil {
@@ -390,7 +405,7 @@ func trainRun(o *options, stdout, stderr io.Writer) (trainResult, error) {
 	if err != nil {
 		return res, err
 	}
-	return fit(o, m, src, f, stdout, stderr)
+	return fit(o, m, src, f, ml, stdout, stderr)
 }
 
 func evaluate(o *options, stdout, _ io.Writer) error {
