@@ -261,6 +261,35 @@ iadone:
 	VZEROUPPER
 	RET
 
+// JFOLD(lo, hi, xlo): the AVX2 fold of sixteen partial sums held in lo
+// (lanes 0–7) and hi (8–15): lo + hi, then halves down to X xlo's lane 0
+// (IFOLD's order); X15 is clobbered.
+#define JFOLD(lo, hi, xlo) \
+	VADDPS       hi, lo, lo; \
+	VEXTRACTF128 $1, lo, X15; \
+	VADDPS       X15, xlo, xlo; \
+	VMOVHLPS     xlo, xlo, X15; \
+	VADDPS       X15, xlo, xlo; \
+	VMOVSHDUP    xlo, X15; \
+	VADDSS       X15, xlo, xlo
+
+// JQTERM(r, lo, hi) adds row i's sixteen (Y8, Y9) times row r's at R12
+// into lo and hi, each product rounded before its sum; JQTAIL is it for
+// the masked last d%16, the products' operands in jttail's order.
+#define JQTERM(r, lo, hi) \
+	VMULPS (r)(R12*1), Y8, Y10; \
+	VADDPS Y10, lo, lo; \
+	VMULPS 32(r)(R12*1), Y9, Y11; \
+	VADDPS Y11, hi, hi
+
+#define JQTAIL(r, lo, hi) \
+	VMASKMOVPS (r)(R12*1), Y14, Y10; \
+	VMULPS     Y10, Y8, Y10; \
+	VADDPS     Y10, lo, lo; \
+	VMASKMOVPS 32(r)(R12*1), Y13, Y11; \
+	VMULPS     Y11, Y9, Y11; \
+	VADDPS     Y11, hi, hi
+
 // func interactionTriangleAVX2(dst *float32, rows *[]float32, f, self, d int, tail int, m0, m1 *int32)
 // interactionTriangleAVX512 on YMM registers: the sixteen lanes are Y0
 // (lanes 0–7) and Y1 (8–15), a tail's lanes masked by the masks at m0 and
@@ -272,7 +301,6 @@ TEXT ·interactionTriangleAVX2(SB), NOSPLIT, $0-64
 	MOVQ self+24(FP), DX
 	MOVQ d+32(FP), R10
 	SHRQ $4, R10
-	MOVQ tail+40(FP), R15
 	MOVQ m0+48(FP), AX
 	VMOVDQU (AX), Y14
 	MOVQ m1+56(FP), AX
@@ -286,7 +314,67 @@ jtrow:
 	LEAQ (R9)(R9*2), AX
 	MOVQ (R8)(AX*8), SI
 	MOVQ R8, BX
+	MOVQ self+24(FP), DX // the quads below use DX
 	LEAQ (R9)(DX*1), CX
+
+// Four rows j at a time while four are left, as in the AVX-512 kernel:
+// dot q's lanes in Y(2q) and Y(2q+1), the rows in R11, R15, AX and DX,
+// row i's sixteen in Y8 and Y9. A tail is there when Y14's mask is not
+// all zeros (d%16 > 0).
+jtquad:
+	CMPQ   CX, $4
+	JL     jtpair
+	MOVQ   0(BX), R11
+	MOVQ   24(BX), R15
+	MOVQ   48(BX), AX
+	MOVQ   72(BX), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R12, R12
+	MOVQ   R10, R13
+
+jtqchunk:
+	TESTQ   R13, R13
+	JZ      jtqtail
+	VMOVUPS (SI)(R12*1), Y8
+	VMOVUPS 32(SI)(R12*1), Y9
+	JQTERM(R11, Y0, Y1)
+	JQTERM(R15, Y2, Y3)
+	JQTERM(AX, Y4, Y5)
+	JQTERM(DX, Y6, Y7)
+	ADDQ    $64, R12
+	DECQ    R13
+	JMP     jtqchunk
+
+jtqtail:
+	VPTEST     Y14, Y14
+	JZ         jtqfold
+	VMASKMOVPS (SI)(R12*1), Y14, Y8
+	VMASKMOVPS 32(SI)(R12*1), Y13, Y9
+	JQTAIL(R11, Y0, Y1)
+	JQTAIL(R15, Y2, Y3)
+	JQTAIL(AX, Y4, Y5)
+	JQTAIL(DX, Y6, Y7)
+
+jtqfold:
+	JFOLD(Y0, Y1, X0)
+	JFOLD(Y2, Y3, X2)
+	JFOLD(Y4, Y5, X4)
+	JFOLD(Y6, Y7, X6)
+	VMOVSS X0, (DI)
+	VMOVSS X2, 4(DI)
+	VMOVSS X4, 8(DI)
+	VMOVSS X6, 12(DI)
+	ADDQ   $16, DI
+	ADDQ   $96, BX
+	SUBQ   $4, CX
+	JMP    jtquad
 
 jtpair:
 	TESTQ CX, CX
@@ -311,8 +399,8 @@ jtchunk:
 	JMP     jtchunk
 
 jttail:
-	TESTQ R15, R15
-	JZ    jtfold
+	VPTEST     Y14, Y14
+	JZ         jtfold
 	VMASKMOVPS (SI)(R12*1), Y14, Y2
 	VMASKMOVPS (R11)(R12*1), Y14, Y4
 	VMULPS     Y4, Y2, Y2
@@ -323,13 +411,7 @@ jttail:
 	VADDPS     Y3, Y1, Y1
 
 jtfold:
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X15
-	VADDPS       X15, X0, X0
-	VMOVHLPS     X0, X0, X15
-	VADDPS       X15, X0, X0
-	VMOVSHDUP    X0, X15
-	VADDSS       X15, X0, X0
+	JFOLD(Y0, Y1, X0)
 	VMOVSS       X0, (DI)
 	ADDQ         $4, DI
 	ADDQ         $24, BX
