@@ -27,9 +27,10 @@ type batch struct {
 // Kiln's planted data.
 type source interface {
 	shapes
-	// trainBatches yields epoch e's training batches, and trainLen says
-	// how many there are.
-	trainBatches(e int) iter.Seq2[*batch, error]
+	// trainBatches yields epoch e's training batches from batch skip on
+	// (a resumed epoch's first undone one), without reading the earlier
+	// ones; trainLen says how many there are in all.
+	trainBatches(e, skip int) iter.Seq2[*batch, error]
 	trainLen() int
 	// samples is how many training and held-out samples there are.
 	samples() (train, test int)
@@ -114,13 +115,13 @@ func (s *plantedSource) describe() string {
 
 func (s *plantedSource) samples() (int, int) { return s.train, s.test }
 
-func (s *plantedSource) trainBatches(e int) iter.Seq2[*batch, error] {
+func (s *plantedSource) trainBatches(e, skip int) iter.Seq2[*batch, error] {
 	order := make([]int, s.train)
 	for i := range order {
 		order[i] = i
 	}
 	rand.New(rand.NewPCG(s.seed, uint64(e))).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-	return convert(s.p.Batches(order, s.batch), len(s.p.Rows()))
+	return convert(s.p.Batches(order[min(skip*s.batch, len(order)):], s.batch), len(s.p.Rows()))
 }
 
 func (s *plantedSource) testBatches() iter.Seq2[*batch, error] {
@@ -200,12 +201,17 @@ func (s *randomSource) samples() (int, int) {
 	return s.train.Config().DataSize, s.test.Config().DataSize
 }
 
-func (s *randomSource) trainBatches(int) iter.Seq2[*batch, error] { return s.fromRandom(s.train) }
-func (s *randomSource) testBatches() iter.Seq2[*batch, error]     { return s.fromRandom(s.test) }
+func (s *randomSource) trainBatches(_, skip int) iter.Seq2[*batch, error] {
+	return s.fromRandom(s.train, skip)
+}
+func (s *randomSource) testBatches() iter.Seq2[*batch, error] { return s.fromRandom(s.test, 0) }
 
-func (s *randomSource) fromRandom(r *criteo.Random) iter.Seq2[*batch, error] {
+// fromRandom yields r's batches from batch j0 on: each is drawn from its
+// own number, so none before it is made.
+func (s *randomSource) fromRandom(r *criteo.Random, j0 int) iter.Seq2[*batch, error] {
 	return func(yield func(*batch, error) bool) {
-		for rb, err := range r.Batches() {
+		for j := j0; j < r.NumBatches(); j++ {
+			rb, err := r.Batch(j)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -283,8 +289,8 @@ func (s *fileSource) describe() string {
 
 func (s *fileSource) samples() (int, int) { return len(s.train), len(s.test) }
 
-func (s *fileSource) trainBatches(int) iter.Seq2[*batch, error] {
-	return convert(s.set.Batches(s.train, s.batch), criteo.NumSparse)
+func (s *fileSource) trainBatches(_, skip int) iter.Seq2[*batch, error] {
+	return convert(s.set.Batches(s.train[min(skip*s.batch, len(s.train)):], s.batch), criteo.NumSparse)
 }
 
 func (s *fileSource) testBatches() iter.Seq2[*batch, error] {

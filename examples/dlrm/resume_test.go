@@ -49,20 +49,30 @@ func trainTo(t *testing.T, path string, args ...string) trainResult {
 // with the model, optimizer state, schedule, position and best score of
 // the uninterrupted run, bit for bit, for each optimizer in FP32 and split
 // BF16, with and without --fused-emb, on planted data (reshuffled each
-// epoch) and on random data. The first stop's --save-model file is the
+// epoch), on random data and on Terabyte day files. The first stop's --save-model file is the
 // state it stopped in.
 func TestResumeMatchesUninterrupted(t *testing.T) {
 	for _, opt := range []string{"sgd", "adagrad", "rwsadagrad"} {
 		for _, dtype := range []string{"fp32", "bf16"} {
 			for _, fused := range []bool{false, true} {
 				data := "planted"
-				if opt == "sgd" && !fused {
+				switch {
+				case opt == "sgd" && !fused:
 					data = "random"
+				case opt == "rwsadagrad" && !fused && dtype == "fp32":
+					data = "dataset"
 				}
 				name := fmt.Sprintf("%s-%s-fused=%v-%s", opt, dtype, fused, data)
 				t.Run(name, func(t *testing.T) {
 					dir := t.TempDir()
 					args := append(slices.Clone(resumeArgs), "--optimizer", opt, "--dtype", dtype, "--data-generation", data)
+					if data == "dataset" {
+						// 23 training days of 22 lines: 16 batches of 32
+						// an epoch, as the planted runs have; a resumed
+						// epoch starts at its batch without reading the
+						// ones before.
+						args = append(args, "--data-set", "terabyte", "--raw-data-file", writeTerabyteDays(t, 22))
+					}
 					if fused {
 						args = append(args, "--fused-emb")
 					}

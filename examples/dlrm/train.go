@@ -274,19 +274,16 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, st
 		var lossSum float64
 		var correct, seen, since int
 		t0 := time.Now()
-		// A resumed epoch skips the batches done before the checkpoint;
-		// their order is the uninterrupted run's.
+		// A resumed epoch starts at the first batch not done before the
+		// checkpoint; the order is the uninterrupted run's.
 		skip := 0
 		if epoch == start.Epoch {
 			skip = start.EpochStep
 		}
-		it, read := skip, 0
-		for b, err := range src.trainBatches(epoch) {
+		it := skip
+		for b, err := range src.trainBatches(epoch, skip) {
 			if err != nil {
 				return res, err
-			}
-			if read++; read <= skip {
-				continue
 			}
 			if it == perEpoch {
 				break
