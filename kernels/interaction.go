@@ -128,7 +128,8 @@ func InteractionBackward(s InteractionShape, feats [][]float32, dout []float32, 
 // interactionGradRows is InteractionBackward for samples [lo, hi). Feature
 // t's gradient gets its terms in pair order: those of the pairs (t, j),
 // j < t, then (t, t) with Self, then (i, t), i > t, as the forward lists
-// them; one interactionAxpysImpl call sums them into the gradient row.
+// them; one interactionAxpysImpl call, skipping (t, t) without Self, sums
+// them into the gradient row.
 func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, grads [][]float32, lo, hi int) {
 	d, w, self := s.Dim, s.Width(), b2i(s.Self)
 	F := s.Features
@@ -166,11 +167,13 @@ func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, 
 			if t == 0 {
 				init = g[:d]
 			}
-			dst, c := gt[b*d:(b+1)*d], coef[t*F:(t+1)*F]
-			// Rows 0…t−1 (and t with Self), then t+1…: pair order.
-			n := t + self
-			interactionAxpysImpl(dst, init, rows[:n], c[:n])
-			interactionAxpysImpl(dst, dst, rows[t+1:], c[t+1:])
+			// Every row but t's own (with Self, t's too) in increasing
+			// order: pair order.
+			skip := t
+			if self == 1 {
+				skip = -1
+			}
+			interactionAxpysImpl(gt[b*d:(b+1)*d], init, rows, coef[t*F:(t+1)*F], skip)
 		}
 	}
 }
@@ -236,16 +239,22 @@ func interactionTriangleGo(dst []float32, rows [][]float32, self bool) {
 	}
 }
 
-// interactionAxpysGo sets dst to init (zeros when nil) plus
-// float32(coef[m]·rows[m]) for m in order, each product rounded before
-// it is added.
-func interactionAxpysGo(dst, init []float32, rows [][]float32, coef []float32) {
+// axpysFunc sets dst to init (zeros when nil) plus float32(coef[m]·
+// rows[m]) for m in order but m = skip (none when skip < 0), each product
+// rounded before it is added: one gradient row of a sample.
+type axpysFunc func(dst, init []float32, rows [][]float32, coef []float32, skip int)
+
+// interactionAxpysGo is the reference axpysFunc.
+func interactionAxpysGo(dst, init []float32, rows [][]float32, coef []float32, skip int) {
 	if init == nil {
 		clear(dst)
 	} else {
 		copy(dst, init[:len(dst)])
 	}
 	for m, x := range rows[:len(coef)] {
+		if m == skip {
+			continue
+		}
 		x = x[:len(dst)]
 		g := coef[m]
 		for k, v := range x {

@@ -6,7 +6,7 @@ package kernels
 // sixteen lanes in two), ZMM from AVX512, the reference loops below.
 var (
 	interactionTriangleVariants = [levelCount]func(dst []float32, rows [][]float32, self bool){Generic: interactionTriangleGo, AVX2: interactionTriangleY, AVX512: interactionTriangleZ}
-	interactionAxpysVariants    = [levelCount]func(dst, init []float32, rows [][]float32, coef []float32){Generic: interactionAxpysGo, AVX2: interactionAxpysY, AVX512: interactionAxpysZ}
+	interactionAxpysVariants    = [levelCount]axpysFunc{Generic: interactionAxpysGo, AVX2: interactionAxpysY, AVX512: interactionAxpysZ}
 )
 
 // tailMask16 is the lane mask of the last len%16 elements of a row.
@@ -58,17 +58,26 @@ var laneMasks = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1}
 func laneMask(c int) *int32 { return &laneMasks[8-c] }
 
 // interactionAxpysZ is interactionAxpysGo on ZMM registers.
-func interactionAxpysZ(dst, init []float32, rows [][]float32, coef []float32) {
+func interactionAxpysZ(dst, init []float32, rows [][]float32, coef []float32, skip int) {
 	if ip, rp, cp, ok := axpysArgs(dst, init, rows, coef); ok {
-		interactionAxpysAVX512(&dst[0], ip, rp, cp, len(coef), len(dst), tailMask16(len(dst)))
+		interactionAxpysAVX512(&dst[0], ip, rp, cp, len(coef), len(dst), tailMask16(len(dst)), skipCount(skip, len(coef)))
 	}
 }
 
 // interactionAxpysY is interactionAxpysGo on YMM registers.
-func interactionAxpysY(dst, init []float32, rows [][]float32, coef []float32) {
+func interactionAxpysY(dst, init []float32, rows [][]float32, coef []float32, skip int) {
 	if ip, rp, cp, ok := axpysArgs(dst, init, rows, coef); ok {
-		interactionAxpysAVX2(&dst[0], ip, rp, cp, len(coef), len(dst), laneMask(len(dst)%8))
+		interactionAxpysAVX2(&dst[0], ip, rp, cp, len(coef), len(dst), laneMask(len(dst)%8), skipCount(skip, len(coef)))
 	}
+}
+
+// skipCount is term skip of n as the assembly counts it: the terms left
+// (n − skip) when it comes up, 0 (never) for no term of n.
+func skipCount(skip, n int) int {
+	if skip < 0 || skip >= n {
+		return 0
+	}
+	return n - skip
 }
 
 // axpysArgs returns an axpys's operands for the assembly: their pointers
@@ -98,10 +107,11 @@ func axpysArgs(dst, init []float32, rows [][]float32, coef []float32) (ip *float
 func interactionTriangleAVX512(dst *float32, rows *[]float32, f, self, d int, tail int)
 
 // interactionAxpysAVX512 sets dst (d floats) to init (zeros when nil) plus
-// coef[m]·rows[m].data for m < n, in order.
+// coef[m]·rows[m].data for m < n, in order, but for the term with sk
+// terms left (skipCount).
 //
 //go:noescape
-func interactionAxpysAVX512(dst, init *float32, rows *[]float32, coef *float32, n, d int, tail int)
+func interactionAxpysAVX512(dst, init *float32, rows *[]float32, coef *float32, n, d int, tail int, sk int)
 
 // interactionTriangleAVX2 is interactionTriangleAVX512 on YMM registers:
 // tail is d%16, m0 and m1 the masks of its lanes in the two halves.
@@ -113,4 +123,4 @@ func interactionTriangleAVX2(dst *float32, rows *[]float32, f, self, d int, tail
 // mask of the last d%8 lanes.
 //
 //go:noescape
-func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32)
+func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32, sk int)

@@ -151,11 +151,13 @@ itdone:
 	RET
 
 // The axpys' loop over the terms: TERMS starts it at the first row header
-// (R13), coefficient (R14) and count (R15); TERM(done, c) ends it at done
-// or loads the row (R11) and broadcasts the coefficient into c; NEXT(loop)
+// (R13), coefficient (R14) and count (R15); TERM(done, skip, c) ends it at
+// done, jumps to skip (just before NEXT) for the skipped term (R15 = R9;
+// R9 = 0 skips none), or loads the row (R11) and broadcasts the
+// coefficient into c; NEXT(loop)
 // moves on.
 #define TERMS MOVQ BX, R13; MOVQ DX, R14; MOVQ R10, R15
-#define TERM(done, c) TESTQ R15, R15; JZ done; MOVQ (R13), R11; VBROADCASTSS (R14), c
+#define TERM(done, skip, c) TESTQ R15, R15; JZ done; CMPQ R15, R9; JEQ skip; MOVQ (R13), R11; VBROADCASTSS (R14), c
 #define NEXT(loop) ADDQ $24, R13; ADDQ $4, R14; DECQ R15; JMP loop
 
 // IAXPY(z, off): z += coef[m]·row m at byte off, the broadcast coefficient
@@ -164,12 +166,13 @@ itdone:
 	VMULPS off(R11)(R12*1), Z8, Z9; \
 	VADDPS Z9, z, z
 
-// func interactionAxpysAVX512(dst, init *float32, rows *[]float32, coef *float32, n, d int, tail int)
+// func interactionAxpysAVX512(dst, init *float32, rows *[]float32, coef *float32, n, d int, tail int, sk int)
 // Sixty-four columns at a time in Z0–Z3, then sixteen in Z0, then the
 // last d%16 under K1: each block starts from init (or zeros) and adds
 // the n terms in order. R12 is the block's byte offset, CX the columns
 // left, R13/R14/R15 walk the rows' headers, the coefficients and the terms.
-TEXT ·interactionAxpysAVX512(SB), NOSPLIT, $0-56
+TEXT ·interactionAxpysAVX512(SB), NOSPLIT, $0-64
+	MOVQ sk+56(FP), R9
 	MOVQ dst+0(FP), DI
 	MOVQ init+8(FP), SI
 	MOVQ rows+16(FP), BX
@@ -198,11 +201,12 @@ ia64terms:
 	TERMS
 
 ia64term:
-	TERM(ia64store, Z8)
+	TERM(ia64store, ia64skip, Z8)
 	IAXPY(Z0, 0)
 	IAXPY(Z1, 64)
 	IAXPY(Z2, 128)
 	IAXPY(Z3, 192)
+ia64skip:
 	NEXT(ia64term)
 
 ia64store:
@@ -226,8 +230,9 @@ ia16terms:
 	TERMS
 
 ia16term:
-	TERM(ia16store, Z8)
+	TERM(ia16store, ia16skip, Z8)
 	IAXPY(Z0, 0)
+ia16skip:
 	NEXT(ia16term)
 
 ia16store:
@@ -248,10 +253,11 @@ iatailterms:
 	TERMS
 
 iatailterm:
-	TERM(iatailstore, Z8)
+	TERM(iatailstore, iatailskip, Z8)
 	VMOVUPS.Z (R11)(R12*1), K1, Z9
 	VMULPS Z9, Z8, Z9
 	VADDPS Z9, Z0, Z0
+iatailskip:
 	NEXT(iatailterm)
 
 iatailstore:
@@ -434,7 +440,8 @@ jtdone:
 // func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32)
 // interactionAxpysAVX512 on YMM registers: thirty-two columns at a time
 // in Y0–Y3, then eight in Y0, then the last d%8 under the mask at m.
-TEXT ·interactionAxpysAVX2(SB), NOSPLIT, $0-56
+TEXT ·interactionAxpysAVX2(SB), NOSPLIT, $0-64
+	MOVQ sk+56(FP), R9
 	MOVQ dst+0(FP), DI
 	MOVQ init+8(FP), SI
 	MOVQ rows+16(FP), BX
@@ -463,11 +470,12 @@ ja32terms:
 	TERMS
 
 ja32term:
-	TERM(ja32store, Y8)
+	TERM(ja32store, ja32skip, Y8)
 	JAXPY(Y0, 0)
 	JAXPY(Y1, 32)
 	JAXPY(Y2, 64)
 	JAXPY(Y3, 96)
+ja32skip:
 	NEXT(ja32term)
 
 ja32store:
@@ -491,8 +499,9 @@ ja8terms:
 	TERMS
 
 ja8term:
-	TERM(ja8store, Y8)
+	TERM(ja8store, ja8skip, Y8)
 	JAXPY(Y0, 0)
+ja8skip:
 	NEXT(ja8term)
 
 ja8store:
@@ -513,10 +522,11 @@ jatailterms:
 	TERMS
 
 jatailterm:
-	TERM(jatailstore, Y8)
+	TERM(jatailstore, jatailskip, Y8)
 	VMASKMOVPS (R11)(R12*1), Y14, Y9
 	VMULPS Y9, Y8, Y9
 	VADDPS Y9, Y0, Y0
+jatailskip:
 	NEXT(jatailterm)
 
 jatailstore:

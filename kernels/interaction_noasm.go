@@ -5,5 +5,5 @@ package kernels
 // Without assembly the interaction runs its reference loops.
 var (
 	interactionTriangleVariants = [levelCount]func(dst []float32, rows [][]float32, self bool){Generic: interactionTriangleGo}
-	interactionAxpysVariants    = [levelCount]func(dst, init []float32, rows [][]float32, coef []float32){Generic: interactionAxpysGo}
+	interactionAxpysVariants    = [levelCount]axpysFunc{Generic: interactionAxpysGo}
 )

@@ -228,12 +228,16 @@ func TestInteractionVariants(t *testing.T) {
 					if withInit {
 						init = normRandom(r, d, 0)
 					}
-					want := make([]float32, d)
-					interactionAxpysGo(want, init, long, coef)
-					got, ok := guardedNaN(t, d) // overwritten, not added to
-					axpys(got, init, long, coef)
-					ok()
-					sameBits32(t, fmt.Sprintf("d=%d n=%d init=%v axpys", d, n, withInit), got, want)
+					// No term skipped, the first, one inside, the last,
+					// and one past the terms (none).
+					for _, skip := range []int{-1, 0, n / 2, n - 1, n} {
+						want := make([]float32, d)
+						interactionAxpysGo(want, init, long, coef, skip)
+						got, ok := guardedNaN(t, d) // overwritten, not added to
+						axpys(got, init, long, coef, skip)
+						ok()
+						sameBits32(t, fmt.Sprintf("d=%d n=%d init=%v skip=%d axpys", d, n, withInit, skip), got, want)
+					}
 				}
 			}
 		}
