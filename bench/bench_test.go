@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // training takes tens of seconds per thread count, and PyTorch's BF16
 // ResNet-50 seconds to minutes a call on CPUs without AVX512_BF16.
 var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true,
-	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true, KindDLRMTrain: true, KindDLRMTrainMem: true,
+	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true, KindDLRMTrain: true, KindDLRMTrainFused: true, KindDLRMTrainMem: true,
 	KindDLRMBagFwd: true, KindDLRMBagFwdBF16: true, KindDLRMBagBwd: true, KindDLRMBagBwdBF16: true}
 
 // fp32Kind is the kind of each BF16 and INT8 kind's FP32Row.
@@ -123,7 +123,7 @@ func TestWorkloads(t *testing.T) {
 	// peak memory; the batch-128 inference rows are in -quick. Then the
 	// kernel rows (TestDLRMKernelWorkloads).
 	dlrm, _ := Filter(all, "dlrm")
-	if want := 2 + 2*len(DLRMInferBatches) + 6; len(dlrm) != want {
+	if want := 3 + 2*len(DLRMInferBatches) + 6; len(dlrm) != want {
 		t.Errorf("filter dlrm matched %d workloads, want %d", len(dlrm), want)
 	}
 	dlrmKinds := map[string][]int{}
@@ -147,12 +147,12 @@ func TestWorkloads(t *testing.T) {
 		if w.Samples != w.Dims[0] || w.Images != 0 || w.WarmUpCalls < 2 {
 			t.Errorf("%s: %d samples, %d images, %d warm-up calls for dims %v", w.Name, w.Samples, w.Images, w.WarmUpCalls, w.Dims)
 		}
-		if w.Quick != (w.Kind != KindDLRMTrain && w.Dims[0] == 128) {
+		if w.Quick != (!notQuick[w.Kind] && w.Dims[0] == 128) {
 			t.Errorf("%s: quick %v; want only the batch-128 inference rows", w.Name, w.Quick)
 		}
 		dlrmKinds[w.Kind] = append(dlrmKinds[w.Kind], w.Dims[0])
 	}
-	if want := map[string][]int{KindDLRMTrain: {2048}, KindDLRMInfer: {2048, 128}, KindDLRMInferFrozen: {2048, 128}}; !reflect.DeepEqual(dlrmKinds, want) {
+	if want := map[string][]int{KindDLRMTrain: {2048}, KindDLRMTrainFused: {2048}, KindDLRMInfer: {2048, 128}, KindDLRMInferFrozen: {2048, 128}}; !reflect.DeepEqual(dlrmKinds, want) {
 		t.Errorf("DLRM batches by kind %v, want %v", dlrmKinds, want)
 	}
 	if fwd, train := DLRMFlops(26, 64); fwd != 2*(13*512+512*256+256*64+415*512+512*256+256*1+351*64) || train != 3*fwd-2*13*512 {
@@ -425,6 +425,7 @@ func tinyWorkloads() []Workload {
 		{Name: "gemm int8 tail", Kind: KindGemmInt8, Dims: []int{13, 33, 9}}, // past a 12-row strip, a 32-channel panel and two 4-depth groups
 		{Name: "resnet50 int8 frozen graph", Kind: KindResNet50GraphInt8, Dims: []int{2, tinyImage, 2, 1}, WarmUpCalls: 2},
 		{Name: "dlrm train", Kind: KindDLRMTrain, Dims: tinyDLRM, WarmUpCalls: 2},
+		{Name: "dlrm train fused", Kind: KindDLRMTrainFused, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm infer", Kind: KindDLRMInfer, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm infer frozen", Kind: KindDLRMInferFrozen, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm bag fwd", Kind: KindDLRMBagFwd, Dims: tinyDLRM},

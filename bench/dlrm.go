@@ -60,6 +60,8 @@ func DLRMWorkloads() []Workload {
 	fwd, train := DLRMFlops(DLRMTables, DLRMDim)
 	ws := []Workload{{Name: fmt.Sprintf("dlrm train step bs%d %s (SGD, sparse tables)", n, cfgName), Group: "DLRM",
 		Kind: KindDLRMTrain, Dims: dims(n), Flops: float64(n) * train, Bound: Compute, Samples: n,
+		WarmUpCalls: ModelWarmUpCalls}, {Name: fmt.Sprintf("dlrm train step bs%d %s (Kiln: SGD fused into the tables' backward; torch: sparse tables)", n, cfgName), Group: "DLRM",
+		Kind: KindDLRMTrainFused, Dims: dims(n), Flops: float64(n) * train, Bound: Compute, Samples: n,
 		WarmUpCalls: ModelWarmUpCalls}}
 	small := DLRMInferBatches[len(DLRMInferBatches)-1]
 	for _, k := range []struct{ kind, what, ref string }{
@@ -253,17 +255,17 @@ func (s *dlrmBatch) bags() (indices, offsets []*autograd.Tensor) {
 // dlrmTrainStep returns one training step on the row's batch, as
 // torch_bench.py's dlrm_train_step: drop the gradients, train-mode
 // forward, mean BCE loss, backward, SGD (row-sparse table gradients).
-// With splitBF16 the model trains as examples/dlrm's --dtype bf16
-// --fused-emb does: split BF16 weights and tables from kiln.Optimize,
-// the SGD step of the tables fused into the backward pass, the dense
-// features under amp.Autocast.
-func dlrmTrainStep(d []int, splitBF16 bool) (func(), error) {
+// With fuse the tables' SGD step is applied inside their backward pass
+// (examples/dlrm's --fused-emb). With splitBF16 the model trains as
+// examples/dlrm's --dtype bf16 does: split BF16 weights and tables from
+// kiln.Optimize, the dense features under amp.Autocast.
+func dlrmTrainStep(d []int, splitBF16, fuse bool) (func(), error) {
 	s, err := newDLRMBatch(d)
 	if err != nil {
 		return nil, err
 	}
 	nn.Train(s.m, true)
-	opt, err := dlrmSGD(s.m, s.m.Emb, splitBF16, splitBF16)
+	opt, err := dlrmSGD(s.m, s.m.Emb, splitBF16, fuse)
 	if err != nil {
 		return nil, err
 	}

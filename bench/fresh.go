@@ -131,7 +131,7 @@ var footprintKinds = map[string]struct {
 }{
 	KindResNet50TrainMem: {3, func(d []int) (func(), error) { return resNet50TrainStep(d[0], d[1]) }},
 	KindDLRMTrainMem: {5, func(d []int) (func(), error) {
-		step, err := dlrmTrainStep(d, true)
+		step, err := dlrmTrainStep(d, true, true)
 		// As examples/dlrm sizes the collector's headroom once the
 		// model is built.
 		gcheadroom.Set(gcheadroom.DLRM)

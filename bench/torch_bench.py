@@ -287,7 +287,7 @@ def prepare(w):
     if kind == "resnet50_graph_int8":
         n, image, batches, batch = d
         return resnet50_int8_frozen(n, image, batches, batch)
-    if kind == "dlrm_train":
+    if kind in ("dlrm_train", "dlrm_train_fused"):
         return dlrm_train_step(*d)
     if kind in ("dlrm_infer", "dlrm_infer_frozen"):
         model, dense, lS_o, lS_i, _ = dlrm_input(*d)

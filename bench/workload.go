@@ -44,6 +44,7 @@ const (
 	// transcription in torch_bench.py on PyTorch's), seeded random
 	// weights, one fixed random batch; see DLRMWorkloads for the model.
 	KindDLRMTrain       = "dlrm_train"        // Dims batch, tables, rows, d: zero grad, train-mode forward, mean BCE loss, backward, SGD with sparse table gradients
+	KindDLRMTrainFused  = "dlrm_train_fused"  // Dims as dlrm_train; Kiln applies the tables' SGD inside their sparse backward (optim.FuseSparse, examples/dlrm --fused-emb, IPEX's MergedEmbeddingBagWithSGD); PyTorch, which has no such op, runs dlrm_train's step
 	KindDLRMInfer       = "dlrm_infer"        // Dims batch, tables, rows, d: eval forward under no-grad (Kiln: NoGrad); PyTorch eager
 	KindDLRMInferFrozen = "dlrm_infer_frozen" // Dims batch, tables, rows, d: Kiln's frozen compiled graph (TraceFunc, Freeze, Compile); PyTorch torch.jit.freeze(torch.jit.trace(model, inputs))
 	KindDLRMTrainMem    = "dlrm_train_mem"    // Dims batch, tables, rows, d, steps: peak RSS of that many training steps in a fresh process (Kiln: split BF16 from kiln.Optimize, SGD fused into the sparse backward; PyTorch: FP32, sparse tables, SGD)
