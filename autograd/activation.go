@@ -358,7 +358,7 @@ func bf16GradData(g, x *Tensor) []uint16 {
 
 // actEmptyLike allocates a float32 tensor with x's shape and format.
 func actEmptyLike(x *Tensor) *Tensor {
-	return &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, numel("actEmptyLike", x.shape))}
+	return &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: uninitF32(numel("actEmptyLike", x.shape))}
 }
 
 // actGradIn returns the output gradient g as a float32 tensor in x's memory

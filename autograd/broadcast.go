@@ -150,7 +150,7 @@ func sumToShape(g *Tensor, shape []int, f MemoryFormat) *Tensor {
 func binaryF32(op string, a, b *Tensor, k kernels.BinOp) *Tensor {
 	checkFloat32(op, a, b)
 	t := binaryType(op, a, b)
-	out := &Tensor{dtype: Float32, shape: t.Shape, format: t.Format, data: make([]float32, numel(op, t.Shape))}
+	out := &Tensor{dtype: Float32, shape: t.Shape, format: t.Format, data: uninitF32(numel(op, t.Shape))}
 	bindBinary(k, a, b, out)()
 	return out
 }
@@ -231,7 +231,7 @@ func bindBinary(k kernels.BinOp, a, b, y *Tensor) func() {
 	case a.dtype == BFloat16 && b.dtype == BFloat16:
 		a32, b32, y32 := a.meta(), b.meta(), y.meta()
 		for _, t := range []*Tensor{a32, b32, y32} {
-			t.dtype, t.data = Float32, make([]float32, numel("Binary", t.shape))
+			t.dtype, t.data = Float32, uninitF32(numel("Binary", t.shape))
 		}
 		f := bindBinary(k, a32, b32, y32)
 		if f == nil {
@@ -281,7 +281,7 @@ func init() {
 // shape and format.
 func unaryF32(op string, a *Tensor, fn func(x float32) float32) *Tensor {
 	checkFloat32(op, a)
-	out := &Tensor{dtype: Float32, shape: cloneInts(a.shape), format: a.format, data: make([]float32, a.Numel())}
+	out := &Tensor{dtype: Float32, shape: cloneInts(a.shape), format: a.format, data: uninitF32(a.Numel())}
 	od, ad := out.Float32s(), a.Float32s()
 	for i, x := range ad {
 		od[i] = fn(x)

@@ -8,7 +8,7 @@ import (
 // Float to integer conversion truncates toward zero; float32 to bfloat16
 // rounds to nearest even.
 func (t *Tensor) castTo(dtype DType) *Tensor {
-	out := &Tensor{dtype: dtype, shape: cloneInts(t.shape), format: t.format, data: makeData(dtype, t.Numel())}
+	out := &Tensor{dtype: dtype, shape: cloneInts(t.shape), format: t.format, data: makeUninit(dtype, t.Numel())}
 	t.castInto(out)
 	return out
 }

@@ -19,7 +19,7 @@ func gradBuffer(n int) []float32 {
 			return *b
 		}
 	}
-	return make([]float32, n)
+	return uninitF32(n)
 }
 
 // releaseGradBuffer offers b's memory for reuse; nothing may use b after.

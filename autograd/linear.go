@@ -45,7 +45,7 @@ func matmul(op string, a, b *Tensor) *Tensor {
 	if bf16 {
 		return matmulBF16(op, a, b, d)
 	}
-	out := &Tensor{dtype: Float32, shape: d.out, data: make([]float32, numel(op, d.out))}
+	out := &Tensor{dtype: Float32, shape: d.out, data: uninitF32(numel(op, d.out))}
 	ac, bc := rowMajor(a), rowMajor(b)
 	bindMatmul(op, d, ac, bc, out)()
 	ad, bd := ac.Float32s(), bc.Float32s()
@@ -60,12 +60,12 @@ func matmul(op string, a, b *Tensor) *Tensor {
 			gd := rowMajor(g).Float32s()
 			var ga, gb *Tensor
 			if a.requiresGrad {
-				d := make([]float32, len(ad))
+				d := gradBuffer(len(ad))
 				kernels.Sgemm(false, true, rows, k, m, 1, gd, m, bd, m, 0, d, k)
 				ga = linearGrad(a, d)
 			}
 			if b.requiresGrad {
-				d := make([]float32, len(bd))
+				d := gradBuffer(len(bd))
 				kernels.Sgemm(true, false, k, m, rows, 1, ad, k, gd, m, 0, d, m)
 				gb = linearGrad(b, d)
 			}
@@ -79,12 +79,12 @@ func matmul(op string, a, b *Tensor) *Tensor {
 		var ga, gb *Tensor
 		if a.requiresGrad {
 			// Batches that shared a matrix of a (broadcast) add into it.
-			d := make([]float32, len(ad))
+			d := gradBuffer(len(ad))
 			kernels.SgemmBatched(false, true, n, k, m, 1, gd, cOff, m, bd, bOff, m, 0, d, aOff, k)
 			ga = linearGrad(a, d)
 		}
 		if b.requiresGrad {
-			d := make([]float32, len(bd))
+			d := gradBuffer(len(bd))
 			kernels.SgemmBatched(true, false, k, m, n, 1, ad, aOff, k, gd, cOff, m, 0, d, bOff, m)
 			gb = linearGrad(b, d)
 		}
@@ -375,7 +375,7 @@ func Linear(x, w, b *Tensor) *Tensor {
 	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
 	outShape := linearShape(x, w, b)
 	outF, inF := w.shape[0], w.shape[1]
-	out := &Tensor{dtype: x.dtype, shape: outShape, data: makeData(x.dtype, numel(op, outShape))}
+	out := &Tensor{dtype: x.dtype, shape: outShape, data: makeUninit(x.dtype, numel(op, outShape))}
 	rows := numel(op, outShape[:len(outShape)-1])
 	xc, wc := rowMajor(x), rowMajor(w)
 	bindLinear(xc, wc, b, out, false)()
@@ -387,17 +387,17 @@ func Linear(x, w, b *Tensor) *Tensor {
 		gd := rowMajor(g).Float32s()
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
-			d := make([]float32, len(xd))
+			d := gradBuffer(len(xd))
 			kernels.Sgemm(false, false, rows, inF, outF, 1, gd, outF, wd, inF, 0, d, inF)
 			gx = linearGrad(x, d)
 		}
 		if w.requiresGrad {
-			d := make([]float32, len(wd))
+			d := gradBuffer(len(wd))
 			kernels.Sgemm(true, false, outF, inF, rows, 1, gd, outF, xd, inF, 0, d, inF)
 			gw = linearGrad(w, d)
 		}
 		if b != nil && b.requiresGrad {
-			gb = Zeros(outF)
+			gb = &Tensor{dtype: Float32, shape: []int{outF}, data: uninitF32(outF)}
 			kernels.StridedSum(gb.Float32s(), gd, []int{rows, outF}, []int{0, 1}, []int{outF, 1}, 1)
 		}
 		return []*Tensor{gx, gw, gb}
@@ -493,7 +493,7 @@ func bindLinear(x, w, b, y *Tensor, constW bool) func() {
 		}
 	case BFloat16:
 		xd, wd, yd := x.BFloat16s(), w.BFloat16s(), y.BFloat16s()
-		acc := make([]float32, len(yd))
+		acc := uninitF32(len(yd))
 		var bias []float32
 		var bd []uint16
 		if b != nil {

@@ -325,7 +325,7 @@ func shapePermuted(t *Tensor, perm []int, prefer MemoryFormat) *Tensor {
 	if r := prefer.rank(); r != 0 && r != len(shape) {
 		prefer = Contiguous
 	}
-	out := &Tensor{dtype: t.dtype, shape: shape, format: prefer, data: makeData(t.dtype, t.Numel())}
+	out := &Tensor{dtype: t.dtype, shape: shape, format: prefer, data: makeUninit(t.dtype, t.Numel())}
 	bindPermute(t, out, strides)()
 	return out
 }

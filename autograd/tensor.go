@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilnml/kiln/internal/hugepage"
 	"github.com/kilnml/kiln/internal/shape"
+	"github.com/kilnml/kiln/internal/uninit"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -52,36 +53,50 @@ func (t *Tensor) meta() *Tensor {
 	return &Tensor{dtype: t.dtype, shape: t.shape, format: t.format}
 }
 
-// makeData allocates n elements of dtype for a tensor whose shape has
-// been checked, by empty for shapes callers pass and by construction for
-// those derived from existing tensors.
-func makeData(dtype DType, n int) any {
+// makeData allocates n zeroed elements of dtype for a tensor whose shape
+// has been checked, by empty for shapes callers pass and by construction
+// for those derived from existing tensors.
+func makeData(dtype DType, n int) any { return allocData(dtype, n, true) }
+
+// makeUninit is makeData for results the op writes in full before anyone
+// reads them (see internal/uninit): their elements are arbitrary.
+func makeUninit(dtype DType, n int) any { return allocData(dtype, n, false) }
+
+func allocData(dtype DType, n int, zero bool) any {
 	switch dtype {
 	case Float32:
-		v := make([]float32, n)
-		if n*4 >= hugepage.MinBytes {
-			// Big tensors (embedding tables, large activations) are read
-			// all over; see hugepage.
-			hugepage.Advise(unsafe.Pointer(unsafe.SliceData(v)), n*4)
-		}
-		return v
+		return alloc[float32](n, zero)
 	case BFloat16:
-		v := make([]uint16, n)
-		if n*2 >= hugepage.MinBytes {
-			hugepage.Advise(unsafe.Pointer(unsafe.SliceData(v)), n*2)
-		}
-		return v
+		return alloc[uint16](n, zero)
 	case Int8:
-		return make([]int8, n)
+		return alloc[int8](n, zero)
 	case Uint8:
-		return make([]uint8, n)
+		return alloc[uint8](n, zero)
 	case Int32:
-		return make([]int32, n)
+		return alloc[int32](n, zero)
 	case Int64:
-		return make([]int64, n)
+		return alloc[int64](n, zero)
 	}
 	panic(fmt.Sprintf("autograd: makeData of %v", dtype))
 }
+
+func alloc[T uninit.Elem](n int, zero bool) []T {
+	var v []T
+	if zero {
+		v = make([]T, n)
+	} else {
+		v = uninit.Slice[T](n)
+	}
+	if size := n * int(unsafe.Sizeof(*new(T))); size >= hugepage.MinBytes {
+		// Big tensors (embedding tables, large activations) are read
+		// all over; see hugepage.
+		hugepage.Advise(unsafe.Pointer(unsafe.SliceData(v)), size)
+	}
+	return v
+}
+
+// uninitF32 is makeUninit's float32 slice.
+func uninitF32(n int) []float32 { return alloc[float32](n, false) }
 
 // storage returns the address and byte length of the array behind t's data
 // from its first element to the array's end (its capacity), so two views of
@@ -400,7 +415,7 @@ func (t *Tensor) IsContiguous() bool { return t.format == Contiguous }
 
 // reformat returns a copy of t's data laid out in format f (t unchanged).
 func (t *Tensor) reformat(f MemoryFormat) *Tensor {
-	out := &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: f, data: makeData(t.dtype, t.Numel())}
+	out := &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: f, data: makeUninit(t.dtype, t.Numel())}
 	t.reformatInto(out)
 	return out
 }
