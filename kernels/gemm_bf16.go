@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"math/bits"
+
+	"github.com/kilnml/kiln/internal/uninit"
 )
 
 // GemmBF16 computes C = alpha·op(A)·op(B) + beta·C for bfloat16 A and B
@@ -103,21 +105,36 @@ func widenedOperand(v []uint16) *[]float32 {
 	return b
 }
 
-// f32Scratch returns a pooled float32 buffer of length n with arbitrary
-// contents (hand it back with releaseF32Scratch).
+// f32Scratch returns a float32 buffer of length n with arbitrary
+// contents (hand it back with releaseF32Scratch): a pooled one up to
+// scratchKeep elements, a fresh one above. Kept, the few big buffers of a
+// model's largest layers (megabytes each) would stay allocated between
+// calls for good; fresh, they cost no zeroing (uninit) and their memory
+// is reused once collected.
 func f32Scratch(n int) *[]float32 {
+	if n > scratchKeep {
+		s := uninit.Slice[float32](n)
+		return &s
+	}
 	class := bits.Len(uint(max(n, 1) - 1))
 	b := widenBufs[class].get()
 	if b == nil {
-		s := make([]float32, 1<<class)
+		s := uninit.Slice[float32](1 << class)
 		b = &s
 	}
 	*b = (*b)[:n]
 	return b
 }
 
-// releaseF32Scratch returns a buffer from f32Scratch to its pool.
+// scratchKeep is the largest f32Scratch buffer pooled: 1 MiB.
+const scratchKeep = 1 << 18
+
+// releaseF32Scratch returns a buffer from f32Scratch to its pool, or to
+// the garbage collector when it is too big to keep.
 func releaseF32Scratch(b *[]float32) {
+	if cap(*b) > scratchKeep {
+		return
+	}
 	widenBufs[bits.Len(uint(cap(*b)-1))].put(b)
 }
 
