@@ -16,7 +16,10 @@ package kernels
 // FMA), and every gradient element adds its terms in the forward's pair
 // order, so the bits are the same at every level and on every platform.
 // Each sample is done by one worker from start to end, so results are
-// also the same for any thread count.
+// also the same for any thread count. How a level gets there is free: the
+// AVX-512 forward folds sixteen dots at once with shuffles (the same
+// additions), and its backward sums four features' gradients at once,
+// reading each row once for the four.
 
 // InteractionShape describes a dot interaction: Batch samples, each with
 // Features vectors of Dim elements. Self keeps the dots of each vector
@@ -125,64 +128,83 @@ func InteractionBackward(s InteractionShape, feats [][]float32, dout []float32, 
 	})
 }
 
-// interactionGradRows is InteractionBackward for samples [lo, hi). Feature
-// t's gradient gets its terms in pair order: those of the pairs (t, j),
-// j < t, then (t, t) with Self, then (i, t), i > t, as the forward lists
-// them; one interactionAxpysImpl call, skipping (t, t) without Self, sums
-// them into the gradient row.
+// interactionGradRows is InteractionBackward for samples [lo, hi): per
+// sample, every feature's gradient row in one interactionGradsImpl call.
 func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, grads [][]float32, lo, hi int) {
-	d, w, self := s.Dim, s.Width(), b2i(s.Self)
-	F := s.Features
-	sc := interactionScratches.get().grow(F)
+	d, w := s.Dim, s.Width()
+	sc := interactionScratches.get().grow(s.Features)
 	defer sc.put()
-	// The sample's feature rows, and coef[t·F+m], the coefficient of row m
-	// in feature t's gradient: the gradient of dot (t, m) or (m, t), twice
-	// it for (t, t).
-	rows, coef := sc.rows, sc.coef
+	rows, dst := sc.rows, sc.dst // the sample's feature and gradient rows
 	for b := lo; b < hi; b++ {
 		g := dout[b*w : (b+1)*w]
 		for f := range rows {
 			rows[f] = feats[f][b*d : (b+1)*d]
+			dst[f] = nil
+			if grads[f] != nil {
+				dst[f] = grads[f][b*d : (b+1)*d]
+			}
 		}
-		p := d
-		for i := 1 - self; i < F; i++ {
+		interactionGradsImpl(sc, dst, g[:d], rows, g[d:], s.Self)
+	}
+}
+
+// gradsFunc sets a sample's feature gradients: dst[t] (nil skips t) to
+// init for t = 0, zeros for the others, plus float32(c·rows[m]) for every
+// m ≠ t in increasing m, each product rounded before it is added, c the
+// dot (t, m) or (m, t) of g, the sample's dots in the forward's order;
+// with self, m = t too, c twice the dot (t, t). That is every pair's
+// terms in pair order: those of the pairs (t, j), j < t, then (t, t),
+// then (i, t), i > t. The implementations may overwrite dst's nil rows.
+type gradsFunc func(sc *interactionScratch, dst [][]float32, init []float32, rows [][]float32, g []float32, self bool)
+
+// gradsWith is the gradsFunc that lays the sample's coefficients out in
+// sc.coef, coef[t·F+m] for row m in feature t's gradient, and sums each
+// gradient row with one axpys call.
+func gradsWith(axpys axpysFunc) gradsFunc {
+	return func(sc *interactionScratch, dst [][]float32, init []float32, rows [][]float32, g []float32, self bool) {
+		F, s := len(rows), b2i(self)
+		coef := sc.coef
+		p := 0
+		for i := 1 - s; i < F; i++ {
 			// Row i's dots with rows j < i (+ self) lie side by side in g.
-			gi := g[p : p+i+self]
+			gi := g[p : p+i+s]
 			copy(coef[i*F:], gi)
 			for j, v := range gi {
 				coef[j*F+i] = v
 			}
 			p += len(gi)
 		}
-		if self == 1 {
+		if self {
 			for t := range F {
 				coef[t*F+t] *= 2
 			}
 		}
-		for t, gt := range grads {
+		for t, gt := range dst {
 			if gt == nil {
 				continue
 			}
-			var init []float32
+			var in []float32
 			if t == 0 {
-				init = g[:d]
+				in = init
 			}
-			// Every row but t's own (with Self, t's too) in increasing
-			// order: pair order.
 			skip := t
-			if self == 1 {
+			if self {
 				skip = -1
 			}
-			interactionAxpysImpl(gt[b*d:(b+1)*d], init, rows, coef[t*F:(t+1)*F], skip)
+			axpys(gt, in, rows, coef[t*F:(t+1)*F], skip)
 		}
 	}
 }
 
+// interactionGradsGo is the reference gradsFunc.
+var interactionGradsGo = gradsWith(interactionAxpysGo)
+
 // interactionScratch is a worker's per-sample lists, pooled so that a
 // compiled graph's forward allocates nothing.
 type interactionScratch struct {
-	rows [][]float32
-	coef []float32
+	rows, dst [][]float32
+	coef      []float32
+	junk      []float32 // where a kernel writes the gradients nobody wants
 }
 
 var interactionScratches = freeList[interactionScratch]{New: newOf[interactionScratch]}
@@ -190,15 +212,24 @@ var interactionScratches = freeList[interactionScratch]{New: newOf[interactionSc
 // grow sizes the lists for f features.
 func (sc *interactionScratch) grow(f int) *interactionScratch {
 	if cap(sc.rows) < f {
-		sc.rows, sc.coef = make([][]float32, f), make([]float32, f*f)
+		sc.rows, sc.dst, sc.coef = make([][]float32, f), make([][]float32, f), make([]float32, f*f)
 	}
-	sc.rows, sc.coef = sc.rows[:f], sc.coef[:f*f]
+	sc.rows, sc.dst, sc.coef = sc.rows[:f], sc.dst[:f], sc.coef[:f*f]
 	return sc
+}
+
+// junkRow returns a row of d floats to write and forget.
+func (sc *interactionScratch) junkRow(d int) []float32 {
+	if cap(sc.junk) < d {
+		sc.junk = make([]float32, d)
+	}
+	return sc.junk[:d]
 }
 
 // put drops the rows (user memory) and frees sc.
 func (sc *interactionScratch) put() {
 	clear(sc.rows)
+	clear(sc.dst)
 	interactionScratches.put(sc)
 }
 
@@ -267,5 +298,5 @@ func interactionAxpysGo(dst, init []float32, rows [][]float32, coef []float32, s
 // interaction_noasm.go.
 var (
 	interactionTriangleImpl = pick(level, interactionTriangleVariants)
-	interactionAxpysImpl    = pick(level, interactionAxpysVariants)
+	interactionGradsImpl    = pick(level, interactionGradsVariants)
 )

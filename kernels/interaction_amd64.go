@@ -6,8 +6,11 @@ package kernels
 // sixteen lanes in two), ZMM from AVX512, the reference loops below.
 var (
 	interactionTriangleVariants = [levelCount]func(dst []float32, rows [][]float32, self bool){Generic: interactionTriangleGo, AVX2: interactionTriangleY, AVX512: interactionTriangleZ}
-	interactionAxpysVariants    = [levelCount]axpysFunc{Generic: interactionAxpysGo, AVX2: interactionAxpysY, AVX512: interactionAxpysZ}
+	interactionGradsVariants    = [levelCount]gradsFunc{Generic: interactionGradsGo, AVX2: interactionGradsY, AVX512: interactionGradsZ}
 )
+
+// interactionGradsY is interactionGradsGo with the axpys on YMM registers.
+var interactionGradsY = gradsWith(interactionAxpysY)
 
 // tailMask16 is the lane mask of the last len%16 elements of a row.
 func tailMask16(n int) int { return 1<<(n%16) - 1 }
@@ -57,11 +60,29 @@ var laneMasks = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1}
 // laneMask returns the VMASKMOVPS mask of the first c of eight lanes.
 func laneMask(c int) *int32 { return &laneMasks[8-c] }
 
-// interactionAxpysZ is interactionAxpysGo on ZMM registers.
-func interactionAxpysZ(dst, init []float32, rows [][]float32, coef []float32, skip int) {
-	if ip, rp, cp, ok := axpysArgs(dst, init, rows, coef); ok {
-		interactionAxpysAVX512(&dst[0], ip, rp, cp, len(coef), len(dst), tailMask16(len(dst)), skipCount(skip, len(coef)))
+// interactionGradsZ is interactionGradsGo on ZMM registers, four
+// features at a time; below four features it is interactionGradsY. The
+// assembly writes every feature, so nil rows of dst become sc.junk, and
+// reads len(init) elements of every row unchecked, as
+// interactionGradRows's rows, sliced to Dim, hold.
+func interactionGradsZ(sc *interactionScratch, dst [][]float32, init []float32, rows [][]float32, g []float32, self bool) {
+	f, d := len(rows), len(init)
+	if f < 4 {
+		interactionGradsY(sc, dst, init, rows, g, self)
+		return
 	}
+	if d == 0 {
+		return
+	}
+	for t, v := range dst {
+		if v == nil {
+			dst[t] = sc.junkRow(d)
+		}
+	}
+	if len(dst) != f || len(g) < f*(f-1)/2+f*b2i(self) {
+		panic("kernels: interactionGradsZ: too few gradients or dots")
+	}
+	interactionGradsAVX512(&dst[0], &init[0], &rows[0], &g[0], f, b2i(self), d, tailMask16(d))
 }
 
 // interactionAxpysY is interactionAxpysGo on YMM registers.
@@ -82,8 +103,8 @@ func skipCount(skip, n int) int {
 
 // axpysArgs returns an axpys's operands for the assembly: their pointers
 // (nil for no init, or no terms), and whether dst has elements. The
-// assembly reads len(dst) elements of each row unchecked: the callers,
-// interactionRows and interactionGradRows, slice every row to Dim.
+// assembly reads len(dst) elements of each row unchecked: the caller,
+// interactionGradRows through gradsWith, slices every row to Dim.
 func axpysArgs(dst, init []float32, rows [][]float32, coef []float32) (ip *float32, rp *[]float32, cp *float32, ok bool) {
 	if len(dst) == 0 {
 		return nil, nil, nil, false
@@ -106,12 +127,13 @@ func axpysArgs(dst, init []float32, rows [][]float32, coef []float32) (ip *float
 //go:noescape
 func interactionTriangleAVX512(dst *float32, rows *[]float32, f, self, d int, tail int)
 
-// interactionAxpysAVX512 sets dst (d floats) to init (zeros when nil) plus
-// coef[m]·rows[m].data for m < n, in order, but for the term with sk
-// terms left (skipCount).
+// interactionGradsAVX512 sets the f rows at dst (slice headers, d floats
+// each) to the gradients of interactionGradsGo: row 0 from init, the
+// others from zeros, plus the rows (headers, d floats each) times their
+// coefficients among the dots; tail is the mask of the last d%16.
 //
 //go:noescape
-func interactionAxpysAVX512(dst, init *float32, rows *[]float32, coef *float32, n, d int, tail int, sk int)
+func interactionGradsAVX512(dst *[]float32, init *float32, rows *[]float32, dots *float32, f, self, d int, tail int)
 
 // interactionTriangleAVX2 is interactionTriangleAVX512 on YMM registers:
 // tail is d%16, m0 and m1 the masks of its lanes in the two halves.
@@ -119,8 +141,9 @@ func interactionAxpysAVX512(dst, init *float32, rows *[]float32, coef *float32, 
 //go:noescape
 func interactionTriangleAVX2(dst *float32, rows *[]float32, f, self, d int, tail int, m0, m1 *int32)
 
-// interactionAxpysAVX2 is interactionAxpysAVX512 on YMM registers, m the
-// mask of the last d%8 lanes.
+// interactionAxpysAVX2 sets dst (d floats) to init (zeros when nil) plus
+// coef[m]·rows[m].data for m < n, in order, but for the term with sk
+// terms left (skipCount); m is the mask of the last d%8 lanes.
 //
 //go:noescape
 func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32, sk int)

@@ -2,274 +2,515 @@
 
 #include "textflag.h"
 
-// IFOLD(acc): fold the sixteen partial sums in Z acc (named by its X and
-// Y forms) in halves, lane l + lane l+8, l + l+4, l + l+2, l + l+1, into
-// X acc's lane 0; X15 is clobbered.
-#define IFOLD(z, y, x) \
-	VEXTRACTF64X4 $1, z, Y15; \
-	VADDPS        Y15, y, y; \
-	VEXTRACTF128  $1, y, X15; \
-	VADDPS        X15, x, x; \
-	VMOVHLPS      x, x, X15; \
-	VADDPS        X15, x, x; \
-	VMOVSHDUP     x, X15; \
-	VADDSS        X15, x, x
+// FPAIR(off, acc): acc += row i's sixteen at R12 (Z16) times those of
+// the row whose header is at off(BX), each product rounded before its
+// sum; FTPAIR is it for the last d%16 under K1, adding only those lanes.
+// FLAST(q, end) leaves the group's pairs at end after q of them.
+#define FPAIR(off, acc) \
+	MOVQ   off(BX), R11; \
+	VMULPS (R11)(R12*1), Z16, Z17; \
+	VADDPS Z17, acc, acc
+
+#define FTPAIR(off, acc) \
+	MOVQ     off(BX), R11; \
+	VMULPS.Z (R11)(R12*1), Z16, K1, Z17; \
+	VADDPS   Z17, acc, K1, acc
+
+#define FLAST(q, end) CMPQ CX, $q; JEQ end
+
+// FHALVE(imm0, imm1, shuf, a, b): the folds of sixteen dots at once. The
+// shuffles gather into Z16 the lanes l and into Z17 the lanes l+h (h the
+// level's half width) of the dots in a and b, and a = Z16 + Z17: interactionDot's
+// additions, each of a pair of one dot's partial sums, two registers'
+// worth in one.
+#define FHALVE(imm0, imm1, shuf, a, b) \
+	shuf   $imm0, b, a, Z16; \
+	shuf   $imm1, b, a, Z17; \
+	VADDPS Z17, Z16, a
 
 // func interactionTriangleAVX512(dst *float32, rows *[]float32, f, self, d int, tail int)
-// For each row i from 1 − self and each row j < i + self: Z0 accumulates
-// row i · row j sixteen elements at a time (the product rounded, then
-// added: no FMA), the last d%16 under K1, then IFOLD, and the dot goes to
-// the next element of dst. R8 = the headers, SI = row i, BX walks the
-// headers of the rows j, CX counts them, R11 = row j, R12 the byte
-// offset, R13 the whole sixteens left, R9 = i, R14 = f.
+// Row i's dots with up to sixteen rows j at a time: pair q of the group
+// accumulates in Z(4(q%4) + q/4) sixteen elements at a time (no FMA),
+// the last d%16 under K1; then four levels of FHALVE fold the sixteen
+// dots together (lane l + l+8, l + l+4, l + l+2, l + l+1, interactionDot's order)
+// into Z0, dot q in lane q, stored under K2 (the group's CX dots). R8 =
+// the headers, SI = row i, BX the group's first row j header, R13 the
+// dots of row i left, R15 the whole sixteens left, R12 the byte offset,
+// R9 = i, R14 = f.
 TEXT ·interactionTriangleAVX512(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ rows+8(FP), R8
-	MOVQ f+16(FP), R14
-	MOVQ self+24(FP), DX
-	MOVQ d+32(FP), R10
-	SHRQ $4, R10
-	MOVQ tail+40(FP), AX
+	MOVQ  dst+0(FP), DI
+	MOVQ  rows+8(FP), R8
+	MOVQ  f+16(FP), R14
+	MOVQ  self+24(FP), DX
+	MOVQ  d+32(FP), R10
+	SHRQ  $4, R10
+	MOVQ  tail+40(FP), AX
 	KMOVW AX, K1
-	MOVQ $1, R9
-	SUBQ DX, R9
+	MOVQ  $1, R9
+	SUBQ  DX, R9
 
-itrow:
+ftrow:
 	CMPQ R9, R14
-	JGE  itdone
+	JGE  ftdone
 	LEAQ (R9)(R9*2), AX
 	MOVQ (R8)(AX*8), SI
 	MOVQ R8, BX
-	MOVQ self+24(FP), DX // the quads below use DX
-	LEAQ (R9)(DX*1), CX
+	MOVQ R9, R13
+	ADDQ self+24(FP), R13
 
-// Four rows j at a time while four are left: the same products and sums
-// per dot as itpair's, in Z0, Z4, Z5 and Z6, so four dots' additions
-// overlap instead of each waiting for the last. R11, R15, AX and DX hold
-// the four rows.
-itquad:
-	CMPQ CX, $4
-	JL   itpair
-	MOVQ 0(BX), R11
-	MOVQ 24(BX), R15
-	MOVQ 48(BX), AX
-	MOVQ 72(BX), DX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	XORQ  R12, R12
-	MOVQ  R10, R13
+ftgroup:
+	TESTQ   R13, R13
+	JZ      ftnext
+	MOVQ    $16, CX
+	CMPQ    R13, CX
+	CMOVQLT R13, CX
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	XORQ    R12, R12
+	MOVQ    R10, R15
 
-itqchunk:
-	TESTQ R13, R13
-	JZ    itqtail
-	VMOVUPS (SI)(R12*1), Z1
-	VMULPS  (R11)(R12*1), Z1, Z7
-	VMULPS  (R15)(R12*1), Z1, Z8
-	VMULPS  (AX)(R12*1), Z1, Z9
-	VMULPS  (DX)(R12*1), Z1, Z10
-	VADDPS  Z7, Z0, Z0
-	VADDPS  Z8, Z4, Z4
-	VADDPS  Z9, Z5, Z5
-	VADDPS  Z10, Z6, Z6
-	ADDQ    $64, R12
-	DECQ    R13
-	JMP     itqchunk
+ftchunk:
+	TESTQ   R15, R15
+	JZ      fttail
+	VMOVUPS (SI)(R12*1), Z16
+	FPAIR(0, Z0)
+	FLAST(1, ftcend)
+	FPAIR(24, Z4)
+	FLAST(2, ftcend)
+	FPAIR(48, Z8)
+	FLAST(3, ftcend)
+	FPAIR(72, Z12)
+	FLAST(4, ftcend)
+	FPAIR(96, Z1)
+	FLAST(5, ftcend)
+	FPAIR(120, Z5)
+	FLAST(6, ftcend)
+	FPAIR(144, Z9)
+	FLAST(7, ftcend)
+	FPAIR(168, Z13)
+	FLAST(8, ftcend)
+	FPAIR(192, Z2)
+	FLAST(9, ftcend)
+	FPAIR(216, Z6)
+	FLAST(10, ftcend)
+	FPAIR(240, Z10)
+	FLAST(11, ftcend)
+	FPAIR(264, Z14)
+	FLAST(12, ftcend)
+	FPAIR(288, Z3)
+	FLAST(13, ftcend)
+	FPAIR(312, Z7)
+	FLAST(14, ftcend)
+	FPAIR(336, Z11)
+	FLAST(15, ftcend)
+	FPAIR(360, Z15)
 
-itqtail:
-	KORTESTW K1, K1
-	JZ       itqfold
-	VMOVUPS.Z (SI)(R12*1), K1, Z1
-	VMOVUPS.Z (R11)(R12*1), K1, Z7
-	VMOVUPS.Z (R15)(R12*1), K1, Z8
-	VMOVUPS.Z (AX)(R12*1), K1, Z9
-	VMOVUPS.Z (DX)(R12*1), K1, Z10
-	VMULPS    Z7, Z1, Z7
-	VMULPS    Z8, Z1, Z8
-	VMULPS    Z9, Z1, Z9
-	VMULPS    Z10, Z1, Z10
-	VADDPS    Z7, Z0, Z0
-	VADDPS    Z8, Z4, Z4
-	VADDPS    Z9, Z5, Z5
-	VADDPS    Z10, Z6, Z6
+ftcend:
+	ADDQ $64, R12
+	DECQ R15
+	JMP  ftchunk
 
-itqfold:
-	IFOLD(Z0, Y0, X0)
-	IFOLD(Z4, Y4, X4)
-	IFOLD(Z5, Y5, X5)
-	IFOLD(Z6, Y6, X6)
-	VMOVSS X0, (DI)
-	VMOVSS X4, 4(DI)
-	VMOVSS X5, 8(DI)
-	VMOVSS X6, 12(DI)
-	ADDQ   $16, DI
-	ADDQ   $96, BX
-	SUBQ   $4, CX
-	JMP    itquad
+fttail:
+	KORTESTW  K1, K1
+	JZ        ftfold
+	VMOVUPS.Z (SI)(R12*1), K1, Z16
+	FTPAIR(0, Z0)
+	FLAST(1, ftfold)
+	FTPAIR(24, Z4)
+	FLAST(2, ftfold)
+	FTPAIR(48, Z8)
+	FLAST(3, ftfold)
+	FTPAIR(72, Z12)
+	FLAST(4, ftfold)
+	FTPAIR(96, Z1)
+	FLAST(5, ftfold)
+	FTPAIR(120, Z5)
+	FLAST(6, ftfold)
+	FTPAIR(144, Z9)
+	FLAST(7, ftfold)
+	FTPAIR(168, Z13)
+	FLAST(8, ftfold)
+	FTPAIR(192, Z2)
+	FLAST(9, ftfold)
+	FTPAIR(216, Z6)
+	FLAST(10, ftfold)
+	FTPAIR(240, Z10)
+	FLAST(11, ftfold)
+	FTPAIR(264, Z14)
+	FLAST(12, ftfold)
+	FTPAIR(288, Z3)
+	FLAST(13, ftfold)
+	FTPAIR(312, Z7)
+	FLAST(14, ftfold)
+	FTPAIR(336, Z11)
+	FLAST(15, ftfold)
+	FTPAIR(360, Z15)
 
-itpair:
-	TESTQ CX, CX
-	JZ    itnext
-	MOVQ  (BX), R11
-	VPXORD Z0, Z0, Z0
-	XORQ  R12, R12
-	MOVQ  R10, R13
+// Lane l + l+8: the low halves of a pair of registers against their high
+// halves; l + l+4: 128-bit blocks 0 and 2 against 1 and 3; l + l+2 and
+// l + l+1 within the blocks.
+ftfold:
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z0, Z1)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z2, Z3)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z4, Z5)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z6, Z7)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z8, Z9)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z10, Z11)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z12, Z13)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z14, Z15)
+	FHALVE(0x88, 0xDD, VSHUFF32X4, Z0, Z2)
+	FHALVE(0x88, 0xDD, VSHUFF32X4, Z4, Z6)
+	FHALVE(0x88, 0xDD, VSHUFF32X4, Z8, Z10)
+	FHALVE(0x88, 0xDD, VSHUFF32X4, Z12, Z14)
+	FHALVE(0x44, 0xEE, VSHUFPS, Z0, Z4)
+	FHALVE(0x44, 0xEE, VSHUFPS, Z8, Z12)
+	FHALVE(0x88, 0xDD, VSHUFPS, Z0, Z8)
+	MOVL    $1, AX
+	SHLL    CX, AX
+	DECL    AX
+	KMOVW   AX, K2
+	VMOVUPS Z0, K2, (DI)
+	LEAQ    (DI)(CX*4), DI
+	ADDQ    $384, BX
+	SUBQ    CX, R13
+	JMP     ftgroup
 
-itchunk:
-	TESTQ R13, R13
-	JZ    ittail
-	VMOVUPS (SI)(R12*1), Z1
-	VMULPS  (R11)(R12*1), Z1, Z1
-	VADDPS  Z1, Z0, Z0
-	ADDQ    $64, R12
-	DECQ    R13
-	JMP     itchunk
-
-ittail:
-	KORTESTW K1, K1
-	JZ       itfold
-	VMOVUPS.Z (SI)(R12*1), K1, Z1
-	VMOVUPS.Z (R11)(R12*1), K1, Z2
-	VMULPS    Z2, Z1, Z1
-	VADDPS    Z1, Z0, Z0
-
-itfold:
-	IFOLD(Z0, Y0, X0)
-	VMOVSS X0, (DI)
-	ADDQ   $4, DI
-	ADDQ   $24, BX
-	DECQ   CX
-	JMP    itpair
-
-itnext:
+ftnext:
 	INCQ R9
-	JMP  itrow
+	JMP  ftrow
 
-itdone:
+ftdone:
 	VZEROUPPER
 	RET
 
-// The axpys' loop over the terms: TERMS starts it at the first row header
-// (R13), coefficient (R14) and count (R15); TERM(done, skip, c) ends it at
-// done, jumps to skip (just before NEXT) for the skipped term (R15 = R9;
-// R9 = 0 skips none), or loads the row (R11) and broadcasts the
-// coefficient into c; NEXT(loop)
-// moves on.
-#define TERMS MOVQ BX, R13; MOVQ DX, R14; MOVQ R10, R15
-#define TERM(done, skip, c) TESTQ R15, R15; JZ done; CMPQ R15, R9; JEQ skip; MOVQ (R13), R11; VBROADCASTSS (R14), c
-#define NEXT(loop) ADDQ $24, R13; ADDQ $4, R14; DECQ R15; JMP loop
+// The gradient kernel's steps: GLOAD4 loads row m's sixty-four columns
+// at R12 (SI walks the row headers) into Z16–Z19; GMUL4 adds the
+// broadcast coefficient in Z20 times them to four accumulators, each
+// product rounded before its sum; GROW4 takes the coefficient of a
+// feature t > m from t's own dots, (r)(BX*4) with r at them and BX = m,
+// GCOL4 that of a feature t < m from m's dots, off(DX) with DX at m's
+// dot with the block's first feature, GDIAG4 the doubled (t, t) of
+// self; GNEXT moves DX, SI and BX = m to the next row (R15 = self). The *1 forms
+// are these on sixteen columns under K1 (Z16 alone).
+#define GLOAD4 \
+	MOVQ    (SI), AX; \
+	VMOVUPS (AX)(R12*1), Z16; \
+	VMOVUPS 64(AX)(R12*1), Z17; \
+	VMOVUPS 128(AX)(R12*1), Z18; \
+	VMOVUPS 192(AX)(R12*1), Z19
 
-// IAXPY(z, off): z += coef[m]·row m at byte off, the broadcast coefficient
-// in Z8, the product in Z9 rounded before the sum.
-#define IAXPY(z, off) \
-	VMULPS off(R11)(R12*1), Z8, Z9; \
-	VADDPS Z9, z, z
+#define GMUL4(a0, a1, a2, a3) \
+	VMULPS Z16, Z20, Z21; \
+	VADDPS Z21, a0, a0; \
+	VMULPS Z17, Z20, Z22; \
+	VADDPS Z22, a1, a1; \
+	VMULPS Z18, Z20, Z23; \
+	VADDPS Z23, a2, a2; \
+	VMULPS Z19, Z20, Z24; \
+	VADDPS Z24, a3, a3
 
-// func interactionAxpysAVX512(dst, init *float32, rows *[]float32, coef *float32, n, d int, tail int, sk int)
-// Sixty-four columns at a time in Z0–Z3, then sixteen in Z0, then the
-// last d%16 under K1: each block starts from init (or zeros) and adds
-// the n terms in order. R12 is the block's byte offset, CX the columns
-// left, R13/R14/R15 walk the rows' headers, the coefficients and the terms.
-TEXT ·interactionAxpysAVX512(SB), NOSPLIT, $0-64
-	MOVQ sk+56(FP), R9
-	MOVQ dst+0(FP), DI
-	MOVQ init+8(FP), SI
-	MOVQ rows+16(FP), BX
-	MOVQ coef+24(FP), DX
-	MOVQ n+32(FP), R10
-	MOVQ d+40(FP), CX
-	MOVQ tail+48(FP), AX
-	KMOVW AX, K1
+#define GROW4(r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), Z20; GMUL4(a0, a1, a2, a3)
+#define GCOL4(off, a0, a1, a2, a3) VBROADCASTSS off(DX), Z20; GMUL4(a0, a1, a2, a3)
+#define GDIAG4(r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), Z20; VADDPS Z20, Z20, Z20; GMUL4(a0, a1, a2, a3)
+
+#define GLOAD1 MOVQ (SI), AX; VMOVUPS.Z (AX)(R12*1), K1, Z16
+#define GMUL1(a) VMULPS Z16, Z20, Z21; VADDPS Z21, a, a
+#define GROW1(r, a) VBROADCASTSS (r)(BX*4), Z20; GMUL1(a)
+#define GCOL1(off, a) VBROADCASTSS off(DX), Z20; GMUL1(a)
+#define GDIAG1(r, a) VBROADCASTSS (r)(BX*4), Z20; VADDPS Z20, Z20, Z20; GMUL1(a)
+
+// Row m + 1's dots start m + self after row m's.
+#define GNEXT \
+	LEAQ (BX)(R15*1), AX; \
+	LEAQ (DX)(AX*4), DX; \
+	ADDQ $24, SI; \
+	INCQ BX
+
+// GTRI(q, r): r = dots + 4·T(t0 + q), T(t) = t(t − 1 + 2·self)/2 the first
+// of feature t's own dots.
+#define GTRI(q, r) \
+	LEAQ  q(R14), AX; \
+	MOVQ  R15, r; \
+	LEAQ  -1(AX)(r*2), r; \
+	IMULQ AX, r; \
+	SHRQ  $1, r; \
+	LEAQ  (R8)(r*4), r
+
+// GST4(off, …) stores four accumulators at R12 in the row whose header
+// is at off(AX); GST1 one under K1.
+#define GST4(off, a0, a1, a2, a3) \
+	MOVQ    off(AX), DX; \
+	VMOVUPS a0, (DX)(R12*1); \
+	VMOVUPS a1, 64(DX)(R12*1); \
+	VMOVUPS a2, 128(DX)(R12*1); \
+	VMOVUPS a3, 192(DX)(R12*1)
+
+#define GST1(off, a) MOVQ off(AX), DX; VMOVUPS a, K1, (DX)(R12*1)
+
+// func interactionGradsAVX512(dst *[]float32, init *float32, rows *[]float32, dots *float32, f, self, d int, tail int)
+// Four features t0…t0+3 at a time (the last four when f%4 > 0, some
+// then done twice, to the same bits), in blocks of sixty-four columns
+// (Z(4q)…Z(4q+3) for feature t0+q), then of sixteen (Z(4q), the last
+// d%16 under K1): each starts from init for feature 0, zeros for the
+// others, and adds the rows m in increasing order. For m < t0 every
+// feature's coefficient is among its own dots; for m ≥ t0 + 4 among
+// m's; the four m in between mix the two and skip each feature's own row
+// (or, with self, add it at twice its dot). R8 = dots, R9–R11 and R13 the
+// four features' dots, R14 = t0, DI = f, R15 = self, CX the columns
+// left.
+TEXT ·interactionGradsAVX512(SB), NOSPLIT, $0-64
+	MOVQ  dots+24(FP), R8
+	MOVQ  f+32(FP), DI
+	MOVQ  self+40(FP), R15
+	XORQ  R14, R14
+
+gblock:
+	GTRI(0, R9)
+	GTRI(1, R10)
+	GTRI(2, R11)
+	GTRI(3, R13)
 	XORQ R12, R12
+	MOVQ d+48(FP), CX
 
-ia64:
-	CMPQ CX, $64
-	JL   ia16
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	TESTQ SI, SI
-	JZ    ia64terms
-	VMOVUPS (SI)(R12*1), Z0
-	VMOVUPS 64(SI)(R12*1), Z1
-	VMOVUPS 128(SI)(R12*1), Z2
-	VMOVUPS 192(SI)(R12*1), Z3
+gw4:
+	CMPQ    CX, $64
+	JL      gw1
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z5, Z5, Z5
+	VPXORD  Z6, Z6, Z6
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z8, Z8, Z8
+	VPXORD  Z9, Z9, Z9
+	VPXORD  Z10, Z10, Z10
+	VPXORD  Z11, Z11, Z11
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	VPXORD  Z14, Z14, Z14
+	VPXORD  Z15, Z15, Z15
+	TESTQ   R14, R14
+	JNZ     gw4rows
+	MOVQ    init+8(FP), AX
+	VMOVUPS (AX)(R12*1), Z0
+	VMOVUPS 64(AX)(R12*1), Z1
+	VMOVUPS 128(AX)(R12*1), Z2
+	VMOVUPS 192(AX)(R12*1), Z3
 
-ia64terms:
-	TERMS
+gw4rows:
+	MOVQ rows+16(FP), SI
+	XORQ BX, BX
 
-ia64term:
-	TERM(ia64store, ia64skip, Z8)
-	IAXPY(Z0, 0)
-	IAXPY(Z1, 64)
-	IAXPY(Z2, 128)
-	IAXPY(Z3, 192)
-ia64skip:
-	NEXT(ia64term)
+gw4a:
+	CMPQ BX, R14
+	JGE  gw4diag
+	GLOAD4
+	GROW4(R9, Z0, Z1, Z2, Z3)
+	GROW4(R10, Z4, Z5, Z6, Z7)
+	GROW4(R11, Z8, Z9, Z10, Z11)
+	GROW4(R13, Z12, Z13, Z14, Z15)
+	ADDQ $24, SI
+	INCQ BX
+	JMP  gw4a
 
-ia64store:
-	VMOVUPS Z0, (DI)(R12*1)
-	VMOVUPS Z1, 64(DI)(R12*1)
-	VMOVUPS Z2, 128(DI)(R12*1)
-	VMOVUPS Z3, 192(DI)(R12*1)
+gw4diag:
+	LEAQ (R9)(R14*4), DX
+	GLOAD4
+	TESTQ R15, R15
+	JEQ  gw4d0
+	GDIAG4(R9, Z0, Z1, Z2, Z3)
+
+gw4d0:
+	GROW4(R10, Z4, Z5, Z6, Z7)
+	GROW4(R11, Z8, Z9, Z10, Z11)
+	GROW4(R13, Z12, Z13, Z14, Z15)
+	GNEXT
+	GLOAD4
+	GCOL4(0, Z0, Z1, Z2, Z3)
+	TESTQ R15, R15
+	JEQ  gw4d1
+	GDIAG4(R10, Z4, Z5, Z6, Z7)
+
+gw4d1:
+	GROW4(R11, Z8, Z9, Z10, Z11)
+	GROW4(R13, Z12, Z13, Z14, Z15)
+	GNEXT
+	GLOAD4
+	GCOL4(0, Z0, Z1, Z2, Z3)
+	GCOL4(4, Z4, Z5, Z6, Z7)
+	TESTQ R15, R15
+	JEQ  gw4d2
+	GDIAG4(R11, Z8, Z9, Z10, Z11)
+
+gw4d2:
+	GROW4(R13, Z12, Z13, Z14, Z15)
+	GNEXT
+	GLOAD4
+	GCOL4(0, Z0, Z1, Z2, Z3)
+	GCOL4(4, Z4, Z5, Z6, Z7)
+	GCOL4(8, Z8, Z9, Z10, Z11)
+	TESTQ R15, R15
+	JEQ  gw4d3
+	GDIAG4(R13, Z12, Z13, Z14, Z15)
+
+gw4d3:
+	GNEXT
+
+gw4c:
+	CMPQ BX, DI
+	JGE  gw4store
+	GLOAD4
+	GCOL4(0, Z0, Z1, Z2, Z3)
+	GCOL4(4, Z4, Z5, Z6, Z7)
+	GCOL4(8, Z8, Z9, Z10, Z11)
+	GCOL4(12, Z12, Z13, Z14, Z15)
+	GNEXT
+	JMP  gw4c
+
+gw4store:
+	MOVQ dst+0(FP), AX
+	LEAQ (R14)(R14*2), DX
+	LEAQ (AX)(DX*8), AX
+	GST4(0, Z0, Z1, Z2, Z3)
+	GST4(24, Z4, Z5, Z6, Z7)
+	GST4(48, Z8, Z9, Z10, Z11)
+	GST4(72, Z12, Z13, Z14, Z15)
 	ADDQ $256, R12
 	SUBQ $64, CX
-	JMP  ia64
+	JMP  gw4
 
-ia16:
-	CMPQ CX, $16
-	JL   iatail
-	VPXORD Z0, Z0, Z0
-	TESTQ SI, SI
-	JZ    ia16terms
-	VMOVUPS (SI)(R12*1), Z0
+gw1:
+	TESTQ     CX, CX
+	JLE       gnext
+	MOVL      $0xFFFF, AX
+	MOVQ      tail+56(FP), DX
+	CMPQ      CX, $16
+	CMOVQLT   DX, AX
+	KMOVW     AX, K1
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z12, Z12, Z12
+	TESTQ     R14, R14
+	JNZ       gw1rows
+	MOVQ      init+8(FP), AX
+	VMOVUPS.Z (AX)(R12*1), K1, Z0
 
-ia16terms:
-	TERMS
+gw1rows:
+	MOVQ rows+16(FP), SI
+	XORQ BX, BX
 
-ia16term:
-	TERM(ia16store, ia16skip, Z8)
-	IAXPY(Z0, 0)
-ia16skip:
-	NEXT(ia16term)
+gw1a:
+	CMPQ BX, R14
+	JGE  gw1diag
+	GLOAD1
+	GROW1(R9, Z0)
+	GROW1(R10, Z4)
+	GROW1(R11, Z8)
+	GROW1(R13, Z12)
+	ADDQ $24, SI
+	INCQ BX
+	JMP  gw1a
 
-ia16store:
-	VMOVUPS Z0, (DI)(R12*1)
+gw1diag:
+	LEAQ (R9)(R14*4), DX
+	GLOAD1
+	TESTQ R15, R15
+	JEQ  gw1d0
+	GDIAG1(R9, Z0)
+
+gw1d0:
+	GROW1(R10, Z4)
+	GROW1(R11, Z8)
+	GROW1(R13, Z12)
+	GNEXT
+	GLOAD1
+	GCOL1(0, Z0)
+	TESTQ R15, R15
+	JEQ  gw1d1
+	GDIAG1(R10, Z4)
+
+gw1d1:
+	GROW1(R11, Z8)
+	GROW1(R13, Z12)
+	GNEXT
+	GLOAD1
+	GCOL1(0, Z0)
+	GCOL1(4, Z4)
+	TESTQ R15, R15
+	JEQ  gw1d2
+	GDIAG1(R11, Z8)
+
+gw1d2:
+	GROW1(R13, Z12)
+	GNEXT
+	GLOAD1
+	GCOL1(0, Z0)
+	GCOL1(4, Z4)
+	GCOL1(8, Z8)
+	TESTQ R15, R15
+	JEQ  gw1d3
+	GDIAG1(R13, Z12)
+
+gw1d3:
+	GNEXT
+
+gw1c:
+	CMPQ BX, DI
+	JGE  gw1store
+	GLOAD1
+	GCOL1(0, Z0)
+	GCOL1(4, Z4)
+	GCOL1(8, Z8)
+	GCOL1(12, Z12)
+	GNEXT
+	JMP  gw1c
+
+gw1store:
+	MOVQ dst+0(FP), AX
+	LEAQ (R14)(R14*2), DX
+	LEAQ (AX)(DX*8), AX
+	GST1(0, Z0)
+	GST1(24, Z4)
+	GST1(48, Z8)
+	GST1(72, Z12)
 	ADDQ $64, R12
 	SUBQ $16, CX
-	JMP  ia16
+	JMP  gw1
 
-iatail:
-	TESTQ CX, CX
-	JZ    iadone
-	VPXORD Z0, Z0, Z0
-	TESTQ SI, SI
-	JZ    iatailterms
-	VMOVUPS.Z (SI)(R12*1), K1, Z0
+// The next four features; the last block ends at feature f − 1.
+gnext:
+	ADDQ    $4, R14
+	CMPQ    R14, DI
+	JGE     gdone
+	LEAQ    -4(DI), AX
+	CMPQ    R14, AX
+	CMOVQGT AX, R14
+	JMP     gblock
 
-iatailterms:
-	TERMS
-
-iatailterm:
-	TERM(iatailstore, iatailskip, Z8)
-	VMOVUPS.Z (R11)(R12*1), K1, Z9
-	VMULPS Z9, Z8, Z9
-	VADDPS Z9, Z0, Z0
-iatailskip:
-	NEXT(iatailterm)
-
-iatailstore:
-	VMOVUPS Z0, K1, (DI)(R12*1)
-
-iadone:
+gdone:
 	VZEROUPPER
 	RET
 
 // JFOLD(lo, hi, xlo): the AVX2 fold of sixteen partial sums held in lo
 // (lanes 0–7) and hi (8–15): lo + hi, then halves down to X xlo's lane 0
-// (IFOLD's order); X15 is clobbered.
+// (interactionDot's order); X15 is clobbered.
 #define JFOLD(lo, hi, xlo) \
 	VADDPS       hi, lo, lo; \
 	VEXTRACTF128 $1, lo, X15; \
@@ -432,14 +673,27 @@ jtdone:
 	VZEROUPPER
 	RET
 
+// The axpys' loop over the terms: TERMS starts it at the first row header
+// (R13), coefficient (R14) and count (R15); TERM(done, skip, c) ends it at
+// done, jumps to skip (just before NEXT) for the skipped term (R15 = R9;
+// R9 = 0 skips none), or loads the row (R11) and broadcasts the
+// coefficient into c; NEXT(loop)
+// moves on.
+#define TERMS MOVQ BX, R13; MOVQ DX, R14; MOVQ R10, R15
+#define TERM(done, skip, c) TESTQ R15, R15; JZ done; CMPQ R15, R9; JEQ skip; MOVQ (R13), R11; VBROADCASTSS (R14), c
+#define NEXT(loop) ADDQ $24, R13; ADDQ $4, R14; DECQ R15; JMP loop
+
 // JAXPY(y, off): y += coef·row m at byte off, the coefficient in Y8.
 #define JAXPY(y, off) \
 	VMULPS off(R11)(R12*1), Y8, Y9; \
 	VADDPS Y9, y, y
 
-// func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32)
-// interactionAxpysAVX512 on YMM registers: thirty-two columns at a time
-// in Y0–Y3, then eight in Y0, then the last d%8 under the mask at m.
+// func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32, sk int)
+// Thirty-two columns at a time in Y0–Y3, then eight in Y0, then the last
+// d%8 under the mask at m: each block starts from init (or zeros) and
+// adds the n terms in order. R12 is the block's byte offset, CX the
+// columns left, R13/R14/R15 walk the rows' headers, the coefficients and
+// the terms.
 TEXT ·interactionAxpysAVX2(SB), NOSPLIT, $0-64
 	MOVQ sk+56(FP), R9
 	MOVQ dst+0(FP), DI

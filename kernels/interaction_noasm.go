@@ -5,5 +5,5 @@ package kernels
 // Without assembly the interaction runs its reference loops.
 var (
 	interactionTriangleVariants = [levelCount]func(dst []float32, rows [][]float32, self bool){Generic: interactionTriangleGo}
-	interactionAxpysVariants    = [levelCount]axpysFunc{Generic: interactionAxpysGo}
+	interactionGradsVariants    = [levelCount]gradsFunc{Generic: interactionGradsGo}
 )

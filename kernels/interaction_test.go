@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -192,7 +193,7 @@ func TestInteractionMisuse(t *testing.T) {
 // past the output.
 func TestInteractionVariants(t *testing.T) {
 	forEachLevel(t, func(t *testing.T, l Level) {
-		triangle, axpys := pick(l, interactionTriangleVariants), pick(l, interactionAxpysVariants)
+		triangle, grads := pick(l, interactionTriangleVariants), pick(l, interactionGradsVariants)
 		r := rand.New(rand.NewPCG(65, 66))
 		lengths := []int{63, 64, 65, 79, 127, 128, 130, 200}
 		for d := range 34 {
@@ -218,25 +219,33 @@ func TestInteractionVariants(t *testing.T) {
 					sameBits32(t, name+" dots", got, want)
 				}
 
-				long := make([][]float32, n) // rows may be longer than the gradient
-				for j := range long {
-					long[j] = normRandom(r, d+r.IntN(3), 0)
+			}
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 27} {
+				rows := make([][]float32, n)
+				for j := range rows {
+					rows[j] = normRandom(r, d, 0)
 				}
-				coef := normRandom(r, n, 0)
-				for _, withInit := range []bool{false, true} {
-					var init []float32
-					if withInit {
-						init = normRandom(r, d, 0)
+				for _, self := range []bool{false, true} {
+					g := normRandom(r, n*(n-1)/2+n*b2i(self), 0)
+					init := normRandom(r, d, 0)
+					want, got := make([][]float32, n), make([][]float32, n)
+					checks := make([]func(), n)
+					for f := range n {
+						if f == 1 { // a gradient nobody wants
+							continue
+						}
+						want[f] = make([]float32, d)
+						got[f], checks[f] = guardedNaN(t, d) // overwritten, not added to
 					}
-					// No term skipped, the first, one inside, the last,
-					// and one past the terms (none).
-					for _, skip := range []int{-1, 0, n / 2, n - 1, n} {
-						want := make([]float32, d)
-						interactionAxpysGo(want, init, long, coef, skip)
-						got, ok := guardedNaN(t, d) // overwritten, not added to
-						axpys(got, init, long, coef, skip)
-						ok()
-						sameBits32(t, fmt.Sprintf("d=%d n=%d init=%v skip=%d axpys", d, n, withInit, skip), got, want)
+					sc := interactionScratches.get().grow(n)
+					interactionGradsGo(sc, slices.Clone(want), init, rows, g, self)
+					grads(sc, slices.Clone(got), init, rows, g, self)
+					sc.put()
+					for f := range n {
+						if got[f] != nil {
+							checks[f]()
+							sameBits32(t, fmt.Sprintf("d=%d n=%d self=%v gradient %d", d, n, self, f), got[f], want[f])
+						}
 					}
 				}
 			}
