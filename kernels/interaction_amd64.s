@@ -18,11 +18,25 @@
 
 #define FLAST(q, end) CMPQ CX, $q; JEQ end
 
+// FPAIR4(off, acc) is FPAIR on sixty-four elements, row i's in Z16–Z19,
+// the four products added in order.
+#define FPAIR4(off, acc) \
+	MOVQ   off(BX), R11; \
+	ADDQ   R12, R11; \
+	VMULPS (R11), Z16, Z20; \
+	VADDPS Z20, acc, acc; \
+	VMULPS 64(R11), Z17, Z21; \
+	VADDPS Z21, acc, acc; \
+	VMULPS 128(R11), Z18, Z22; \
+	VADDPS Z22, acc, acc; \
+	VMULPS 192(R11), Z19, Z23; \
+	VADDPS Z23, acc, acc
+
 // FHALVE(imm0, imm1, shuf, a, b): the folds of sixteen dots at once. The
 // shuffles gather into Z16 the lanes l and into Z17 the lanes l+h (h the
-// level's half width) of the dots in a and b, and a = Z16 + Z17: interactionDot's
-// additions, each of a pair of one dot's partial sums, two registers'
-// worth in one.
+// level's half width) of the dots in a and b, and a = Z16 + Z17:
+// interactionDot's additions, each of a pair of one dot's partial sums,
+// two registers' worth in one.
 #define FHALVE(imm0, imm1, shuf, a, b) \
 	shuf   $imm0, b, a, Z16; \
 	shuf   $imm1, b, a, Z17; \
@@ -30,13 +44,14 @@
 
 // func interactionTriangleAVX512(dst *float32, rows *[]float32, f, self, d int, tail int)
 // Row i's dots with up to sixteen rows j at a time: pair q of the group
-// accumulates in Z(4(q%4) + q/4) sixteen elements at a time (no FMA),
-// the last d%16 under K1; then four levels of FHALVE fold the sixteen
-// dots together (lane l + l+8, l + l+4, l + l+2, l + l+1, interactionDot's order)
-// into Z0, dot q in lane q, stored under K2 (the group's CX dots). R8 =
-// the headers, SI = row i, BX the group's first row j header, R13 the
-// dots of row i left, R15 the whole sixteens left, R12 the byte offset,
-// R9 = i, R14 = f.
+// accumulates in Z(4(q%4) + q/4) sixty-four elements at a time (row i's
+// in Z16–Z19, no FMA), then sixteen, then the last d%16 under K1; then
+// four levels of FHALVE fold the sixteen dots together (lane l + l+8,
+// l + l+4, l + l+2, l + l+1, interactionDot's order) into Z0, dot q in
+// lane q, stored under K2 (the group's CX dots). R8 = the headers, SI =
+// row i, BX the group's first row j header, R13 the dots of row i left,
+// R10 the whole sixteens of a row, R15 the sixty-fours or sixteens left,
+// R12 the byte offset, R9 = i, R14 = f.
 TEXT ·interactionTriangleAVX512(SB), NOSPLIT, $0-48
 	MOVQ  dst+0(FP), DI
 	MOVQ  rows+8(FP), R8
@@ -82,6 +97,55 @@ ftgroup:
 	VPXORD  Z15, Z15, Z15
 	XORQ    R12, R12
 	MOVQ    R10, R15
+	SHRQ    $2, R15
+
+ft64:
+	TESTQ   R15, R15
+	JZ      ft16
+	VMOVUPS (SI)(R12*1), Z16
+	VMOVUPS 64(SI)(R12*1), Z17
+	VMOVUPS 128(SI)(R12*1), Z18
+	VMOVUPS 192(SI)(R12*1), Z19
+	FPAIR4(0, Z0)
+	FLAST(1, ft64end)
+	FPAIR4(24, Z4)
+	FLAST(2, ft64end)
+	FPAIR4(48, Z8)
+	FLAST(3, ft64end)
+	FPAIR4(72, Z12)
+	FLAST(4, ft64end)
+	FPAIR4(96, Z1)
+	FLAST(5, ft64end)
+	FPAIR4(120, Z5)
+	FLAST(6, ft64end)
+	FPAIR4(144, Z9)
+	FLAST(7, ft64end)
+	FPAIR4(168, Z13)
+	FLAST(8, ft64end)
+	FPAIR4(192, Z2)
+	FLAST(9, ft64end)
+	FPAIR4(216, Z6)
+	FLAST(10, ft64end)
+	FPAIR4(240, Z10)
+	FLAST(11, ft64end)
+	FPAIR4(264, Z14)
+	FLAST(12, ft64end)
+	FPAIR4(288, Z3)
+	FLAST(13, ft64end)
+	FPAIR4(312, Z7)
+	FLAST(14, ft64end)
+	FPAIR4(336, Z11)
+	FLAST(15, ft64end)
+	FPAIR4(360, Z15)
+
+ft64end:
+	ADDQ $256, R12
+	DECQ R15
+	JMP  ft64
+
+ft16:
+	MOVQ R10, R15
+	ANDQ $3, R15
 
 ftchunk:
 	TESTQ   R15, R15
