@@ -101,16 +101,10 @@ var interactionJobs parPool[interactionArgs]
 func interactionRows(a *interactionArgs, lo, hi int) {
 	s, feats, out := a.s, a.feats, a.out
 	d, w := s.Dim, s.Width()
-	sc := interactionScratches.get()
-	defer sc.put()
-	rows := sc.grow(s.Features).rows // the sample's feature rows
 	for b := lo; b < hi; b++ {
-		for f := range rows {
-			rows[f] = feats[f][b*d : (b+1)*d]
-		}
 		row := out[b*w : (b+1)*w]
-		copy(row[:d], rows[0])
-		interactionTriangleImpl(row[d:], rows, s.Self)
+		copy(row[:d], feats[0][b*d:(b+1)*d])
+		interactionTriangleImpl(row[d:], feats, b, d, s.Self)
 	}
 }
 
@@ -134,36 +128,33 @@ func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, 
 	d, w := s.Dim, s.Width()
 	sc := interactionScratches.get().grow(s.Features)
 	defer sc.put()
-	rows, dst := sc.rows, sc.dst // the sample's feature and gradient rows
 	for b := lo; b < hi; b++ {
-		g := dout[b*w : (b+1)*w]
-		for f := range rows {
-			rows[f] = feats[f][b*d : (b+1)*d]
-			dst[f] = nil
-			if grads[f] != nil {
-				dst[f] = grads[f][b*d : (b+1)*d]
-			}
-		}
-		interactionGradsImpl(sc, dst, g[:d], rows, g[d:], s.Self)
+		interactionGradsImpl(sc, grads, dout[b*w:(b+1)*w], feats, b, d, s.Self)
 	}
 }
 
-// gradsFunc sets a sample's feature gradients: dst[t] (nil skips t) to
-// init for t = 0, zeros for the others, plus float32(c·rows[m]) for every
-// m ≠ t in increasing m, each product rounded before it is added, c the
-// dot (t, m) or (m, t) of g, the sample's dots in the forward's order;
-// with self, m = t too, c twice the dot (t, t). That is every pair's
-// terms in pair order: those of the pairs (t, j), j < t, then (t, t),
-// then (i, t), i > t. The implementations may overwrite dst's nil rows.
-type gradsFunc func(sc *interactionScratch, dst [][]float32, init []float32, rows [][]float32, g []float32, self bool)
+// gradsFunc sets the rows b of a sample's feature gradients, grads[t]
+// (nil skips t; d floats a row, as in feats): to g[:d] for t = 0, zeros
+// for the others, plus float32(c·x_m) for every m ≠ t in increasing m,
+// x_m row b of feats[m], each product rounded before it is added, c the
+// dot (t, m) or (m, t) among g[d:], the sample's dots in the forward's
+// order; with self, m = t too, c twice the dot (t, t). That is every
+// pair's terms in pair order: those of the pairs (t, j), j < t, then
+// (t, t), then (i, t), i > t. sc is the worker's scratch, sized for the
+// features.
+type gradsFunc func(sc *interactionScratch, grads [][]float32, g []float32, feats [][]float32, b, d int, self bool)
 
 // gradsWith is the gradsFunc that lays the sample's coefficients out in
 // sc.coef, coef[t·F+m] for row m in feature t's gradient, and sums each
 // gradient row with one axpys call.
 func gradsWith(axpys axpysFunc) gradsFunc {
-	return func(sc *interactionScratch, dst [][]float32, init []float32, rows [][]float32, g []float32, self bool) {
-		F, s := len(rows), b2i(self)
-		coef := sc.coef
+	return func(sc *interactionScratch, grads [][]float32, g []float32, feats [][]float32, b, d int, self bool) {
+		F, s := len(feats), b2i(self)
+		rows, coef := sc.rows, sc.coef
+		for f := range rows {
+			rows[f] = feats[f][b*d : (b+1)*d]
+		}
+		init, g := g[:d], g[d:]
 		p := 0
 		for i := 1 - s; i < F; i++ {
 			// Row i's dots with rows j < i (+ self) lie side by side in g.
@@ -179,7 +170,7 @@ func gradsWith(axpys axpysFunc) gradsFunc {
 				coef[t*F+t] *= 2
 			}
 		}
-		for t, gt := range dst {
+		for t, gt := range grads {
 			if gt == nil {
 				continue
 			}
@@ -191,7 +182,7 @@ func gradsWith(axpys axpysFunc) gradsFunc {
 			if self {
 				skip = -1
 			}
-			axpys(gt, in, rows, coef[t*F:(t+1)*F], skip)
+			axpys(gt[b*d:(b+1)*d], in, rows, coef[t*F:(t+1)*F], skip)
 		}
 	}
 }
@@ -199,12 +190,11 @@ func gradsWith(axpys axpysFunc) gradsFunc {
 // interactionGradsGo is the reference gradsFunc.
 var interactionGradsGo = gradsWith(interactionAxpysGo)
 
-// interactionScratch is a worker's per-sample lists, pooled so that a
-// compiled graph's forward allocates nothing.
+// interactionScratch is a worker's per-sample lists for the gradients of
+// the levels that sum them a feature at a time, pooled.
 type interactionScratch struct {
-	rows, dst [][]float32
-	coef      []float32
-	junk      []float32 // where a kernel writes the gradients nobody wants
+	rows [][]float32
+	coef []float32
 }
 
 var interactionScratches = freeList[interactionScratch]{New: newOf[interactionScratch]}
@@ -212,24 +202,15 @@ var interactionScratches = freeList[interactionScratch]{New: newOf[interactionSc
 // grow sizes the lists for f features.
 func (sc *interactionScratch) grow(f int) *interactionScratch {
 	if cap(sc.rows) < f {
-		sc.rows, sc.dst, sc.coef = make([][]float32, f), make([][]float32, f), make([]float32, f*f)
+		sc.rows, sc.coef = make([][]float32, f), make([]float32, f*f)
 	}
-	sc.rows, sc.dst, sc.coef = sc.rows[:f], sc.dst[:f], sc.coef[:f*f]
+	sc.rows, sc.coef = sc.rows[:f], sc.coef[:f*f]
 	return sc
-}
-
-// junkRow returns a row of d floats to write and forget.
-func (sc *interactionScratch) junkRow(d int) []float32 {
-	if cap(sc.junk) < d {
-		sc.junk = make([]float32, d)
-	}
-	return sc.junk[:d]
 }
 
 // put drops the rows (user memory) and frees sc.
 func (sc *interactionScratch) put() {
 	clear(sc.rows)
-	clear(sc.dst)
 	interactionScratches.put(sc)
 }
 
@@ -258,13 +239,17 @@ func interactionDot(a, b []float32) float32 {
 	return s[0]
 }
 
-// interactionTriangleGo sets dst to the dots of every pair (i, j) of rows,
-// j < i (j ≤ i with self), i ascending, then j: the forward's pair order.
-func interactionTriangleGo(dst []float32, rows [][]float32, self bool) {
+// triangleFunc sets dst to the dots of row b of every pair of the
+// [Batch, d] matrices feats, (i, j) for j < i (j ≤ i with self), i
+// ascending, then j: the forward's pair order.
+type triangleFunc func(dst []float32, feats [][]float32, b, d int, self bool)
+
+// interactionTriangleGo is the reference triangleFunc.
+func interactionTriangleGo(dst []float32, feats [][]float32, b, d int, self bool) {
 	p, s := 0, b2i(self)
-	for i := 1 - s; i < len(rows); i++ {
+	for i := 1 - s; i < len(feats); i++ {
 		for j := range i + s {
-			dst[p] = interactionDot(rows[i], rows[j])
+			dst[p] = interactionDot(feats[i][b*d:(b+1)*d], feats[j][b*d:(b+1)*d])
 			p++
 		}
 	}

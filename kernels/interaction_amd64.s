@@ -42,19 +42,20 @@
 	shuf   $imm1, b, a, Z17; \
 	VADDPS Z17, Z16, a
 
-// func interactionTriangleAVX512(dst *float32, rows *[]float32, f, self, d int, tail int)
+// func interactionTriangleAVX512(dst *float32, feats *[]float32, f, self, d int, tail int, off int)
 // Row i's dots with up to sixteen rows j at a time: pair q of the group
 // accumulates in Z(4(q%4) + q/4) sixty-four elements at a time (row i's
 // in Z16–Z19, no FMA), then sixteen, then the last d%16 under K1; then
 // four levels of FHALVE fold the sixteen dots together (lane l + l+8,
 // l + l+4, l + l+2, l + l+1, interactionDot's order) into Z0, dot q in
-// lane q, stored under K2 (the group's CX dots). R8 = the headers, SI =
-// row i, BX the group's first row j header, R13 the dots of row i left,
+// lane q, stored under K2 (the group's CX dots). The rows are the
+// feature matrices' at byte off: R8 = the matrices' headers, SI = matrix
+// i, BX the group's first matrix j header, R13 the dots of row i left,
 // R10 the whole sixteens of a row, R15 the sixty-fours or sixteens left,
-// R12 the byte offset, R9 = i, R14 = f.
-TEXT ·interactionTriangleAVX512(SB), NOSPLIT, $0-48
+// R12 the byte offset in the matrices, R9 = i, R14 = f.
+TEXT ·interactionTriangleAVX512(SB), NOSPLIT, $0-56
 	MOVQ  dst+0(FP), DI
-	MOVQ  rows+8(FP), R8
+	MOVQ  feats+8(FP), R8
 	MOVQ  f+16(FP), R14
 	MOVQ  self+24(FP), DX
 	MOVQ  d+32(FP), R10
@@ -95,7 +96,7 @@ ftgroup:
 	VPXORD  Z13, Z13, Z13
 	VPXORD  Z14, Z14, Z14
 	VPXORD  Z15, Z15, Z15
-	XORQ    R12, R12
+	MOVQ    off+48(FP), R12
 	MOVQ    R10, R15
 	SHRQ    $2, R15
 
@@ -325,8 +326,9 @@ ftdone:
 
 #define GST1(off, a) MOVQ off(AX), DX; VMOVUPS a, K1, (DX)(R12*1)
 
-// func interactionGradsAVX512(dst *[]float32, init *float32, rows *[]float32, dots *float32, f, self, d int, tail int)
-// Four features t0…t0+3 at a time (the last four when f%4 > 0, some
+// func interactionGradsAVX512(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, tail int, off int)
+// The rows of the gradient and feature matrices at byte off, init the
+// first d of dout and the dots the rest. Four features t0…t0+3 at a time (the last four when f%4 > 0, some
 // then done twice, to the same bits), in blocks of sixty-four columns
 // (Z(4q)…Z(4q+3) for feature t0+q), then of sixteen (Z(4q), the last
 // d%16 under K1): each starts from init for feature 0, zeros for the
@@ -337,9 +339,11 @@ ftdone:
 // four features' dots, R14 = t0, DI = f, R15 = self, CX the columns
 // left.
 TEXT ·interactionGradsAVX512(SB), NOSPLIT, $0-64
-	MOVQ  dots+24(FP), R8
-	MOVQ  f+32(FP), DI
-	MOVQ  self+40(FP), R15
+	MOVQ  dout+8(FP), R8
+	MOVQ  d+40(FP), AX
+	LEAQ  (R8)(AX*4), R8
+	MOVQ  f+24(FP), DI
+	MOVQ  self+32(FP), R15
 	XORQ  R14, R14
 
 gblock:
@@ -347,8 +351,8 @@ gblock:
 	GTRI(1, R10)
 	GTRI(2, R11)
 	GTRI(3, R13)
-	XORQ R12, R12
-	MOVQ d+48(FP), CX
+	MOVQ off+56(FP), R12
+	MOVQ d+40(FP), CX
 
 gw4:
 	CMPQ    CX, $64
@@ -371,14 +375,15 @@ gw4:
 	VPXORD  Z15, Z15, Z15
 	TESTQ   R14, R14
 	JNZ     gw4rows
-	MOVQ    init+8(FP), AX
+	MOVQ    dout+8(FP), AX
+	SUBQ    off+56(FP), AX
 	VMOVUPS (AX)(R12*1), Z0
 	VMOVUPS 64(AX)(R12*1), Z1
 	VMOVUPS 128(AX)(R12*1), Z2
 	VMOVUPS 192(AX)(R12*1), Z3
 
 gw4rows:
-	MOVQ rows+16(FP), SI
+	MOVQ feats+16(FP), SI
 	XORQ BX, BX
 
 gw4a:
@@ -448,7 +453,7 @@ gw4c:
 	JMP  gw4c
 
 gw4store:
-	MOVQ dst+0(FP), AX
+	MOVQ grads+0(FP), AX
 	LEAQ (R14)(R14*2), DX
 	LEAQ (AX)(DX*8), AX
 	GST4(0, Z0, Z1, Z2, Z3)
@@ -463,7 +468,7 @@ gw1:
 	TESTQ     CX, CX
 	JLE       gnext
 	MOVL      $0xFFFF, AX
-	MOVQ      tail+56(FP), DX
+	MOVQ      tail+48(FP), DX
 	CMPQ      CX, $16
 	CMOVQLT   DX, AX
 	KMOVW     AX, K1
@@ -473,11 +478,12 @@ gw1:
 	VPXORD    Z12, Z12, Z12
 	TESTQ     R14, R14
 	JNZ       gw1rows
-	MOVQ      init+8(FP), AX
+	MOVQ      dout+8(FP), AX
+	SUBQ      off+56(FP), AX
 	VMOVUPS.Z (AX)(R12*1), K1, Z0
 
 gw1rows:
-	MOVQ rows+16(FP), SI
+	MOVQ feats+16(FP), SI
 	XORQ BX, BX
 
 gw1a:
@@ -547,7 +553,7 @@ gw1c:
 	JMP  gw1c
 
 gw1store:
-	MOVQ dst+0(FP), AX
+	MOVQ grads+0(FP), AX
 	LEAQ (R14)(R14*2), DX
 	LEAQ (AX)(DX*8), AX
 	GST1(0, Z0)
@@ -601,13 +607,13 @@ gdone:
 	VMULPS     Y11, Y9, Y11; \
 	VADDPS     Y11, hi, hi
 
-// func interactionTriangleAVX2(dst *float32, rows *[]float32, f, self, d int, tail int, m0, m1 *int32)
+// func interactionTriangleAVX2(dst *float32, feats *[]float32, f, self, d int, tail int, m0, m1 *int32, off int)
 // interactionTriangleAVX512 on YMM registers: the sixteen lanes are Y0
 // (lanes 0–7) and Y1 (8–15), a tail's lanes masked by the masks at m0 and
 // m1 (zeros past the row), and the fold starts with Y0 + Y1.
-TEXT ·interactionTriangleAVX2(SB), NOSPLIT, $0-64
+TEXT ·interactionTriangleAVX2(SB), NOSPLIT, $0-72
 	MOVQ dst+0(FP), DI
-	MOVQ rows+8(FP), R8
+	MOVQ feats+8(FP), R8
 	MOVQ f+16(FP), R14
 	MOVQ self+24(FP), DX
 	MOVQ d+32(FP), R10
@@ -647,7 +653,7 @@ jtquad:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R12, R12
+	MOVQ   off+64(FP), R12
 	MOVQ   R10, R13
 
 jtqchunk:
@@ -693,7 +699,7 @@ jtpair:
 	MOVQ  (BX), R11
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-	XORQ  R12, R12
+	MOVQ  off+64(FP), R12
 	MOVQ  R10, R13
 
 jtchunk:
