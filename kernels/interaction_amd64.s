@@ -107,6 +107,12 @@ ft64:
 	VMOVUPS 64(SI)(R12*1), Z17
 	VMOVUPS 128(SI)(R12*1), Z18
 	VMOVUPS 192(SI)(R12*1), Z19
+	MOVQ    d+32(FP), AX // row i of the next sample, d floats on
+	LEAQ    (SI)(AX*4), AX
+	PREFETCHT0 (AX)(R12*1)
+	PREFETCHT0 64(AX)(R12*1)
+	PREFETCHT0 128(AX)(R12*1)
+	PREFETCHT0 192(AX)(R12*1)
 	FPAIR4(0, Z0)
 	FLAST(1, ft64end)
 	FPAIR4(24, Z4)
@@ -324,6 +330,18 @@ ftdone:
 	VMOVUPS a2, 128(DX)(R12*1); \
 	VMOVUPS a3, 192(DX)(R12*1)
 
+// GPF4(hdr) asks for the sixty-four columns at R12 + BX of the matrix
+// whose header is at hdr: the sample after this one, read next. Each
+// sample's rows lie in 2f matrices, more streams than the hardware
+// prefetcher follows.
+#define GPF4(hdr) \
+	MOVQ hdr, DX; \
+	ADDQ BX, DX; \
+	PREFETCHT0 (DX)(R12*1); \
+	PREFETCHT0 64(DX)(R12*1); \
+	PREFETCHT0 128(DX)(R12*1); \
+	PREFETCHT0 192(DX)(R12*1)
+
 #define GST1(off, a) MOVQ off(AX), DX; VMOVUPS a, K1, (DX)(R12*1)
 
 // func interactionGradsAVX512(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, tail int, off int)
@@ -460,6 +478,19 @@ gw4store:
 	GST4(24, Z4, Z5, Z6, Z7)
 	GST4(48, Z8, Z9, Z10, Z11)
 	GST4(72, Z12, Z13, Z14, Z15)
+	MOVQ d+40(FP), BX // the next sample's rows of the block's features
+	SHLQ $2, BX
+	GPF4(0(AX))
+	GPF4(24(AX))
+	GPF4(48(AX))
+	GPF4(72(AX))
+	MOVQ feats+16(FP), SI
+	LEAQ (R14)(R14*2), DX
+	LEAQ (SI)(DX*8), SI
+	GPF4(0(SI))
+	GPF4(24(SI))
+	GPF4(48(SI))
+	GPF4(72(SI))
 	ADDQ $256, R12
 	SUBQ $64, CX
 	JMP  gw4
