@@ -2,10 +2,30 @@
 
 #include "textflag.h"
 
+// ZERO16 clears the accumulators Z0–Z15.
+#define ZERO16 \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPXORD Z10, Z10, Z10; \
+	VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; \
+	VPXORD Z13, Z13, Z13; \
+	VPXORD Z14, Z14, Z14; \
+	VPXORD Z15, Z15, Z15
+
 // FPAIR(off, acc): acc += row i's sixteen at R12 (Z16) times those of
 // the row whose header is at off(BX), each product rounded before its
-// sum; FTPAIR is it for the last d%16 under K1, adding only those lanes.
-// FLAST(q, end) leaves the group's pairs at end after q of them.
+// sum; FTPAIR is it for the last d%16 under K1, adding only those lanes;
+// FPAIR4 is it on sixty-four, row i's in Z16–Z19, the four products
+// added in order.
 #define FPAIR(off, acc) \
 	MOVQ   off(BX), R11; \
 	VMULPS (R11)(R12*1), Z16, Z17; \
@@ -16,10 +36,6 @@
 	VMULPS.Z (R11)(R12*1), Z16, K1, Z17; \
 	VADDPS   Z17, acc, K1, acc
 
-#define FLAST(q, end) CMPQ CX, $q; JEQ end
-
-// FPAIR4(off, acc) is FPAIR on sixty-four elements, row i's in Z16–Z19,
-// the four products added in order.
 #define FPAIR4(off, acc) \
 	MOVQ   off(BX), R11; \
 	ADDQ   R12, R11; \
@@ -32,6 +48,27 @@
 	VMULPS 192(R11), Z19, Z23; \
 	VADDPS Z23, acc, acc
 
+// FGROUP(P, end): P for each of the group's CX pairs, pair q (its row j
+// header q·24 past BX) into Z(4(q%4) + q/4), then on at end.
+#define FLAST(q, end) CMPQ CX, $q; JEQ end
+#define FGROUP(P, end) \
+	P(0, Z0); FLAST(1, end); \
+	P(24, Z4); FLAST(2, end); \
+	P(48, Z8); FLAST(3, end); \
+	P(72, Z12); FLAST(4, end); \
+	P(96, Z1); FLAST(5, end); \
+	P(120, Z5); FLAST(6, end); \
+	P(144, Z9); FLAST(7, end); \
+	P(168, Z13); FLAST(8, end); \
+	P(192, Z2); FLAST(9, end); \
+	P(216, Z6); FLAST(10, end); \
+	P(240, Z10); FLAST(11, end); \
+	P(264, Z14); FLAST(12, end); \
+	P(288, Z3); FLAST(13, end); \
+	P(312, Z7); FLAST(14, end); \
+	P(336, Z11); FLAST(15, end); \
+	P(360, Z15)
+
 // FHALVE(imm0, imm1, shuf, a, b): the folds of sixteen dots at once. The
 // shuffles gather into Z16 the lanes l and into Z17 the lanes l+h (h the
 // level's half width) of the dots in a and b, and a = Z16 + Z17:
@@ -41,6 +78,206 @@
 	shuf   $imm0, b, a, Z16; \
 	shuf   $imm1, b, a, Z17; \
 	VADDPS Z17, Z16, a
+
+// The gradient kernel's steps, on sixty-four columns at R12 (the *4
+// forms, feature q's in Z(4q)…Z(4q+3)) or sixteen under K1 (the *1 forms,
+// Z(4q) alone, the other accumulators named but left alone): GLOAD loads
+// row m (SI walks the row headers) into Z16…; GMUL adds the broadcast
+// coefficient in Z20 times it to a feature's accumulators, each product
+// rounded before its sum; GROW(MUL, …) takes the coefficient of a
+// feature t > m from t's own dots, (r)(BX*4) with r at them and BX = m,
+// GCOL that of a feature t < m from m's dots, off(DX) with DX at m's dot
+// with the block's first feature, GDIAG the doubled (t, t) of self;
+// GNEXT moves DX, SI and BX = m to the next row (R15 = self).
+#define GLOAD4 \
+	MOVQ    (SI), AX; \
+	VMOVUPS (AX)(R12*1), Z16; \
+	VMOVUPS 64(AX)(R12*1), Z17; \
+	VMOVUPS 128(AX)(R12*1), Z18; \
+	VMOVUPS 192(AX)(R12*1), Z19
+
+#define GLOAD1 MOVQ (SI), AX; VMOVUPS.Z (AX)(R12*1), K1, Z16
+
+#define GMUL4(a0, a1, a2, a3) \
+	VMULPS Z16, Z20, Z21; \
+	VADDPS Z21, a0, a0; \
+	VMULPS Z17, Z20, Z22; \
+	VADDPS Z22, a1, a1; \
+	VMULPS Z18, Z20, Z23; \
+	VADDPS Z23, a2, a2; \
+	VMULPS Z19, Z20, Z24; \
+	VADDPS Z24, a3, a3
+
+#define GMUL1(a0, a1, a2, a3) VMULPS Z16, Z20, Z21; VADDPS Z21, a0, a0
+
+#define GROW(MUL, r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), Z20; MUL(a0, a1, a2, a3)
+#define GCOL(MUL, off, a0, a1, a2, a3) VBROADCASTSS off(DX), Z20; MUL(a0, a1, a2, a3)
+#define GDIAG(MUL, r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), Z20; VADDPS Z20, Z20, Z20; MUL(a0, a1, a2, a3)
+
+// Row m + 1's dots start m + self after row m's.
+#define GNEXT \
+	LEAQ (BX)(R15*1), AX; \
+	LEAQ (DX)(AX*4), DX; \
+	ADDQ $24, SI; \
+	INCQ BX
+
+// GTRI(q, r): r = dots + 4·T(t0 + q), T(t) = t(t − 1 + 2·self)/2 the
+// first of feature t's own dots.
+#define GTRI(q, r) \
+	LEAQ  q(R14), AX; \
+	MOVQ  R15, r; \
+	LEAQ  -1(AX)(r*2), r; \
+	IMULQ AX, r; \
+	SHRQ  $1, r; \
+	LEAQ  (R8)(r*4), r
+
+// GINIT loads feature 0's accumulators from the row at AX; GST stores a
+// feature's at R12 of the row whose header is at off(AX); GPF asks for
+// the columns at R12 + BX of the matrix whose header is at hdr: the
+// sample after this one, read next (each sample's rows lie in 2f
+// matrices, more streams than the hardware prefetcher follows).
+#define GINIT4 \
+	VMOVUPS (AX)(R12*1), Z0; \
+	VMOVUPS 64(AX)(R12*1), Z1; \
+	VMOVUPS 128(AX)(R12*1), Z2; \
+	VMOVUPS 192(AX)(R12*1), Z3
+
+#define GINIT1 VMOVUPS.Z (AX)(R12*1), K1, Z0
+
+#define GST4(off, a0, a1, a2, a3) \
+	MOVQ    off(AX), DX; \
+	VMOVUPS a0, (DX)(R12*1); \
+	VMOVUPS a1, 64(DX)(R12*1); \
+	VMOVUPS a2, 128(DX)(R12*1); \
+	VMOVUPS a3, 192(DX)(R12*1)
+
+#define GST1(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMOVUPS a0, K1, (DX)(R12*1)
+
+#define GPF4(hdr) \
+	MOVQ       hdr, DX; \
+	ADDQ       BX, DX; \
+	PREFETCHT0 (DX)(R12*1); \
+	PREFETCHT0 64(DX)(R12*1); \
+	PREFETCHT0 128(DX)(R12*1); \
+	PREFETCHT0 192(DX)(R12*1)
+
+#define GPF1(hdr) MOVQ hdr, DX; ADDQ BX, DX; PREFETCHT0 (DX)(R12*1)
+
+// GSECTION runs the block's four features over one column block with
+// the step forms of one width (LOAD, MUL, INIT, ST, PF), the labels its
+// loops and branches need after them: features from init or zeros, the
+// rows m < t0, the four rows of the block's own, the rows after, the
+// stores and the next sample's rows asked for.
+#define GSECTION(LOAD, MUL, INIT, ST, PF, lrows, la, ldiag, ld0, ld1, ld2, ld3, lc, lst) \
+	ZERO16; \
+	TESTQ R14, R14; \
+	JNZ   lrows; \
+	MOVQ  dout+8(FP), AX; \
+	SUBQ  off+56(FP), AX; \
+	INIT; \
+lrows: \
+	MOVQ feats+16(FP), SI; \
+	XORQ BX, BX; \
+la: \
+	CMPQ BX, R14; \
+	JGE  ldiag; \
+	LOAD; \
+	GROW(MUL, R9, Z0, Z1, Z2, Z3); \
+	GROW(MUL, R10, Z4, Z5, Z6, Z7); \
+	GROW(MUL, R11, Z8, Z9, Z10, Z11); \
+	GROW(MUL, R13, Z12, Z13, Z14, Z15); \
+	ADDQ $24, SI; \
+	INCQ BX; \
+	JMP  la; \
+ldiag: \
+	LEAQ  (R9)(R14*4), DX; \
+	LOAD; \
+	TESTQ R15, R15; \
+	JEQ   ld0; \
+	GDIAG(MUL, R9, Z0, Z1, Z2, Z3); \
+ld0: \
+	GROW(MUL, R10, Z4, Z5, Z6, Z7); \
+	GROW(MUL, R11, Z8, Z9, Z10, Z11); \
+	GROW(MUL, R13, Z12, Z13, Z14, Z15); \
+	GNEXT; \
+	LOAD; \
+	GCOL(MUL, 0, Z0, Z1, Z2, Z3); \
+	TESTQ R15, R15; \
+	JEQ   ld1; \
+	GDIAG(MUL, R10, Z4, Z5, Z6, Z7); \
+ld1: \
+	GROW(MUL, R11, Z8, Z9, Z10, Z11); \
+	GROW(MUL, R13, Z12, Z13, Z14, Z15); \
+	GNEXT; \
+	LOAD; \
+	GCOL(MUL, 0, Z0, Z1, Z2, Z3); \
+	GCOL(MUL, 4, Z4, Z5, Z6, Z7); \
+	TESTQ R15, R15; \
+	JEQ   ld2; \
+	GDIAG(MUL, R11, Z8, Z9, Z10, Z11); \
+ld2: \
+	GROW(MUL, R13, Z12, Z13, Z14, Z15); \
+	GNEXT; \
+	LOAD; \
+	GCOL(MUL, 0, Z0, Z1, Z2, Z3); \
+	GCOL(MUL, 4, Z4, Z5, Z6, Z7); \
+	GCOL(MUL, 8, Z8, Z9, Z10, Z11); \
+	TESTQ R15, R15; \
+	JEQ   ld3; \
+	GDIAG(MUL, R13, Z12, Z13, Z14, Z15); \
+ld3: \
+	GNEXT; \
+lc: \
+	CMPQ BX, DI; \
+	JGE  lst; \
+	LOAD; \
+	GCOL(MUL, 0, Z0, Z1, Z2, Z3); \
+	GCOL(MUL, 4, Z4, Z5, Z6, Z7); \
+	GCOL(MUL, 8, Z8, Z9, Z10, Z11); \
+	GCOL(MUL, 12, Z12, Z13, Z14, Z15); \
+	GNEXT; \
+	JMP  lc; \
+lst: \
+	MOVQ grads+0(FP), AX; \
+	LEAQ (R14)(R14*2), DX; \
+	LEAQ (AX)(DX*8), AX; \
+	ST(0, Z0, Z1, Z2, Z3); \
+	ST(24, Z4, Z5, Z6, Z7); \
+	ST(48, Z8, Z9, Z10, Z11); \
+	ST(72, Z12, Z13, Z14, Z15); \
+	MOVQ d+40(FP), BX; \
+	SHLQ $2, BX; \
+	PF(0(AX)); \
+	PF(24(AX)); \
+	PF(48(AX)); \
+	PF(72(AX)); \
+	MOVQ feats+16(FP), SI; \
+	LEAQ (R14)(R14*2), DX; \
+	LEAQ (SI)(DX*8), SI; \
+	PF(0(SI)); \
+	PF(24(SI)); \
+	PF(48(SI)); \
+	PF(72(SI))
+
+// TRIARGS loads the triangle kernels' arguments: DI = dst, R8 = the
+// matrices' headers, R14 = f, R10 = the whole sixteens of a row, R9 = the
+// first row i (1 − self); TRIROW(done) starts row i, SI = its matrix and
+// BX = the first header of the rows j, or ends at done after the last.
+#define TRIARGS \
+	MOVQ dst+0(FP), DI; \
+	MOVQ feats+8(FP), R8; \
+	MOVQ f+16(FP), R14; \
+	MOVQ d+32(FP), R10; \
+	SHRQ $4, R10; \
+	MOVQ $1, R9; \
+	SUBQ self+24(FP), R9
+
+#define TRIROW(done) \
+	CMPQ R9, R14; \
+	JGE  done; \
+	LEAQ (R9)(R9*2), AX; \
+	MOVQ (R8)(AX*8), SI; \
+	MOVQ R8, BX
 
 // func interactionTriangleAVX512(dst *float32, feats *[]float32, f, self, d int, tail int, off int)
 // Row i's dots with up to sixteen rows j at a time: pair q of the group
@@ -54,23 +291,12 @@
 // R10 the whole sixteens of a row, R15 the sixty-fours or sixteens left,
 // R12 the byte offset in the matrices, R9 = i, R14 = f.
 TEXT ·interactionTriangleAVX512(SB), NOSPLIT, $0-56
-	MOVQ  dst+0(FP), DI
-	MOVQ  feats+8(FP), R8
-	MOVQ  f+16(FP), R14
-	MOVQ  self+24(FP), DX
-	MOVQ  d+32(FP), R10
-	SHRQ  $4, R10
+	TRIARGS
 	MOVQ  tail+40(FP), AX
 	KMOVW AX, K1
-	MOVQ  $1, R9
-	SUBQ  DX, R9
 
 ftrow:
-	CMPQ R9, R14
-	JGE  ftdone
-	LEAQ (R9)(R9*2), AX
-	MOVQ (R8)(AX*8), SI
-	MOVQ R8, BX
+	TRIROW(ftdone)
 	MOVQ R9, R13
 	ADDQ self+24(FP), R13
 
@@ -80,70 +306,25 @@ ftgroup:
 	MOVQ    $16, CX
 	CMPQ    R13, CX
 	CMOVQLT R13, CX
-	VPXORD  Z0, Z0, Z0
-	VPXORD  Z1, Z1, Z1
-	VPXORD  Z2, Z2, Z2
-	VPXORD  Z3, Z3, Z3
-	VPXORD  Z4, Z4, Z4
-	VPXORD  Z5, Z5, Z5
-	VPXORD  Z6, Z6, Z6
-	VPXORD  Z7, Z7, Z7
-	VPXORD  Z8, Z8, Z8
-	VPXORD  Z9, Z9, Z9
-	VPXORD  Z10, Z10, Z10
-	VPXORD  Z11, Z11, Z11
-	VPXORD  Z12, Z12, Z12
-	VPXORD  Z13, Z13, Z13
-	VPXORD  Z14, Z14, Z14
-	VPXORD  Z15, Z15, Z15
+	ZERO16
 	MOVQ    off+48(FP), R12
 	MOVQ    R10, R15
 	SHRQ    $2, R15
 
 ft64:
-	TESTQ   R15, R15
-	JZ      ft16
-	VMOVUPS (SI)(R12*1), Z16
-	VMOVUPS 64(SI)(R12*1), Z17
-	VMOVUPS 128(SI)(R12*1), Z18
-	VMOVUPS 192(SI)(R12*1), Z19
-	MOVQ    d+32(FP), AX // row i of the next sample, d floats on
-	LEAQ    (SI)(AX*4), AX
+	TESTQ      R15, R15
+	JZ         ft16
+	VMOVUPS    (SI)(R12*1), Z16
+	VMOVUPS    64(SI)(R12*1), Z17
+	VMOVUPS    128(SI)(R12*1), Z18
+	VMOVUPS    192(SI)(R12*1), Z19
+	MOVQ       d+32(FP), AX       // row i of the next sample, d floats on
+	LEAQ       (SI)(AX*4), AX
 	PREFETCHT0 (AX)(R12*1)
 	PREFETCHT0 64(AX)(R12*1)
 	PREFETCHT0 128(AX)(R12*1)
 	PREFETCHT0 192(AX)(R12*1)
-	FPAIR4(0, Z0)
-	FLAST(1, ft64end)
-	FPAIR4(24, Z4)
-	FLAST(2, ft64end)
-	FPAIR4(48, Z8)
-	FLAST(3, ft64end)
-	FPAIR4(72, Z12)
-	FLAST(4, ft64end)
-	FPAIR4(96, Z1)
-	FLAST(5, ft64end)
-	FPAIR4(120, Z5)
-	FLAST(6, ft64end)
-	FPAIR4(144, Z9)
-	FLAST(7, ft64end)
-	FPAIR4(168, Z13)
-	FLAST(8, ft64end)
-	FPAIR4(192, Z2)
-	FLAST(9, ft64end)
-	FPAIR4(216, Z6)
-	FLAST(10, ft64end)
-	FPAIR4(240, Z10)
-	FLAST(11, ft64end)
-	FPAIR4(264, Z14)
-	FLAST(12, ft64end)
-	FPAIR4(288, Z3)
-	FLAST(13, ft64end)
-	FPAIR4(312, Z7)
-	FLAST(14, ft64end)
-	FPAIR4(336, Z11)
-	FLAST(15, ft64end)
-	FPAIR4(360, Z15)
+	FGROUP(FPAIR4, ft64end)
 
 ft64end:
 	ADDQ $256, R12
@@ -158,37 +339,7 @@ ftchunk:
 	TESTQ   R15, R15
 	JZ      fttail
 	VMOVUPS (SI)(R12*1), Z16
-	FPAIR(0, Z0)
-	FLAST(1, ftcend)
-	FPAIR(24, Z4)
-	FLAST(2, ftcend)
-	FPAIR(48, Z8)
-	FLAST(3, ftcend)
-	FPAIR(72, Z12)
-	FLAST(4, ftcend)
-	FPAIR(96, Z1)
-	FLAST(5, ftcend)
-	FPAIR(120, Z5)
-	FLAST(6, ftcend)
-	FPAIR(144, Z9)
-	FLAST(7, ftcend)
-	FPAIR(168, Z13)
-	FLAST(8, ftcend)
-	FPAIR(192, Z2)
-	FLAST(9, ftcend)
-	FPAIR(216, Z6)
-	FLAST(10, ftcend)
-	FPAIR(240, Z10)
-	FLAST(11, ftcend)
-	FPAIR(264, Z14)
-	FLAST(12, ftcend)
-	FPAIR(288, Z3)
-	FLAST(13, ftcend)
-	FPAIR(312, Z7)
-	FLAST(14, ftcend)
-	FPAIR(336, Z11)
-	FLAST(15, ftcend)
-	FPAIR(360, Z15)
+	FGROUP(FPAIR, ftcend)
 
 ftcend:
 	ADDQ $64, R12
@@ -199,37 +350,7 @@ fttail:
 	KORTESTW  K1, K1
 	JZ        ftfold
 	VMOVUPS.Z (SI)(R12*1), K1, Z16
-	FTPAIR(0, Z0)
-	FLAST(1, ftfold)
-	FTPAIR(24, Z4)
-	FLAST(2, ftfold)
-	FTPAIR(48, Z8)
-	FLAST(3, ftfold)
-	FTPAIR(72, Z12)
-	FLAST(4, ftfold)
-	FTPAIR(96, Z1)
-	FLAST(5, ftfold)
-	FTPAIR(120, Z5)
-	FLAST(6, ftfold)
-	FTPAIR(144, Z9)
-	FLAST(7, ftfold)
-	FTPAIR(168, Z13)
-	FLAST(8, ftfold)
-	FTPAIR(192, Z2)
-	FLAST(9, ftfold)
-	FTPAIR(216, Z6)
-	FLAST(10, ftfold)
-	FTPAIR(240, Z10)
-	FLAST(11, ftfold)
-	FTPAIR(264, Z14)
-	FLAST(12, ftfold)
-	FTPAIR(288, Z3)
-	FLAST(13, ftfold)
-	FTPAIR(312, Z7)
-	FLAST(14, ftfold)
-	FTPAIR(336, Z11)
-	FLAST(15, ftfold)
-	FTPAIR(360, Z15)
+	FGROUP(FTPAIR, ftfold)
 
 // Lane l + l+8: the low halves of a pair of registers against their high
 // halves; l + l+4: 128-bit blocks 0 and 2 against 1 and 3; l + l+2 and
@@ -268,101 +389,24 @@ ftdone:
 	VZEROUPPER
 	RET
 
-// The gradient kernel's steps: GLOAD4 loads row m's sixty-four columns
-// at R12 (SI walks the row headers) into Z16–Z19; GMUL4 adds the
-// broadcast coefficient in Z20 times them to four accumulators, each
-// product rounded before its sum; GROW4 takes the coefficient of a
-// feature t > m from t's own dots, (r)(BX*4) with r at them and BX = m,
-// GCOL4 that of a feature t < m from m's dots, off(DX) with DX at m's
-// dot with the block's first feature, GDIAG4 the doubled (t, t) of
-// self; GNEXT moves DX, SI and BX = m to the next row (R15 = self). The *1 forms
-// are these on sixteen columns under K1 (Z16 alone).
-#define GLOAD4 \
-	MOVQ    (SI), AX; \
-	VMOVUPS (AX)(R12*1), Z16; \
-	VMOVUPS 64(AX)(R12*1), Z17; \
-	VMOVUPS 128(AX)(R12*1), Z18; \
-	VMOVUPS 192(AX)(R12*1), Z19
-
-#define GMUL4(a0, a1, a2, a3) \
-	VMULPS Z16, Z20, Z21; \
-	VADDPS Z21, a0, a0; \
-	VMULPS Z17, Z20, Z22; \
-	VADDPS Z22, a1, a1; \
-	VMULPS Z18, Z20, Z23; \
-	VADDPS Z23, a2, a2; \
-	VMULPS Z19, Z20, Z24; \
-	VADDPS Z24, a3, a3
-
-#define GROW4(r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), Z20; GMUL4(a0, a1, a2, a3)
-#define GCOL4(off, a0, a1, a2, a3) VBROADCASTSS off(DX), Z20; GMUL4(a0, a1, a2, a3)
-#define GDIAG4(r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), Z20; VADDPS Z20, Z20, Z20; GMUL4(a0, a1, a2, a3)
-
-#define GLOAD1 MOVQ (SI), AX; VMOVUPS.Z (AX)(R12*1), K1, Z16
-#define GMUL1(a) VMULPS Z16, Z20, Z21; VADDPS Z21, a, a
-#define GROW1(r, a) VBROADCASTSS (r)(BX*4), Z20; GMUL1(a)
-#define GCOL1(off, a) VBROADCASTSS off(DX), Z20; GMUL1(a)
-#define GDIAG1(r, a) VBROADCASTSS (r)(BX*4), Z20; VADDPS Z20, Z20, Z20; GMUL1(a)
-
-// Row m + 1's dots start m + self after row m's.
-#define GNEXT \
-	LEAQ (BX)(R15*1), AX; \
-	LEAQ (DX)(AX*4), DX; \
-	ADDQ $24, SI; \
-	INCQ BX
-
-// GTRI(q, r): r = dots + 4·T(t0 + q), T(t) = t(t − 1 + 2·self)/2 the first
-// of feature t's own dots.
-#define GTRI(q, r) \
-	LEAQ  q(R14), AX; \
-	MOVQ  R15, r; \
-	LEAQ  -1(AX)(r*2), r; \
-	IMULQ AX, r; \
-	SHRQ  $1, r; \
-	LEAQ  (R8)(r*4), r
-
-// GST4(off, …) stores four accumulators at R12 in the row whose header
-// is at off(AX); GST1 one under K1.
-#define GST4(off, a0, a1, a2, a3) \
-	MOVQ    off(AX), DX; \
-	VMOVUPS a0, (DX)(R12*1); \
-	VMOVUPS a1, 64(DX)(R12*1); \
-	VMOVUPS a2, 128(DX)(R12*1); \
-	VMOVUPS a3, 192(DX)(R12*1)
-
-// GPF4(hdr) asks for the sixty-four columns at R12 + BX of the matrix
-// whose header is at hdr: the sample after this one, read next. Each
-// sample's rows lie in 2f matrices, more streams than the hardware
-// prefetcher follows.
-#define GPF4(hdr) \
-	MOVQ hdr, DX; \
-	ADDQ BX, DX; \
-	PREFETCHT0 (DX)(R12*1); \
-	PREFETCHT0 64(DX)(R12*1); \
-	PREFETCHT0 128(DX)(R12*1); \
-	PREFETCHT0 192(DX)(R12*1)
-
-#define GST1(off, a) MOVQ off(AX), DX; VMOVUPS a, K1, (DX)(R12*1)
-
 // func interactionGradsAVX512(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, tail int, off int)
 // The rows of the gradient and feature matrices at byte off, init the
-// first d of dout and the dots the rest. Four features t0…t0+3 at a time (the last four when f%4 > 0, some
-// then done twice, to the same bits), in blocks of sixty-four columns
-// (Z(4q)…Z(4q+3) for feature t0+q), then of sixteen (Z(4q), the last
-// d%16 under K1): each starts from init for feature 0, zeros for the
-// others, and adds the rows m in increasing order. For m < t0 every
-// feature's coefficient is among its own dots; for m ≥ t0 + 4 among
-// m's; the four m in between mix the two and skip each feature's own row
-// (or, with self, add it at twice its dot). R8 = dots, R9–R11 and R13 the
-// four features' dots, R14 = t0, DI = f, R15 = self, CX the columns
-// left.
+// first d of dout and the dots the rest. Four features t0…t0+3 at a
+// time (the last four when f%4 > 0, some then done twice, to the same
+// bits), in blocks of sixty-four columns, then of sixteen (the last d%16
+// under K1): each starts from init for feature 0, zeros for the others,
+// and adds the rows m in increasing order. For m < t0 every feature's
+// coefficient is among its own dots; for m ≥ t0 + 4 among m's; the four
+// m in between mix the two and skip each feature's own row (or, with
+// self, add it at twice its dot). R8 = dots, R9–R11 and R13 the four
+// features' dots, R14 = t0, DI = f, R15 = self, CX the columns left.
 TEXT ·interactionGradsAVX512(SB), NOSPLIT, $0-64
-	MOVQ  dout+8(FP), R8
-	MOVQ  d+40(FP), AX
-	LEAQ  (R8)(AX*4), R8
-	MOVQ  f+24(FP), DI
-	MOVQ  self+32(FP), R15
-	XORQ  R14, R14
+	MOVQ dout+8(FP), R8
+	MOVQ d+40(FP), AX
+	LEAQ (R8)(AX*4), R8
+	MOVQ f+24(FP), DI
+	MOVQ self+32(FP), R15
+	XORQ R14, R14
 
 gblock:
 	GTRI(0, R9)
@@ -373,227 +417,25 @@ gblock:
 	MOVQ d+40(FP), CX
 
 gw4:
-	CMPQ    CX, $64
-	JL      gw1
-	VPXORD  Z0, Z0, Z0
-	VPXORD  Z1, Z1, Z1
-	VPXORD  Z2, Z2, Z2
-	VPXORD  Z3, Z3, Z3
-	VPXORD  Z4, Z4, Z4
-	VPXORD  Z5, Z5, Z5
-	VPXORD  Z6, Z6, Z6
-	VPXORD  Z7, Z7, Z7
-	VPXORD  Z8, Z8, Z8
-	VPXORD  Z9, Z9, Z9
-	VPXORD  Z10, Z10, Z10
-	VPXORD  Z11, Z11, Z11
-	VPXORD  Z12, Z12, Z12
-	VPXORD  Z13, Z13, Z13
-	VPXORD  Z14, Z14, Z14
-	VPXORD  Z15, Z15, Z15
-	TESTQ   R14, R14
-	JNZ     gw4rows
-	MOVQ    dout+8(FP), AX
-	SUBQ    off+56(FP), AX
-	VMOVUPS (AX)(R12*1), Z0
-	VMOVUPS 64(AX)(R12*1), Z1
-	VMOVUPS 128(AX)(R12*1), Z2
-	VMOVUPS 192(AX)(R12*1), Z3
-
-gw4rows:
-	MOVQ feats+16(FP), SI
-	XORQ BX, BX
-
-gw4a:
-	CMPQ BX, R14
-	JGE  gw4diag
-	GLOAD4
-	GROW4(R9, Z0, Z1, Z2, Z3)
-	GROW4(R10, Z4, Z5, Z6, Z7)
-	GROW4(R11, Z8, Z9, Z10, Z11)
-	GROW4(R13, Z12, Z13, Z14, Z15)
-	ADDQ $24, SI
-	INCQ BX
-	JMP  gw4a
-
-gw4diag:
-	LEAQ (R9)(R14*4), DX
-	GLOAD4
-	TESTQ R15, R15
-	JEQ  gw4d0
-	GDIAG4(R9, Z0, Z1, Z2, Z3)
-
-gw4d0:
-	GROW4(R10, Z4, Z5, Z6, Z7)
-	GROW4(R11, Z8, Z9, Z10, Z11)
-	GROW4(R13, Z12, Z13, Z14, Z15)
-	GNEXT
-	GLOAD4
-	GCOL4(0, Z0, Z1, Z2, Z3)
-	TESTQ R15, R15
-	JEQ  gw4d1
-	GDIAG4(R10, Z4, Z5, Z6, Z7)
-
-gw4d1:
-	GROW4(R11, Z8, Z9, Z10, Z11)
-	GROW4(R13, Z12, Z13, Z14, Z15)
-	GNEXT
-	GLOAD4
-	GCOL4(0, Z0, Z1, Z2, Z3)
-	GCOL4(4, Z4, Z5, Z6, Z7)
-	TESTQ R15, R15
-	JEQ  gw4d2
-	GDIAG4(R11, Z8, Z9, Z10, Z11)
-
-gw4d2:
-	GROW4(R13, Z12, Z13, Z14, Z15)
-	GNEXT
-	GLOAD4
-	GCOL4(0, Z0, Z1, Z2, Z3)
-	GCOL4(4, Z4, Z5, Z6, Z7)
-	GCOL4(8, Z8, Z9, Z10, Z11)
-	TESTQ R15, R15
-	JEQ  gw4d3
-	GDIAG4(R13, Z12, Z13, Z14, Z15)
-
-gw4d3:
-	GNEXT
-
-gw4c:
-	CMPQ BX, DI
-	JGE  gw4store
-	GLOAD4
-	GCOL4(0, Z0, Z1, Z2, Z3)
-	GCOL4(4, Z4, Z5, Z6, Z7)
-	GCOL4(8, Z8, Z9, Z10, Z11)
-	GCOL4(12, Z12, Z13, Z14, Z15)
-	GNEXT
-	JMP  gw4c
-
-gw4store:
-	MOVQ grads+0(FP), AX
-	LEAQ (R14)(R14*2), DX
-	LEAQ (AX)(DX*8), AX
-	GST4(0, Z0, Z1, Z2, Z3)
-	GST4(24, Z4, Z5, Z6, Z7)
-	GST4(48, Z8, Z9, Z10, Z11)
-	GST4(72, Z12, Z13, Z14, Z15)
-	MOVQ d+40(FP), BX // the next sample's rows of the block's features
-	SHLQ $2, BX
-	GPF4(0(AX))
-	GPF4(24(AX))
-	GPF4(48(AX))
-	GPF4(72(AX))
-	MOVQ feats+16(FP), SI
-	LEAQ (R14)(R14*2), DX
-	LEAQ (SI)(DX*8), SI
-	GPF4(0(SI))
-	GPF4(24(SI))
-	GPF4(48(SI))
-	GPF4(72(SI))
+	CMPQ CX, $64
+	JL   gw1
+	GSECTION(GLOAD4, GMUL4, GINIT4, GST4, GPF4, gw4rows, gw4a, gw4diag, gw4d0, gw4d1, gw4d2, gw4d3, gw4c, gw4store)
 	ADDQ $256, R12
 	SUBQ $64, CX
 	JMP  gw4
 
 gw1:
-	TESTQ     CX, CX
-	JLE       gnext
-	MOVL      $0xFFFF, AX
-	MOVQ      tail+48(FP), DX
-	CMPQ      CX, $16
-	CMOVQLT   DX, AX
-	KMOVW     AX, K1
-	VPXORD    Z0, Z0, Z0
-	VPXORD    Z4, Z4, Z4
-	VPXORD    Z8, Z8, Z8
-	VPXORD    Z12, Z12, Z12
-	TESTQ     R14, R14
-	JNZ       gw1rows
-	MOVQ      dout+8(FP), AX
-	SUBQ      off+56(FP), AX
-	VMOVUPS.Z (AX)(R12*1), K1, Z0
-
-gw1rows:
-	MOVQ feats+16(FP), SI
-	XORQ BX, BX
-
-gw1a:
-	CMPQ BX, R14
-	JGE  gw1diag
-	GLOAD1
-	GROW1(R9, Z0)
-	GROW1(R10, Z4)
-	GROW1(R11, Z8)
-	GROW1(R13, Z12)
-	ADDQ $24, SI
-	INCQ BX
-	JMP  gw1a
-
-gw1diag:
-	LEAQ (R9)(R14*4), DX
-	GLOAD1
-	TESTQ R15, R15
-	JEQ  gw1d0
-	GDIAG1(R9, Z0)
-
-gw1d0:
-	GROW1(R10, Z4)
-	GROW1(R11, Z8)
-	GROW1(R13, Z12)
-	GNEXT
-	GLOAD1
-	GCOL1(0, Z0)
-	TESTQ R15, R15
-	JEQ  gw1d1
-	GDIAG1(R10, Z4)
-
-gw1d1:
-	GROW1(R11, Z8)
-	GROW1(R13, Z12)
-	GNEXT
-	GLOAD1
-	GCOL1(0, Z0)
-	GCOL1(4, Z4)
-	TESTQ R15, R15
-	JEQ  gw1d2
-	GDIAG1(R11, Z8)
-
-gw1d2:
-	GROW1(R13, Z12)
-	GNEXT
-	GLOAD1
-	GCOL1(0, Z0)
-	GCOL1(4, Z4)
-	GCOL1(8, Z8)
-	TESTQ R15, R15
-	JEQ  gw1d3
-	GDIAG1(R13, Z12)
-
-gw1d3:
-	GNEXT
-
-gw1c:
-	CMPQ BX, DI
-	JGE  gw1store
-	GLOAD1
-	GCOL1(0, Z0)
-	GCOL1(4, Z4)
-	GCOL1(8, Z8)
-	GCOL1(12, Z12)
-	GNEXT
-	JMP  gw1c
-
-gw1store:
-	MOVQ grads+0(FP), AX
-	LEAQ (R14)(R14*2), DX
-	LEAQ (AX)(DX*8), AX
-	GST1(0, Z0)
-	GST1(24, Z4)
-	GST1(48, Z8)
-	GST1(72, Z12)
-	ADDQ $64, R12
-	SUBQ $16, CX
-	JMP  gw1
+	TESTQ   CX, CX
+	JLE     gnext
+	MOVL    $0xFFFF, AX
+	MOVQ    tail+48(FP), DX
+	CMPQ    CX, $16
+	CMOVQLT DX, AX
+	KMOVW   AX, K1
+	GSECTION(GLOAD1, GMUL1, GINIT1, GST1, GPF1, gw1rows, gw1a, gw1diag, gw1d0, gw1d1, gw1d2, gw1d3, gw1c, gw1store)
+	ADDQ    $64, R12
+	SUBQ    $16, CX
+	JMP     gw1
 
 // The next four features; the last block ends at feature f − 1.
 gnext:
@@ -643,25 +485,14 @@ gdone:
 // (lanes 0–7) and Y1 (8–15), a tail's lanes masked by the masks at m0 and
 // m1 (zeros past the row), and the fold starts with Y0 + Y1.
 TEXT ·interactionTriangleAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst+0(FP), DI
-	MOVQ feats+8(FP), R8
-	MOVQ f+16(FP), R14
-	MOVQ self+24(FP), DX
-	MOVQ d+32(FP), R10
-	SHRQ $4, R10
-	MOVQ m0+48(FP), AX
+	TRIARGS
+	MOVQ    m0+48(FP), AX
 	VMOVDQU (AX), Y14
-	MOVQ m1+56(FP), AX
+	MOVQ    m1+56(FP), AX
 	VMOVDQU (AX), Y13
-	MOVQ $1, R9
-	SUBQ DX, R9
 
 jtrow:
-	CMPQ R9, R14
-	JGE  jtdone
-	LEAQ (R9)(R9*2), AX
-	MOVQ (R8)(AX*8), SI
-	MOVQ R8, BX
+	TRIROW(jtdone)
 	MOVQ self+24(FP), DX // the quads below use DX
 	LEAQ (R9)(DX*1), CX
 
