@@ -18,8 +18,8 @@ package kernels
 // Each sample is done by one worker from start to end, so results are
 // also the same for any thread count. How a level gets there is free: the
 // AVX-512 forward folds sixteen dots at once with shuffles (the same
-// additions), and its backward sums four features' gradients at once,
-// reading each row once for the four.
+// additions), and the assembly backward sums four features' gradients at
+// once, reading each row once for the four.
 
 // InteractionShape describes a dot interaction: Batch samples, each with
 // Features vectors of Dim elements. Self keeps the dots of each vector
@@ -144,54 +144,49 @@ func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, 
 // features.
 type gradsFunc func(sc *interactionScratch, grads [][]float32, g []float32, feats [][]float32, b, d int, self bool)
 
-// gradsWith is the gradsFunc that lays the sample's coefficients out in
-// sc.coef, coef[t·F+m] for row m in feature t's gradient, and sums each
-// gradient row with one axpys call.
-func gradsWith(axpys axpysFunc) gradsFunc {
-	return func(sc *interactionScratch, grads [][]float32, g []float32, feats [][]float32, b, d int, self bool) {
-		F, s := len(feats), b2i(self)
-		rows, coef := sc.rows, sc.coef
-		for f := range rows {
-			rows[f] = feats[f][b*d : (b+1)*d]
+// interactionGradsGo is the reference gradsFunc: it lays the sample's
+// coefficients out in sc.coef, coef[t·F+m] for row m in feature t's
+// gradient, and sums each gradient row with interactionAxpysGo.
+func interactionGradsGo(sc *interactionScratch, grads [][]float32, g []float32, feats [][]float32, b, d int, self bool) {
+	F, s := len(feats), b2i(self)
+	rows, coef := sc.rows, sc.coef
+	for f := range rows {
+		rows[f] = feats[f][b*d : (b+1)*d]
+	}
+	init, g := g[:d], g[d:]
+	p := 0
+	for i := 1 - s; i < F; i++ {
+		// Row i's dots with rows j < i (+ self) lie side by side in g.
+		gi := g[p : p+i+s]
+		copy(coef[i*F:], gi)
+		for j, v := range gi {
+			coef[j*F+i] = v
 		}
-		init, g := g[:d], g[d:]
-		p := 0
-		for i := 1 - s; i < F; i++ {
-			// Row i's dots with rows j < i (+ self) lie side by side in g.
-			gi := g[p : p+i+s]
-			copy(coef[i*F:], gi)
-			for j, v := range gi {
-				coef[j*F+i] = v
-			}
-			p += len(gi)
+		p += len(gi)
+	}
+	if self {
+		for t := range F {
+			coef[t*F+t] *= 2
 		}
+	}
+	for t, gt := range grads {
+		if gt == nil {
+			continue
+		}
+		var in []float32
+		if t == 0 {
+			in = init
+		}
+		skip := t
 		if self {
-			for t := range F {
-				coef[t*F+t] *= 2
-			}
+			skip = -1
 		}
-		for t, gt := range grads {
-			if gt == nil {
-				continue
-			}
-			var in []float32
-			if t == 0 {
-				in = init
-			}
-			skip := t
-			if self {
-				skip = -1
-			}
-			axpys(gt[b*d:(b+1)*d], in, rows, coef[t*F:(t+1)*F], skip)
-		}
+		interactionAxpysGo(gt[b*d:(b+1)*d], in, rows, coef[t*F:(t+1)*F], skip)
 	}
 }
 
-// interactionGradsGo is the reference gradsFunc.
-var interactionGradsGo = gradsWith(interactionAxpysGo)
-
-// interactionScratch is a worker's per-sample lists for the gradients of
-// the levels that sum them a feature at a time, pooled.
+// interactionScratch is a worker's per-sample lists for
+// interactionGradsGo, pooled.
 type interactionScratch struct {
 	rows [][]float32
 	coef []float32
@@ -255,12 +250,9 @@ func interactionTriangleGo(dst []float32, feats [][]float32, b, d int, self bool
 	}
 }
 
-// axpysFunc sets dst to init (zeros when nil) plus float32(coef[m]·
+// interactionAxpysGo sets dst to init (zeros when nil) plus float32(coef[m]·
 // rows[m]) for m in order but m = skip (none when skip < 0), each product
 // rounded before it is added: one gradient row of a sample.
-type axpysFunc func(dst, init []float32, rows [][]float32, coef []float32, skip int)
-
-// interactionAxpysGo is the reference axpysFunc.
 func interactionAxpysGo(dst, init []float32, rows [][]float32, coef []float32, skip int) {
 	if init == nil {
 		clear(dst)

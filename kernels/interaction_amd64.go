@@ -11,9 +11,6 @@ var (
 	interactionGradsVariants    = [levelCount]gradsFunc{Generic: interactionGradsGo, AVX2: interactionGradsY, AVX512: interactionGradsZ}
 )
 
-// interactionGradsY is interactionGradsGo with the axpys on YMM registers.
-var interactionGradsY = gradsWith(interactionAxpysY)
-
 // tailMask16 is the lane mask of the last len%16 elements of a row.
 func tailMask16(n int) int { return 1<<(n%16) - 1 }
 
@@ -56,24 +53,40 @@ func triangleArgs(dst []float32, feats [][]float32, b, d int, self bool) bool {
 
 // interactionGradsZ is interactionGradsGo on ZMM registers, four
 // features at a time, in one assembly call that reads and writes row b of
-// every matrix; with fewer than four features, or a gradient skipped, it
-// is interactionGradsY.
+// every matrix; see gradsAsm for when it is interactionGradsGo.
 func interactionGradsZ(sc *interactionScratch, grads [][]float32, g []float32, feats [][]float32, b, d int, self bool) {
-	f := len(feats)
-	if f < 4 || slices.ContainsFunc(grads, func(m []float32) bool { return m == nil }) {
-		interactionGradsY(sc, grads, g, feats, b, d, self)
+	if !gradsAsm(grads, g, feats, b, d, self) {
+		interactionGradsGo(sc, grads, g, feats, b, d, self)
 		return
 	}
-	if d == 0 {
+	interactionGradsAVX512(&grads[0], &g[0], &feats[0], len(feats), b2i(self), d, tailMask16(d), b*d*4)
+}
+
+// interactionGradsY is interactionGradsZ on YMM registers.
+func interactionGradsY(sc *interactionScratch, grads [][]float32, g []float32, feats [][]float32, b, d int, self bool) {
+	if !gradsAsm(grads, g, feats, b, d, self) {
+		interactionGradsGo(sc, grads, g, feats, b, d, self)
 		return
+	}
+	interactionGradsAVX2(&grads[0], &g[0], &feats[0], len(feats), b2i(self), d, laneMask(d%8), b*d*4)
+}
+
+// gradsAsm checks a sample's gradients for the assembly, which reads and
+// writes row b of every matrix unchecked, and reports whether it runs:
+// not below four features (a block's), nor with a gradient skipped (the
+// assembly writes every one; dlrm wants them all), nor with nothing to do.
+func gradsAsm(grads [][]float32, g []float32, feats [][]float32, b, d int, self bool) bool {
+	f := len(feats)
+	if f < 4 || d == 0 || slices.ContainsFunc(grads, func(m []float32) bool { return m == nil }) {
+		return false
 	}
 	if len(grads) != f || len(g) < d+f*(f-1)/2+f*b2i(self) {
-		panic("kernels: interactionGradsZ: too few gradients or dots")
+		panic("kernels: interactionGrads: too few gradients or dots")
 	}
 	for t := range feats {
 		_, _ = feats[t][(b+1)*d-1], grads[t][(b+1)*d-1]
 	}
-	interactionGradsAVX512(&grads[0], &g[0], &feats[0], f, b2i(self), d, tailMask16(d), b*d*4)
+	return true
 }
 
 // laneMasks holds eight −1s then eight 0s: the eight lanes from
@@ -82,40 +95,6 @@ var laneMasks = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1}
 
 // laneMask returns the VMASKMOVPS mask of the first c of eight lanes.
 func laneMask(c int) *int32 { return &laneMasks[8-c] }
-
-// interactionAxpysY is interactionAxpysGo on YMM registers.
-func interactionAxpysY(dst, init []float32, rows [][]float32, coef []float32, skip int) {
-	if ip, rp, cp, ok := axpysArgs(dst, init, rows, coef); ok {
-		interactionAxpysAVX2(&dst[0], ip, rp, cp, len(coef), len(dst), laneMask(len(dst)%8), skipCount(skip, len(coef)))
-	}
-}
-
-// skipCount is term skip of n as the assembly counts it: the terms left
-// (n − skip) when it comes up, 0 (never) for no term of n.
-func skipCount(skip, n int) int {
-	if skip < 0 || skip >= n {
-		return 0
-	}
-	return n - skip
-}
-
-// axpysArgs returns an axpys's operands for the assembly: their pointers
-// (nil for no init, or no terms), and whether dst has elements. The
-// assembly reads len(dst) elements of each row unchecked: the caller,
-// interactionGradRows through gradsWith, slices every row to Dim.
-func axpysArgs(dst, init []float32, rows [][]float32, coef []float32) (ip *float32, rp *[]float32, cp *float32, ok bool) {
-	if len(dst) == 0 {
-		return nil, nil, nil, false
-	}
-	rows = rows[:len(coef)]
-	if init != nil {
-		ip = &init[:len(dst)][0]
-	}
-	if len(coef) > 0 {
-		rp, cp = &rows[0], &coef[0]
-	}
-	return ip, rp, cp, true
-}
 
 // interactionTriangleAVX512 sets dst to the dots of the pairs of the f
 // rows (d floats each) at byte off of the matrices in
@@ -142,9 +121,8 @@ func interactionGradsAVX512(grads *[]float32, dout *float32, feats *[]float32, f
 //go:noescape
 func interactionTriangleAVX2(dst *float32, feats *[]float32, f, self, d int, tail int, m0, m1 *int32, off int)
 
-// interactionAxpysAVX2 sets dst (d floats) to init (zeros when nil) plus
-// coef[m]·rows[m].data for m < n, in order, but for the term with sk
-// terms left (skipCount); m is the mask of the last d%8 lanes.
+// interactionGradsAVX2 is interactionGradsAVX512 on YMM registers, m the
+// mask of the last d%8 lanes.
 //
 //go:noescape
-func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32, sk int)
+func interactionGradsAVX2(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, m *int32, off int)

@@ -79,9 +79,9 @@
 	shuf   $imm1, b, a, Z17; \
 	VADDPS Z17, Z16, a
 
-// The gradient kernel's steps, on sixty-four columns at R12 (the *4
-// forms, feature q's in Z(4q)…Z(4q+3)) or sixteen under K1 (the *1 forms,
-// Z(4q) alone, the other accumulators named but left alone): GLOAD loads
+// The AVX-512 gradient kernel's steps, on sixty-four columns at R12 (the
+// *4 forms, feature q's in Z(4q)…Z(4q+3)) or sixteen under K1 (the *1
+// forms, Z(4q) alone, the other accumulators named but left alone): GLOAD loads
 // row m (SI walks the row headers) into Z16…; GMUL adds the broadcast
 // coefficient in Z20 times it to a feature's accumulators, each product
 // rounded before its sum; GROW(MUL, …) takes the coefficient of a
@@ -110,9 +110,9 @@
 
 #define GMUL1(a0, a1, a2, a3) VMULPS Z16, Z20, Z21; VADDPS Z21, a0, a0
 
-#define GROW(MUL, r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), Z20; MUL(a0, a1, a2, a3)
-#define GCOL(MUL, off, a0, a1, a2, a3) VBROADCASTSS off(DX), Z20; MUL(a0, a1, a2, a3)
-#define GDIAG(MUL, r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), Z20; VADDPS Z20, Z20, Z20; MUL(a0, a1, a2, a3)
+#define GROW(MUL, r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), GBC; MUL(a0, a1, a2, a3)
+#define GCOL(MUL, off, a0, a1, a2, a3) VBROADCASTSS off(DX), GBC; MUL(a0, a1, a2, a3)
+#define GDIAG(MUL, r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), GBC; VADDPS GBC, GBC, GBC; MUL(a0, a1, a2, a3)
 
 // Row m + 1's dots start m + self after row m's.
 #define GNEXT \
@@ -167,9 +167,11 @@
 // the step forms of one width (LOAD, MUL, INIT, ST, PF), the labels its
 // loops and branches need after them: features from init or zeros, the
 // rows m < t0, the four rows of the block's own, the rows after, the
-// stores and the next sample's rows asked for.
+// stores and the next sample's rows asked for. Feature q's accumulators
+// are G(A+q)0…3, the coefficient GBC, GZERO clears them: each kernel
+// names its registers so before it.
 #define GSECTION(LOAD, MUL, INIT, ST, PF, lrows, la, ldiag, ld0, ld1, ld2, ld3, lc, lst) \
-	ZERO16; \
+	GZERO; \
 	TESTQ R14, R14; \
 	JNZ   lrows; \
 	MOVQ  dout+8(FP), AX; \
@@ -182,10 +184,10 @@ la: \
 	CMPQ BX, R14; \
 	JGE  ldiag; \
 	LOAD; \
-	GROW(MUL, R9, Z0, Z1, Z2, Z3); \
-	GROW(MUL, R10, Z4, Z5, Z6, Z7); \
-	GROW(MUL, R11, Z8, Z9, Z10, Z11); \
-	GROW(MUL, R13, Z12, Z13, Z14, Z15); \
+	GROW(MUL, R9, GA0, GA1, GA2, GA3); \
+	GROW(MUL, R10, GB0, GB1, GB2, GB3); \
+	GROW(MUL, R11, GC0, GC1, GC2, GC3); \
+	GROW(MUL, R13, GD0, GD1, GD2, GD3); \
 	ADDQ $24, SI; \
 	INCQ BX; \
 	JMP  la; \
@@ -194,57 +196,57 @@ ldiag: \
 	LOAD; \
 	TESTQ R15, R15; \
 	JEQ   ld0; \
-	GDIAG(MUL, R9, Z0, Z1, Z2, Z3); \
+	GDIAG(MUL, R9, GA0, GA1, GA2, GA3); \
 ld0: \
-	GROW(MUL, R10, Z4, Z5, Z6, Z7); \
-	GROW(MUL, R11, Z8, Z9, Z10, Z11); \
-	GROW(MUL, R13, Z12, Z13, Z14, Z15); \
+	GROW(MUL, R10, GB0, GB1, GB2, GB3); \
+	GROW(MUL, R11, GC0, GC1, GC2, GC3); \
+	GROW(MUL, R13, GD0, GD1, GD2, GD3); \
 	GNEXT; \
 	LOAD; \
-	GCOL(MUL, 0, Z0, Z1, Z2, Z3); \
+	GCOL(MUL, 0, GA0, GA1, GA2, GA3); \
 	TESTQ R15, R15; \
 	JEQ   ld1; \
-	GDIAG(MUL, R10, Z4, Z5, Z6, Z7); \
+	GDIAG(MUL, R10, GB0, GB1, GB2, GB3); \
 ld1: \
-	GROW(MUL, R11, Z8, Z9, Z10, Z11); \
-	GROW(MUL, R13, Z12, Z13, Z14, Z15); \
+	GROW(MUL, R11, GC0, GC1, GC2, GC3); \
+	GROW(MUL, R13, GD0, GD1, GD2, GD3); \
 	GNEXT; \
 	LOAD; \
-	GCOL(MUL, 0, Z0, Z1, Z2, Z3); \
-	GCOL(MUL, 4, Z4, Z5, Z6, Z7); \
+	GCOL(MUL, 0, GA0, GA1, GA2, GA3); \
+	GCOL(MUL, 4, GB0, GB1, GB2, GB3); \
 	TESTQ R15, R15; \
 	JEQ   ld2; \
-	GDIAG(MUL, R11, Z8, Z9, Z10, Z11); \
+	GDIAG(MUL, R11, GC0, GC1, GC2, GC3); \
 ld2: \
-	GROW(MUL, R13, Z12, Z13, Z14, Z15); \
+	GROW(MUL, R13, GD0, GD1, GD2, GD3); \
 	GNEXT; \
 	LOAD; \
-	GCOL(MUL, 0, Z0, Z1, Z2, Z3); \
-	GCOL(MUL, 4, Z4, Z5, Z6, Z7); \
-	GCOL(MUL, 8, Z8, Z9, Z10, Z11); \
+	GCOL(MUL, 0, GA0, GA1, GA2, GA3); \
+	GCOL(MUL, 4, GB0, GB1, GB2, GB3); \
+	GCOL(MUL, 8, GC0, GC1, GC2, GC3); \
 	TESTQ R15, R15; \
 	JEQ   ld3; \
-	GDIAG(MUL, R13, Z12, Z13, Z14, Z15); \
+	GDIAG(MUL, R13, GD0, GD1, GD2, GD3); \
 ld3: \
 	GNEXT; \
 lc: \
 	CMPQ BX, DI; \
 	JGE  lst; \
 	LOAD; \
-	GCOL(MUL, 0, Z0, Z1, Z2, Z3); \
-	GCOL(MUL, 4, Z4, Z5, Z6, Z7); \
-	GCOL(MUL, 8, Z8, Z9, Z10, Z11); \
-	GCOL(MUL, 12, Z12, Z13, Z14, Z15); \
+	GCOL(MUL, 0, GA0, GA1, GA2, GA3); \
+	GCOL(MUL, 4, GB0, GB1, GB2, GB3); \
+	GCOL(MUL, 8, GC0, GC1, GC2, GC3); \
+	GCOL(MUL, 12, GD0, GD1, GD2, GD3); \
 	GNEXT; \
 	JMP  lc; \
 lst: \
 	MOVQ grads+0(FP), AX; \
 	LEAQ (R14)(R14*2), DX; \
 	LEAQ (AX)(DX*8), AX; \
-	ST(0, Z0, Z1, Z2, Z3); \
-	ST(24, Z4, Z5, Z6, Z7); \
-	ST(48, Z8, Z9, Z10, Z11); \
-	ST(72, Z12, Z13, Z14, Z15); \
+	ST(0, GA0, GA1, GA2, GA3); \
+	ST(24, GB0, GB1, GB2, GB3); \
+	ST(48, GC0, GC1, GC2, GC3); \
+	ST(72, GD0, GD1, GD2, GD3); \
 	MOVQ d+40(FP), BX; \
 	SHLQ $2, BX; \
 	PF(0(AX)); \
@@ -258,6 +260,36 @@ lst: \
 	PF(24(SI)); \
 	PF(48(SI)); \
 	PF(72(SI))
+
+// GARGS loads the gradient kernels' arguments: R8 = the dots, DI = f,
+// R15 = self, R14 = t0 = 0; GBLOCK starts the block of t0: R9–R11 and
+// R13 at its four features' dots, R12 at the sample's first column, CX
+// = d; GNEXTBLOCK(lblock, ldone) moves t0 on four features, to f − 4 for
+// the last block, and goes to lblock, or to ldone after the last.
+#define GARGS \
+	MOVQ dout+8(FP), R8; \
+	MOVQ d+40(FP), AX; \
+	LEAQ (R8)(AX*4), R8; \
+	MOVQ f+24(FP), DI; \
+	MOVQ self+32(FP), R15; \
+	XORQ R14, R14
+
+#define GBLOCK \
+	GTRI(0, R9); \
+	GTRI(1, R10); \
+	GTRI(2, R11); \
+	GTRI(3, R13); \
+	MOVQ off+56(FP), R12; \
+	MOVQ d+40(FP), CX
+
+#define GNEXTBLOCK(lblock, ldone) \
+	ADDQ    $4, R14; \
+	CMPQ    R14, DI; \
+	JGE     ldone; \
+	LEAQ    -4(DI), AX; \
+	CMPQ    R14, AX; \
+	CMOVQGT AX, R14; \
+	JMP     lblock
 
 // TRIARGS loads the triangle kernels' arguments: DI = dst, R8 = the
 // matrices' headers, R14 = f, R10 = the whole sixteens of a row, R9 = the
@@ -389,6 +421,27 @@ ftdone:
 	VZEROUPPER
 	RET
 
+// The AVX-512 gradient kernel's registers: feature q's accumulators
+// G(A+q)0…3, the broadcast coefficient GBC, GZERO clearing them all.
+#define GA0 Z0
+#define GA1 Z1
+#define GA2 Z2
+#define GA3 Z3
+#define GB0 Z4
+#define GB1 Z5
+#define GB2 Z6
+#define GB3 Z7
+#define GC0 Z8
+#define GC1 Z9
+#define GC2 Z10
+#define GC3 Z11
+#define GD0 Z12
+#define GD1 Z13
+#define GD2 Z14
+#define GD3 Z15
+#define GBC Z20
+#define GZERO ZERO16
+
 // func interactionGradsAVX512(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, tail int, off int)
 // The rows of the gradient and feature matrices at byte off, init the
 // first d of dout and the dots the rest. Four features t0…t0+3 at a
@@ -401,20 +454,10 @@ ftdone:
 // self, add it at twice its dot). R8 = dots, R9–R11 and R13 the four
 // features' dots, R14 = t0, DI = f, R15 = self, CX the columns left.
 TEXT ·interactionGradsAVX512(SB), NOSPLIT, $0-64
-	MOVQ dout+8(FP), R8
-	MOVQ d+40(FP), AX
-	LEAQ (R8)(AX*4), R8
-	MOVQ f+24(FP), DI
-	MOVQ self+32(FP), R15
-	XORQ R14, R14
+	GARGS
 
 gblock:
-	GTRI(0, R9)
-	GTRI(1, R10)
-	GTRI(2, R11)
-	GTRI(3, R13)
-	MOVQ off+56(FP), R12
-	MOVQ d+40(FP), CX
+	GBLOCK
 
 gw4:
 	CMPQ CX, $64
@@ -437,15 +480,8 @@ gw1:
 	SUBQ    $16, CX
 	JMP     gw1
 
-// The next four features; the last block ends at feature f − 1.
 gnext:
-	ADDQ    $4, R14
-	CMPQ    R14, DI
-	JGE     gdone
-	LEAQ    -4(DI), AX
-	CMPQ    R14, AX
-	CMOVQGT AX, R14
-	JMP     gblock
+	GNEXTBLOCK(gblock, gdone)
 
 gdone:
 	VZEROUPPER
@@ -605,119 +641,108 @@ jtdone:
 	VZEROUPPER
 	RET
 
-// The axpys' loop over the terms: TERMS starts it at the first row header
-// (R13), coefficient (R14) and count (R15); TERM(done, skip, c) ends it at
-// done, jumps to skip (just before NEXT) for the skipped term (R15 = R9;
-// R9 = 0 skips none), or loads the row (R11) and broadcasts the
-// coefficient into c; NEXT(loop)
-// moves on.
-#define TERMS MOVQ BX, R13; MOVQ DX, R14; MOVQ R10, R15
-#define TERM(done, skip, c) TESTQ R15, R15; JZ done; CMPQ R15, R9; JEQ skip; MOVQ (R13), R11; VBROADCASTSS (R14), c
-#define NEXT(loop) ADDQ $24, R13; ADDQ $4, R14; DECQ R15; JMP loop
+// The AVX2 gradient kernel's registers: feature q's sixteen columns in
+// Y(2q) and Y(2q+1) (its G(A+q)2 and 3 name them again, unused), the
+// coefficient in Y10; GZERO clears them.
+#undef GA0
+#undef GA1
+#undef GA2
+#undef GA3
+#undef GB0
+#undef GB1
+#undef GB2
+#undef GB3
+#undef GC0
+#undef GC1
+#undef GC2
+#undef GC3
+#undef GD0
+#undef GD1
+#undef GD2
+#undef GD3
+#undef GBC
+#undef GZERO
+#define GA0 Y0
+#define GA1 Y1
+#define GA2 Y0
+#define GA3 Y1
+#define GB0 Y2
+#define GB1 Y3
+#define GB2 Y2
+#define GB3 Y3
+#define GC0 Y4
+#define GC1 Y5
+#define GC2 Y4
+#define GC3 Y5
+#define GD0 Y6
+#define GD1 Y7
+#define GD2 Y6
+#define GD3 Y7
+#define GBC Y10
+#define GZERO \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
 
-// JAXPY(y, off): y += coef·row m at byte off, the coefficient in Y8.
-#define JAXPY(y, off) \
-	VMULPS off(R11)(R12*1), Y8, Y9; \
-	VADDPS Y9, y, y
+// The AVX2 steps on sixteen columns (the *2 forms, row m's in Y8 and Y9)
+// or eight under the mask in Y15 (the *1 forms, Y8 alone, the second
+// accumulator named but left alone), as GLOAD4 … GST4 and GLOAD1 … GST1.
+#define GLOADY2 MOVQ (SI), AX; VMOVUPS (AX)(R12*1), Y8; VMOVUPS 32(AX)(R12*1), Y9
+#define GLOADY1 MOVQ (SI), AX; VMASKMOVPS (AX)(R12*1), Y15, Y8
 
-// func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32, sk int)
-// Thirty-two columns at a time in Y0–Y3, then eight in Y0, then the last
-// d%8 under the mask at m: each block starts from init (or zeros) and
-// adds the n terms in order. R12 is the block's byte offset, CX the
-// columns left, R13/R14/R15 walk the rows' headers, the coefficients and
-// the terms.
-TEXT ·interactionAxpysAVX2(SB), NOSPLIT, $0-64
-	MOVQ sk+56(FP), R9
-	MOVQ dst+0(FP), DI
-	MOVQ init+8(FP), SI
-	MOVQ rows+16(FP), BX
-	MOVQ coef+24(FP), DX
-	MOVQ n+32(FP), R10
-	MOVQ d+40(FP), CX
-	MOVQ m+48(FP), AX
-	VMOVDQU (AX), Y14
-	XORQ R12, R12
+#define GMULY2(a0, a1, a2, a3) \
+	VMULPS Y8, Y10, Y11; \
+	VADDPS Y11, a0, a0; \
+	VMULPS Y9, Y10, Y12; \
+	VADDPS Y12, a1, a1
 
-ja32:
-	CMPQ CX, $32
-	JL   ja8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	TESTQ SI, SI
-	JZ    ja32terms
-	VMOVUPS (SI)(R12*1), Y0
-	VMOVUPS 32(SI)(R12*1), Y1
-	VMOVUPS 64(SI)(R12*1), Y2
-	VMOVUPS 96(SI)(R12*1), Y3
+#define GMULY1(a0, a1, a2, a3) VMULPS Y8, Y10, Y11; VADDPS Y11, a0, a0
 
-ja32terms:
-	TERMS
+#define GINITY2 VMOVUPS (AX)(R12*1), Y0; VMOVUPS 32(AX)(R12*1), Y1
+#define GINITY1 VMASKMOVPS (AX)(R12*1), Y15, Y0
+#define GSTY2(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMOVUPS a0, (DX)(R12*1); VMOVUPS a1, 32(DX)(R12*1)
+#define GSTY1(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMASKMOVPS a0, Y15, (DX)(R12*1)
 
-ja32term:
-	TERM(ja32store, ja32skip, Y8)
-	JAXPY(Y0, 0)
-	JAXPY(Y1, 32)
-	JAXPY(Y2, 64)
-	JAXPY(Y3, 96)
-ja32skip:
-	NEXT(ja32term)
+// func interactionGradsAVX2(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, m *int32, off int)
+// interactionGradsAVX512 on YMM registers, in blocks of sixteen columns,
+// then of eight, the last d%8 under the mask at m.
+TEXT ·interactionGradsAVX2(SB), NOSPLIT, $0-64
+	GARGS
 
-ja32store:
-	VMOVUPS Y0, (DI)(R12*1)
-	VMOVUPS Y1, 32(DI)(R12*1)
-	VMOVUPS Y2, 64(DI)(R12*1)
-	VMOVUPS Y3, 96(DI)(R12*1)
-	ADDQ $128, R12
-	SUBQ $32, CX
-	JMP  ja32
+hblock:
+	GBLOCK
 
-ja8:
-	CMPQ CX, $8
-	JL   jatail
-	VXORPS Y0, Y0, Y0
-	TESTQ SI, SI
-	JZ    ja8terms
-	VMOVUPS (SI)(R12*1), Y0
+hw2:
+	CMPQ CX, $16
+	JL   hw1
+	GSECTION(GLOADY2, GMULY2, GINITY2, GSTY2, GPF1, hw2rows, hw2a, hw2diag, hw2d0, hw2d1, hw2d2, hw2d3, hw2c, hw2store)
+	ADDQ $64, R12
+	SUBQ $16, CX
+	JMP  hw2
 
-ja8terms:
-	TERMS
+hw1:
+	TESTQ    CX, CX
+	JLE      hnext
+	VPCMPEQD Y15, Y15, Y15
+	CMPQ     CX, $8
+	JGE      hw1go
+	MOVQ     m+48(FP), AX
+	VMOVDQU  (AX), Y15
 
-ja8term:
-	TERM(ja8store, ja8skip, Y8)
-	JAXPY(Y0, 0)
-ja8skip:
-	NEXT(ja8term)
-
-ja8store:
-	VMOVUPS Y0, (DI)(R12*1)
+hw1go:
+	GSECTION(GLOADY1, GMULY1, GINITY1, GSTY1, GPF1, hw1rows, hw1a, hw1diag, hw1d0, hw1d1, hw1d2, hw1d3, hw1c, hw1store)
 	ADDQ $32, R12
 	SUBQ $8, CX
-	JMP  ja8
+	JMP  hw1
 
-jatail:
-	TESTQ CX, CX
-	JZ    jadone
-	VXORPS Y0, Y0, Y0
-	TESTQ SI, SI
-	JZ    jatailterms
-	VMASKMOVPS (SI)(R12*1), Y14, Y0
+hnext:
+	GNEXTBLOCK(hblock, hdone)
 
-jatailterms:
-	TERMS
-
-jatailterm:
-	TERM(jatailstore, jatailskip, Y8)
-	VMASKMOVPS (R11)(R12*1), Y14, Y9
-	VMULPS Y9, Y8, Y9
-	VADDPS Y9, Y0, Y0
-jatailskip:
-	NEXT(jatailterm)
-
-jatailstore:
-	VMASKMOVPS Y0, Y14, (DI)(R12*1)
-
-jadone:
+hdone:
 	VZEROUPPER
 	RET
