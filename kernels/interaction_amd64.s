@@ -81,14 +81,15 @@
 
 // The AVX-512 gradient kernel's steps, on sixty-four columns at R12 (the
 // *4 forms, feature q's in Z(4q)…Z(4q+3)) or sixteen under K1 (the *1
-// forms, Z(4q) alone, the other accumulators named but left alone): GLOAD loads
-// row m (SI walks the row headers) into Z16…; GMUL adds the broadcast
-// coefficient in Z20 times it to a feature's accumulators, each product
-// rounded before its sum; GROW(MUL, …) takes the coefficient of a
-// feature t > m from t's own dots, (r)(BX*4) with r at them and BX = m,
-// GCOL that of a feature t < m from m's dots, off(DX) with DX at m's dot
-// with the block's first feature, GDIAG the doubled (t, t) of self;
-// GNEXT moves DX, SI and BX = m to the next row (R15 = self).
+// forms, Z(4q) alone, the other accumulators named but left alone):
+// GLOAD loads row m (SI walks the row headers) into Z16…; GMUL adds the
+// broadcast coefficient in Z20 times it to a feature's accumulators, each
+// product rounded before its sum. For both kernels, GROW(MUL, …) takes
+// the coefficient of a feature t > m from t's own dots, (r)(BX*4) with r
+// at them and BX = m, GCOL that of a feature t < m from m's dots, off(DX)
+// with DX at m's dot with the block's first feature, GDIAG the doubled
+// (t, t) of self; GNEXT moves DX, SI and BX = m to the next row (R15 =
+// self).
 #define GLOAD4 \
 	MOVQ    (SI), AX; \
 	VMOVUPS (AX)(R12*1), Z16; \
