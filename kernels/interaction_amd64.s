@@ -578,16 +578,30 @@ jtqtail:
 	JQTAIL(AX, Y4, Y5)
 	JQTAIL(DX, Y6, Y7)
 
+// The four dots fold together, JFOLD's additions: lane l + l+8 within
+// each dot's pair, l + l+4 with dots 0 and 2, then 1 and 3, sharing a
+// register (halves), l + l+2 and l + l+1 with all four sharing one,
+// ending as dots 0–3 in X8.
 jtqfold:
-	JFOLD(Y0, Y1, X0)
-	JFOLD(Y2, Y3, X2)
-	JFOLD(Y4, Y5, X4)
-	JFOLD(Y6, Y7, X6)
-	VMOVSS X0, (DI)
-	VMOVSS X2, 4(DI)
-	VMOVSS X4, 8(DI)
-	VMOVSS X6, 12(DI)
-	ADDQ   $16, DI
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VPERM2F128   $0x20, Y4, Y0, Y8
+	VPERM2F128   $0x31, Y4, Y0, Y9
+	VADDPS       Y9, Y8, Y0
+	VPERM2F128   $0x20, Y6, Y2, Y8
+	VPERM2F128   $0x31, Y6, Y2, Y9
+	VADDPS       Y9, Y8, Y2
+	VSHUFPS      $0x44, Y2, Y0, Y8
+	VSHUFPS      $0xEE, Y2, Y0, Y9
+	VADDPS       Y9, Y8, Y0
+	VEXTRACTF128 $1, Y0, X9
+	VSHUFPS      $0x88, X9, X0, X8
+	VSHUFPS      $0xDD, X9, X0, X9
+	VADDPS       X9, X8, X8
+	VMOVUPS      X8, (DI)
+	ADDQ         $16, DI
 	ADDQ   $96, BX
 	SUBQ   $4, CX
 	JMP    jtquad
