@@ -530,7 +530,14 @@ TEXT ·interactionTriangleAVX2(SB), NOSPLIT, $0-72
 
 jtrow:
 	TRIROW(jtdone)
-	MOVQ self+24(FP), DX // the quads below use DX
+	MOVQ       d+32(FP), AX       // row i of the next sample, d floats on
+	LEAQ       (SI)(AX*4), AX
+	ADDQ       off+64(FP), AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	MOVQ       self+24(FP), DX // the quads below use DX
 	LEAQ (R9)(DX*1), CX
 
 // Four rows j at a time while four are left, as in the AVX-512 kernel:
