@@ -16,7 +16,10 @@ package kernels
 // FMA), and every gradient element adds its terms in the forward's pair
 // order, so the bits are the same at every level and on every platform.
 // Each sample is done by one worker from start to end, so results are
-// also the same for any thread count.
+// also the same for any thread count. How a level gets there is free: the
+// AVX-512 forward folds sixteen dots at once with shuffles (the same
+// additions), and the assembly backward sums four features' gradients at
+// once, reading each row once for the four.
 
 // InteractionShape describes a dot interaction: Batch samples, each with
 // Features vectors of Dim elements. Self keeps the dots of each vector
@@ -98,16 +101,10 @@ var interactionJobs parPool[interactionArgs]
 func interactionRows(a *interactionArgs, lo, hi int) {
 	s, feats, out := a.s, a.feats, a.out
 	d, w := s.Dim, s.Width()
-	sc := interactionScratches.get()
-	defer sc.put()
-	rows := sc.grow(s.Features).rows // the sample's feature rows
 	for b := lo; b < hi; b++ {
-		for f := range rows {
-			rows[f] = feats[f][b*d : (b+1)*d]
-		}
 		row := out[b*w : (b+1)*w]
-		copy(row[:d], rows[0])
-		interactionTriangleImpl(row[d:], rows, s.Self)
+		copy(row[:d], feats[0][b*d:(b+1)*d])
+		interactionTriangleImpl(row[d:], feats, b, d, s.Self)
 	}
 }
 
@@ -125,61 +122,71 @@ func InteractionBackward(s InteractionShape, feats [][]float32, dout []float32, 
 	})
 }
 
-// interactionGradRows is InteractionBackward for samples [lo, hi). Feature
-// t's gradient gets its terms in pair order: those of the pairs (t, j),
-// j < t, then (t, t) with Self, then (i, t), i > t, as the forward lists
-// them; one interactionAxpysImpl call, skipping (t, t) without Self, sums
-// them into the gradient row.
+// interactionGradRows is InteractionBackward for samples [lo, hi): per
+// sample, every feature's gradient row in one interactionGradsImpl call.
 func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, grads [][]float32, lo, hi int) {
-	d, w, self := s.Dim, s.Width(), b2i(s.Self)
-	F := s.Features
-	sc := interactionScratches.get().grow(F)
+	d, w := s.Dim, s.Width()
+	sc := interactionScratches.get().grow(s.Features)
 	defer sc.put()
-	// The sample's feature rows, and coef[t·F+m], the coefficient of row m
-	// in feature t's gradient: the gradient of dot (t, m) or (m, t), twice
-	// it for (t, t).
-	rows, coef := sc.rows, sc.coef
 	for b := lo; b < hi; b++ {
-		g := dout[b*w : (b+1)*w]
-		for f := range rows {
-			rows[f] = feats[f][b*d : (b+1)*d]
-		}
-		p := d
-		for i := 1 - self; i < F; i++ {
-			// Row i's dots with rows j < i (+ self) lie side by side in g.
-			gi := g[p : p+i+self]
-			copy(coef[i*F:], gi)
-			for j, v := range gi {
-				coef[j*F+i] = v
-			}
-			p += len(gi)
-		}
-		if self == 1 {
-			for t := range F {
-				coef[t*F+t] *= 2
-			}
-		}
-		for t, gt := range grads {
-			if gt == nil {
-				continue
-			}
-			var init []float32
-			if t == 0 {
-				init = g[:d]
-			}
-			// Every row but t's own (with Self, t's too) in increasing
-			// order: pair order.
-			skip := t
-			if self == 1 {
-				skip = -1
-			}
-			interactionAxpysImpl(gt[b*d:(b+1)*d], init, rows, coef[t*F:(t+1)*F], skip)
-		}
+		interactionGradsImpl(sc, grads, dout[b*w:(b+1)*w], feats, b, d, s.Self)
 	}
 }
 
-// interactionScratch is a worker's per-sample lists, pooled so that a
-// compiled graph's forward allocates nothing.
+// gradsFunc sets the rows b of a sample's feature gradients, grads[t]
+// (nil skips t; d floats a row, as in feats): to g[:d] for t = 0, zeros
+// for the others, plus float32(c·x_m) for every m ≠ t in increasing m,
+// x_m row b of feats[m], each product rounded before it is added, c the
+// dot (t, m) or (m, t) among g[d:], the sample's dots in the forward's
+// order; with self, m = t too, c twice the dot (t, t). That is every
+// pair's terms in pair order: those of the pairs (t, j), j < t, then
+// (t, t), then (i, t), i > t. sc is the worker's scratch, sized for the
+// features.
+type gradsFunc func(sc *interactionScratch, grads [][]float32, g []float32, feats [][]float32, b, d int, self bool)
+
+// interactionGradsGo is the reference gradsFunc: it lays the sample's
+// coefficients out in sc.coef, coef[t·F+m] for row m in feature t's
+// gradient, and sums each gradient row with interactionAxpysGo.
+func interactionGradsGo(sc *interactionScratch, grads [][]float32, g []float32, feats [][]float32, b, d int, self bool) {
+	F, s := len(feats), b2i(self)
+	rows, coef := sc.rows, sc.coef
+	for f := range rows {
+		rows[f] = feats[f][b*d : (b+1)*d]
+	}
+	init, g := g[:d], g[d:]
+	p := 0
+	for i := 1 - s; i < F; i++ {
+		// Row i's dots with rows j < i (+ self) lie side by side in g.
+		gi := g[p : p+i+s]
+		copy(coef[i*F:], gi)
+		for j, v := range gi {
+			coef[j*F+i] = v
+		}
+		p += len(gi)
+	}
+	if self {
+		for t := range F {
+			coef[t*F+t] *= 2
+		}
+	}
+	for t, gt := range grads {
+		if gt == nil {
+			continue
+		}
+		var in []float32
+		if t == 0 {
+			in = init
+		}
+		skip := t
+		if self {
+			skip = -1
+		}
+		interactionAxpysGo(gt[b*d:(b+1)*d], in, rows, coef[t*F:(t+1)*F], skip)
+	}
+}
+
+// interactionScratch is a worker's per-sample lists for
+// interactionGradsGo, pooled.
 type interactionScratch struct {
 	rows [][]float32
 	coef []float32
@@ -227,24 +234,25 @@ func interactionDot(a, b []float32) float32 {
 	return s[0]
 }
 
-// interactionTriangleGo sets dst to the dots of every pair (i, j) of rows,
-// j < i (j ≤ i with self), i ascending, then j: the forward's pair order.
-func interactionTriangleGo(dst []float32, rows [][]float32, self bool) {
+// triangleFunc sets dst to the dots of row b of every pair of the
+// [Batch, d] matrices feats, (i, j) for j < i (j ≤ i with self), i
+// ascending, then j: the forward's pair order.
+type triangleFunc func(dst []float32, feats [][]float32, b, d int, self bool)
+
+// interactionTriangleGo is the reference triangleFunc.
+func interactionTriangleGo(dst []float32, feats [][]float32, b, d int, self bool) {
 	p, s := 0, b2i(self)
-	for i := 1 - s; i < len(rows); i++ {
+	for i := 1 - s; i < len(feats); i++ {
 		for j := range i + s {
-			dst[p] = interactionDot(rows[i], rows[j])
+			dst[p] = interactionDot(feats[i][b*d:(b+1)*d], feats[j][b*d:(b+1)*d])
 			p++
 		}
 	}
 }
 
-// axpysFunc sets dst to init (zeros when nil) plus float32(coef[m]·
+// interactionAxpysGo sets dst to init (zeros when nil) plus float32(coef[m]·
 // rows[m]) for m in order but m = skip (none when skip < 0), each product
 // rounded before it is added: one gradient row of a sample.
-type axpysFunc func(dst, init []float32, rows [][]float32, coef []float32, skip int)
-
-// interactionAxpysGo is the reference axpysFunc.
 func interactionAxpysGo(dst, init []float32, rows [][]float32, coef []float32, skip int) {
 	if init == nil {
 		clear(dst)
@@ -267,5 +275,5 @@ func interactionAxpysGo(dst, init []float32, rows [][]float32, coef []float32, s
 // interaction_noasm.go.
 var (
 	interactionTriangleImpl = pick(level, interactionTriangleVariants)
-	interactionAxpysImpl    = pick(level, interactionAxpysVariants)
+	interactionGradsImpl    = pick(level, interactionGradsVariants)
 )

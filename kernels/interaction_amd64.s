@@ -2,274 +2,495 @@
 
 #include "textflag.h"
 
-// IFOLD(acc): fold the sixteen partial sums in Z acc (named by its X and
-// Y forms) in halves, lane l + lane l+8, l + l+4, l + l+2, l + l+1, into
-// X acc's lane 0; X15 is clobbered.
-#define IFOLD(z, y, x) \
-	VEXTRACTF64X4 $1, z, Y15; \
-	VADDPS        Y15, y, y; \
-	VEXTRACTF128  $1, y, X15; \
-	VADDPS        X15, x, x; \
-	VMOVHLPS      x, x, X15; \
-	VADDPS        X15, x, x; \
-	VMOVSHDUP     x, X15; \
-	VADDSS        X15, x, x
+// ZERO16 clears the accumulators Z0–Z15.
+#define ZERO16 \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPXORD Z10, Z10, Z10; \
+	VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; \
+	VPXORD Z13, Z13, Z13; \
+	VPXORD Z14, Z14, Z14; \
+	VPXORD Z15, Z15, Z15
 
-// func interactionTriangleAVX512(dst *float32, rows *[]float32, f, self, d int, tail int)
-// For each row i from 1 − self and each row j < i + self: Z0 accumulates
-// row i · row j sixteen elements at a time (the product rounded, then
-// added: no FMA), the last d%16 under K1, then IFOLD, and the dot goes to
-// the next element of dst. R8 = the headers, SI = row i, BX walks the
-// headers of the rows j, CX counts them, R11 = row j, R12 the byte
-// offset, R13 the whole sixteens left, R9 = i, R14 = f.
-TEXT ·interactionTriangleAVX512(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ rows+8(FP), R8
-	MOVQ f+16(FP), R14
-	MOVQ self+24(FP), DX
-	MOVQ d+32(FP), R10
-	SHRQ $4, R10
-	MOVQ tail+40(FP), AX
-	KMOVW AX, K1
-	MOVQ $1, R9
-	SUBQ DX, R9
+// FPAIR(off, acc): acc += row i's sixteen at R12 (Z16) times those of
+// the row whose header is at off(BX), each product rounded before its
+// sum; FTPAIR is it for the last d%16 under K1, adding only those lanes;
+// FPAIR4 is it on sixty-four, row i's in Z16–Z19, the four products
+// added in order.
+#define FPAIR(off, acc) \
+	MOVQ   off(BX), R11; \
+	VMULPS (R11)(R12*1), Z16, Z17; \
+	VADDPS Z17, acc, acc
 
-itrow:
-	CMPQ R9, R14
-	JGE  itdone
-	LEAQ (R9)(R9*2), AX
-	MOVQ (R8)(AX*8), SI
+#define FTPAIR(off, acc) \
+	MOVQ     off(BX), R11; \
+	VMULPS.Z (R11)(R12*1), Z16, K1, Z17; \
+	VADDPS   Z17, acc, K1, acc
+
+#define FPAIR4(off, acc) \
+	MOVQ   off(BX), R11; \
+	ADDQ   R12, R11; \
+	VMULPS (R11), Z16, Z20; \
+	VADDPS Z20, acc, acc; \
+	VMULPS 64(R11), Z17, Z21; \
+	VADDPS Z21, acc, acc; \
+	VMULPS 128(R11), Z18, Z22; \
+	VADDPS Z22, acc, acc; \
+	VMULPS 192(R11), Z19, Z23; \
+	VADDPS Z23, acc, acc
+
+// FGROUP(P, end): P for each of the group's CX pairs, pair q (its row j
+// header q·24 past BX) into Z(4(q%4) + q/4), then on at end.
+#define FLAST(q, end) CMPQ CX, $q; JEQ end
+#define FGROUP(P, end) \
+	P(0, Z0); FLAST(1, end); \
+	P(24, Z4); FLAST(2, end); \
+	P(48, Z8); FLAST(3, end); \
+	P(72, Z12); FLAST(4, end); \
+	P(96, Z1); FLAST(5, end); \
+	P(120, Z5); FLAST(6, end); \
+	P(144, Z9); FLAST(7, end); \
+	P(168, Z13); FLAST(8, end); \
+	P(192, Z2); FLAST(9, end); \
+	P(216, Z6); FLAST(10, end); \
+	P(240, Z10); FLAST(11, end); \
+	P(264, Z14); FLAST(12, end); \
+	P(288, Z3); FLAST(13, end); \
+	P(312, Z7); FLAST(14, end); \
+	P(336, Z11); FLAST(15, end); \
+	P(360, Z15)
+
+// FHALVE(imm0, imm1, shuf, a, b): the folds of sixteen dots at once. The
+// shuffles gather into Z16 the lanes l and into Z17 the lanes l+h (h the
+// level's half width) of the dots in a and b, and a = Z16 + Z17:
+// interactionDot's additions, each of a pair of one dot's partial sums,
+// two registers' worth in one.
+#define FHALVE(imm0, imm1, shuf, a, b) \
+	shuf   $imm0, b, a, Z16; \
+	shuf   $imm1, b, a, Z17; \
+	VADDPS Z17, Z16, a
+
+// The AVX-512 gradient kernel's steps, on sixty-four columns at R12 (the
+// *4 forms, feature q's in Z(4q)…Z(4q+3)) or sixteen under K1 (the *1
+// forms, Z(4q) alone, the other accumulators named but left alone):
+// GLOAD loads row m (SI walks the row headers) into Z16…; GMUL adds the
+// broadcast coefficient in Z20 times it to a feature's accumulators, each
+// product rounded before its sum. For both kernels, GROW(MUL, …) takes
+// the coefficient of a feature t > m from t's own dots, (r)(BX*4) with r
+// at them and BX = m, GCOL that of a feature t < m from m's dots, off(DX)
+// with DX at m's dot with the block's first feature, GDIAG the doubled
+// (t, t) of self; GNEXT moves DX, SI and BX = m to the next row (R15 =
+// self).
+#define GLOAD4 \
+	MOVQ    (SI), AX; \
+	VMOVUPS (AX)(R12*1), Z16; \
+	VMOVUPS 64(AX)(R12*1), Z17; \
+	VMOVUPS 128(AX)(R12*1), Z18; \
+	VMOVUPS 192(AX)(R12*1), Z19
+
+#define GLOAD1 MOVQ (SI), AX; VMOVUPS.Z (AX)(R12*1), K1, Z16
+
+#define GMUL4(a0, a1, a2, a3) \
+	VMULPS Z16, Z20, Z21; \
+	VADDPS Z21, a0, a0; \
+	VMULPS Z17, Z20, Z22; \
+	VADDPS Z22, a1, a1; \
+	VMULPS Z18, Z20, Z23; \
+	VADDPS Z23, a2, a2; \
+	VMULPS Z19, Z20, Z24; \
+	VADDPS Z24, a3, a3
+
+#define GMUL1(a0, a1, a2, a3) VMULPS Z16, Z20, Z21; VADDPS Z21, a0, a0
+
+#define GROW(MUL, r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), GBC; MUL(a0, a1, a2, a3)
+#define GCOL(MUL, off, a0, a1, a2, a3) VBROADCASTSS off(DX), GBC; MUL(a0, a1, a2, a3)
+#define GDIAG(MUL, r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), GBC; VADDPS GBC, GBC, GBC; MUL(a0, a1, a2, a3)
+
+// Row m + 1's dots start m + self after row m's.
+#define GNEXT \
+	LEAQ (BX)(R15*1), AX; \
+	LEAQ (DX)(AX*4), DX; \
+	ADDQ $24, SI; \
+	INCQ BX
+
+// GTRI(q, r): r = dots + 4·T(t0 + q), T(t) = t(t − 1 + 2·self)/2 the
+// first of feature t's own dots.
+#define GTRI(q, r) \
+	LEAQ  q(R14), AX; \
+	MOVQ  R15, r; \
+	LEAQ  -1(AX)(r*2), r; \
+	IMULQ AX, r; \
+	SHRQ  $1, r; \
+	LEAQ  (R8)(r*4), r
+
+// GINIT loads feature 0's accumulators from the row at AX; GST stores a
+// feature's at R12 of the row whose header is at off(AX); GPF asks for
+// the columns at R12 + BX of the matrix whose header is at hdr: the
+// sample after this one, read next (each sample's rows lie in 2f
+// matrices, more streams than the hardware prefetcher follows).
+#define GINIT4 \
+	VMOVUPS (AX)(R12*1), Z0; \
+	VMOVUPS 64(AX)(R12*1), Z1; \
+	VMOVUPS 128(AX)(R12*1), Z2; \
+	VMOVUPS 192(AX)(R12*1), Z3
+
+#define GINIT1 VMOVUPS.Z (AX)(R12*1), K1, Z0
+
+#define GST4(off, a0, a1, a2, a3) \
+	MOVQ    off(AX), DX; \
+	VMOVUPS a0, (DX)(R12*1); \
+	VMOVUPS a1, 64(DX)(R12*1); \
+	VMOVUPS a2, 128(DX)(R12*1); \
+	VMOVUPS a3, 192(DX)(R12*1)
+
+#define GST1(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMOVUPS a0, K1, (DX)(R12*1)
+
+#define GPF4(hdr) \
+	MOVQ       hdr, DX; \
+	ADDQ       BX, DX; \
+	PREFETCHT0 (DX)(R12*1); \
+	PREFETCHT0 64(DX)(R12*1); \
+	PREFETCHT0 128(DX)(R12*1); \
+	PREFETCHT0 192(DX)(R12*1)
+
+#define GPF1(hdr) MOVQ hdr, DX; ADDQ BX, DX; PREFETCHT0 (DX)(R12*1)
+
+// GSECTION runs the block's four features over one column block with
+// the step forms of one width (LOAD, MUL, INIT, ST, PF), the labels its
+// loops and branches need after them: features from init or zeros, the
+// rows m < t0, the four rows of the block's own, the rows after, the
+// stores and the next sample's rows asked for. Feature q's accumulators
+// are G(A+q)0…3, the coefficient GBC, GZERO clears them: each kernel
+// names its registers so before it.
+#define GSECTION(LOAD, MUL, INIT, ST, PF, lrows, la, ldiag, ld0, ld1, ld2, ld3, lc, lst) \
+	GZERO; \
+	TESTQ R14, R14; \
+	JNZ   lrows; \
+	MOVQ  dout+8(FP), AX; \
+	SUBQ  off+56(FP), AX; \
+	INIT; \
+lrows: \
+	MOVQ feats+16(FP), SI; \
+	XORQ BX, BX; \
+la: \
+	CMPQ BX, R14; \
+	JGE  ldiag; \
+	LOAD; \
+	GROW(MUL, R9, GA0, GA1, GA2, GA3); \
+	GROW(MUL, R10, GB0, GB1, GB2, GB3); \
+	GROW(MUL, R11, GC0, GC1, GC2, GC3); \
+	GROW(MUL, R13, GD0, GD1, GD2, GD3); \
+	ADDQ $24, SI; \
+	INCQ BX; \
+	JMP  la; \
+ldiag: \
+	LEAQ  (R9)(R14*4), DX; \
+	LOAD; \
+	TESTQ R15, R15; \
+	JEQ   ld0; \
+	GDIAG(MUL, R9, GA0, GA1, GA2, GA3); \
+ld0: \
+	GROW(MUL, R10, GB0, GB1, GB2, GB3); \
+	GROW(MUL, R11, GC0, GC1, GC2, GC3); \
+	GROW(MUL, R13, GD0, GD1, GD2, GD3); \
+	GNEXT; \
+	LOAD; \
+	GCOL(MUL, 0, GA0, GA1, GA2, GA3); \
+	TESTQ R15, R15; \
+	JEQ   ld1; \
+	GDIAG(MUL, R10, GB0, GB1, GB2, GB3); \
+ld1: \
+	GROW(MUL, R11, GC0, GC1, GC2, GC3); \
+	GROW(MUL, R13, GD0, GD1, GD2, GD3); \
+	GNEXT; \
+	LOAD; \
+	GCOL(MUL, 0, GA0, GA1, GA2, GA3); \
+	GCOL(MUL, 4, GB0, GB1, GB2, GB3); \
+	TESTQ R15, R15; \
+	JEQ   ld2; \
+	GDIAG(MUL, R11, GC0, GC1, GC2, GC3); \
+ld2: \
+	GROW(MUL, R13, GD0, GD1, GD2, GD3); \
+	GNEXT; \
+	LOAD; \
+	GCOL(MUL, 0, GA0, GA1, GA2, GA3); \
+	GCOL(MUL, 4, GB0, GB1, GB2, GB3); \
+	GCOL(MUL, 8, GC0, GC1, GC2, GC3); \
+	TESTQ R15, R15; \
+	JEQ   ld3; \
+	GDIAG(MUL, R13, GD0, GD1, GD2, GD3); \
+ld3: \
+	GNEXT; \
+lc: \
+	CMPQ BX, DI; \
+	JGE  lst; \
+	LOAD; \
+	GCOL(MUL, 0, GA0, GA1, GA2, GA3); \
+	GCOL(MUL, 4, GB0, GB1, GB2, GB3); \
+	GCOL(MUL, 8, GC0, GC1, GC2, GC3); \
+	GCOL(MUL, 12, GD0, GD1, GD2, GD3); \
+	GNEXT; \
+	JMP  lc; \
+lst: \
+	MOVQ grads+0(FP), AX; \
+	LEAQ (R14)(R14*2), DX; \
+	LEAQ (AX)(DX*8), AX; \
+	ST(0, GA0, GA1, GA2, GA3); \
+	ST(24, GB0, GB1, GB2, GB3); \
+	ST(48, GC0, GC1, GC2, GC3); \
+	ST(72, GD0, GD1, GD2, GD3); \
+	MOVQ d+40(FP), BX; \
+	SHLQ $2, BX; \
+	PF(0(AX)); \
+	PF(24(AX)); \
+	PF(48(AX)); \
+	PF(72(AX)); \
+	MOVQ feats+16(FP), SI; \
+	LEAQ (R14)(R14*2), DX; \
+	LEAQ (SI)(DX*8), SI; \
+	PF(0(SI)); \
+	PF(24(SI)); \
+	PF(48(SI)); \
+	PF(72(SI))
+
+// GARGS loads the gradient kernels' arguments: R8 = the dots, DI = f,
+// R15 = self, R14 = t0 = 0; GBLOCK starts the block of t0: R9–R11 and
+// R13 at its four features' dots, R12 at the sample's first column, CX
+// = d; GNEXTBLOCK(lblock, ldone) moves t0 on four features, to f − 4 for
+// the last block, and goes to lblock, or to ldone after the last.
+#define GARGS \
+	MOVQ dout+8(FP), R8; \
+	MOVQ d+40(FP), AX; \
+	LEAQ (R8)(AX*4), R8; \
+	MOVQ f+24(FP), DI; \
+	MOVQ self+32(FP), R15; \
+	XORQ R14, R14
+
+#define GBLOCK \
+	GTRI(0, R9); \
+	GTRI(1, R10); \
+	GTRI(2, R11); \
+	GTRI(3, R13); \
+	MOVQ off+56(FP), R12; \
+	MOVQ d+40(FP), CX
+
+#define GNEXTBLOCK(lblock, ldone) \
+	ADDQ    $4, R14; \
+	CMPQ    R14, DI; \
+	JGE     ldone; \
+	LEAQ    -4(DI), AX; \
+	CMPQ    R14, AX; \
+	CMOVQGT AX, R14; \
+	JMP     lblock
+
+// TRIARGS loads the triangle kernels' arguments: DI = dst, R8 = the
+// matrices' headers, R14 = f, R10 = the whole sixteens of a row, R9 = the
+// first row i (1 − self); TRIROW(done) starts row i, SI = its matrix and
+// BX = the first header of the rows j, or ends at done after the last.
+#define TRIARGS \
+	MOVQ dst+0(FP), DI; \
+	MOVQ feats+8(FP), R8; \
+	MOVQ f+16(FP), R14; \
+	MOVQ d+32(FP), R10; \
+	SHRQ $4, R10; \
+	MOVQ $1, R9; \
+	SUBQ self+24(FP), R9
+
+#define TRIROW(done) \
+	CMPQ R9, R14; \
+	JGE  done; \
+	LEAQ (R9)(R9*2), AX; \
+	MOVQ (R8)(AX*8), SI; \
 	MOVQ R8, BX
-	MOVQ self+24(FP), DX // the quads below use DX
-	LEAQ (R9)(DX*1), CX
 
-// Four rows j at a time while four are left: the same products and sums
-// per dot as itpair's, in Z0, Z4, Z5 and Z6, so four dots' additions
-// overlap instead of each waiting for the last. R11, R15, AX and DX hold
-// the four rows.
-itquad:
-	CMPQ CX, $4
-	JL   itpair
-	MOVQ 0(BX), R11
-	MOVQ 24(BX), R15
-	MOVQ 48(BX), AX
-	MOVQ 72(BX), DX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	XORQ  R12, R12
-	MOVQ  R10, R13
+// func interactionTriangleAVX512(dst *float32, feats *[]float32, f, self, d int, tail int, off int)
+// Row i's dots with up to sixteen rows j at a time: pair q of the group
+// accumulates in Z(4(q%4) + q/4) sixty-four elements at a time (row i's
+// in Z16–Z19, no FMA), then sixteen, then the last d%16 under K1; then
+// four levels of FHALVE fold the sixteen dots together (lane l + l+8,
+// l + l+4, l + l+2, l + l+1, interactionDot's order) into Z0, dot q in
+// lane q, stored under K2 (the group's CX dots). The rows are the
+// feature matrices' at byte off: R8 = the matrices' headers, SI = matrix
+// i, BX the group's first matrix j header, R13 the dots of row i left,
+// R10 the whole sixteens of a row, R15 the sixty-fours or sixteens left,
+// R12 the byte offset in the matrices, R9 = i, R14 = f.
+TEXT ·interactionTriangleAVX512(SB), NOSPLIT, $0-56
+	TRIARGS
+	MOVQ  tail+40(FP), AX
+	KMOVW AX, K1
 
-itqchunk:
-	TESTQ R13, R13
-	JZ    itqtail
-	VMOVUPS (SI)(R12*1), Z1
-	VMULPS  (R11)(R12*1), Z1, Z7
-	VMULPS  (R15)(R12*1), Z1, Z8
-	VMULPS  (AX)(R12*1), Z1, Z9
-	VMULPS  (DX)(R12*1), Z1, Z10
-	VADDPS  Z7, Z0, Z0
-	VADDPS  Z8, Z4, Z4
-	VADDPS  Z9, Z5, Z5
-	VADDPS  Z10, Z6, Z6
-	ADDQ    $64, R12
-	DECQ    R13
-	JMP     itqchunk
+ftrow:
+	TRIROW(ftdone)
+	MOVQ R9, R13
+	ADDQ self+24(FP), R13
 
-itqtail:
-	KORTESTW K1, K1
-	JZ       itqfold
-	VMOVUPS.Z (SI)(R12*1), K1, Z1
-	VMOVUPS.Z (R11)(R12*1), K1, Z7
-	VMOVUPS.Z (R15)(R12*1), K1, Z8
-	VMOVUPS.Z (AX)(R12*1), K1, Z9
-	VMOVUPS.Z (DX)(R12*1), K1, Z10
-	VMULPS    Z7, Z1, Z7
-	VMULPS    Z8, Z1, Z8
-	VMULPS    Z9, Z1, Z9
-	VMULPS    Z10, Z1, Z10
-	VADDPS    Z7, Z0, Z0
-	VADDPS    Z8, Z4, Z4
-	VADDPS    Z9, Z5, Z5
-	VADDPS    Z10, Z6, Z6
+ftgroup:
+	TESTQ   R13, R13
+	JZ      ftnext
+	MOVQ    $16, CX
+	CMPQ    R13, CX
+	CMOVQLT R13, CX
+	ZERO16
+	MOVQ    off+48(FP), R12
+	MOVQ    R10, R15
+	SHRQ    $2, R15
 
-itqfold:
-	IFOLD(Z0, Y0, X0)
-	IFOLD(Z4, Y4, X4)
-	IFOLD(Z5, Y5, X5)
-	IFOLD(Z6, Y6, X6)
-	VMOVSS X0, (DI)
-	VMOVSS X4, 4(DI)
-	VMOVSS X5, 8(DI)
-	VMOVSS X6, 12(DI)
-	ADDQ   $16, DI
-	ADDQ   $96, BX
-	SUBQ   $4, CX
-	JMP    itquad
+ft64:
+	TESTQ      R15, R15
+	JZ         ft16
+	VMOVUPS    (SI)(R12*1), Z16
+	VMOVUPS    64(SI)(R12*1), Z17
+	VMOVUPS    128(SI)(R12*1), Z18
+	VMOVUPS    192(SI)(R12*1), Z19
+	MOVQ       d+32(FP), AX       // row i of the next sample, d floats on
+	LEAQ       (SI)(AX*4), AX
+	PREFETCHT0 (AX)(R12*1)
+	PREFETCHT0 64(AX)(R12*1)
+	PREFETCHT0 128(AX)(R12*1)
+	PREFETCHT0 192(AX)(R12*1)
+	FGROUP(FPAIR4, ft64end)
 
-itpair:
-	TESTQ CX, CX
-	JZ    itnext
-	MOVQ  (BX), R11
-	VPXORD Z0, Z0, Z0
-	XORQ  R12, R12
-	MOVQ  R10, R13
+ft64end:
+	ADDQ $256, R12
+	DECQ R15
+	JMP  ft64
 
-itchunk:
-	TESTQ R13, R13
-	JZ    ittail
-	VMOVUPS (SI)(R12*1), Z1
-	VMULPS  (R11)(R12*1), Z1, Z1
-	VADDPS  Z1, Z0, Z0
-	ADDQ    $64, R12
-	DECQ    R13
-	JMP     itchunk
+ft16:
+	MOVQ R10, R15
+	ANDQ $3, R15
 
-ittail:
-	KORTESTW K1, K1
-	JZ       itfold
-	VMOVUPS.Z (SI)(R12*1), K1, Z1
-	VMOVUPS.Z (R11)(R12*1), K1, Z2
-	VMULPS    Z2, Z1, Z1
-	VADDPS    Z1, Z0, Z0
+ftchunk:
+	TESTQ   R15, R15
+	JZ      fttail
+	VMOVUPS (SI)(R12*1), Z16
+	FGROUP(FPAIR, ftcend)
 
-itfold:
-	IFOLD(Z0, Y0, X0)
-	VMOVSS X0, (DI)
-	ADDQ   $4, DI
-	ADDQ   $24, BX
-	DECQ   CX
-	JMP    itpair
+ftcend:
+	ADDQ $64, R12
+	DECQ R15
+	JMP  ftchunk
 
-itnext:
+fttail:
+	KORTESTW  K1, K1
+	JZ        ftfold
+	VMOVUPS.Z (SI)(R12*1), K1, Z16
+	FGROUP(FTPAIR, ftfold)
+
+// Lane l + l+8: the low halves of a pair of registers against their high
+// halves; l + l+4: 128-bit blocks 0 and 2 against 1 and 3; l + l+2 and
+// l + l+1 within the blocks.
+ftfold:
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z0, Z1)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z2, Z3)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z4, Z5)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z6, Z7)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z8, Z9)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z10, Z11)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z12, Z13)
+	FHALVE(0x44, 0xEE, VSHUFF32X4, Z14, Z15)
+	FHALVE(0x88, 0xDD, VSHUFF32X4, Z0, Z2)
+	FHALVE(0x88, 0xDD, VSHUFF32X4, Z4, Z6)
+	FHALVE(0x88, 0xDD, VSHUFF32X4, Z8, Z10)
+	FHALVE(0x88, 0xDD, VSHUFF32X4, Z12, Z14)
+	FHALVE(0x44, 0xEE, VSHUFPS, Z0, Z4)
+	FHALVE(0x44, 0xEE, VSHUFPS, Z8, Z12)
+	FHALVE(0x88, 0xDD, VSHUFPS, Z0, Z8)
+	MOVL    $1, AX
+	SHLL    CX, AX
+	DECL    AX
+	KMOVW   AX, K2
+	VMOVUPS Z0, K2, (DI)
+	LEAQ    (DI)(CX*4), DI
+	ADDQ    $384, BX
+	SUBQ    CX, R13
+	JMP     ftgroup
+
+ftnext:
 	INCQ R9
-	JMP  itrow
+	JMP  ftrow
 
-itdone:
+ftdone:
 	VZEROUPPER
 	RET
 
-// The axpys' loop over the terms: TERMS starts it at the first row header
-// (R13), coefficient (R14) and count (R15); TERM(done, skip, c) ends it at
-// done, jumps to skip (just before NEXT) for the skipped term (R15 = R9;
-// R9 = 0 skips none), or loads the row (R11) and broadcasts the
-// coefficient into c; NEXT(loop)
-// moves on.
-#define TERMS MOVQ BX, R13; MOVQ DX, R14; MOVQ R10, R15
-#define TERM(done, skip, c) TESTQ R15, R15; JZ done; CMPQ R15, R9; JEQ skip; MOVQ (R13), R11; VBROADCASTSS (R14), c
-#define NEXT(loop) ADDQ $24, R13; ADDQ $4, R14; DECQ R15; JMP loop
+// The AVX-512 gradient kernel's registers: feature q's accumulators
+// G(A+q)0…3, the broadcast coefficient GBC, GZERO clearing them all.
+#define GA0 Z0
+#define GA1 Z1
+#define GA2 Z2
+#define GA3 Z3
+#define GB0 Z4
+#define GB1 Z5
+#define GB2 Z6
+#define GB3 Z7
+#define GC0 Z8
+#define GC1 Z9
+#define GC2 Z10
+#define GC3 Z11
+#define GD0 Z12
+#define GD1 Z13
+#define GD2 Z14
+#define GD3 Z15
+#define GBC Z20
+#define GZERO ZERO16
 
-// IAXPY(z, off): z += coef[m]·row m at byte off, the broadcast coefficient
-// in Z8, the product in Z9 rounded before the sum.
-#define IAXPY(z, off) \
-	VMULPS off(R11)(R12*1), Z8, Z9; \
-	VADDPS Z9, z, z
+// func interactionGradsAVX512(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, tail int, off int)
+// The rows of the gradient and feature matrices at byte off, init the
+// first d of dout and the dots the rest. Four features t0…t0+3 at a
+// time (the last four when f%4 > 0, some then done twice, to the same
+// bits), in blocks of sixty-four columns, then of sixteen (the last d%16
+// under K1): each starts from init for feature 0, zeros for the others,
+// and adds the rows m in increasing order. For m < t0 every feature's
+// coefficient is among its own dots; for m ≥ t0 + 4 among m's; the four
+// m in between mix the two and skip each feature's own row (or, with
+// self, add it at twice its dot). R8 = dots, R9–R11 and R13 the four
+// features' dots, R14 = t0, DI = f, R15 = self, CX the columns left.
+TEXT ·interactionGradsAVX512(SB), NOSPLIT, $0-64
+	GARGS
 
-// func interactionAxpysAVX512(dst, init *float32, rows *[]float32, coef *float32, n, d int, tail int, sk int)
-// Sixty-four columns at a time in Z0–Z3, then sixteen in Z0, then the
-// last d%16 under K1: each block starts from init (or zeros) and adds
-// the n terms in order. R12 is the block's byte offset, CX the columns
-// left, R13/R14/R15 walk the rows' headers, the coefficients and the terms.
-TEXT ·interactionAxpysAVX512(SB), NOSPLIT, $0-64
-	MOVQ sk+56(FP), R9
-	MOVQ dst+0(FP), DI
-	MOVQ init+8(FP), SI
-	MOVQ rows+16(FP), BX
-	MOVQ coef+24(FP), DX
-	MOVQ n+32(FP), R10
-	MOVQ d+40(FP), CX
-	MOVQ tail+48(FP), AX
-	KMOVW AX, K1
-	XORQ R12, R12
+gblock:
+	GBLOCK
 
-ia64:
+gw4:
 	CMPQ CX, $64
-	JL   ia16
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	TESTQ SI, SI
-	JZ    ia64terms
-	VMOVUPS (SI)(R12*1), Z0
-	VMOVUPS 64(SI)(R12*1), Z1
-	VMOVUPS 128(SI)(R12*1), Z2
-	VMOVUPS 192(SI)(R12*1), Z3
-
-ia64terms:
-	TERMS
-
-ia64term:
-	TERM(ia64store, ia64skip, Z8)
-	IAXPY(Z0, 0)
-	IAXPY(Z1, 64)
-	IAXPY(Z2, 128)
-	IAXPY(Z3, 192)
-ia64skip:
-	NEXT(ia64term)
-
-ia64store:
-	VMOVUPS Z0, (DI)(R12*1)
-	VMOVUPS Z1, 64(DI)(R12*1)
-	VMOVUPS Z2, 128(DI)(R12*1)
-	VMOVUPS Z3, 192(DI)(R12*1)
+	JL   gw1
+	GSECTION(GLOAD4, GMUL4, GINIT4, GST4, GPF4, gw4rows, gw4a, gw4diag, gw4d0, gw4d1, gw4d2, gw4d3, gw4c, gw4store)
 	ADDQ $256, R12
 	SUBQ $64, CX
-	JMP  ia64
+	JMP  gw4
 
-ia16:
-	CMPQ CX, $16
-	JL   iatail
-	VPXORD Z0, Z0, Z0
-	TESTQ SI, SI
-	JZ    ia16terms
-	VMOVUPS (SI)(R12*1), Z0
+gw1:
+	TESTQ   CX, CX
+	JLE     gnext
+	MOVL    $0xFFFF, AX
+	MOVQ    tail+48(FP), DX
+	CMPQ    CX, $16
+	CMOVQLT DX, AX
+	KMOVW   AX, K1
+	GSECTION(GLOAD1, GMUL1, GINIT1, GST1, GPF1, gw1rows, gw1a, gw1diag, gw1d0, gw1d1, gw1d2, gw1d3, gw1c, gw1store)
+	ADDQ    $64, R12
+	SUBQ    $16, CX
+	JMP     gw1
 
-ia16terms:
-	TERMS
+gnext:
+	GNEXTBLOCK(gblock, gdone)
 
-ia16term:
-	TERM(ia16store, ia16skip, Z8)
-	IAXPY(Z0, 0)
-ia16skip:
-	NEXT(ia16term)
-
-ia16store:
-	VMOVUPS Z0, (DI)(R12*1)
-	ADDQ $64, R12
-	SUBQ $16, CX
-	JMP  ia16
-
-iatail:
-	TESTQ CX, CX
-	JZ    iadone
-	VPXORD Z0, Z0, Z0
-	TESTQ SI, SI
-	JZ    iatailterms
-	VMOVUPS.Z (SI)(R12*1), K1, Z0
-
-iatailterms:
-	TERMS
-
-iatailterm:
-	TERM(iatailstore, iatailskip, Z8)
-	VMOVUPS.Z (R11)(R12*1), K1, Z9
-	VMULPS Z9, Z8, Z9
-	VADDPS Z9, Z0, Z0
-iatailskip:
-	NEXT(iatailterm)
-
-iatailstore:
-	VMOVUPS Z0, K1, (DI)(R12*1)
-
-iadone:
+gdone:
 	VZEROUPPER
 	RET
 
 // JFOLD(lo, hi, xlo): the AVX2 fold of sixteen partial sums held in lo
 // (lanes 0–7) and hi (8–15): lo + hi, then halves down to X xlo's lane 0
-// (IFOLD's order); X15 is clobbered.
+// (interactionDot's order); X15 is clobbered.
 #define JFOLD(lo, hi, xlo) \
 	VADDPS       hi, lo, lo; \
 	VEXTRACTF128 $1, lo, X15; \
@@ -296,31 +517,27 @@ iadone:
 	VMULPS     Y11, Y9, Y11; \
 	VADDPS     Y11, hi, hi
 
-// func interactionTriangleAVX2(dst *float32, rows *[]float32, f, self, d int, tail int, m0, m1 *int32)
+// func interactionTriangleAVX2(dst *float32, feats *[]float32, f, self, d int, tail int, m0, m1 *int32, off int)
 // interactionTriangleAVX512 on YMM registers: the sixteen lanes are Y0
 // (lanes 0–7) and Y1 (8–15), a tail's lanes masked by the masks at m0 and
 // m1 (zeros past the row), and the fold starts with Y0 + Y1.
-TEXT ·interactionTriangleAVX2(SB), NOSPLIT, $0-64
-	MOVQ dst+0(FP), DI
-	MOVQ rows+8(FP), R8
-	MOVQ f+16(FP), R14
-	MOVQ self+24(FP), DX
-	MOVQ d+32(FP), R10
-	SHRQ $4, R10
-	MOVQ m0+48(FP), AX
+TEXT ·interactionTriangleAVX2(SB), NOSPLIT, $0-72
+	TRIARGS
+	MOVQ    m0+48(FP), AX
 	VMOVDQU (AX), Y14
-	MOVQ m1+56(FP), AX
+	MOVQ    m1+56(FP), AX
 	VMOVDQU (AX), Y13
-	MOVQ $1, R9
-	SUBQ DX, R9
 
 jtrow:
-	CMPQ R9, R14
-	JGE  jtdone
-	LEAQ (R9)(R9*2), AX
-	MOVQ (R8)(AX*8), SI
-	MOVQ R8, BX
-	MOVQ self+24(FP), DX // the quads below use DX
+	TRIROW(jtdone)
+	MOVQ       d+32(FP), AX       // row i of the next sample, d floats on
+	LEAQ       (SI)(AX*4), AX
+	ADDQ       off+64(FP), AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	MOVQ       self+24(FP), DX // the quads below use DX
 	LEAQ (R9)(DX*1), CX
 
 // Four rows j at a time while four are left, as in the AVX-512 kernel:
@@ -342,7 +559,7 @@ jtquad:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R12, R12
+	MOVQ   off+64(FP), R12
 	MOVQ   R10, R13
 
 jtqchunk:
@@ -368,16 +585,30 @@ jtqtail:
 	JQTAIL(AX, Y4, Y5)
 	JQTAIL(DX, Y6, Y7)
 
+// The four dots fold together, JFOLD's additions: lane l + l+8 within
+// each dot's pair, l + l+4 with dots 0 and 2, then 1 and 3, sharing a
+// register (halves), l + l+2 and l + l+1 with all four sharing one,
+// ending as dots 0–3 in X8.
 jtqfold:
-	JFOLD(Y0, Y1, X0)
-	JFOLD(Y2, Y3, X2)
-	JFOLD(Y4, Y5, X4)
-	JFOLD(Y6, Y7, X6)
-	VMOVSS X0, (DI)
-	VMOVSS X2, 4(DI)
-	VMOVSS X4, 8(DI)
-	VMOVSS X6, 12(DI)
-	ADDQ   $16, DI
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VPERM2F128   $0x20, Y4, Y0, Y8
+	VPERM2F128   $0x31, Y4, Y0, Y9
+	VADDPS       Y9, Y8, Y0
+	VPERM2F128   $0x20, Y6, Y2, Y8
+	VPERM2F128   $0x31, Y6, Y2, Y9
+	VADDPS       Y9, Y8, Y2
+	VSHUFPS      $0x44, Y2, Y0, Y8
+	VSHUFPS      $0xEE, Y2, Y0, Y9
+	VADDPS       Y9, Y8, Y0
+	VEXTRACTF128 $1, Y0, X9
+	VSHUFPS      $0x88, X9, X0, X8
+	VSHUFPS      $0xDD, X9, X0, X9
+	VADDPS       X9, X8, X8
+	VMOVUPS      X8, (DI)
+	ADDQ         $16, DI
 	ADDQ   $96, BX
 	SUBQ   $4, CX
 	JMP    jtquad
@@ -388,7 +619,7 @@ jtpair:
 	MOVQ  (BX), R11
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-	XORQ  R12, R12
+	MOVQ  off+64(FP), R12
 	MOVQ  R10, R13
 
 jtchunk:
@@ -432,106 +663,108 @@ jtdone:
 	VZEROUPPER
 	RET
 
-// JAXPY(y, off): y += coef·row m at byte off, the coefficient in Y8.
-#define JAXPY(y, off) \
-	VMULPS off(R11)(R12*1), Y8, Y9; \
-	VADDPS Y9, y, y
+// The AVX2 gradient kernel's registers: feature q's sixteen columns in
+// Y(2q) and Y(2q+1) (its G(A+q)2 and 3 name them again, unused), the
+// coefficient in Y10; GZERO clears them.
+#undef GA0
+#undef GA1
+#undef GA2
+#undef GA3
+#undef GB0
+#undef GB1
+#undef GB2
+#undef GB3
+#undef GC0
+#undef GC1
+#undef GC2
+#undef GC3
+#undef GD0
+#undef GD1
+#undef GD2
+#undef GD3
+#undef GBC
+#undef GZERO
+#define GA0 Y0
+#define GA1 Y1
+#define GA2 Y0
+#define GA3 Y1
+#define GB0 Y2
+#define GB1 Y3
+#define GB2 Y2
+#define GB3 Y3
+#define GC0 Y4
+#define GC1 Y5
+#define GC2 Y4
+#define GC3 Y5
+#define GD0 Y6
+#define GD1 Y7
+#define GD2 Y6
+#define GD3 Y7
+#define GBC Y10
+#define GZERO \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
 
-// func interactionAxpysAVX2(dst, init *float32, rows *[]float32, coef *float32, n, d int, m *int32)
-// interactionAxpysAVX512 on YMM registers: thirty-two columns at a time
-// in Y0–Y3, then eight in Y0, then the last d%8 under the mask at m.
-TEXT ·interactionAxpysAVX2(SB), NOSPLIT, $0-64
-	MOVQ sk+56(FP), R9
-	MOVQ dst+0(FP), DI
-	MOVQ init+8(FP), SI
-	MOVQ rows+16(FP), BX
-	MOVQ coef+24(FP), DX
-	MOVQ n+32(FP), R10
-	MOVQ d+40(FP), CX
-	MOVQ m+48(FP), AX
-	VMOVDQU (AX), Y14
-	XORQ R12, R12
+// The AVX2 steps on sixteen columns (the *2 forms, row m's in Y8 and Y9)
+// or eight under the mask in Y15 (the *1 forms, Y8 alone, the second
+// accumulator named but left alone), as GLOAD4 … GST4 and GLOAD1 … GST1.
+#define GLOADY2 MOVQ (SI), AX; VMOVUPS (AX)(R12*1), Y8; VMOVUPS 32(AX)(R12*1), Y9
+#define GLOADY1 MOVQ (SI), AX; VMASKMOVPS (AX)(R12*1), Y15, Y8
 
-ja32:
-	CMPQ CX, $32
-	JL   ja8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	TESTQ SI, SI
-	JZ    ja32terms
-	VMOVUPS (SI)(R12*1), Y0
-	VMOVUPS 32(SI)(R12*1), Y1
-	VMOVUPS 64(SI)(R12*1), Y2
-	VMOVUPS 96(SI)(R12*1), Y3
+#define GMULY2(a0, a1, a2, a3) \
+	VMULPS Y8, Y10, Y11; \
+	VADDPS Y11, a0, a0; \
+	VMULPS Y9, Y10, Y12; \
+	VADDPS Y12, a1, a1
 
-ja32terms:
-	TERMS
+#define GMULY1(a0, a1, a2, a3) VMULPS Y8, Y10, Y11; VADDPS Y11, a0, a0
 
-ja32term:
-	TERM(ja32store, ja32skip, Y8)
-	JAXPY(Y0, 0)
-	JAXPY(Y1, 32)
-	JAXPY(Y2, 64)
-	JAXPY(Y3, 96)
-ja32skip:
-	NEXT(ja32term)
+#define GINITY2 VMOVUPS (AX)(R12*1), Y0; VMOVUPS 32(AX)(R12*1), Y1
+#define GINITY1 VMASKMOVPS (AX)(R12*1), Y15, Y0
+#define GSTY2(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMOVUPS a0, (DX)(R12*1); VMOVUPS a1, 32(DX)(R12*1)
+#define GSTY1(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMASKMOVPS a0, Y15, (DX)(R12*1)
 
-ja32store:
-	VMOVUPS Y0, (DI)(R12*1)
-	VMOVUPS Y1, 32(DI)(R12*1)
-	VMOVUPS Y2, 64(DI)(R12*1)
-	VMOVUPS Y3, 96(DI)(R12*1)
-	ADDQ $128, R12
-	SUBQ $32, CX
-	JMP  ja32
+// func interactionGradsAVX2(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, m *int32, off int)
+// interactionGradsAVX512 on YMM registers, in blocks of sixteen columns,
+// then of eight, the last d%8 under the mask at m.
+TEXT ·interactionGradsAVX2(SB), NOSPLIT, $0-64
+	GARGS
 
-ja8:
-	CMPQ CX, $8
-	JL   jatail
-	VXORPS Y0, Y0, Y0
-	TESTQ SI, SI
-	JZ    ja8terms
-	VMOVUPS (SI)(R12*1), Y0
+hblock:
+	GBLOCK
 
-ja8terms:
-	TERMS
+hw2:
+	CMPQ CX, $16
+	JL   hw1
+	GSECTION(GLOADY2, GMULY2, GINITY2, GSTY2, GPF1, hw2rows, hw2a, hw2diag, hw2d0, hw2d1, hw2d2, hw2d3, hw2c, hw2store)
+	ADDQ $64, R12
+	SUBQ $16, CX
+	JMP  hw2
 
-ja8term:
-	TERM(ja8store, ja8skip, Y8)
-	JAXPY(Y0, 0)
-ja8skip:
-	NEXT(ja8term)
+hw1:
+	TESTQ    CX, CX
+	JLE      hnext
+	VPCMPEQD Y15, Y15, Y15
+	CMPQ     CX, $8
+	JGE      hw1go
+	MOVQ     m+48(FP), AX
+	VMOVDQU  (AX), Y15
 
-ja8store:
-	VMOVUPS Y0, (DI)(R12*1)
+hw1go:
+	GSECTION(GLOADY1, GMULY1, GINITY1, GSTY1, GPF1, hw1rows, hw1a, hw1diag, hw1d0, hw1d1, hw1d2, hw1d3, hw1c, hw1store)
 	ADDQ $32, R12
 	SUBQ $8, CX
-	JMP  ja8
+	JMP  hw1
 
-jatail:
-	TESTQ CX, CX
-	JZ    jadone
-	VXORPS Y0, Y0, Y0
-	TESTQ SI, SI
-	JZ    jatailterms
-	VMASKMOVPS (SI)(R12*1), Y14, Y0
+hnext:
+	GNEXTBLOCK(hblock, hdone)
 
-jatailterms:
-	TERMS
-
-jatailterm:
-	TERM(jatailstore, jatailskip, Y8)
-	VMASKMOVPS (R11)(R12*1), Y14, Y9
-	VMULPS Y9, Y8, Y9
-	VADDPS Y9, Y0, Y0
-jatailskip:
-	NEXT(jatailterm)
-
-jatailstore:
-	VMASKMOVPS Y0, Y14, (DI)(R12*1)
-
-jadone:
+hdone:
 	VZEROUPPER
 	RET

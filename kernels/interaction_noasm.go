@@ -4,6 +4,6 @@ package kernels
 
 // Without assembly the interaction runs its reference loops.
 var (
-	interactionTriangleVariants = [levelCount]func(dst []float32, rows [][]float32, self bool){Generic: interactionTriangleGo}
-	interactionAxpysVariants    = [levelCount]axpysFunc{Generic: interactionAxpysGo}
+	interactionTriangleVariants = [levelCount]triangleFunc{Generic: interactionTriangleGo}
+	interactionGradsVariants    = [levelCount]gradsFunc{Generic: interactionGradsGo}
 )

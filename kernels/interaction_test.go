@@ -188,55 +188,58 @@ func TestInteractionMisuse(t *testing.T) {
 
 // TestInteractionVariants holds each level's dot and gradient loops to
 // the reference bit for bit, on row lengths around the vectors' 16 and
-// 64 (tails included) and row counts from 0 to DLRM's 27, writing nothing
-// past the output.
+// 64 (tails included) and feature counts from 0 to DLRM's 27 and around
+// the four gradients done at once, with and without a gradient skipped,
+// writing nothing but the sample's rows.
 func TestInteractionVariants(t *testing.T) {
 	forEachLevel(t, func(t *testing.T, l Level) {
-		triangle, axpys := pick(l, interactionTriangleVariants), pick(l, interactionAxpysVariants)
+		triangle, grads := pick(l, interactionTriangleVariants), pick(l, interactionGradsVariants)
 		r := rand.New(rand.NewPCG(65, 66))
 		lengths := []int{63, 64, 65, 79, 127, 128, 130, 200}
 		for d := range 34 {
 			lengths = append(lengths, d)
 		}
+		const batch, b = 3, 1 // the middle sample: rows on both sides
 		for _, d := range lengths {
-			for _, n := range []int{0, 1, 2, 5, 27} {
-				rows := make([][]float32, n)
-				for j := range rows {
-					rows[j] = normRandom(r, d, 0)
+			for _, n := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 27} {
+				feats := make([][]float32, n)
+				for f := range feats {
+					feats[f] = normRandom(r, batch*d, 0)
 				}
 				for _, self := range []bool{false, true} {
 					name := fmt.Sprintf("d=%d n=%d self=%v", d, n, self)
-					pairs := n * (n - 1) / 2
-					if self {
-						pairs += n
-					}
+					pairs := n*(n-1)/2 + n*b2i(self)
 					want := make([]float32, pairs)
-					interactionTriangleGo(want, rows, self)
+					interactionTriangleGo(want, feats, b, d, self)
 					got, ok := guarded(t, pairs)
-					triangle(got, rows, self)
+					triangle(got, feats, b, d, self)
 					ok()
 					sameBits32(t, name+" dots", got, want)
-				}
-
-				long := make([][]float32, n) // rows may be longer than the gradient
-				for j := range long {
-					long[j] = normRandom(r, d+r.IntN(3), 0)
-				}
-				coef := normRandom(r, n, 0)
-				for _, withInit := range []bool{false, true} {
-					var init []float32
-					if withInit {
-						init = normRandom(r, d, 0)
+					if n == 0 {
+						continue
 					}
-					// No term skipped, the first, one inside, the last,
-					// and one past the terms (none).
-					for _, skip := range []int{-1, 0, n / 2, n - 1, n} {
-						want := make([]float32, d)
-						interactionAxpysGo(want, init, long, coef, skip)
-						got, ok := guardedNaN(t, d) // overwritten, not added to
-						axpys(got, init, long, coef, skip)
-						ok()
-						sameBits32(t, fmt.Sprintf("d=%d n=%d init=%v skip=%d axpys", d, n, withInit, skip), got, want)
+
+					g := normRandom(r, d+pairs, 0)
+					for _, skip := range []bool{false, true} {
+						wantG, gotG := make([][]float32, n), make([][]float32, n)
+						for f := range n {
+							if skip && f == 1 { // a gradient nobody wants
+								continue
+							}
+							wantG[f] = make([]float32, batch*d)
+							gotG[f] = normRandom(r, batch*d, 0)
+							copy(wantG[f], gotG[f])
+							for k := range d {
+								gotG[f][b*d+k] = float32(math.NaN()) // overwritten, not added to
+							}
+						}
+						sc := interactionScratches.get().grow(n)
+						interactionGradsGo(sc, wantG, g, feats, b, d, self)
+						grads(sc, gotG, g, feats, b, d, self)
+						sc.put()
+						for f := range n {
+							sameBits32(t, fmt.Sprintf("%s skip=%v gradient %d", name, skip, f), gotG[f], wantG[f])
+						}
 					}
 				}
 			}
