@@ -48,9 +48,14 @@ func MergedEmbeddingBag(dim int, tables []MergedBagTable, mean bool) {
 		if len(tb.Out) < bags*dim {
 			fail(ErrShape, op, "table %d: out has %d elements, needs %d", t, len(tb.Out), bags*dim)
 		}
-		if tb.WeightBF16 == nil && dim > 0 {
-			// The vector kits read float32 rows without Go's bounds checks.
-			checkRows(op, tb.Idx, len(tb.Weight)/dim)
+		if dim > 0 {
+			// The gathers and vector kits read rows without Go's bounds
+			// checks.
+			rows := len(tb.Weight) / dim
+			if tb.WeightBF16 != nil {
+				rows = len(tb.WeightBF16) / dim
+			}
+			checkRows(op, tb.Idx, rows)
 		}
 		work += (len(tb.Idx) + bags) * dim
 	}

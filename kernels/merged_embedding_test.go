@@ -225,6 +225,9 @@ func TestMergedEmbeddingBagEdges(t *testing.T) {
 		{"index outside", ErrIndex, func() {
 			MergedEmbeddingBag(2, []MergedBagTable{{Weight: w, Idx: []int64{3}, Offsets: []int64{0}, Out: w[:2]}}, false)
 		}},
+		{"index outside a bfloat16 table", ErrIndex, func() {
+			MergedEmbeddingBag(2, []MergedBagTable{{WeightBF16: make([]uint16, 6), Idx: []int64{3}, Offsets: []int64{0}, Out: w[:2]}}, false)
+		}},
 	})
 }
 
