@@ -84,215 +84,115 @@ more: \
 	TESTQ R10, R10          \
 	JNZ   row
 
-// F32COPY512: copy R12 float32s from AX to DI, 64 at a time, then 16,
-// then a masked tail (K1).
-#define F32COPY512 \
-f64: \
-	CMPQ    R12, $64        \
-	JL      f16             \
-	VADDPS  (AX), Z31, Z0   \
-	VADDPS  64(AX), Z31, Z1 \
-	VADDPS  128(AX), Z31, Z2 \
-	VADDPS  192(AX), Z31, Z3 \
-	PFW(PFWAHEAD)           \
-	PFW(PFWAHEAD+64)        \
-	PFW(PFWAHEAD+128)       \
-	PFW(PFWAHEAD+192)       \
-	VMOVUPS Z0, (DI)        \
-	VMOVUPS Z1, 64(DI)      \
-	VMOVUPS Z2, 128(DI)     \
-	VMOVUPS Z3, 192(DI)     \
-	ADDQ    $256, AX        \
-	ADDQ    $256, DI        \
-	SUBQ    $64, R12        \
-	JMP     f64             \
-f16: \
-	CMPQ    R12, $16        \
-	JL      ftail           \
-	VADDPS  (AX), Z31, Z0   \
-	PFW(PFWAHEAD)           \
-	VMOVUPS Z0, (DI)        \
-	ADDQ    $64, AX         \
-	ADDQ    $64, DI         \
-	SUBQ    $16, R12        \
-	JMP     f16             \
-ftail: \
-	TESTQ     R12, R12      \
-	JZ        fdone         \
-	VMOVUPS.Z (AX), K1, Z0  \
-	VADDPS    Z0, Z31, Z0   \
-	VMOVUPS   Z0, K1, (DI)  \
-	LEAQ      (DI)(R12*4), DI \
-fdone:
+// GATHERFN(shift, SETUP, COPY): a whole gather of elements of 1<<shift
+// bytes, SETUP preparing COPY's registers.
+#define GATHERFN(shift, SETUP, COPY) \
+	GATHERARGS(shift) \
+	SETUP             \
+	GATHER(COPY)      \
+	VZEROUPPER        \
+	RET
 
-// WIDEN512(off, z): z = the 16 bfloat16 at off(AX) widened, plus +0.
-#define WIDEN512(off, z) \
-	VPMOVZXWD off(AX), z \
-	VPSLLD    $16, z, z  \
-	VADDPS    z, Z31, z
+// STEP(top, next, n, LOAD, STORE, src, dst): while R12 counts at least
+// n elements, LOAD n from AX, STORE them at DI and advance AX by src and
+// DI by dst bytes; then go on at next.
+#define STEP(top, next, n, LOAD, STORE, src, dst) \
+top: \
+	CMPQ R12, $n \
+	JL   next    \
+	LOAD         \
+	STORE        \
+	ADDQ $src, AX \
+	ADDQ $dst, DI \
+	SUBQ $n, R12 \
+	JMP  top
 
-// BF16COPY512: BF16 widening of F32COPY512.
-#define BF16COPY512 \
-b64: \
-	CMPQ    R12, $64        \
-	JL      b16             \
-	WIDEN512(0, Z0)         \
-	WIDEN512(32, Z1)        \
-	WIDEN512(64, Z2)        \
-	WIDEN512(96, Z3)        \
-	PFW(PFWAHEAD)           \
-	PFW(PFWAHEAD+64)        \
-	PFW(PFWAHEAD+128)       \
-	PFW(PFWAHEAD+192)       \
-	VMOVUPS Z0, (DI)        \
-	VMOVUPS Z1, 64(DI)      \
-	VMOVUPS Z2, 128(DI)     \
-	VMOVUPS Z3, 192(DI)     \
-	ADDQ    $128, AX        \
-	ADDQ    $256, DI        \
-	SUBQ    $64, R12        \
-	JMP     b64             \
-b16: \
-	CMPQ    R12, $16        \
-	JL      btail           \
-	WIDEN512(0, Z0)         \
-	PFW(PFWAHEAD)           \
-	VMOVUPS Z0, (DI)        \
-	ADDQ    $32, AX         \
-	ADDQ    $64, DI         \
-	SUBQ    $16, R12        \
-	JMP     b16             \
-btail: \
-	TESTQ       R12, R12    \
-	JZ          bdone       \
-	VPMOVZXWD.Z (AX), K1, Z0 \
-	VPSLLD      $16, Z0, Z0 \
-	VADDPS      Z0, Z31, Z0 \
-	VMOVUPS     Z0, K1, (DI) \
-	LEAQ        (DI)(R12*4), DI \
-bdone:
+// Loads of four vectors of w bytes (or of w bytes of bfloat16, widened)
+// from AX into a–d, and their stores at DI: each element plus zero, +0.
+#define ADD4(w, zero, a, b, c, d) \
+	VADDPS (AX), zero, a     \
+	VADDPS w(AX), zero, b    \
+	VADDPS 2*w(AX), zero, c  \
+	VADDPS 3*w(AX), zero, d
+#define WIDEN(off, zero, r) VPMOVZXWD off(AX), r; VPSLLD $16, r, r; VADDPS r, zero, r
+#define WIDEN4(w, zero, a, b, c, d) WIDEN(0, zero, a); WIDEN(w, zero, b); WIDEN(2*w, zero, c); WIDEN(3*w, zero, d)
+#define STORE4(w, a, b, c, d) \
+	VMOVUPS a, (DI)    \
+	VMOVUPS b, w(DI)   \
+	VMOVUPS c, 2*w(DI) \
+	VMOVUPS d, 3*w(DI)
+
+// The AVX-512 loads: four vectors into Z0–Z3, one into Z0, a tail under
+// mask K1 into Z0.
+#define F32X4 ADD4(64, Z31, Z0, Z1, Z2, Z3)
+#define F32X1 VADDPS (AX), Z31, Z0
+#define BF16X4 WIDEN4(32, Z31, Z0, Z1, Z2, Z3)
+#define BF16X1 WIDEN(0, Z31, Z0)
+#define F32TAIL VMOVUPS.Z (AX), K1, Z0; VADDPS Z0, Z31, Z0
+#define BF16TAIL VPMOVZXWD.Z (AX), K1, Z0; VPSLLD $16, Z0, Z0; VADDPS Z0, Z31, Z0
+
+#define STOREX4 \
+	PFW(PFWAHEAD)      \
+	PFW(PFWAHEAD+64)   \
+	PFW(PFWAHEAD+128)  \
+	PFW(PFWAHEAD+192)  \
+	STORE4(64, Z0, Z1, Z2, Z3)
+#define STOREX1 PFW(PFWAHEAD); VMOVUPS Z0, (DI)
+
+// COPY512(X4, X1, TAIL, size): copy R12 elements of size bytes from AX
+// to DI, 64 at a time, then 16, then the rest under mask K1.
+#define COPY512(X4, X1, TAIL, size) \
+	STEP(x64, x16, 64, X4, STOREX4, 64*size, 256) \
+	STEP(x16, xtail, 16, X1, STOREX1, 16*size, 64) \
+xtail: \
+	TESTQ   R12, R12         \
+	JZ      xdone            \
+	TAIL                     \
+	VMOVUPS Z0, K1, (DI)     \
+	LEAQ    (DI)(R12*4), DI  \
+xdone:
+
+#define SETUP512 TAILK1; VPXORD Z31, Z31, Z31
+#define F32COPY512 COPY512(F32X4, F32X1, F32TAIL, 4)
+#define BF16COPY512 COPY512(BF16X4, BF16X1, BF16TAIL, 2)
 
 // func bagGatherF32AVX512(out, table []float32, idx []int64, dim int, pf []float32, pfIdx []int64, pfDim int)
 TEXT ·bagGatherF32AVX512(SB), NOSPLIT, $0-136
-	GATHERARGS(2)
-	TAILK1
-	VPXORD Z31, Z31, Z31
-	GATHER(F32COPY512)
-	VZEROUPPER
-	RET
+	GATHERFN(2, SETUP512, F32COPY512)
 
 // func bagGatherBF16AVX512(out []float32, table []uint16, idx []int64, dim int, pf []float32, pfIdx []int64, pfDim int)
 TEXT ·bagGatherBF16AVX512(SB), NOSPLIT, $0-136
-	GATHERARGS(1)
-	TAILK1
-	VPXORD Z31, Z31, Z31
-	GATHER(BF16COPY512)
-	VZEROUPPER
-	RET
+	GATHERFN(1, SETUP512, BF16COPY512)
 
-// F32COPY2: copy R12 float32s from AX to DI, 32 at a time, then 8, then
-// one.
-#define F32COPY2 \
-f32: \
-	CMPQ    R12, $32        \
-	JL      f8              \
-	VADDPS  (AX), Y15, Y0   \
-	VADDPS  32(AX), Y15, Y1 \
-	VADDPS  64(AX), Y15, Y2 \
-	VADDPS  96(AX), Y15, Y3 \
-	PFW(PFWAHEAD)           \
-	PFW(PFWAHEAD+64)        \
-	VMOVUPS Y0, (DI)        \
-	VMOVUPS Y1, 32(DI)      \
-	VMOVUPS Y2, 64(DI)      \
-	VMOVUPS Y3, 96(DI)      \
-	ADDQ    $128, AX        \
-	ADDQ    $128, DI        \
-	SUBQ    $32, R12        \
-	JMP     f32             \
-f8: \
-	CMPQ    R12, $8         \
-	JL      f1              \
-	VADDPS  (AX), Y15, Y0   \
-	PFW(PFWAHEAD)           \
-	VMOVUPS Y0, (DI)        \
-	ADDQ    $32, AX         \
-	ADDQ    $32, DI         \
-	SUBQ    $8, R12         \
-	JMP     f8              \
-f1: \
-	TESTQ   R12, R12        \
-	JZ      fdone           \
-	VMOVSS  (AX), X0        \
-	VADDSS  X15, X0, X0     \
-	VMOVSS  X0, (DI)        \
-	ADDQ    $4, AX          \
-	ADDQ    $4, DI          \
-	DECQ    R12             \
-	JMP     f1              \
-fdone:
+// The AVX2 loads: four vectors into Y0–Y3, one into Y0, one element
+// into X0.
+#define F32Y4 ADD4(32, Y15, Y0, Y1, Y2, Y3)
+#define F32Y1 VADDPS (AX), Y15, Y0
+#define F32S VMOVSS (AX), X0; VADDSS X15, X0, X0
+#define BF16Y4 WIDEN4(16, Y15, Y0, Y1, Y2, Y3)
+#define BF16Y1 WIDEN(0, Y15, Y0)
+#define BF16S MOVWLZX (AX), R14; SHLL $16, R14; VMOVD R14, X0; VADDSS X15, X0, X0
 
-// WIDEN2(off, y): y = the 8 bfloat16 at off(AX) widened, plus +0.
-#define WIDEN2(off, y) \
-	VPMOVZXWD off(AX), y \
-	VPSLLD    $16, y, y  \
-	VADDPS    y, Y15, y
+#define STOREY4 PFW(PFWAHEAD); PFW(PFWAHEAD+64); STORE4(32, Y0, Y1, Y2, Y3)
+#define STOREY1 PFW(PFWAHEAD); VMOVUPS Y0, (DI)
+#define STORES VMOVSS X0, (DI)
 
-// BF16COPY2: BF16 widening of F32COPY2.
-#define BF16COPY2 \
-b32: \
-	CMPQ    R12, $32        \
-	JL      b8              \
-	WIDEN2(0, Y0)           \
-	WIDEN2(16, Y1)          \
-	WIDEN2(32, Y2)          \
-	WIDEN2(48, Y3)          \
-	PFW(PFWAHEAD)           \
-	PFW(PFWAHEAD+64)        \
-	VMOVUPS Y0, (DI)        \
-	VMOVUPS Y1, 32(DI)      \
-	VMOVUPS Y2, 64(DI)      \
-	VMOVUPS Y3, 96(DI)      \
-	ADDQ    $64, AX         \
-	ADDQ    $128, DI        \
-	SUBQ    $32, R12        \
-	JMP     b32             \
-b8: \
-	CMPQ    R12, $8         \
-	JL      b1              \
-	WIDEN2(0, Y0)           \
-	PFW(PFWAHEAD)           \
-	VMOVUPS Y0, (DI)        \
-	ADDQ    $16, AX         \
-	ADDQ    $32, DI         \
-	SUBQ    $8, R12         \
-	JMP     b8              \
-b1: \
-	TESTQ   R12, R12        \
-	JZ      bdone           \
-	MOVWLZX (AX), R14       \
-	SHLL    $16, R14        \
-	VMOVD   R14, X0         \
-	VADDSS  X15, X0, X0     \
-	VMOVSS  X0, (DI)        \
-	ADDQ    $2, AX          \
-	ADDQ    $4, DI          \
-	DECQ    R12             \
-	JMP     b1              \
-bdone:
+// COPY2(Y4, Y1, S, size): copy R12 elements of size bytes from AX to DI,
+// 32 at a time, then 8, then one.
+#define COPY2(Y4, Y1, S, size) \
+	STEP(y32, y8, 32, Y4, STOREY4, 32*size, 128) \
+	STEP(y8, y1, 8, Y1, STOREY1, 8*size, 32)     \
+	STEP(y1, ydone, 1, S, STORES, size, 4)       \
+ydone:
+
+#define SETUP2 VXORPS Y15, Y15, Y15
+#define F32COPY2 COPY2(F32Y4, F32Y1, F32S, 4)
+#define BF16COPY2 COPY2(BF16Y4, BF16Y1, BF16S, 2)
 
 // func bagGatherF32AVX2(out, table []float32, idx []int64, dim int, pf []float32, pfIdx []int64, pfDim int)
 TEXT ·bagGatherF32AVX2(SB), NOSPLIT, $0-136
-	GATHERARGS(2)
-	VXORPS Y15, Y15, Y15
-	GATHER(F32COPY2)
-	VZEROUPPER
-	RET
+	GATHERFN(2, SETUP2, F32COPY2)
 
 // func bagGatherBF16AVX2(out []float32, table []uint16, idx []int64, dim int, pf []float32, pfIdx []int64, pfDim int)
 TEXT ·bagGatherBF16AVX2(SB), NOSPLIT, $0-136
-	GATHERARGS(1)
-	VXORPS Y15, Y15, Y15
-	GATHER(BF16COPY2)
-	VZEROUPPER
-	RET
+	GATHERFN(1, SETUP2, BF16COPY2)

@@ -31,8 +31,9 @@ type MergedBagTable struct {
 // rounding to bfloat16). Every table has the same number of bags and the
 // same dim.
 //
-// Each bag is summed by one worker with the same code whatever the
-// thread count, so the bits do not depend on it. Nothing is allocated.
+// Each bag is summed by one worker, and a bag gives the same bits
+// whichever worker and code path (see mergedBags) takes it, so they do not
+// depend on the thread count. Nothing is allocated.
 func MergedEmbeddingBag(dim int, tables []MergedBagTable, mean bool) {
 	const op = "MergedEmbeddingBag"
 	if len(tables) == 0 {
