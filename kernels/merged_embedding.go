@@ -212,7 +212,7 @@ func mergedBags(a *mergedArgs, lo, hi int) {
 func (a *mergedArgs) sumBags(c bagChunk) {
 	tb := &a.tables[c.t]
 	if tb.WeightBF16 == nil {
-		e := embArgs{k: a.k, dim: a.dim, idx: tb.Idx, offsets: tb.Offsets, weight: tb.Weight, mean: a.mean, out: tb.Out}
+		e := embArgs{k: a.k, gather: a.f32, dim: a.dim, idx: tb.Idx, offsets: tb.Offsets, weight: tb.Weight, mean: a.mean, out: tb.Out}
 		bagSumBags(&e, c.b0, c.b1)
 		return
 	}
