@@ -331,7 +331,10 @@ var (
 	bagSumVariants = [levelCount]bagSumFunc{
 		Generic: bagSumGeneric,
 		AVX2: func(dim int, idx, offsets []int64, weight, psw []float32, mean bool, out []float32) {
-			bagSumKit(kitAt(AVX2), dim, idx, offsets, weight, psw, mean, out)
+			bagSumKit(AVX2, dim, idx, offsets, weight, psw, mean, out)
+		},
+		AVX512: func(dim int, idx, offsets []int64, weight, psw []float32, mean bool, out []float32) {
+			bagSumKit(AVX512, dim, idx, offsets, weight, psw, mean, out)
 		},
 	}
 	bagMaxVariants = [levelCount]bagMaxFunc{
@@ -374,6 +377,7 @@ var (
 
 type embArgs struct {
 	k            *vecKit
+	gather       gatherF32Func // for bags of one row
 	num, dim     int
 	idx, offsets []int64
 	weight, psw  []float32
@@ -402,13 +406,13 @@ func embCopyRows(a *embArgs, lo, hi int) {
 	}
 }
 
-func bagSumKit(k *vecKit, dim int, idx, offsets []int64, weight, psw []float32, mean bool, out []float32) {
+func bagSumKit(l Level, dim int, idx, offsets []int64, weight, psw []float32, mean bool, out []float32) {
 	bags := len(offsets)
 	if dim > 0 {
 		// The whole-bag primitive reads rows without Go's bounds checks.
 		checkRows("EmbeddingBagSum", idx, len(weight)/dim)
 	}
-	a := embArgs{k: k, dim: dim, idx: idx, offsets: offsets, weight: weight, psw: psw, mean: mean, out: out}
+	a := embArgs{k: kitAt(l), gather: pick(l, bagGatherF32Variants), dim: dim, idx: idx, offsets: offsets, weight: weight, psw: psw, mean: mean, out: out}
 	embJobs.run(bags, len(idx)*dim+bags*dim, a, bagSumBags)
 }
 
@@ -427,11 +431,7 @@ func bagSumBags(a *embArgs, lo, hi int) {
 			// One row, summed or averaged, is the row itself, but for
 			// the sign of a zero: sums start from +0. (DLRM's one-hot
 			// lookups are all like this.)
-			r := int(a.idx[s])
-			out := a.out[b*dim : (b+1)*dim]
-			for j, v := range a.weight[r*dim : (r+1)*dim] {
-				out[j] = v + 0
-			}
+			a.gather(a.out[b*dim:(b+1)*dim], a.weight, a.idx[s:e], dim, nil, nil, 0)
 			continue
 		}
 		scale := 1.0

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -80,10 +81,113 @@ func TestMergedEmbeddingBag(t *testing.T) {
 						poolGarbage(outs[k])
 					}
 					work := 1 << 20 // always worth splitting
-					withThreads(threads, func() { mergedBagSum(kitAt(l), dim, m.tables(outs), mean, work) })
+					withThreads(threads, func() { mergedBagSum(l, dim, m.tables(outs), mean, work) })
 					for k := range outs {
 						oks[k]()
 						sameBits32(t, fmt.Sprintf("%s table %d", name, k), outs[k], want[k])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestMergedEmbeddingBagOneHot checks DLRM's layout, every bag one row,
+// where runs of bags go through the gathers, against the reference
+// EmbeddingBagSum bit for bit: tables of either type, widths with vector
+// tails, bag counts that end mid-chunk, a table whose one-row runs are
+// broken by empty and longer bags (so that EmbeddingBagSum's bag loop
+// takes that chunk), and rows with negative zeros (which the bags make
+// +0).
+func TestMergedEmbeddingBagOneHot(t *testing.T) {
+	forEachLevel(t, func(t *testing.T, l Level) {
+		r := rand.New(rand.NewPCG(95, 96))
+		for _, dim := range []int{1, 2, 7, 16, 17, 33, 64, 100} {
+			const bags = 75
+			m := newMergedCase(r, dim, bags, []int{40, 300, 1, 90}, []bool{false, true, true, false})
+			for k := range m.cases {
+				c := &m.cases[k]
+				c.idx = c.idx[:bags]
+				for b := range c.offsets {
+					c.offsets[b] = int64(b)
+				}
+				for i := range c.weight {
+					if r.IntN(8) == 0 {
+						c.weight[i] = F32FromBF16(0x8000)
+					}
+				}
+				if m.bf16[k] != nil {
+					m.bf16[k], m.wide[k] = bf16Table(*c)
+				}
+			}
+			// Table 3: bag 40 empty, bag 41 of two rows.
+			c := &m.cases[3]
+			c.offsets[41] = 40
+			for _, mean := range []bool{false, true} {
+				for _, threads := range []int{1, 2, 3} {
+					outs := make([][]float32, len(m.cases))
+					oks := make([]func(), len(m.cases))
+					for k := range outs {
+						outs[k], oks[k] = guarded(t, bags*dim)
+						poolGarbage(outs[k])
+					}
+					withThreads(threads, func() { mergedBagSum(l, dim, m.tables(outs), mean, 1<<20) })
+					for k, c := range m.cases {
+						want := make([]float32, bags*dim)
+						bagSumGeneric(dim, c.idx, c.offsets, m.wide[k], nil, mean, want)
+						oks[k]()
+						sameBits32(t, fmt.Sprintf("dim=%d mean=%v threads=%d table %d", dim, mean, threads, k), outs[k], want)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestBagGather checks each level's gathers against the references on
+// widths with every kind of vector tail, with guards around the output,
+// while they prefetch fewer, as many or more rows than they copy.
+func TestBagGather(t *testing.T) {
+	r := rand.New(rand.NewPCG(97, 98))
+	forEachLevel(t, func(t *testing.T, l Level) {
+		f32, bf16 := pick(l, bagGatherF32Variants), pick(l, bagGatherBF16Variants)
+		for _, dim := range []int{1, 3, 8, 15, 16, 31, 32, 33, 63, 64, 65, 79, 130} {
+			c := newEmbCase(r, 50, dim, 0, 0)
+			for i := range c.weight {
+				if r.IntN(6) == 0 {
+					c.weight[i] = F32FromBF16(0x8000)
+				}
+			}
+			bf, wide := bf16Table(c)
+			pf := normRandom(r, 40*16, 0)
+			for _, n := range []int{0, 1, 5, 13} {
+				idx := make([]int64, n)
+				for i := range idx {
+					idx[i] = int64(r.IntN(50))
+				}
+				for _, pfn := range []int{0, n / 2, n, n + 3} {
+					pfIdx := make([]int64, pfn)
+					for i := range pfIdx {
+						pfIdx[i] = int64(r.IntN(40))
+					}
+					name := fmt.Sprintf("dim=%d rows=%d prefetched=%d", dim, n, pfn)
+					want := make([]float32, n*dim)
+					bagGatherF32Go(want, c.weight, idx, dim, nil, nil, 0)
+					got, ok := guarded(t, n*dim)
+					f32(got, c.weight, idx, dim, pf, pfIdx, 16)
+					ok()
+					sameBits32(t, name+" float32", got, want)
+					bagGatherBF16Go(want, bf, idx, dim, nil, nil, 0)
+					got, ok = guarded(t, n*dim)
+					bf16(got, bf, idx, dim, pf, pfIdx, 16)
+					ok()
+					sameBits32(t, name+" bfloat16", got, want)
+					bagGatherF32Go(got, wide, idx, dim, nil, nil, 0)
+					sameBits32(t, name+" widened", got, want)
+					for i, v := range want {
+						if v == 0 && math.Signbit(float64(v)) {
+							t.Fatalf("%s: element %d is -0", name, i)
+						}
 					}
 				}
 			}
@@ -121,6 +225,9 @@ func TestMergedEmbeddingBagEdges(t *testing.T) {
 		}},
 		{"index outside", ErrIndex, func() {
 			MergedEmbeddingBag(2, []MergedBagTable{{Weight: w, Idx: []int64{3}, Offsets: []int64{0}, Out: w[:2]}}, false)
+		}},
+		{"index outside a bfloat16 table", ErrIndex, func() {
+			MergedEmbeddingBag(2, []MergedBagTable{{WeightBF16: make([]uint16, 6), Idx: []int64{3}, Offsets: []int64{0}, Out: w[:2]}}, false)
 		}},
 	})
 }
