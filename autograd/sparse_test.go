@@ -2,6 +2,7 @@ package autograd_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -231,6 +232,53 @@ func TestNewSparseGradHugeTable(t *testing.T) {
 		g := autograd.NewSparseGrad(num, []int64{9, 1<<19 + 3, 9, 0}, vals)
 		if got := fmt.Sprint(g.Indices, g.Values.Float32s()); got != "[0 9 524291] [7 8 6 8 3 4]" {
 			t.Errorf("num %d: %s", num, got)
+		}
+	}
+}
+
+// TestNewSparseGradLong coalesces lookups long enough for the radix sort,
+// with few duplicates (uniform rows) and many (skewed rows), on tables of
+// one row to 2³⁹ rows: each row is the sum of its values in the order
+// given, checked against sums made one position at a time.
+func TestNewSparseGradLong(t *testing.T) {
+	g := autograd.NewGenerator(5)
+	for _, n := range []int{255, 256, 2049} {
+		for _, num := range []int{1, 3, 100_000, 1 << 22, 1 << 39} {
+			for _, skew := range []bool{false, true} {
+				indices := make([]int64, n)
+				for i := range indices {
+					r := int64(g.IntN(min(num, 1<<30)))
+					if skew { // a few hot rows: the cube of a uniform draw, scaled
+						u := g.Float64()
+						r = int64(u * u * u * float64(min(num, 50)))
+					}
+					indices[i] = r * int64(num/min(num, 1<<30))
+				}
+				const dim = 3
+				vals := make([]float32, n*dim)
+				for i := range vals {
+					vals[i] = float32(g.Float64()*2 - 1)
+				}
+				sums := map[int64][]float32{}
+				for i, r := range indices {
+					if s, ok := sums[r]; ok {
+						for j := range dim {
+							s[j] += vals[i*dim+j]
+						}
+					} else {
+						sums[r] = slices.Clone(vals[i*dim : (i+1)*dim])
+					}
+				}
+				rows := slices.Sorted(maps.Keys(sums))
+				var want []float32
+				for _, r := range rows {
+					want = append(want, sums[r]...)
+				}
+				sg := autograd.NewSparseGrad(num, indices, autograd.FromFloat32(vals, n, dim))
+				if !slices.Equal(sg.Indices, rows) || !slices.Equal(sg.Values.Float32s(), want) {
+					t.Errorf("n %d, %d rows, skewed %v: coalesced to %d rows, want %d, or the sums differ", n, num, skew, len(sg.Indices), len(rows))
+				}
+			}
 		}
 	}
 }
