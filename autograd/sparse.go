@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // SparseGrad is a row-sparse gradient of a 2-D [num, dim] tensor, what
@@ -49,12 +50,20 @@ func NewSparseGrad(num int, indices []int64, values *Tensor) *SparseGrad {
 }
 
 // coalesceRows builds the SparseGrad of a [num, dim] tensor in which
-// position i of idx adds row(i) into row idx[i], in order.
+// position i of idx adds row(i) into row idx[i], in order, in memory of
+// its own.
 func coalesceRows(num, dim int, idx []int64, row func(i int) []float32) *SparseGrad {
-	g := new(coalescer).coalesce(num, dim, idx, row)
+	c := sortScratch.Get().(*coalescer)
+	g := c.coalesce(num, dim, idx, row)
+	c.rows, c.vals = nil, nil // g's now
+	sortScratch.Put(c)
 	g.Indices = slices.Clip(g.Indices)
 	return g
 }
+
+// sortScratch holds coalescers without rows or values, whose sort keys
+// coalesceRows reuses.
+var sortScratch = sync.Pool{New: func() any { return new(coalescer) }}
 
 // A coalescer holds the memory of the SparseGrads it builds, which the
 // next build reuses: a fused table's update takes one per lookup, every
@@ -89,7 +98,7 @@ func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float3
 		}
 		slices.SortStableFunc(keys, func(a, b uint64) int { return cmp.Compare(idx[a], idx[b]) })
 	}
-	rows := c.rows[:0]
+	rows := slices.Grow(c.rows[:0], n)
 	vals := slices.Grow(c.vals[:0], n*dim)[:n*dim]
 	var dst []float32
 	for _, key := range keys {
@@ -230,7 +239,12 @@ func (t *Tensor) SetSparseGrad(g *SparseGrad) {
 	}
 	checkSparseTarget("SetSparseGrad", t, g.Shape())
 	t.grad = nil
-	t.sparseGrad = &sparseEntries{num: g.num, dim: g.Values.shape[1], idx: g.Indices, vals: g.Values.Float32s(), coalesced: g}
+	t.sparseGrad = coalescedEntries(g)
+}
+
+// coalescedEntries returns the entries that are g.
+func coalescedEntries(g *SparseGrad) *sparseEntries {
+	return &sparseEntries{num: g.num, dim: g.Values.shape[1], idx: g.Indices, vals: g.Values.Float32s(), coalesced: g}
 }
 
 // checkSparseTarget panics unless a sparse gradient of shape can be the
@@ -257,35 +271,44 @@ func accumulateSparse(op string, t *Tensor, idx []int64, skip int64, row func(i 
 	if t.grad != nil {
 		failGrad(op, "tensor %v already has a dense gradient; it cannot also receive a sparse one (use one kind of lookup per parameter, or call ZeroGrad between them)", t.shape)
 	}
-	if t.sparseUpdate != nil {
+	idx, row = dropSkipped(idx, skip, row)
+	switch {
+	case t.sparseUpdate != nil:
 		// This lookup's gradient alone, coalesced as SparseGrad would
 		// coalesce it had it accumulated into an empty gradient, but
 		// straight from the rows: no copy of them waits for the sums.
-		if slices.Contains(idx, skip) {
-			var at []int
-			kept := make([]int64, 0, len(idx))
-			for i, r := range idx {
-				if r != skip {
-					at, kept = append(at, i), append(kept, r)
-				}
-			}
-			t.sparseUpdate(t.sparseBuf.coalesce(t.shape[0], t.shape[1], kept, func(k int) []float32 { return row(at[k]) }))
-		} else {
-			t.sparseUpdate(t.sparseBuf.coalesce(t.shape[0], t.shape[1], idx, row))
+		t.sparseUpdate(t.sparseBuf.coalesce(t.shape[0], t.shape[1], idx, row))
+	case t.sparseGrad == nil:
+		// The same for the first lookup since ZeroGrad: gathering its
+		// rows as entries only to coalesce them when read copied each
+		// row twice more, into memory zeroed for it. Coalesced entries
+		// are entries too: a later lookup's rows add to the same sums
+		// in the same order.
+		t.sparseGrad = coalescedEntries(coalesceRows(t.shape[0], t.shape[1], idx, row))
+	default:
+		t.sparseGrad.add(idx, row)
+	}
+}
+
+// dropSkipped returns a lookup's indices without the positions whose
+// index is skip, and the rows of those kept.
+func dropSkipped(idx []int64, skip int64, row func(i int) []float32) ([]int64, func(k int) []float32) {
+	if !slices.Contains(idx, skip) {
+		return idx, row
+	}
+	var at []int
+	kept := make([]int64, 0, len(idx))
+	for i, r := range idx {
+		if r != skip {
+			at, kept = append(at, i), append(kept, r)
 		}
-		return
 	}
-	e := t.sparseGrad
-	if e == nil {
-		e = &sparseEntries{num: t.shape[0], dim: t.shape[1]}
-		t.sparseGrad = e
-	}
-	e.add(idx, skip, row)
+	return kept, func(k int) []float32 { return row(at[k]) }
 }
 
 // add appends the entries of one lookup: position i of idx sends row(i)
-// to row idx[i], positions whose index is skip none.
-func (e *sparseEntries) add(idx []int64, skip int64, row func(i int) []float32) {
+// to row idx[i].
+func (e *sparseEntries) add(idx []int64, row func(i int) []float32) {
 	e.coalesced = nil
 	e.idx, e.vals = slices.Clip(e.idx), slices.Clip(e.vals) // never write into a returned SparseGrad
 	// Room for every entry at once: growing by appends copied the rows
@@ -293,10 +316,8 @@ func (e *sparseEntries) add(idx []int64, skip int64, row func(i int) []float32) 
 	// training step).
 	e.idx, e.vals = slices.Grow(e.idx, len(idx)), slices.Grow(e.vals, len(idx)*e.dim)
 	for i, r := range idx {
-		if r != skip {
-			e.idx = append(e.idx, r)
-			e.vals = append(e.vals, row(i)...)
-		}
+		e.idx = append(e.idx, r)
+		e.vals = append(e.vals, row(i)...)
 	}
 }
 
