@@ -53,17 +53,22 @@ func NewSparseGrad(num int, indices []int64, values *Tensor) *SparseGrad {
 // position i of idx adds row(i) into row idx[i], in order, in memory of
 // its own.
 func coalesceRows(num, dim int, idx []int64, row func(i int) []float32) *SparseGrad {
-	c := sortScratch.Get().(*coalescer)
+	c := coalescers.Get().(*coalescer)
+	rows, vals := c.rows, c.vals
+	c.rows, c.vals = nil, nil
 	g := c.coalesce(num, dim, idx, row)
-	c.rows, c.vals = nil, nil // g's now
-	sortScratch.Put(c)
+	c.rows, c.vals = rows, vals // g keeps its own
+	coalescers.Put(c)
 	g.Indices = slices.Clip(g.Indices)
 	return g
 }
 
-// sortScratch holds coalescers without rows or values, whose sort keys
-// coalesceRows reuses.
-var sortScratch = sync.Pool{New: func() any { return new(coalescer) }}
+// coalescers hold the memory of coalescing: scratch for coalesceRows, and
+// the gradients that sparse updates take, one lookup's at a time. Reusing
+// one coalescer for every table keeps its values in the cache from the
+// sums to the update that reads them; a coalescer per table left 26 DLRM
+// tables' values to be fetched from memory again each step.
+var coalescers = sync.Pool{New: func() any { return new(coalescer) }}
 
 // A coalescer holds the memory of the SparseGrads it builds, which the
 // next build reuses: a fused table's update takes one per lookup, every
@@ -71,6 +76,7 @@ var sortScratch = sync.Pool{New: func() any { return new(coalescer) }}
 // zeroing than the sums do.
 type coalescer struct {
 	keys, tmp []uint64
+	slots     []int
 	rows      []int64
 	vals      []float32
 }
@@ -80,9 +86,12 @@ type coalescer struct {
 const keyPosBits = 24
 
 // coalesce is coalesceRows into c's memory: the result is valid until the
-// next call. It sorts the positions by row (and position, so each row's
-// sum keeps the lookup's order) and writes each row's sum once, in row
-// order: no zeroing, no search.
+// next call. It sorts the positions by row (and position) to number the
+// rows in order, then walks the positions in order, copying each row's
+// first value and adding the others: every sum in the lookup's order, each
+// written once, the rows read in the order they lie in memory (a gradient
+// too large for the caches streams in, where reading it in row order
+// missed on every row).
 func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float32) *SparseGrad {
 	n := len(idx)
 	keys := c.keys[:0]
@@ -98,9 +107,9 @@ func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float3
 		}
 		slices.SortStableFunc(keys, func(a, b uint64) int { return cmp.Compare(idx[a], idx[b]) })
 	}
-	rows := slices.Grow(c.rows[:0], n)
-	vals := slices.Grow(c.vals[:0], n*dim)[:n*dim]
-	var dst []float32
+	// slots[i] is the number of position i's row among the rows, its
+	// complement where i is the row's first position.
+	rows, slots := slices.Grow(c.rows[:0], n), slices.Grow(c.slots[:0], n)[:n]
 	for _, key := range keys {
 		i := int(key)
 		if packed {
@@ -108,16 +117,23 @@ func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float3
 		}
 		if r := idx[i]; len(rows) == 0 || rows[len(rows)-1] != r {
 			rows = append(rows, r)
-			dst = vals[(len(rows)-1)*dim : len(rows)*dim]
-			copy(dst, row(i))
+			slots[i] = ^(len(rows) - 1)
+		} else {
+			slots[i] = len(rows) - 1
+		}
+	}
+	vals := slices.Grow(c.vals[:0], len(rows)*dim)[:len(rows)*dim]
+	for i, k := range slots {
+		if k < 0 {
+			copy(vals[^k*dim:(^k+1)*dim], row(i))
 			continue
 		}
+		dst := vals[k*dim : (k+1)*dim]
 		for j, x := range row(i) {
 			dst[j] += x
 		}
 	}
-	vals = vals[:len(rows)*dim]
-	c.keys, c.rows, c.vals = keys, rows, vals
+	c.keys, c.slots, c.rows, c.vals = keys, slots, rows, vals
 	return &SparseGrad{Indices: rows, Values: FromFloat32(vals, len(rows), dim), num: num}
 }
 
@@ -219,14 +235,10 @@ func (t *Tensor) SparseGrad() *SparseGrad {
 // hook of optimizers that update a table inside the backward pass (see
 // optim.FuseSparse), so that no gradient waits for Step. f runs inside
 // the op's backward, once per lookup of t; the SparseGrad is valid until
-// f returns (the next lookup reuses its memory), so f must copy what it keeps.
+// f returns (later lookups, of any table, reuse its memory), so f must
+// copy what it keeps.
 // nil restores accumulation. Dense gradients accumulate as always.
-func (t *Tensor) SetSparseUpdate(f func(g *SparseGrad)) {
-	t.sparseUpdate, t.sparseBuf = f, nil
-	if f != nil {
-		t.sparseBuf = new(coalescer)
-	}
-}
+func (t *Tensor) SetSparseUpdate(f func(g *SparseGrad)) { t.sparseUpdate = f }
 
 // SetSparseGrad replaces t's gradient with g, which must have t's shape;
 // nil clears it. t must be a 2-D float32 or bfloat16 tensor (a split
@@ -277,7 +289,9 @@ func accumulateSparse(op string, t *Tensor, idx []int64, skip int64, row func(i 
 		// This lookup's gradient alone, coalesced as SparseGrad would
 		// coalesce it had it accumulated into an empty gradient, but
 		// straight from the rows: no copy of them waits for the sums.
-		t.sparseUpdate(t.sparseBuf.coalesce(t.shape[0], t.shape[1], idx, row))
+		c := coalescers.Get().(*coalescer)
+		t.sparseUpdate(c.coalesce(t.shape[0], t.shape[1], idx, row))
+		coalescers.Put(c)
 	case t.sparseGrad == nil:
 		// The same for the first lookup since ZeroGrad: gathering its
 		// rows as entries only to coalesce them when read copied each
