@@ -274,3 +274,18 @@ func TestNewSparseGradLong(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseGradLookupsSumInOrder: two lookups' gradients, read only after
+// both, sum each row in lookup order, as one lookup of all the positions
+// does: row 1 is (1 + 1e8) − 1e8, 0 in float32, where 1 + (1e8 − 1e8)
+// would be 1.
+func TestSparseGradLookupsSumInOrder(t *testing.T) {
+	w := autograd.Zeros(3, 1).SetRequiresGrad(true)
+	autograd.EmbeddingSparse(idx(1, 2, 1), w).Backward(autograd.FromFloat32([]float32{1, 5, 1e8}, 3, 1))
+	autograd.EmbeddingSparse(idx(1), w).Backward(autograd.FromFloat32([]float32{-1e8}, 1, 1))
+	one := autograd.NewSparseGrad(3, []int64{1, 2, 1, 1}, autograd.FromFloat32([]float32{1, 5, 1e8, -1e8}, 4, 1))
+	sg := w.SparseGrad()
+	if got, want := fmt.Sprint(sg.Indices, sg.Values.Float32s()), fmt.Sprint(one.Indices, one.Values.Float32s()); got != want || want != "[1 2] [0 5]" {
+		t.Errorf("two lookups coalesced to %s, one lookup to %s, want [1 2] [0 5]", got, want)
+	}
+}
