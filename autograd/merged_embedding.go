@@ -32,13 +32,13 @@ import (
 // table gets a row-sparse gradient, as EmbeddingBagSparse gives, when its
 // output's gradient arrives; otherwise (or for a table made by another
 // op) it gets a dense one as EmbeddingBag's, through one backward for all
-// the tables: float32 for a float32 table, bfloat16 for a bfloat16 one. For BagMean each row's
-// gradient is its bag's output gradient divided by the bag's size. A
-// table that does not require a gradient gets none (though, as with a
-// multi-output torch.autograd.Function, every output requires one when any
-// table does), nor does one whose output took no part in the loss. Either
-// way the gradients are bit for bit those of T separate EmbeddingBag (or
-// EmbeddingBagSparse) calls.
+// the tables: float32 for a float32 table, bfloat16 for a bfloat16 one.
+// For BagMean each row's gradient is its bag's output gradient divided by
+// the bag's size. A table that does not require a gradient gets none
+// (though, as with a multi-output torch.autograd.Function, every output
+// requires one when any table does), nor does one whose output took no
+// part in the loss. Either way the gradients are bit for bit those of T
+// separate EmbeddingBag (or EmbeddingBagSparse) calls.
 //
 // A trace records one MergedEmbeddingBag node, sparse or not: a graph
 // computes no gradients.
