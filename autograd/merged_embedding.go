@@ -28,17 +28,17 @@ import (
 // offset of every table has been checked: a bad one panics naming the
 // table, the bag and the value.
 //
-// Gradients reach every table that requires one, through one backward
-// for all the tables. With sparse, a leaf table gets a row-sparse
-// gradient, as EmbeddingBagSparse gives; otherwise (or for a table made
-// by another op) it gets a dense one as EmbeddingBag's: float32 for a
-// float32 table, bfloat16 for a bfloat16 one. For BagMean each row's
-// gradient is its bag's output gradient divided by the bag's size. A
-// table that does not require a gradient gets none (though, as with a
-// multi-output torch.autograd.Function, every output requires one when any
-// table does), nor does one whose output took no part in the loss. Either
-// way the gradients are bit for bit those of T separate EmbeddingBag (or
-// EmbeddingBagSparse) calls.
+// Gradients reach every table that requires one. With sparse, a leaf
+// table gets a row-sparse gradient, as EmbeddingBagSparse gives, when its
+// output's gradient arrives; otherwise (or for a table made by another
+// op) it gets a dense one as EmbeddingBag's, through one backward for all
+// the tables: float32 for a float32 table, bfloat16 for a bfloat16 one.
+// For BagMean each row's gradient is its bag's output gradient divided by
+// the bag's size. A table that does not require a gradient gets none
+// (though, as with a multi-output torch.autograd.Function, every output
+// requires one when any table does), nor does one whose output took no
+// part in the loss. Either way the gradients are bit for bit those of T
+// separate EmbeddingBag (or EmbeddingBagSparse) calls.
 //
 // A trace records one MergedEmbeddingBag node, sparse or not: a graph
 // computes no gradients.
@@ -228,7 +228,8 @@ func mergedLayout(op string, t int, v *Tensor, what string) {
 // The tape's nodes have one result each, so the lookup records one node
 // over the tables whose result is an empty token, and each output a node
 // over the token that hands its gradient to the lookup's backward, which
-// runs after all of them and computes every table's gradient at once.
+// runs after all of them and computes every dense table gradient at once
+// (a sparse leaf's gradient is taken in the output's node).
 // (Splitting one [T, B, d] result instead would send a gradient of that
 // size back from each of the T outputs.)
 func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTable, dim int, mode EmbeddingBagMode, sparse bool) []*Tensor {
@@ -261,8 +262,6 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 			dys[t] = nil // a retained graph's next Backward starts afresh
 			switch {
 			case dy == nil || !w.requiresGrad:
-			case sparse && w.IsLeaf():
-				accumulateBagSparse(op+"Backward", w, idx, starts, dy, nil, mode == BagMean)
 			case w.dtype == BFloat16:
 				grads[t] = Empty(BFloat16, w.shape...)
 				kernels.EmbeddingBagBackwardBF16(w.shape[0], dim, idx, starts, dy, nil, mode == BagMean, grads[t].BFloat16s())
@@ -275,15 +274,22 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 	})
 	for t := range outs {
 		outs[t] = record(op+"OutputBackward", outs[t], []*Tensor{token}, func(g *Tensor) []*Tensor {
-			if tables[t].requiresGrad {
-				// A copy: the tape may reuse g's buffer before the
-				// lookup's backward reads it. (Widening a bfloat16 g
-				// copies already.)
+			w := tables[t]
+			if w.requiresGrad {
 				dy := widenedF32(op+"Backward", "output gradient", g)
 				switch {
 				case len(dy) == 0:
 					dy = nil // an empty batch leaves the tables without a gradient
+				case sparse && w.IsLeaf():
+					// Taken at once, as EmbeddingBagSparse's backward
+					// takes it: the sums copy the rows they need, and
+					// nothing waits for the lookup's backward.
+					accumulateBagSparse(op+"Backward", w, bags[t].Idx, bags[t].Offsets, dy, nil, mode == BagMean)
+					dy = nil
 				case g.dtype == Float32:
+					// A copy: the tape may reuse g's buffer before the
+					// lookup's backward reads it. (Widening a bfloat16 g
+					// copies already.)
 					dy = slices.Clone(dy)
 				}
 				dys[t] = dy

@@ -2,7 +2,9 @@ package autograd
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
+	"sync"
 )
 
 // SparseGrad is a row-sparse gradient of a 2-D [num, dim] tensor, what
@@ -48,21 +50,35 @@ func NewSparseGrad(num int, indices []int64, values *Tensor) *SparseGrad {
 }
 
 // coalesceRows builds the SparseGrad of a [num, dim] tensor in which
-// position i of idx adds row(i) into row idx[i], in order.
+// position i of idx adds row(i) into row idx[i], in order, in memory of
+// its own.
 func coalesceRows(num, dim int, idx []int64, row func(i int) []float32) *SparseGrad {
-	g := new(coalescer).coalesce(num, dim, idx, row)
+	c := coalescers.Get().(*coalescer)
+	rows, vals := c.rows, c.vals
+	c.rows, c.vals = nil, nil
+	g := c.coalesce(num, dim, idx, row)
+	c.rows, c.vals = rows, vals // g keeps its own
+	coalescers.Put(c)
 	g.Indices = slices.Clip(g.Indices)
 	return g
 }
+
+// coalescers hold the memory of coalescing: scratch for coalesceRows, and
+// the gradients that sparse updates take, one lookup's at a time. Reusing
+// one coalescer for every table keeps its values in the cache from the
+// sums to the update that reads them; a coalescer per table left 26 DLRM
+// tables' values to be fetched from memory again each step.
+var coalescers = sync.Pool{New: func() any { return new(coalescer) }}
 
 // A coalescer holds the memory of the SparseGrads it builds, which the
 // next build reuses: a fused table's update takes one per lookup, every
 // step, and fresh buffers of that size cost more in page faults and
 // zeroing than the sums do.
 type coalescer struct {
-	keys []uint64
-	rows []int64
-	vals []float32
+	keys, tmp []uint64
+	slots     []int
+	rows      []int64
+	vals      []float32
 }
 
 // Keys pack a row and a position when both fit: the row above keyPosBits
@@ -70,9 +86,12 @@ type coalescer struct {
 const keyPosBits = 24
 
 // coalesce is coalesceRows into c's memory: the result is valid until the
-// next call. It sorts the positions by row (and position, so each row's
-// sum keeps the lookup's order) and writes each row's sum once, in row
-// order: no zeroing, no search.
+// next call. It sorts the positions by row (and position) to number the
+// rows in order, then walks the positions in order, copying each row's
+// first value and adding the others: every sum in the lookup's order, each
+// written once, the rows read in the order they lie in memory (a gradient
+// too large for the caches streams in, where reading it in row order
+// missed on every row).
 func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float32) *SparseGrad {
 	n := len(idx)
 	keys := c.keys[:0]
@@ -81,16 +100,16 @@ func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float3
 		for i, r := range idx {
 			keys = append(keys, uint64(r)<<keyPosBits|uint64(i))
 		}
-		slices.Sort(keys)
+		keys, c.tmp = sortRowKeys(keys, slices.Grow(c.tmp[:0], n)[:n], bits.Len64(uint64(num-1)))
 	} else { // positions, sorted stably by row
 		for i := range idx {
 			keys = append(keys, uint64(i))
 		}
 		slices.SortStableFunc(keys, func(a, b uint64) int { return cmp.Compare(idx[a], idx[b]) })
 	}
-	rows := c.rows[:0]
-	vals := slices.Grow(c.vals[:0], n*dim)[:n*dim]
-	var dst []float32
+	// slots[i] is the number of position i's row among the rows, its
+	// complement where i is the row's first position.
+	rows, slots := slices.Grow(c.rows[:0], n), slices.Grow(c.slots[:0], n)[:n]
 	for _, key := range keys {
 		i := int(key)
 		if packed {
@@ -98,17 +117,64 @@ func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float3
 		}
 		if r := idx[i]; len(rows) == 0 || rows[len(rows)-1] != r {
 			rows = append(rows, r)
-			dst = vals[(len(rows)-1)*dim : len(rows)*dim]
-			copy(dst, row(i))
+			slots[i] = ^(len(rows) - 1)
+		} else {
+			slots[i] = len(rows) - 1
+		}
+	}
+	vals := slices.Grow(c.vals[:0], len(rows)*dim)[:len(rows)*dim]
+	for i, k := range slots {
+		if k < 0 {
+			copy(vals[^k*dim:(^k+1)*dim], row(i))
 			continue
 		}
+		dst := vals[k*dim : (k+1)*dim]
 		for j, x := range row(i) {
 			dst[j] += x
 		}
 	}
-	vals = vals[:len(rows)*dim]
-	c.keys, c.rows, c.vals = keys, rows, vals
+	c.keys, c.slots, c.rows, c.vals = keys, slots, rows, vals
 	return &SparseGrad{Indices: rows, Values: FromFloat32(vals, len(rows), dim), num: num}
+}
+
+// radixBits bounds the digit of sortRowKeys: 2¹¹ counters stay in L1.
+const radixBits = 11
+
+// sortRowKeys sorts packed keys whose rows have rowBits bits by row,
+// stably, so positions ascend within a row: what slices.Sort gives on the
+// whole keys. A least-significant-digit radix sort does it in a few passes
+// of the row bits (two for 100k rows) where a comparison sort mispredicts
+// a branch on most of its log₂ n compares, three to seven times slower on
+// a DLRM table's 2048 keys. Short slices, where the counters would cost
+// more than the keys, take the comparison sort. tmp, as long as keys, is
+// scratch: the sorted keys are in one of the two, returned first, and the
+// other is returned as spare.
+func sortRowKeys(keys, tmp []uint64, rowBits int) (sorted, spare []uint64) {
+	if len(keys) < 256 {
+		slices.Sort(keys)
+		return keys, tmp
+	}
+	passes := max(1, (rowBits+radixBits-1)/radixBits)
+	digit := (rowBits + passes - 1) / passes
+	mask := uint64(1)<<digit - 1
+	var count [1 << radixBits]int
+	for shift := keyPosBits; shift < keyPosBits+rowBits; shift += digit {
+		clear(count[:mask+1])
+		for _, k := range keys {
+			count[k>>shift&mask]++
+		}
+		sum := 0
+		for d, c := range count[:mask+1] {
+			count[d], sum = sum, sum+c
+		}
+		for _, k := range keys {
+			d := k >> shift & mask
+			tmp[count[d]] = k
+			count[d]++
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys, tmp
 }
 
 // Shape returns the shape of the dense tensor the gradient belongs to,
@@ -169,14 +235,10 @@ func (t *Tensor) SparseGrad() *SparseGrad {
 // hook of optimizers that update a table inside the backward pass (see
 // optim.FuseSparse), so that no gradient waits for Step. f runs inside
 // the op's backward, once per lookup of t; the SparseGrad is valid until
-// f returns (the next lookup reuses its memory), so f must copy what it keeps.
+// f returns (later lookups, of any table, reuse its memory), so f must
+// copy what it keeps.
 // nil restores accumulation. Dense gradients accumulate as always.
-func (t *Tensor) SetSparseUpdate(f func(g *SparseGrad)) {
-	t.sparseUpdate, t.sparseBuf = f, nil
-	if f != nil {
-		t.sparseBuf = new(coalescer)
-	}
-}
+func (t *Tensor) SetSparseUpdate(f func(g *SparseGrad)) { t.sparseUpdate = f }
 
 // SetSparseGrad replaces t's gradient with g, which must have t's shape;
 // nil clears it. t must be a 2-D float32 or bfloat16 tensor (a split
@@ -189,7 +251,12 @@ func (t *Tensor) SetSparseGrad(g *SparseGrad) {
 	}
 	checkSparseTarget("SetSparseGrad", t, g.Shape())
 	t.grad = nil
-	t.sparseGrad = &sparseEntries{num: g.num, dim: g.Values.shape[1], idx: g.Indices, vals: g.Values.Float32s(), coalesced: g}
+	t.sparseGrad = coalescedEntries(g)
+}
+
+// coalescedEntries returns the entries that are g.
+func coalescedEntries(g *SparseGrad) *sparseEntries {
+	return &sparseEntries{num: g.num, dim: g.Values.shape[1], idx: g.Indices, vals: g.Values.Float32s(), coalesced: g}
 }
 
 // checkSparseTarget panics unless a sparse gradient of shape can be the
@@ -216,35 +283,46 @@ func accumulateSparse(op string, t *Tensor, idx []int64, skip int64, row func(i 
 	if t.grad != nil {
 		failGrad(op, "tensor %v already has a dense gradient; it cannot also receive a sparse one (use one kind of lookup per parameter, or call ZeroGrad between them)", t.shape)
 	}
-	if t.sparseUpdate != nil {
+	idx, row = dropSkipped(idx, skip, row)
+	switch {
+	case t.sparseUpdate != nil:
 		// This lookup's gradient alone, coalesced as SparseGrad would
 		// coalesce it had it accumulated into an empty gradient, but
 		// straight from the rows: no copy of them waits for the sums.
-		if slices.Contains(idx, skip) {
-			var at []int
-			kept := make([]int64, 0, len(idx))
-			for i, r := range idx {
-				if r != skip {
-					at, kept = append(at, i), append(kept, r)
-				}
-			}
-			t.sparseUpdate(t.sparseBuf.coalesce(t.shape[0], t.shape[1], kept, func(k int) []float32 { return row(at[k]) }))
-		} else {
-			t.sparseUpdate(t.sparseBuf.coalesce(t.shape[0], t.shape[1], idx, row))
+		c := coalescers.Get().(*coalescer)
+		t.sparseUpdate(c.coalesce(t.shape[0], t.shape[1], idx, row))
+		coalescers.Put(c)
+	case t.sparseGrad == nil:
+		// The same for the first lookup since ZeroGrad: gathering its
+		// rows as entries only to coalesce them when read copied each
+		// row twice more, into memory zeroed for it. Coalesced entries
+		// are entries too: a later lookup's rows add to the same sums
+		// in the same order.
+		t.sparseGrad = coalescedEntries(coalesceRows(t.shape[0], t.shape[1], idx, row))
+	default:
+		t.sparseGrad.add(idx, row)
+	}
+}
+
+// dropSkipped returns a lookup's indices without the positions whose
+// index is skip, and the rows of those kept.
+func dropSkipped(idx []int64, skip int64, row func(i int) []float32) ([]int64, func(k int) []float32) {
+	if !slices.Contains(idx, skip) {
+		return idx, row
+	}
+	var at []int
+	kept := make([]int64, 0, len(idx))
+	for i, r := range idx {
+		if r != skip {
+			at, kept = append(at, i), append(kept, r)
 		}
-		return
 	}
-	e := t.sparseGrad
-	if e == nil {
-		e = &sparseEntries{num: t.shape[0], dim: t.shape[1]}
-		t.sparseGrad = e
-	}
-	e.add(idx, skip, row)
+	return kept, func(k int) []float32 { return row(at[k]) }
 }
 
 // add appends the entries of one lookup: position i of idx sends row(i)
-// to row idx[i], positions whose index is skip none.
-func (e *sparseEntries) add(idx []int64, skip int64, row func(i int) []float32) {
+// to row idx[i].
+func (e *sparseEntries) add(idx []int64, row func(i int) []float32) {
 	e.coalesced = nil
 	e.idx, e.vals = slices.Clip(e.idx), slices.Clip(e.vals) // never write into a returned SparseGrad
 	// Room for every entry at once: growing by appends copied the rows
@@ -252,10 +330,8 @@ func (e *sparseEntries) add(idx []int64, skip int64, row func(i int) []float32) 
 	// training step).
 	e.idx, e.vals = slices.Grow(e.idx, len(idx)), slices.Grow(e.vals, len(idx)*e.dim)
 	for i, r := range idx {
-		if r != skip {
-			e.idx = append(e.idx, r)
-			e.vals = append(e.vals, row(i)...)
-		}
+		e.idx = append(e.idx, r)
+		e.vals = append(e.vals, row(i)...)
 	}
 }
 

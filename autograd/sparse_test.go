@@ -2,6 +2,7 @@ package autograd_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -196,21 +197,13 @@ func TestNewSparseGradCoalesces(t *testing.T) {
 	}
 }
 
-// TestSparseUpdateReusesMemory: the gradients a sparse update takes are
-// coalesced into memory the next lookup reuses, and carry each lookup's
-// own sums.
-func TestSparseUpdateReusesMemory(t *testing.T) {
+// TestSparseUpdateTakesEachLookup: the gradients a sparse update takes,
+// in memory that later lookups reuse, carry each lookup's own sums.
+func TestSparseUpdateTakesEachLookup(t *testing.T) {
 	w := embLeaf(autograd.Zeros(10, 3))
 	var got [][]float32
-	var first *float32
 	w.SetSparseUpdate(func(g *autograd.SparseGrad) {
-		v := g.Values.Float32s()
-		if first == nil {
-			first = &v[0]
-		} else if &v[0] != first {
-			t.Errorf("lookup %d: the gradient's values are in new memory", len(got))
-		}
-		got = append(got, append([]float32(nil), v...))
+		got = append(got, append([]float32(nil), g.Values.Float32s()...))
 	})
 	for k, idx := range [][]int64{{4, 1, 4}, {2, 7}} {
 		y := autograd.EmbeddingSparse(autograd.FromInt64(idx), w)
@@ -232,5 +225,67 @@ func TestNewSparseGradHugeTable(t *testing.T) {
 		if got := fmt.Sprint(g.Indices, g.Values.Float32s()); got != "[0 9 524291] [7 8 6 8 3 4]" {
 			t.Errorf("num %d: %s", num, got)
 		}
+	}
+}
+
+// TestNewSparseGradLong coalesces lookups long enough for the radix sort,
+// with few duplicates (uniform rows) and many (skewed rows), on tables of
+// one row to 2³⁹ rows: each row is the sum of its values in the order
+// given, checked against sums made one position at a time.
+func TestNewSparseGradLong(t *testing.T) {
+	g := autograd.NewGenerator(5)
+	for _, n := range []int{255, 256, 2049} {
+		for _, num := range []int{1, 3, 100_000, 1 << 22, 1 << 39} {
+			for _, skew := range []bool{false, true} {
+				indices := make([]int64, n)
+				for i := range indices {
+					r := int64(g.IntN(min(num, 1<<30)))
+					if skew { // a few hot rows: the cube of a uniform draw, scaled
+						u := g.Float64()
+						r = int64(u * u * u * float64(min(num, 50)))
+					}
+					indices[i] = r * int64(num/min(num, 1<<30))
+				}
+				const dim = 3
+				vals := make([]float32, n*dim)
+				for i := range vals {
+					vals[i] = float32(g.Float64()*2 - 1)
+				}
+				sums := map[int64][]float32{}
+				for i, r := range indices {
+					if s, ok := sums[r]; ok {
+						for j := range dim {
+							s[j] += vals[i*dim+j]
+						}
+					} else {
+						sums[r] = slices.Clone(vals[i*dim : (i+1)*dim])
+					}
+				}
+				rows := slices.Sorted(maps.Keys(sums))
+				var want []float32
+				for _, r := range rows {
+					want = append(want, sums[r]...)
+				}
+				sg := autograd.NewSparseGrad(num, indices, autograd.FromFloat32(vals, n, dim))
+				if !slices.Equal(sg.Indices, rows) || !slices.Equal(sg.Values.Float32s(), want) {
+					t.Errorf("n %d, %d rows, skewed %v: coalesced to %d rows, want %d, or the sums differ", n, num, skew, len(sg.Indices), len(rows))
+				}
+			}
+		}
+	}
+}
+
+// TestSparseGradLookupsSumInOrder: two lookups' gradients, read only after
+// both, sum each row in lookup order, as one lookup of all the positions
+// does: row 1 is (1 + 1e8) − 1e8, 0 in float32, where 1 + (1e8 − 1e8)
+// would be 1.
+func TestSparseGradLookupsSumInOrder(t *testing.T) {
+	w := autograd.Zeros(3, 1).SetRequiresGrad(true)
+	autograd.EmbeddingSparse(idx(1, 2, 1), w).Backward(autograd.FromFloat32([]float32{1, 5, 1e8}, 3, 1))
+	autograd.EmbeddingSparse(idx(1), w).Backward(autograd.FromFloat32([]float32{-1e8}, 1, 1))
+	one := autograd.NewSparseGrad(3, []int64{1, 2, 1, 1}, autograd.FromFloat32([]float32{1, 5, 1e8, -1e8}, 4, 1))
+	sg := w.SparseGrad()
+	if got, want := fmt.Sprint(sg.Indices, sg.Values.Float32s()), fmt.Sprint(one.Indices, one.Values.Float32s()); got != want || want != "[1 2] [0 5]" {
+		t.Errorf("two lookups coalesced to %s, one lookup to %s, want [1 2] [0 5]", got, want)
 	}
 }

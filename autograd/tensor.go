@@ -29,7 +29,6 @@ type Tensor struct {
 	grad         *Tensor
 	sparseGrad   *sparseEntries    // instead of grad, after a sparse embedding lookup
 	sparseUpdate func(*SparseGrad) // takes each lookup's sparse gradient instead of sparseGrad
-	sparseBuf    *coalescer        // the memory of the gradients sparseUpdate takes
 	node         *node             // the op that made this tensor; nil for leaves
 	mode         Mode              // the computation t belongs to
 }

@@ -63,7 +63,14 @@ func (r SparseRows) span(k int) (lo, hi int, g []float32) {
 // memory far larger than the caches (a DLRM table's 2048 rows of 100k),
 // and fetching them one miss at a time left the update waiting on memory.
 func (r SparseRows) forRows(cost int, fn func(k int), tables ...rowTable) {
+	r.forRowsWith(cost, func() func(k int) { return fn }, tables...)
+}
+
+// forRowsWith is forRows for a row function with state of its own: each
+// chunk of rows runs on a function newFn makes for it.
+func (r SparseRows) forRowsWith(cost int, newFn func() func(k int), tables ...rowTable) {
 	Parallel(len(r.Rows), len(r.Values)*cost, func(lo, hi int) {
+		fn := newFn()
 		next := lo
 		for k := lo; k < hi; k++ {
 			if to := min(k+sparsePrefetch, hi); to-next >= 8 || (to == hi && to > next) {
@@ -190,10 +197,15 @@ func SGDSparseSplit(top, bottom []uint16, rows SparseRows, c SGDConfig) {
 	if c.Momentum != 0 {
 		fail(ErrArgument, "SGDSparseSplit", "momentum needs the dense step")
 	}
-	rows.forRows(sgdCost, func(k int) {
-		lo, hi, g := rows.span(k)
-		s := SGDSplitStep{Top: top[lo:hi], Bottom: bottom[lo:hi], Grad: SplitGrad{F32: g}, SGDConfig: c}
-		s.run(0, hi-lo)
+	// One step per chunk, not per row: the step escapes to the heap, and
+	// a DLRM step's 53k rows each allocated one.
+	rows.forRowsWith(sgdCost, func() func(k int) {
+		s := &SGDSplitStep{SGDConfig: c}
+		return func(k int) {
+			lo, hi, g := rows.span(k)
+			s.Top, s.Bottom, s.Grad = top[lo:hi], bottom[lo:hi], SplitGrad{F32: g}
+			s.run(0, hi-lo)
+		}
 	}, u16Rows(top, rows.Dim), u16Rows(bottom, rows.Dim))
 }
 

@@ -85,10 +85,12 @@ func TestSparseStepsMatchDense(t *testing.T) {
 					if i := sameBits(got, want); i >= 0 {
 						t.Fatalf("element %d: sparse %v, dense %v", i, got[i], want[i])
 					}
-					top, bottom := splitOf(p[:n])
-					SGDSparseSplit(top, bottom, sc.rows, c)
-					if i := sameBits(joinOf(top, bottom), want[:n]); i >= 0 {
-						t.Fatalf("split: element %d differs from the FP32 step", i)
+					for threads := 1; threads <= 3; threads++ { // chunks of rows share a step
+						top, bottom := splitOf(p[:n])
+						withThreads(threads, func() { SGDSparseSplit(top, bottom, sc.rows, c) })
+						if i := sameBits(joinOf(top, bottom), want[:n]); i >= 0 {
+							t.Fatalf("split, %d threads: element %d differs from the FP32 step", threads, i)
+						}
 					}
 				})
 			}
