@@ -236,7 +236,8 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 	B := len(bags[0].Offsets)
 	outs := make([]*Tensor, len(tables))
 	for t, w := range tables {
-		outs[t] = empty(op, Float32, []int{B, dim})
+		// The kernel writes every bag, an empty one as zeros.
+		outs[t] = &Tensor{dtype: Float32, shape: []int{B, dim}, data: uninitF32(numel(op, []int{B, dim}))}
 		bags[t].Out = outs[t].Float32s()
 		if w.dtype == BFloat16 {
 			bags[t].WeightBF16 = w.BFloat16s()
