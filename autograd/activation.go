@@ -341,7 +341,7 @@ func init() {
 
 // bf16EmptyLike allocates a bfloat16 tensor with x's shape and format.
 func bf16EmptyLike(x *Tensor) *Tensor {
-	return &Tensor{dtype: BFloat16, shape: cloneInts(x.shape), format: x.format, data: make([]uint16, numel("bf16EmptyLike", x.shape))}
+	return &Tensor{dtype: BFloat16, shape: cloneInts(x.shape), format: x.format, data: alloc[uint16](numel("bf16EmptyLike", x.shape), false)}
 }
 
 // bf16GradData returns the output gradient g as bfloat16 data in x's

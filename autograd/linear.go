@@ -544,7 +544,7 @@ func init() {
 // the formats differ): the result or gradient of a BF16 op. f is scratch
 // from gradBuffer (or fresh) and goes back to the pool.
 func bf16Tensor(shape []int, from, to MemoryFormat, f []float32) *Tensor {
-	h := make([]uint16, len(f))
+	h := alloc[uint16](len(f), false)
 	kernels.F32ToBF16(h, f)
 	releaseGradBuffer(f)
 	t := &Tensor{dtype: BFloat16, shape: cloneInts(shape), format: from, data: h}
