@@ -124,7 +124,7 @@ func init() {
 		return one(Interaction(in[0], in[1:], a.(interactionAttrs).Self))
 	})
 	// Float32 operands only: bfloat16 ones (rare: DLRM's lookups give
-	// float32) run through the eager form, which widens them.
+	// float32) run through the eager form.
 	defineBind("Interaction", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
 		y := outs[0]
 		if y.dtype != Float32 || y.format != Contiguous {
