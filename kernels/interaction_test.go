@@ -254,7 +254,7 @@ func TestInteractionVariants(t *testing.T) {
 }
 
 // BenchmarkInteraction times DLRM's baseline interaction, 27 features of
-// 64 at batch 2048, forward and backward.
+// 64 at batch 2048, forward and backward, in float32 and bfloat16.
 func BenchmarkInteraction(b *testing.B) {
 	r := rand.New(rand.NewPCG(67, 68))
 	s := InteractionShape{Batch: 2048, Dim: 64, Features: 27}
@@ -272,6 +272,23 @@ func BenchmarkInteraction(b *testing.B) {
 	b.Run("backward", func(b *testing.B) {
 		for range b.N {
 			InteractionBackward(s, c.feats, c.dout, grads)
+		}
+	})
+	feats16, grads16 := make([][]uint16, s.Features), make([][]uint16, s.Features)
+	for f := range feats16 {
+		feats16[f], _ = randBF16(r, s.Batch*s.Dim)
+		grads16[f] = make([]uint16, s.Batch*s.Dim)
+	}
+	dout16, _ := randBF16(r, s.Batch*s.Width())
+	out16 := make([]uint16, len(dout16))
+	b.Run("forward bf16", func(b *testing.B) {
+		for range b.N {
+			InteractionForwardBF16(s, feats16, out16)
+		}
+	})
+	b.Run("backward bf16", func(b *testing.B) {
+		for range b.N {
+			InteractionBackwardBF16(s, feats16, dout16, grads16)
 		}
 	})
 }
@@ -302,7 +319,7 @@ func TestInteractionBF16(t *testing.T) {
 		{Batch: 37, Dim: 17, Features: 5, Self: true},
 		{Batch: 257, Dim: 13, Features: 9},
 		{Batch: 131, Dim: 33, Features: 6, Self: true},
-		{Batch: 301, Dim: 64, Features: 27}, // DLRM's rows, 9 samples a block
+		{Batch: 301, Dim: 64, Features: 27}, // DLRM's rows, 18 samples a block
 		{Batch: 4, Dim: 0, Features: 3, Self: true},
 		{Batch: 0, Dim: 5, Features: 2},
 	}
