@@ -21,9 +21,10 @@ import (
 // kernels.InteractionForward): the bits do not depend on the thread
 // count, and differ from PyTorch's bmm by float32 rounding only.
 //
-// All operands are float32, or all bfloat16: bfloat16 operands are
-// widened, the interaction computed in float32 and rounded once to a
-// bfloat16 result, and their gradients are bfloat16 too. Every operand
+// All operands are float32, or all bfloat16: with bfloat16 operands the
+// interaction is computed in float32 from their widened values and
+// rounded once to a bfloat16 result, and their gradients are bfloat16
+// too, rounded likewise (see kernels.InteractionForwardBF16). Every operand
 // that requires a gradient gets one. dlrm always has at least one table,
 // so an empty ly is an error.
 func Interaction(x *Tensor, ly []*Tensor, self bool) *Tensor {
@@ -31,44 +32,70 @@ func Interaction(x *Tensor, ly []*Tensor, self bool) *Tensor {
 	feats := interactionOperands(op, x, ly)
 	B, d := x.shape[0], x.shape[1]
 	s := kernels.InteractionShape{Batch: B, Dim: d, Features: len(feats), Self: self}
-	dtype := x.dtype
-	data := make([][]float32, len(feats))
 	// The backward closure keeps the operands' data, not the tensors,
 	// which would hold the tape that made them.
 	need := make([]bool, len(feats))
 	for f, t := range feats {
-		data[f] = widenedF32(op, interactionName(f), t)
 		need[f] = t.requiresGrad
 	}
-	out := empty(op, Float32, []int{B, s.Width()})
-	kernels.InteractionForward(s, data, out.Float32s())
-	if dtype == BFloat16 {
-		out = out.castTo(BFloat16)
+	// Every kernel writes every element of the output and the gradients.
+	out := &Tensor{dtype: x.dtype, shape: []int{B, s.Width()}, data: makeUninit(x.dtype, B*s.Width())}
+	var backward func(g *Tensor) []*Tensor
+	if x.dtype == BFloat16 {
+		data := interactionData(feats, (*Tensor).BFloat16s)
+		kernels.InteractionForwardBF16(s, data, out.BFloat16s())
+		backward = func(g *Tensor) []*Tensor {
+			grads := interactionGrads(need, func() []uint16 { return makeUninit(BFloat16, B*d).([]uint16) })
+			kernels.InteractionBackwardBF16(s, data, rowMajor(g).BFloat16s(), grads)
+			return interactionGradTensors(BFloat16, grads, B, d)
+		}
+	} else {
+		data := interactionData(feats, (*Tensor).Float32s)
+		kernels.InteractionForward(s, data, out.Float32s())
+		backward = func(g *Tensor) []*Tensor {
+			grads := interactionGrads(need, func() []float32 { return gradBuffer(B * d) })
+			kernels.InteractionBackward(s, data, g.ContiguousFloat32s(), grads)
+			return interactionGradTensors(Float32, grads, B, d)
+		}
 	}
 	if traced(feats...) {
 		trace(op, interactionAttrs{self}, feats, []*Tensor{out})
 	}
-	return record(op+"Backward", out, feats, func(g *Tensor) []*Tensor {
-		dy := widenedF32(op+"Backward", "output gradient", g)
-		grads := make([][]float32, len(feats))
-		for f, n := range need {
-			if n {
-				grads[f] = make([]float32, B*d)
-			}
+	return record(op+"Backward", out, feats, backward)
+}
+
+// interactionData returns the row-major data of the operands feats, all
+// of data's dtype.
+func interactionData[T any](feats []*Tensor, data func(*Tensor) []T) [][]T {
+	out := make([][]T, len(feats))
+	for f, t := range feats {
+		out[f] = data(rowMajor(t))
+	}
+	return out
+}
+
+// interactionGrads returns a gradient matrix from alloc for each operand
+// that needs one, nil for the others.
+func interactionGrads[T any](need []bool, alloc func() []T) [][]T {
+	grads := make([][]T, len(need))
+	for f, n := range need {
+		if n {
+			grads[f] = alloc()
 		}
-		kernels.InteractionBackward(s, data, dy, grads)
-		res := make([]*Tensor, len(feats))
-		for f, gd := range grads {
-			if gd == nil {
-				continue
-			}
-			res[f] = &Tensor{dtype: Float32, shape: []int{B, d}, data: gd}
-			if dtype == BFloat16 {
-				res[f] = res[f].castTo(BFloat16)
-			}
+	}
+	return grads
+}
+
+// interactionGradTensors wraps the gradient matrices ([B, d] each, nil
+// for none) as tensors of dtype.
+func interactionGradTensors[T any](dtype DType, grads [][]T, B, d int) []*Tensor {
+	res := make([]*Tensor, len(grads))
+	for f, g := range grads {
+		if g != nil {
+			res[f] = &Tensor{dtype: dtype, shape: []int{B, d}, data: g}
 		}
-		return res
-	})
+	}
+	return res
 }
 
 // interactionAttrs are Interaction's attributes in a graph: its operands
@@ -97,7 +124,7 @@ func init() {
 		return one(Interaction(in[0], in[1:], a.(interactionAttrs).Self))
 	})
 	// Float32 operands only: bfloat16 ones (rare: DLRM's lookups give
-	// float32) run through the eager form, which widens them.
+	// float32) run through the eager form.
 	defineBind("Interaction", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
 		y := outs[0]
 		if y.dtype != Float32 || y.format != Contiguous {

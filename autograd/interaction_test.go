@@ -92,32 +92,42 @@ func TestInteractionGolden(t *testing.T) {
 
 // TestInteractionBFloat16 checks that bfloat16 operands give the float32
 // interaction of their values rounded once to bfloat16, and gradients
-// rounded likewise.
+// rounded likewise, on rows with vector tails, DLRM's 27 features, and
+// operands that want no gradient.
 func TestInteractionBFloat16(t *testing.T) {
 	g := autograd.NewGenerator(23)
-	for _, self := range []bool{false, true} {
-		wide := []*autograd.Tensor{}
-		narrow := []*autograd.Tensor{}
-		for range 4 {
-			v := autograd.Cast(autograd.Randn(g, 3, 5), autograd.BFloat16)
-			wide = append(wide, autograd.Cast(v, autograd.Float32).SetRequiresGrad(true))
-			narrow = append(narrow, v.SetRequiresGrad(true))
-		}
-		got := autograd.Interaction(narrow[0], narrow[1:], self)
-		want := autograd.Interaction(wide[0], wide[1:], self)
-		if got.DType() != autograd.BFloat16 {
-			t.Fatalf("self=%v: result is %v, want bfloat16", self, got.DType())
-		}
-		interactionSameBits(t, fmt.Sprintf("self=%v out", self), got, autograd.Cast(want, autograd.Float32))
-		gout := autograd.Randn(g, want.Shape()...)
-		gb := autograd.Cast(gout, autograd.BFloat16)
-		got.Backward(gb)
-		want.Backward(autograd.Cast(gb, autograd.Float32))
-		for k := range narrow {
-			if narrow[k].Grad().DType() != autograd.BFloat16 {
-				t.Fatalf("self=%v: gradient %d is %v, want bfloat16", self, k, narrow[k].Grad().DType())
+	for _, c := range []struct{ b, d, feats, noGrad int }{{3, 5, 4, -1}, {37, 17, 6, 1}, {130, 64, 27, 0}, {2, 1, 2, 1}} {
+		for _, self := range []bool{false, true} {
+			name := fmt.Sprintf("B%d_d%d_F%d_self%v", c.b, c.d, c.feats, self)
+			wide := []*autograd.Tensor{}
+			narrow := []*autograd.Tensor{}
+			for f := range c.feats {
+				v := autograd.Cast(autograd.Randn(g, c.b, c.d), autograd.BFloat16)
+				wide = append(wide, autograd.Cast(v, autograd.Float32).SetRequiresGrad(f != c.noGrad))
+				narrow = append(narrow, v.SetRequiresGrad(f != c.noGrad))
 			}
-			interactionSameBits(t, fmt.Sprintf("self=%v gradient %d", self, k), narrow[k].Grad(), wide[k].Grad())
+			got := autograd.Interaction(narrow[0], narrow[1:], self)
+			want := autograd.Interaction(wide[0], wide[1:], self)
+			if got.DType() != autograd.BFloat16 {
+				t.Fatalf("%s: result is %v, want bfloat16", name, got.DType())
+			}
+			interactionSameBits(t, name+" out", got, autograd.Cast(want, autograd.Float32))
+			gout := autograd.Randn(g, want.Shape()...)
+			gb := autograd.Cast(gout, autograd.BFloat16)
+			got.Backward(gb)
+			want.Backward(autograd.Cast(gb, autograd.Float32))
+			for k := range narrow {
+				if k == c.noGrad {
+					if narrow[k].Grad() != nil {
+						t.Fatalf("%s: operand %d got a gradient it did not ask for", name, k)
+					}
+					continue
+				}
+				if narrow[k].Grad().DType() != autograd.BFloat16 {
+					t.Fatalf("%s: gradient %d is %v, want bfloat16", name, k, narrow[k].Grad().DType())
+				}
+				interactionSameBits(t, fmt.Sprintf("%s gradient %d", name, k), narrow[k].Grad(), wide[k].Grad())
+			}
 		}
 	}
 }
@@ -198,4 +208,28 @@ func ExampleInteraction() {
 	// Output:
 	// [1 2 1 3 4 4]
 	// [1 2 5 1 1 3 4 25 4 1]
+}
+
+// BenchmarkInteractionDLRM times DLRM's interaction, forward and backward
+// of 27 features of 64 at batch 2048, in each dtype, with what a call
+// allocates (the package's tests poison uninitialised memory, which costs
+// time: take timings from kilnbench's interaction rows).
+func BenchmarkInteractionDLRM(b *testing.B) {
+	for _, dt := range []autograd.DType{autograd.Float32, autograd.BFloat16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			g := autograd.NewGenerator(3)
+			feats := make([]*autograd.Tensor, 27)
+			for f := range feats {
+				feats[f] = autograd.Cast(autograd.Rand(g, 2048, 64), dt).SetRequiresGrad(true)
+			}
+			dy := autograd.Cast(autograd.Rand(g, 2048, 64+27*26/2), dt)
+			b.ReportAllocs()
+			for b.Loop() {
+				autograd.Interaction(feats[0], feats[1:], false).Backward(dy)
+				for _, f := range feats {
+					f.ZeroGrad()
+				}
+			}
+		})
+	}
 }

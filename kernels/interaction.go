@@ -42,10 +42,18 @@ func (s InteractionShape) Pairs() int {
 // values, then the Pairs dots.
 func (s InteractionShape) Width() int { return s.Dim + s.Pairs() }
 
-// check validates s and the slices a kernel is given: one [Batch, Dim]
-// row-major matrix per feature (each at least Batch·Dim long; for outs,
-// nil skips that feature) and the [Batch, Width] matrix rows.
-func (s InteractionShape) check(op string, feats [][]float32, featsName string, outs [][]float32, rows []float32, rowsName string) {
+// forwardWork and backwardWork are the rough costs of the whole forward
+// and backward, for Parallel.
+func (s InteractionShape) forwardWork() int { return s.Batch*s.Pairs()*s.Dim + s.Batch*s.Width() }
+func (s InteractionShape) backwardWork() int {
+	return 2*s.Batch*s.Pairs()*s.Dim + s.Batch*s.Features*s.Dim
+}
+
+// checkInteraction validates s and the slices a kernel is given, float32
+// or bfloat16: one [Batch, Dim] row-major matrix per feature (each at
+// least Batch·Dim long; for outs, nil skips that feature) and the [Batch,
+// Width] matrix rows.
+func checkInteraction[T float32 | uint16](s InteractionShape, op string, feats [][]T, featsName string, outs [][]T, rows []T, rowsName string) {
 	if s.Batch < 0 || s.Dim < 0 || s.Features < 1 {
 		fail(ErrShape, op, "inconsistent shape %+v (want Batch, Dim ≥ 0 and Features ≥ 1)", s)
 	}
@@ -81,11 +89,10 @@ func (s InteractionShape) check(op string, feats [][]float32, featsName string, 
 // Each dot is sixteen float32 partial sums over k mod 16 in increasing k,
 // folded in halves.
 func InteractionForward(s InteractionShape, feats [][]float32, out []float32) {
-	s.check("InteractionForward", feats, "feature", nil, out, "out")
-	work := s.Batch*s.Pairs()*s.Dim + s.Batch*s.Width()
+	checkInteraction(s, "InteractionForward", feats, "feature", nil, out, "out")
 	// Through a pooled job, not a closure: a compiled graph runs this on
 	// every call and allocates nothing.
-	interactionJobs.run(s.Batch, work, interactionArgs{s: s, feats: feats, out: out}, interactionRows)
+	interactionJobs.run(s.Batch, s.forwardWork(), interactionArgs{s: s, feats: feats, out: out}, interactionRows)
 }
 
 type interactionArgs struct {
@@ -116,8 +123,8 @@ func interactionRows(a *interactionArgs, lo, hi int) {
 // when i = j). The terms of an element are added in float32 in the
 // forward's pair order. grads must not overlap feats or dout.
 func InteractionBackward(s InteractionShape, feats [][]float32, dout []float32, grads [][]float32) {
-	s.check("InteractionBackward", feats, "feature", grads, dout, "dout")
-	Parallel(s.Batch, 2*s.Batch*s.Pairs()*s.Dim+s.Batch*s.Features*s.Dim, func(lo, hi int) {
+	checkInteraction(s, "InteractionBackward", feats, "feature", grads, dout, "dout")
+	Parallel(s.Batch, s.backwardWork(), func(lo, hi int) {
 		interactionGradRows(s, feats, dout, grads, lo, hi)
 	})
 }
@@ -186,10 +193,14 @@ func interactionGradsGo(sc *interactionScratch, grads [][]float32, g []float32, 
 }
 
 // interactionScratch is a worker's per-sample lists for
-// interactionGradsGo, pooled.
+// interactionGradsGo and its block for the bfloat16 kernels (see
+// interactionScratch.block), pooled.
 type interactionScratch struct {
 	rows [][]float32
 	coef []float32
+
+	wide         []float32
+	feats, grads [][]float32
 }
 
 var interactionScratches = freeList[interactionScratch]{New: newOf[interactionScratch]}
@@ -198,8 +209,10 @@ var interactionScratches = freeList[interactionScratch]{New: newOf[interactionSc
 func (sc *interactionScratch) grow(f int) *interactionScratch {
 	if cap(sc.rows) < f {
 		sc.rows, sc.coef = make([][]float32, f), make([]float32, f*f)
+		sc.feats, sc.grads = make([][]float32, f), make([][]float32, f)
 	}
 	sc.rows, sc.coef = sc.rows[:f], sc.coef[:f*f]
+	sc.feats, sc.grads = sc.feats[:f], sc.grads[:f]
 	return sc
 }
 

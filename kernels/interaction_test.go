@@ -170,6 +170,8 @@ func TestInteractionMisuse(t *testing.T) {
 	feats := [][]float32{make([]float32, 6), make([]float32, 6), make([]float32, 6)}
 	out := make([]float32, 2*s.Width())
 	grads := [][]float32{make([]float32, 6), nil, make([]float32, 6)}
+	feats16 := [][]uint16{make([]uint16, 6), make([]uint16, 6), make([]uint16, 6)}
+	out16, nil16 := make([]uint16, 2*s.Width()), make([][]uint16, 3)
 	checkMisuse(t, []misuseCase{
 		{"no features", ErrShape, func() { InteractionForward(InteractionShape{Batch: 2, Dim: 3}, nil, out) }},
 		{"negative batch", ErrShape, func() { InteractionForward(InteractionShape{Batch: -1, Dim: 3, Features: 3}, feats, out) }},
@@ -180,6 +182,10 @@ func TestInteractionMisuse(t *testing.T) {
 		{"short dout", ErrShape, func() { InteractionBackward(s, feats, out[:len(out)-1], grads) }},
 		{"too few gradients", ErrShape, func() { InteractionBackward(s, feats, out, grads[:2]) }},
 		{"short gradient", ErrShape, func() { InteractionBackward(s, feats, out, [][]float32{nil, nil, make([]float32, 5)}) }},
+		{"short bfloat16 out", ErrShape, func() { InteractionForwardBF16(s, feats16, out16[:len(out16)-1]) }},
+		{"short bfloat16 feature", ErrShape, func() { InteractionBackwardBF16(s, [][]uint16{feats16[0], feats16[1][:5], feats16[2]}, out16, nil16) }},
+		{"short bfloat16 gradient", ErrShape, func() { InteractionBackwardBF16(s, feats16, out16, [][]uint16{nil, make([]uint16, 5), nil}) }},
+		{"too few bfloat16 gradients", ErrShape, func() { InteractionBackwardBF16(s, feats16, out16, nil16[:2]) }},
 		{"self width", ErrShape, func() {
 			InteractionForward(InteractionShape{Batch: 2, Dim: 3, Features: 3, Self: true}, feats, out)
 		}},
@@ -248,7 +254,7 @@ func TestInteractionVariants(t *testing.T) {
 }
 
 // BenchmarkInteraction times DLRM's baseline interaction, 27 features of
-// 64 at batch 2048, forward and backward.
+// 64 at batch 2048, forward and backward, in float32 and bfloat16.
 func BenchmarkInteraction(b *testing.B) {
 	r := rand.New(rand.NewPCG(67, 68))
 	s := InteractionShape{Batch: 2048, Dim: 64, Features: 27}
@@ -268,4 +274,124 @@ func BenchmarkInteraction(b *testing.B) {
 			InteractionBackward(s, c.feats, c.dout, grads)
 		}
 	})
+	feats16, grads16 := make([][]uint16, s.Features), make([][]uint16, s.Features)
+	for f := range feats16 {
+		feats16[f], _ = randBF16(r, s.Batch*s.Dim)
+		grads16[f] = make([]uint16, s.Batch*s.Dim)
+	}
+	dout16, _ := randBF16(r, s.Batch*s.Width())
+	out16 := make([]uint16, len(dout16))
+	b.Run("forward bf16", func(b *testing.B) {
+		for range b.N {
+			InteractionForwardBF16(s, feats16, out16)
+		}
+	})
+	b.Run("backward bf16", func(b *testing.B) {
+		for range b.N {
+			InteractionBackwardBF16(s, feats16, dout16, grads16)
+		}
+	})
+}
+
+// useInteractionLevel switches the interaction's loops and the
+// conversions to level l until the returned function restores them, so
+// one process checks every level's bfloat16 entry points.
+func useInteractionLevel(l Level) (restore func()) {
+	tri, gr := interactionTriangleImpl, interactionGradsImpl
+	cvt := useCvtLevel(l)
+	interactionTriangleImpl, interactionGradsImpl = pick(l, interactionTriangleVariants), pick(l, interactionGradsVariants)
+	return func() {
+		interactionTriangleImpl, interactionGradsImpl = tri, gr
+		cvt()
+	}
+}
+
+// TestInteractionBF16 holds the bfloat16 kernels to widening the whole
+// matrices, the float32 kernels and one rounding of their results, bit
+// for bit, at every level and thread count: on batches that end in a
+// short block (interactionBlockFloats) and split unevenly between
+// threads, rows that end in vector tails, with and without self, and
+// with gradients not wanted.
+func TestInteractionBF16(t *testing.T) {
+	shapes := []InteractionShape{
+		{Batch: 1, Dim: 1, Features: 1, Self: true},
+		{Batch: 3, Dim: 2, Features: 2},
+		{Batch: 37, Dim: 17, Features: 5, Self: true},
+		{Batch: 257, Dim: 13, Features: 9},
+		{Batch: 131, Dim: 33, Features: 6, Self: true},
+		{Batch: 301, Dim: 64, Features: 27}, // DLRM's rows, 18 samples a block
+		{Batch: 4, Dim: 0, Features: 3, Self: true},
+		{Batch: 0, Dim: 5, Features: 2},
+	}
+	wants := map[string]func(f, n int) bool{
+		"all":           func(f, n int) bool { return true },
+		"but feature 1": func(f, n int) bool { return f != 1 },
+		"last only":     func(f, n int) bool { return f == n-1 },
+	}
+	forEachLevel(t, func(t *testing.T, l Level) {
+		defer useInteractionLevel(l)()
+		r := rand.New(rand.NewPCG(69, 70))
+		for _, s := range shapes {
+			name := fmt.Sprintf("B%d_d%d_F%d_self%v", s.Batch, s.Dim, s.Features, s.Self)
+			feats, wide := make([][]uint16, s.Features), make([][]float32, s.Features)
+			for f := range feats {
+				feats[f], wide[f] = randBF16(r, s.Batch*s.Dim)
+			}
+			dout, dwide := randBF16(r, s.Batch*s.Width())
+			out32 := make([]float32, len(dout))
+			InteractionForward(s, wide, out32)
+			want := make([]uint16, len(dout))
+			F32ToBF16(want, out32)
+			wantGrads := map[string][][]uint16{}
+			for k, wanted := range wants {
+				g32, g := make([][]float32, s.Features), make([][]uint16, s.Features)
+				for f := range g {
+					if wanted(f, s.Features) {
+						g32[f], g[f] = make([]float32, s.Batch*s.Dim), make([]uint16, s.Batch*s.Dim)
+					}
+				}
+				InteractionBackward(s, wide, dwide, g32)
+				for f := range g {
+					if g[f] != nil {
+						F32ToBF16(g[f], g32[f])
+					}
+				}
+				wantGrads[k] = g
+			}
+			for _, threads := range []int{1, 2, 3} {
+				int8WithThreads(threads, func() {
+					at := fmt.Sprintf("%s at %d threads", name, threads)
+					got, ok := guarded16Filled(t, len(want))
+					InteractionForwardBF16(s, feats, got)
+					ok()
+					sameBits16(t, at+" out", got, want)
+					for k, wanted := range wants {
+						grads, checks := make([][]uint16, s.Features), make([]func(), s.Features)
+						for f := range grads {
+							if wanted(f, s.Features) {
+								grads[f], checks[f] = guarded16Filled(t, s.Batch*s.Dim)
+							}
+						}
+						InteractionBackwardBF16(s, feats, dout, grads)
+						for f, g := range grads {
+							if g != nil {
+								checks[f]()
+								sameBits16(t, fmt.Sprintf("%s gradients %s: %d", at, k, f), g, wantGrads[k][f])
+							}
+						}
+					}
+				})
+			}
+		}
+	})
+}
+
+// guarded16Filled is guarded16 with the slice set to NaNs, which a kernel
+// that writes every element overwrites.
+func guarded16Filled(t *testing.T, n int) ([]uint16, func()) {
+	s, ok := guarded16(t, n)
+	for i := range s {
+		s[i] = 0x7fc1
+	}
+	return s, ok
 }
