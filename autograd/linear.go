@@ -483,13 +483,15 @@ func bindLinear(x, w, b, y *Tensor, constW bool) func() {
 		if constW && kernels.PackedMatchesSgemm(rows, outF, inF) {
 			pb = kernels.PackB(true, inF, outF, wd, inF)
 		}
+		// The bias is added as each block of y is finished, not copied
+		// into y first: one pass over y fewer.
+		ep := kernels.Epilogue{Bias: bd}
 		return func() {
-			beta := start(yd, bd)
 			if pb != nil {
-				kernels.SgemmPacked(false, rows, 1, xd, inF, pb, beta, yd, outF, kernels.Epilogue{})
+				kernels.SgemmPacked(false, rows, 1, xd, inF, pb, 0, yd, outF, ep)
 				return
 			}
-			kernels.Sgemm(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, yd, outF)
+			kernels.SgemmEpilogue(false, true, rows, outF, inF, 1, xd, inF, wd, inF, 0, yd, outF, ep)
 		}
 	case BFloat16:
 		xd, wd, yd := x.BFloat16s(), w.BFloat16s(), y.BFloat16s()
