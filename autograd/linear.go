@@ -404,6 +404,29 @@ func Linear(x, w, b *Tensor) *Tensor {
 	})
 }
 
+// LinearReLU returns ReLU(Linear(x, w, b)), bit for bit. Where nothing is
+// recorded for a backward pass (NoGrad, or no operand requires a
+// gradient), nothing is traced and the operands are float32, the GEMM
+// rectifies each block of the result as it stores it: no second pass over
+// the result and no intermediate tensor. Otherwise it is the two ops.
+// nn.Sequential runs a Linear followed by a ReLU through it.
+func LinearReLU(x, w, b *Tensor) *Tensor {
+	const op = "Linear"
+	m := modeOf(x, w, b)
+	records := !m.noGrad && (x != nil && x.requiresGrad || w != nil && w.requiresGrad || b != nil && b.requiresGrad)
+	if records || m.autocast || m.trace.active() || x == nil || x.dtype != Float32 {
+		return ReLU(Linear(x, w, b))
+	}
+	outShape := linearShape(x, w, b)
+	out := &Tensor{dtype: Float32, shape: outShape, data: uninitF32(numel(op, outShape))}
+	f := bindLinearAct(rowMajor(x), rowMajor(w), b, out, false, true)
+	if f == nil {
+		return ReLU(Linear(x, w, b))
+	}
+	f()
+	return record(op+"ReLU", out, []*Tensor{x, w, b}, nil)
+}
+
 // linearBF16 records Linear's result out of bfloat16 operands, xc and wc
 // being x and w in row-major order.
 func linearBF16(x, w, b, xc, wc, out *Tensor, rows int) *Tensor {
@@ -445,10 +468,16 @@ func linearBF16(x, w, b, xc, wc, out *Tensor, rows int) *Tensor {
 // multiplied by w [out, in] on one GEMM, or returns nil. x, y and w are
 // contiguous and of one dtype, or w is a constant (constW), reordered
 // here; a constant float32 w is also packed here where the packed
-// product is the unpacked one bit for bit. Every row starts at the bias
-// and the GEMM adds x·wᵀ to it; bfloat16 operands accumulate in float32
-// scratch rounded once.
+// product is the unpacked one bit for bit. A float32 GEMM adds the bias
+// to each finished block of y; bfloat16 operands accumulate in float32
+// scratch that starts at the bias, rounded once.
 func bindLinear(x, w, b, y *Tensor, constW bool) func() {
+	return bindLinearAct(x, w, b, y, constW, false)
+}
+
+// bindLinearAct is bindLinear that, with relu, also rectifies each block
+// of y as the GEMM stores it (float32 only: nil for bfloat16).
+func bindLinearAct(x, w, b, y *Tensor, constW, relu bool) func() {
 	if x.format != Contiguous || y.format != Contiguous || y.NDim() == 0 || w.NDim() != 2 ||
 		x.dtype != y.dtype || w.dtype != x.dtype || (b != nil && b.dtype != x.dtype) {
 		return nil
@@ -485,7 +514,7 @@ func bindLinear(x, w, b, y *Tensor, constW bool) func() {
 		}
 		// The bias is added as each block of y is finished, not copied
 		// into y first: one pass over y fewer.
-		ep := kernels.Epilogue{Bias: bd}
+		ep := kernels.Epilogue{Bias: bd, Act: kernels.Act{Fn: kernels.ActReLU}, Activate: relu}
 		return func() {
 			if pb != nil {
 				kernels.SgemmPacked(false, rows, 1, xd, inF, pb, 0, yd, outF, ep)
@@ -494,6 +523,9 @@ func bindLinear(x, w, b, y *Tensor, constW bool) func() {
 			kernels.SgemmEpilogue(false, true, rows, outF, inF, 1, xd, inF, wd, inF, 0, yd, outF, ep)
 		}
 	case BFloat16:
+		if relu {
+			return nil
+		}
 		xd, wd, yd := x.BFloat16s(), w.BFloat16s(), y.BFloat16s()
 		acc := uninitF32(len(yd))
 		var bias []float32

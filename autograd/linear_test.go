@@ -423,3 +423,77 @@ func TestMatmulBF16(t *testing.T) {
 		})
 	}
 }
+
+// LinearReLU gives ReLU(Linear) bit for bit: fused where nothing records,
+// the two ops where something does.
+func TestLinearReLU(t *testing.T) {
+	g := autograd.NewGenerator(7)
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		name     string
+		x        []int
+		in, out  int
+		bias     bool
+		specials bool
+	}{
+		{"2-D with bias", []int{37, 19}, 19, 45, true, false},
+		{"2-D without bias", []int{5, 64}, 64, 17, false, false},
+		{"3-D", []int{3, 7, 33}, 33, 31, true, false},
+		{"NaN passes through", []int{4, 3}, 3, 2, false, true},
+		{"no rows", []int{0, 8}, 8, 5, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x, w := autograd.Randn(g, c.x...), autograd.Randn(g, c.out, c.in)
+			var b *autograd.Tensor
+			if c.bias {
+				b = autograd.Randn(g, c.out)
+			}
+			if c.specials {
+				xd, wd := x.Float32s(), w.Float32s()
+				clear(xd)
+				clear(wd)
+				xd[0], wd[0] = nan, 1 // row 0, column 0: NaN
+				xd[3], wd[3] = 1, -2  // row 1, column 1: −2, rectified to 0
+			}
+			want := autograd.ReLU(autograd.Linear(autograd.NoGrad(x), w, b)).Float32s()
+			for _, mode := range []string{"no-grad", "no operand requires a gradient"} {
+				in := x
+				if mode == "no-grad" {
+					in = autograd.NoGrad(x)
+				}
+				y := autograd.LinearReLU(in, w, b)
+				if y.RequiresGrad() {
+					t.Errorf("%s: result requires a gradient", mode)
+				}
+				for i, v := range y.Float32s() {
+					if math.Float32bits(v) != math.Float32bits(want[i]) && !(v != v && want[i] != want[i]) {
+						t.Fatalf("%s: element %d = %v, want %v", mode, i, v, want[i])
+					}
+				}
+			}
+		})
+	}
+
+	// Recording: the two ops, with their gradients.
+	x := autograd.Randn(g, 6, 5).SetRequiresGrad(true)
+	w := autograd.Randn(g, 4, 5).SetRequiresGrad(true)
+	y := autograd.LinearReLU(x, w, nil)
+	ref := autograd.ReLU(autograd.Linear(x.Detach().SetRequiresGrad(true), w, nil))
+	if !y.RequiresGrad() {
+		t.Fatal("LinearReLU of operands that require gradients does not record")
+	}
+	autograd.Sum(y, nil, false).Backward()
+	gx := x.Grad().Float32s()
+	x2 := x.Detach().SetRequiresGrad(true)
+	autograd.Sum(autograd.ReLU(autograd.Linear(x2, w.Detach(), nil)), nil, false).Backward()
+	for i, v := range x2.Grad().Float32s() {
+		if gx[i] != v {
+			t.Fatalf("gradient %d = %v, want %v", i, gx[i], v)
+		}
+	}
+	for i, v := range ref.Float32s() {
+		if y.Float32s()[i] != v {
+			t.Fatalf("recorded result %d = %v, want %v", i, y.Float32s()[i], v)
+		}
+	}
+}

@@ -44,8 +44,18 @@ func (s *Sequential) At(i int) Layer {
 // x.
 func (s *Sequential) Forward(x *autograd.Tensor) *autograd.Tensor {
 	defer Enter(s, x)()
-	for _, l := range s.layers {
-		x = l.Forward(x)
+	for i := 0; i < len(s.layers); i++ {
+		// A Linear then a ReLU run as one autograd.LinearReLU (the same
+		// bits, one pass over the result fewer) unless a trace records
+		// each module's ops in its own scope.
+		if lin, ok := s.layers[i].(*Linear); ok && i+1 < len(s.layers) && x != nil && !x.Mode().Tracing() {
+			if relu, ok := s.layers[i+1].(*ReLU); ok {
+				x = lin.forwardReLU(x, relu)
+				i++
+				continue
+			}
+		}
+		x = s.layers[i].Forward(x)
 	}
 	return x
 }

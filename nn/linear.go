@@ -45,6 +45,13 @@ func (l *Linear) Forward(x *autograd.Tensor) *autograd.Tensor {
 	return autograd.Linear(x, l.Weight(), l.Bias())
 }
 
+// forwardReLU is relu.Forward(l.Forward(x)) as one op.
+func (l *Linear) forwardReLU(x *autograd.Tensor, relu *ReLU) *autograd.Tensor {
+	defer Enter(l, x)()
+	defer Enter(relu, x)()
+	return autograd.LinearReLU(x, l.Weight(), l.Bias())
+}
+
 // Identity returns its input, like torch.nn.Identity; it stands in for a
 // layer that a model variant leaves out.
 type Identity struct{ Base }
