@@ -374,7 +374,6 @@ func Linear(x, w, b *Tensor) *Tensor {
 	m := modeOf(x, w, b)
 	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
 	outShape := linearShape(x, w, b)
-	outF, inF := w.shape[0], w.shape[1]
 	out := &Tensor{dtype: x.dtype, shape: outShape, data: makeUninit(x.dtype, numel(op, outShape))}
 	rows := numel(op, outShape[:len(outShape)-1])
 	xc, wc := rowMajor(x), rowMajor(w)
@@ -382,9 +381,23 @@ func Linear(x, w, b *Tensor) *Tensor {
 	if x.dtype == BFloat16 {
 		return linearBF16(x, w, b, xc, wc, out, rows)
 	}
+	return traceRecord(op, out, []*Tensor{x, w, b}, linearBackward(x, w, b, xc, wc, rows, nil))
+}
+
+// linearBackward returns the backward of a float32 Linear, xc and wc
+// being x and w in row-major order. With relu, the output y = ReLU(x·wᵀ+b)
+// comes first through ReLU's backward, which reads y.
+func linearBackward(x, w, b, xc, wc *Tensor, rows int, relu []float32) func(g *Tensor) []*Tensor {
+	outF, inF := w.shape[0], w.shape[1]
 	xd, wd := xc.Float32s(), wc.Float32s()
-	return traceRecord(op, out, []*Tensor{x, w, b}, func(g *Tensor) []*Tensor {
+	return func(g *Tensor) []*Tensor {
 		gd := rowMajor(g).Float32s()
+		if relu != nil {
+			masked := gradBuffer(len(relu))
+			kernels.Act{Fn: kernels.ActReLU}.Backward(masked, gd, nil, relu)
+			gd = masked
+			defer releaseGradBuffer(masked)
+		}
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
 			d := gradBuffer(len(xd))
@@ -401,30 +414,31 @@ func Linear(x, w, b *Tensor) *Tensor {
 			kernels.StridedSum(gb.Float32s(), gd, []int{rows, outF}, []int{0, 1}, []int{outF, 1}, 1)
 		}
 		return []*Tensor{gx, gw, gb}
-	})
+	}
 }
 
-// LinearReLU returns ReLU(Linear(x, w, b)), bit for bit. Where nothing is
-// recorded for a backward pass (NoGrad, or no operand requires a
-// gradient), nothing is traced and the operands are float32, the GEMM
-// rectifies each block of the result as it stores it: no second pass over
-// the result and no intermediate tensor. Otherwise it is the two ops.
+// LinearReLU returns ReLU(Linear(x, w, b)), bit for bit, values and
+// gradients. Where nothing is traced and the operands are float32, the
+// GEMM rectifies each block of the result as it stores it: no second pass
+// over the result and no intermediate tensor; the backward masks the
+// gradient by the result, as ReLU's does. Otherwise it is the two ops.
 // nn.Sequential runs a Linear followed by a ReLU through it.
 func LinearReLU(x, w, b *Tensor) *Tensor {
 	const op = "Linear"
 	m := modeOf(x, w, b)
-	records := !m.noGrad && (x != nil && x.requiresGrad || w != nil && w.requiresGrad || b != nil && b.requiresGrad)
-	if records || m.autocast || m.trace.active() || x == nil || x.dtype != Float32 {
+	if m.autocast || m.trace.active() || x == nil || x.dtype != Float32 {
 		return ReLU(Linear(x, w, b))
 	}
 	outShape := linearShape(x, w, b)
 	out := &Tensor{dtype: Float32, shape: outShape, data: uninitF32(numel(op, outShape))}
-	f := bindLinearAct(rowMajor(x), rowMajor(w), b, out, false, true)
+	xc, wc := rowMajor(x), rowMajor(w)
+	f := bindLinearAct(xc, wc, b, out, false, true)
 	if f == nil {
 		return ReLU(Linear(x, w, b))
 	}
 	f()
-	return record(op+"ReLU", out, []*Tensor{x, w, b}, nil)
+	rows := numel(op, outShape[:len(outShape)-1])
+	return record(op+"ReLUBackward", out, []*Tensor{x, w, b}, linearBackward(x, w, b, xc, wc, rows, out.Float32s()))
 }
 
 // linearBF16 records Linear's result out of bfloat16 operands, xc and wc

@@ -474,26 +474,44 @@ func TestLinearReLU(t *testing.T) {
 		})
 	}
 
-	// Recording: the two ops, with their gradients.
+	// Recording: values and every gradient are the two ops', bit for
+	// bit, on a result with zeros and NaN, and a finite-difference check.
+	for _, bias := range []bool{true, false} {
+		x0, w0, b0 := autograd.Randn(g, 37, 19), autograd.Randn(g, 45, 19), autograd.Randn(g, 45)
+		x0.Float32s()[5] = nan
+		gout := autograd.Randn(g, 37, 45)
+		var vals [2][]float32
+		for k, fused := range []bool{true, false} {
+			x, w, b := x0.Detach().SetRequiresGrad(true), w0.Detach().SetRequiresGrad(true), b0.Detach().SetRequiresGrad(true)
+			if !bias {
+				b = nil
+			}
+			var y *autograd.Tensor
+			if fused {
+				y = autograd.LinearReLU(x, w, b)
+			} else {
+				y = autograd.ReLU(autograd.Linear(x, w, b))
+			}
+			if !y.RequiresGrad() {
+				t.Fatal("LinearReLU of operands that require gradients does not record")
+			}
+			y.Backward(gout)
+			vals[k] = append(append(append([]float32(nil), y.Float32s()...), x.Grad().Float32s()...), w.Grad().Float32s()...)
+			if b != nil {
+				vals[k] = append(vals[k], b.Grad().Float32s()...)
+			}
+		}
+		for i, v := range vals[0] {
+			if want := vals[1][i]; math.Float32bits(v) != math.Float32bits(want) && !(v != v && want != want) {
+				t.Fatalf("bias %v: value or gradient %d = %v fused, %v as two ops", bias, i, v, want)
+			}
+		}
+	}
 	x := autograd.Randn(g, 6, 5).SetRequiresGrad(true)
 	w := autograd.Randn(g, 4, 5).SetRequiresGrad(true)
-	y := autograd.LinearReLU(x, w, nil)
-	ref := autograd.ReLU(autograd.Linear(x.Detach().SetRequiresGrad(true), w, nil))
-	if !y.RequiresGrad() {
-		t.Fatal("LinearReLU of operands that require gradients does not record")
-	}
-	autograd.Sum(y, nil, false).Backward()
-	gx := x.Grad().Float32s()
-	x2 := x.Detach().SetRequiresGrad(true)
-	autograd.Sum(autograd.ReLU(autograd.Linear(x2, w.Detach(), nil)), nil, false).Backward()
-	for i, v := range x2.Grad().Float32s() {
-		if gx[i] != v {
-			t.Fatalf("gradient %d = %v, want %v", i, gx[i], v)
-		}
-	}
-	for i, v := range ref.Float32s() {
-		if y.Float32s()[i] != v {
-			t.Fatalf("recorded result %d = %v, want %v", i, y.Float32s()[i], v)
-		}
+	b := autograd.Randn(g, 4).SetRequiresGrad(true)
+	f := func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.LinearReLU(xs[0], xs[1], xs[2]) }
+	if err := autograd.GradCheck(f, []*autograd.Tensor{x, w, b}, autograd.GradCheckOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
