@@ -362,12 +362,19 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 	if g.pb == nil {
 		s.b = growAligned(s.b, kcMax*nc)
 	}
-	s.a = growAligned(s.a, mc*kcMax+8)
+	direct := g.ap == nil && !g.transA && g.mr == 2*gemmMR && nc%32 == 0 && (j1-j0)%32 == 0 && gemmRowsSpread(g.lda)
+	if direct {
+		// A stays where it is, so one row block takes the whole share and
+		// each block of B is packed once; s.a holds the last strip only.
+		mc = (i1 - i0 + g.mr - 1) / g.mr * g.mr
+		s.a = growAligned(s.a, g.mr*kcMax+8)
+	} else {
+		s.a = growAligned(s.a, mc*kcMax+8)
+	}
 	var npad int
 	if g.pb != nil {
 		npad = g.pb.npad()
 	}
-	direct := g.ap == nil && !g.transA && g.mr == 2*gemmMR && nc%32 == 0 && (j1-j0)%32 == 0 && gemmRowsSpread(g.lda)
 	for pc := 0; pc < g.k; pc += g.kc {
 		kc := min(g.kc, g.k-pc)
 		beta := g.beta
@@ -377,15 +384,17 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 		last := pc+kc == g.k
 		for ic := i0; ic < i1; ic += mc {
 			mcw := min(mc, i1-ic)
-			for ir := 0; ir < mcw; ir += gemmMR {
-				if direct && ir/g.mr < mcw/g.mr {
-					continue
-				}
+			// Strips from row a0 of the block are packed, at s.a[0:].
+			a0 := 0
+			if direct {
+				a0 = mcw / g.mr * g.mr
+			}
+			for ir := a0; ir < mcw; ir += gemmMR {
 				if g.ap != nil {
-					g.ap.packA(s.a[ir*kc:], ic+ir, min(gemmMR, mcw-ir), pc, kc)
+					g.ap.packA(s.a[(ir-a0)*kc:], ic+ir, min(gemmMR, mcw-ir), pc, kc)
 					continue
 				}
-				packAAVX2(g.transA, g.a, g.lda, ic+ir, min(gemmMR, mcw-ir), pc, kc, s.a[ir*kc:])
+				packAAVX2(g.transA, g.a, g.lda, ic+ir, min(gemmMR, mcw-ir), pc, kc, s.a[(ir-a0)*kc:])
 			}
 			for jc := j0; jc < j1; jc += nc {
 				ncw := min(nc, j1-jc)
@@ -400,11 +409,11 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 					continue
 				}
 				for ir := 0; ir < mcw; ir += g.mr {
-					i, rows, ad := ic+ir, min(g.mr, mcw-ir), -1
-					if direct && rows == g.mr {
+					i, rows, ad, ap := ic+ir, min(g.mr, mcw-ir), -1, s.a[max(ir-a0, 0)*kc:]
+					if ir < a0 {
 						ad = i*g.lda + pc
 					}
-					g.rowStrip(s, bp, kc, i, rows, s.a[ir*kc:], ad, jc, ncw, beta, last)
+					g.rowStrip(s, bp, kc, i, rows, ap, ad, jc, ncw, beta, last)
 				}
 			}
 		}
