@@ -122,7 +122,12 @@ func (c *coalescer) coalesce(num, dim int, idx []int64, row func(i int) []float3
 			slots[i] = len(rows) - 1
 		}
 	}
-	vals := slices.Grow(c.vals[:0], len(rows)*dim)[:len(rows)*dim]
+	vals := c.vals[:0]
+	if nv := len(rows) * dim; cap(vals) >= nv {
+		vals = vals[:nv]
+	} else {
+		vals = uninitF32(nv) // every element is written below
+	}
 	for i, k := range slots {
 		if k < 0 {
 			copy(vals[^k*dim:(^k+1)*dim], row(i))
