@@ -13,7 +13,7 @@ import (
 func adagradReference(p, g, s []float32, c AdagradConfig) {
 	d := refDirection(p, g, c.WeightDecay, c.Maximize)
 	for i := range s {
-		s[i] = fma32(s[i], 1*d[i], d[i])
+		s[i] = fmaAcc(s[i], 1*d[i], d[i])
 	}
 	std := make([]float32, len(s))
 	for i := range std {

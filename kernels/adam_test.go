@@ -23,13 +23,13 @@ func adamReference(p, g, m, v, vmax []float32, c AdamConfig) {
 		m[i] *= c.Beta1
 	}
 	for i := range m {
-		m[i] = fma32(m[i], c.Keep1, d[i])
+		m[i] = fmaAcc(m[i], c.Keep1, d[i])
 	}
 	for i := range v {
 		v[i] *= c.Beta2
 	}
 	for i := range v {
-		v[i] = fma32(v[i], c.Keep2*d[i], d[i])
+		v[i] = fmaAcc(v[i], c.Keep2*d[i], d[i])
 	}
 	src := v
 	if c.AMSGrad {
@@ -56,9 +56,9 @@ func adamReference(p, g, m, v, vmax []float32, c AdamConfig) {
 	}
 }
 
-// fma32 is x + a·y rounded once, as PyTorch's vectorised add(alpha=) and
+// fmaAcc is x + a·y rounded once, as PyTorch's vectorised add(alpha=) and
 // addcmul round it.
-func fma32(x, a, y float32) float32 { return float32(math.FMA(float64(a), float64(y), float64(x))) }
+func fmaAcc(x, a, y float32) float32 { return fma32(a, y, x) }
 
 // refDirection is the start of PyTorch's single-tensor Adam and Adagrad: a
 // new gradient, negated with maximize, plus weight decay times the
@@ -70,7 +70,7 @@ func refDirection(p, g []float32, wd float32, maximize bool) []float32 {
 			d[i] = -d[i]
 		}
 		if wd != 0 {
-			d[i] = fma32(d[i], wd, p[i])
+			d[i] = fmaAcc(d[i], wd, p[i])
 		}
 	}
 	return d

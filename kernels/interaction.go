@@ -12,9 +12,10 @@ package kernels
 // sums, lane k%16 taking the products of elements k, in increasing k, then
 // folded in halves (lane l + lane l+8, then l + l+4, l + l+2, l + l+1;
 // see interactionDot), which is one ZMM register's order and two YMM
-// registers'. Each product is rounded to float32 before it is added (no
-// FMA), and every gradient element adds its terms in the forward's pair
-// order, so the bits are the same at every level and on every platform.
+// registers'. Each product is added with one rounding (a fused
+// multiply-add, fma32 in Go), and every gradient element adds its terms
+// in the forward's pair order, so the bits are the same at every level
+// and on every platform.
 // Each sample is done by one worker from start to end, so results are
 // also the same for any thread count. How a level gets there is free: the
 // AVX-512 forward folds sixteen dots at once with shuffles (the same
@@ -142,8 +143,8 @@ func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, 
 
 // gradsFunc sets the rows b of a sample's feature gradients, grads[t]
 // (nil skips t; d floats a row, as in feats): to g[:d] for t = 0, zeros
-// for the others, plus float32(c·x_m) for every m ≠ t in increasing m,
-// x_m row b of feats[m], each product rounded before it is added, c the
+// for the others, plus c·x_m for every m ≠ t in increasing m, x_m row b
+// of feats[m], each product added with one rounding (fma32), c the
 // dot (t, m) or (m, t) among g[d:], the sample's dots in the forward's
 // order; with self, m = t too, c twice the dot (t, t). That is every
 // pair's terms in pair order: those of the pairs (t, j), j < t, then
@@ -233,11 +234,11 @@ func interactionDot(a, b []float32) float32 {
 	for ; k+16 <= len(a); k += 16 {
 		x, y := a[k:k+16:k+16], b[k:k+16:k+16]
 		for l := range s {
-			s[l] += float32(x[l] * y[l])
+			s[l] = fma32(x[l], y[l], s[l])
 		}
 	}
 	for l := range len(a) - k {
-		s[l] += float32(a[k+l] * b[k+l])
+		s[l] = fma32(a[k+l], b[k+l], s[l])
 	}
 	for h := 8; h > 0; h /= 2 {
 		for l := range h {
@@ -263,9 +264,9 @@ func interactionTriangleGo(dst []float32, feats [][]float32, b, d int, self bool
 	}
 }
 
-// interactionAxpysGo sets dst to init (zeros when nil) plus float32(coef[m]·
-// rows[m]) for m in order but m = skip (none when skip < 0), each product
-// rounded before it is added: one gradient row of a sample.
+// interactionAxpysGo sets dst to init (zeros when nil) plus coef[m]·rows[m]
+// for m in order but m = skip (none when skip < 0), each product added
+// with one rounding: one gradient row of a sample.
 func interactionAxpysGo(dst, init []float32, rows [][]float32, coef []float32, skip int) {
 	if init == nil {
 		clear(dst)
@@ -279,7 +280,7 @@ func interactionAxpysGo(dst, init []float32, rows [][]float32, coef []float32, s
 		x = x[:len(dst)]
 		g := coef[m]
 		for k, v := range x {
-			dst[k] += float32(g * v)
+			dst[k] = fma32(g, v, dst[k])
 		}
 	}
 }

@@ -22,31 +22,24 @@
 	VPXORD Z15, Z15, Z15
 
 // FPAIR(off, acc): acc += row i's sixteen at R12 (Z16) times those of
-// the row whose header is at off(BX), each product rounded before its
-// sum; FTPAIR is it for the last d%16 under K1, adding only those lanes;
-// FPAIR4 is it on sixty-four, row i's in Z16–Z19, the four products
-// added in order.
+// the row whose header is at off(BX), fused (one rounding); FTPAIR is it
+// for the last d%16 under K1, adding only those lanes; FPAIR4 is it on
+// sixty-four, row i's in Z16–Z19, the four products added in order.
 #define FPAIR(off, acc) \
-	MOVQ   off(BX), R11; \
-	VMULPS (R11)(R12*1), Z16, Z17; \
-	VADDPS Z17, acc, acc
+	MOVQ        off(BX), R11; \
+	VFMADD231PS (R11)(R12*1), Z16, acc
 
 #define FTPAIR(off, acc) \
-	MOVQ     off(BX), R11; \
-	VMULPS.Z (R11)(R12*1), Z16, K1, Z17; \
-	VADDPS   Z17, acc, K1, acc
+	MOVQ        off(BX), R11; \
+	VFMADD231PS (R11)(R12*1), Z16, K1, acc
 
 #define FPAIR4(off, acc) \
 	MOVQ   off(BX), R11; \
 	ADDQ   R12, R11; \
-	VMULPS (R11), Z16, Z20; \
-	VADDPS Z20, acc, acc; \
-	VMULPS 64(R11), Z17, Z21; \
-	VADDPS Z21, acc, acc; \
-	VMULPS 128(R11), Z18, Z22; \
-	VADDPS Z22, acc, acc; \
-	VMULPS 192(R11), Z19, Z23; \
-	VADDPS Z23, acc, acc
+	VFMADD231PS (R11), Z16, acc; \
+	VFMADD231PS 64(R11), Z17, acc; \
+	VFMADD231PS 128(R11), Z18, acc; \
+	VFMADD231PS 192(R11), Z19, acc
 
 // FGROUP(P, end): P for each of the group's CX pairs, pair q (its row j
 // header q·24 past BX) into Z(4(q%4) + q/4), then on at end.
@@ -83,8 +76,8 @@
 // *4 forms, feature q's in Z(4q)…Z(4q+3)) or sixteen under K1 (the *1
 // forms, Z(4q) alone, the other accumulators named but left alone):
 // GLOAD loads row m (SI walks the row headers) into Z16…; GMUL adds the
-// broadcast coefficient in Z20 times it to a feature's accumulators, each
-// product rounded before its sum. For both kernels, GROW(MUL, …) takes
+// broadcast coefficient in Z20 times it to a feature's accumulators,
+// fused (one rounding). For both kernels, GROW(MUL, …) takes
 // the coefficient of a feature t > m from t's own dots, (r)(BX*4) with r
 // at them and BX = m, GCOL that of a feature t < m from m's dots, off(DX)
 // with DX at m's dot with the block's first feature, GDIAG the doubled
@@ -100,16 +93,12 @@
 #define GLOAD1 MOVQ (SI), AX; VMOVUPS.Z (AX)(R12*1), K1, Z16
 
 #define GMUL4(a0, a1, a2, a3) \
-	VMULPS Z16, Z20, Z21; \
-	VADDPS Z21, a0, a0; \
-	VMULPS Z17, Z20, Z22; \
-	VADDPS Z22, a1, a1; \
-	VMULPS Z18, Z20, Z23; \
-	VADDPS Z23, a2, a2; \
-	VMULPS Z19, Z20, Z24; \
-	VADDPS Z24, a3, a3
+	VFMADD231PS Z16, Z20, a0; \
+	VFMADD231PS Z17, Z20, a1; \
+	VFMADD231PS Z18, Z20, a2; \
+	VFMADD231PS Z19, Z20, a3
 
-#define GMUL1(a0, a1, a2, a3) VMULPS Z16, Z20, Z21; VADDPS Z21, a0, a0
+#define GMUL1(a0, a1, a2, a3) VFMADD231PS Z16, Z20, a0
 
 #define GROW(MUL, r, a0, a1, a2, a3) VBROADCASTSS (r)(BX*4), GBC; MUL(a0, a1, a2, a3)
 #define GCOL(MUL, off, a0, a1, a2, a3) VBROADCASTSS off(DX), GBC; MUL(a0, a1, a2, a3)
@@ -501,21 +490,17 @@ gdone:
 	VADDSS       X15, xlo, xlo
 
 // JQTERM(r, lo, hi) adds row i's sixteen (Y8, Y9) times row r's at R12
-// into lo and hi, each product rounded before its sum; JQTAIL is it for
+// into lo and hi, fused (one rounding); JQTAIL is it for
 // the masked last d%16, the products' operands in jttail's order.
 #define JQTERM(r, lo, hi) \
-	VMULPS (r)(R12*1), Y8, Y10; \
-	VADDPS Y10, lo, lo; \
-	VMULPS 32(r)(R12*1), Y9, Y11; \
-	VADDPS Y11, hi, hi
+	VFMADD231PS (r)(R12*1), Y8, lo; \
+	VFMADD231PS 32(r)(R12*1), Y9, hi
 
 #define JQTAIL(r, lo, hi) \
-	VMASKMOVPS (r)(R12*1), Y14, Y10; \
-	VMULPS     Y10, Y8, Y10; \
-	VADDPS     Y10, lo, lo; \
-	VMASKMOVPS 32(r)(R12*1), Y13, Y11; \
-	VMULPS     Y11, Y9, Y11; \
-	VADDPS     Y11, hi, hi
+	VMASKMOVPS  (r)(R12*1), Y14, Y10; \
+	VFMADD231PS Y10, Y8, lo; \
+	VMASKMOVPS  32(r)(R12*1), Y13, Y11; \
+	VFMADD231PS Y11, Y9, hi
 
 // func interactionTriangleAVX2(dst *float32, feats *[]float32, f, self, d int, tail int, m0, m1 *int32, off int)
 // interactionTriangleAVX512 on YMM registers: the sixteen lanes are Y0
@@ -625,12 +610,10 @@ jtpair:
 jtchunk:
 	TESTQ R13, R13
 	JZ    jttail
-	VMOVUPS (SI)(R12*1), Y2
-	VMULPS  (R11)(R12*1), Y2, Y2
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS 32(SI)(R12*1), Y3
-	VMULPS  32(R11)(R12*1), Y3, Y3
-	VADDPS  Y3, Y1, Y1
+	VMOVUPS     (SI)(R12*1), Y2
+	VFMADD231PS (R11)(R12*1), Y2, Y0
+	VMOVUPS     32(SI)(R12*1), Y3
+	VFMADD231PS 32(R11)(R12*1), Y3, Y1
 	ADDQ    $64, R12
 	DECQ    R13
 	JMP     jtchunk
@@ -638,14 +621,12 @@ jtchunk:
 jttail:
 	VPTEST     Y14, Y14
 	JZ         jtfold
-	VMASKMOVPS (SI)(R12*1), Y14, Y2
-	VMASKMOVPS (R11)(R12*1), Y14, Y4
-	VMULPS     Y4, Y2, Y2
-	VADDPS     Y2, Y0, Y0
-	VMASKMOVPS 32(SI)(R12*1), Y13, Y3
-	VMASKMOVPS 32(R11)(R12*1), Y13, Y5
-	VMULPS     Y5, Y3, Y3
-	VADDPS     Y3, Y1, Y1
+	VMASKMOVPS  (SI)(R12*1), Y14, Y2
+	VMASKMOVPS  (R11)(R12*1), Y14, Y4
+	VFMADD231PS Y4, Y2, Y0
+	VMASKMOVPS  32(SI)(R12*1), Y13, Y3
+	VMASKMOVPS  32(R11)(R12*1), Y13, Y5
+	VFMADD231PS Y5, Y3, Y1
 
 jtfold:
 	JFOLD(Y0, Y1, X0)
@@ -718,12 +699,10 @@ jtdone:
 #define GLOADY1 MOVQ (SI), AX; VMASKMOVPS (AX)(R12*1), Y15, Y8
 
 #define GMULY2(a0, a1, a2, a3) \
-	VMULPS Y8, Y10, Y11; \
-	VADDPS Y11, a0, a0; \
-	VMULPS Y9, Y10, Y12; \
-	VADDPS Y12, a1, a1
+	VFMADD231PS Y8, Y10, a0; \
+	VFMADD231PS Y9, Y10, a1
 
-#define GMULY1(a0, a1, a2, a3) VMULPS Y8, Y10, Y11; VADDPS Y11, a0, a0
+#define GMULY1(a0, a1, a2, a3) VFMADD231PS Y8, Y10, a0
 
 #define GINITY2 VMOVUPS (AX)(R12*1), Y0; VMOVUPS 32(AX)(R12*1), Y1
 #define GINITY1 VMASKMOVPS (AX)(R12*1), Y15, Y0

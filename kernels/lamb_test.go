@@ -13,10 +13,10 @@ import (
 // update.
 func lambReference(p, g, m, v []float32, c LambConfig) float64 {
 	for i := range m {
-		m[i] = fma32(m[i]*c.Beta1, c.Keep1, g[i])
+		m[i] = fmaAcc(m[i]*c.Beta1, c.Keep1, g[i])
 	}
 	for i := range v {
-		v[i] = fma32(v[i]*c.Beta2, c.Keep2*g[i], g[i])
+		v[i] = fmaAcc(v[i]*c.Beta2, c.Keep2*g[i], g[i])
 	}
 	u := make([]float32, len(p))
 	for i := range u {
@@ -28,7 +28,7 @@ func lambReference(p, g, m, v []float32, c LambConfig) float64 {
 	}
 	if c.WeightDecay != 0 {
 		for i := range u {
-			u[i] = fma32(u[i], c.WeightDecay, p[i])
+			u[i] = fmaAcc(u[i], c.WeightDecay, p[i])
 		}
 	}
 	pn, un := math.Sqrt(refSumSquares(p)), math.Sqrt(refSumSquares(u))
@@ -38,7 +38,7 @@ func lambReference(p, g, m, v []float32, c LambConfig) float64 {
 	}
 	s := float32(-c.LR * trust)
 	for i := range p {
-		p[i] = fma32(p[i], s, u[i])
+		p[i] = fmaAcc(p[i], s, u[i])
 	}
 	return trust
 }
