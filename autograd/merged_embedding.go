@@ -28,11 +28,13 @@ import (
 // offset of every table has been checked: a bad one panics naming the
 // table, the bag and the value.
 //
-// Gradients reach every table that requires one. With sparse, a leaf
-// table gets a row-sparse gradient, as EmbeddingBagSparse gives, when its
-// output's gradient arrives; otherwise (or for a table made by another
-// op) it gets a dense one as EmbeddingBag's, through one backward for all
-// the tables: float32 for a float32 table, bfloat16 for a bfloat16 one.
+// Gradients reach every table that requires one, through one backward for
+// all the tables once every output's gradient has arrived. With sparse, a
+// leaf table gets a row-sparse gradient, as EmbeddingBagSparse gives (or
+// its fused update, see SetSparseUpdate), the tables split across the
+// workers; otherwise (or for a table made by another op) it gets a dense
+// one as EmbeddingBag's: float32 for a float32 table, bfloat16 for a
+// bfloat16 one.
 // For BagMean each row's gradient is its bag's output gradient divided by
 // the bag's size. A table that does not require a gradient gets none
 // (though, as with a multi-output torch.autograd.Function, every output
@@ -253,45 +255,56 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 	}
 
 	// dys[t] is output t's gradient, set by its node before the lookup's
-	// backward runs; nil when it had none.
+	// backward runs (the tape keeps it until the backward pass ends); nil
+	// when it had none.
 	dys := make([][]float32, len(tables))
 	n := len(tables) + len(lookups)
+	mean := mode == BagMean
 	token := record(op+"Backward", Zeros(0), append(append(make([]*Tensor, 0, n), tables...), lookups...), func(*Tensor) []*Tensor {
 		grads := make([]*Tensor, n)
+		// Sparse leaf tables take their rows here, all at once: the
+		// tables split across the workers, the lookups of one table on
+		// one worker in their order, so the sums are the same at any
+		// thread count.
+		var groups [][]int
+		work := 0
+		for t, w := range tables {
+			if !sparse || !w.IsLeaf() || !w.requiresGrad || dys[t] == nil {
+				continue
+			}
+			k := slices.IndexFunc(groups, func(g []int) bool { return tables[g[0]] == w })
+			if k < 0 {
+				k, groups = len(groups), append(groups, nil)
+			}
+			groups[k] = append(groups[k], t)
+			work += len(bags[t].Idx) * dim
+		}
+		parallelTasks(len(groups), work, func(k int) {
+			for _, t := range groups[k] {
+				accumulateBagSparse(op+"Backward", tables[t], bags[t].Idx, bags[t].Offsets, dys[t], nil, mean)
+			}
+		})
 		for t, w := range tables {
 			dy, idx, starts := dys[t], bags[t].Idx, bags[t].Offsets
 			dys[t] = nil // a retained graph's next Backward starts afresh
 			switch {
-			case dy == nil || !w.requiresGrad:
+			case dy == nil || !w.requiresGrad || sparse && w.IsLeaf():
 			case w.dtype == BFloat16:
 				grads[t] = Empty(BFloat16, w.shape...)
-				kernels.EmbeddingBagBackwardBF16(w.shape[0], dim, idx, starts, dy, nil, mode == BagMean, grads[t].BFloat16s())
+				kernels.EmbeddingBagBackwardBF16(w.shape[0], dim, idx, starts, dy, nil, mean, grads[t].BFloat16s())
 			default:
 				grads[t] = Zeros(w.shape...)
-				kernels.EmbeddingBagBackward(w.shape[0], dim, idx, starts, dy, nil, mode == BagMean, grads[t].Float32s())
+				kernels.EmbeddingBagBackward(w.shape[0], dim, idx, starts, dy, nil, mean, grads[t].Float32s())
 			}
 		}
 		return grads
 	})
 	for t := range outs {
-		outs[t] = record(op+"OutputBackward", outs[t], []*Tensor{token}, func(g *Tensor) []*Tensor {
-			w := tables[t]
-			if w.requiresGrad {
+		outs[t] = recordKeeping(op+"OutputBackward", outs[t], []*Tensor{token}, func(g *Tensor) []*Tensor {
+			if tables[t].requiresGrad {
 				dy := widenedF32(op+"Backward", "output gradient", g)
-				switch {
-				case len(dy) == 0:
+				if len(dy) == 0 {
 					dy = nil // an empty batch leaves the tables without a gradient
-				case sparse && w.IsLeaf():
-					// Taken at once, as EmbeddingBagSparse's backward
-					// takes it: the sums copy the rows they need, and
-					// nothing waits for the lookup's backward.
-					accumulateBagSparse(op+"Backward", w, bags[t].Idx, bags[t].Offsets, dy, nil, mode == BagMean)
-					dy = nil
-				case g.dtype == Float32:
-					// A copy: the tape may reuse g's buffer before the
-					// lookup's backward reads it. (Widening a bfloat16 g
-					// copies already.)
-					dy = slices.Clone(dy)
 				}
 				dys[t] = dy
 			}
@@ -299,6 +312,26 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 		})
 	}
 	return outs
+}
+
+// parallelTasks runs fn(k) for every k in [0, n) on the worker pool, work
+// being the rough cost of all of them; a panic in any (a Kiln error) is
+// raised again on the caller once all are done, the first by k.
+func parallelTasks(n, work int, fn func(k int)) {
+	panics := make([]any, n)
+	kernels.Parallel(n, work, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			func() {
+				defer func() { panics[k] = recover() }()
+				fn(k)
+			}()
+		}
+	})
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
 }
 
 // The attributes of MergedEmbeddingBag and MergedEmbeddingBagFixed in a

@@ -387,3 +387,35 @@ func ExampleMergedEmbeddingBag() {
 	// [2 20 0 0 2 20] [5 5 -1 1 5 5]
 	// [0 1] [1 1 2 2]
 }
+
+// TestMergedEmbeddingBagSparseTablesInParallel checks the sparse
+// gradients of a lookup large enough to split its tables across the
+// workers, one table read twice: each is what EmbeddingBagSparse gives,
+// the shared table's rows summed in lookup order.
+func TestMergedEmbeddingBagSparseTablesInParallel(t *testing.T) {
+	g := autograd.NewGenerator(43)
+	m := newMergedLookup(g, []int{900, 700, 1200, 800, 700, 500}, 32, 400)
+	var tables, refs, w []*autograd.Tensor
+	for k, n := range m.rows {
+		if k == 4 { // table 1 again
+			tables, refs = append(tables, tables[1]), append(refs, refs[1])
+		} else {
+			v := autograd.Randn(g, n, m.d)
+			tables, refs = append(tables, embLeaf(v)), append(refs, embLeaf(v))
+		}
+		w = append(w, autograd.Randn(g, m.b, m.d))
+	}
+	outs := autograd.MergedEmbeddingBag(tables, m.indices, m.offsets, autograd.BagSum, true, true)
+	mergedLoss(outs, w).Backward()
+	for k, ref := range refs {
+		y := autograd.EmbeddingBagSparse(m.indices[k], m.starts(k), ref, autograd.BagSum, nil)
+		autograd.Sum(autograd.Mul(y, w[k]), nil, false).Backward() // lookup k's rows after lookup k−1's
+	}
+	for k := range tables {
+		got, want := tables[k].SparseGrad(), refs[k].SparseGrad()
+		if got == nil || !slices.Equal(got.Indices, want.Indices) {
+			t.Fatalf("table %d: sparse gradient rows %v, want %v", k, got, want.Indices)
+		}
+		sameBitsT(t, fmt.Sprintf("table %d sparse gradient", k), got.Values, want.Values)
+	}
+}

@@ -16,6 +16,9 @@ type node struct {
 	// none. It runs with gradient recording off, once: Backward drops it
 	// afterwards, freeing what it saved.
 	backward func(grad *Tensor) []*Tensor
+	// keepsGrad says backward keeps its incoming gradient for a node that
+	// runs later: Backward hands it back for reuse only at its end.
+	keepsGrad bool
 }
 
 // edge is the origin of one input of a node. For an input that needs no
@@ -28,6 +31,17 @@ type edge struct {
 }
 
 func (e edge) live() bool { return e.node != nil || e.leaf != nil }
+
+// recordKeeping is record for a backward that keeps its incoming
+// gradient for a later node (see node.keepsGrad): the gradient's memory
+// stays valid until the backward pass ends.
+func recordKeeping(op string, out *Tensor, inputs []*Tensor, backward func(grad *Tensor) []*Tensor) *Tensor {
+	out = record(op, out, inputs, backward)
+	if out.node != nil {
+		out.node.keepsGrad = true
+	}
+	return out
+}
 
 // record attaches the op to out when any input requires a gradient and
 // the op's mode (the union of its inputs' modes) records, and returns out,
@@ -270,6 +284,7 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 	}
 	leafGrads := map[*Tensor]*leafGrad{}
 	var leaves []*Tensor // in the order their gradients complete
+	var kept [][]float32 // gradients nodes keep until the end
 	for i := len(order) - 1; i >= 0; i-- {
 		n := order[i]
 		gn := grads[n]
@@ -322,8 +337,15 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 			}
 		}
 		if gn.dtype == Float32 && !callers(gn) && !stillHeld(gn, ins, grads, leafGrads) {
-			releaseGradBuffer(gn.data.([]float32))
+			if n.keepsGrad {
+				kept = append(kept, gn.data.([]float32))
+			} else {
+				releaseGradBuffer(gn.data.([]float32))
+			}
 		}
+	}
+	for _, b := range kept {
+		releaseGradBuffer(b)
 	}
 	for _, l := range leaves {
 		lg := leafGrads[l]

@@ -2,6 +2,7 @@ package optim
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
@@ -183,9 +184,10 @@ func (q param) follow(t **autograd.Tensor) bool {
 type base[G, O, S any] struct {
 	kind   *kind[G, O, S]
 	groups []group[O, S]
-	// stepped holds the fused tables (FuseSparse) updated since the last
-	// Step or ZeroGrad.
-	stepped map[*autograd.Tensor]bool
+	// stepped flags the fused tables (FuseSparse) updated since the last
+	// Step or ZeroGrad; a backward pass updates tables concurrently, each
+	// setting its own flag.
+	stepped map[*autograd.Tensor]*atomic.Bool
 	// spent says why the optimizer can no longer be used, once SplitWith
 	// has handed its parameters over.
 	spent string
@@ -272,7 +274,7 @@ func as[T Optimizer](o Optimizer, err error) (T, error) {
 // and SparseGrad are nil are skipped, as in PyTorch.
 func (b *base[G, O, S]) Step() {
 	b.checkSpent("Step")
-	clear(b.stepped)
+	b.clearStepped()
 	for gi := range b.groups {
 		g := &b.groups[gi]
 		for i, p := range g.params {
@@ -284,10 +286,17 @@ func (b *base[G, O, S]) Step() {
 	}
 }
 
+// clearStepped lowers the fused tables' flags.
+func (b *base[G, O, S]) clearStepped() {
+	for _, f := range b.stepped {
+		f.Store(false)
+	}
+}
+
 // ZeroGrad drops every parameter's gradient.
 func (b *base[G, O, S]) ZeroGrad() {
 	b.checkSpent("ZeroGrad")
-	clear(b.stepped)
+	b.clearStepped()
 	for _, g := range b.groups {
 		for _, p := range g.params {
 			p.ZeroGrad()

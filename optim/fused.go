@@ -2,6 +2,7 @@ package optim
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/kilnml/kiln/autograd"
 )
@@ -60,20 +61,24 @@ func (b *base[G, O, S]) fuseSparse(params []*autograd.Tensor) error {
 		}
 	}
 	if b.stepped == nil {
-		b.stepped = map[*autograd.Tensor]bool{}
+		b.stepped = map[*autograd.Tensor]*atomic.Bool{}
 	}
 	for k, p := range params {
 		gi, i := places[k].g, places[k].i
 		g := &b.groups[gi]
+		stepped := b.stepped[p]
+		if stepped == nil {
+			stepped = new(atomic.Bool)
+			b.stepped[p] = stepped
+		}
 		p.SetSparseUpdate(func(sg *autograd.SparseGrad) {
-			if b.stepped[p] {
+			if stepped.Swap(true) {
 				fail(op, "group %d parameter %d (shape %v) received a second sparse gradient before Step or ZeroGrad: a fused update cannot accumulate gradients (look each table up once per step, or do not fuse it)", gi, i, p.Shape())
 			}
 			// The unfused path, at once: the same gradient, the same step.
 			p.SetSparseGrad(sg)
 			b.kind.step(&g.opts, &g.state[i], param{Tensor: p, split: g.splits[i], name: &b.kind.name, group: int32(gi), index: int32(i)})
 			p.ZeroGrad()
-			b.stepped[p] = true
 		})
 	}
 	return nil

@@ -61,10 +61,19 @@ func (b fusedBatch) loss(bags []*autograd.Tensor) *autograd.Tensor {
 // TestFuseSparseMatchesStep trains the same tables fused and unfused, in
 // float32 and split BF16, with a learning rate that changes every step,
 // and checks that they stay the same bits: the fused update is the
-// unfused sparse gradient and Step, applied inside Backward.
+// unfused sparse gradient and Step, applied inside Backward. The large
+// case splits its tables across the workers.
 func TestFuseSparseMatchesStep(t *testing.T) {
-	rows := []int{7, 13, 2, 40}
-	const dim, batch = 5, 6
+	for _, size := range []struct {
+		name       string
+		rows       []int
+		dim, batch int
+	}{{"small", []int{7, 13, 2, 40}, 5, 6}, {"large", []int{700, 1300, 200, 4000}, 40, 300}} {
+		t.Run(size.name, func(t *testing.T) { fuseSparseMatchesStep(t, size.rows, size.dim, size.batch) })
+	}
+}
+
+func fuseSparseMatchesStep(t *testing.T, rows []int, dim, batch int) {
 	sgd := optim.SGDOptions{LR: 0.5}
 	adagrad := optim.AdagradOptions{LR: 0.3, LRDecay: 0.01, InitialAccumulatorValue: 0.1, Eps: 1e-10}
 	rw := optim.RowWiseAdagradOptions{LR: 0.3, LRDecay: 0.01, InitialAccumulatorValue: 0.1, Eps: 1e-10}
@@ -209,5 +218,31 @@ func TestFuseSparseErrors(t *testing.T) {
 	sgd.ZeroGrad()
 	if err := pass(); err != nil {
 		t.Errorf("after ZeroGrad: %v", err)
+	}
+}
+
+// TestFuseSparseSharedTableInParallel checks that a table a merged lookup
+// reads twice fails the backward pass with the optimizer's error while
+// the other tables update on the workers, not a crash in a worker.
+func TestFuseSparseSharedTableInParallel(t *testing.T) {
+	g := autograd.NewGenerator(5)
+	a := autograd.Randn(g, 3000, 32).SetRequiresGrad(true)
+	b := autograd.Randn(g, 2000, 32).SetRequiresGrad(true)
+	sgd, err := optim.NewSGD([]*autograd.Tensor{a, b}, optim.SGDOptions{LR: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := optim.FuseSparse(sgd, a, b); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	batch := newFusedBatch(r, []int{2000, 2000, 2000}, 1000, 32)
+	err = autograd.Try(func() {
+		outs := autograd.MergedEmbeddingBag([]*autograd.Tensor{b, a, a}, batch.idx, batch.offs, autograd.BagSum, false, true)
+		batch.loss(outs).Backward()
+	})
+	var oe *optim.Error
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "second sparse gradient before Step") {
+		t.Fatalf("a table looked up twice: %v, want an *optim.Error about accumulation", err)
 	}
 }
