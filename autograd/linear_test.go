@@ -507,6 +507,43 @@ func TestLinearReLU(t *testing.T) {
 			}
 		}
 	}
+	// A chain, LinearReLU into LinearReLU into Linear, passes each ReLU's
+	// backward into the next layer's GEMM: the same bits, also where a
+	// ReLU's result has a second consumer whose gradient adds to it.
+	for _, branch := range []bool{false, true} {
+		x0 := autograd.Randn(g, 37, 19)
+		ws := []*autograd.Tensor{autograd.Randn(g, 45, 19), autograd.Randn(g, 45), autograd.Randn(g, 33, 45), autograd.Randn(g, 33), autograd.Randn(g, 3, 33), autograd.Randn(g, 3)}
+		var vals [2][]float32
+		for k, fused := range []bool{true, false} {
+			x := x0.Detach().SetRequiresGrad(true)
+			p := make([]*autograd.Tensor, len(ws))
+			for i, w := range ws {
+				p[i] = w.Detach().SetRequiresGrad(true)
+			}
+			lr := func(x, w, b *autograd.Tensor) *autograd.Tensor {
+				if fused {
+					return autograd.LinearReLU(x, w, b)
+				}
+				return autograd.ReLU(autograd.Linear(x, w, b))
+			}
+			y1 := lr(x, p[0], p[1])
+			y := autograd.Linear(lr(y1, p[2], p[3]), p[4], p[5])
+			loss := autograd.Sum(autograd.Mul(y, y), nil, false)
+			if branch {
+				loss = autograd.Add(loss, autograd.Sum(autograd.Mul(y1, y1), nil, false))
+			}
+			loss.Backward()
+			vals[k] = append(vals[k], x.Grad().Float32s()...)
+			for _, t := range p {
+				vals[k] = append(vals[k], t.Grad().Float32s()...)
+			}
+		}
+		for i, v := range vals[0] {
+			if math.Float32bits(v) != math.Float32bits(vals[1][i]) {
+				t.Fatalf("chain (branch %v): gradient element %d = %v fused, %v as ops", branch, i, v, vals[1][i])
+			}
+		}
+	}
 	x := autograd.Randn(g, 6, 5).SetRequiresGrad(true)
 	w := autograd.Randn(g, 4, 5).SetRequiresGrad(true)
 	b := autograd.Randn(g, 4).SetRequiresGrad(true)
