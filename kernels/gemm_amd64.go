@@ -16,6 +16,12 @@ var (
 //go:noescape
 func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
 
+// sgemmKernel6x16S is sgemmKernel6x16 with A's six rows unpacked, lda
+// floats apart.
+//
+//go:noescape
+func sgemmKernel6x16S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32, lda int)
+
 // sgemmKernel12x16 is sgemmKernel6x16 on ZMM registers with tiles of two
 // A panels (12 rows); it is in gemm_avx512_amd64.s.
 //

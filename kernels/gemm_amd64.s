@@ -118,6 +118,39 @@ done: \
 	VZEROUPPER; \
 	RET
 
+// EPILOGUE6(tile): the 6×16 kernels' epilogue of a tile held in Y0–Y11
+// (scale by alpha, beta·C, biases, clamp, store, under the mask when
+// there is one), then on to the next tile at label tile.
+#define EPILOGUE6(tile) \
+	VBROADCASTSS alpha+56(FP), Y12; \
+	MUL4(Y12, Y0, Y1, Y2, Y3); \
+	MUL4(Y12, Y4, Y5, Y6, Y7); \
+	MUL4(Y12, Y8, Y9, Y10, Y11); \
+	MOVQ         CX, R13; \
+	MOVQ         R8, AX; \
+	MOVQ         mask+128(FP), R12; \
+	TESTQ        R12, R12; \
+	JNE          masked; \
+	MOVL         beta+60(FP), R12; \
+	TESTL        $0x7fffffff, R12; \
+	JEQ          nobeta; \
+	VBROADCASTSS beta+60(FP), Y13; \
+	ROWS(ROWBETA, ROWEND); \
+nobeta: \
+	ROWS(NOBETA, ROWEND); \
+masked: \
+	VMOVUPS      (R12), Y14; \
+	VMOVUPS      32(R12), Y15; \
+	MOVL         beta+60(FP), R12; \
+	TESTL        $0x7fffffff, R12; \
+	JEQ          nobetam; \
+	VBROADCASTSS beta+60(FP), Y13; \
+	ROWS(ROWBETAM, ROWENDM); \
+nobetam: \
+	ROWS(NOBETA, ROWENDM); \
+next: \
+	NEXTTILE(tile)
+
 // func sgemmKernel6x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
 //
 // Computes tiles 6×16 tiles of C. Tile t multiplies the packed A panel at
@@ -145,38 +178,53 @@ tile:
 	MOVQ R10, R13
 	KLOOP(STEP4, ADV(96, 256), STEP(0, 0), ADV(24, 64))
 
-	VBROADCASTSS alpha+56(FP), Y12
-	MUL4(Y12, Y0, Y1, Y2, Y3)
-	MUL4(Y12, Y4, Y5, Y6, Y7)
-	MUL4(Y12, Y8, Y9, Y10, Y11)
-	MOVQ         CX, R13
-	MOVQ         R8, AX
-	MOVQ         mask+128(FP), R12
-	TESTQ        R12, R12
-	JNE          masked
-	MOVL         beta+60(FP), R12
-	TESTL        $0x7fffffff, R12
-	JEQ          nobeta
-	VBROADCASTSS beta+60(FP), Y13
-	ROWS(ROWBETA, ROWEND)
+	EPILOGUE6(tile)
 
-nobeta:
-	ROWS(NOBETA, ROWEND)
+// One k step of sgemmKernel6x16S: A's six rows lie lda bytes apart (AX =
+// lda, R15 = 3·lda) from R12 (rows 0–3) and R14 (rows 4–5).
+#define STEPS(boff, aoff) \
+	VMOVUPS boff(DX), Y12 \
+	VMOVUPS boff+32(DX), Y13 \
+	BFMA2(aoff(R12), Y14, Y0, Y1) \
+	BFMA2(aoff(R12)(AX*1), Y15, Y2, Y3) \
+	BFMA2(aoff(R12)(AX*2), Y14, Y4, Y5) \
+	BFMA2(aoff(R12)(R15*1), Y15, Y6, Y7) \
+	BFMA2(aoff(R14), Y14, Y8, Y9) \
+	BFMA2(aoff(R14)(AX*1), Y15, Y10, Y11)
 
-masked:
-	VMOVUPS      (R12), Y14
-	VMOVUPS      32(R12), Y15
-	MOVL         beta+60(FP), R12
-	TESTL        $0x7fffffff, R12
-	JEQ          nobetam
-	VBROADCASTSS beta+60(FP), Y13
-	ROWS(ROWBETAM, ROWENDM)
+#define STEPS4 \
+	STEPS(0, 0) \
+	STEPS(64, 4) \
+	STEPS(128, 8) \
+	STEPS(192, 12)
 
-nobetam:
-	ROWS(NOBETA, ROWENDM)
+#define ADVS6(a, b) \
+	ADDQ $a, R12 \
+	ADDQ $a, R14 \
+	ADDQ $b, DX
 
-next:
-	NEXTTILE(tile)
+// func sgemmKernel6x16S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32, lda int)
+//
+// sgemmKernel6x16 reading A unpacked: row r of the 6×kc A block starts
+// r·lda floats after a (all six rows are read).
+TEXT ·sgemmKernel6x16S(SB), NOSPLIT, $0-144
+	TILEARGS
+
+tile:
+	CROWS6(CPF)
+
+	ZERO4(VXORPS, Y0, Y1, Y2, Y3)
+	ZERO4(VXORPS, Y4, Y5, Y6, Y7)
+	ZERO4(VXORPS, Y8, Y9, Y10, Y11)
+	MOVQ lda+136(FP), AX
+	SHLQ $2, AX             // lda in bytes
+	LEAQ (AX)(AX*2), R15    // 3·lda
+	MOVQ SI, R12
+	LEAQ (R12)(AX*4), R14   // row 4
+	MOVQ b+16(FP), DX
+	MOVQ R10, R13
+	KLOOP(STEPS4, ADVS6(16, 256), STEPS(0, 0), ADVS6(4, 64))
+	EPILOGUE6(tile)
 
 // LOADB4(r, …): the 16 floats of the four rows at r, r + R9, r + 2·R9 and
 // r + R10 into the eight registers, two per row.

@@ -25,9 +25,10 @@ import (
 // B panel in L1, measured the same on square products and 4-6% slower on
 // wide ones.)
 //
-// On AVX-512 a stored, untransposed A is not packed where every tile is 32
-// columns wide: sgemmKernel12x32S broadcasts from its 12 rows in place,
-// and the strip stays in L1 while the kernel walks right. Packing cost
+// A stored, untransposed A is not packed where every tile is full width
+// (32 columns at AVX-512, 16 at AVX2): sgemmKernel12x32S and
+// sgemmKernel6x16S broadcast from its rows in place, and the strip stays
+// in L1 while the kernel walks right. Packing cost
 // 8-10% of DLRM's Linear layers (2048 rows, K 256-512); reading in place
 // was 10-25% faster there. Rows a multiple of 4 KiB apart would share the
 // L1's sets (12 rows in 8 ways: 1024³ ran 15% slower), so those are packed.
@@ -323,13 +324,13 @@ func (g *gemmCall) serial() {
 	g.run(0, (g.m+g.mr-1)/g.mr)
 }
 
-// gemmRowsSpread reports whether 12 rows lda floats apart spread over the
-// L1's sets: at most 6 of them start in the same set of its 64.
-func gemmRowsSpread(lda int) bool {
-	var n [64]uint8
-	for r := range 2 * gemmMR {
+// gemmRowsSpread reports whether rows rows lda floats apart spread over
+// the L1's sets: at most half of them start in the same set of its 64.
+func gemmRowsSpread(lda, rows int) bool {
+	var n [64]int
+	for r := range rows {
 		s := (r * lda * 4 / 64) % 64
-		if n[s]++; n[s] > 6 {
+		if n[s]++; 2*n[s] > rows {
 			return false
 		}
 	}
@@ -362,7 +363,10 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 	if g.pb == nil {
 		s.b = growAligned(s.b, kcMax*nc)
 	}
-	direct := g.ap == nil && !g.transA && g.mr == 2*gemmMR && nc%32 == 0 && (j1-j0)%32 == 0 && gemmRowsSpread(g.lda)
+	// Direct reading needs whole tiles of the widest kernel: 32 columns
+	// at AVX-512, 16 at AVX2.
+	tw := 16 * g.mr / gemmMR
+	direct := g.ap == nil && !g.transA && nc%tw == 0 && (j1-j0)%tw == 0 && gemmRowsSpread(g.lda, g.mr)
 	if direct {
 		// A stays where it is, so one row block takes the whole share and
 		// each block of B is packed once; s.a holds the last strip only.
@@ -404,7 +408,8 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 				} else {
 					packBAVX2(g.transB, g.b, g.ldb, pc, kc, jc, ncw, bp)
 				}
-				if ncw <= gemmNR {
+				// (A read in place has no packed block for colStrip.)
+				if ncw <= gemmNR && !direct {
 					g.colStrip(s, bp, kc, ic, mcw, jc, ncw, beta, last)
 					continue
 				}
@@ -458,8 +463,13 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 		if colStep != 0 {
 			cb = &ep.Bias[j]
 		}
-		g.kernel(kc, &ap[0], &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
-			cb, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil)
+		if ad >= 0 && g.mr == gemmMR {
+			sgemmKernel6x16S(kc, &g.a[ad], &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
+				cb, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil, g.lda)
+		} else {
+			g.kernel(kc, &ap[0], &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
+				cb, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil)
+		}
 	}
 	if w := ncw - full*gemmNR; w > 0 {
 		j := jc + full*gemmNR

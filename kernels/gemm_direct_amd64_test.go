@@ -8,20 +8,29 @@ import (
 	"testing"
 )
 
-// TestSgemmDirectAMatchesPacked checks that the AVX-512 GEMM reading a
-// stored A in place (rows spread over the L1's sets) gives the same bits
-// as packing it (a 4 KiB row stride, where it packs): the same products
-// summed in the same order, with the bias and ReLU epilogue, across K
-// blocks, a last strip of fewer than 12 rows and both thread splits.
+// TestSgemmDirectAMatchesPacked checks that the AVX2 and AVX-512 GEMMs
+// reading a stored A in place (rows spread over the L1's sets) give the
+// same bits as packing it (a 4 KiB row stride, where they pack): the same
+// products summed in the same order, with the bias and ReLU epilogue,
+// across K blocks, a last strip of fewer rows than a tile and both thread
+// splits.
 func TestSgemmDirectAMatchesPacked(t *testing.T) {
-	if caps.best < AVX512 {
-		t.Skip("no AVX-512")
+	for _, rows := range []int{6, 12} {
+		if !gemmRowsSpread(803, rows) || !gemmRowsSpread(512, rows) || gemmRowsSpread(1024, rows) || gemmRowsSpread(2048, rows) || gemmRowsSpread(1025, rows) {
+			t.Fatalf("gemmRowsSpread(·, %d): want 803 and 512 spread, 1024, 1025 and 2048 not", rows)
+		}
 	}
-	if !gemmRowsSpread(803) || gemmRowsSpread(1024) || gemmRowsSpread(2048) || gemmRowsSpread(1025) {
-		t.Fatal("gemmRowsSpread: want 803 spread, 1024, 1025 and 2048 not")
+	for _, l := range Levels() {
+		if l < AVX2 {
+			continue
+		}
+		t.Run(l.String(), func(t *testing.T) { sgemmDirectAMatchesPacked(t, pick(l, sgemmVariants)) })
 	}
+}
+
+func sgemmDirectAMatchesPacked(t *testing.T, gemm sgemmFunc) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, mnk := range [][3]int{{50, 96, 800}, {24, 64, 13}, {61, 512, 415}} {
+	for _, mnk := range [][3]int{{50, 96, 800}, {24, 64, 13}, {61, 512, 415}, {17, 48, 33}} {
 		m, n, k := mnk[0], mnk[1], mnk[2]
 		src := randSlice(r, m*k)
 		b := randSlice(r, n*k)
@@ -34,7 +43,7 @@ func TestSgemmDirectAMatchesPacked(t *testing.T) {
 				copy(a[row*lda:row*lda+k], src[row*k:])
 			}
 			out[i] = make([]float32, m*n)
-			sgemmAVX512(false, true, m, n, k, 1, a, lda, b, k, 0, out[i], n, ep)
+			gemm(false, true, m, n, k, 1, a, lda, b, k, 0, out[i], n, ep)
 		}
 		for j := range out[0] {
 			if math.Float32bits(out[0][j]) != math.Float32bits(out[1][j]) {
