@@ -123,25 +123,39 @@ func init() {
 		}
 		return one(Interaction(in[0], in[1:], a.(interactionAttrs).Self))
 	})
-	// Float32 operands only: bfloat16 ones (rare: DLRM's lookups give
-	// float32) run through the eager form.
 	defineBind("Interaction", func(attrs any, ins, outs []*Tensor, _ []bool) func() {
-		y := outs[0]
-		if y.dtype != Float32 || y.format != Contiguous {
+		y, x := outs[0], ins[0]
+		if y.format != Contiguous {
 			return nil
 		}
-		data := make([][]float32, len(ins))
-		for f, t := range ins {
-			if t == nil || t.dtype != Float32 || t.format != Contiguous {
-				return nil
-			}
-			data[f] = t.Float32s()
-		}
-		x := ins[0]
 		s := kernels.InteractionShape{Batch: x.shape[0], Dim: x.shape[1], Features: len(ins), Self: attrs.(interactionAttrs).Self}
-		yd := y.Float32s()
-		return func() { kernels.InteractionForward(s, data, yd) }
+		switch y.dtype {
+		case Float32:
+			if data := interactionBound(ins, Float32, (*Tensor).Float32s); data != nil {
+				yd := y.Float32s()
+				return func() { kernels.InteractionForward(s, data, yd) }
+			}
+		case BFloat16:
+			if data := interactionBound(ins, BFloat16, (*Tensor).BFloat16s); data != nil {
+				yd := y.BFloat16s()
+				return func() { kernels.InteractionForwardBF16(s, data, yd) }
+			}
+		}
+		return nil
 	})
+}
+
+// interactionBound returns the data of a bound Interaction's operands, or
+// nil unless all are contiguous and of dtype dt.
+func interactionBound[T any](ins []*Tensor, dt DType, data func(*Tensor) []T) [][]T {
+	out := make([][]T, len(ins))
+	for f, t := range ins {
+		if t == nil || t.dtype != dt || t.format != Contiguous {
+			return nil
+		}
+		out[f] = data(t)
+	}
+	return out
 }
 
 // interactionOperands checks Interaction's operands and returns them as

@@ -370,8 +370,9 @@ func setNodeAttr(n *Node, a Attr) {
 }
 
 // TestDLRMOpsBFloat16: lookups of bfloat16 tables (split parameters'
-// tops) compile, and an interaction of bfloat16 operands runs through its
-// eager form; either way the compiled run is the eager one bit for bit.
+// tops) and an interaction of bfloat16 operands compile (no node runs
+// through its eager form), and the compiled run is the eager one bit for
+// bit.
 func TestDLRMOpsBFloat16(t *testing.T) {
 	g := autograd.NewGenerator(4)
 	bf := func(x *autograd.Tensor) *autograd.Tensor { return autograd.Cast(x, autograd.BFloat16) }
@@ -397,12 +398,7 @@ func TestDLRMOpsBFloat16(t *testing.T) {
 	}
 	pl := checkCompiled(t, p, tables[0], tables[1], x, idx, off, fixed)
 	for _, i := range pl.eager {
-		if n := gr.Nodes[i]; n.Op != "Interaction" || gr.Values[n.Inputs[0]].DType != autograd.BFloat16 {
-			t.Errorf("node %d (%s) runs eagerly", i, n.Op)
-		}
-	}
-	if len(pl.eager) != 1 {
-		t.Errorf("%d nodes run eagerly, want the bfloat16 interaction alone", len(pl.eager))
+		t.Errorf("node %d (%s) runs eagerly", i, gr.Nodes[i].Op)
 	}
 }
 
