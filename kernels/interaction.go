@@ -125,14 +125,21 @@ func interactionRows(a *interactionArgs, lo, hi int) {
 // forward's pair order. grads must not overlap feats or dout.
 func InteractionBackward(s InteractionShape, feats [][]float32, dout []float32, grads [][]float32) {
 	checkInteraction(s, "InteractionBackward", feats, "feature", grads, dout, "dout")
-	Parallel(s.Batch, s.backwardWork(), func(lo, hi int) {
-		interactionGradRows(s, feats, dout, grads, lo, hi)
-	})
+	interactionGradJobs.run(s.Batch, s.backwardWork(), interactionGradArgs{s: s, feats: feats, dout: dout, grads: grads}, interactionGradRows)
 }
+
+type interactionGradArgs struct {
+	s            InteractionShape
+	feats, grads [][]float32
+	dout         []float32
+}
+
+var interactionGradJobs parPool[interactionGradArgs]
 
 // interactionGradRows is InteractionBackward for samples [lo, hi): per
 // sample, every feature's gradient row in one interactionGradsImpl call.
-func interactionGradRows(s InteractionShape, feats [][]float32, dout []float32, grads [][]float32, lo, hi int) {
+func interactionGradRows(a *interactionGradArgs, lo, hi int) {
+	s, feats, dout, grads := a.s, a.feats, a.dout, a.grads
 	d, w := s.Dim, s.Width()
 	sc := interactionScratches.get().grow(s.Features)
 	defer sc.put()

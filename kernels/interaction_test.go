@@ -395,3 +395,25 @@ func guarded16Filled(t *testing.T, n int) ([]uint16, func()) {
 	}
 	return s, ok
 }
+
+// TestInteractionDoesNotAllocate: a forward and a backward large enough
+// for the worker pool allocate nothing once their pools are warm.
+func TestInteractionDoesNotAllocate(t *testing.T) {
+	if elemRace {
+		t.Skip("the race detector's sync.Pool drops items on purpose")
+	}
+	r := rand.New(rand.NewPCG(69, 70))
+	s := InteractionShape{Batch: 256, Dim: 32, Features: 9}
+	c := newInteractionCase(r, s)
+	out := make([]float32, s.Batch*s.Width())
+	grads := make([][]float32, s.Features)
+	for f := range grads {
+		grads[f] = make([]float32, s.Batch*s.Dim)
+	}
+	if a := testing.AllocsPerRun(10, func() { InteractionForward(s, c.feats, out) }); a != 0 {
+		t.Errorf("InteractionForward allocates %v times per call", a)
+	}
+	if a := testing.AllocsPerRun(10, func() { InteractionBackward(s, c.feats, out, grads) }); a != 0 {
+		t.Errorf("InteractionBackward allocates %v times per call", a)
+	}
+}
