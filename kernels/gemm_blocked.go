@@ -51,6 +51,9 @@ type gemmScratch struct {
 	b    []float32       // a packed KC×NC block of B
 	a    []float32       // a packed MC×KC block of A and the two floats gemmPackAN6 writes past it
 	bias [gemmNR]float32 // the column bias of a narrow panel, padded
+	// A ragged 12×32 tile of C and its column bias (raggedTile).
+	tile   [2 * gemmMR * 2 * gemmNR]float32
+	bias32 [2 * gemmNR]float32
 }
 
 var gemmScratchPool = freeList[gemmScratch]{New: newOf[gemmScratch]}
@@ -357,16 +360,19 @@ func (g *gemmCall) part(lo, hi int) {
 
 // block computes C[i0:i1, j0:j1]; j0 is a multiple of gemmNR.
 func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
-	nc := gemmBalance(j1-j0, gemmNC, gemmNR)
+	// Blocks of whole tiles of the widest kernel: 32 columns at AVX-512,
+	// 16 at AVX2.
+	tw := gemmNR * g.mr / gemmMR
+	nc := gemmBalance(j1-j0, gemmNC, tw)
 	mc := gemmBalance(i1-i0, gemmMC, g.mr) // whole tiles, so a tile's second A panel is inside s.a
 	kcMax := min(g.kc, g.k)
 	if g.pb == nil {
 		s.b = growAligned(s.b, kcMax*nc)
 	}
-	// Direct reading needs whole tiles of the widest kernel: 32 columns
-	// at AVX-512, 16 at AVX2.
-	tw := 16 * g.mr / gemmMR
-	direct := g.ap == nil && !g.transA && nc%tw == 0 && (j1-j0)%tw == 0 && gemmRowsSpread(g.lda, g.mr)
+	// Reading A in place needs every tile to be one of those, or (AVX-512)
+	// a last one of 17 to 31 columns (rowStrip's ragged tile).
+	tail := (j1 - j0) % tw
+	direct := g.ap == nil && !g.transA && (tail == 0 || tw == 2*gemmNR && tail > gemmNR) && gemmRowsSpread(g.lda, g.mr)
 	if direct {
 		// A stays where it is, so one row block takes the whole share and
 		// each block of B is packed once; s.a holds the last strip only.
@@ -457,6 +463,11 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 				colBias, rowBias, 0, 8*kc*gemmNR, 8*gemmNR, 2*colStep, 0)
 		}
 	}
+	if g.mr == 2*gemmMR && full-done == 1 && ncw > full*gemmNR {
+		// A last whole panel and a part of one: one 32-column tile.
+		g.raggedTile(s, kc, bp[done*kc*gemmNR:], ap, ad, i, rows, jc+done*gemmNR, ncw-done*gemmNR, beta, lo, rowBias, colStep != 0)
+		done, full = full+1, full+1
+	}
 	if full > done {
 		j := jc + done*gemmNR
 		cb := colBias
@@ -484,6 +495,34 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 	}
 	if last && ep.inGo(relu) {
 		ep.finishRows(c, ldc, i, rows, jc, ncw, relu)
+	}
+}
+
+// raggedTile computes the 12×w tile of C at row i, column j, 16 < w <
+// 32, with the 12×32 kernel on a scratch tile: the two B panels at bp
+// (the second zero past w) by the packed A panel ap, or the stored A from
+// element ad when ad ≥ 0. The 12×16 kernel twice, the second call masked,
+// ran at about half the speed; the bits are the same.
+func (g *gemmCall) raggedTile(s *gemmScratch, kc int, bp, ap []float32, ad, i, rows, j, w int, beta, lo float32, rowBias *float32, colBias bool) {
+	t := &s.tile
+	if beta != 0 {
+		for r := range rows {
+			copy(t[r*2*gemmNR:r*2*gemmNR+w], g.c[(i+r)*g.ldc+j:])
+		}
+	}
+	cb := &gemmNegZero[0]
+	if colBias {
+		s.bias32 = gemmNegZero
+		copy(s.bias32[:w], g.ep.Bias[j:j+w])
+		cb = &s.bias32[0]
+	}
+	if ad >= 0 {
+		sgemmKernel12x32S(kc, &g.a[ad], &bp[0], &t[0], 2*gemmNR, 1, rows, g.alpha, beta, lo, cb, rowBias, 0, 0, 0, 0, 0, g.lda)
+	} else {
+		sgemmKernel12x32(kc, &ap[0], &bp[0], &t[0], 2*gemmNR, 1, rows, g.alpha, beta, lo, cb, rowBias, 0, 0, 0, 0, 0)
+	}
+	for r := range rows {
+		copy(g.c[(i+r)*g.ldc+j:(i+r)*g.ldc+j+w], t[r*2*gemmNR:])
 	}
 }
 
