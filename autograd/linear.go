@@ -386,38 +386,23 @@ func Linear(x, w, b *Tensor) *Tensor {
 
 // linearBackward returns the backward of a float32 Linear, xc and wc
 // being x and w in row-major order. With relu, the output y = ReLU(x·wᵀ+b)
-// comes first through ReLU's backward, which reads y, unless the op its
-// gradient came from did that already (node.gated). And where x is itself
-// a LinearReLU's result, x's gradient passes through that ReLU's backward
-// here, in the GEMM's epilogue, while each block is in cache.
-func linearBackward(x, w, b, xc, wc *Tensor, rows int, relu *Tensor) func(g *Tensor) []*Tensor {
+// comes first through ReLU's backward, which reads y.
+func linearBackward(x, w, b, xc, wc *Tensor, rows int, relu []float32) func(g *Tensor) []*Tensor {
 	outF, inF := w.shape[0], w.shape[1]
 	xd, wd := xc.Float32s(), wc.Float32s()
 	return func(g *Tensor) []*Tensor {
 		gd := rowMajor(g).Float32s()
 		if relu != nil {
-			if n := relu.node; n != nil && n.gated == g {
-				n.gated = nil
-			} else {
-				masked := gradBuffer(len(gd))
-				kernels.Act{Fn: kernels.ActReLU}.Backward(masked, gd, nil, relu.Float32s())
-				gd = masked
-				defer releaseGradBuffer(masked)
-			}
+			masked := gradBuffer(len(relu))
+			kernels.Act{Fn: kernels.ActReLU}.Backward(masked, gd, nil, relu)
+			gd = masked
+			defer releaseGradBuffer(masked)
 		}
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
 			d := gradBuffer(len(xd))
-			var ep kernels.Epilogue
-			gate := x.node != nil && x.node.op == linearReLUOp && x.format == Contiguous
-			if gate {
-				ep.Gate = xd
-			}
-			kernels.SgemmEpilogue(false, false, rows, inF, outF, 1, gd, outF, wd, inF, 0, d, inF, ep)
+			kernels.Sgemm(false, false, rows, inF, outF, 1, gd, outF, wd, inF, 0, d, inF)
 			gx = linearGrad(x, d)
-			if gate {
-				x.node.gated = gx
-			}
 		}
 		if w.requiresGrad {
 			d := gradBuffer(len(wd))
@@ -431,9 +416,6 @@ func linearBackward(x, w, b, xc, wc *Tensor, rows int, relu *Tensor) func(g *Ten
 		return []*Tensor{gx, gw, gb}
 	}
 }
-
-// linearReLUOp is the recorded name of LinearReLU's node.
-const linearReLUOp = "LinearReLUBackward"
 
 // LinearReLU returns ReLU(Linear(x, w, b)), bit for bit, values and
 // gradients. Where nothing is traced and the operands are float32, the
@@ -456,7 +438,7 @@ func LinearReLU(x, w, b *Tensor) *Tensor {
 	}
 	f()
 	rows := numel(op, outShape[:len(outShape)-1])
-	return record(linearReLUOp, out, []*Tensor{x, w, b}, linearBackward(x, w, b, xc, wc, rows, out))
+	return record(op+"ReLUBackward", out, []*Tensor{x, w, b}, linearBackward(x, w, b, xc, wc, rows, out.Float32s()))
 }
 
 // linearBF16 records Linear's result out of bfloat16 operands, xc and wc

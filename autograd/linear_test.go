@@ -507,9 +507,9 @@ func TestLinearReLU(t *testing.T) {
 			}
 		}
 	}
-	// A chain, LinearReLU into LinearReLU into Linear, passes each ReLU's
-	// backward into the next layer's GEMM: the same bits, also where a
-	// ReLU's result has a second consumer whose gradient adds to it.
+	// A chain, LinearReLU into LinearReLU into Linear: the same bits, also
+	// where a ReLU's result has a second consumer whose gradient adds to
+	// it.
 	for _, branch := range []bool{false, true} {
 		x0 := autograd.Randn(g, 37, 19)
 		ws := []*autograd.Tensor{autograd.Randn(g, 45, 19), autograd.Randn(g, 45), autograd.Randn(g, 33, 45), autograd.Randn(g, 33), autograd.Randn(g, 3, 33), autograd.Randn(g, 3)}

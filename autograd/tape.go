@@ -19,10 +19,6 @@ type node struct {
 	// keepsGrad says backward keeps its incoming gradient for a node that
 	// runs later: Backward hands it back for reuse only at its end.
 	keepsGrad bool
-	// gated is a gradient for this node's output that the op which made
-	// it already passed through ReLU's backward by that output (see
-	// LinearReLU), or nil.
-	gated *Tensor
 }
 
 // edge is the origin of one input of a node. For an input that needs no
@@ -333,7 +329,6 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 					!callers(prev) && !overlaps(prev, gn) && !overlaps(prev, gi) && !stillHeld(prev, ins, grads, leafGrads) {
 					// prev is memory only this sum holds: add in place.
 					grads[e.node] = addInto(prev, gi)
-					e.node.gated = nil // no longer as gated as prev was
 				} else {
 					grads[e.node] = sumGrads(prev, gi)
 				}

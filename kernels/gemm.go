@@ -37,11 +37,6 @@ type Epilogue struct {
 	// laid out as C (a residual connection's other branch). ReLU then
 	// runs in Go rather than in the assembly kernel.
 	Residual []float32
-	// Gate, when set, zeroes each element whose Gate[i*ldc+j] (laid out
-	// as C) is not above zero, after everything else: ReLU's backward by
-	// its output, for a gradient with respect to a ReLU's result, with
-	// ReLU's bits (Act{Fn: ActReLU}.Backward).
-	Gate []float32
 
 	out16 bf16Stage // a BF16 convolution's output stage, last
 }
@@ -49,7 +44,7 @@ type Epilogue struct {
 // inGo reports whether the epilogue has a part that runs in Go on finished
 // rows (finishRows), given whether the kernel applied the ReLU.
 func (ep *Epilogue) inGo(relu bool) bool {
-	return ep.Residual != nil || ep.Gate != nil || ep.Activate && !relu || ep.out16.on()
+	return ep.Residual != nil || ep.Activate && !relu || ep.out16.on()
 }
 
 // finishRows runs finish on rows [i0, i0+rows), columns [j0, j0+w) of C.
@@ -69,7 +64,7 @@ func (ep *Epilogue) inAsmReLU() bool {
 	return ep.Activate && ep.Act.Fn == ActReLU && ep.Residual == nil
 }
 
-// finish runs the epilogue's Go part, residual, activation, gate, on one
+// finish runs the epilogue's Go part, residual then activation, on one
 // finished row segment of C starting at element off of C.
 func (ep *Epilogue) finish(row []float32, off int, relu bool, tmp *[2][bf16Stretch]float32) {
 	if ep.Residual != nil {
@@ -77,9 +72,6 @@ func (ep *Epilogue) finish(row []float32, off int, relu bool, tmp *[2][bf16Stret
 	}
 	if ep.Activate && !relu {
 		actForwardImpl(ep.Act, row, row)
-	}
-	if ep.Gate != nil {
-		actBackwardImpl(Act{Fn: ActReLU}, row, row, ep.Gate[off:off+len(row)])
 	}
 	if ep.out16.on() {
 		ep.out16.store(row, off, tmp)
@@ -125,9 +117,6 @@ func sgemmGeneric(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 func (ep *Epilogue) check(m, n, ldc int) {
 	if ep.Residual != nil && m > 0 && n > 0 && len(ep.Residual) < (m-1)*ldc+n {
 		fail(ErrShape, "Sgemm", "epilogue residual has %d elements for %d rows of %d with stride %d", len(ep.Residual), m, n, ldc)
-	}
-	if ep.Gate != nil && m > 0 && n > 0 && len(ep.Gate) < (m-1)*ldc+n {
-		fail(ErrShape, "Sgemm", "epilogue gate has %d elements for %d rows of %d with stride %d", len(ep.Gate), m, n, ldc)
 	}
 	if ep.Bias != nil {
 		want, what := n, "columns"

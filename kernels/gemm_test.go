@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -576,58 +575,4 @@ func TestSgemmAllocs(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestSgemmEpilogueGate checks the epilogue's gate against the product
-// followed by ReLU's backward by the gate, bit for bit, on every path: the
-// blocked kernels (A packed and in place), split K, the prepacked B, the
-// vanishing product, with a bias and an activation before it, and a gate
-// with zeros of both signs, negatives and NaN.
-func TestSgemmEpilogueGate(t *testing.T) {
-	forEachLevel(t, func(t *testing.T, l Level) {
-		gemm := pick(l, sgemmVariants)
-		r := rand.New(rand.NewPCG(16, uint64(l)))
-		for i, mnk := range [][3]int{{1, 1, 1}, {7, 17, 9}, {50, 96, 70}, {61, 64, 800}, {29, 37, 1601}, {13, 33, 0}, {400, 13, 4}} {
-			m, n, k := mnk[0], mnk[1], mnk[2]
-			ldc := n + 3
-			a, b := randSlice(r, m*k), randSlice(r, k*n)
-			gate := randSlice(r, m*ldc)
-			for j := range gate {
-				switch j % 7 {
-				case 1:
-					gate[j] = 0
-				case 2:
-					gate[j] = float32(math.Copysign(0, -1))
-				case 3:
-					gate[j] = float32(math.NaN())
-				}
-			}
-			ep := Epilogue{Gate: gate}
-			if i%2 == 1 {
-				ep.Bias, ep.Act, ep.Activate = randSlice(r, n), Act{Fn: ActReLU}, true
-			}
-			c0 := randSlice(r, m*ldc)
-			plain := ep
-			plain.Gate = nil
-			// run returns C after prod with the gate, and after prod
-			// without it followed by ReLU's backward by the gate.
-			run := func(prod func(c []float32, ep Epilogue)) (got, want []float32) {
-				got, want = slices.Clone(c0), slices.Clone(c0)
-				prod(got, ep)
-				prod(want, plain)
-				for row := range m {
-					seg := want[row*ldc : row*ldc+n]
-					Act{Fn: ActReLU}.Backward(seg, slices.Clone(seg), nil, gate[row*ldc:row*ldc+n])
-				}
-				return got, want
-			}
-			got, want := run(func(c []float32, ep Epilogue) { gemm(false, true, m, n, k, 1, a, k, b, k, 0.5, c, ldc, ep) })
-			sameBits32(t, fmt.Sprintf("%d×%d×%d", m, n, k), got, want)
-			if l >= AVX2 && k > 0 {
-				pb := PackB(true, k, n, b, k)
-				got, want = run(func(c []float32, ep Epilogue) { SgemmPacked(false, m, 1, a, k, pb, 0.5, c, ldc, ep) })
-				sameBits32(t, fmt.Sprintf("%d×%d×%d packed", m, n, k), got, want)
-			}
-		}
-	})
 }
