@@ -67,7 +67,7 @@ func Scan(r io.Reader, opts ScanOptions) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix.mem = mem.b
+	ix.mem = append(mem.b, make([]byte, 0)...) // non-nil even without lines: in memory
 	ix.recs = nil
 	return ix, nil
 }
