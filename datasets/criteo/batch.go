@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"sort"
 )
 
@@ -65,17 +66,16 @@ func batches(parts []part, lines []int, batchSize int) iter.Seq2[*Batch, error] 
 			yield(nil, fmt.Errorf("criteo: batch size %d, want > 0", batchSize))
 			return
 		}
-		last := parts[len(parts)-1]
-		total := last.start + last.ix.Len()
+		total := setLen(parts)
 		for _, i := range lines {
 			if i < 0 || i >= total {
 				yield(nil, fmt.Errorf("criteo: line %d out of range [0, %d)", i, total))
 				return
 			}
 		}
-		var buf []byte
+		var rd reader
 		for start := 0; start < len(lines); start += batchSize {
-			b, err := batch(parts, lines[start:min(start+batchSize, len(lines))], &buf)
+			b, err := rd.batch(parts, lines[start:min(start+batchSize, len(lines))])
 			if !yield(b, err) || err != nil {
 				return
 			}
@@ -83,7 +83,86 @@ func batches(parts []part, lines []int, batchSize int) iter.Seq2[*Batch, error] 
 	}
 }
 
-func batch(parts []part, lines []int, buf *[]byte) (*Batch, error) {
+// setLen is the number of lines of the parts.
+func setLen(parts []part) int {
+	last := parts[len(parts)-1]
+	return last.start + last.ix.Len()
+}
+
+// A reader holds the buffers that reading batches reuses: O(batch size).
+type reader struct {
+	recs  []record
+	order []int
+	rbuf  []byte
+	buf   []byte
+}
+
+// maxRecordGap is the largest run of unwanted records (12 bytes each) read
+// through to fetch neighbouring records with one ReadAt; maxRecordRun
+// bounds one read.
+const (
+	maxRecordGap = 256
+	maxRecordRun = 1 << 14
+)
+
+// records fetches the records of lines (set line numbers in range, in any
+// order) into rd.recs. Records are read in line order, so that those of
+// nearby lines, whatever their place in lines, come with one ReadAt from
+// the sidecar.
+func (rd *reader) records(parts []part, lines []int) error {
+	n := len(lines)
+	rd.recs = slices.Grow(rd.recs[:0], n)[:n]
+	if len(parts) == 1 && parts[0].ix.mem != nil {
+		ix := parts[0].ix
+		for j, i := range lines {
+			rd.recs[j] = getRecord(ix.mem[i*recordSize:])
+		}
+		return nil
+	}
+	rd.order = slices.Grow(rd.order[:0], n)[:n]
+	for j := range rd.order {
+		rd.order[j] = j
+	}
+	if !slices.IsSorted(lines) {
+		slices.SortFunc(rd.order, func(a, b int) int { return lines[a] - lines[b] })
+	}
+	for k := 0; k < n; {
+		p, first := locate(parts, lines[rd.order[k]])
+		last := first
+		e := k + 1
+		for ; e < n; e++ {
+			i := lines[rd.order[e]] - p.start
+			if i >= p.ix.n || i-last > maxRecordGap || i-first >= maxRecordRun {
+				break
+			}
+			last = i
+		}
+		size := (last - first + 1) * recordSize
+		if cap(rd.rbuf) < size {
+			rd.rbuf = make([]byte, size)
+		}
+		b := rd.rbuf[:size]
+		if err := p.ix.readRecords(first, b); err != nil {
+			return err
+		}
+		for _, j := range rd.order[k:e] {
+			rd.recs[j] = getRecord(b[(lines[j]-p.start-first)*recordSize:])
+		}
+		k = e
+	}
+	return nil
+}
+
+// batch reads lines (set line numbers in range) into a new Batch.
+func (rd *reader) batch(parts []part, lines []int) (*Batch, error) {
+	if err := rd.records(parts, lines); err != nil {
+		return nil, err
+	}
+	return readBatch(parts, lines, rd.recs, &rd.buf)
+}
+
+// readBatch reads lines, whose records are recs, into a new Batch.
+func readBatch(parts []part, lines []int, recs []record, buf *[]byte) (*Batch, error) {
 	n := len(lines)
 	b := &Batch{
 		Dense:   make([]float32, n*NumDense),
@@ -103,15 +182,15 @@ func batch(parts []part, lines []int, buf *[]byte) (*Batch, error) {
 		// in order.
 		p, first := locate(parts, lines[k])
 		ix := p.ix
-		lo, ln := ix.Offset(first)
-		hi := lo + int64(ln)
+		lo := recs[k].off
+		hi := lo + int64(recs[k].n)
 		e := k + 1
 		for ; e < n; e++ {
 			i := lines[e] - p.start
 			if i < 0 || i >= ix.Len() {
 				break
 			}
-			o, l := ix.Offset(i)
+			o, l := recs[e].off, recs[e].n
 			if o < hi || o-hi > maxGap || o+int64(l)-lo > 1<<24 {
 				break
 			}
@@ -130,8 +209,8 @@ func batch(parts []part, lines []int, buf *[]byte) (*Batch, error) {
 			return nil, fmt.Errorf("%s: reading good line %d at byte %d: %w", ix.file, first, lo, err)
 		}
 		for j := k; j < e; j++ {
-			o, l := ix.Offset(lines[j] - p.start)
-			if err := ix.fill(b, j, lines[j]-p.start, chunk[o-lo:o-lo+int64(l)], &s); err != nil {
+			o, l := recs[j].off, int64(recs[j].n)
+			if err := ix.fill(b, j, lines[j]-p.start, chunk[o-lo:o-lo+l], &s); err != nil {
 				return nil, err
 			}
 		}

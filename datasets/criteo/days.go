@@ -15,10 +15,13 @@ import (
 // of every file share one dictionary, numbered in order of first
 // appearance over the files in day order, as dlrm's convertDicts count
 // over all days; Counts is therefore the table sizes of the whole set.
-// A DaySet keeps its files open until Close. Its memory is that of the
-// files' Indexes: the dictionary plus about 12 bytes per line, which for
-// the whole Terabyte set (some 4.4 billion lines) is over 50 GB; a
-// --max-ind-range does not shrink it.
+// A DaySet keeps its files and their sidecars open until Close. Its
+// memory is the shared dictionary alone, O(vocabulary) (a --max-ind-range
+// bounds it): the per-line records (offset, length, label; 12 bytes a
+// line) stay in the sidecars and are read on demand. Order describes the
+// training lines lazily and reads them in batches with O(batch size)
+// memory; Select and Batches, which take a slice of line numbers, cost
+// 8 bytes per selected line.
 type DaySet struct {
 	parts []part
 	files []*os.File
@@ -105,6 +108,7 @@ func openFiles(paths []string, opts ScanOptions) (*DaySet, error) {
 		}
 		f, err := os.Open(path)
 		if err != nil {
+			ix.Close()
 			return fail(err)
 		}
 		s.files = append(s.files, f)
@@ -131,11 +135,16 @@ func (ix *Index) shareVocab(to *Index) {
 	}
 }
 
-// Close closes the files.
+// Close closes the files and their sidecars.
 func (s *DaySet) Close() error {
 	var first error
 	for _, f := range s.files {
 		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, p := range s.parts {
+		if err := p.ix.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -152,7 +161,8 @@ func (s *DaySet) Len() int {
 	return last.start + last.ix.Len()
 }
 
-// Label returns good line i's label, 0 or 1.
+// Label returns good line i's label, 0 or 1, read from its file's
+// sidecar (see Index.Label).
 func (s *DaySet) Label(i int) int {
 	p, j := locate(s.parts, i)
 	return p.ix.Label(j)
@@ -189,9 +199,10 @@ func (s *DaySet) BadLines() (count int, first []string) {
 
 // Select is Index.Select over the set's lines: the lines of r left after
 // dropping the fraction rate of negatives, each choice fixed by seed and
-// the line's number.
+// the line's number. The slice costs 8 bytes a line; Order gives the same
+// lines lazily.
 func (s *DaySet) Select(r Range, rate float64, seed uint64) []int {
-	return selectLines(r, rate, seed, s.Label)
+	return selectLines(s.parts, r, rate, seed)
 }
 
 // Batches is Index.Batches over the set's files: lines (numbers from

@@ -4,8 +4,10 @@
 // way facebookresearch/dlrm's data_utils.py and dlrm_data_pytorch.py
 // prepare it, but streamed: dlrm converts the whole file into NumPy arrays
 // in memory (and .npz files on disk) before training, while this package
-// keeps O(vocabulary + batch) memory plus one offset per line, and reads
-// lines back with ReadAt when it batches them.
+// keeps O(vocabulary + batch) memory, whatever the number of lines: the
+// per-line data (offset, length, label) lives on disk, in a sidecar beside
+// each data file, and lines are read back with ReadAt when they are
+// batched.
 //
 // A Kaggle line is a label, 13 integer features I1..I13 and 26 hashed
 // categorical features C1..C26, tab-separated. Parsing follows dlrm:
@@ -16,14 +18,25 @@
 // first appearance, as dlrm's convertDicts do; a feature's number of
 // distinct values (dlrm's counts) is its embedding table's row count.
 //
-// Scan makes the first pass and returns an Index (dictionaries, counts,
-// line offsets, labels). ScanFile does the same for a file through a
-// sidecar beside it (train.txt.kiln-index, checksummed, written
-// atomically): a later run with the file unchanged and the same options
-// reads the index back instead of scanning again. KaggleSplit cuts the lines into dlrm's seven
-// "days": six for training, the last halved into test and validation.
-// Index.Select applies --data-sub-sample-rate, and Index.Batches yields
-// dense [B,13] float32 inputs, one index per table per sample and labels.
+// ScanFile makes the first pass over a file and returns an Index
+// (dictionaries, counts, and a 12-byte record per good line: its offset,
+// length and label). The records are streamed, as the lines are read,
+// into a sidecar beside the file (train.txt.kiln-index, checksummed,
+// written atomically), and the Index reads them from there on demand, so
+// that its memory is the dictionaries alone; a later run with the file
+// unchanged and the same options reuses the sidecar (after a streaming
+// check of its checksum) instead of scanning again. Scan does the same
+// for a stream, holding the records in memory (O(lines)), as ReadIndex
+// does. KaggleSplit cuts the lines into dlrm's seven "days": six for
+// training, the last halved into test and validation. An Order is a lazy
+// sequence of lines: the training days with --data-sub-sample-rate applied
+// (a negative line's keep-or-drop draw is a hash of the seed and its
+// number) in the --data-randomize order (a keyed Feistel Permutation, so
+// no list of lines is held), or plain test lines; Order.Batches yields
+// dense [B,13] float32 inputs, one index per table per sample and labels,
+// from any line on (a resumed epoch), with O(B) memory. Select, Shuffle
+// and Batches do the same with an explicit slice of line numbers
+// (8 bytes a line).
 //
 // A DaySet is the same over several files: OpenKaggle opens train.txt cut
 // into KaggleSplit's days, OpenTerabyte the 24 Terabyte day files (dlrm's

@@ -147,3 +147,52 @@ func ExampleScanFile() {
 	// lines: 3 sidecar written: true
 	// lines: 3 sidecar written: true
 }
+
+func ExampleDaySet_Order() {
+	dir, err := os.MkdirTemp("", "criteo-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "train.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, _ := criteo.NewPlanted(criteo.DefaultPlanted(7000, 1))
+	if err := p.WriteTSV(f); err != nil {
+		fmt.Println(err)
+		return
+	}
+	f.Close()
+
+	// The first open scans train.txt into its sidecar; memory holds the
+	// dictionaries, and the training order no list of lines.
+	set, err := criteo.OpenKaggle(path, criteo.ScanOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer set.Close()
+	split := set.Split()
+	train, err := set.Order(split.Days[:len(split.Days)-1], 0.5, 1, criteo.RandomizeTotal)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// An epoch resumed at batch k would pass k·2048 for 0: it reads no
+	// batch before.
+	batches, samples := 0, 0
+	for b, err := range train.Batches(2048, 0) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		batches, samples = batches+1, samples+b.Size()
+	}
+	fmt.Println("training lines:", split.Train.Len(), "kept:", train.Len(), "batches:", batches, "samples:", samples == train.Len())
+	// Output:
+	// training lines: 6000 kept: 3969 batches: 2 samples: true
+}

@@ -2,9 +2,11 @@ package criteo
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // ScanOptions configure Scan.
@@ -22,33 +24,71 @@ type ScanOptions struct {
 // maxBadLinesKept is how many bad line numbers an Index remembers.
 const maxBadLinesKept = 10
 
+// recordSize is the size of a good line's record: its byte offset (int64)
+// and its length (uint32, newline included) with the label in the top bit,
+// little-endian.
+const recordSize = 12
+
+// labelBit marks a positive line in a record's length word.
+const labelBit = 1 << 31
+
 // An Index is the result of the first pass over a Kaggle file: for each
 // categorical feature a dictionary from raw value to dense id, and for each
-// good line its byte offset, length and label, so that lines can be read
-// back in any order with ReadAt. Lines are numbered 0..Len()-1 in file
-// order, bad lines skipped.
+// good line a record of its byte offset, length and label, so that lines
+// can be read back in any order with ReadAt. Lines are numbered
+// 0..Len()-1 in file order, bad lines skipped.
+//
+// The records of an Index from ScanFile stay on disk, in its sidecar, and
+// are read on demand: its memory is the dictionaries alone. Those of an
+// Index from Scan or ReadIndex are held in memory, 12 bytes a line.
 type Index struct {
 	file        string
 	maxIndRange int
 	vocab       [NumSparse]map[uint32]int32
-	offsets     []int64
-	lengths     []uint32
-	labels      []uint64 // bit i is line i's label
+	n           int
+	mem         []byte      // the records in memory (Scan, ReadIndex), or nil
+	recs        io.ReaderAt // where the records are when mem is nil
+	base        int64       // the offset of record 0 in recs
+	recName     string      // names recs in errors
+	side        *os.File    // the open sidecar, closed by Close
 	badCount    int
 	badLines    []int
 }
 
 // Scan reads a Kaggle TSV stream once and builds its Index. Memory grows
-// with the vocabulary and by 12 bytes and a bit per line, never with the
-// line contents. The first bad line is returned as a *LineError unless
+// with the vocabulary and by 12 bytes per line (the records, held in
+// memory), never with the line contents; ScanFile keeps the records on
+// disk instead. The first bad line is returned as a *LineError unless
 // opts.SkipBadLines is set; a read error is returned wrapped with the file
 // name.
 func Scan(r io.Reader, opts ScanOptions) (*Index, error) {
+	var mem memRecords
+	ix, err := scan(r, opts, &mem)
+	if err != nil {
+		return nil, err
+	}
+	ix.mem = append(mem.b, make([]byte, 0)...) // non-nil even without lines: in memory
+	ix.recs = nil
+	return ix, nil
+}
+
+type memRecords struct{ b []byte }
+
+func (m *memRecords) Write(p []byte) (int, error) {
+	m.b = append(m.b, p...)
+	return len(p), nil
+}
+
+// scan is Scan writing each good line's record to w, in blocks, as the
+// lines are read: the returned Index has the dictionaries, the line and
+// bad-line counts but no records.
+func scan(r io.Reader, opts ScanOptions, w io.Writer) (*Index, error) {
 	ix := &Index{file: opts.File, maxIndRange: opts.MaxIndRange}
 	for t := range ix.vocab {
 		ix.vocab[t] = make(map[uint32]int32)
 	}
 	br := bufio.NewReaderSize(r, 1<<16)
+	block := make([]byte, 0, 64<<10/recordSize*recordSize)
 	var (
 		off    int64
 		lineNo int
@@ -74,7 +114,11 @@ func Scan(r io.Reader, opts ScanOptions) (*Index, error) {
 			break
 		}
 		lineNo++
-		if perr := ParseLine(line, opts.MaxIndRange, &s); perr != nil {
+		perr := ParseLine(line, opts.MaxIndRange, &s)
+		if perr == nil && len(line) >= labelBit {
+			perr = &LineError{Field: "line", Err: fmt.Errorf("%d bytes long, past the limit of 2 GiB", len(line))}
+		}
+		if perr != nil {
 			le := perr.(*LineError)
 			le.File, le.Line = opts.File, lineNo
 			if !opts.SkipBadLines {
@@ -85,26 +129,50 @@ func Scan(r io.Reader, opts ScanOptions) (*Index, error) {
 				ix.badLines = append(ix.badLines, lineNo)
 			}
 		} else {
-			ix.add(off, len(line), &s)
+			if len(block) == cap(block) {
+				if _, err := w.Write(block); err != nil {
+					return nil, err
+				}
+				block = block[:0]
+			}
+			block = block[:len(block)+recordSize]
+			putRecord(block[len(block)-recordSize:], off, len(line), int(s.Label))
+			ix.add(&s)
 		}
 		off += int64(len(line))
 		if err == io.EOF {
 			break
 		}
 	}
+	if _, err := w.Write(block); err != nil {
+		return nil, err
+	}
 	return ix, nil
 }
 
-func (ix *Index) add(off int64, n int, s *Sample) {
-	i := len(ix.offsets)
-	ix.offsets = append(ix.offsets, off)
-	ix.lengths = append(ix.lengths, uint32(n))
-	if i%64 == 0 {
-		ix.labels = append(ix.labels, 0)
+func putRecord(b []byte, off int64, n, label int) {
+	binary.LittleEndian.PutUint64(b, uint64(off))
+	l := uint32(n)
+	if label == 1 {
+		l |= labelBit
 	}
-	if s.Label == 1 {
-		ix.labels[i/64] |= 1 << (i % 64)
-	}
+	binary.LittleEndian.PutUint32(b[8:], l)
+}
+
+// A record is a good line's place in its file and its label.
+type record struct {
+	off   int64
+	n     int
+	label int
+}
+
+func getRecord(b []byte) record {
+	l := binary.LittleEndian.Uint32(b[8:])
+	return record{off: int64(binary.LittleEndian.Uint64(b)), n: int(l &^ labelBit), label: int(l >> 31)}
+}
+
+func (ix *Index) add(s *Sample) {
+	ix.n++
 	for t, v := range s.Sparse {
 		if _, ok := ix.vocab[t][v]; !ok {
 			ix.vocab[t][v] = int32(len(ix.vocab[t]))
@@ -112,8 +180,50 @@ func (ix *Index) add(off int64, n int, s *Sample) {
 	}
 }
 
+// readRecords reads the records of lines i..i+len(dst)/recordSize-1 into
+// dst.
+func (ix *Index) readRecords(i int, dst []byte) error {
+	if ix.mem != nil {
+		copy(dst, ix.mem[i*recordSize:])
+		return nil
+	}
+	at := ix.base + int64(i)*recordSize
+	if m, err := ix.recs.ReadAt(dst, at); m < len(dst) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("%s: reading the index records of good lines %d.. of %s: %w", ix.recName, i, ix.file, err)
+	}
+	return nil
+}
+
+// record returns good line i's record.
+func (ix *Index) record(i int) (record, error) {
+	if ix.mem != nil {
+		return getRecord(ix.mem[i*recordSize:]), nil
+	}
+	var b [recordSize]byte
+	if err := ix.readRecords(i, b[:]); err != nil {
+		return record{}, err
+	}
+	return getRecord(b[:]), nil
+}
+
+// mustRecord is record for the accessors without an error: an index whose
+// sidecar cannot be read back panics.
+func (ix *Index) mustRecord(i int) record {
+	if i < 0 || i >= ix.n {
+		panic(fmt.Sprintf("criteo: good line %d out of range [0, %d)", i, ix.n))
+	}
+	r, err := ix.record(i)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
 // Len is the number of good lines.
-func (ix *Index) Len() int { return len(ix.offsets) }
+func (ix *Index) Len() int { return ix.n }
 
 // Counts returns each categorical feature's number of distinct values
 // (dlrm's counts), the row count of its embedding table.
@@ -132,11 +242,17 @@ func (ix *Index) ID(t int, v uint32) (int32, bool) {
 	return id, ok
 }
 
-// Label returns good line i's label, 0 or 1.
-func (ix *Index) Label(i int) int { return int(ix.labels[i/64] >> (i % 64) & 1) }
+// Label returns good line i's label, 0 or 1. For an Index from ScanFile
+// it reads the line's record from the sidecar, and panics if that fails;
+// Order reads labels in bulk and returns errors.
+func (ix *Index) Label(i int) int { return ix.mustRecord(i).label }
 
 // Offset returns good line i's byte offset and length, newline included.
-func (ix *Index) Offset(i int) (off int64, n int) { return ix.offsets[i], int(ix.lengths[i]) }
+// Like Label, it may read the sidecar.
+func (ix *Index) Offset(i int) (off int64, n int) {
+	r := ix.mustRecord(i)
+	return r.off, r.n
+}
 
 // BadLines returns how many bad lines a scan with SkipBadLines skipped and
 // the 1-based numbers of the first ten.
@@ -144,3 +260,15 @@ func (ix *Index) BadLines() (count int, first []int) { return ix.badCount, ix.ba
 
 // MaxIndRange is the modulo applied to categoricals (0: none).
 func (ix *Index) MaxIndRange() int { return ix.maxIndRange }
+
+// Close closes the sidecar that an Index from ScanFile reads its records
+// from; the Index is unusable after. It does nothing for an in-memory
+// Index.
+func (ix *Index) Close() error {
+	if ix.side == nil {
+		return nil
+	}
+	err := ix.side.Close()
+	ix.side = nil
+	return err
+}

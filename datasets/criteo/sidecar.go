@@ -2,6 +2,7 @@ package criteo
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -14,28 +15,40 @@ import (
 )
 
 // An Index saves to a sidecar file beside the data so that a second run
-// skips the first pass (a few minutes for Kaggle's 45 million lines). The
+// skips the first pass (a few minutes for Kaggle's 45 million lines), and
+// a file-backed Index reads its per-line records from it on demand. The
 // layout, little-endian:
 //
 //	"KILNCRIX", version u32
 //	source size i64, source modification time i64 (Unix ns),
 //	max index range i64, skip-bad-lines u8
-//	lines u64, offsets [lines]i64, lengths [lines]u32,
-//	label words [⌈lines/64⌉]u64
+//	records [lines]{offset i64, length u32 with the label in bit 31},
+//	  the first at byte 37 (headerSize)
+//	lines u64
 //	bad-line count u64, kept u32, kept line numbers [kept]i64
 //	per feature: values u32, then the raw values [values]u32 in id order
+//	records end u64 (37 + 12·lines)
 //	SHA-256 of all the above
 //
-// The size, time and options let ScanFile tell a sidecar of this file, as
-// it is now, scanned this way, from a stale one; the checksum catches a
-// damaged one.
+// The records come first so that a scan streams them to the file as it
+// reads the lines, knowing their number only at the end; the records end
+// is last so that a reader finds the line count from the file's size. The
+// size, time and options let ScanFile tell a sidecar of this file, as it
+// is now, scanned this way, from a stale one; the checksum catches a
+// damaged one. Version 1 sidecars (all records in one array) are read as
+// bad and scanned over.
 
 // SidecarSuffix is appended to a data file's path to name its sidecar.
 const SidecarSuffix = ".kiln-index"
 
 const (
 	sidecarMagic   = "KILNCRIX"
-	sidecarVersion = 1
+	sidecarVersion = 2
+	// headerSize is where the records start.
+	headerSize = 8 + 4 + 3*8 + 1
+	// trailerMin is the smallest trailer after the records: the line
+	// count, the bad-line counts and the empty dictionaries.
+	trailerMin = 8 + 8 + 4 + NumSparse*4
 )
 
 // ErrBadSidecar is matched by the errors of ReadIndex for a file that is
@@ -55,10 +68,15 @@ func keyOf(fi os.FileInfo, opts ScanOptions) sidecarKey {
 
 // ScanFile is Scan of the file at path, through its sidecar: when
 // path+SidecarSuffix holds the index of the file as it is now, scanned
-// with the same MaxIndRange and SkipBadLines, it is read instead of the
-// data; otherwise the file is scanned and the sidecar (re)written,
-// atomically. A sidecar that cannot be written (a read-only folder) is
-// skipped silently: it only saves time. opts.File defaults to path.
+// with the same MaxIndRange and SkipBadLines, it is used instead of
+// scanning the data (after a streaming check of its checksum); otherwise
+// the file is scanned and the sidecar (re)written, atomically, the records
+// streamed to it as the lines are read. The returned Index keeps the
+// sidecar open and reads the per-line records from it on demand, so its
+// memory is that of the dictionaries alone, whatever the number of lines;
+// Close closes it. A sidecar that cannot be written (a read-only folder)
+// is replaced by an unnamed temporary file, deleted when closed: it only
+// saves time. opts.File defaults to path.
 func ScanFile(path string, opts ScanOptions) (*Index, error) {
 	if opts.File == "" {
 		opts.File = path
@@ -75,53 +93,99 @@ func ScanFile(path string, opts ScanOptions) (*Index, error) {
 	key := keyOf(fi, opts)
 	side := path + SidecarSuffix
 	if sf, err := os.Open(side); err == nil {
-		ix, k, err := readIndex(bufio.NewReaderSize(sf, 1<<20))
-		sf.Close()
-		if err == nil && k == key {
+		ix, err := openSidecar(sf, key)
+		if err == nil {
 			ix.file = opts.File
 			return ix, nil
 		}
+		sf.Close()
 	}
-	ix, err := Scan(f, opts)
+	return scanToSidecar(f, side, opts, key)
+}
+
+// openSidecar checks that the open sidecar sf is valid and matches key,
+// and returns the Index reading its records from sf.
+func openSidecar(sf *os.File, key sidecarKey) (*Index, error) {
+	fi, err := sf.Stat()
 	if err != nil {
 		return nil, err
 	}
-	_ = writeSidecar(side, ix, key) // best effort: a missing sidecar costs a rescan, nothing more
+	ix, k, err := openIndex(sf, fi.Size())
+	if err != nil {
+		return nil, err
+	}
+	if k != key {
+		return nil, fmt.Errorf("%w: stale", ErrBadSidecar)
+	}
+	ix.side, ix.recName = sf, sf.Name()
 	return ix, nil
 }
 
-// writeSidecar writes ix to path through a temporary file renamed over it,
-// so that a reader never sees half a sidecar.
-func writeSidecar(path string, ix *Index, key sidecarKey) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+// scanToSidecar scans f into a new sidecar at side, written through a
+// temporary file renamed over it so that a reader never sees half a
+// sidecar, and returns the Index reading from it. Where no file can be
+// made beside the data, the records go to an unnamed temporary file.
+func scanToSidecar(f *os.File, side string, opts ScanOptions, key sidecarKey) (*Index, error) {
+	named := true
+	tmp, err := os.CreateTemp(filepath.Dir(side), "."+filepath.Base(side)+".tmp*")
 	if err != nil {
-		return err
+		named = false
+		if tmp, err = os.CreateTemp("", "kiln-criteo-index*"); err != nil {
+			return Scan(f, opts) // nowhere to write: records in memory
+		}
+		os.Remove(tmp.Name()) // unnamed: gone when closed
 	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	err = ix.write(w, key)
-	if err == nil {
-		err = w.Flush()
+	fail := func(err error) (*Index, error) {
+		tmp.Close()
+		if named {
+			os.Remove(tmp.Name())
+		}
+		return nil, err
 	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	hw := &hashWriter{w: bw, h: sha256.New()}
+	writeHeader(hw, key)
+	ix, err := scan(f, opts, hw)
 	if err != nil {
-		os.Remove(tmp.Name())
+		return fail(err)
 	}
-	return err
+	if err := ix.writeTrailer(hw); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(err)
+	}
+	if named {
+		// Best effort: a sidecar that cannot be synced or renamed costs a
+		// rescan next time; the open file still holds the records.
+		if tmp.Sync() != nil || os.Rename(tmp.Name(), side) != nil {
+			os.Remove(tmp.Name())
+		}
+	}
+	ix.side, ix.recs, ix.base, ix.recName = tmp, tmp, headerSize, side
+	return ix, nil
 }
 
 // WriteTo writes ix in the sidecar layout, with no source file recorded
 // (size and time 0), for ReadIndex.
 func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	cw := &countWriter{w: w}
-	err := ix.write(cw, sidecarKey{maxIndRange: int64(ix.maxIndRange)})
+	hw := &hashWriter{w: cw, h: sha256.New()}
+	writeHeader(hw, sidecarKey{maxIndRange: int64(ix.maxIndRange)})
+	if ix.mem != nil {
+		hw.bytes(ix.mem)
+	} else {
+		block := make([]byte, 64<<10/recordSize*recordSize)
+		for i := 0; i < ix.n && hw.err == nil; {
+			b := block[:min(len(block), (ix.n-i)*recordSize)]
+			if err := ix.readRecords(i, b); err != nil {
+				return cw.n, err
+			}
+			hw.bytes(b)
+			i += len(b) / recordSize
+		}
+	}
+	err := ix.writeTrailer(hw)
 	return cw.n, err
 }
 
@@ -152,6 +216,15 @@ func (hw *hashWriter) bytes(b []byte) {
 	_, hw.err = hw.w.Write(b)
 }
 
+// Write is bytes as an io.Writer, for scan's records.
+func (hw *hashWriter) Write(b []byte) (int, error) {
+	hw.bytes(b)
+	if hw.err != nil {
+		return 0, hw.err
+	}
+	return len(b), nil
+}
+
 func (hw *hashWriter) u64(v uint64) {
 	binary.LittleEndian.PutUint64(hw.buf[:], v)
 	hw.bytes(hw.buf[:8])
@@ -177,18 +250,18 @@ func chunked[T any](hw *hashWriter, vs []T, size int, put func([]byte, T)) {
 	hw.bytes(block)
 }
 
-func (ix *Index) write(w io.Writer, key sidecarKey) error {
-	hw := &hashWriter{w: w, h: sha256.New()}
+func writeHeader(hw *hashWriter, key sidecarKey) {
 	hw.bytes([]byte(sidecarMagic))
 	hw.u32(sidecarVersion)
 	hw.u64(uint64(key.size))
 	hw.u64(uint64(key.modTime))
 	hw.u64(uint64(key.maxIndRange))
 	hw.bytes([]byte{b2u8(key.skipBadLines)})
-	hw.u64(uint64(len(ix.offsets)))
-	chunked(hw, ix.offsets, 8, func(b []byte, v int64) { binary.LittleEndian.PutUint64(b, uint64(v)) })
-	chunked(hw, ix.lengths, 4, binary.LittleEndian.PutUint32)
-	chunked(hw, ix.labels, 8, binary.LittleEndian.PutUint64)
+}
+
+// writeTrailer writes what follows the records, the checksum included.
+func (ix *Index) writeTrailer(hw *hashWriter) error {
+	hw.u64(uint64(ix.n))
 	hw.u64(uint64(ix.badCount))
 	hw.u32(uint32(len(ix.badLines)))
 	for _, l := range ix.badLines {
@@ -202,10 +275,11 @@ func (ix *Index) write(w io.Writer, key sidecarKey) error {
 		hw.u32(uint32(len(raw)))
 		chunked(hw, raw, 4, binary.LittleEndian.PutUint32)
 	}
+	hw.u64(uint64(headerSize + int64(ix.n)*recordSize))
 	if hw.err != nil {
 		return hw.err
 	}
-	_, err := w.Write(hw.h.Sum(nil))
+	_, err := hw.w.Write(hw.h.Sum(nil))
 	return err
 }
 
@@ -216,12 +290,20 @@ func b2u8(b bool) byte {
 	return 0
 }
 
-// ReadIndex reads an Index that WriteTo or ScanFile wrote. A stream that
-// is not one, is damaged or ends early gives an error matching
-// ErrBadSidecar and naming what is wrong.
+// ReadIndex reads an Index that WriteTo or ScanFile wrote, into memory
+// (12 bytes a line). A stream that is not one, is damaged or ends early
+// gives an error matching ErrBadSidecar and naming what is wrong.
 func ReadIndex(r io.Reader) (*Index, error) {
-	ix, _, err := readIndex(r)
-	return ix, err
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	ix, _, err := openIndex(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, err
+	}
+	ix.mem, ix.recs = b[headerSize:headerSize+ix.n*recordSize], nil
+	return ix, nil
 }
 
 // hashReader reads little-endian values from r into a running SHA-256,
@@ -285,26 +367,52 @@ func readChunked[T any](hr *hashReader, n, size int, get func([]byte) T) []T {
 // day file has about 200 million.
 const maxSidecarLines = 1 << 36
 
-func readIndex(r io.Reader) (*Index, sidecarKey, error) {
-	hr := &hashReader{r: r, h: sha256.New()}
+// openIndex checks the sidecar of size bytes in r in one streaming pass
+// (its checksum over the records too, in O(1) memory) and returns its
+// Index, with the dictionaries and bad lines in memory and the records
+// left in r at headerSize, and the key it was written for.
+func openIndex(r io.ReaderAt, size int64) (*Index, sidecarKey, error) {
 	var key sidecarKey
-	magic := make([]byte, len(sidecarMagic))
-	hr.bytes(magic)
-	if hr.err == nil && string(magic) != sidecarMagic {
-		return nil, key, fmt.Errorf("%w: starts with %q, not %q", ErrBadSidecar, magic, sidecarMagic)
+	var head [12]byte
+	if m, _ := r.ReadAt(head[:], 0); m < len(head) {
+		return nil, key, fmt.Errorf("%w: truncated (%d bytes)", ErrBadSidecar, size)
 	}
-	if v := hr.u32(); hr.err == nil && v != sidecarVersion {
+	if string(head[:8]) != sidecarMagic {
+		return nil, key, fmt.Errorf("%w: starts with %q, not %q", ErrBadSidecar, head[:8], sidecarMagic)
+	}
+	if v := binary.LittleEndian.Uint32(head[8:]); v != sidecarVersion {
 		return nil, key, fmt.Errorf("%w: version %d, this reader knows %d", ErrBadSidecar, v, sidecarVersion)
 	}
+	body := size - sha256.Size // what the checksum covers
+	if body < headerSize+trailerMin+8 {
+		return nil, key, fmt.Errorf("%w: truncated (%d bytes)", ErrBadSidecar, size)
+	}
+	var foot [8]byte
+	if m, _ := r.ReadAt(foot[:], body-8); m < len(foot) {
+		return nil, key, fmt.Errorf("%w: truncated before its records end", ErrBadSidecar)
+	}
+	end := binary.LittleEndian.Uint64(foot[:])
+	if end < headerSize || (end-headerSize)%recordSize != 0 || end > uint64(body-8-trailerMin) {
+		return nil, key, fmt.Errorf("%w: records end at byte %d, in a file of %d bytes", ErrBadSidecar, end, size)
+	}
+	n := int((end - headerSize) / recordSize)
+
+	hr := &hashReader{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, body), 1<<16), h: sha256.New()}
+	hr.bytes(head[:])
 	key.size, key.modTime, key.maxIndRange = int64(hr.u64()), int64(hr.u64()), int64(hr.u64())
 	var flag [1]byte
 	hr.bytes(flag[:])
 	key.skipBadLines = flag[0] == 1
-	ix := &Index{maxIndRange: int(key.maxIndRange)}
-	n := hr.count("line count", hr.u64(), maxSidecarLines)
-	ix.offsets = readChunked(hr, n, 8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
-	ix.lengths = readChunked(hr, n, 4, binary.LittleEndian.Uint32)
-	ix.labels = readChunked(hr, (n+63)/64, 8, binary.LittleEndian.Uint64)
+	ix := &Index{maxIndRange: int(key.maxIndRange), n: n, recs: r, base: headerSize}
+	block := make([]byte, 64<<10/recordSize*recordSize)
+	for left := n * recordSize; left > 0 && hr.err == nil; {
+		b := block[:min(len(block), left)]
+		hr.bytes(b)
+		left -= len(b)
+	}
+	if lines := hr.u64(); hr.err == nil && lines != uint64(n) {
+		hr.err = fmt.Errorf("%w: %d lines, but records for %d", ErrBadSidecar, lines, n)
+	}
 	ix.badCount = hr.count("bad-line count", hr.u64(), maxSidecarLines)
 	kept := hr.count("kept bad lines", uint64(hr.u32()), maxBadLinesKept)
 	for range kept {
@@ -321,12 +429,21 @@ func readIndex(r io.Reader) (*Index, sidecarKey, error) {
 			hr.err = fmt.Errorf("%w: feature C%d's vocabulary repeats a value", ErrBadSidecar, t+1)
 		}
 	}
+	if e := hr.u64(); hr.err == nil && e != end {
+		hr.err = fmt.Errorf("%w: the trailer does not end where the records end says", ErrBadSidecar)
+	}
+	if hr.err == nil {
+		var extra [1]byte
+		if m, _ := hr.r.Read(extra[:]); m > 0 {
+			hr.err = fmt.Errorf("%w: the trailer does not end where the records end says", ErrBadSidecar)
+		}
+	}
 	if hr.err != nil {
 		return nil, key, hr.err
 	}
 	want := hr.h.Sum(nil)
 	got := make([]byte, len(want))
-	if _, err := io.ReadFull(r, got); err != nil {
+	if m, _ := r.ReadAt(got, body); m < len(got) {
 		return nil, key, fmt.Errorf("%w: truncated before its checksum", ErrBadSidecar)
 	}
 	if !slices.Equal(got, want) {

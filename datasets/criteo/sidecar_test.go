@@ -110,8 +110,20 @@ func TestReadIndexErrors(t *testing.T) {
 	good := buf.Bytes()
 	flipped := slices.Clone(good)
 	flipped[len(flipped)/2] ^= 1
+	// The records end, the last field before the checksum, gives the
+	// line count.
+	foot := len(good) - 32 - 8
 	huge := slices.Clone(good)
-	copy(huge[8+4+8*3+1:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}) // the line count
+	copy(huge[foot:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f})
+	misaligned := slices.Clone(good)
+	misaligned[foot]++
+	short := slices.Clone(good)
+	short[foot] -= 12 // one record fewer
+	old := slices.Clone(good)
+	old[8] = 1 // version 1: the records in separate arrays
+	linesField := 37 + 12*ix.Len()
+	lines := slices.Clone(good)
+	lines[linesField]++ // a line count that disagrees with the records
 	for _, c := range []struct {
 		name string
 		data []byte
@@ -122,10 +134,18 @@ func TestReadIndexErrors(t *testing.T) {
 		{"no checksum", good[:len(good)-32]},
 		{"a flipped bit", flipped},
 		{"a huge line count", huge},
+		{"a records end between records", misaligned},
+		{"a records end one record short", short},
+		{"a line count other than the records'", lines},
+		{"version 1", old},
+		{"a trailing byte", append(slices.Clone(good), 0)},
 	} {
 		if _, err := criteo.ReadIndex(bytes.NewReader(c.data)); !errors.Is(err, criteo.ErrBadSidecar) {
 			t.Errorf("%s: error %v, want ErrBadSidecar", c.name, err)
 		}
+	}
+	if _, err := criteo.ReadIndex(bytes.NewReader(old)); err == nil || !strings.Contains(err.Error(), "version 1") {
+		t.Errorf("version 1: %v, want an error naming the version", err)
 	}
 }
 
@@ -142,6 +162,46 @@ func TestScanFileSidecar(t *testing.T) {
 	side := path + criteo.SidecarSuffix
 	if _, err := os.Stat(side); err != nil {
 		t.Fatalf("no sidecar: %v", err)
+	}
+	// The Index reads its records from the sidecar: the same as Scan's,
+	// in memory, and as that of a second open.
+	mem, err := criteo.Scan(bytes.NewReader(mustRead(t, path)), criteo.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameIndex(t, first, mem)
+	var buf bytes.Buffer
+	if _, err := first.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := criteo.ReadIndex(&buf); err != nil {
+		t.Errorf("WriteTo of a file-backed Index: %v", err)
+	} else {
+		sameIndex(t, back, mem)
+	}
+	reopened, err := criteo.ScanFile(path, criteo.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameIndex(t, reopened, mem)
+	if err := reopened.Close(); err != nil {
+		t.Error(err)
+	}
+	// Old-version and truncated sidecars are scanned over and rewritten.
+	good := mustRead(t, side)
+	for _, bad := range [][]byte{append(slices.Clone(good[:8]), append([]byte{1}, good[9:]...)...), good[:len(good)-50], good[:20]} {
+		if err := os.WriteFile(side, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ix, err := criteo.ScanFile(path, criteo.ScanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameIndex(t, ix, mem)
+		if !bytes.Equal(mustRead(t, side), good) {
+			t.Errorf("a bad sidecar of %d bytes was not rewritten", len(bad))
+		}
+		ix.Close()
 	}
 	// Change a label in place, keeping the size and time: the sidecar
 	// still stands for the file, so its (old) label is what comes back.

@@ -70,19 +70,34 @@ func KaggleSplit(n int) Split {
 // for line i is a SplitMix64 hash of (seed, i), so the choice of each line
 // is fixed by the seed alone, whatever order or batch size reads it. The
 // stream differs from NumPy's: the same rate is dropped in expectation,
-// not the same lines. rate <= 0 keeps every line.
+// not the same lines. rate <= 0 keeps every line. The slice costs 8 bytes
+// a line: Order keeps the same lines without one. Select panics if the
+// sidecar of a file-backed Index cannot be read (Order returns the error).
 func (ix *Index) Select(r Range, rate float64, seed uint64) []int {
-	return selectLines(r, rate, seed, ix.Label)
+	return selectLines([]part{{ix: ix}}, r, rate, seed)
 }
 
-// selectLines is Select over any lines with labels.
-func selectLines(r Range, rate float64, seed uint64, label func(int) int) []int {
+// selectLines is Select over the lines of parts.
+func selectLines(parts []part, r Range, rate float64, seed uint64) []int {
 	lines := make([]int, 0, r.Len())
-	for i := r.Start; i < r.End; i++ {
-		if rate > 0 && label(i) == 0 && uniform(seed, uint64(i)) < rate {
-			continue
+	if rate <= 0 {
+		for i := r.Start; i < r.End; i++ {
+			lines = append(lines, i)
 		}
-		lines = append(lines, i)
+		return lines
+	}
+	o, err := newOrder(parts, []Range{r}, rate, seed, RandomizeNone)
+	if err == nil {
+		for i, e := range o.Lines(0) {
+			if e != nil {
+				err = e
+				break
+			}
+			lines = append(lines, i)
+		}
+	}
+	if err != nil {
+		panic(err)
 	}
 	return lines
 }
@@ -104,7 +119,8 @@ const (
 )
 
 // Shuffle orders the training lines (from Select, in file order) as dlrm's
-// --data-randomize does, in place: "total" permutes them all, "day"
+// --data-randomize does, in place (Order does it without the slice, in
+// another order): "total" permutes them all, "day"
 // permutes the lines of each of days separately and keeps the days in
 // order, "none" leaves them. The permutation is fixed by seed; dlrm's
 // comes from NumPy's global RNG, so the orders differ but are alike in

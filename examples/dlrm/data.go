@@ -231,13 +231,16 @@ func (s *randomSource) fromRandom(r *criteo.Random, j0 int) iter.Seq2[*batch, er
 
 // fileSource reads the Kaggle train.txt or the Terabyte day files
 // (--raw-data-file, per --data-set): one scan per file for the
-// dictionaries and line offsets (kept in a sidecar for the next run),
-// dlrm's split into days (Kaggle's seven cut by line count, Terabyte's 24
-// files), negatives sub-sampled in training and the training lines
-// ordered by --data-randomize, batches read back with ReadAt.
+// dictionaries and the per-line records (offset, length, label), kept in
+// a sidecar beside it and read from there on demand, dlrm's split into
+// days (Kaggle's seven cut by line count, Terabyte's 24 files), negatives
+// sub-sampled in training and the training lines ordered by
+// --data-randomize, lazily (criteo.Order), batches read back with ReadAt.
+// Its memory is the dictionaries and a batch, whatever the number of
+// lines.
 type fileSource struct {
 	set              *criteo.DaySet
-	train, test      []int
+	train, test      *criteo.Order
 	batch, testBatch int
 	path             string
 }
@@ -256,15 +259,18 @@ func newFileSource(o *options) (*fileSource, error) {
 	}
 	split := set.Split()
 	s := &fileSource{set: set, batch: o.MiniBatchSize, testBatch: o.testBatchSize(), path: o.RawDataFile}
-	s.train = set.Select(split.Train, o.DataSubSampleRate, o.Seed)
-	if err := criteo.Shuffle(s.train, split.Days[:len(split.Days)-1], o.DataRandomize, o.Seed); err != nil {
-		set.Close()
-		return nil, usagef("--data-randomize: %v", err)
+	// The options checked --data-randomize: an error here is reading the
+	// sidecars.
+	if s.train, err = set.Order(split.Days[:len(split.Days)-1], o.DataSubSampleRate, o.Seed, o.DataRandomize); err == nil {
+		s.test, err = set.Order([]criteo.Range{split.Test}, 0, o.Seed, criteo.RandomizeNone)
 	}
-	s.test = set.Select(split.Test, 0, o.Seed)
-	if len(s.train) == 0 || len(s.test) == 0 {
+	if err != nil {
 		set.Close()
-		return nil, fmt.Errorf("%s: %d good lines leave %d training and %d test samples; the %d-day split needs more", o.RawDataFile, set.Len(), len(s.train), len(s.test), len(split.Days))
+		return nil, err
+	}
+	if s.train.Len() == 0 || s.test.Len() == 0 {
+		set.Close()
+		return nil, fmt.Errorf("%s: %d good lines leave %d training and %d test samples; the %d-day split needs more", o.RawDataFile, set.Len(), s.train.Len(), s.test.Len(), len(split.Days))
 	}
 	return s, nil
 }
@@ -274,7 +280,7 @@ func (s *fileSource) tableRows() []int {
 	return c[:]
 }
 func (s *fileSource) denseFeatures() int { return criteo.NumDense }
-func (s *fileSource) trainLen() int      { return ceilDiv(len(s.train), s.batch) }
+func (s *fileSource) trainLen() int      { return ceilDiv(s.train.Len(), s.batch) }
 func (s *fileSource) describe() string {
 	n, first := s.set.BadLines()
 	bad := ""
@@ -284,17 +290,18 @@ func (s *fileSource) describe() string {
 	} else if n > 0 {
 		bad = fmt.Sprintf(", %d bad lines skipped (first at %s)", n, strings.Join(first, ", "))
 	}
-	return fmt.Sprintf("%s: %d training and %d test samples%s", s.path, len(s.train), len(s.test), bad)
+	return fmt.Sprintf("%s: %d training and %d test samples%s, training order %s", s.path, s.train.Len(), s.test.Len(), bad, s.train.Mode())
 }
 
-func (s *fileSource) samples() (int, int) { return len(s.train), len(s.test) }
+func (s *fileSource) samples() (int, int) { return s.train.Len(), s.test.Len() }
 
+// trainBatches is the same order every epoch, as dlrm shuffles once.
 func (s *fileSource) trainBatches(_, skip int) iter.Seq2[*batch, error] {
-	return convert(s.set.Batches(s.train[min(skip*s.batch, len(s.train)):], s.batch), criteo.NumSparse)
+	return convert(s.train.Batches(s.batch, min(skip*s.batch, s.train.Len())), criteo.NumSparse)
 }
 
 func (s *fileSource) testBatches() iter.Seq2[*batch, error] {
-	return convert(s.set.Batches(s.test, s.testBatch), criteo.NumSparse)
+	return convert(s.test.Batches(s.testBatch, 0), criteo.NumSparse)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
