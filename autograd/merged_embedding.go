@@ -254,20 +254,59 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 		bags[t].Out, bags[t].Weight, bags[t].WeightBF16 = nil, nil, nil
 	}
 
-	// dys[t] is output t's gradient, set by its node before the lookup's
-	// backward runs (the tape keeps it until the backward pass ends); nil
-	// when it had none.
+	// dys[t] is output t's gradient, set by its node; free[t] says the
+	// op may hand its memory back once done with it. Sparse leaf tables
+	// read by one lookup each take their rows (or their fused update) as
+	// soon as a few outputs' gradients have arrived, pending[:] at a time,
+	// split across the workers: under autocast the gradients arrive one
+	// by one, each widened into fresh memory, and holding all of them
+	// until the end would hold every table's. The rest (a table looked up
+	// twice, in the lookups' order; dense ones) wait for the lookup's own
+	// backward, which runs after every output's.
 	dys := make([][]float32, len(tables))
+	free := make([]bool, len(tables))
+	var pending []int
+	shared := make([]bool, len(tables))
+	for t, w := range tables {
+		shared[t] = slices.Index(tables, w) != t || slices.Index(tables[t+1:], w) >= 0
+	}
 	n := len(tables) + len(lookups)
 	mean := mode == BagMean
+	// takeSparse accumulates the lookups in groups, one group a task, each
+	// group's in order, and hands back the gradients' memory.
+	takeSparse := func(groups [][]int) {
+		work := 0
+		for _, g := range groups {
+			for _, t := range g {
+				work += len(bags[t].Idx) * dim
+			}
+		}
+		parallelTasks(len(groups), work, func(k int) {
+			for _, t := range groups[k] {
+				accumulateBagSparse(op+"Backward", tables[t], bags[t].Idx, bags[t].Offsets, dys[t], nil, mean)
+			}
+		})
+		for _, g := range groups {
+			for _, t := range g {
+				if free[t] {
+					releaseGradBuffer(dys[t])
+				}
+				dys[t], free[t] = nil, false
+			}
+		}
+	}
+	takePending := func() {
+		groups := make([][]int, len(pending))
+		for k, t := range pending {
+			groups[k] = []int{t}
+		}
+		pending = pending[:0]
+		takeSparse(groups)
+	}
 	token := record(op+"Backward", Zeros(0), append(append(make([]*Tensor, 0, n), tables...), lookups...), func(*Tensor) []*Tensor {
 		grads := make([]*Tensor, n)
-		// Sparse leaf tables take their rows here, all at once: the
-		// tables split across the workers, the lookups of one table on
-		// one worker in their order, so the sums are the same at any
-		// thread count.
-		var groups [][]int
-		work := 0
+		takePending()
+		var groups [][]int // tables looked up more than once
 		for t, w := range tables {
 			if !sparse || !w.IsLeaf() || !w.requiresGrad || dys[t] == nil {
 				continue
@@ -277,18 +316,12 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 				k, groups = len(groups), append(groups, nil)
 			}
 			groups[k] = append(groups[k], t)
-			work += len(bags[t].Idx) * dim
 		}
-		parallelTasks(len(groups), work, func(k int) {
-			for _, t := range groups[k] {
-				accumulateBagSparse(op+"Backward", tables[t], bags[t].Idx, bags[t].Offsets, dys[t], nil, mean)
-			}
-		})
+		takeSparse(groups)
 		for t, w := range tables {
 			dy, idx, starts := dys[t], bags[t].Idx, bags[t].Offsets
-			dys[t] = nil // a retained graph's next Backward starts afresh
 			switch {
-			case dy == nil || !w.requiresGrad || sparse && w.IsLeaf():
+			case dy == nil || !w.requiresGrad:
 			case w.dtype == BFloat16:
 				grads[t] = Empty(BFloat16, w.shape...)
 				kernels.EmbeddingBagBackwardBF16(w.shape[0], dim, idx, starts, dy, nil, mean, grads[t].BFloat16s())
@@ -296,20 +329,36 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 				grads[t] = Zeros(w.shape...)
 				kernels.EmbeddingBagBackward(w.shape[0], dim, idx, starts, dy, nil, mean, grads[t].Float32s())
 			}
+			if dy != nil && free[t] {
+				releaseGradBuffer(dy)
+			}
+			dys[t], free[t] = nil, false // a retained graph's next Backward starts afresh
 		}
 		return grads
 	})
+	// The outputs' nodes, for gradFree: the closures must not keep the
+	// outputs (their data) alive.
+	nodes := make([]*node, len(outs))
 	for t := range outs {
 		outs[t] = recordKeeping(op+"OutputBackward", outs[t], []*Tensor{token}, func(g *Tensor) []*Tensor {
-			if tables[t].requiresGrad {
-				dy := widenedF32(op+"Backward", "output gradient", g)
-				if len(dy) == 0 {
-					dy = nil // an empty batch leaves the tables without a gradient
+			w := tables[t]
+			if !w.requiresGrad {
+				return []*Tensor{Zeros(0)}
+			}
+			dy := widenedF32(op+"Backward", "output gradient", g)
+			if len(dy) == 0 {
+				return []*Tensor{Zeros(0)} // an empty batch leaves the tables without a gradient
+			}
+			// A widened bfloat16 gradient is new memory of the op's own.
+			dys[t], free[t] = dy, g.dtype != Float32 || nodes[t].gradFree
+			if sparse && w.IsLeaf() && !shared[t] {
+				if pending = append(pending, t); len(pending) >= 2*kernels.Threads() {
+					takePending()
 				}
-				dys[t] = dy
 			}
 			return []*Tensor{Zeros(0)}
 		})
+		nodes[t] = outs[t].node
 	}
 	return outs
 }

@@ -16,9 +16,13 @@ type node struct {
 	// none. It runs with gradient recording off, once: Backward drops it
 	// afterwards, freeing what it saved.
 	backward func(grad *Tensor) []*Tensor
-	// keepsGrad says backward keeps its incoming gradient for a node that
-	// runs later: Backward hands it back for reuse only at its end.
+	// keepsGrad says backward keeps its incoming gradient past its return
+	// (for a node that runs later): Backward then never hands it back for
+	// reuse itself, and sets gradFree first, true when nothing else holds
+	// the gradient's float32 memory, so the op may hand it back
+	// (releaseGradBuffer) once done with it.
 	keepsGrad bool
+	gradFree  bool
 }
 
 // edge is the origin of one input of a node. For an input that needs no
@@ -33,8 +37,8 @@ type edge struct {
 func (e edge) live() bool { return e.node != nil || e.leaf != nil }
 
 // recordKeeping is record for a backward that keeps its incoming
-// gradient for a later node (see node.keepsGrad): the gradient's memory
-// stays valid until the backward pass ends.
+// gradient past its return (see node.keepsGrad): the gradient's memory
+// is the op's until it hands it back, or until the collector takes it.
 func recordKeeping(op string, out *Tensor, inputs []*Tensor, backward func(grad *Tensor) []*Tensor) *Tensor {
 	out = record(op, out, inputs, backward)
 	if out.node != nil {
@@ -284,7 +288,6 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 	}
 	leafGrads := map[*Tensor]*leafGrad{}
 	var leaves []*Tensor // in the order their gradients complete
-	var kept [][]float32 // gradients nodes keep until the end
 	for i := len(order) - 1; i >= 0; i-- {
 		n := order[i]
 		gn := grads[n]
@@ -296,6 +299,11 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 				n.backward = nil
 			}
 			continue
+		}
+		if n.keepsGrad {
+			// The node's gradients never share gn's memory (its promise),
+			// so what holds gn is known before it runs.
+			n.gradFree = gn.dtype == Float32 && !callers(gn) && !stillHeld(gn, nil, grads, leafGrads)
 		}
 		ins := n.backward(gn)
 		if !retain {
@@ -336,16 +344,9 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 				grads[e.node] = gi
 			}
 		}
-		if gn.dtype == Float32 && !callers(gn) && !stillHeld(gn, ins, grads, leafGrads) {
-			if n.keepsGrad {
-				kept = append(kept, gn.data.([]float32))
-			} else {
-				releaseGradBuffer(gn.data.([]float32))
-			}
+		if !n.keepsGrad && gn.dtype == Float32 && !callers(gn) && !stillHeld(gn, ins, grads, leafGrads) {
+			releaseGradBuffer(gn.data.([]float32))
 		}
-	}
-	for _, b := range kept {
-		releaseGradBuffer(b)
 	}
 	for _, l := range leaves {
 		lg := leafGrads[l]
