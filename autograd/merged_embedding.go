@@ -28,12 +28,13 @@ import (
 // offset of every table has been checked: a bad one panics naming the
 // table, the bag and the value.
 //
-// Gradients reach every table that requires one, through one backward for
-// all the tables once every output's gradient has arrived. With sparse, a
-// leaf table gets a row-sparse gradient, as EmbeddingBagSparse gives (or
-// its fused update, see SetSparseUpdate), the tables split across the
-// workers; otherwise (or for a table made by another op) it gets a dense
-// one as EmbeddingBag's: float32 for a float32 table, bfloat16 for a
+// Gradients reach every table that requires one. With sparse, a leaf
+// table gets a row-sparse gradient, as EmbeddingBagSparse gives (or its
+// fused update, see SetSparseUpdate), a few tables at a time split across
+// the workers as their outputs' gradients arrive (a table looked up twice
+// once both have, its lookups in order); otherwise (or for a table made by
+// another op) it gets a dense one as EmbeddingBag's, once every output's
+// gradient has arrived: float32 for a float32 table, bfloat16 for a
 // bfloat16 one.
 // For BagMean each row's gradient is its bag's output gradient divided by
 // the bag's size. A table that does not require a gradient gets none
