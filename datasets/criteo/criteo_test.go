@@ -152,7 +152,7 @@ func TestSkipBadLines(t *testing.T) {
 	if ix.Len() != 2 || n != 6 || !slices.Equal(first, []int{2, 3, 4, 5, 6, 7}) {
 		t.Errorf("Len %d, bad %d %v; want 2, 6 [2 3 4 5 6 7]", ix.Len(), n, first)
 	}
-	if off, l := ix.Offset(1); off+int64(l) != mustSize(t, "testdata/bad.txt") {
+	if off, l := mustOffset(t, ix, 1); off+int64(l) != mustSize(t, "testdata/bad.txt") {
 		t.Errorf("last good line ends at %d", off+int64(l))
 	}
 
@@ -340,17 +340,17 @@ func TestSubSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := criteo.Range{0, n}
-	if got := ix.Select(all, 0, 1); len(got) != n {
+	if got := mustSelect(t, ix, all, 0, 1); len(got) != n {
 		t.Errorf("rate 0 kept %d of %d", len(got), n)
 	}
-	if got := ix.Select(all, 1, 1); len(got) != n/4 {
+	if got := mustSelect(t, ix, all, 1, 1); len(got) != n/4 {
 		t.Errorf("rate 1 kept %d, want the %d positives", len(got), n/4)
 	}
 	for _, rate := range []float64{0.1, 0.5, 0.875} {
-		got := ix.Select(all, rate, 42)
+		got := mustSelect(t, ix, all, rate, 42)
 		pos, neg := 0, 0
 		for _, i := range got {
-			if ix.Label(i) == 1 {
+			if mustLabel(t, ix, i) == 1 {
 				pos++
 			} else {
 				neg++
@@ -365,14 +365,14 @@ func TestSubSample(t *testing.T) {
 		if !slices.IsSorted(got) {
 			t.Errorf("rate %v: lines out of order", rate)
 		}
-		if again := ix.Select(all, rate, 42); !slices.Equal(again, got) {
+		if again := mustSelect(t, ix, all, rate, 42); !slices.Equal(again, got) {
 			t.Errorf("rate %v: same seed, different lines", rate)
 		}
-		if other := ix.Select(all, rate, 43); slices.Equal(other, got) {
+		if other := mustSelect(t, ix, all, rate, 43); slices.Equal(other, got) {
 			t.Errorf("rate %v: seeds 42 and 43 give the same lines", rate)
 		}
 		// A sub-range makes the same choice for each of its lines.
-		sub := ix.Select(criteo.Range{100, 900}, rate, 42)
+		sub := mustSelect(t, ix, criteo.Range{100, 900}, rate, 42)
 		var inRange []int
 		for _, i := range got {
 			if i >= 100 && i < 900 {
@@ -397,16 +397,16 @@ func TestBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	split := criteo.KaggleSplit(ix.Len())
-	shuffled := ix.Select(split.Train, 0.5, 3)
+	shuffled := mustSelect(t, ix, split.Train, 0.5, 3)
 	slices.Reverse(shuffled) // out of file order, with gaps
 	for _, tc := range []struct {
 		name  string
 		lines []int
 		bs    int
 	}{
-		{"train", ix.Select(split.Train, 0, 0), 32},
-		{"test", ix.Select(split.Test, 0, 0), 5},
-		{"subsampled in order", ix.Select(split.Train, 0.5, 3), 16}, // gaps read through
+		{"train", mustSelect(t, ix, split.Train, 0, 0), 32},
+		{"test", mustSelect(t, ix, split.Test, 0, 0), 5},
+		{"subsampled in order", mustSelect(t, ix, split.Train, 0.5, 3), 16}, // gaps read through
 		{"subsampled reversed", shuffled, 7},
 		{"one", []int{199}, 1},
 	} {
@@ -484,4 +484,38 @@ func TestBatchesAfterSkip(t *testing.T) {
 			t.Errorf("changed file: %v", err)
 		}
 	}
+}
+
+// The accessors that read a file-backed index's sidecar, failing the test
+// on an error.
+type labeled interface {
+	Label(i int) (int, error)
+	Select(r criteo.Range, rate float64, seed uint64) ([]int, error)
+}
+
+func mustLabel(t testing.TB, ix labeled, i int) int {
+	t.Helper()
+	l, err := ix.Label(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func mustSelect(t testing.TB, ix labeled, r criteo.Range, rate float64, seed uint64) []int {
+	t.Helper()
+	lines, err := ix.Select(r, rate, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+func mustOffset(t testing.TB, ix *criteo.Index, i int) (int64, int) {
+	t.Helper()
+	off, n, err := ix.Offset(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off, n
 }

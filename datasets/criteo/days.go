@@ -163,7 +163,10 @@ func (s *DaySet) Len() int {
 
 // Label returns good line i's label, 0 or 1, read from its file's
 // sidecar (see Index.Label).
-func (s *DaySet) Label(i int) int {
+func (s *DaySet) Label(i int) (int, error) {
+	if i < 0 || i >= s.Len() {
+		return 0, fmt.Errorf("criteo: good line %d out of range [0, %d)", i, s.Len())
+	}
 	p, j := locate(s.parts, i)
 	return p.ix.Label(j)
 }
@@ -201,7 +204,7 @@ func (s *DaySet) BadLines() (count int, first []string) {
 // dropping the fraction rate of negatives, each choice fixed by seed and
 // the line's number. The slice costs 8 bytes a line; Order gives the same
 // lines lazily.
-func (s *DaySet) Select(r Range, rate float64, seed uint64) []int {
+func (s *DaySet) Select(r Range, rate float64, seed uint64) ([]int, error) {
 	return selectLines(s.parts, r, rate, seed)
 }
 

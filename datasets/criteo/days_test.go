@@ -92,7 +92,7 @@ func TestTerabyteDays(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		order := s.Select(criteo.Range{0, s.Len()}, 0, 1)
+		order := mustSelect(t, s, criteo.Range{0, s.Len()}, 0, 1)
 		if err := criteo.Shuffle(order, sp.Days[:23], criteo.RandomizeTotal, 5); err != nil {
 			t.Fatal(err)
 		}
@@ -113,8 +113,8 @@ func TestTerabyteDays(t *testing.T) {
 			t.Errorf("%s: batches across the day files differ from those of the same lines in one file", path)
 		}
 		for i := range s.Len() {
-			if s.Label(i) != all.Label(i) {
-				t.Fatalf("line %d: label %d, one file's %d", i, s.Label(i), all.Label(i))
+			if mustLabel(t, s, i) != mustLabel(t, all, i) {
+				t.Fatalf("line %d: label %d, one file's %d", i, mustLabel(t, s, i), mustLabel(t, all, i))
 			}
 		}
 	}

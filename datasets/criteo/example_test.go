@@ -29,7 +29,11 @@ func Example() {
 	fmt.Println("lines:", ix.Len(), "rows of C1, C26:", counts[0], counts[25])
 
 	split := criteo.KaggleSplit(ix.Len())
-	train := ix.Select(split.Train, 0, 1) // --data-sub-sample-rate 0
+	train, err := ix.Select(split.Train, 0, 1) // --data-sub-sample-rate 0
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for batch, err := range ix.Batches(data, train, 4) {
 		if err != nil {
 			fmt.Println(err)

@@ -117,11 +117,11 @@ func TestOrder(t *testing.T) {
 	for _, rate := range []float64{0, 0.3, 0.7, 1} {
 		var want []int // the old rule, in file order
 		for i := sp.Train.Start; i < sp.Train.End; i++ {
-			if s.Label(i) == 1 || oldUniform(9, uint64(i)) >= rate {
+			if mustLabel(t, s, i) == 1 || oldUniform(9, uint64(i)) >= rate {
 				want = append(want, i)
 			}
 		}
-		if sel := s.Select(sp.Train, rate, 9); !slices.Equal(sel, want) {
+		if sel := mustSelect(t, s, sp.Train, rate, 9); !slices.Equal(sel, want) {
 			t.Fatalf("rate %v: Select keeps %d lines, the rule %d", rate, len(sel), len(want))
 		}
 		for _, mode := range []string{criteo.RandomizeTotal, criteo.RandomizeDay, criteo.RandomizeNone} {

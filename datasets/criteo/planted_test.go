@@ -361,7 +361,7 @@ func TestPlantedSampleFile(t *testing.T) {
 	}
 	pos := 0
 	for i := range ix.Len() {
-		pos += ix.Label(i)
+		pos += mustLabel(t, ix, i)
 	}
 	if n, _ := ix.BadLines(); ix.Len() != 200 || n != 0 || ix.Counts() != st.Counts || pos != st.Positives {
 		t.Errorf("Scan: %d lines, %d bad, %d positives, counts %v;\ngenerator: 200, 0, %d, %v",

@@ -209,17 +209,13 @@ func (ix *Index) record(i int) (record, error) {
 	return getRecord(b[:]), nil
 }
 
-// mustRecord is record for the accessors without an error: an index whose
-// sidecar cannot be read back panics.
-func (ix *Index) mustRecord(i int) record {
+// checkedRecord is record for the exported accessors: a line out of
+// range is an error too.
+func (ix *Index) checkedRecord(i int) (record, error) {
 	if i < 0 || i >= ix.n {
-		panic(fmt.Sprintf("criteo: good line %d out of range [0, %d)", i, ix.n))
+		return record{}, fmt.Errorf("criteo: %s: good line %d out of range [0, %d)", ix.file, i, ix.n)
 	}
-	r, err := ix.record(i)
-	if err != nil {
-		panic(err)
-	}
-	return r
+	return ix.record(i)
 }
 
 // Len is the number of good lines.
@@ -243,15 +239,18 @@ func (ix *Index) ID(t int, v uint32) (int32, bool) {
 }
 
 // Label returns good line i's label, 0 or 1. For an Index from ScanFile
-// it reads the line's record from the sidecar, and panics if that fails;
-// Order reads labels in bulk and returns errors.
-func (ix *Index) Label(i int) int { return ix.mustRecord(i).label }
+// it reads the line's record from the sidecar: the error is that read's,
+// or a line out of range.
+func (ix *Index) Label(i int) (int, error) {
+	r, err := ix.checkedRecord(i)
+	return r.label, err
+}
 
 // Offset returns good line i's byte offset and length, newline included.
 // Like Label, it may read the sidecar.
-func (ix *Index) Offset(i int) (off int64, n int) {
-	r := ix.mustRecord(i)
-	return r.off, r.n
+func (ix *Index) Offset(i int) (off int64, n int, err error) {
+	r, err := ix.checkedRecord(i)
+	return r.off, r.n, err
 }
 
 // BadLines returns how many bad lines a scan with SkipBadLines skipped and

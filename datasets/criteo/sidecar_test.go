@@ -21,10 +21,10 @@ func sameIndex(t *testing.T, a, b *criteo.Index) {
 		t.Fatalf("lines %d/%d, counts %v/%v, max index range %d/%d", a.Len(), b.Len(), a.Counts(), b.Counts(), a.MaxIndRange(), b.MaxIndRange())
 	}
 	for i := range a.Len() {
-		ao, an := a.Offset(i)
-		bo, bn := b.Offset(i)
-		if ao != bo || an != bn || a.Label(i) != b.Label(i) {
-			t.Fatalf("line %d: offset %d/%d, length %d/%d, label %d/%d", i, ao, bo, an, bn, a.Label(i), b.Label(i))
+		ao, an := mustOffset(t, a, i)
+		bo, bn := mustOffset(t, b, i)
+		if ao != bo || an != bn || mustLabel(t, a, i) != mustLabel(t, b, i) {
+			t.Fatalf("line %d: offset %d/%d, length %d/%d, label %d/%d", i, ao, bo, an, bn, mustLabel(t, a, i), mustLabel(t, b, i))
 		}
 	}
 	ac, af := a.BadLines()
@@ -224,8 +224,8 @@ func TestScanFileSidecar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rescanned.Label(0) == first.Label(0) {
-		t.Errorf("a changed file kept the sidecar's label %d", first.Label(0))
+	if mustLabel(t, rescanned, 0) == mustLabel(t, first, 0) {
+		t.Errorf("a changed file kept the sidecar's label %d", mustLabel(t, first, 0))
 	}
 	// Other options scan again too.
 	folded, err := criteo.ScanFile(path, criteo.ScanOptions{MaxIndRange: 5})
@@ -303,5 +303,29 @@ func TestShuffle(t *testing.T) {
 	}
 	if err := criteo.Shuffle(base, nil, "weekly", 1); err == nil || !strings.Contains(err.Error(), `"weekly"`) {
 		t.Errorf("unknown mode: %v", err)
+	}
+}
+
+// TestIndexAccessorErrors: a line out of range, or a sidecar that can no
+// longer be read, is an error of Label, Offset and Select, not a panic.
+func TestIndexAccessorErrors(t *testing.T) {
+	ix, err := criteo.ScanFile(copyFile(t, t.TempDir(), "sample.txt"), criteo.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Label(-1); err == nil {
+		t.Error("Label(-1): no error")
+	}
+	if _, _, err := ix.Offset(ix.Len()); err == nil {
+		t.Errorf("Offset(%d) of %d lines: no error", ix.Len(), ix.Len())
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Label(0); err == nil {
+		t.Error("Label after Close: no error")
+	}
+	if _, err := ix.Select(criteo.Range{Start: 0, End: ix.Len()}, 0.5, 1); err == nil {
+		t.Error("Select after Close: no error")
 	}
 }

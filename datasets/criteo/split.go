@@ -71,20 +71,20 @@ func KaggleSplit(n int) Split {
 // is fixed by the seed alone, whatever order or batch size reads it. The
 // stream differs from NumPy's: the same rate is dropped in expectation,
 // not the same lines. rate <= 0 keeps every line. The slice costs 8 bytes
-// a line: Order keeps the same lines without one. Select panics if the
-// sidecar of a file-backed Index cannot be read (Order returns the error).
-func (ix *Index) Select(r Range, rate float64, seed uint64) []int {
+// a line: Order keeps the same lines without one. The error is a failed
+// read of a file-backed Index's sidecar.
+func (ix *Index) Select(r Range, rate float64, seed uint64) ([]int, error) {
 	return selectLines([]part{{ix: ix}}, r, rate, seed)
 }
 
 // selectLines is Select over the lines of parts.
-func selectLines(parts []part, r Range, rate float64, seed uint64) []int {
+func selectLines(parts []part, r Range, rate float64, seed uint64) ([]int, error) {
 	lines := make([]int, 0, r.Len())
 	if rate <= 0 {
 		for i := r.Start; i < r.End; i++ {
 			lines = append(lines, i)
 		}
-		return lines
+		return lines, nil
 	}
 	o, err := newOrder(parts, []Range{r}, rate, seed, RandomizeNone)
 	if err == nil {
@@ -97,9 +97,9 @@ func selectLines(parts []part, r Range, rate float64, seed uint64) []int {
 		}
 	}
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	return lines
+	return lines, nil
 }
 
 // uniform maps (seed, i) to a float64 in [0, 1) with SplitMix64's mixer.
