@@ -1,5 +1,7 @@
 package kernels
 
+import "sync"
+
 // BF16 convolution: bfloat16 operands (uint16 bits), float32 accumulation
 // and float32 results (callers round to BF16 where they want it).
 //
@@ -205,6 +207,12 @@ type convBF16 struct {
 	dyT    []uint16
 	direct directBF16
 
+	// Set for a forward with prepared weights (pre) or a bfloat16 output
+	// (staged: gemmEp.stage finishes each block of y as it is summed).
+	pre    *convBF16Packed
+	staged bool
+	gemmEp sbRowEpilogue
+
 	colBuf16, xpBuf, bpBuf, dyTBuf, tailBuf []uint16
 	colBuf32                                []float32
 	offsBuf                                 []int
@@ -235,6 +243,7 @@ func getConvBF16(s *ConvShape) *convBF16 {
 
 func (c *convBF16) release() {
 	c.x, c.dy, c.y, c.dx, c.bias, c.col16, c.col32, c.dyT = nil, nil, nil, nil, nil, nil, nil, nil
+	c.pre, c.staged, c.gemmEp = nil, false, sbRowEpilogue{}
 	convBF16Pool.put(c)
 }
 
@@ -257,11 +266,7 @@ func (c *convBF16) forward(x, w []uint16, bias, y []float32) {
 		return
 	}
 	if s.pointwise() {
-		GemmBF16(false, true, c.pix, s.O, s.C, 1, x, s.C, w, s.C, 0, y, s.O)
-		if bias != nil {
-			c.p0, c.mb = 0, c.pix
-			Parallel(c.pix, c.pix*s.O, c.biasFn)
-		}
+		c.forwardProduct(0, c.pix, x, w)
 		return
 	}
 	mb := c.blockPixels(2)
@@ -269,11 +274,45 @@ func (c *convBF16) forward(x, w []uint16, bias, y []float32) {
 		c.p0, c.mb = p0, min(mb, c.pix-p0)
 		c.col16 = growBuf(&c.colBuf16, c.mb*c.k)
 		Parallel(c.mb, c.mb*c.k, c.im2colFn)
-		GemmBF16(false, true, c.mb, s.O, c.k, 1, c.col16, c.k, w, c.k, 0, y[p0*s.O:], s.O)
-		if bias != nil {
-			Parallel(c.mb, c.mb*s.O, c.biasFn)
-		}
+		c.forwardProduct(p0, c.mb, c.col16, w)
 	}
+}
+
+// forwardProduct computes output pixels [p0, p0+rows) as the product of
+// their im2col rows a (or the input itself) and the weights, with the
+// bias and, for a bfloat16 output, the stage.
+func (c *convBF16) forwardProduct(p0, rows int, a, w []uint16) {
+	s := &c.s
+	var pre *sbPackedB
+	if c.pre != nil {
+		pre = c.pre.gemmB(c.k, s.O, w)
+	}
+	var ep *sbRowEpilogue
+	if c.staged {
+		c.gemmEp.bias, c.gemmEp.off = c.bias, p0*s.O
+		ep = &c.gemmEp
+	}
+	gemmBF16(false, true, rows, s.O, c.k, 1, a, c.k, w, c.k, 0, c.y[p0*s.O:], s.O, pre, ep)
+	if c.bias != nil && ep == nil {
+		c.p0, c.mb = p0, rows
+		Parallel(rows, rows*s.O, c.biasFn)
+	}
+}
+
+// convBF16Packed holds a convolution's weights packed for the native
+// forward, each layout made from the weights of the first forward that
+// needs it: the direct kernel's blocks and the product's.
+type convBF16Packed struct {
+	directOnce, gemmOnce sync.Once
+	direct               [][]uint32
+	gemm                 *sbPackedB
+}
+
+// gemmB returns the weights packed as B of the im2col product (depth k,
+// n output channels).
+func (p *convBF16Packed) gemmB(k, n int, w []uint16) *sbPackedB {
+	p.gemmOnce.Do(func() { p.gemm = packSbgemmB(true, k, n, w, k) })
+	return p.gemm
 }
 
 // addBias adds the bias to pixels [lo, hi) of the current block.

@@ -86,12 +86,16 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 		kh, kw := t/KW, t%KW
 		d.offs[t] = 2 * (kh*s.Dil[1]*d.wp + kw*s.Dil[2]) * d.cp2
 	}
-	nkb := (taps*cp + convBF16KP - 1) / convBF16KP
-	tb := (taps + nkb - 1) / nkb
-	nc := max(32, min(O, convBF16B/(tb*cp)/32*32))
-	d.bp = words(growBuf(&c.bpBuf, 2*tb*cp*nc))
+	tb, nc := directBlocking(s)
+	var pre [][]uint32
+	if c.pre != nil {
+		pre = c.pre.directB(s, w)
+	} else {
+		d.bp = words(growBuf(&c.bpBuf, 2*tb*cp*nc))
+	}
 	d.w = w
 	rows := s.N * s.Out[1]
+	block := 0
 	for t0 := 0; t0 < taps; t0 += tb {
 		d.t0, d.tb = t0, min(tb, taps-t0)
 		d.beta = 1
@@ -101,7 +105,12 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 		d.last = t0+d.tb == taps
 		for j0 := 0; j0 < O; j0 += nc {
 			d.j0, d.nc = j0, min(nc, O-j0)
-			Parallel(d.nc/16, d.nc*d.tb*cp, c.packFn)
+			if pre != nil {
+				d.bp = pre[block]
+				block++
+			} else {
+				Parallel(d.nc/16, d.nc*d.tb*cp, c.packFn)
+			}
 			if d.pointwise {
 				Parallel((c.pix+11)/12, c.pix*2*d.nc*C, c.pointFn)
 			} else {
@@ -111,6 +120,54 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 	}
 	d.w, d.xp, d.tail = nil, nil, nil
 	return true
+}
+
+// directBlocking returns the direct path's blocks of s: taps per block
+// of depth and output channels per block of B.
+func directBlocking(s *ConvShape) (tb, nc int) {
+	taps, cp := s.kSize(), (s.C+1)/2
+	nkb := (taps*cp + convBF16KP - 1) / convBF16KP
+	tb = (taps + nkb - 1) / nkb
+	return tb, max(32, min(s.O, convBF16B/(tb*cp)/32*32))
+}
+
+// directB returns the weights packed as the direct path's blocks of B, in
+// the order forwardDirect takes them.
+func (p *convBF16Packed) directB(s *ConvShape, w []uint16) [][]uint32 {
+	p.directOnce.Do(func() {
+		c := getConvBF16(s)
+		defer c.release()
+		d := &c.direct
+		d.cp2, d.w = (s.C+1)&^1, w
+		taps, cp := s.kSize(), (s.C+1)/2
+		tb, nc := directBlocking(s)
+		for t0 := 0; t0 < taps; t0 += tb {
+			d.t0, d.tb = t0, min(tb, taps-t0)
+			for j0 := 0; j0 < s.O; j0 += nc {
+				d.j0, d.nc = j0, min(nc, s.O-j0)
+				d.bp = make([]uint32, d.tb*cp*d.nc)
+				Parallel(d.nc/16, d.nc*d.tb*cp, c.packFn)
+				p.direct = append(p.direct, d.bp)
+			}
+		}
+		d.w, d.bp = nil, nil
+	})
+	return p.direct
+}
+
+// finishPixels runs the bfloat16 stage, where the forward has one, on
+// output pixels [p0, p0+rows) of the current column block once their
+// last tap block is summed.
+func (c *convBF16) finishPixels(p0, rows int, tmp *[2][bf16Stretch]float32) {
+	d := &c.direct
+	if !c.staged || !d.last {
+		return
+	}
+	O := c.s.O
+	for p := p0; p < p0+rows; p++ {
+		idx := p*O + d.j0
+		c.gemmEp.stage.store(c.y[idx:idx+d.nc], idx, tmp)
+	}
 }
 
 // pointwiseFitsBF16 reports whether the pointwise forward of s runs on the
@@ -126,6 +183,8 @@ func (c *convBF16) pointPanels(lo, hi int) {
 	C, O := s.C, s.O
 	cp := C / 2
 	tile := 2 * d.tb * cp * 16
+	tmp := c.gemmEp.stage.scratch()
+	defer c.gemmEp.stage.release(tmp)
 	for pn := lo; pn < hi; pn++ {
 		p0 := pn * 12
 		rows := min(12, c.pix-p0)
@@ -140,6 +199,7 @@ func (c *convBF16) pointPanels(lo, hi int) {
 			}
 			convBF16Kernel12x32(1, &d.offs[0], cp, a, 2*C, &d.bp[t*tile], &c.y[p0*O+d.j0+32*t], O, rows, d.beta, bias)
 		}
+		c.finishPixels(p0, rows, tmp)
 	}
 }
 
@@ -205,6 +265,8 @@ func (c *convBF16) directRows(lo, hi int) {
 	sh, sw := s.Stride[1], s.Stride[2]
 	cp := d.cp2 / 2
 	tile := 2 * d.tb * cp * 16
+	tmp := c.gemmEp.stage.scratch()
+	defer c.gemmEp.stage.release(tmp)
 	for r := lo; r < hi; r++ {
 		n, oh := r/OH, r%OH
 		in := (n*d.hp + oh*sh) * d.wp
@@ -219,6 +281,7 @@ func (c *convBF16) directRows(lo, hi int) {
 				convBF16Kernel12x32(d.tb, &d.offs[d.t0], cp, a, 2*sw*d.cp2, &d.bp[t*tile],
 					&c.y[(r*OW+ow0)*O+d.j0+32*t], O, rows, d.beta, bias)
 			}
+			c.finishPixels(r*OW+ow0, rows, tmp)
 		}
 	}
 }

@@ -13,3 +13,5 @@ func (c *convBF16) directRows(lo, hi int)         {}
 func directFitsBF16(s *ConvShape) bool { return false }
 
 func (c *convBF16) pointPanels(lo, hi int) {}
+
+func (p *convBF16Packed) directB(s *ConvShape, w []uint16) [][]uint32 { return nil }

@@ -20,6 +20,8 @@ var convBF16Cases = []convCase{
 	{"bf16 direct partial panel", 1, 4, 32, 1, [3]int{1, 3, 23}, [3]int{1, 1, 3}, one3, [3]int{0, 0, 1}, one3},
 	{"bf16 pointwise", 1, 6, 32, 1, [3]int{1, 1, 5}, one3, one3, [3]int{}, one3},
 	{"bf16 pointwise wide", 2, 70, 64, 1, [3]int{1, 5, 7}, one3, one3, [3]int{}, one3},
+	{"bf16 product blocks", 1, 130, 576, 1, [3]int{1, 4, 5}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 product pixel blocks", 2, 24, 40, 1, [3]int{1, 7, 9}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 }
 
 // randBF16 returns n random bfloat16 values and the same values as float32.

@@ -18,6 +18,15 @@ import (
 // widens each value (exactly) and sums in float32, depth by depth, so the
 // two differ in summation order only.
 func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	gemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil)
+}
+
+// gemmBF16 is GemmBF16 with, for the convolutions, B already packed for
+// every block (pre, made by packSbgemmB of the same B; nil: packed here)
+// and rows finished by ep once summed (nil: none). Both are taken only
+// where the assembly path runs (sbgemmAsm), as the native convolutions
+// do; k > 0 and alpha 1 there.
+func gemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, pre *sbPackedB, ep *sbRowEpilogue) {
 	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
 	if m == 0 || n == 0 {
 		return
@@ -29,7 +38,7 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 	// Calls are pooled, their methods bound once: a method value handed to
 	// the worker pool escapes, so binding it per call would allocate.
 	g := sbgemmCalls.get()
-	g.sbgemmArgs = sbgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
+	g.sbgemmArgs = sbgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, pre: pre, ep: ep}
 	switch {
 	case sbgemmAsm():
 		g.blocked()
@@ -161,6 +170,36 @@ type sbgemmArgs struct {
 	p0, kp, j0, nc int
 	beta2          float32
 	ap, bp         []uint16
+
+	pre *sbPackedB
+	ep  *sbRowEpilogue
+}
+
+// sbPackedB is a B operand of GemmBF16 packed once, block by block in the
+// order the blocked loop takes them: a convolution's weights, which meet
+// every input of an inference.
+type sbPackedB struct {
+	k, n   int
+	blocks [][]uint16
+}
+
+// sbRowEpilogue finishes rows of a product whose last depth block is
+// summed, while they are in cache: bias added (nil for none), then the
+// bfloat16 stage, whose output y holds C's element (i, j) at
+// off + i·ldc + j.
+type sbRowEpilogue struct {
+	bias  []float32
+	stage bf16Stage
+	off   int
+}
+
+// finish runs the epilogue on row, the finished columns [j0, j0+len(row))
+// of C's element idx (i·ldc + j0).
+func (e *sbRowEpilogue) finish(row []float32, j0, idx int, tmp *[2][bf16Stretch]float32) {
+	if e.bias != nil {
+		convOps.addTo(row, e.bias[j0:j0+len(row)])
+	}
+	e.stage.store(row, e.off+idx, tmp)
 }
 
 func (g *sbgemmArgs) aAt(i, p int) uint16 {

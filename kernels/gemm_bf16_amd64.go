@@ -36,15 +36,44 @@ func (g *sbgemmCall) bindBlocked() {
 	g.packAFn, g.packBFn, g.rowsFn = g.packAPanels, g.packBPanels, g.rowPanels
 }
 
+// sbBlocking returns the blocked loop's depth block, in pairs, and
+// column block for a product of depth k and n columns.
+func sbBlocking(k, n int) (kcp, nc int) {
+	return gemmBalance((k+1)/2, sbgemmKC, 1), gemmBalance(n, sbgemmNC, 32)
+}
+
+// packSbgemmB packs B (k×n, transposed when transB) for every block of
+// GemmBF16's blocked loop.
+func packSbgemmB(transB bool, k, n int, b []uint16, ldb int) *sbPackedB {
+	g := sbgemmCalls.get()
+	defer sbgemmCalls.put(g)
+	g.sbgemmArgs = sbgemmArgs{transB: transB, k: k, n: n, b: b, ldb: ldb}
+	pb := &sbPackedB{k: k, n: n}
+	kcp, nc := sbBlocking(k, n)
+	for p0 := 0; p0 < (k+1)/2; p0 += kcp {
+		g.p0, g.kp = p0, min(kcp, (k+1)/2-p0)
+		for j0 := 0; j0 < n; j0 += nc {
+			g.j0, g.nc = j0, min(nc, n-j0)
+			g.bp = make([]uint16, g.kp*((g.nc+31)&^31)*2)
+			g.packB()
+			pb.blocks = append(pb.blocks, g.bp)
+		}
+	}
+	g.sbgemmArgs = sbgemmArgs{}
+	return pb
+}
+
 func (g *sbgemmCall) blocked() {
 	pairs := (g.k + 1) / 2
-	kcp := gemmBalance(pairs, sbgemmKC, 1)
-	nc := gemmBalance(g.n, sbgemmNC, 32)
+	kcp, nc := sbBlocking(g.k, g.n)
 	panels := (g.m + sbgemmMR - 1) / sbgemmMR
 	buf := sbgemmBufPool.get()
 	defer sbgemmBufPool.put(buf)
-	g.bp = growBuf(&buf.b, kcp*((nc+31)&^31)*2)
+	if g.pre == nil {
+		g.bp = growBuf(&buf.b, kcp*((nc+31)&^31)*2)
+	}
 	g.ap = growBuf(&buf.a, panels*(kcp*2*sbgemmMR+4))
+	block := 0
 	for p0 := 0; p0 < pairs; p0 += kcp {
 		g.p0, g.kp = p0, min(kcp, pairs-p0)
 		// A's panels for this depth block are packed once, for every column
@@ -56,7 +85,12 @@ func (g *sbgemmCall) blocked() {
 		}
 		for j0 := 0; j0 < g.n; j0 += nc {
 			g.j0, g.nc = j0, min(nc, g.n-j0)
-			g.packB()
+			if g.pre != nil {
+				g.bp = g.pre.blocks[block]
+				block++
+			} else {
+				g.packB()
+			}
 			Parallel(panels, g.m*g.nc*2*g.kp, g.rowsFn)
 		}
 	}
@@ -199,7 +233,21 @@ func (g *sbgemmCall) rowPanels(lo, hi int) {
 				g.edgeTile(pn, full, w)
 			}
 		}
+		if g.ep != nil && g.p0+g.kp == (g.k+1)/2 {
+			g.finishRows(c0*sbgemmMR, min(c1*sbgemmMR, g.m))
+		}
 	}
+}
+
+// finishRows runs the row epilogue on rows [i0, i1) of the current column
+// block.
+func (g *sbgemmCall) finishRows(i0, i1 int) {
+	tmp := g.ep.stage.scratch()
+	for i := i0; i < i1; i++ {
+		idx := i*g.ldc + g.j0
+		g.ep.finish(g.c[idx:idx+g.nc], g.j0, idx, tmp)
+	}
+	g.ep.stage.release(tmp)
 }
 
 // sbgemmChunkBytes bounds the A panels a worker runs one B tile over.

@@ -15,3 +15,5 @@ func (g *sbgemmCall) blocked() { panic("kernels: no BF16 GEMM kernel in this bui
 func sgemmBF16A(m, n, k int, a []uint16, lda int, transB bool, b []float32, ldb int, pb *PackedB, c []float32, ldc int, ep Epilogue) bool {
 	return false
 }
+
+func packSbgemmB(transB bool, k, n int, b []uint16, ldb int) *sbPackedB { return nil }
