@@ -155,18 +155,59 @@ func (p *convBF16Packed) directB(s *ConvShape, w []uint16) [][]uint32 {
 	return p.direct
 }
 
+// directOut is where a worker's kernel calls put twelve output pixels of
+// the current column block: with a bfloat16 stage and a single tap block
+// (every convolution of ResNet-50), a tile of 12×nc floats that the stage
+// then rounds into y while it is in cache, so the float32 result never
+// goes to memory; otherwise y itself.
+type directOut struct {
+	tile *[]float32
+	tmp  *[2][bf16Stretch]float32
+}
+
+func (c *convBF16) directOut() directOut {
+	var o directOut
+	if c.staged {
+		o.tmp = c.gemmEp.stage.scratch()
+		if c.direct.t0 == 0 && c.direct.last {
+			o.tile = f32Scratch(12 * c.direct.nc)
+		}
+	}
+	return o
+}
+
+func (c *convBF16) releaseOut(o directOut) {
+	c.gemmEp.stage.release(o.tmp)
+	if o.tile != nil {
+		releaseF32Scratch(o.tile)
+	}
+}
+
+// dst returns the kernel's output for column tile t of pixels from p0, and
+// its row stride.
+func (c *convBF16) dst(o directOut, p0, t int) (*float32, int) {
+	if o.tile != nil {
+		return &(*o.tile)[32*t], c.direct.nc
+	}
+	return &c.y[p0*c.s.O+c.direct.j0+32*t], c.s.O
+}
+
 // finishPixels runs the bfloat16 stage, where the forward has one, on
 // output pixels [p0, p0+rows) of the current column block once their
 // last tap block is summed.
-func (c *convBF16) finishPixels(p0, rows int, tmp *[2][bf16Stretch]float32) {
+func (c *convBF16) finishPixels(o directOut, p0, rows int) {
 	d := &c.direct
 	if !c.staged || !d.last {
 		return
 	}
 	O := c.s.O
-	for p := p0; p < p0+rows; p++ {
-		idx := p*O + d.j0
-		c.gemmEp.stage.store(c.y[idx:idx+d.nc], idx, tmp)
+	for i := range rows {
+		idx := (p0+i)*O + d.j0
+		row := c.y[idx : idx+d.nc]
+		if o.tile != nil {
+			row = (*o.tile)[i*d.nc : (i+1)*d.nc]
+		}
+		c.gemmEp.stage.store(row, idx, o.tmp)
 	}
 }
 
@@ -180,11 +221,11 @@ func pointwiseFitsBF16(s *ConvShape) bool {
 // [lo, hi) of 12 pixels.
 func (c *convBF16) pointPanels(lo, hi int) {
 	s, d := &c.s, &c.direct
-	C, O := s.C, s.O
+	C := s.C
 	cp := C / 2
 	tile := 2 * d.tb * cp * 16
-	tmp := c.gemmEp.stage.scratch()
-	defer c.gemmEp.stage.release(tmp)
+	out := c.directOut()
+	defer c.releaseOut(out)
 	for pn := lo; pn < hi; pn++ {
 		p0 := pn * 12
 		rows := min(12, c.pix-p0)
@@ -197,9 +238,10 @@ func (c *convBF16) pointPanels(lo, hi int) {
 			if d.last && c.bias != nil {
 				bias = &c.bias[d.j0+32*t]
 			}
-			convBF16Kernel12x32(1, &d.offs[0], cp, a, 2*C, &d.bp[t*tile], &c.y[p0*O+d.j0+32*t], O, rows, d.beta, bias)
+			y, ldy := c.dst(out, p0, t)
+			convBF16Kernel12x32(1, &d.offs[0], cp, a, 2*C, &d.bp[t*tile], y, ldy, rows, d.beta, bias)
 		}
-		c.finishPixels(p0, rows, tmp)
+		c.finishPixels(out, p0, rows)
 	}
 }
 
@@ -261,12 +303,12 @@ func (c *convBF16) packDirectB(lo, hi int) {
 // output row together), twelve pixels and 32 channels per kernel call.
 func (c *convBF16) directRows(lo, hi int) {
 	s, d := &c.s, &c.direct
-	O, OH, OW := s.O, s.Out[1], s.Out[2]
+	OH, OW := s.Out[1], s.Out[2]
 	sh, sw := s.Stride[1], s.Stride[2]
 	cp := d.cp2 / 2
 	tile := 2 * d.tb * cp * 16
-	tmp := c.gemmEp.stage.scratch()
-	defer c.gemmEp.stage.release(tmp)
+	out := c.directOut()
+	defer c.releaseOut(out)
 	for r := lo; r < hi; r++ {
 		n, oh := r/OH, r%OH
 		in := (n*d.hp + oh*sh) * d.wp
@@ -278,10 +320,10 @@ func (c *convBF16) directRows(lo, hi int) {
 				if d.last && c.bias != nil {
 					bias = &c.bias[d.j0+32*t]
 				}
-				convBF16Kernel12x32(d.tb, &d.offs[d.t0], cp, a, 2*sw*d.cp2, &d.bp[t*tile],
-					&c.y[(r*OW+ow0)*O+d.j0+32*t], O, rows, d.beta, bias)
+				y, ldy := c.dst(out, r*OW+ow0, t)
+				convBF16Kernel12x32(d.tb, &d.offs[d.t0], cp, a, 2*sw*d.cp2, &d.bp[t*tile], y, ldy, rows, d.beta, bias)
 			}
-			c.finishPixels(r*OW+ow0, rows, tmp)
+			c.finishPixels(out, r*OW+ow0, rows)
 		}
 	}
 }
