@@ -97,6 +97,20 @@ func ConvForwardBF16To(s *ConvShape, x, w []uint16, bias []float32, y []uint16) 
 // ConvBackwardDataBF16To is ConvBackwardDataBF16 with dx rounded to
 // bfloat16 into dx.
 func ConvBackwardDataBF16To(s *ConvShape, dy, w []uint16, dx []uint16) {
+	if convBF16Native(s) && s.pointwise() && s.N > 0 {
+		// One product, dy·w, rounded into dx row by row as it is finished.
+		s.check("ConvBackwardDataBF16To", convLen{"dx", len(dx), s.xLen()}, convLen{"w", len(w), s.wLen()},
+			convLen{"dy", len(dy), s.yLen()})
+		acc := f32Scratch(s.xLen())
+		ep := sbRowEpilogues.get()
+		ep.stage.y = dx[:s.xLen()]
+		pix := s.N * s.outSize()
+		gemmBF16(false, false, pix, s.C, s.O, 1, dy, s.O, w, s.C, 0, *acc, s.C, nil, ep)
+		*ep = sbRowEpilogue{}
+		sbRowEpilogues.put(ep)
+		releaseF32Scratch(acc)
+		return
+	}
 	acc := f32Scratch(len(dx))
 	ConvBackwardDataBF16(s, dy, w, *acc)
 	F32ToBF16(dx, *acc)
@@ -198,13 +212,12 @@ type convBF16 struct {
 	s      ConvShape
 	k      int // depth of an im2col row: taps × C
 	pix    int // output pixels of the batch
-	x, dy  []uint16
+	x      []uint16
 	y, dx  []float32
 	bias   []float32
 	p0, mb int // the current block of output pixels
 	col16  []uint16
 	col32  []float32
-	dyT    []uint16
 	direct directBF16
 
 	// Set for a forward with prepared weights (pre) or a bfloat16 output
@@ -213,11 +226,11 @@ type convBF16 struct {
 	staged bool
 	gemmEp sbRowEpilogue
 
-	colBuf16, xpBuf, bpBuf, dyTBuf, tailBuf []uint16
+	colBuf16, xpBuf, bpBuf, tailBuf []uint16
 	colBuf32                                []float32
 	offsBuf                                 []int
 
-	im2colFn, col2imFn, biasFn, padFn, directFn, transFn, pointFn, packFn func(lo, hi int)
+	im2colFn, col2imFn, biasFn, padFn, directFn, pointFn, packFn func(lo, hi int)
 }
 
 var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
@@ -227,7 +240,6 @@ var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
 	c.biasFn = c.addBias
 	c.padFn = c.padRows
 	c.directFn = c.directRows
-	c.transFn = c.transposeDy
 	c.pointFn = c.pointPanels
 	c.packFn = c.packDirectB
 	return c
@@ -242,7 +254,7 @@ func getConvBF16(s *ConvShape) *convBF16 {
 }
 
 func (c *convBF16) release() {
-	c.x, c.dy, c.y, c.dx, c.bias, c.col16, c.col32, c.dyT = nil, nil, nil, nil, nil, nil, nil, nil
+	c.x, c.y, c.dx, c.bias, c.col16, c.col32 = nil, nil, nil, nil, nil, nil
 	c.pre, c.staged, c.gemmEp = nil, false, sbRowEpilogue{}
 	convBF16Pool.put(c)
 }
@@ -419,37 +431,22 @@ func (c *convBF16) col2imChannels(lo, hi int) {
 }
 
 // backwardWeight computes dw = dyᵀ·im2col(x), block by block of output
-// pixels; dy's block is transposed first so that GemmBF16 reads its A
-// pairs (consecutive pixels) as words.
+// pixels; GemmBF16 pairs dy's consecutive pixels as it packs it
+// transposed.
 func (c *convBF16) backwardWeight(x, dy []uint16, dw []float32) {
 	s := &c.s
-	c.x, c.dy = x, dy
+	c.x = x
 	mb := c.blockPixels(2)
 	var beta float32
 	for p0 := 0; p0 < c.pix; p0 += mb {
 		c.p0, c.mb = p0, min(mb, c.pix-p0)
-		c.dyT = growBuf(&c.dyTBuf, s.O*c.mb)
-		Parallel(s.O, s.O*c.mb, c.transFn)
 		a, lda := c.x[p0*s.C:], s.C
 		if !s.pointwise() {
 			c.col16 = growBuf(&c.colBuf16, c.mb*c.k)
 			Parallel(c.mb, c.mb*c.k, c.im2colFn)
 			a, lda = c.col16, c.k
 		}
-		GemmBF16(false, false, s.O, c.k, c.mb, 1, c.dyT, c.mb, a, lda, beta, dw, c.k)
+		GemmBF16(true, false, s.O, c.k, c.mb, 1, dy[p0*s.O:], s.O, a, lda, beta, dw, c.k)
 		beta = 1
-	}
-}
-
-// transposeDy writes rows [lo, hi) (output channels) of the current
-// block's dyᵀ.
-func (c *convBF16) transposeDy(lo, hi int) {
-	O := c.s.O
-	dy := c.dy[c.p0*O : (c.p0+c.mb)*O]
-	for o := lo; o < hi; o++ {
-		row := c.dyT[o*c.mb : (o+1)*c.mb]
-		for p := range row {
-			row[p] = dy[p*O+o]
-		}
 	}
 }

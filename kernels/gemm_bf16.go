@@ -193,6 +193,8 @@ type sbRowEpilogue struct {
 	off   int
 }
 
+var sbRowEpilogues = freeList[sbRowEpilogue]{New: newOf[sbRowEpilogue]}
+
 // finish runs the epilogue on row, the finished columns [j0, j0+len(row))
 // of C's element idx (i·ldc + j0).
 func (e *sbRowEpilogue) finish(row []float32, j0, idx int, tmp *[2][bf16Stretch]float32) {

@@ -17,6 +17,12 @@ func sbgemmKernel12x32(kp int, a, b *uint16, c *float32, ldc, tiles, rows int, a
 //go:noescape
 func sbPackPanel(dst *uint32, src *uint16, ldb, pairs int)
 
+// sbPackATrans packs pairs depth pairs of a full 12-row panel of a
+// transposed A (gemm_bf16_amd64.s).
+//
+//go:noescape
+func sbPackATrans(dst *uint32, src *uint16, lda, pairs, kp int)
+
 // sbgemmAsm reports whether the assembly BF16 GEMM runs on this CPU.
 func sbgemmAsm() bool { return level >= AVX512BF16 }
 
@@ -184,11 +190,18 @@ func (g *sbgemmCall) packAPanels(lo, hi int) {
 		dst := words(g.ap[pn*stride : (pn+1)*stride])
 		i0 := pn * sbgemmMR
 		rows := min(sbgemmMR, g.m-i0)
+		// A transposed (a weight gradient's dy, pixels along the depth)
+		// is interleaved row pair by row pair in assembly.
+		doneT := 0
+		if g.transA && rows == sbgemmMR && full > 0 {
+			sbPackATrans(&dst[0], &g.a[2*g.p0*g.lda+i0], g.lda, full, g.kp)
+			doneT = full
+		}
 		for h := range 2 {
 			half := dst[h*6*g.kp : (h+1)*6*g.kp]
 			r0 := i0 + 6*h
 			n := max(0, min(6, rows-6*h))
-			done := 0
+			done := doneT
 			if fast && n == 6 {
 				if done = full &^ 7; done > 0 {
 					aw := words(g.a[r0*g.lda+2*g.p0:])

@@ -293,3 +293,42 @@ sbploop:
 sbpdone:
 	VZEROUPPER
 	RET
+
+// func sbPackATrans(dst *uint32, src *uint16, lda, pairs, kp int)
+//
+// A full 12-row panel of a transposed A for GemmBF16: for each of pairs
+// depth pairs, the 12 bfloat16s of A's stored row 2p (at src) and row
+// 2p+1 (lda further) become 12 words low | high<<16, the first six at dst
+// (24 bytes per pair), the other six in the panel's second half, 24·kp
+// bytes on. The loads are masked to the 12 elements, so nothing past them
+// is read.
+TEXT ·sbPackATrans(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), BX
+	SHLQ $1, BX             // a stored row in bytes
+	MOVQ pairs+24(FP), CX
+	MOVQ kp+32(FP), DX
+	LEAQ (DX)(DX*2), DX
+	SHLQ $3, DX             // 24·kp bytes: the second half
+	MOVL $0x0fff, AX
+	KMOVW AX, K1
+	MOVL $0x3f, AX
+	KMOVW AX, K2
+	TESTQ CX, CX
+	JEQ  sbptdone
+sbptloop:
+	VPMOVZXWD.Z (SI), K1, Z0
+	VPMOVZXWD.Z (SI)(BX*1), K1, Z1
+	VPSLLD    $16, Z1, Z1
+	VPORD     Z1, Z0, Z0
+	VMOVDQU32 Z0, K2, (DI)
+	VALIGND   $6, Z0, Z0, Z1
+	VMOVDQU32 Z1, K2, (DI)(DX*1)
+	LEAQ      (SI)(BX*2), SI
+	ADDQ      $24, DI
+	DECQ      CX
+	JNE       sbptloop
+sbptdone:
+	VZEROUPPER
+	RET
