@@ -227,8 +227,8 @@ type convBF16 struct {
 	gemmEp sbRowEpilogue
 
 	colBuf16, xpBuf, bpBuf, tailBuf []uint16
-	colBuf32                                []float32
-	offsBuf                                 []int
+	colBuf32                        []float32
+	offsBuf                         []int
 
 	im2colFn, col2imFn, biasFn, padFn, directFn, pointFn, packFn func(lo, hi int)
 }
