@@ -314,7 +314,7 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *Packed
 	if x.dtype == BFloat16 {
 		return convBF16(op, s, x, w, b, xk, wk, cw16, layout, outShape)
 	}
-	out := &Tensor{dtype: Float32, shape: outShape, format: layout, data: make([]float32, numel(op, outShape))}
+	out := &Tensor{dtype: Float32, shape: outShape, format: layout, data: alloc[float32](numel(op, outShape), false)} // every element written
 	bindConv(s, xk, wk, b, out, cw, nil, convEpilogue{})()
 	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
@@ -350,7 +350,7 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *Packed
 // and its backwards accumulate in float32 (the bias too); the result and
 // the gradients are rounded to bfloat16 once.
 func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, cw16 *kernels.ConvWeightsBF16, layout MemoryFormat, outShape []int) *Tensor {
-	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: make([]uint16, numel(op, outShape))}
+	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: alloc[uint16](numel(op, outShape), false)} // every element written
 	bindConv(s, xk, wk, b, out, nil, cw16, convEpilogue{})()
 	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
@@ -367,12 +367,13 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, cw16 *ker
 		var gx, gw, gb *Tensor
 		var dx, dw []uint16
 		var db []float32
+		// ConvBackwardBF16To writes every element of dx and dw.
 		if xNeeds {
-			gx = &Tensor{dtype: BFloat16, shape: cloneInts(xm.shape), format: layout, data: make([]uint16, numel(op, xm.shape))}
+			gx = &Tensor{dtype: BFloat16, shape: cloneInts(xm.shape), format: layout, data: alloc[uint16](numel(op, xm.shape), false)}
 			dx = gx.BFloat16s()
 		}
 		if wNeeds {
-			gw = &Tensor{dtype: BFloat16, shape: cloneInts(wm.shape), format: layout, data: make([]uint16, numel(op, wm.shape))}
+			gw = &Tensor{dtype: BFloat16, shape: cloneInts(wm.shape), format: layout, data: alloc[uint16](numel(op, wm.shape), false)}
 			dw = gw.BFloat16s()
 		}
 		if bNeeds {

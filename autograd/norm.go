@@ -282,7 +282,7 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	return record(op+"Backward", out, []*Tensor{x, runningMean, runningVar, weight, bias}, func(g *Tensor) []*Tensor {
 		gd := bf16GradData(g, like)
 		if relu {
-			masked := make([]uint16, n)
+			masked := alloc[uint16](n, false) // every element written
 			kernels.Act{Fn: kernels.ActReLU}.BackwardBF16(masked, gd, yd)
 			gd = masked
 		}
