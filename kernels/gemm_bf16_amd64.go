@@ -130,7 +130,25 @@ func (g *sbgemmCall) packBPanels(lo, hi int) {
 	out := words(g.bp[:ncPad*g.kp*2])
 	for q := lo; q < hi; q++ {
 		p := 0
-		if j0 := g.j0 + q*16; !g.transB && j0+16 <= g.j0+g.nc {
+		if j0 := g.j0 + q*16; g.transB && g.ldb%2 == 0 {
+			// B's stored rows are its columns, each pair already a word:
+			// the panel is those words transposed.
+			whole := min(g.kp, g.k/2-g.p0)
+			w := max(0, min(16, g.j0+g.nc-j0))
+			panel := out[q*g.kp*16 : (q+1)*g.kp*16]
+			for col := range w {
+				src := words(g.b[(j0+col)*g.ldb+2*g.p0 : (j0+col)*g.ldb+2*(g.p0+whole)])
+				for i, v := range src {
+					panel[i*16+col] = v
+				}
+			}
+			if w < 16 {
+				for i := range whole {
+					clear(panel[i*16+w : i*16+16])
+				}
+			}
+			p = max(whole, 0)
+		} else if !g.transB && j0+16 <= g.j0+g.nc {
 			// Whole pairs of a full panel in assembly; the rest below.
 			whole := min(g.kp, g.k/2-g.p0)
 			if whole > 0 {
