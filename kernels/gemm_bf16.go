@@ -171,8 +171,9 @@ type sbgemmArgs struct {
 	beta2          float32
 	ap, bp         []uint16
 
-	pre *sbPackedB
-	ep  *sbRowEpilogue
+	pre        *sbPackedB
+	ep         *sbRowEpilogue
+	packInRows bool // A packed chunk by chunk by the workers (one column block)
 }
 
 // sbPackedB is a B operand of GemmBF16 packed once, block by block in the

@@ -78,13 +78,21 @@ func (g *sbgemmCall) blocked() {
 	if g.pre == nil {
 		g.bp = growBuf(&buf.b, kcp*((nc+31)&^31)*2)
 	}
-	g.ap = growBuf(&buf.a, panels*(kcp*2*sbgemmMR+4))
+	// With one column block each A panel is read once: the workers pack
+	// their chunks as they go, into scratch that stays in cache, rather
+	// than all of A going to memory packed and coming back.
+	g.packInRows = g.n <= nc
+	if !g.packInRows {
+		g.ap = growBuf(&buf.a, panels*(kcp*2*sbgemmMR+4))
+	}
 	block := 0
 	for p0 := 0; p0 < pairs; p0 += kcp {
 		g.p0, g.kp = p0, min(kcp, pairs-p0)
-		// A's panels for this depth block are packed once, for every column
-		// block.
-		Parallel(panels, g.m*g.kp*2, g.packAFn)
+		// Otherwise A's panels for this depth block are packed once, for
+		// every column block.
+		if !g.packInRows {
+			Parallel(panels, g.m*g.kp*2, g.packAFn)
+		}
 		g.beta2 = g.beta
 		if p0 > 0 {
 			g.beta2 = 1
@@ -112,8 +120,9 @@ func (g *sbgemmCall) apStride() int { return g.kp*2*sbgemmMR + 4 }
 type sbgemmBufs struct{ a, b []uint16 }
 
 var (
-	sbgemmBufPool  = freeList[sbgemmBufs]{New: newOf[sbgemmBufs]}
-	sbgemmTilePool = freeList[[sbgemmMR * 32]float32]{New: newOf[[sbgemmMR * 32]float32]}
+	sbgemmChunkPool = freeList[[]uint16]{New: newOf[[]uint16]}
+	sbgemmBufPool   = freeList[sbgemmBufs]{New: newOf[sbgemmBufs]}
+	sbgemmTilePool  = freeList[[sbgemmMR * 32]float32]{New: newOf[[sbgemmMR * 32]float32]}
 )
 
 // packB packs B's current block: per 16-column panel, per depth pair, the
@@ -199,13 +208,19 @@ func words(s []uint16) []uint32 {
 // pairs as words, so gemmPackAN6 packs whole runs of them.
 func (g *sbgemmCall) packAPanels(lo, hi int) {
 	stride := g.apStride()
+	for pn := lo; pn < hi; pn++ {
+		g.packPanel(words(g.ap[pn*stride:(pn+1)*stride]), pn)
+	}
+}
+
+// packPanel packs row panel pn of A's current depth block into dst.
+func (g *sbgemmCall) packPanel(dst []uint32, pn int) {
 	full := g.kp
 	if g.k%2 == 1 && g.p0+g.kp == (g.k+1)/2 {
 		full-- // the last pair has no second element
 	}
 	fast := !g.transA && g.lda%2 == 0
-	for pn := lo; pn < hi; pn++ {
-		dst := words(g.ap[pn*stride : (pn+1)*stride])
+	{
 		i0 := pn * sbgemmMR
 		rows := min(sbgemmMR, g.m-i0)
 		// A transposed (a weight gradient's dy, pixels along the depth)
@@ -250,18 +265,30 @@ func (g *sbgemmCall) rowPanels(lo, hi int) {
 	full := g.nc / 32
 	stride := g.apStride()
 	chunk := max(1, (sbgemmChunkBytes/2)/stride)
+	ap, base := g.ap, 0
+	if g.packInRows {
+		buf := sbgemmChunkPool.get()
+		defer sbgemmChunkPool.put(buf)
+		ap = growBuf(buf, min(chunk, hi-lo)*stride)
+	}
 	for c0 := lo; c0 < hi; c0 += chunk {
 		c1 := min(c0+chunk, hi)
+		if g.packInRows {
+			base = c0
+			for pn := c0; pn < c1; pn++ {
+				g.packPanel(words(ap[(pn-base)*stride:(pn-base+1)*stride]), pn)
+			}
+		}
 		for t := range full {
 			for pn := c0; pn < c1; pn++ {
 				i0 := pn * sbgemmMR
-				sbgemmKernel12x32(g.kp, &g.ap[pn*stride], &g.bp[t*g.kp*64], &g.c[i0*g.ldc+g.j0+32*t], g.ldc, 1,
+				sbgemmKernel12x32(g.kp, &ap[(pn-base)*stride], &g.bp[t*g.kp*64], &g.c[i0*g.ldc+g.j0+32*t], g.ldc, 1,
 					min(sbgemmMR, g.m-i0), g.alpha, g.beta2)
 			}
 		}
 		if w := g.nc - 32*full; w > 0 {
 			for pn := c0; pn < c1; pn++ {
-				g.edgeTile(pn, full, w)
+				g.edgeTile(&ap[(pn-base)*stride], pn, full, w)
 			}
 		}
 		if g.ep != nil && g.p0+g.kp == (g.k+1)/2 {
@@ -285,14 +312,13 @@ func (g *sbgemmCall) finishRows(i0, i1 int) {
 const sbgemmChunkBytes = 384 << 10
 
 // edgeTile computes the last, partial tile (w < 32 columns from tile full)
-// of row panel pn through a scratch tile.
-func (g *sbgemmCall) edgeTile(pn, full, w int) {
-	stride := g.apStride()
+// of row panel pn, packed at ap, through a scratch tile.
+func (g *sbgemmCall) edgeTile(ap *uint16, pn, full, w int) {
 	i0 := pn * sbgemmMR
 	rows := min(sbgemmMR, g.m-i0)
 	tile := sbgemmTilePool.get()
 	defer sbgemmTilePool.put(tile)
-	sbgemmKernel12x32(g.kp, &g.ap[pn*stride], &g.bp[full*g.kp*64], &tile[0], 32, 1, rows, g.alpha, 0)
+	sbgemmKernel12x32(g.kp, ap, &g.bp[full*g.kp*64], &tile[0], 32, 1, rows, g.alpha, 0)
 	c := g.c[i0*g.ldc+g.j0+32*full:]
 	for r := range rows {
 		dst := c[r*g.ldc : r*g.ldc+w]

@@ -16,7 +16,7 @@ func TestGemmBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
 	type shape struct{ m, n, k int }
 	shapes := []shape{{1, 1, 1}, {1, 32, 2}, {12, 32, 7}, {13, 33, 3}, {11, 31, 64}, {25, 65, 33}, {47, 100, 257},
-		{12, 512, 9}, {36, 96, 600}, {5, 17, 1}, {130, 40, 520}, {24, 40, 1101}}
+		{12, 512, 9}, {36, 96, 600}, {5, 17, 1}, {130, 40, 520}, {24, 40, 1101}, {400, 40, 700}}
 	for _, sh := range shapes {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}} {
