@@ -412,6 +412,22 @@ func overlaps(a, b *Tensor) bool {
 // hand the same tensor to several inputs, so the sum is built in fresh
 // memory rather than in prev.
 func sumGrads(prev, g *Tensor) *Tensor {
+	// Same dtype and format: one pass on the workers into a new tensor.
+	// Copying prev first ran serially, the other threads idle (a tenth of
+	// a 2-thread BF16 ResNet-50 step's serial time).
+	if g.dtype == prev.dtype && g.format == prev.format {
+		switch prev.dtype {
+		case Float32:
+			sum := gradLike(prev)
+			kernels.Binary(kernels.BinAdd, sum.Float32s(), prev.Float32s(), g.Float32s())
+			return sum
+		case BFloat16:
+			// Summed in float32 and rounded once, as addInto sums.
+			sum := &Tensor{dtype: BFloat16, shape: cloneInts(prev.shape), format: prev.format, data: alloc[uint16](len(prev.BFloat16s()), false)}
+			kernels.BinaryBF16(kernels.BinAdd, sum.BFloat16s(), prev.BFloat16s(), g.BFloat16s())
+			return sum
+		}
+	}
 	if prev.dtype == Float32 {
 		sum := gradLike(prev)
 		copy(sum.Float32s(), prev.Float32s())
