@@ -104,16 +104,25 @@ sbtile:
 	ADDQ BX, R14
 	MOVQ DX, SI             // this tile's B
 	MOVQ R10, R13
-	TESTQ R13, R13
-	JEQ  sbepilogue
+	SHRQ $1, R13            // pairs of depth pairs: the loop runs two steps
+	JEQ  sbodd
 
 sbloop:
 	SBSTEP
 	ADDQ $24, BX
 	ADDQ $24, R14
 	ADDQ $64, DX
+	SBSTEP
+	ADDQ $24, BX
+	ADDQ $24, R14
+	ADDQ $64, DX
 	DECQ R13
 	JNE  sbloop
+
+sbodd:
+	TESTQ $1, R10
+	JEQ  sbepilogue
+	SBSTEP
 
 sbepilogue:
 	MOVQ R8, AX
