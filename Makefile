@@ -37,6 +37,7 @@ test: vet
 # inference, autocast, compiled graphs and traces in other goroutines.
 race:
 	$(GO) test -race -count=1 -short -run '^TestConcurrentModes$$' .
+	$(GO) test -race -count=1 -short -run '^TestPreparedConvWeightsBF16Concurrent$$' ./kernels
 
 # Short fuzzing runs of every reader of outside bytes, each of which must
 # never panic or hang whatever it is handed: PACKAGE:Target pairs, FUZZTIME

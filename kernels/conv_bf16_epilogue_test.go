@@ -157,3 +157,36 @@ func TestBF16StageFused(t *testing.T) {
 		}
 	})
 }
+
+// TestPreparedConvWeightsBF16Concurrent: prepared weights whose layouts are
+// packed by the first forward that reads them serve forwards from several
+// goroutines at once (a frozen graph run concurrently), every one with the
+// unprepared forward's bits. Run under -race it also checks the packing is
+// published safely.
+func TestPreparedConvWeightsBF16Concurrent(t *testing.T) {
+	r := rand.New(rand.NewPCG(93, 94))
+	for _, c := range []convCase{convBF16Cases[0], convBF16Cases[len(convBF16Cases)-2]} {
+		s := c.shape(true)
+		x, _ := randBF16(r, s.xLen())
+		w, _ := randBF16(r, s.wLen())
+		want := make([]uint16, s.yLen())
+		ConvForwardEpilogueBF16To(&s, x, w, nil, nil, want, ConvEpilogueBF16{})
+		cw := PrepareConvWeightsBF16(&s, w)
+		const workers = 4
+		got := make([][]uint16, workers)
+		done := make(chan int)
+		for g := range workers {
+			got[g] = make([]uint16, s.yLen())
+			go func() {
+				ConvForwardEpilogueBF16To(&s, x, w, cw, nil, got[g], ConvEpilogueBF16{})
+				done <- g
+			}()
+		}
+		for range workers {
+			g := <-done
+			if !slices.Equal(got[g], want) {
+				t.Fatalf("%s: goroutine %d's forward with prepared weights differs from the unprepared one", c.name, g)
+			}
+		}
+	}
+}
