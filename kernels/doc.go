@@ -36,7 +36,10 @@
 // written into a slice the caller passes and that slice is overwritten (not
 // accumulated into) unless the doc says otherwise. The constructors of
 // prepacked operands (PackB, PackConvWeights, PrepareConvWeightsBF16,
-// PackInt8) are the only exported functions that return new memory. The suffix Into is not used in this package.
+// PackInt8) are the only exported functions that return new memory; a
+// native BF16 convolution given prepared weights packs each of their
+// layouts, once, on the first forward that reads it. The suffix Into is not
+// used in this package.
 //
 // Dtype suffixes. A BF16 suffix names the bfloat16 variant of the kernel of
 // the same name, with the same argument order: its bfloat16 operands are
