@@ -115,10 +115,8 @@ func ConvBackwardDataBF16To(s *ConvShape, dy, w []uint16, dx []uint16) {
 		s.check("ConvBackwardDataBF16To", convLen{"dx", len(dx), s.xLen()}, convLen{"w", len(w), s.wLen()},
 			convLen{"dy", len(dy), s.yLen()})
 		c := getConvBF16(s)
-		acc := f32Scratch(s.xLen())
-		done := c.dataByForward(dy[:s.yLen()], w[:s.wLen()], *acc, &bf16Stage{y: dx[:s.xLen()]})
+		done := c.dataByForward(dy[:s.yLen()], w[:s.wLen()], nil, &bf16Stage{y: dx[:s.xLen()]})
 		c.release()
-		releaseF32Scratch(acc)
 		if done {
 			return
 		}
@@ -234,9 +232,10 @@ type convBF16 struct {
 
 	// Set for a forward with prepared weights (pre) or a bfloat16 output
 	// (staged: gemmEp.stage finishes each block of y as it is summed).
-	pre    *convBF16Packed
-	staged bool
-	gemmEp sbRowEpilogue
+	pre      *convBF16Packed
+	staged   bool
+	gemmEp   sbRowEpilogue
+	yScratch *[]float32 // the float32 result ensureY took
 
 	w, flip                                  []uint16 // dataByForward's weights and flipped weights
 	colBuf16, xpBuf, bpBuf, tailBuf, flipBuf []uint16
@@ -271,6 +270,10 @@ func getConvBF16(s *ConvShape) *convBF16 {
 func (c *convBF16) release() {
 	c.x, c.y, c.dx, c.bias, c.col16, c.col32, c.w, c.flip = nil, nil, nil, nil, nil, nil, nil, nil
 	c.pre, c.staged, c.gemmEp = nil, false, sbRowEpilogue{}
+	if c.yScratch != nil {
+		releaseF32Scratch(c.yScratch)
+		c.yScratch = nil
+	}
 	convBF16Pool.put(c)
 }
 
@@ -286,12 +289,18 @@ func (c *convBF16) blockPixels(elemBytes int) int {
 	return min(mb, c.pix)
 }
 
+// forward computes the convolution into y, or, for a staged forward with
+// y nil, into a float32 buffer taken only where the path needs one: the
+// direct path with one tap block sums into per-worker tiles instead, and
+// a result-sized buffer per call (tens of MB for ResNet-50's larger
+// layers) was allocated and collected over and over.
 func (c *convBF16) forward(x, w []uint16, bias, y []float32) {
 	s := &c.s
 	c.x, c.bias, c.y = x, bias, y
 	if c.forwardDirect(w) {
 		return
 	}
+	c.ensureY()
 	if s.pointwise() {
 		c.forwardProduct(0, c.pix, x, w)
 		return
@@ -302,6 +311,15 @@ func (c *convBF16) forward(x, w []uint16, bias, y []float32) {
 		c.col16 = growBuf(&c.colBuf16, c.mb*c.k)
 		Parallel(c.mb, c.mb*c.k, c.im2colFn)
 		c.forwardProduct(p0, c.mb, c.col16, w)
+	}
+}
+
+// ensureY gives a staged forward without a float32 result one, from
+// scratch that release hands back.
+func (c *convBF16) ensureY() {
+	if c.y == nil {
+		c.yScratch = f32Scratch(c.pix * c.s.O)
+		c.y = *c.yScratch
 	}
 }
 
@@ -455,6 +473,7 @@ func (c *convBF16) dataByForward(dy, w []uint16, dx []float32, stage *bf16Stage)
 	defer fc.release()
 	if stage != nil {
 		fc.staged, fc.gemmEp.stage = true, *stage
+		dx = nil // a float32 result only where the forward needs one
 	}
 	fc.forward(dy, c.flip, nil, dx)
 	c.w = nil

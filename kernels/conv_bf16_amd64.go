@@ -87,6 +87,9 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 		d.offs[t] = 2 * (kh*s.Dil[1]*d.wp + kw*s.Dil[2]) * d.cp2
 	}
 	tb, nc := directBlocking(s)
+	if tb < taps {
+		c.ensureY() // tap blocks add into the float32 result
+	}
 	var pre [][]uint32
 	if c.pre != nil {
 		pre = c.pre.directB(s, w)
@@ -203,9 +206,11 @@ func (c *convBF16) finishPixels(o directOut, p0, rows int) {
 	O := c.s.O
 	for i := range rows {
 		idx := (p0+i)*O + d.j0
-		row := c.y[idx : idx+d.nc]
+		var row []float32
 		if o.tile != nil {
 			row = (*o.tile)[i*d.nc : (i+1)*d.nc]
+		} else {
+			row = c.y[idx : idx+d.nc]
 		}
 		c.gemmEp.stage.store(row, idx, o.tmp)
 	}

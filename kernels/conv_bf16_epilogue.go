@@ -216,8 +216,6 @@ func ConvForwardEpilogueBF16To(s *ConvShape, x, w []uint16, cw *ConvWeightsBF16,
 	if stage.res != nil {
 		stage.res = stage.res[:len(y)]
 	}
-	acc := f32Scratch(len(y))
-	defer releaseF32Scratch(acc)
 	if convBF16Native(s) {
 		// The stage runs on each block of the result as it is finished.
 		c := getConvBF16(s)
@@ -226,9 +224,11 @@ func ConvForwardEpilogueBF16To(s *ConvShape, x, w []uint16, cw *ConvWeightsBF16,
 			c.pre = cw.nat
 		}
 		c.staged, c.gemmEp.stage = true, stage
-		c.forward(x[:s.xLen()], w[:s.wLen()], bias, *acc)
+		c.forward(x[:s.xLen()], w[:s.wLen()], bias, nil)
 		return
 	}
+	acc := f32Scratch(len(y))
+	defer releaseF32Scratch(acc)
 	// The float32 kernels on the widened operands, the stage in their
 	// epilogue: the products ConvForwardBF16 would take, summed in the
 	// float32 convolution's order.
