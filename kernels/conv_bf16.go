@@ -443,11 +443,12 @@ func (c *convBF16) backwardData(dy, w []uint16, dx []float32) {
 func (c *convBF16) clearDx(lo, hi int) { clear(c.dx[lo*c.s.C : hi*c.s.C]) }
 
 // dataByForward computes dx of a convolution with unit strides and
-// dilations, where the direct forward kernel takes it, as the forward convolution of dy with the kernel flipped and
-// its channel axes swapped, padded by what the kernel reaches past the
-// input: the forward's kernels, no columns added back into a cleared
-// float32 dx, and with stage (nil for none) dx rounded block by block.
-// It reports false, doing nothing, for any other shape.
+// dilations, where the direct forward kernel takes it, as the forward
+// convolution of dy with the kernel flipped and its channel axes swapped,
+// padded by what the kernel reaches past the input: the forward's
+// kernels, no columns added back into a cleared float32 dx, and with stage
+// (nil for none) dx rounded block by block. It reports false, doing
+// nothing, for any other shape.
 func (c *convBF16) dataByForward(dy, w []uint16, dx []float32, stage *bf16Stage) bool {
 	s := &c.s
 	if s.Stride != [3]int{1, 1, 1} || s.Dil != [3]int{1, 1, 1} || !s.ChannelsLast || s.Groups != 1 {
