@@ -97,25 +97,24 @@ func ConvForwardBF16To(s *ConvShape, x, w []uint16, bias []float32, y []uint16) 
 // ConvBackwardDataBF16To is ConvBackwardDataBF16 with dx rounded to
 // bfloat16 into dx.
 func ConvBackwardDataBF16To(s *ConvShape, dy, w []uint16, dx []uint16) {
-	if convBF16Native(s) && s.pointwise() && s.N > 0 {
-		// One product, dy·w, rounded into dx row by row as it is finished.
-		s.check("ConvBackwardDataBF16To", convLen{"dx", len(dx), s.xLen()}, convLen{"w", len(w), s.wLen()},
-			convLen{"dy", len(dy), s.yLen()})
-		acc := f32Scratch(s.xLen())
-		ep := sbRowEpilogues.get()
-		ep.stage.y = dx[:s.xLen()]
-		pix := s.N * s.outSize()
-		gemmBF16(false, false, pix, s.C, s.O, 1, dy, s.O, w, s.C, 0, *acc, s.C, nil, ep)
-		*ep = sbRowEpilogue{}
-		sbRowEpilogues.put(ep)
-		releaseF32Scratch(acc)
-		return
-	}
 	if convBF16Native(s) && s.N > 0 {
 		s.check("ConvBackwardDataBF16To", convLen{"dx", len(dx), s.xLen()}, convLen{"w", len(w), s.wLen()},
 			convLen{"dy", len(dy), s.yLen()})
+		stage := bf16Stage{y: dx[:s.xLen()]}
+		if s.pointwise() {
+			// One product, dy·w, rounded into dx row by row as it is
+			// finished.
+			acc := f32Scratch(s.xLen())
+			ep := sbRowEpilogues.get()
+			ep.stage = stage
+			gemmBF16(false, false, s.N*s.outSize(), s.C, s.O, 1, dy, s.O, w, s.C, 0, *acc, s.C, nil, ep)
+			*ep = sbRowEpilogue{}
+			sbRowEpilogues.put(ep)
+			releaseF32Scratch(acc)
+			return
+		}
 		c := getConvBF16(s)
-		done := c.dataByForward(dy[:s.yLen()], w[:s.wLen()], nil, &bf16Stage{y: dx[:s.xLen()]})
+		done := c.dataByForward(dy[:s.yLen()], w[:s.wLen()], nil, &stage)
 		c.release()
 		if done {
 			return

@@ -156,7 +156,7 @@ func (g *sbgemmCall) packBPanels(lo, hi int) {
 					clear(panel[i*16+w : i*16+16])
 				}
 			}
-			p = max(whole, 0)
+			p = whole
 		} else if !g.transB && j0+16 <= g.j0+g.nc {
 			// Whole pairs of a full panel in assembly; the rest below.
 			whole := min(g.kp, g.k/2-g.p0)
@@ -220,39 +220,37 @@ func (g *sbgemmCall) packPanel(dst []uint32, pn int) {
 		full-- // the last pair has no second element
 	}
 	fast := !g.transA && g.lda%2 == 0
-	{
-		i0 := pn * sbgemmMR
-		rows := min(sbgemmMR, g.m-i0)
-		// A transposed (a weight gradient's dy, pixels along the depth)
-		// is interleaved row pair by row pair in assembly.
-		doneT := 0
-		if g.transA && rows == sbgemmMR && full > 0 {
-			sbPackATrans(&dst[0], &g.a[2*g.p0*g.lda+i0], g.lda, full, g.kp)
-			doneT = full
-		}
-		for h := range 2 {
-			half := dst[h*6*g.kp : (h+1)*6*g.kp]
-			r0 := i0 + 6*h
-			n := max(0, min(6, rows-6*h))
-			done := doneT
-			if fast && n == 6 {
-				if done = full &^ 7; done > 0 {
-					aw := words(g.a[r0*g.lda+2*g.p0:])
-					gemmPackAN6(done, (*float32)(unsafe.Pointer(&aw[0])), g.lda/2, (*float32)(unsafe.Pointer(&half[0])))
-				}
+	i0 := pn * sbgemmMR
+	rows := min(sbgemmMR, g.m-i0)
+	// A transposed (a weight gradient's dy, pixels along the depth) is
+	// interleaved row pair by row pair in assembly.
+	doneT := 0
+	if g.transA && rows == sbgemmMR && full > 0 {
+		sbPackATrans(&dst[0], &g.a[2*g.p0*g.lda+i0], g.lda, full, g.kp)
+		doneT = full
+	}
+	for h := range 2 {
+		half := dst[h*6*g.kp : (h+1)*6*g.kp]
+		r0 := i0 + 6*h
+		n := max(0, min(6, rows-6*h))
+		done := doneT
+		if fast && n == 6 {
+			if done = full &^ 7; done > 0 {
+				aw := words(g.a[r0*g.lda+2*g.p0:])
+				gemmPackAN6(done, (*float32)(unsafe.Pointer(&aw[0])), g.lda/2, (*float32)(unsafe.Pointer(&half[0])))
 			}
-			for p := done; p < g.kp; p++ {
-				k0 := 2 * (g.p0 + p)
-				for r := range 6 {
-					var w uint32
-					if r < n {
-						w = uint32(g.aAt(r0+r, k0))
-						if k0+1 < g.k {
-							w |= uint32(g.aAt(r0+r, k0+1)) << 16
-						}
+		}
+		for p := done; p < g.kp; p++ {
+			k0 := 2 * (g.p0 + p)
+			for r := range 6 {
+				var w uint32
+				if r < n {
+					w = uint32(g.aAt(r0+r, k0))
+					if k0+1 < g.k {
+						w |= uint32(g.aAt(r0+r, k0+1)) << 16
 					}
-					half[p*6+r] = w
 				}
+				half[p*6+r] = w
 			}
 		}
 	}
