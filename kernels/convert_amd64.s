@@ -2,61 +2,10 @@
 
 #include "textflag.h"
 #include "vec_amd64.h"
+#include "tobf16_amd64.h"
 
-// AVX2 float32 ↔ bfloat16 conversion. AVX2 has no BF16 instructions, so
-// the rounding is done on the bits as in BF16FromF32: add 0x7fff plus the
-// lowest kept bit and truncate (round to nearest, ties to even), and turn a
-// NaN into its top half with the quiet bit set rather than letting the
-// addition carry it into an infinity.
-
-QUAD4(cvtOne, $0x0000000100000001)
-QUAD4(cvtRound, $0x00007fff00007fff)
-QUAD4(cvtAbs, $0x7fffffff7fffffff)
-QUAD4(cvtInf, $0x7f8000007f800000)
-QUAD4(cvtQuiet, $0x0000004000000040)
-
-// TOBF16(R, T, U): R = the bfloat16 bits (in the low half of each lane) of
-// the eight float32 in R.
-#define TOBF16(R, T, U) \
-	VPSRLD    $16, R, T;            \
-	VPAND     cvtOne<>(SB), T, T;   \
-	VPADDD    cvtRound<>(SB), R, U; \
-	VPADDD    T, U, U;              \
-	VPSRLD    $16, U, U;            \
-	VPSRLD    $16, R, T;            \
-	VPOR      cvtQuiet<>(SB), T, T; \
-	VPAND     cvtAbs<>(SB), R, R;   \
-	VPCMPGTD  cvtInf<>(SB), R, R;   \
-	VPBLENDVB R, T, U, R
-
-// AVX-512: sixteen lanes, the same rounding, the NaN lanes merged under a
-// mask and the halves stored with VPMOVDW. The constants live in
-// Z26–Z30, broadcast once per call.
-#define CVTCONSTS512 \
-	MOVL         $1, AX;          \
-	VPBROADCASTD AX, Z26;         \
-	MOVL         $0x7fff, AX;     \
-	VPBROADCASTD AX, Z27;         \
-	MOVL         $0x7fffffff, AX; \
-	VPBROADCASTD AX, Z28;         \
-	MOVL         $0x7f800000, AX; \
-	VPBROADCASTD AX, Z29;         \
-	MOVL         $0x40, AX;       \
-	VPBROADCASTD AX, Z30
-
-// TOBF16512(R, T, U, K): R = the bfloat16 bits (low half of each lane) of
-// the sixteen float32 in R.
-#define TOBF16512(R, T, U, K) \
-	VPSRLD    $16, R, T;   \
-	VPANDD    Z26, T, U;   \
-	VPADDD    Z27, U, U;   \
-	VPADDD    R, U, U;     \
-	VPSRLD    $16, U, U;   \
-	VPORD     Z30, T, T;   \
-	VPANDD    Z28, R, R;   \
-	VPCMPGTD  Z29, R, K;   \
-	VMOVDQA32 T, K, U;     \
-	VMOVDQA32 U, R
+// float32 ↔ bfloat16 conversion; TOBF16, TOBF16512 and their constants
+// are in tobf16_amd64.h.
 
 // STAGEARGS loads y into DI, f into SI, the element count into CX and
 // the conversion constants, and zeroes Z31.

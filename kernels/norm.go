@@ -736,20 +736,37 @@ func bnStatsRuns(a *bnArgs, lo, hi int) {
 func bnStatsBlocks(a *bnArgs, lo, hi int) {
 	k, s := a.k, a.s
 	C := s.C
-	buf := a.room(a.rows * C)
-	defer buf.release()
+	// bfloat16 rows go straight to the kit's H primitives, which give the
+	// float32 ones' bits on the widened rows.
+	var buf *bnBuf
+	if a.u16 == nil {
+		buf = a.room(a.rows * C)
+		defer buf.release()
+	}
 	for b := lo; b < hi; b++ {
 		r0, r1 := b*a.rows, min((b+1)*a.rows, s.Outer)
-		xb := buf.in(0, a.u, a.u16, r0*C, r1*C)
 		sum, bm, bq := a.part[3*C*b:3*C*b+C], a.part[3*C*b+C:3*C*b+2*C], a.part[3*C*b+2*C:3*C*(b+1)]
 		clear(sum)
-		k.colSum(sum, xb)
-		inv := 1 / float64(r1-r0)
-		for c, v := range sum {
-			bm[c] = v * inv
-		}
 		clear(bq)
+		if a.u16 != nil {
+			xb := a.u16[r0*C : r1*C]
+			k.colSumH(sum, xb)
+			bnBlockMeans(bm, sum, r1-r0)
+			k.colSqDevH(bq, xb, bm)
+			continue
+		}
+		xb := a.u[r0*C : r1*C]
+		k.colSum(sum, xb)
+		bnBlockMeans(bm, sum, r1-r0)
 		k.colSqDev(bq, xb, bm)
+	}
+}
+
+// bnBlockMeans sets bm to the sums over rows rows.
+func bnBlockMeans(bm, sum []float64, rows int) {
+	inv := 1 / float64(rows)
+	for c, v := range sum {
+		bm[c] = v * inv
 	}
 }
 
@@ -815,13 +832,21 @@ func bnGradRuns(a *bnArgs, lo, hi int) {
 func bnGradBlocks(a *bnArgs, lo, hi int) {
 	k, s := a.k, a.s
 	C := s.C
-	buf := a.room(a.rows * C)
-	defer buf.release()
+	fused := a.u16 != nil && a.v16 != nil
+	var buf *bnBuf
+	if !fused {
+		buf = a.room(a.rows * C)
+		defer buf.release()
+	}
 	for b := lo; b < hi; b++ {
 		r0, r1 := b*a.rows, min((b+1)*a.rows, s.Outer)
 		p1, p2 := a.part[2*C*b:2*C*b+C], a.part[2*C*b+C:2*C*(b+1)]
 		clear(p1)
 		clear(p2)
+		if fused {
+			k.colGradSumsH(p1, p2, a.v16[r0*C:r1*C], a.u16[r0*C:r1*C], a.mean)
+			continue
+		}
 		k.colGradSums(p1, p2, buf.in(1, a.v, a.v16, r0*C, r1*C), buf.in(0, a.u, a.u16, r0*C, r1*C), a.mean)
 	}
 }
@@ -873,6 +898,17 @@ func bnApplyPlanes(a *bnArgs, lo, hi int) {
 
 func bnApplyRows(a *bnArgs, lo, hi int) {
 	k, C := a.k, a.s.C
+	if a.u16 != nil && a.out16 != nil && (a.v16 != nil || a.v == nil) {
+		for b := lo; b < hi; b++ {
+			i, j := b*a.rows*C, min((b+1)*a.rows, a.s.Outer)*C
+			if a.v16 == nil {
+				k.colAffineH(a.out16[i:j], a.u16[i:j], a.p[:C], a.r[:C], a.relu)
+			} else {
+				k.colAffine2H(a.out16[i:j], a.u16[i:j], a.v16[i:j], a.p[:C], a.q[:C], a.r[:C])
+			}
+		}
+		return
+	}
 	buf := a.room(a.rows * C)
 	defer buf.release()
 	for b := lo; b < hi; b++ {

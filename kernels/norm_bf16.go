@@ -15,7 +15,7 @@ package kernels
 // bnApplyVariants use there, since the blocked path must repeat their
 // arithmetic exactly. The empty Generic slot makes pick return nil where
 // those variants are the references.
-var bnBF16Kits = [levelCount]*vecKit{AVX2: kitAt(AVX2)}
+var bnBF16Kits = [levelCount]*vecKit{AVX2: kitAt(AVX2), AVX512: kitAt(AVX512)}
 
 var bnKitBF16 = pick(level, bnBF16Kits)
 

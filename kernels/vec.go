@@ -44,6 +44,20 @@ type vecKit struct {
 	// colGradSums: s1[c] += Σ_r g[r][c]; s2[c] += Σ_r g[r][c]·(x[r][c] − m[c]).
 	colGradSums func(s1, s2 []float64, g, x []float32, m []float64)
 
+	// The *H primitives are their namesakes on bfloat16 rows (x, g, u,
+	// v and y): each value is widened exactly and the arithmetic is the
+	// float32 primitive's of the same kit, so the results are, bit for
+	// bit, those of widening the rows, running the float32 primitive and
+	// rounding its float32 outputs (rectified first when relu) to
+	// nearest even as F32ToBF16 does. The batch norms run on them without
+	// widened copies of their operands.
+
+	colSumH      func(s []float64, x []uint16)
+	colSqDevH    func(s []float64, x []uint16, m []float64)
+	colGradSumsH func(s1, s2 []float64, g, x []uint16, m []float64)
+	colAffineH   func(y, x []uint16, a, b []float64, relu bool)
+	colAffine2H  func(y, u, v []uint16, p, q, r []float64)
+
 	// The maps below, like accRowScaled and lnColAcc, round every float64
 	// operation separately, as the kernels' original Go code does when
 	// compiled without fused multiply-add (the default on amd64); the
@@ -122,6 +136,11 @@ var vecGo = vecKit{
 	affine2:       affine2Go,
 	colAffine:     colAffineGo,
 	colAffine2:    colAffine2Go,
+	colSumH:       colSumHGo,
+	colSqDevH:     colSqDevHGo,
+	colGradSumsH:  colGradSumsHGo,
+	colAffineH:    colAffineHGo,
+	colAffine2H:   colAffine2HGo,
 	lnNorm:        lnNormGo,
 	lnApply:       lnApplyGo,
 	lnBackward:    lnBackwardGo,
@@ -143,7 +162,7 @@ var vecGo = vecKit{
 // vecKits lists the kit of each level; vecAVX2 is nil where assembly is
 // not built, so pick falls back to the reference. An AVX-512 kit would go
 // in its slot; until then AVX-512 machines run the AVX2 one.
-var vecKits = [levelCount]*vecKit{Generic: &vecGo, AVX2: vecAVX2}
+var vecKits = [levelCount]*vecKit{Generic: &vecGo, AVX2: vecAVX2, AVX512: vecAVX512}
 
 // kitAt returns the primitives for level l.
 func kitAt(l Level) *vecKit { return pick(l, vecKits) }
@@ -232,6 +251,68 @@ func colGradSumsGo(s1, s2 []float64, g, x []float32, m []float64) {
 			d := float64(v)
 			s1[c] += d
 			s2[c] += d * (float64(xr[c]) - m[c])
+		}
+	}
+}
+
+// The *HGo references widen each value with F32FromBF16 and round each
+// result with BF16FromF32, around the float32 references' arithmetic.
+
+func colSumHGo(s []float64, x []uint16) {
+	C := len(s)
+	for o := 0; C > 0 && o+C <= len(x); o += C {
+		for c, v := range x[o : o+C] {
+			s[c] += float64(F32FromBF16(v))
+		}
+	}
+}
+
+func colSqDevHGo(s []float64, x []uint16, m []float64) {
+	C := len(s)
+	m = m[:C]
+	for o := 0; C > 0 && o+C <= len(x); o += C {
+		for c, v := range x[o : o+C] {
+			d := float64(F32FromBF16(v)) - m[c]
+			s[c] += d * d
+		}
+	}
+}
+
+func colGradSumsHGo(s1, s2 []float64, g, x []uint16, m []float64) {
+	C := len(s1)
+	s2, m = s2[:C], m[:C]
+	for o := 0; C > 0 && o+C <= len(g); o += C {
+		xr := x[o : o+C]
+		for c, v := range g[o : o+C] {
+			d := float64(F32FromBF16(v))
+			s1[c] += d
+			s2[c] += d * (float64(F32FromBF16(xr[c])) - m[c])
+		}
+	}
+}
+
+func colAffineHGo(y, x []uint16, a, b []float64, relu bool) {
+	C := len(a)
+	b = b[:C]
+	for o := 0; C > 0 && o+C <= len(y); o += C {
+		yr, xr := y[o:o+C], x[o:o+C]
+		for c := range yr {
+			v := float32(float64(a[c]*float64(F32FromBF16(xr[c]))) + b[c])
+			if relu && v < 0 {
+				v = 0
+			}
+			yr[c] = BF16FromF32(v)
+		}
+	}
+}
+
+func colAffine2HGo(y, u, v []uint16, p, q, r []float64) {
+	C := len(p)
+	q, r = q[:C], r[:C]
+	for o := 0; C > 0 && o+C <= len(y); o += C {
+		yr, ur, vr := y[o:o+C], u[o:o+C], v[o:o+C]
+		for c := range yr {
+			yr[c] = BF16FromF32(float32(float64(p[c]*float64(F32FromBF16(ur[c]))) + float64(q[c]*float64(F32FromBF16(vr[c]))) + r[c]))
 		}
 	}
 }

@@ -31,6 +31,36 @@ func colSqDevAVX2(s []float64, x []float32, m []float64, rows int)
 func colGradSumsAVX2(s1, s2 []float64, g, x []float32, m []float64, rows int)
 
 //go:noescape
+func colSumHAVX2(s []float64, x []uint16, rows int)
+
+//go:noescape
+func colSqDevHAVX2(s []float64, x []uint16, m []float64, rows int)
+
+//go:noescape
+func colGradSumsHAVX2(s1, s2 []float64, g, x []uint16, m []float64, rows int)
+
+//go:noescape
+func colAffineHAVX2(y, x []uint16, a, b []float64, rows int, relu bool)
+
+//go:noescape
+func colAffine2HAVX2(y, u, v []uint16, p, q, r []float64, rows int)
+
+//go:noescape
+func colSumHAVX512(s []float64, x []uint16, rows int)
+
+//go:noescape
+func colSqDevHAVX512(s []float64, x []uint16, m []float64, rows int)
+
+//go:noescape
+func colGradSumsHAVX512(s1, s2 []float64, g, x []uint16, m []float64, rows int)
+
+//go:noescape
+func colAffineHAVX512(y, x []uint16, a, b []float64, rows int, relu bool)
+
+//go:noescape
+func colAffine2HAVX512(y, u, v []uint16, p, q, r []float64, rows int)
+
+//go:noescape
 func affineAVX2(y, x []float32, a, b float64)
 
 //go:noescape
@@ -151,6 +181,31 @@ var vecAVX2 = &vecKit{
 			colAffine2AVX2(y, u, v, p, q, r, len(y)/len(p))
 		}
 	},
+	colSumH: func(s []float64, x []uint16) {
+		if len(s) > 0 {
+			colSumHAVX2(s, x, len(x)/len(s))
+		}
+	},
+	colSqDevH: func(s []float64, x []uint16, m []float64) {
+		if len(s) > 0 {
+			colSqDevHAVX2(s, x, m, len(x)/len(s))
+		}
+	},
+	colGradSumsH: func(s1, s2 []float64, g, x []uint16, m []float64) {
+		if len(s1) > 0 {
+			colGradSumsHAVX2(s1, s2, g, x, m, len(g)/len(s1))
+		}
+	},
+	colAffineH: func(y, x []uint16, a, b []float64, relu bool) {
+		if len(a) > 0 {
+			colAffineHAVX2(y, x, a, b, len(y)/len(a), relu)
+		}
+	},
+	colAffine2H: func(y, u, v []uint16, p, q, r []float64) {
+		if len(p) > 0 {
+			colAffine2HAVX2(y, u, v, p, q, r, len(y)/len(p))
+		}
+	},
 	lnNorm:        lnNormAVX2,
 	lnApply:       lnApplyAVX2,
 	lnBackward:    lnBackwardAVX2,
@@ -168,3 +223,46 @@ var vecAVX2 = &vecKit{
 	sumWindow:     sumWindowAVX2,
 	addWindow:     addWindowAVX2,
 }
+
+// vecAVX512 is vecAVX2 with AVX-512 bfloat16 column primitives where the
+// channel count is a multiple of 16 (every layer of the usual vision
+// models); the arithmetic, and so every bit, is the same.
+var vecAVX512 = func() *vecKit {
+	k := *vecAVX2
+	k.colSumH = func(s []float64, x []uint16) {
+		if len(s)%16 != 0 {
+			vecAVX2.colSumH(s, x)
+		} else if len(s) > 0 {
+			colSumHAVX512(s, x, len(x)/len(s))
+		}
+	}
+	k.colSqDevH = func(s []float64, x []uint16, m []float64) {
+		if len(s)%16 != 0 {
+			vecAVX2.colSqDevH(s, x, m)
+		} else if len(s) > 0 {
+			colSqDevHAVX512(s, x, m, len(x)/len(s))
+		}
+	}
+	k.colGradSumsH = func(s1, s2 []float64, g, x []uint16, m []float64) {
+		if len(s1)%16 != 0 {
+			vecAVX2.colGradSumsH(s1, s2, g, x, m)
+		} else if len(s1) > 0 {
+			colGradSumsHAVX512(s1, s2, g, x, m, len(g)/len(s1))
+		}
+	}
+	k.colAffineH = func(y, x []uint16, a, b []float64, relu bool) {
+		if len(a)%16 != 0 {
+			vecAVX2.colAffineH(y, x, a, b, relu)
+		} else if len(a) > 0 {
+			colAffineHAVX512(y, x, a, b, len(y)/len(a), relu)
+		}
+	}
+	k.colAffine2H = func(y, u, v []uint16, p, q, r []float64) {
+		if len(p)%16 != 0 {
+			vecAVX2.colAffine2H(y, u, v, p, q, r)
+		} else if len(p) > 0 {
+			colAffine2HAVX512(y, u, v, p, q, r, len(y)/len(p))
+		}
+	}
+	return &k
+}()

@@ -199,17 +199,6 @@ dotdone:
 	VMOVSD X0, ret+48(FP)
 	VRET
 
-// The col* primitives walk channel blocks of 16, 4 and 1, each block's
-// sums held in registers while the rows stream past (row step R8 bytes).
-
-// COLROWS: R9 walks the rows from the block's column SI, R10 counts them
-// down from CX; COLNEXT(top) steps to the next row, back to top while one
-// is left. COLROWS2 and COLNEXT2 walk a second matrix (R12, R13) along.
-#define COLROWS MOVQ SI, R9; MOVQ CX, R10
-#define COLNEXT(top) ADDQ R8, R9; DECJNZ(R10, top)
-#define COLROWS2 MOVQ SI, R9; MOVQ R12, R13; MOVQ CX, R10
-#define COLNEXT2(top) ADDQ R8, R9; ADDQ R8, R13; DECJNZ(R10, top)
-
 // func colSumAVX2(s []float64, x []float32, rows int)
 TEXT ·colSumAVX2(SB), NOSPLIT, $0-56
 	MOVQ s_base+0(FP), DI

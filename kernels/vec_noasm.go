@@ -2,5 +2,6 @@
 
 package kernels
 
-// vecAVX2 is absent without assembly; kitAt falls back to the reference.
-var vecAVX2 *vecKit
+// vecAVX2 and vecAVX512 are absent without assembly; kitAt falls back to
+// the reference.
+var vecAVX2, vecAVX512 *vecKit

@@ -251,6 +251,72 @@ func TestVecColumnAffine(t *testing.T) {
 	})
 }
 
+// TestVecColumnBF16 checks the bfloat16 column primitives of every kit
+// against that kit's float32 primitives on the widened rows, rounded with
+// F32ToBF16: the bits must agree, NaNs, zeros and infinities included.
+func TestVecColumnBF16(t *testing.T) {
+	specials := []uint16{0, 0x8000, 0x7fc1, 0xffc0, 0x7f80, 0xff80, 0x0001, 0x8003}
+	forEachLevel(t, func(t *testing.T, l Level) {
+		k := kitAt(l)
+		r := rand.New(rand.NewPCG(29, 30))
+		for _, C := range suiteSizes(8) {
+			for _, rows := range []int{1, 3, 8} {
+				n := rows * C
+				name := fmt.Sprintf("C=%d rows=%d", C, rows)
+				half := func(shift float64) []uint16 {
+					h := narrow32(vecRand(r, n, shift))
+					if C > 2 {
+						h[r.IntN(n)] = specials[r.IntN(len(specials))]
+					}
+					return h
+				}
+				x, g := half(3), half(0)
+				xf, gf := widen16(x), widen16(g)
+				m, init1, init2 := vecRand64(r, C), vecRand64(r, C), vecRand64(r, C)
+
+				sums := []struct {
+					what      string
+					got, want func(s1, s2 []float64)
+				}{
+					{"colSumH", func(s1, _ []float64) { k.colSumH(s1, x) }, func(s1, _ []float64) { k.colSum(s1, xf) }},
+					{"colSqDevH", func(s1, _ []float64) { k.colSqDevH(s1, x, m) }, func(s1, _ []float64) { k.colSqDev(s1, xf, m) }},
+					{"colGradSumsH", func(s1, s2 []float64) { k.colGradSumsH(s1, s2, g, x, m) }, func(s1, s2 []float64) { k.colGradSums(s1, s2, gf, xf, m) }},
+				}
+				for _, c := range sums {
+					got1, ok1 := guarded64(t, init1)
+					got2, ok2 := guarded64(t, init2)
+					want1 := append([]float64(nil), init1...)
+					want2 := append([]float64(nil), init2...)
+					c.got(got1, got2)
+					c.want(want1, want2)
+					ok1()
+					ok2()
+					sameBits64(t, c.what+" "+name, got1, want1)
+					sameBits64(t, c.what+" s2 "+name, got2, want2)
+				}
+
+				p, q, s := vecRand64(r, C), vecRand64(r, C), vecRand64(r, C)
+				yf := make([]float32, n)
+				for _, relu := range []bool{false, true} {
+					k.colAffine(yf, xf, p, s)
+					if relu {
+						actForwardImpl(Act{Fn: ActReLU}, yf, yf)
+					}
+					y, ok := guarded16(t, n)
+					k.colAffineH(y, x, p, s, relu)
+					ok()
+					sameBits16(t, fmt.Sprintf("colAffineH relu=%v %s", relu, name), y, narrow32(yf))
+				}
+				k.colAffine2(yf, xf, gf, p, q, s)
+				y, ok := guarded16(t, n)
+				k.colAffine2H(y, x, g, p, q, s)
+				ok()
+				sameBits16(t, "colAffine2H "+name, y, narrow32(yf))
+			}
+		}
+	})
+}
+
 func TestVecRowAccumulate(t *testing.T) {
 	forEachLevel(t, func(t *testing.T, l Level) {
 		k := kitAt(l)
@@ -490,4 +556,32 @@ func TestVecTranspose(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkVecColumnBF16 times the bfloat16 column primitives on a block
+// the batch norms hand them (256 channels, L2-resident) at this level.
+func BenchmarkVecColumnBF16(b *testing.B) {
+	const C, rows = 256, 64
+	k := kitAt(level)
+	r := rand.New(rand.NewPCG(31, 32))
+	x, g := narrow32(vecRand(r, rows*C, 1)), narrow32(vecRand(r, rows*C, 0))
+	y := make([]uint16, rows*C)
+	s1, s2, m, p, q := make([]float64, C), make([]float64, C), vecRand64(r, C), vecRand64(r, C), vecRand64(r, C)
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"colSumH", func() { k.colSumH(s1, x) }},
+		{"colSqDevH", func() { k.colSqDevH(s1, x, m) }},
+		{"colGradSumsH", func() { k.colGradSumsH(s1, s2, g, x, m) }},
+		{"colAffineH", func() { k.colAffineH(y, x, p, q, true) }},
+		{"colAffine2H", func() { k.colAffine2H(y, x, g, p, q, m) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f()
+			}
+			reportElems(b, rows*C)
+		})
+	}
 }
