@@ -79,16 +79,3 @@
 #define REDUCE4PD VADDPD Y1, Y0, Y0; VADDPD Y3, Y2, Y2; VADDPD Y2, Y0, Y0; HSUMPD(Y0, X0, X1)
 // REDUCE2x2PD: X0[0] = the total of Y0 and Y1, X2[0] = that of Y2 and Y3.
 #define REDUCE2x2PD VADDPD Y1, Y0, Y0; VADDPD Y3, Y2, Y2; HSUMPD(Y0, X0, X1); HSUMPD(Y2, X2, X3)
-
-// Column walks (vec_amd64.s, vec_bf16_amd64.s).
-
-// The col* primitives walk channel blocks of 16, 4 and 1, each block's
-// sums held in registers while the rows stream past (row step R8 bytes).
-
-// COLROWS: R9 walks the rows from the block's column SI, R10 counts them
-// down from CX; COLNEXT(top) steps to the next row, back to top while one
-// is left. COLROWS2 and COLNEXT2 walk a second matrix (R12, R13) along.
-#define COLROWS MOVQ SI, R9; MOVQ CX, R10
-#define COLNEXT(top) ADDQ R8, R9; DECJNZ(R10, top)
-#define COLROWS2 MOVQ SI, R9; MOVQ R12, R13; MOVQ CX, R10
-#define COLNEXT2(top) ADDQ R8, R9; ADDQ R8, R13; DECJNZ(R10, top)

@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "vec_amd64.h"
+#include "colwalk_amd64.h"
 
 // AVX2 row primitives; see vec.go for what each computes. Float32 data is
 // widened to float64 four lanes at a time (VCVTPS2PD) wherever the
@@ -199,6 +200,10 @@ dotdone:
 	VMOVSD X0, ret+48(FP)
 	VRET
 
+// The column primitives expand colwalk_amd64.h with float32 elements.
+#define F32Q(off, p, x, y) VCVTPS2PD off(p), y
+#define F32S(p, x) VCVTSS2SD (p), x, x
+
 // func colSumAVX2(s []float64, x []float32, rows int)
 TEXT ·colSumAVX2(SB), NOSPLIT, $0-56
 	MOVQ s_base+0(FP), DI
@@ -208,42 +213,7 @@ TEXT ·colSumAVX2(SB), NOSPLIT, $0-56
 	IFZERO(CX, csdone)
 	MOVQ BX, R8
 	SHLQ $2, R8
-cs16:
-	BELOW(BX, 16, cs4)
-	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	COLROWS
-cs16row:
-	CVT4(R9, Y4, Y5, Y6, Y7)
-	ACC4(VADDPD, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
-	COLNEXT(cs16row)
-	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	ADDQ $128, DI
-	ADDQ $64, SI
-	AGAIN(BX, 16, cs16)
-cs4:
-	BELOW(BX, 4, cs1)
-	VMOVUPD (DI), Y0
-	COLROWS
-cs4row:
-	VCVTPS2PD (R9), Y4
-	VADDPD Y4, Y0, Y0
-	COLNEXT(cs4row)
-	VMOVUPD Y0, (DI)
-	ADDQ $32, DI
-	ADDQ $16, SI
-	AGAIN(BX, 4, cs4)
-cs1:
-	IFZERO(BX, csdone)
-	VMOVSD (DI), X0
-	COLROWS
-cs1row:
-	VCVTSS2SD (R9), X4, X4
-	VADDSD X4, X0, X0
-	COLNEXT(cs1row)
-	VMOVSD X0, (DI)
-	ADDQ $8, DI
-	ADDQ $4, SI
-	AGAIN1(BX, cs1)
+	COLSUM(F32Q, F32S, 4, cs16, cs16row, cs4, cs4row, cs1, cs1row, csdone)
 csdone:
 	VRET
 
@@ -257,48 +227,7 @@ TEXT ·colSqDevAVX2(SB), NOSPLIT, $0-80
 	IFZERO(CX, cqdone)
 	MOVQ BX, R8
 	SHLQ $2, R8
-cq16:
-	BELOW(BX, 16, cq4)
-	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	LD4(VMOVUPD, DX, Y8, Y9, Y10, Y11)
-	COLROWS
-cq16row:
-	CVT4(R9, Y4, Y5, Y6, Y7)
-	ACC4(VSUBPD, Y8, Y9, Y10, Y11, Y4, Y5, Y6, Y7)
-	FMA4(Y4, Y5, Y6, Y7, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
-	COLNEXT(cq16row)
-	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	ADDQ2(128, DI, DX)
-	ADDQ $64, SI
-	AGAIN(BX, 16, cq16)
-cq4:
-	BELOW(BX, 4, cq1)
-	VMOVUPD (DI), Y0
-	VMOVUPD (DX), Y8
-	COLROWS
-cq4row:
-	VCVTPS2PD (R9), Y4
-	VSUBPD Y8, Y4, Y4
-	VFMADD231PD Y4, Y4, Y0
-	COLNEXT(cq4row)
-	VMOVUPD Y0, (DI)
-	ADDQ2(32, DI, DX)
-	ADDQ $16, SI
-	AGAIN(BX, 4, cq4)
-cq1:
-	IFZERO(BX, cqdone)
-	VMOVSD (DI), X0
-	VMOVSD (DX), X8
-	COLROWS
-cq1row:
-	VCVTSS2SD (R9), X4, X4
-	VSUBSD X8, X4, X4
-	VFMADD231SD X4, X4, X0
-	COLNEXT(cq1row)
-	VMOVSD X0, (DI)
-	ADDQ2(8, DI, DX)
-	ADDQ $4, SI
-	AGAIN1(BX, cq1)
+	COLSQDEV(F32Q, F32S, 4, cq16, cq16row, cq4, cq4row, cq1, cq1row, cqdone)
 cqdone:
 	VRET
 
@@ -314,75 +243,7 @@ TEXT ·colGradSumsAVX2(SB), NOSPLIT, $0-128
 	IFZERO(CX, cgdone)
 	MOVQ BX, R8
 	SHLQ $2, R8
-cg16:
-	BELOW(BX, 16, cg4)
-	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	LD4(VMOVUPD, R11, Y4, Y5, Y6, Y7)
-	LD4(VMOVUPD, DX, Y8, Y9, Y10, Y11)
-	COLROWS2
-cg16row:
-	VCVTPS2PD (R9), Y12
-	VCVTPS2PD (R13), Y13
-	VSUBPD Y8, Y13, Y13
-	VADDPD Y12, Y0, Y0
-	VFMADD231PD Y12, Y13, Y4
-	VCVTPS2PD 16(R9), Y12
-	VCVTPS2PD 16(R13), Y13
-	VSUBPD Y9, Y13, Y13
-	VADDPD Y12, Y1, Y1
-	VFMADD231PD Y12, Y13, Y5
-	VCVTPS2PD 32(R9), Y12
-	VCVTPS2PD 32(R13), Y13
-	VSUBPD Y10, Y13, Y13
-	VADDPD Y12, Y2, Y2
-	VFMADD231PD Y12, Y13, Y6
-	VCVTPS2PD 48(R9), Y12
-	VCVTPS2PD 48(R13), Y13
-	VSUBPD Y11, Y13, Y13
-	VADDPD Y12, Y3, Y3
-	VFMADD231PD Y12, Y13, Y7
-	COLNEXT2(cg16row)
-	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	ST4(VMOVUPD, R11, Y4, Y5, Y6, Y7)
-	ADDQ3(128, DI, R11, DX)
-	ADDQ2(64, SI, R12)
-	AGAIN(BX, 16, cg16)
-cg4:
-	BELOW(BX, 4, cg1)
-	VMOVUPD (DI), Y0
-	VMOVUPD (R11), Y4
-	VMOVUPD (DX), Y8
-	COLROWS2
-cg4row:
-	VCVTPS2PD (R9), Y12
-	VCVTPS2PD (R13), Y13
-	VSUBPD Y8, Y13, Y13
-	VADDPD Y12, Y0, Y0
-	VFMADD231PD Y12, Y13, Y4
-	COLNEXT2(cg4row)
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y4, (R11)
-	ADDQ3(32, DI, R11, DX)
-	ADDQ2(16, SI, R12)
-	AGAIN(BX, 4, cg4)
-cg1:
-	IFZERO(BX, cgdone)
-	VMOVSD (DI), X0
-	VMOVSD (R11), X4
-	VMOVSD (DX), X8
-	COLROWS2
-cg1row:
-	VCVTSS2SD (R9), X12, X12
-	VCVTSS2SD (R13), X13, X13
-	VSUBSD X8, X13, X13
-	VADDSD X12, X0, X0
-	VFMADD231SD X12, X13, X4
-	COLNEXT2(cg1row)
-	VMOVSD X0, (DI)
-	VMOVSD X4, (R11)
-	ADDQ3(8, DI, R11, DX)
-	ADDQ2(4, SI, R12)
-	AGAIN1(BX, cg1)
+	COLGRADSUMS(F32Q, F32S, 4, cg16, cg16row, cg4, cg4row, cg1, cg1row, cgdone)
 cgdone:
 	VRET
 
@@ -471,39 +332,7 @@ TEXT ·colAffineAVX2(SB), NOSPLIT, $0-104
 	MOVQ b_base+72(FP), R13
 	MOVQ rows+96(FP), CX
 	IFZERO(CX, cadone)
-carow:
-	MOVQ R11, AX
-	MOVQ R13, DX
-	MOVQ R12, BX
-ca8:
-	BELOW(BX, 8, ca4)
-	CVT2(SI, Y0, Y1)
-	MEM2(VMULPD, AX, Y0, Y1)
-	MEM2(VADDPD, DX, Y0, Y1)
-	PUT8(DI)
-	ADDQ2(32, SI, DI)
-	ADDQ2(64, AX, DX)
-	AGAIN(BX, 8, ca8)
-ca4:
-	BELOW(BX, 4, ca1)
-	VCVTPS2PD (SI), Y0
-	VMULPD (AX), Y0, Y0
-	VADDPD (DX), Y0, Y0
-	PUT4(DI)
-	ADDQ2(16, SI, DI)
-	ADDQ2(32, AX, DX)
-	SUBQ $4, BX
-ca1:
-	IFZERO(BX, canext)
-	VCVTSS2SD (SI), X0, X0
-	VMULSD (AX), X0, X0
-	VADDSD (DX), X0, X0
-	PUT1(DI)
-	ADDQ2(4, SI, DI)
-	ADDQ2(8, AX, DX)
-	AGAIN1(BX, ca1)
-canext:
-	DECJNZ(CX, carow)
+	COLAFFINE(F32Q, F32S, PUT8, PUT4, PUT1, 4, carow, ca8, ca4, ca1, canext)
 cadone:
 	VRET
 
@@ -516,49 +345,7 @@ TEXT ·colAffine2AVX2(SB), NOSPLIT, $0-152
 	MOVQ p_len+80(FP), R12
 	MOVQ rows+144(FP), CX
 	IFZERO(CX, cbdone)
-cbrow:
-	MOVQ R11, AX
-	MOVQ q_base+96(FP), R9
-	MOVQ r_base+120(FP), DX
-	MOVQ R12, BX
-cb8:
-	BELOW(BX, 8, cb4)
-	CVT2(SI, Y0, Y1)
-	CVT2(R8, Y4, Y5)
-	MEM2(VMULPD, AX, Y0, Y1)
-	MEM2(VMULPD, R9, Y4, Y5)
-	ACC2(VADDPD, Y4, Y5, Y0, Y1)
-	MEM2(VADDPD, DX, Y0, Y1)
-	PUT8(DI)
-	ADDQ3(32, SI, R8, DI)
-	ADDQ3(64, AX, R9, DX)
-	AGAIN(BX, 8, cb8)
-cb4:
-	BELOW(BX, 4, cb1)
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD (R8), Y4
-	VMULPD (AX), Y0, Y0
-	VMULPD (R9), Y4, Y4
-	VADDPD Y4, Y0, Y0
-	VADDPD (DX), Y0, Y0
-	PUT4(DI)
-	ADDQ3(16, SI, R8, DI)
-	ADDQ3(32, AX, R9, DX)
-	SUBQ $4, BX
-cb1:
-	IFZERO(BX, cbnext)
-	VCVTSS2SD (SI), X0, X0
-	VCVTSS2SD (R8), X4, X4
-	VMULSD (AX), X0, X0
-	VMULSD (R9), X4, X4
-	VADDSD X4, X0, X0
-	VADDSD (DX), X0, X0
-	PUT1(DI)
-	ADDQ3(4, SI, R8, DI)
-	ADDQ3(8, AX, R9, DX)
-	AGAIN1(BX, cb1)
-cbnext:
-	DECJNZ(CX, cbrow)
+	COLAFFINE2(F32Q, F32S, PUT8, PUT4, PUT1, 4, cbrow, cb8, cb4, cb1, cbnext)
 cbdone:
 	VRET
 

@@ -3,21 +3,18 @@
 #include "textflag.h"
 #include "vec_amd64.h"
 #include "tobf16_amd64.h"
+#include "colwalk_amd64.h"
 
-// The column primitives of vec_amd64.s on bfloat16 rows. Each value is
-// widened exactly (the 16 bits moved to the top of a float32) where the
-// float32 primitive loads it, and every later instruction is the float32
-// primitive's, in the same order, so sums and maps come out bit for bit as
-// the float32 primitive's on the widened rows; the maps' float32 results
-// are rounded with TOBF16 (after the rectifier in the ReLU forms) as
-// F32ToBF16 rounds them. Channel blocks are 16, 4 and 1 for the sums and
-// 8, 4 and 1 for the maps, as in vec_amd64.s.
+// The column primitives on bfloat16 rows. The AVX2 forms expand
+// colwalk_amd64.h, as the float32 ones in vec_amd64.s do, with loads that
+// widen each value exactly (the 16 bits moved to the top of a float32) and
+// stores that round each float32 result (rectified first where asked) with
+// TOBF16, as F32ToBF16 rounds it: every other instruction, and so every
+// bit, is the float32 primitive's on the widened rows.
 
 // HCVT(off, p, x, y): y = the four bfloat16 at off(p) widened to float64
 // (x is y's low half).
 #define HCVT(off, p, x, y) VPMOVZXWD off(p), x; VPSLLD $16, x, x; VCVTPS2PD x, y
-// HCVT4(p, a, b, c, d): a…d = the 16 bfloat16 at (p) widened to float64.
-#define HCVT4(p, a, b, c, d, xa, xb, xc, xd) HCVT(0, p, xa, a); HCVT(8, p, xb, b); HCVT(16, p, xc, c); HCVT(24, p, xd, d)
 // HCVT1(p, x): x[0] = the bfloat16 at (p) widened to float64 (AX scratch).
 #define HCVT1(p, x) MOVWLZX (p), AX; SHLL $16, AX; VMOVD AX, x; VCVTSS2SD x, x, x
 
@@ -41,6 +38,14 @@
 	VCVTSD2SS X0, X0, X0; RELU(X0, X2); TOBF16(X0, X2, X3); \
 	VMOVD X0, AX; MOVW AX, (p)
 
+// The stores colwalk_amd64.h's maps take: rectified under X7, or not.
+#define HPUT8R(p) HPUT8(p, RELUX)
+#define HPUT4R(p) HPUT4(p, RELUX)
+#define HPUT1R(p) HPUT1(p, RELUX)
+#define HPUT8N(p) HPUT8(p, NORELU)
+#define HPUT4N(p) HPUT4(p, NORELU)
+#define HPUT1N(p) HPUT1(p, NORELU)
+
 // func colSumHAVX2(s []float64, x []uint16, rows int)
 TEXT ·colSumHAVX2(SB), NOSPLIT, $0-56
 	MOVQ s_base+0(FP), DI
@@ -50,42 +55,7 @@ TEXT ·colSumHAVX2(SB), NOSPLIT, $0-56
 	IFZERO(CX, hsdone)
 	MOVQ BX, R8
 	SHLQ $1, R8
-hs16:
-	BELOW(BX, 16, hs4)
-	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	COLROWS
-hs16row:
-	HCVT4(R9, Y4, Y5, Y6, Y7, X4, X5, X6, X7)
-	ACC4(VADDPD, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
-	COLNEXT(hs16row)
-	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	ADDQ $128, DI
-	ADDQ $32, SI
-	AGAIN(BX, 16, hs16)
-hs4:
-	BELOW(BX, 4, hs1)
-	VMOVUPD (DI), Y0
-	COLROWS
-hs4row:
-	HCVT(0, R9, X4, Y4)
-	VADDPD Y4, Y0, Y0
-	COLNEXT(hs4row)
-	VMOVUPD Y0, (DI)
-	ADDQ $32, DI
-	ADDQ $8, SI
-	AGAIN(BX, 4, hs4)
-hs1:
-	IFZERO(BX, hsdone)
-	VMOVSD (DI), X0
-	COLROWS
-hs1row:
-	HCVT1(R9, X4)
-	VADDSD X4, X0, X0
-	COLNEXT(hs1row)
-	VMOVSD X0, (DI)
-	ADDQ $8, DI
-	ADDQ $2, SI
-	AGAIN1(BX, hs1)
+	COLSUM(HCVT, HCVT1, 2, hs16, hs16row, hs4, hs4row, hs1, hs1row, hsdone)
 hsdone:
 	VRET
 
@@ -99,59 +69,9 @@ TEXT ·colSqDevHAVX2(SB), NOSPLIT, $0-80
 	IFZERO(CX, hqdone)
 	MOVQ BX, R8
 	SHLQ $1, R8
-hq16:
-	BELOW(BX, 16, hq4)
-	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	LD4(VMOVUPD, DX, Y8, Y9, Y10, Y11)
-	COLROWS
-hq16row:
-	HCVT4(R9, Y4, Y5, Y6, Y7, X4, X5, X6, X7)
-	ACC4(VSUBPD, Y8, Y9, Y10, Y11, Y4, Y5, Y6, Y7)
-	FMA4(Y4, Y5, Y6, Y7, Y4, Y5, Y6, Y7, Y0, Y1, Y2, Y3)
-	COLNEXT(hq16row)
-	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	ADDQ2(128, DI, DX)
-	ADDQ $32, SI
-	AGAIN(BX, 16, hq16)
-hq4:
-	BELOW(BX, 4, hq1)
-	VMOVUPD (DI), Y0
-	VMOVUPD (DX), Y8
-	COLROWS
-hq4row:
-	HCVT(0, R9, X4, Y4)
-	VSUBPD Y8, Y4, Y4
-	VFMADD231PD Y4, Y4, Y0
-	COLNEXT(hq4row)
-	VMOVUPD Y0, (DI)
-	ADDQ2(32, DI, DX)
-	ADDQ $8, SI
-	AGAIN(BX, 4, hq4)
-hq1:
-	IFZERO(BX, hqdone)
-	VMOVSD (DI), X0
-	VMOVSD (DX), X8
-	COLROWS
-hq1row:
-	HCVT1(R9, X4)
-	VSUBSD X8, X4, X4
-	VFMADD231SD X4, X4, X0
-	COLNEXT(hq1row)
-	VMOVSD X0, (DI)
-	ADDQ2(8, DI, DX)
-	ADDQ $2, SI
-	AGAIN1(BX, hq1)
+	COLSQDEV(HCVT, HCVT1, 2, hq16, hq16row, hq4, hq4row, hq1, hq1row, hqdone)
 hqdone:
 	VRET
-
-// HGRAD(off): one block of four channels of colGradSums, g at off(R9),
-// x at off(R13), m, s1 and s2 in the registers named.
-#define HGRAD(off, m, s1, s2) \
-	HCVT(off, R9, X12, Y12);  \
-	HCVT(off, R13, X13, Y13); \
-	VSUBPD m, Y13, Y13;        \
-	VADDPD Y12, s1, s1;        \
-	VFMADD231PD Y12, Y13, s2
 
 // func colGradSumsHAVX2(s1, s2 []float64, g, x []uint16, m []float64, rows int)
 TEXT ·colGradSumsHAVX2(SB), NOSPLIT, $0-128
@@ -165,55 +85,7 @@ TEXT ·colGradSumsHAVX2(SB), NOSPLIT, $0-128
 	IFZERO(CX, hgdone)
 	MOVQ BX, R8
 	SHLQ $1, R8
-hg16:
-	BELOW(BX, 16, hg4)
-	LD4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	LD4(VMOVUPD, R11, Y4, Y5, Y6, Y7)
-	LD4(VMOVUPD, DX, Y8, Y9, Y10, Y11)
-	COLROWS2
-hg16row:
-	HGRAD(0, Y8, Y0, Y4)
-	HGRAD(8, Y9, Y1, Y5)
-	HGRAD(16, Y10, Y2, Y6)
-	HGRAD(24, Y11, Y3, Y7)
-	COLNEXT2(hg16row)
-	ST4(VMOVUPD, DI, Y0, Y1, Y2, Y3)
-	ST4(VMOVUPD, R11, Y4, Y5, Y6, Y7)
-	ADDQ3(128, DI, R11, DX)
-	ADDQ2(32, SI, R12)
-	AGAIN(BX, 16, hg16)
-hg4:
-	BELOW(BX, 4, hg1)
-	VMOVUPD (DI), Y0
-	VMOVUPD (R11), Y4
-	VMOVUPD (DX), Y8
-	COLROWS2
-hg4row:
-	HGRAD(0, Y8, Y0, Y4)
-	COLNEXT2(hg4row)
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y4, (R11)
-	ADDQ3(32, DI, R11, DX)
-	ADDQ2(8, SI, R12)
-	AGAIN(BX, 4, hg4)
-hg1:
-	IFZERO(BX, hgdone)
-	VMOVSD (DI), X0
-	VMOVSD (R11), X4
-	VMOVSD (DX), X8
-	COLROWS2
-hg1row:
-	HCVT1(R9, X12)
-	HCVT1(R13, X13)
-	VSUBSD X8, X13, X13
-	VADDSD X12, X0, X0
-	VFMADD231SD X12, X13, X4
-	COLNEXT2(hg1row)
-	VMOVSD X0, (DI)
-	VMOVSD X4, (R11)
-	ADDQ3(8, DI, R11, DX)
-	ADDQ2(2, SI, R12)
-	AGAIN1(BX, hg1)
+	COLGRADSUMS(HCVT, HCVT1, 2, hg16, hg16row, hg4, hg4row, hg1, hg1row, hgdone)
 hgdone:
 	VRET
 
@@ -231,40 +103,7 @@ TEXT ·colAffineHAVX2(SB), NOSPLIT, $0-105
 	VPBROADCASTD X7, X7
 	VXORPS X5, X5, X5
 	IFZERO(CX, hadone)
-harow:
-	MOVQ R11, BX
-	MOVQ R13, DX
-	MOVQ R12, R8
-ha8:
-	BELOW(R8, 8, ha4)
-	HCVT(0, SI, X0, Y0)
-	HCVT(8, SI, X1, Y1)
-	MEM2(VMULPD, BX, Y0, Y1)
-	MEM2(VADDPD, DX, Y0, Y1)
-	HPUT8(DI, RELUX)
-	ADDQ2(16, SI, DI)
-	ADDQ2(64, BX, DX)
-	AGAIN(R8, 8, ha8)
-ha4:
-	BELOW(R8, 4, ha1)
-	HCVT(0, SI, X0, Y0)
-	VMULPD (BX), Y0, Y0
-	VADDPD (DX), Y0, Y0
-	HPUT4(DI, RELUX)
-	ADDQ2(8, SI, DI)
-	ADDQ2(32, BX, DX)
-	SUBQ $4, R8
-ha1:
-	IFZERO(R8, hanext)
-	HCVT1(SI, X0)
-	VMULSD (BX), X0, X0
-	VADDSD (DX), X0, X0
-	HPUT1(DI, RELUX)
-	ADDQ2(2, SI, DI)
-	ADDQ2(8, BX, DX)
-	AGAIN1(R8, ha1)
-hanext:
-	DECJNZ(CX, harow)
+	COLAFFINE(HCVT, HCVT1, HPUT8R, HPUT4R, HPUT1R, 2, harow, ha8, ha4, ha1, hanext)
 hadone:
 	VRET
 
@@ -277,51 +116,7 @@ TEXT ·colAffine2HAVX2(SB), NOSPLIT, $0-152
 	MOVQ p_len+80(FP), R12
 	MOVQ rows+144(FP), CX
 	IFZERO(CX, hbdone)
-hbrow:
-	MOVQ R11, BX
-	MOVQ q_base+96(FP), R9
-	MOVQ r_base+120(FP), DX
-	MOVQ R12, R10
-hb8:
-	BELOW(R10, 8, hb4)
-	HCVT(0, SI, X0, Y0)
-	HCVT(8, SI, X1, Y1)
-	HCVT(0, R8, X4, Y4)
-	HCVT(8, R8, X6, Y6)
-	MEM2(VMULPD, BX, Y0, Y1)
-	MEM2(VMULPD, R9, Y4, Y6)
-	ACC2(VADDPD, Y4, Y6, Y0, Y1)
-	MEM2(VADDPD, DX, Y0, Y1)
-	HPUT8(DI, NORELU)
-	ADDQ3(16, SI, R8, DI)
-	ADDQ3(64, BX, R9, DX)
-	AGAIN(R10, 8, hb8)
-hb4:
-	BELOW(R10, 4, hb1)
-	HCVT(0, SI, X0, Y0)
-	HCVT(0, R8, X4, Y4)
-	VMULPD (BX), Y0, Y0
-	VMULPD (R9), Y4, Y4
-	VADDPD Y4, Y0, Y0
-	VADDPD (DX), Y0, Y0
-	HPUT4(DI, NORELU)
-	ADDQ3(8, SI, R8, DI)
-	ADDQ3(32, BX, R9, DX)
-	SUBQ $4, R10
-hb1:
-	IFZERO(R10, hbnext)
-	HCVT1(SI, X0)
-	HCVT1(R8, X4)
-	VMULSD (BX), X0, X0
-	VMULSD (R9), X4, X4
-	VADDSD X4, X0, X0
-	VADDSD (DX), X0, X0
-	HPUT1(DI, NORELU)
-	ADDQ3(2, SI, R8, DI)
-	ADDQ3(8, BX, R9, DX)
-	AGAIN1(R10, hb1)
-hbnext:
-	DECJNZ(CX, hbrow)
+	COLAFFINE2(HCVT, HCVT1, HPUT8N, HPUT4N, HPUT1N, 2, hbrow, hb8, hb4, hb1, hbnext)
 hbdone:
 	VRET
 
