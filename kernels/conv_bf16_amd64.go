@@ -13,6 +13,13 @@ package kernels
 //go:noescape
 func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32)
 
+// convBF16Kernel12x32H is convBF16Kernel12x32 writing bfloat16 through the
+// common bfloat16 stages in registers (conv_bf16_amd64.s); mode is a
+// stageMode.
+//
+//go:noescape
+func convBF16Kernel12x32H(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, y *uint16, ldy, rows int, bias *float32, res *uint16, mode int)
+
 // Blocking of the direct BF16 path: at most convBF16KP channel pairs of
 // depth per block of B, and convBF16B words in a packed block, which
 // stays in L2 while every output row streams past it.
@@ -163,20 +170,53 @@ func (p *convBF16Packed) directB(s *ConvShape, w []uint16) [][]uint32 {
 // (every convolution of ResNet-50), a tile of 12×nc floats that the stage
 // then rounds into y while it is in cache, so the float32 result never
 // goes to memory; otherwise y itself.
+//
+// Where the stage is one the kernel runs in registers (kernelMode), with
+// a single tap block, mode is its mode and the kernel writes y directly.
 type directOut struct {
 	tile *[]float32
 	tmp  *[2][bf16Stretch]float32
+	mode int
 }
 
 func (c *convBF16) directOut() directOut {
-	var o directOut
+	o := directOut{mode: -1}
 	if c.staged {
+		single := c.direct.t0 == 0 && c.direct.last
+		if single {
+			o.mode = c.gemmEp.stage.kernelMode()
+		}
+		if o.mode >= 0 {
+			return o
+		}
 		o.tmp = c.gemmEp.stage.scratch()
-		if c.direct.t0 == 0 && c.direct.last {
+		if single {
 			o.tile = f32Scratch(12 * c.direct.nc)
 		}
 	}
 	return o
+}
+
+// kernel runs the direct kernel for column tile t of pixels from p0 (rows
+// of them), into o.
+func (c *convBF16) kernel(o directOut, taps int, offs *int, cp int, a *uint16, lda int, b *uint32, p0, t, rows int) {
+	d := &c.direct
+	bias := &convBF16Zero[0]
+	if d.last && c.bias != nil {
+		bias = &c.bias[d.j0+32*t]
+	}
+	if o.mode >= 0 {
+		st := &c.gemmEp.stage
+		idx := p0*c.s.O + d.j0 + 32*t
+		var res *uint16
+		if st.res != nil {
+			res = &st.res[idx]
+		}
+		convBF16Kernel12x32H(taps, offs, cp, a, lda, b, &st.y[idx], c.s.O, rows, bias, res, o.mode)
+		return
+	}
+	y, ldy := c.dst(o, p0, t)
+	convBF16Kernel12x32(taps, offs, cp, a, lda, b, y, ldy, rows, d.beta, bias)
 }
 
 func (c *convBF16) releaseOut(o directOut) {
@@ -200,7 +240,7 @@ func (c *convBF16) dst(o directOut, p0, t int) (*float32, int) {
 // last tap block is summed.
 func (c *convBF16) finishPixels(o directOut, p0, rows int) {
 	d := &c.direct
-	if !c.staged || !d.last {
+	if !c.staged || !d.last || o.mode >= 0 {
 		return
 	}
 	O := c.s.O
@@ -239,12 +279,7 @@ func (c *convBF16) pointPanels(lo, hi int) {
 			a = &d.tail[0]
 		}
 		for t := range d.nc / 32 {
-			bias := &convBF16Zero[0]
-			if d.last && c.bias != nil {
-				bias = &c.bias[d.j0+32*t]
-			}
-			y, ldy := c.dst(out, p0, t)
-			convBF16Kernel12x32(1, &d.offs[0], cp, a, 2*C, &d.bp[t*tile], y, ldy, rows, d.beta, bias)
+			c.kernel(out, 1, &d.offs[0], cp, a, 2*C, &d.bp[t*tile], p0, t, rows)
 		}
 		c.finishPixels(out, p0, rows)
 	}
@@ -321,12 +356,7 @@ func (c *convBF16) directRows(lo, hi int) {
 			rows := min(12, OW-ow0)
 			a := &d.xp[(in+ow0*sw)*d.cp2]
 			for t := range d.nc / 32 {
-				bias := &convBF16Zero[0]
-				if d.last && c.bias != nil {
-					bias = &c.bias[d.j0+32*t]
-				}
-				y, ldy := c.dst(out, r*OW+ow0, t)
-				convBF16Kernel12x32(d.tb, &d.offs[d.t0], cp, a, 2*sw*d.cp2, &d.bp[t*tile], y, ldy, rows, d.beta, bias)
+				c.kernel(out, d.tb, &d.offs[d.t0], cp, a, 2*sw*d.cp2, &d.bp[t*tile], r*OW+ow0, t, rows)
 			}
 			c.finishPixels(out, r*OW+ow0, rows)
 		}

@@ -2,6 +2,8 @@
 
 #include "textflag.h"
 #include "bf16_amd64.h"
+#include "vec_amd64.h"
+#include "tobf16_amd64.h"
 
 // The direct BF16 convolution micro-kernel: 12 output pixels × 32 output
 // channels of float32, depth in channel pairs per kernel tap. Per pair,
@@ -182,6 +184,62 @@ lab: \
 	JEQ    cbdone; \
 	ADDQ   R9, R8
 
+// CBLOOP: the kernels' sum over taps and channel pairs into Z0–Z23, with
+// R11 taps, R10 their offsets, SI the pixels, AX and CX one and three
+// pixel strides, DX and R15 B (labels named by the caller).
+#define CBLOOP(tap, loop4, tl, loop1, next) \
+tap:                                \
+	MOVQ (R10), R12;                \
+	ADDQ SI, R12;                   \
+	LEAQ (R12)(AX*4), R14;          \
+	LEAQ (R14)(AX*4), BX;           \
+	MOVQ cp+16(FP), R13;            \
+	CMPQ R13, $4;                   \
+	JLT  tl;                        \
+loop4:                              \
+	BSTEP0; BSTEP1; BSTEP2; BSTEP3; \
+	ADDQ $16, R12;                  \
+	ADDQ $16, R14;                  \
+	ADDQ $16, BX;                   \
+	ADDQ $256, DX;                  \
+	SUBQ $4, R13;                   \
+	CMPQ R13, $4;                   \
+	JGE  loop4;                     \
+tl:                                 \
+	TESTQ R13, R13;                 \
+	JEQ   next;                     \
+loop1:                              \
+	BSTEP0;                         \
+	ADDQ $4, R12;                   \
+	ADDQ $4, R14;                   \
+	ADDQ $4, BX;                    \
+	ADDQ $64, DX;                   \
+	DECQ R13;                       \
+	JNE  loop1;                     \
+next:                               \
+	ADDQ $8, R10;                   \
+	DECQ R11;                       \
+	JNE  tap
+
+// CBSTART loads the arguments both kernels share and zeroes the
+// accumulators.
+#define CBSTART \
+	MOVQ taps+0(FP), R11;      \
+	MOVQ cp+16(FP), R15;       \
+	IMULQ R11, R15;            \
+	SHLQ $6, R15;              \
+	MOVQ a+24(FP), SI;         \
+	MOVQ lda+32(FP), AX;       \
+	LEAQ (AX)(AX*2), CX;       \
+	MOVQ b+40(FP), DX;         \
+	MOVQ offs+8(FP), R10;      \
+	ZERO4(VPXORD, Z0, Z1, Z2, Z3);     \
+	ZERO4(VPXORD, Z4, Z5, Z6, Z7);     \
+	ZERO4(VPXORD, Z8, Z9, Z10, Z11);   \
+	ZERO4(VPXORD, Z12, Z13, Z14, Z15); \
+	ZERO4(VPXORD, Z16, Z17, Z18, Z19); \
+	ZERO4(VPXORD, Z20, Z21, Z22, Z23)
+
 // func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32)
 //
 // For each of taps taps (byte offsets offs[t] from a), cp channel pairs;
@@ -190,79 +248,8 @@ lab: \
 // pair, taps·cp pairs in order), the second panel 64·taps·cp bytes on.
 // C = A·B + bias (+ C when beta ≠ 0), bias 32 floats.
 TEXT ·convBF16Kernel12x32(SB), NOSPLIT, $0-88
-	MOVQ taps+0(FP), R11
-	MOVQ cp+16(FP), R15
-	IMULQ R11, R15
-	SHLQ $6, R15
-	MOVQ a+24(FP), SI
-	MOVQ lda+32(FP), AX
-	LEAQ (AX)(AX*2), CX
-	MOVQ b+40(FP), DX
-	MOVQ offs+8(FP), R10
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-
-cbtap:
-	MOVQ (R10), R12
-	ADDQ SI, R12
-	LEAQ (R12)(AX*4), R14
-	LEAQ (R14)(AX*4), BX
-	MOVQ cp+16(FP), R13
-	CMPQ R13, $4
-	JLT  cbtail
-
-cbloop4:
-	BSTEP0
-	BSTEP1
-	BSTEP2
-	BSTEP3
-	ADDQ $16, R12
-	ADDQ $16, R14
-	ADDQ $16, BX
-	ADDQ $256, DX
-	SUBQ $4, R13
-	CMPQ R13, $4
-	JGE  cbloop4
-
-cbtail:
-	TESTQ R13, R13
-	JEQ   cbnext
-
-cbloop1:
-	BSTEP0
-	ADDQ $4, R12
-	ADDQ $4, R14
-	ADDQ $4, BX
-	ADDQ $64, DX
-	DECQ R13
-	JNE  cbloop1
-
-cbnext:
-	ADDQ $8, R10
-	DECQ R11
-	JNE  cbtap
+	CBSTART
+	CBLOOP(cbtap, cbloop4, cbtail, cbloop1, cbnext)
 
 	MOVQ c+48(FP), R8
 	MOVQ ldc+56(FP), R9
@@ -286,5 +273,125 @@ cbnext:
 	BROW(Z22, Z23, cbr11)
 
 cbdone:
+	VZEROUPPER
+	RET
+
+// cbLowWords picks, for VPERMT2W, the low words of two vectors of
+// doublewords, in order.
+DATA cbLowWords<>+0(SB)/2, $0
+DATA cbLowWords<>+2(SB)/2, $2
+DATA cbLowWords<>+4(SB)/2, $4
+DATA cbLowWords<>+6(SB)/2, $6
+DATA cbLowWords<>+8(SB)/2, $8
+DATA cbLowWords<>+10(SB)/2, $10
+DATA cbLowWords<>+12(SB)/2, $12
+DATA cbLowWords<>+14(SB)/2, $14
+DATA cbLowWords<>+16(SB)/2, $16
+DATA cbLowWords<>+18(SB)/2, $18
+DATA cbLowWords<>+20(SB)/2, $20
+DATA cbLowWords<>+22(SB)/2, $22
+DATA cbLowWords<>+24(SB)/2, $24
+DATA cbLowWords<>+26(SB)/2, $26
+DATA cbLowWords<>+28(SB)/2, $28
+DATA cbLowWords<>+30(SB)/2, $30
+DATA cbLowWords<>+32(SB)/2, $32
+DATA cbLowWords<>+34(SB)/2, $34
+DATA cbLowWords<>+36(SB)/2, $36
+DATA cbLowWords<>+38(SB)/2, $38
+DATA cbLowWords<>+40(SB)/2, $40
+DATA cbLowWords<>+42(SB)/2, $42
+DATA cbLowWords<>+44(SB)/2, $44
+DATA cbLowWords<>+46(SB)/2, $46
+DATA cbLowWords<>+48(SB)/2, $48
+DATA cbLowWords<>+50(SB)/2, $50
+DATA cbLowWords<>+52(SB)/2, $52
+DATA cbLowWords<>+54(SB)/2, $54
+DATA cbLowWords<>+56(SB)/2, $56
+DATA cbLowWords<>+58(SB)/2, $58
+DATA cbLowWords<>+60(SB)/2, $60
+DATA cbLowWords<>+62(SB)/2, $62
+GLOBL cbLowWords<>(SB), RODATA|NOPTR, $64
+
+// BROWH stores one row of the tile as bfloat16, the bfloat16 stage of
+// bf16Stage in registers: accumulators plus the bias (Z24, Z25) rounded,
+// then, where R12 has bit 1, plus the residual row at SI, rectified where
+// it has bit 0 and rounded again; without the residual the rounded values
+// are rectified as they are (a rectified bfloat16 value needs no second
+// rounding). After the row, stops when the rows run out.
+#define BROWH(za, zb, nores, norelu, relu2, store, done) \
+	VADDPS Z24, za, za;                  \
+	VADDPS Z25, zb, zb;                  \
+	TOBF16512(za, Z28, Z29, K1);         \
+	TOBF16512(zb, Z28, Z29, K2);         \
+	TESTQ $2, R12;                       \
+	JEQ nores;                           \
+	VPSLLD $16, za, za;                  \
+	VPSLLD $16, zb, zb;                  \
+	VPMOVZXWD (SI), Z28;                 \
+	VPMOVZXWD 32(SI), Z29;               \
+	VPSLLD $16, Z28, Z28;                \
+	VPSLLD $16, Z29, Z29;                \
+	VADDPS Z28, za, za;                  \
+	VADDPS Z29, zb, zb;                  \
+	TESTQ $1, R12;                       \
+	JEQ norelu;                          \
+	VMAXPS za, Z31, za;                  \
+	VMAXPS zb, Z31, zb;                  \
+norelu:                                  \
+	TOBF16512(za, Z28, Z29, K1);         \
+	TOBF16512(zb, Z28, Z29, K2);         \
+	JMP store;                           \
+nores:                                   \
+	TESTQ $1, R12;                       \
+	JEQ store;                           \
+	VPSLLD $16, za, za;                  \
+	VPSLLD $16, zb, zb;                  \
+	VMAXPS za, Z31, za;                  \
+	VMAXPS zb, Z31, zb;                  \
+	VPSRLD $16, za, za;                  \
+	VPSRLD $16, zb, zb;                  \
+store:                                   \
+	VMOVDQU64 cbLowWords<>(SB), Z28;     \
+	VPERMT2W zb, Z28, za;                \
+	VMOVDQU64 za, (R8);                  \
+	DECQ DI;                             \
+	JEQ done;                            \
+	ADDQ R9, R8;                         \
+	ADDQ R9, SI
+
+// func convBF16Kernel12x32H(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, y *uint16, ldy, rows int, bias *float32, res *uint16, mode int)
+//
+// convBF16Kernel12x32 with beta 0 and bfloat16 output: y (row stride ldy
+// elements) gets A·B + bias through BROWH's stage, mode bit 0 the
+// rectifier and bit 1 the residual res (laid out as y).
+TEXT ·convBF16Kernel12x32H(SB), NOSPLIT, $0-96
+	CBSTART
+	CBLOOP(chtap, chloop4, chtail, chloop1, chnext)
+
+	CVTCONSTS512
+	VPXORD Z31, Z31, Z31
+	MOVQ y+48(FP), R8
+	MOVQ ldy+56(FP), R9
+	SHLQ $1, R9
+	MOVQ rows+64(FP), DI
+	MOVQ bias+72(FP), R13
+	MOVQ res+80(FP), SI
+	MOVQ mode+88(FP), R12
+	VMOVUPS (R13), Z24
+	VMOVUPS 64(R13), Z25
+	BROWH(Z0, Z1, chs0, chr0, chq0, chw0, chdone)
+	BROWH(Z2, Z3, chs1, chr1, chq1, chw1, chdone)
+	BROWH(Z4, Z5, chs2, chr2, chq2, chw2, chdone)
+	BROWH(Z6, Z7, chs3, chr3, chq3, chw3, chdone)
+	BROWH(Z8, Z9, chs4, chr4, chq4, chw4, chdone)
+	BROWH(Z10, Z11, chs5, chr5, chq5, chw5, chdone)
+	BROWH(Z12, Z13, chs6, chr6, chq6, chw6, chdone)
+	BROWH(Z14, Z15, chs7, chr7, chq7, chw7, chdone)
+	BROWH(Z16, Z17, chs8, chr8, chq8, chw8, chdone)
+	BROWH(Z18, Z19, chs9, chr9, chq9, chw9, chdone)
+	BROWH(Z20, Z21, chs10, chr10, chq10, chw10, chdone)
+	BROWH(Z22, Z23, chs11, chr11, chq11, chw11, chdone)
+
+chdone:
 	VZEROUPPER
 	RET

@@ -32,6 +32,23 @@ type bf16Stage struct {
 
 func (b *bf16Stage) on() bool { return b.y != nil }
 
+// kernelMode returns the mode in which the direct kernel runs b in
+// registers, bit 0 the rectifier and bit 1 the residual, or −1 where b
+// needs the float32 path (an activation other than ReLU).
+func (b *bf16Stage) kernelMode() int {
+	mode := 0
+	if b.activate {
+		if b.act.Fn != ActReLU {
+			return -1
+		}
+		mode |= 1
+	}
+	if b.res != nil {
+		mode |= 2
+	}
+	return mode
+}
+
 // store runs the stage on row, finished float32 values of elements
 // [off, off+len(row)) of the result; row is overwritten. tmp is scratch
 // for the widened residual. A fused kernel of the level (bf16Fused) takes
