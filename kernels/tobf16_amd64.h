@@ -8,8 +8,6 @@
 
 QUAD4(cvtOne, $0x0000000100000001)
 QUAD4(cvtRound, $0x00007fff00007fff)
-QUAD4(cvtAbs, $0x7fffffff7fffffff)
-QUAD4(cvtInf, $0x7f8000007f800000)
 QUAD4(cvtQuiet, $0x0000004000000040)
 
 // TOBF16(R, T, U): R = the bfloat16 bits (in the low half of each lane) of
@@ -22,8 +20,7 @@ QUAD4(cvtQuiet, $0x0000004000000040)
 	VPSRLD    $16, U, U;            \
 	VPSRLD    $16, R, T;            \
 	VPOR      cvtQuiet<>(SB), T, T; \
-	VPAND     cvtAbs<>(SB), R, R;   \
-	VPCMPGTD  cvtInf<>(SB), R, R;   \
+	VCMPPS    $3, R, R, R;          \
 	VPBLENDVB R, T, U, R
 
 // AVX-512: sixteen lanes, the same rounding, the NaN lanes found by an
