@@ -141,7 +141,39 @@ func (j *bf16Job) runActForward(lo, hi int) {
 	}
 }
 
+// bf16ElemKernels are a level's fused elementwise kernels on bfloat16
+// operands: each reads and writes bfloat16 once, with the float32 kernel's
+// arithmetic and F32ToBF16's rounding (so the same bits as the widening
+// path), on the first len(dst)&^15 elements; nil where the level has none.
+type bf16ElemKernels struct {
+	add     func(dst, a, b []uint16, relu bool) // a + b, rectified when relu
+	reluBwd func(dst, dy, y []uint16)           // ReLU's backward from its output y
+}
+
+var bf16Elem = bf16ElemFor(level)
+
+func bf16ElemFor(l Level) bf16ElemKernels {
+	if l >= AVX512 {
+		return bf16ElemKernels{add: bf16AddAVX512Span, reluBwd: bf16ReLUBackwardAVX512Span}
+	}
+	return bf16ElemKernels{}
+}
+
+// fusedSpans runs f on [lo, hi) in pieces of whole sixteens of at most
+// cvtChunk elements (an assembly call stays short) and returns where the
+// remaining tail starts.
+func fusedSpans(lo, hi int, f func(i, k int)) int {
+	end := lo + (hi-lo)&^15
+	for i := lo; i < end; i += cvtChunk {
+		f(i, min(i+cvtChunk, end))
+	}
+	return end
+}
+
 func (j *bf16Job) runActBackward(lo, hi int) {
+	if k := bf16Elem.reluBwd; k != nil && j.act.Fn == ActReLU && j.b != nil {
+		lo = fusedSpans(lo, hi, func(i, e int) { k(j.dst[i:e], j.a[i:e], j.b[i:e]) })
+	}
 	s := getStretches()
 	defer bf16Stretches.put(s)
 	g, v := &s[0], &s[1]
@@ -160,6 +192,9 @@ func (j *bf16Job) runActBackward(lo, hi int) {
 }
 
 func (j *bf16Job) runBinary(lo, hi int) {
+	if k := bf16Elem.add; k != nil && j.op == BinAdd {
+		lo = fusedSpans(lo, hi, func(i, e int) { k(j.dst[i:e], j.a[i:e], j.b[i:e], false) })
+	}
 	s := getStretches()
 	defer bf16Stretches.put(s)
 	fa, fb := &s[0], &s[1]
@@ -187,6 +222,9 @@ func (j *bf16Job) runBinaryScalar(lo, hi int) {
 }
 
 func (j *bf16Job) runAddReLU(lo, hi int) {
+	if k := bf16Elem.add; k != nil {
+		lo = fusedSpans(lo, hi, func(i, e int) { k(j.dst[i:e], j.a[i:e], j.b[i:e], true) })
+	}
 	s := getStretches()
 	defer bf16Stretches.put(s)
 	fa, fb := &s[0], &s[1]

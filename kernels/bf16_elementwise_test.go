@@ -119,3 +119,64 @@ func TestBF16ElementwisePanics(t *testing.T) {
 		})
 	}
 }
+
+// TestBF16ElemFused checks each level's fused bfloat16 elementwise kernels
+// bit for bit against widening, the float32 definition and F32ToBF16's
+// rounding, on operands with NaNs (quiet and signalling), zeros of both
+// signs, infinities, subnormals and sums that overflow; each kernel must
+// write exactly the first len&^15 elements.
+func TestBF16ElemFused(t *testing.T) {
+	specials := []uint16{0, 0x8000, 0x7fc1, 0xffc0, 0x7f81, 0x7f80, 0xff80, 0x0001, 0x8003, 0x7f7f, 0xff7f}
+	r := rand.New(rand.NewPCG(9, 10))
+	half := func(n int) []uint16 {
+		h, _ := randBF16(r, n)
+		for i := range h {
+			if r.IntN(5) == 0 {
+				h[i] = specials[r.IntN(len(specials))]
+			}
+		}
+		return h
+	}
+	relu := func(x float32) float32 {
+		if x < 0 {
+			return 0
+		}
+		return x
+	}
+	forEachLevel(t, func(t *testing.T, l Level) {
+		k := bf16ElemFor(l)
+		if k.add == nil {
+			t.Skipf("no fused bfloat16 elementwise kernels at %v", l)
+		}
+		for _, n := range []int{0, 15, 16, 47, 1024, 4099} {
+			a, b := half(n), half(n)
+			m := n &^ 15
+			for _, rect := range []bool{false, true} {
+				dst, check := guarded16(t, m)
+				k.add(dst, a[:m], b[:m], rect)
+				check()
+				for i := range m {
+					x := F32FromBF16(a[i]) + F32FromBF16(b[i])
+					if rect {
+						x = relu(x)
+					}
+					if want := BF16FromF32(x); dst[i] != want {
+						t.Fatalf("%v add relu=%v n=%d [%d]: %#x + %#x = %#x, want %#x", l, rect, n, i, a[i], b[i], dst[i], want)
+					}
+				}
+			}
+			dst, check := guarded16(t, m)
+			k.reluBwd(dst, a[:m], b[:m])
+			check()
+			for i := range m {
+				g := F32FromBF16(a[i])
+				if F32FromBF16(b[i]) <= 0 {
+					g = 0
+				}
+				if want := BF16FromF32(g); dst[i] != want {
+					t.Fatalf("%v reluBwd n=%d [%d]: dy %#x y %#x: %#x, want %#x", l, n, i, a[i], b[i], dst[i], want)
+				}
+			}
+		}
+	})
+}

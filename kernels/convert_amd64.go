@@ -38,6 +38,12 @@ func bf16AddStageAVX512(y []uint16, f []float32, res []uint16)
 //go:noescape
 func bf16AddReLUStageAVX512(y []uint16, f []float32, res []uint16)
 
+//go:noescape
+func bf16AddAVX512(dst, a, b []uint16, relu bool)
+
+//go:noescape
+func bf16ReLUBackwardAVX512(dst, a, b []uint16)
+
 var (
 	bf16ReLUStageAVX2Span      = bf16ReLUStageAVX2
 	bf16AddStageAVX2Span       = bf16AddStageAVX2
@@ -45,6 +51,8 @@ var (
 	bf16ReLUStageAVX512Span    = bf16ReLUStageAVX512
 	bf16AddStageAVX512Span     = bf16AddStageAVX512
 	bf16AddReLUStageAVX512Span = bf16AddReLUStageAVX512
+	bf16AddAVX512Span          = bf16AddAVX512
+	bf16ReLUBackwardAVX512Span = bf16ReLUBackwardAVX512
 	roundBF16AVX2Span          = roundBF16Asm
 	roundBF16AVX512Span        = roundBF16Asm512
 	f32ToBF16AVX2Span          = f32ToBF16Asm

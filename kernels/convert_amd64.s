@@ -7,6 +7,19 @@
 // float32 ↔ bfloat16 conversion; TOBF16, TOBF16512 and their constants
 // are in tobf16_amd64.h.
 
+// BF16ARGS3 loads dst into DI and its length into CX, the operands into
+// SI and DX, the conversion constants, and zeroes Z31.
+#define BF16ARGS3 \
+	MOVQ   dst_base+0(FP), DI; \
+	MOVQ   dst_len+8(FP), CX; \
+	MOVQ   a_base+24(FP), SI; \
+	MOVQ   b_base+48(FP), DX; \
+	CVTCONSTS512; \
+	VPXORD Z31, Z31, Z31
+
+// WIDEN512(p, z): z = the sixteen bfloat16 at (p) as float32.
+#define WIDEN512(p, z) VPMOVZXWD (p), z; VPSLLD $16, z, z
+
 // STAGEARGS loads y into DI, f into SI, the element count into CX and
 // the conversion constants, and zeroes Z31.
 #define STAGEARGS \
@@ -342,3 +355,50 @@ TEXT ·bf16AddStageAVX2(SB), NOSPLIT, $0-72
 TEXT ·bf16AddReLUStageAVX2(SB), NOSPLIT, $0-72
 	STAGEARGS2
 	ADDSTAGE2(MAXZERO2, ars2loop, ars2done)
+
+// Elementwise kernels on bfloat16 operands with float32 arithmetic inside,
+// bit for bit what widening, the float32 kernel and F32ToBF16 give, on
+// the first len(dst)&^15 elements (the caller does the rest).
+
+// BF16MAP(OP, loop, done): the kernels' loop: sixteen elements of each
+// operand widened into Z0 and Z1, OP leaving the float32 result in Z0,
+// rounded and stored.
+#define BF16MAP(OP, loop, done) \
+	SUBQ    $16, CX;                  \
+	JL      done;                     \
+loop:                                     \
+	WIDEN512(SI, Z0);                 \
+	WIDEN512(DX, Z1);                 \
+	OP;                               \
+	TOBF16512(Z0, Z2, Z3, K1);        \
+	VPMOVDW Z0, Y0;                   \
+	VMOVDQU Y0, (DI);                 \
+	ADDQ    $32, SI;                  \
+	ADDQ    $32, DX;                  \
+	ADDQ    $32, DI;                  \
+	SUBQ    $16, CX;                  \
+	JGE     loop;                     \
+done:                                     \
+	VRET
+
+// ADDRELU: Z0 + Z1, rectified where K3 is set; RELUBWD: Z0 where Z1 > 0
+// or is NaN, else 0.
+#define ADDRELU VADDPS Z1, Z0, Z0; VCMPPS $0x11, Z31, Z0, K3, K2; VMOVAPS Z31, K2, Z0
+#define RELUBWD VCMPPS $0x12, Z31, Z1, K2; VMOVAPS Z31, K2, Z0
+
+// func bf16AddAVX512(dst, a, b []uint16, relu bool)
+//
+// dst = a + b, rectified (x < 0 → 0, −0 and NaN kept) when relu.
+TEXT ·bf16AddAVX512(SB), NOSPLIT, $0-73
+	BF16ARGS3
+	MOVBLZX relu+72(FP), AX
+	NEGL    AX
+	KMOVW   AX, K3
+	BF16MAP(ADDRELU, baloop, badone)
+
+// func bf16ReLUBackwardAVX512(dst, a, b []uint16)
+//
+// dst = a (the gradient) where b (the ReLU's output) > 0 or is NaN, else 0.
+TEXT ·bf16ReLUBackwardAVX512(SB), NOSPLIT, $0-72
+	BF16ARGS3
+	BF16MAP(RELUBWD, brloop, brdone)
