@@ -159,13 +159,16 @@ func bf16ElemFor(l Level) bf16ElemKernels {
 	return bf16ElemKernels{}
 }
 
+// fusedChunk is the most elements one fused assembly call takes, so that
+// it stays short.
+const fusedChunk = 1 << 15
+
 // fusedSpans runs f on [lo, hi) in pieces of whole sixteens of at most
-// cvtChunk elements (an assembly call stays short) and returns where the
-// remaining tail starts.
+// fusedChunk elements and returns where the remaining tail starts.
 func fusedSpans(lo, hi int, f func(i, k int)) int {
 	end := lo + (hi-lo)&^15
-	for i := lo; i < end; i += cvtChunk {
-		f(i, min(i+cvtChunk, end))
+	for i := lo; i < end; i += fusedChunk {
+		f(i, min(i+fusedChunk, end))
 	}
 	return end
 }
