@@ -153,8 +153,11 @@ type bf16ElemKernels struct {
 var bf16Elem = bf16ElemFor(level)
 
 func bf16ElemFor(l Level) bf16ElemKernels {
-	if l >= AVX512 {
+	switch {
+	case l >= AVX512:
 		return bf16ElemKernels{add: bf16AddAVX512Span, reluBwd: bf16ReLUBackwardAVX512Span}
+	case l >= AVX2:
+		return bf16ElemKernels{add: bf16AddAVX2Span, reluBwd: bf16ReLUBackwardAVX2Span}
 	}
 	return bf16ElemKernels{}
 }

@@ -44,6 +44,12 @@ func bf16AddAVX512(dst, a, b []uint16, relu bool)
 //go:noescape
 func bf16ReLUBackwardAVX512(dst, a, b []uint16)
 
+//go:noescape
+func bf16AddAVX2(dst, a, b []uint16, relu bool)
+
+//go:noescape
+func bf16ReLUBackwardAVX2(dst, a, b []uint16)
+
 var (
 	bf16ReLUStageAVX2Span      = bf16ReLUStageAVX2
 	bf16AddStageAVX2Span       = bf16AddStageAVX2
@@ -53,6 +59,8 @@ var (
 	bf16AddReLUStageAVX512Span = bf16AddReLUStageAVX512
 	bf16AddAVX512Span          = bf16AddAVX512
 	bf16ReLUBackwardAVX512Span = bf16ReLUBackwardAVX512
+	bf16AddAVX2Span            = bf16AddAVX2
+	bf16ReLUBackwardAVX2Span   = bf16ReLUBackwardAVX2
 	roundBF16AVX2Span          = roundBF16Asm
 	roundBF16AVX512Span        = roundBF16Asm512
 	f32ToBF16AVX2Span          = f32ToBF16Asm

@@ -7,15 +7,15 @@
 // float32 ↔ bfloat16 conversion; TOBF16, TOBF16512 and their constants
 // are in tobf16_amd64.h.
 
-// BF16ARGS3 loads dst into DI and its length into CX, the operands into
-// SI and DX, the conversion constants, and zeroes Z31.
+// BF16ARGS3 loads dst into DI and its length into CX and the operands into
+// SI and DX; BF16ARGS512 also the conversion constants, and zeroes Z31.
 #define BF16ARGS3 \
 	MOVQ   dst_base+0(FP), DI; \
 	MOVQ   dst_len+8(FP), CX; \
 	MOVQ   a_base+24(FP), SI; \
-	MOVQ   b_base+48(FP), DX; \
-	CVTCONSTS512; \
-	VPXORD Z31, Z31, Z31
+	MOVQ   b_base+48(FP), DX
+
+#define BF16ARGS512 BF16ARGS3; CVTCONSTS512; VPXORD Z31, Z31, Z31
 
 // WIDEN512(p, z): z = the sixteen bfloat16 at (p) as float32.
 #define WIDEN512(p, z) VPMOVZXWD (p), z; VPSLLD $16, z, z
@@ -100,11 +100,7 @@ loop: \
 	VADDPS    Y6, Y0, Y0; \
 	VADDPS    Y7, Y1, Y1; \
 	RELU; \
-	TOBF16(Y0, Y2, Y3); \
-	TOBF16(Y1, Y4, Y5); \
-	VPACKUSDW Y1, Y0, Y0; \
-	VPERMQ    $0xd8, Y0, Y0; \
-	VMOVDQU   Y0, (DI); \
+	PUTBF16x16(DI); \
 	ADDQ      $64, SI; \
 	ADDQ      $32, DX; \
 	ADDQ      $32, DI; \
@@ -126,11 +122,7 @@ TEXT ·f32ToBF16AVX2(SB), NOSPLIT, $0-48
 loop:
 	VMOVDQU   (SI), Y0
 	VMOVDQU   32(SI), Y1
-	TOBF16(Y0, Y2, Y3)
-	TOBF16(Y1, Y4, Y5)
-	VPACKUSDW Y1, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, (DI)
+	PUTBF16x16(DI)
 	ADDQ      $64, SI
 	ADDQ      $32, DI
 	SUBQ      $16, CX
@@ -390,7 +382,7 @@ done:                                     \
 //
 // dst = a + b, rectified (x < 0 → 0, −0 and NaN kept) when relu.
 TEXT ·bf16AddAVX512(SB), NOSPLIT, $0-73
-	BF16ARGS3
+	BF16ARGS512
 	MOVBLZX relu+72(FP), AX
 	NEGL    AX
 	KMOVW   AX, K3
@@ -400,5 +392,64 @@ TEXT ·bf16AddAVX512(SB), NOSPLIT, $0-73
 //
 // dst = a (the gradient) where b (the ReLU's output) > 0 or is NaN, else 0.
 TEXT ·bf16ReLUBackwardAVX512(SB), NOSPLIT, $0-72
-	BF16ARGS3
+	BF16ARGS512
 	BF16MAP(RELUBWD, brloop, brdone)
+
+// BF16MAP2(OP, loop, done): BF16MAP on AVX2: sixteen elements of each
+// operand in Y0, Y1 and Y4, Y5, OP leaving the float32 results in Y0, Y1,
+// rounded, packed and stored.
+#define BF16MAP2(OP, loop, done) \
+	SUBQ      $16, CX;            \
+	JL        done;               \
+loop:                                 \
+	VPMOVZXWD (SI), Y0;           \
+	VPMOVZXWD 16(SI), Y1;         \
+	VPMOVZXWD (DX), Y4;           \
+	VPMOVZXWD 16(DX), Y5;         \
+	VPSLLD    $16, Y0, Y0;        \
+	VPSLLD    $16, Y1, Y1;        \
+	VPSLLD    $16, Y4, Y4;        \
+	VPSLLD    $16, Y5, Y5;        \
+	OP;                           \
+	PUTBF16x16(DI);               \
+	ADDQ      $32, SI;            \
+	ADDQ      $32, DX;            \
+	ADDQ      $32, DI;            \
+	SUBQ      $16, CX;            \
+	JGE       loop;               \
+done:                                 \
+	VRET
+
+// ADDRELU2: Y0, Y1 + Y4, Y5, rectified where Y7 is all ones (Y15 zero);
+// RELUBWD2: Y0, Y1 where Y4, Y5 > 0 or are NaN, else 0.
+#define ADDRELU2 \
+	VADDPS  Y4, Y0, Y0;           \
+	VADDPS  Y5, Y1, Y1;           \
+	VCMPPS  $0x11, Y15, Y0, Y2;   \
+	VCMPPS  $0x11, Y15, Y1, Y3;   \
+	VANDPS  Y7, Y2, Y2;           \
+	VANDPS  Y7, Y3, Y3;           \
+	VANDNPS Y0, Y2, Y0;           \
+	VANDNPS Y1, Y3, Y1
+
+#define RELUBWD2 \
+	VCMPPS  $0x12, Y15, Y4, Y2;   \
+	VCMPPS  $0x12, Y15, Y5, Y3;   \
+	VANDNPS Y0, Y2, Y0;           \
+	VANDNPS Y1, Y3, Y1
+
+// func bf16AddAVX2(dst, a, b []uint16, relu bool)
+TEXT ·bf16AddAVX2(SB), NOSPLIT, $0-73
+	BF16ARGS3
+	VPXOR        Y15, Y15, Y15
+	MOVBLZX      relu+72(FP), AX
+	NEGL         AX
+	VMOVD        AX, X7
+	VPBROADCASTD X7, Y7
+	BF16MAP2(ADDRELU2, aaloop, aadone)
+
+// func bf16ReLUBackwardAVX2(dst, a, b []uint16)
+TEXT ·bf16ReLUBackwardAVX2(SB), NOSPLIT, $0-72
+	BF16ARGS3
+	VPXOR Y15, Y15, Y15
+	BF16MAP2(RELUBWD2, arloop, ardone)

@@ -13,6 +13,6 @@ var (
 	bf16AddStageAVX2Span, bf16AddReLUStageAVX2Span     func(y []uint16, f []float32, res []uint16)
 	bf16AddStageAVX512Span, bf16AddReLUStageAVX512Span func(y []uint16, f []float32, res []uint16)
 
-	bf16AddAVX512Span          func(dst, a, b []uint16, relu bool)
-	bf16ReLUBackwardAVX512Span func(dst, a, b []uint16)
+	bf16AddAVX2Span, bf16AddAVX512Span                   func(dst, a, b []uint16, relu bool)
+	bf16ReLUBackwardAVX2Span, bf16ReLUBackwardAVX512Span func(dst, a, b []uint16)
 )

@@ -23,6 +23,15 @@ QUAD4(cvtQuiet, $0x0000004000000040)
 	VCMPPS    $3, R, R, R;          \
 	VPBLENDVB R, T, U, R
 
+// PUTBF16x16(p): the sixteen float32 of Y0, Y1 rounded to bfloat16 and
+// stored in order at (p) (Y2, Y3 scratch).
+#define PUTBF16x16(p) \
+	TOBF16(Y0, Y2, Y3);    \
+	TOBF16(Y1, Y2, Y3);    \
+	VPACKUSDW Y1, Y0, Y0;  \
+	VPERMQ $0xd8, Y0, Y0;  \
+	VMOVDQU Y0, (p)
+
 // AVX-512: sixteen lanes, the same rounding, the NaN lanes found by an
 // unordered compare and merged under its mask, the halves stored with
 // VPMOVDW. The constants live in Z26, Z27 and Z30, broadcast once
