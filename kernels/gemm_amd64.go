@@ -28,6 +28,12 @@ func sgemmKernel6x16S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, bet
 //go:noescape
 func sgemmKernel12x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
 
+// sgemmKernel12x16S is sgemmKernel12x16 with A's twelve rows unpacked, lda
+// floats apart.
+//
+//go:noescape
+func sgemmKernel12x16S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32, lda int)
+
 // sgemmKernel12x32 is sgemmKernel12x16 on tiles of two B panels (32
 // columns), without a column mask.
 //

@@ -16,6 +16,20 @@
 	ZERO4(VPXORD, Z16, Z17, Z18, Z19) \
 	ZERO4(VPXORD, Z20, Z21, Z22, Z23)
 
+// SROWS(lda): the in-place kernels' A row pointers, from the tile's first
+// row at SI and lda (an argument, in floats): R12 at row 0, R14 at row 4,
+// BX at row 8, AX and CX one and three row strides in bytes; then DX at B
+// and R13 the depth count.
+#define SROWS(lda) \
+	MOVQ lda, AX;          \
+	SHLQ $2, AX;           \
+	LEAQ (AX)(AX*2), CX;   \
+	MOVQ SI, R12;          \
+	LEAQ (R12)(AX*4), R14; \
+	LEAQ (R14)(AX*4), BX;  \
+	MOVQ b+16(FP), DX;     \
+	MOVQ R10, R13
+
 // ALPHA12(s), ALPHA24(s) scale the 12 (24) accumulators by alpha,
 // broadcast in s.
 #define ALPHA12(s) \
@@ -119,6 +133,38 @@
 	END(Z11, 44) \
 	JMP  next
 
+// EPILOGUE16: the 12×16 kernels' epilogue after the k loop: scale by
+// alpha, then each of the first DI rows through ROWS, under the column mask
+// at mask+128(FP) when it is not nil, and on to the next tile.
+#define EPILOGUE16 \
+	VBROADCASTSS alpha+56(FP), Z12 \
+	ALPHA12(Z12) \
+	VBROADCASTSS lo+64(FP), Z14 \
+	MOVQ         CX, R13 \
+	MOVQ         R8, AX \
+	MOVQ         mask+128(FP), R12 \
+	TESTQ        R12, R12 \
+	JNE          masked \
+	MOVL         beta+60(FP), R12 \
+	TESTL        $0x7fffffff, R12 \
+	JEQ          nobeta \
+	VBROADCASTSS beta+60(FP), Z13 \
+	ROWS(ROWBETA, ROWEND) \
+nobeta: \
+	ROWS(NOBETA, ROWEND) \
+masked: \
+	VMOVDQU32    (R12), Z12 \
+	VPMOVD2M     Z12, K1 \
+	MOVL         beta+60(FP), R12 \
+	TESTL        $0x7fffffff, R12 \
+	JEQ          nobetam \
+	VBROADCASTSS beta+60(FP), Z13 \
+	ROWS(ROWBETAM, ROWENDM) \
+nobetam: \
+	ROWS(NOBETA, ROWENDM) \
+next: \
+	NEXTTILE(tile)
+
 // func sgemmKernel12x16(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32)
 //
 // sgemmKernel6x16 with tiles of 12 rows: the A operand of a tile is the
@@ -140,37 +186,59 @@ tile:
 	MOVQ R10, R13
 	KLOOP(STEP4, ADVP(96, 256), STEP(0, 0, Z16), ADVP(24, 64))
 
-	VBROADCASTSS alpha+56(FP), Z12
-	ALPHA12(Z12)
-	VBROADCASTSS lo+64(FP), Z14
-	MOVQ         CX, R13
-	MOVQ         R8, AX
-	MOVQ         mask+128(FP), R12
-	TESTQ        R12, R12
-	JNE          masked
-	MOVL         beta+60(FP), R12
-	TESTL        $0x7fffffff, R12
-	JEQ          nobeta
-	VBROADCASTSS beta+60(FP), Z13
-	ROWS(ROWBETA, ROWEND)
+	EPILOGUE16
 
-nobeta:
-	ROWS(NOBETA, ROWEND)
 
-masked:
-	VMOVDQU32    (R12), Z12
-	VPMOVD2M     Z12, K1
-	MOVL         beta+60(FP), R12
-	TESTL        $0x7fffffff, R12
-	JEQ          nobetam
-	VBROADCASTSS beta+60(FP), Z13
-	ROWS(ROWBETAM, ROWENDM)
+// STEP16S(boff, aoff, breg): STEP with A's twelve rows read in place:
+// rows 0–3 from R12, 4–7 from R14 and 8–11 from BX, each aoff bytes on,
+// AX and CX one and three row strides.
+#define STEP16S(boff, aoff, breg) \
+	VMOVUPS boff(DX), breg; \
+	VFMADD231PS.BCST aoff(R12), breg, Z0; \
+	VFMADD231PS.BCST aoff(R12)(AX*1), breg, Z1; \
+	VFMADD231PS.BCST aoff(R12)(AX*2), breg, Z2; \
+	VFMADD231PS.BCST aoff(R12)(CX*1), breg, Z3; \
+	VFMADD231PS.BCST aoff(R14), breg, Z4; \
+	VFMADD231PS.BCST aoff(R14)(AX*1), breg, Z5; \
+	VFMADD231PS.BCST aoff(R14)(AX*2), breg, Z6; \
+	VFMADD231PS.BCST aoff(R14)(CX*1), breg, Z7; \
+	VFMADD231PS.BCST aoff(BX), breg, Z8; \
+	VFMADD231PS.BCST aoff(BX)(AX*1), breg, Z9; \
+	VFMADD231PS.BCST aoff(BX)(AX*2), breg, Z10; \
+	VFMADD231PS.BCST aoff(BX)(CX*1), breg, Z11
 
-nobetam:
-	ROWS(NOBETA, ROWENDM)
+#define STEP16SX4 \
+	STEP16S(0, 0, Z16) \
+	STEP16S(64, 4, Z17) \
+	STEP16S(128, 8, Z18) \
+	STEP16S(192, 12, Z19)
 
-next:
-	NEXTTILE(tile)
+// ADVS(a, b) moves the three A row pointers a bytes and the B panel b
+// bytes on.
+#define ADVS(a, b) \
+	ADDQ $a, R12 \
+	ADDQ $a, R14 \
+	ADDQ $a, BX \
+	ADDQ $b, DX
+
+// func sgemmKernel12x16S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, mask *int32, lda int)
+//
+// sgemmKernel12x16 reading A unpacked, as sgemmKernel12x32S does: row r
+// of the 12×kc A block starts r·lda floats after a (rows past rows are
+// read, not used). The same products in the same order: the same bits.
+TEXT ·sgemmKernel12x16S(SB), NOSPLIT, $16-144
+	TILEARGS
+
+tile:
+	CROWS12(CPF16)
+	MOVQ BX, savebx-8(SP)
+	MOVQ CX, savecx-16(SP)
+	ZERO12
+	SROWS(lda+136(FP))
+	KLOOP(STEP16SX4, ADVS(16, 256), STEP16S(0, 0, Z16), ADVS(4, 64))
+	MOVQ savebx-8(SP), BX
+	MOVQ savecx-16(SP), CX
+	EPILOGUE16
 
 // The 12×32 micro-kernel: the same two A panels by two consecutive B
 // panels (32 columns), 24 accumulators (row r in Z(2r), Z(2r+1)). Each A
@@ -304,19 +372,12 @@ tile32:
 	BFMA2(aoff(BX)(AX*2), Z28, b0, b1, Z20, Z21) \
 	BFMA2(aoff(BX)(CX*1), Z29, b0, b1, Z22, Z23)
 
-// Four k steps of STEP32S, and ADVS(a, b) moves the three A row pointers
-// a bytes and the B panel b bytes on.
+// Four k steps of STEP32S.
 #define STEP32SX4 \
 	STEP32S(0, 0, Z24, Z25) \
 	STEP32S(64, 4, Z30, Z31) \
 	STEP32S(128, 8, Z24, Z25) \
 	STEP32S(192, 12, Z30, Z31)
-
-#define ADVS(a, b) \
-	ADDQ $a, R12 \
-	ADDQ $a, R14 \
-	ADDQ $a, BX \
-	ADDQ $b, DX
 
 // func sgemmKernel12x32S(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, aStep, bStep, cStep, colBiasStep, rowBiasStep int, lda int)
 //
@@ -333,14 +394,7 @@ tile32s:
 	MOVQ BX, savebx-8(SP)
 	MOVQ CX, savecx-16(SP)
 	ZERO24
-	MOVQ lda+128(FP), AX
-	SHLQ $2, AX             // lda in bytes
-	LEAQ (AX)(AX*2), CX     // 3·lda
-	MOVQ SI, R12
-	LEAQ (R12)(AX*4), R14   // row 4
-	LEAQ (R14)(AX*4), BX    // row 8
-	MOVQ b+16(FP), DX
-	MOVQ R10, R13
+	SROWS(lda+128(FP))
 	KLOOP(STEP32SX4, ADVS(16, 256), STEP32S(0, 0, Z24, Z25), ADVS(4, 64))
 	MOVQ         savebx-8(SP), BX
 	MOVQ         savecx-16(SP), CX

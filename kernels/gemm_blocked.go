@@ -25,10 +25,10 @@ import (
 // B panel in L1, measured the same on square products and 4-6% slower on
 // wide ones.)
 //
-// A stored, untransposed A is not packed where every tile is full width
-// (32 columns at AVX-512, 16 at AVX2): sgemmKernel12x32S and
-// sgemmKernel6x16S broadcast from its rows in place, and the strip stays
-// in L1 while the kernel walks right. Packing cost
+// A stored, untransposed A is not packed: sgemmKernel12x32S,
+// sgemmKernel12x16S and sgemmKernel6x16S (the last two also for a
+// narrow last tile, under the column mask) broadcast from its rows in
+// place, and the strip stays in L1 while the kernel walks right. Packing cost
 // 8-10% of DLRM's Linear layers (2048 rows, K 256-512); reading in place
 // was 10-25% faster there. Rows a multiple of 4 KiB apart would share the
 // L1's sets (12 rows in 8 ways: 1024³ ran 15% slower), so those are packed.
@@ -277,6 +277,16 @@ func (g *gemmCall) kernel(kc int, a, b, c *float32, ldc, tiles, rows int, alpha,
 	sgemmKernel12x16(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, aStep, bStep, cStep, colBiasStep, rowBiasStep, mask)
 }
 
+// kernelS is kernel reading A in place (lda floats a row) from a: the
+// 16-column kernels' S forms, tiles moving only along B and C.
+func (g *gemmCall) kernelS(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, bStep, cStep, colBiasStep int, mask *int32) {
+	if g.mr == gemmMR {
+		sgemmKernel6x16S(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, 0, bStep, cStep, colBiasStep, 0, mask, g.lda)
+		return
+	}
+	sgemmKernel12x16S(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, 0, bStep, cStep, colBiasStep, 0, mask, g.lda)
+}
+
 // gemmBalance returns the block for a share of n: at most max, a multiple
 // of unit, the blocks balanced so the last one is not a sliver.
 func gemmBalance(n, max, unit int) int {
@@ -369,10 +379,10 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 	if g.pb == nil {
 		s.b = growAligned(s.b, kcMax*nc)
 	}
-	// Reading A in place needs every tile to be one of those, or (AVX-512)
-	// a last one of 17 to 31 columns (rowStrip's ragged tile).
-	tail := (j1 - j0) % tw
-	direct := g.ap == nil && !g.transA && (tail == 0 || tw == 2*gemmNR && tail > gemmNR) && gemmRowsSpread(g.lda, g.mr)
+	// A is read in place whatever the last tile's width: full tiles and
+	// (AVX-512) a ragged one of 17 to 31 columns on the 12×32 kernel, a
+	// narrower one on the 16-column kernel under the column mask.
+	direct := g.ap == nil && !g.transA && gemmRowsSpread(g.lda, g.mr)
 	if direct {
 		// A stays where it is, so one row block takes the whole share and
 		// each block of B is packed once; s.a holds the last strip only.
@@ -474,9 +484,9 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 		if colStep != 0 {
 			cb = &ep.Bias[j]
 		}
-		if ad >= 0 && g.mr == gemmMR {
-			sgemmKernel6x16S(kc, &g.a[ad], &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
-				cb, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil, g.lda)
+		if ad >= 0 {
+			g.kernelS(kc, &g.a[ad], &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
+				cb, rowBias, 4*kc*gemmNR, 4*gemmNR, colStep, nil)
 		} else {
 			g.kernel(kc, &ap[0], &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
 				cb, rowBias, 0, 4*kc*gemmNR, 4*gemmNR, colStep, 0, nil)
@@ -490,8 +500,13 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 			copy(s.bias[:], ep.Bias[j:j+w])
 			cb = &s.bias[0]
 		}
-		g.kernel(kc, &ap[0], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
-			cb, rowBias, 0, 0, 0, 0, 0, &gemmMasks[gemmNR-w])
+		if ad >= 0 {
+			g.kernelS(kc, &g.a[ad], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
+				cb, rowBias, 0, 0, 0, &gemmMasks[gemmNR-w])
+		} else {
+			g.kernel(kc, &ap[0], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
+				cb, rowBias, 0, 0, 0, 0, 0, &gemmMasks[gemmNR-w])
+		}
 	}
 	if last && ep.inGo(relu) {
 		ep.finishRows(c, ldc, i, rows, jc, ncw, relu)
