@@ -277,14 +277,15 @@ func (g *gemmCall) kernel(kc int, a, b, c *float32, ldc, tiles, rows int, alpha,
 	sgemmKernel12x16(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, aStep, bStep, cStep, colBiasStep, rowBiasStep, mask)
 }
 
-// kernelS is kernel reading A in place (lda floats a row) from a: the
-// 16-column kernels' S forms, tiles moving only along B and C.
-func (g *gemmCall) kernelS(kc int, a, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, bStep, cStep, colBiasStep int, mask *int32) {
+// kernelS is kernel reading A in place (in): the 16-column kernels' S
+// forms, tiles moving only along B and C.
+func (g *gemmCall) kernelS(kc int, in stripA, b, c *float32, ldc, tiles, rows int, alpha, beta, lo float32, colBias, rowBias *float32, bStep, cStep, colBiasStep int, mask *int32) {
+	a := &in.a[in.off]
 	if g.mr == gemmMR {
-		sgemmKernel6x16S(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, 0, bStep, cStep, colBiasStep, 0, mask, g.lda)
+		sgemmKernel6x16S(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, 0, bStep, cStep, colBiasStep, 0, mask, in.lda)
 		return
 	}
-	sgemmKernel12x16S(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, 0, bStep, cStep, colBiasStep, 0, mask, g.lda)
+	sgemmKernel12x16S(kc, a, b, c, ldc, tiles, rows, alpha, beta, lo, colBias, rowBias, 0, bStep, cStep, colBiasStep, 0, mask, in.lda)
 }
 
 // gemmBalance returns the block for a share of n: at most max, a multiple
@@ -404,12 +405,19 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 		last := pc+kc == g.k
 		for ic := i0; ic < i1; ic += mc {
 			mcw := min(mc, i1-ic)
-			// Strips from row a0 of the block are packed, at s.a[0:].
+			// Strips from row a0 of the block are packed, at s.a[0:]; a
+			// last partial strip read in place would run past A, so its rows
+			// are copied there instead (row-major, kc apart) where that
+			// spacing does not alias in L1.
 			a0 := 0
 			if direct {
 				a0 = mcw / g.mr * g.mr
 			}
-			for ir := a0; ir < mcw; ir += gemmMR {
+			copied := direct && a0 < mcw && gemmRowsSpread(kc, g.mr)
+			for r := a0; copied && r < mcw; r++ {
+				copy(s.a[(r-a0)*kc:(r-a0+1)*kc], g.a[(ic+r)*g.lda+pc:])
+			}
+			for ir := a0; !copied && ir < mcw; ir += gemmMR {
 				if g.ap != nil {
 					g.ap.packA(s.a[(ir-a0)*kc:], ic+ir, min(gemmMR, mcw-ir), pc, kc)
 					continue
@@ -430,20 +438,34 @@ func (g *gemmCall) block(s *gemmScratch, i0, i1, j0, j1 int) {
 					continue
 				}
 				for ir := 0; ir < mcw; ir += g.mr {
-					i, rows, ad, ap := ic+ir, min(g.mr, mcw-ir), -1, s.a[max(ir-a0, 0)*kc:]
-					if ir < a0 {
-						ad = i*g.lda + pc
+					i, rows, ap := ic+ir, min(g.mr, mcw-ir), s.a[max(ir-a0, 0)*kc:]
+					var in stripA
+					switch {
+					case ir < a0:
+						in = stripA{g.a, i*g.lda + pc, g.lda}
+					case copied:
+						in = stripA{s.a, 0, kc}
 					}
-					g.rowStrip(s, bp, kc, i, rows, ap, ad, jc, ncw, beta, last)
+					g.rowStrip(s, bp, kc, i, rows, ap, in, jc, ncw, beta, last)
 				}
 			}
 		}
 	}
 }
 
-// rowStrip multiplies one packed A panel (rows of C from i) by the packed
-// B block (ncw columns from jc) into C, walking right along the rows.
-func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []float32, ad, jc, ncw int, beta float32, last bool) {
+// stripA is a row strip's A read in place: its rows lda floats apart from
+// a[off]. The zero value means the strip is packed.
+type stripA struct {
+	a        []float32
+	off, lda int
+}
+
+func (in stripA) ok() bool { return in.a != nil }
+
+// rowStrip multiplies one A strip, packed at ap or in place (in), (rows
+// of C from i) by the packed B block (ncw columns from jc) into C, walking
+// right along the rows.
+func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []float32, in stripA, jc, ncw int, beta float32, last bool) {
 	ep := &g.ep
 	relu := last && ep.inAsmReLU()
 	lo := negInf
@@ -465,9 +487,9 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 	if g.mr == 2*gemmMR && full >= 2 {
 		// AVX-512: two panels per tile where they come in pairs.
 		done = full &^ 1
-		if ad >= 0 {
-			sgemmKernel12x32S(kc, &g.a[ad], &bp[0], &c[i*ldc+jc], ldc, done/2, rows, g.alpha, beta, lo,
-				colBias, rowBias, 0, 8*kc*gemmNR, 8*gemmNR, 2*colStep, 0, g.lda)
+		if in.ok() {
+			sgemmKernel12x32S(kc, &in.a[in.off], &bp[0], &c[i*ldc+jc], ldc, done/2, rows, g.alpha, beta, lo,
+				colBias, rowBias, 0, 8*kc*gemmNR, 8*gemmNR, 2*colStep, 0, in.lda)
 		} else {
 			sgemmKernel12x32(kc, &ap[0], &bp[0], &c[i*ldc+jc], ldc, done/2, rows, g.alpha, beta, lo,
 				colBias, rowBias, 0, 8*kc*gemmNR, 8*gemmNR, 2*colStep, 0)
@@ -475,7 +497,7 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 	}
 	if g.mr == 2*gemmMR && full-done == 1 && ncw > full*gemmNR {
 		// A last whole panel and a part of one: one 32-column tile.
-		g.raggedTile(s, kc, bp[done*kc*gemmNR:], ap, ad, i, rows, jc+done*gemmNR, ncw-done*gemmNR, beta, lo, rowBias, colStep != 0)
+		g.raggedTile(s, kc, bp[done*kc*gemmNR:], ap, in, i, rows, jc+done*gemmNR, ncw-done*gemmNR, beta, lo, rowBias, colStep != 0)
 		done, full = full+1, full+1
 	}
 	if full > done {
@@ -484,8 +506,8 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 		if colStep != 0 {
 			cb = &ep.Bias[j]
 		}
-		if ad >= 0 {
-			g.kernelS(kc, &g.a[ad], &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
+		if in.ok() {
+			g.kernelS(kc, in, &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
 				cb, rowBias, 4*kc*gemmNR, 4*gemmNR, colStep, nil)
 		} else {
 			g.kernel(kc, &ap[0], &bp[done*kc*gemmNR], &c[i*ldc+j], ldc, full-done, rows, g.alpha, beta, lo,
@@ -500,8 +522,8 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 			copy(s.bias[:], ep.Bias[j:j+w])
 			cb = &s.bias[0]
 		}
-		if ad >= 0 {
-			g.kernelS(kc, &g.a[ad], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
+		if in.ok() {
+			g.kernelS(kc, in, &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
 				cb, rowBias, 0, 0, 0, &gemmMasks[gemmNR-w])
 		} else {
 			g.kernel(kc, &ap[0], &bp[full*kc*gemmNR], &c[i*ldc+j], ldc, 1, rows, g.alpha, beta, lo,
@@ -515,10 +537,10 @@ func (g *gemmCall) rowStrip(s *gemmScratch, bp []float32, kc, i, rows int, ap []
 
 // raggedTile computes the 12×w tile of C at row i, column j, 16 < w <
 // 32, with the 12×32 kernel on a scratch tile: the two B panels at bp
-// (the second zero past w) by the packed A panel ap, or the stored A from
-// element ad when ad ≥ 0. The 12×16 kernel twice, the second call masked,
+// (the second zero past w) by the packed A panel ap, or A in place (in).
+// The 12×16 kernel twice, the second call masked,
 // ran at about half the speed; the bits are the same.
-func (g *gemmCall) raggedTile(s *gemmScratch, kc int, bp, ap []float32, ad, i, rows, j, w int, beta, lo float32, rowBias *float32, colBias bool) {
+func (g *gemmCall) raggedTile(s *gemmScratch, kc int, bp, ap []float32, in stripA, i, rows, j, w int, beta, lo float32, rowBias *float32, colBias bool) {
 	t := &s.tile
 	if beta != 0 {
 		for r := range rows {
@@ -531,8 +553,8 @@ func (g *gemmCall) raggedTile(s *gemmScratch, kc int, bp, ap []float32, ad, i, r
 		copy(s.bias32[:w], g.ep.Bias[j:j+w])
 		cb = &s.bias32[0]
 	}
-	if ad >= 0 {
-		sgemmKernel12x32S(kc, &g.a[ad], &bp[0], &t[0], 2*gemmNR, 1, rows, g.alpha, beta, lo, cb, rowBias, 0, 0, 0, 0, 0, g.lda)
+	if in.ok() {
+		sgemmKernel12x32S(kc, &in.a[in.off], &bp[0], &t[0], 2*gemmNR, 1, rows, g.alpha, beta, lo, cb, rowBias, 0, 0, 0, 0, 0, in.lda)
 	} else {
 		sgemmKernel12x32(kc, &ap[0], &bp[0], &t[0], 2*gemmNR, 1, rows, g.alpha, beta, lo, cb, rowBias, 0, 0, 0, 0, 0)
 	}
