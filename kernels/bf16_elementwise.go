@@ -178,7 +178,9 @@ func fusedSpans(lo, hi int, f func(i, k int)) int {
 
 func (j *bf16Job) runActBackward(lo, hi int) {
 	if k := bf16Elem.reluBwd; k != nil && j.act.Fn == ActReLU && j.b != nil {
-		lo = fusedSpans(lo, hi, func(i, e int) { k(j.dst[i:e], j.a[i:e], j.b[i:e]) })
+		if lo = fusedSpans(lo, hi, func(i, e int) { k(j.dst[i:e], j.a[i:e], j.b[i:e]) }); lo == hi {
+			return
+		}
 	}
 	s := getStretches()
 	defer bf16Stretches.put(s)
@@ -199,7 +201,9 @@ func (j *bf16Job) runActBackward(lo, hi int) {
 
 func (j *bf16Job) runBinary(lo, hi int) {
 	if k := bf16Elem.add; k != nil && j.op == BinAdd {
-		lo = fusedSpans(lo, hi, func(i, e int) { k(j.dst[i:e], j.a[i:e], j.b[i:e], false) })
+		if lo = fusedSpans(lo, hi, func(i, e int) { k(j.dst[i:e], j.a[i:e], j.b[i:e], false) }); lo == hi {
+			return
+		}
 	}
 	s := getStretches()
 	defer bf16Stretches.put(s)
@@ -229,7 +233,9 @@ func (j *bf16Job) runBinaryScalar(lo, hi int) {
 
 func (j *bf16Job) runAddReLU(lo, hi int) {
 	if k := bf16Elem.add; k != nil {
-		lo = fusedSpans(lo, hi, func(i, e int) { k(j.dst[i:e], j.a[i:e], j.b[i:e], true) })
+		if lo = fusedSpans(lo, hi, func(i, e int) { k(j.dst[i:e], j.a[i:e], j.b[i:e], true) }); lo == hi {
+			return
+		}
 	}
 	s := getStretches()
 	defer bf16Stretches.put(s)
