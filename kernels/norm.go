@@ -738,11 +738,6 @@ func bnStatsBlocks(a *bnArgs, lo, hi int) {
 	C := s.C
 	// bfloat16 rows go straight to the kit's H primitives, which give the
 	// float32 ones' bits on the widened rows.
-	var buf *bnBuf
-	if a.u16 == nil {
-		buf = a.room(a.rows * C)
-		defer buf.release()
-	}
 	for b := lo; b < hi; b++ {
 		r0, r1 := b*a.rows, min((b+1)*a.rows, s.Outer)
 		sum, bm, bq := a.part[3*C*b:3*C*b+C], a.part[3*C*b+C:3*C*b+2*C], a.part[3*C*b+2*C:3*C*(b+1)]

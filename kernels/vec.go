@@ -159,9 +159,9 @@ var vecGo = vecKit{
 	addWindow:     addWindowGo,
 }
 
-// vecKits lists the kit of each level; vecAVX2 is nil where assembly is
-// not built, so pick falls back to the reference. An AVX-512 kit would go
-// in its slot; until then AVX-512 machines run the AVX2 one.
+// vecKits lists the kit of each level; vecAVX2 and vecAVX512 are nil
+// where assembly is not built, so pick falls back to the reference. The
+// AVX-512 kit is the AVX2 one with AVX-512 bfloat16 column primitives.
 var vecKits = [levelCount]*vecKit{Generic: &vecGo, AVX2: vecAVX2, AVX512: vecAVX512}
 
 // kitAt returns the primitives for level l.
