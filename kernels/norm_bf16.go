@@ -10,11 +10,12 @@ package kernels
 // while it is in cache. Levels whose float32 kernels are the pure-Go
 // references, which do not work in such blocks, convert whole tensors.
 
-// bnBF16Kits is the kit the bfloat16 kernels block with at each level: the
-// one the float32 variants of bnStatsVariants, bnGradSumsVariants and
-// bnApplyVariants use there, since the blocked path must repeat their
-// arithmetic exactly. The empty Generic slot makes pick return nil where
-// those variants are the references.
+// bnBF16Kits is the kit the bfloat16 kernels block with at each level:
+// one whose float32 primitives are those the float32 variants of
+// bnStatsVariants, bnGradSumsVariants and bnApplyVariants use there (the
+// AVX-512 kit shares the AVX2 kit's), since the blocked path must repeat
+// their arithmetic exactly. The empty Generic slot makes pick return nil
+// where those variants are the references.
 var bnBF16Kits = [levelCount]*vecKit{AVX2: kitAt(AVX2), AVX512: kitAt(AVX512)}
 
 var bnKitBF16 = pick(level, bnBF16Kits)
