@@ -11,7 +11,10 @@ import "sync"
 // im2col rows and the weight rows are GemmBF16 operands as they stand
 // (GemmBF16 pairs consecutive depths). A 1×1 stride-1 convolution reads
 // the input in place. Where the direct kernel applies (conv_bf16_amd64.go)
-// the forward reads the input in place for every tap too.
+// the forward reads the input in place for every tap too; elsewhere with
+// 32-channel multiples it gathers each panel's im2col rows into a buffer
+// in cache (conv_bf16_gather_amd64.go). The data gradient of a unit-stride
+// convolution runs on those forwards too (dataByForward).
 //
 // Every other case (channels-first, groups, a CPU without AVX512_BF16,
 // the noasm build) widens the operands to float32, exactly, and runs the
@@ -236,12 +239,15 @@ type convBF16 struct {
 	gemmEp   sbRowEpilogue
 	yScratch *[]float32 // the float32 result ensureY took
 
-	w, flip                                  []uint16 // dataByForward's weights and flipped weights
-	colBuf16, xpBuf, bpBuf, tailBuf, flipBuf []uint16
-	colBuf32                                 []float32
-	offsBuf                                  []int
+	// Set for dataByForward's convolution: its weights are those of the
+	// convolution it is the data gradient of, which packing reads flipped.
+	flipped bool
 
-	im2colFn, col2imFn, biasFn, padFn, directFn, pointFn, packFn, flipFn, clearFn func(lo, hi int)
+	colBuf16, xpBuf, bpBuf, tailBuf []uint16
+	colBuf32                        []float32
+	offsBuf                         []int
+
+	im2colFn, col2imFn, biasFn, padFn, directFn, pointFn, gatherFn, packFn, clearFn func(lo, hi int)
 }
 
 var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
@@ -252,8 +258,8 @@ var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
 	c.padFn = c.padRows
 	c.directFn = c.directRows
 	c.pointFn = c.pointPanels
+	c.gatherFn = c.gatherPanels
 	c.packFn = c.packDirectB
-	c.flipFn = c.flipWeights
 	c.clearFn = c.clearDx
 	return c
 }}
@@ -267,8 +273,8 @@ func getConvBF16(s *ConvShape) *convBF16 {
 }
 
 func (c *convBF16) release() {
-	c.x, c.y, c.dx, c.bias, c.col16, c.col32, c.w, c.flip = nil, nil, nil, nil, nil, nil, nil, nil
-	c.pre, c.staged, c.gemmEp = nil, false, sbRowEpilogue{}
+	c.x, c.y, c.dx, c.bias, c.col16, c.col32 = nil, nil, nil, nil, nil, nil
+	c.pre, c.staged, c.gemmEp, c.flipped = nil, false, sbRowEpilogue{}, false
 	if c.yScratch != nil {
 		releaseF32Scratch(c.yScratch)
 		c.yScratch = nil
@@ -379,38 +385,42 @@ func (c *convBF16) pixelOrigin(p int) (n, id0, ih0, iw0 int) {
 }
 
 // im2colPixels writes the im2col rows of pixels [lo, hi) of the current
-// block: per tap (kd, kh, kw) the pixel's C channels, zeros in padding.
+// block.
 func (c *convBF16) im2colPixels(lo, hi int) {
+	taps := c.s.kSize()
+	for p := lo; p < hi; p++ {
+		c.im2colRow(c.col16[p*c.k:(p+1)*c.k], c.p0+p, 0, taps)
+	}
+}
+
+// im2colRow writes taps [t0, t1) of output pixel p's im2col row into dst:
+// per tap (kd, kh, kw) the pixel's C channels, zeros in padding.
+func (c *convBF16) im2colRow(dst []uint16, p, t0, t1 int) {
 	s := &c.s
 	D, H, W, C := s.In[0], s.In[1], s.In[2], s.C
-	KD, KH, KW := s.Kernel[0], s.Kernel[1], s.Kernel[2]
-	for p := lo; p < hi; p++ {
-		dst := c.col16[p*c.k : (p+1)*c.k]
-		n, id0, ih0, iw0 := c.pixelOrigin(c.p0 + p)
-		t := 0
-		for kd := range KD {
-			id := id0 + kd*s.Dil[0]
-			for kh := range KH {
-				ih := ih0 + kh*s.Dil[1]
-				in := id >= 0 && id < D && ih >= 0 && ih < H
-				row := ((n*D+id)*H + ih) * W
-				if in && s.Dil[2] == 1 && iw0 >= 0 && iw0+KW <= W {
-					// The whole kernel row lies inside: one run.
-					copy(dst[t*C:(t+KW)*C], c.x[(row+iw0)*C:(row+iw0+KW)*C])
-					t += KW
-					continue
-				}
-				for kw := range KW {
-					iw := iw0 + kw*s.Dil[2]
-					d := dst[t*C : (t+1)*C]
-					if in && iw >= 0 && iw < W {
-						copy(d, c.x[(row+iw)*C:])
-					} else {
-						clear(d)
-					}
-					t++
-				}
+	KH, KW := s.Kernel[1], s.Kernel[2]
+	n, id0, ih0, iw0 := c.pixelOrigin(p)
+	for t := t0; t < t1; {
+		kd, kh, kw := t/(KH*KW), t/KW%KH, t%KW
+		id, ih := id0+kd*s.Dil[0], ih0+kh*s.Dil[1]
+		in := id >= 0 && id < D && ih >= 0 && ih < H
+		row := ((n*D+id)*H + ih) * W
+		end := min(KW, kw+t1-t) // the taps of this kernel row in range
+		iw := iw0 + kw*s.Dil[2]
+		if in && s.Dil[2] == 1 && iw >= 0 && iw+end-kw <= W {
+			// The taps lie inside the row: one run.
+			copy(dst[(t-t0)*C:(t-t0+end-kw)*C], c.x[(row+iw)*C:])
+			t += end - kw
+			continue
+		}
+		for ; kw < end; kw++ {
+			d := dst[(t-t0)*C : (t-t0+1)*C]
+			if iw := iw0 + kw*s.Dil[2]; in && iw >= 0 && iw < W {
+				copy(d, c.x[(row+iw)*C:])
+			} else {
+				clear(d)
 			}
+			t++
 		}
 	}
 }
@@ -442,12 +452,12 @@ func (c *convBF16) backwardData(dy, w []uint16, dx []float32) {
 func (c *convBF16) clearDx(lo, hi int) { clear(c.dx[lo*c.s.C : hi*c.s.C]) }
 
 // dataByForward computes dx of a convolution with unit strides and
-// dilations, where the direct forward kernel takes it, as the forward
-// convolution of dy with the kernel flipped and its channel axes swapped,
-// padded by what the kernel reaches past the input: the forward's
-// kernels, no columns added back into a cleared float32 dx, and with stage
-// (nil for none) dx rounded block by block. It reports false, doing
-// nothing, for any other shape.
+// dilations, where the direct or gathered forward takes it, as the forward
+// convolution of dy with the kernel flipped and its channel axes swapped
+// (done as the weights are packed), padded by what the kernel reaches past
+// the input: the forward's kernels, no columns added back into a cleared
+// float32 dx, and with stage (nil for none) dx rounded block by block. It
+// reports false, doing nothing, for any other shape.
 func (c *convBF16) dataByForward(dy, w []uint16, dx []float32, stage *bf16Stage) bool {
 	s := &c.s
 	if s.Stride != [3]int{1, 1, 1} || s.Dil != [3]int{1, 1, 1} || !s.ChannelsLast || s.Groups != 1 {
@@ -460,42 +470,18 @@ func (c *convBF16) dataByForward(dy, w []uint16, dx []float32, stage *bf16Stage)
 			return false
 		}
 	}
-	// Elsewhere the forward is an im2col product too, and flipping the
-	// weights costs more than adding the columns back saves (ResNet-50's
-	// 3×3 layers at 28² and below, measured on Zen 4).
-	if !directFitsBF16(&f) {
+	if !directFitsBF16(&f) && !gatherFitsBF16(&f) {
 		return false
 	}
-	c.flip = growBuf(&c.flipBuf, s.wLen())
-	c.w = w
-	Parallel(s.C, s.wLen(), c.flipFn)
 	fc := getConvBF16(&f)
 	defer fc.release()
+	fc.flipped = true
 	if stage != nil {
 		fc.staged, fc.gemmEp.stage = true, *stage
 		dx = nil // a float32 result only where the forward needs one
 	}
-	fc.forward(dy, c.flip, nil, dx)
-	c.w = nil
+	fc.forward(dy, w, nil, dx)
 	return true
-}
-
-// flipWeights writes rows [lo, hi) (input channels) of the weights of
-// dataByForward's convolution: row c, tap t, channel o holds w's output
-// channel o, tap taps−1−t, input channel c.
-func (c *convBF16) flipWeights(lo, hi int) {
-	s := &c.s
-	taps := s.kSize()
-	for ch := lo; ch < hi; ch++ {
-		row := c.flip[ch*taps*s.O : (ch+1)*taps*s.O]
-		for t := range taps {
-			dst := row[t*s.O : (t+1)*s.O]
-			src := c.w[(taps-1-t)*s.C+ch:]
-			for o := range dst {
-				dst[o] = src[o*taps*s.C]
-			}
-		}
-	}
 }
 
 // col2imChannels adds the current block's columns onto dx for channel

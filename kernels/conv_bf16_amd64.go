@@ -42,6 +42,8 @@ type directBF16 struct {
 	last      bool
 	pointwise bool     // a 1×1 stride-1 product read in place
 	tail      []uint16 // the last, partial panel's pixels, with slack
+
+	blocks, blocksBuf [][]uint32 // the gathered path's blocks of B
 }
 
 var convBF16Zero [32]float32
@@ -82,6 +84,9 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 		d.xp = growBuf(&c.xpBuf, s.N*d.hp*d.wp*d.cp2+slack)
 		clear(d.xp[s.N*d.hp*d.wp*d.cp2:])
 		Parallel(s.N*d.hp, s.N*d.hp*d.wp*d.cp2, c.padFn)
+	case gatherFitsBF16(s):
+		c.forwardGather(w)
+		return true
 	default:
 		return false
 	}
@@ -147,22 +152,30 @@ func (p *convBF16Packed) directB(s *ConvShape, w []uint16) [][]uint32 {
 	p.directOnce.Do(func() {
 		c := getConvBF16(s)
 		defer c.release()
-		d := &c.direct
-		d.cp2, d.w = (s.C+1)&^1, w
-		taps, cp := s.kSize(), (s.C+1)/2
-		tb, nc := directBlocking(s)
-		for t0 := 0; t0 < taps; t0 += tb {
-			d.t0, d.tb = t0, min(tb, taps-t0)
-			for j0 := 0; j0 < s.O; j0 += nc {
-				d.j0, d.nc = j0, min(nc, s.O-j0)
-				d.bp = make([]uint32, d.tb*cp*d.nc)
-				Parallel(d.nc/16, d.nc*d.tb*cp, c.packFn)
-				p.direct = append(p.direct, d.bp)
-			}
-		}
-		d.w, d.bp = nil, nil
+		p.direct = c.packDirectBlocks(w, nil, func(n int) []uint32 { return make([]uint32, n) })
 	})
 	return p.direct
+}
+
+// packDirectBlocks appends to blocks the weights w packed as the direct
+// path's blocks of B, tap blocks outside and column blocks inside, each
+// packed into next(its length in words).
+func (c *convBF16) packDirectBlocks(w []uint16, blocks [][]uint32, next func(n int) []uint32) [][]uint32 {
+	s, d := &c.s, &c.direct
+	d.cp2, d.w = (s.C+1)&^1, w
+	taps, cp := s.kSize(), (s.C+1)/2
+	tb, nc := directBlocking(s)
+	for t0 := 0; t0 < taps; t0 += tb {
+		d.t0, d.tb = t0, min(tb, taps-t0)
+		for j0 := 0; j0 < s.O; j0 += nc {
+			d.j0, d.nc = j0, min(nc, s.O-j0)
+			d.bp = next(d.tb * cp * d.nc)
+			Parallel(d.nc/16, d.nc*d.tb*cp, c.packFn)
+			blocks = append(blocks, d.bp)
+		}
+	}
+	d.w, d.bp = nil, nil
+	return blocks
 }
 
 // directOut is where a worker's kernel calls put twelve output pixels of
@@ -323,6 +336,10 @@ func (c *convBF16) packDirectB(lo, hi int) {
 	per := d.tb * cp * 16
 	for q := lo; q < hi; q++ {
 		dst := d.bp[q*per : (q+1)*per]
+		if c.flipped {
+			c.packFlippedPanel(dst, d.j0+q*16)
+			continue
+		}
 		for col := range 16 {
 			o := d.j0 + q*16 + col
 			for t := range d.tb {
@@ -334,6 +351,34 @@ func (c *convBF16) packDirectB(lo, hi int) {
 				if C%2 == 1 {
 					dst[base+(cp-1)*16+col] = uint32(src[C-1])
 				}
+			}
+		}
+	}
+}
+
+// packFlippedPanel packs the 16-column panel from column j of the current
+// block of B where d.w holds the weights of the convolution this one is
+// the data gradient of (O = its C, C = its O): column o, tap t, channel ch
+// is its weight ch, tap taps−1−t, channel o. Sixteen columns are sixteen
+// adjacent weights, so the transposition reads whole runs.
+func (c *convBF16) packFlippedPanel(dst []uint32, j int) {
+	s, d := &c.s, &c.direct
+	C, O := s.C, s.O
+	taps := s.kSize()
+	cp := d.cp2 / 2
+	var zero [16]uint16
+	for t := range d.tb {
+		tw := taps - 1 - (d.t0 + t)
+		out := dst[t*cp*16 : (t+1)*cp*16]
+		for p := range cp {
+			lo := d.w[((2*p)*taps+tw)*O+j:][:16]
+			hi := zero[:]
+			if 2*p+1 < C {
+				hi = d.w[((2*p+1)*taps+tw)*O+j:][:16]
+			}
+			row := out[p*16 : (p+1)*16]
+			for col := range row {
+				row[col] = uint32(lo[col]) | uint32(hi[col])<<16
 			}
 		}
 	}

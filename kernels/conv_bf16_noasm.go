@@ -11,7 +11,9 @@ func (c *convBF16) packDirectB(lo, hi int)        {}
 func (c *convBF16) directRows(lo, hi int)         {}
 
 func directFitsBF16(s *ConvShape) bool { return false }
+func gatherFitsBF16(s *ConvShape) bool { return false }
 
-func (c *convBF16) pointPanels(lo, hi int) {}
+func (c *convBF16) pointPanels(lo, hi int)  {}
+func (c *convBF16) gatherPanels(lo, hi int) {}
 
 func (p *convBF16Packed) directB(s *ConvShape, w []uint16) [][]uint32 { return nil }

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// convBF16Cases adds to the conv suite's cases the direct BF16 forward's
-// edges: even and odd channels, rows of 12 and 24 pixels and partial
-// panels, stride, dilation, several tap blocks and column blocks.
+// convBF16Cases adds to the conv suite's cases the direct and gathered
+// BF16 forwards' edges: even and odd channels, rows of 12 and 24 pixels
+// and partial panels, panels across rows and images, stride, dilation,
+// 3-D, several tap blocks and column blocks.
 var convBF16Cases = []convCase{
 	{"bf16 direct 3x3 even", 2, 8, 32, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 direct 3x3 odd", 2, 5, 64, 1, [3]int{1, 5, 24}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
@@ -20,7 +21,11 @@ var convBF16Cases = []convCase{
 	{"bf16 direct partial panel", 1, 4, 32, 1, [3]int{1, 3, 23}, [3]int{1, 1, 3}, one3, [3]int{0, 0, 1}, one3},
 	{"bf16 pointwise", 1, 6, 32, 1, [3]int{1, 1, 5}, one3, one3, [3]int{}, one3},
 	{"bf16 pointwise wide", 2, 70, 64, 1, [3]int{1, 5, 7}, one3, one3, [3]int{}, one3},
-	{"bf16 product blocks", 1, 130, 576, 1, [3]int{1, 4, 5}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 gathered tap and column blocks", 1, 130, 576, 1, [3]int{1, 4, 5}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 gathered rows across images", 3, 32, 64, 1, [3]int{1, 7, 7}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 gathered 1x1 stride 2", 2, 64, 96, 1, [3]int{1, 7, 9}, one3, [3]int{1, 2, 2}, [3]int{}, one3},
+	{"bf16 gathered stride dil", 2, 10, 32, 1, [3]int{1, 9, 8}, [3]int{1, 3, 2}, [3]int{1, 2, 1}, [3]int{0, 2, 1}, [3]int{1, 2, 3}},
+	{"bf16 gathered 3d", 1, 4, 32, 1, [3]int{3, 4, 5}, [3]int{2, 3, 3}, one3, [3]int{1, 1, 1}, [3]int{1, 1, 2}},
 	{"bf16 product pixel blocks", 2, 24, 40, 1, [3]int{1, 7, 9}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 }
 
@@ -118,7 +123,7 @@ func toChannelsFirst(v []float32, a, b int) []float32 {
 func TestConvBF16MatchesFP32(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	cases := append(append([]convCase{}, convCases...), convBF16Cases...)
-	direct := 0
+	direct, gathered := 0, 0
 	for _, blockBytes := range []int{convBF16BlockBytes, 1} {
 		t.Run(fmt.Sprintf("block %d", blockBytes), func(t *testing.T) {
 			defer func(old int) { convBF16BlockBytes = old }(convBF16BlockBytes)
@@ -127,8 +132,12 @@ func TestConvBF16MatchesFP32(t *testing.T) {
 				for _, cl := range []bool{true, false} {
 					t.Run(fmt.Sprintf("%s/cl=%v", c.name, cl), func(t *testing.T) {
 						s := c.shape(cl)
-						if cl && directFitsBF16(&s) {
+						switch {
+						case !cl:
+						case directFitsBF16(&s):
 							direct++
+						case gatherFitsBF16(&s):
+							gathered++
 						}
 						checkConvBF16Case(t, r, c, cl)
 					})
@@ -136,7 +145,7 @@ func TestConvBF16MatchesFP32(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("native BF16 kernels: %v; direct forward cases: %d", sbgemmAsm(), direct/2)
+	t.Logf("native BF16 kernels: %v; direct forward cases: %d, gathered: %d", sbgemmAsm(), direct/2, gathered/2)
 }
 
 func TestConvBF16Empty(t *testing.T) {
