@@ -104,6 +104,12 @@ func ConvBackwardDataBF16To(s *ConvShape, dy, w []uint16, dx []uint16) {
 		s.check("ConvBackwardDataBF16To", convLen{"dx", len(dx), s.xLen()}, convLen{"w", len(w), s.wLen()},
 			convLen{"dy", len(dy), s.yLen()})
 		stage := bf16Stage{y: dx[:s.xLen()]}
+		c := getConvBF16(s)
+		done := c.dataByForward(dy[:s.yLen()], w[:s.wLen()], nil, &stage)
+		c.release()
+		if done {
+			return
+		}
 		if s.pointwise() {
 			// One product, dy·w, rounded into dx row by row as it is
 			// finished.
@@ -114,12 +120,6 @@ func ConvBackwardDataBF16To(s *ConvShape, dy, w []uint16, dx []uint16) {
 			*ep = sbRowEpilogue{}
 			sbRowEpilogues.put(ep)
 			releaseF32Scratch(acc)
-			return
-		}
-		c := getConvBF16(s)
-		done := c.dataByForward(dy[:s.yLen()], w[:s.wLen()], nil, &stage)
-		c.release()
-		if done {
 			return
 		}
 	}
@@ -427,11 +427,11 @@ func (c *convBF16) im2colRow(dst []uint16, p, t0, t1 int) {
 
 func (c *convBF16) backwardData(dy, w []uint16, dx []float32) {
 	s := &c.s
-	if s.pointwise() {
-		GemmBF16(false, false, c.pix, s.C, s.O, 1, dy, s.O, w, s.C, 0, dx, s.C)
+	if c.dataByForward(dy, w, dx, nil) {
 		return
 	}
-	if c.dataByForward(dy, w, dx, nil) {
+	if s.pointwise() {
+		GemmBF16(false, false, c.pix, s.C, s.O, 1, dy, s.O, w, s.C, 0, dx, s.C)
 		return
 	}
 	c.dx = dx
@@ -470,7 +470,7 @@ func (c *convBF16) dataByForward(dy, w []uint16, dx []float32, stage *bf16Stage)
 			return false
 		}
 	}
-	if !directFitsBF16(&f) && !gatherFitsBF16(&f) {
+	if !directFitsBF16(&f) && !gatherFitsBF16(&f) && !pointwiseFitsBF16(&f) {
 		return false
 	}
 	fc := getConvBF16(&f)

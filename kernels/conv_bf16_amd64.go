@@ -336,19 +336,35 @@ func (c *convBF16) packDirectB(lo, hi int) {
 	per := d.tb * cp * 16
 	for q := lo; q < hi; q++ {
 		dst := d.bp[q*per : (q+1)*per]
-		if c.flipped {
-			c.packFlippedPanel(dst, d.j0+q*16)
-			continue
-		}
-		for col := range 16 {
-			o := d.j0 + q*16 + col
-			for t := range d.tb {
-				src := d.w[(o*taps+d.t0+t)*C : (o*taps+d.t0+t+1)*C]
-				base := t * cp * 16
-				for p := range C / 2 {
-					dst[base+p*16+col] = uint32(src[2*p]) | uint32(src[2*p+1])<<16
+		j := d.j0 + q*16
+		switch {
+		case c.flipped:
+			c.packFlippedPanel(dst, j)
+		case C%2 == 0:
+			// A column's pairs are the words of its weight row: the
+			// panel is a transpose of 16 rows of words, done in blocks
+			// of 16 pairs that stay in L1 on both sides.
+			src := words(d.w[(j*taps+d.t0)*C : ((j+15)*taps+d.t0)*C+d.tb*C])
+			ld := taps * cp
+			n := d.tb * cp
+			for p0 := 0; p0 < n; p0 += 16 {
+				p1 := min(p0+16, n)
+				for col := range 16 {
+					row := src[col*ld+p0 : col*ld+p1]
+					out := dst[p0*16+col:]
+					for i, v := range row {
+						out[i*16] = v
+					}
 				}
-				if C%2 == 1 {
+			}
+		default:
+			for col := range 16 {
+				for t := range d.tb {
+					src := d.w[((j+col)*taps+d.t0+t)*C:][:C]
+					base := t * cp * 16
+					for p := range C / 2 {
+						dst[base+p*16+col] = uint32(src[2*p]) | uint32(src[2*p+1])<<16
+					}
 					dst[base+(cp-1)*16+col] = uint32(src[C-1])
 				}
 			}
@@ -360,25 +376,22 @@ func (c *convBF16) packDirectB(lo, hi int) {
 // block of B where d.w holds the weights of the convolution this one is
 // the data gradient of (O = its C, C = its O): column o, tap t, channel ch
 // is its weight ch, tap taps−1−t, channel o. Sixteen columns are sixteen
-// adjacent weights, so the transposition reads whole runs.
+// adjacent weights and a channel pair two weight rows: GemmBF16's panel
+// packing, tap by tap.
 func (c *convBF16) packFlippedPanel(dst []uint32, j int) {
 	s, d := &c.s, &c.direct
 	C, O := s.C, s.O
 	taps := s.kSize()
 	cp := d.cp2 / 2
-	var zero [16]uint16
 	for t := range d.tb {
 		tw := taps - 1 - (d.t0 + t)
 		out := dst[t*cp*16 : (t+1)*cp*16]
-		for p := range cp {
-			lo := d.w[((2*p)*taps+tw)*O+j:][:16]
-			hi := zero[:]
-			if 2*p+1 < C {
-				hi = d.w[((2*p+1)*taps+tw)*O+j:][:16]
-			}
-			row := out[p*16 : (p+1)*16]
+		sbPackPanel(&out[0], &d.w[tw*O+j], taps*O, C/2)
+		if C%2 == 1 {
+			row := out[(cp-1)*16 : cp*16]
+			last := d.w[((C-1)*taps+tw)*O+j:][:16]
 			for col := range row {
-				row[col] = uint32(lo[col]) | uint32(hi[col])<<16
+				row[col] = uint32(last[col])
 			}
 		}
 	}

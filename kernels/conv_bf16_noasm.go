@@ -10,8 +10,9 @@ func (c *convBF16) padRows(lo, hi int)            {}
 func (c *convBF16) packDirectB(lo, hi int)        {}
 func (c *convBF16) directRows(lo, hi int)         {}
 
-func directFitsBF16(s *ConvShape) bool { return false }
-func gatherFitsBF16(s *ConvShape) bool { return false }
+func directFitsBF16(s *ConvShape) bool    { return false }
+func gatherFitsBF16(s *ConvShape) bool    { return false }
+func pointwiseFitsBF16(s *ConvShape) bool { return false }
 
 func (c *convBF16) pointPanels(lo, hi int)  {}
 func (c *convBF16) gatherPanels(lo, hi int) {}
