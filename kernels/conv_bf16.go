@@ -513,11 +513,15 @@ func (c *convBF16) col2imChannels(lo, hi int) {
 	}
 }
 
-// backwardWeight computes dw = dyᵀ·im2col(x), block by block of output
-// pixels; GemmBF16 pairs dy's consecutive pixels as it packs it
-// transposed.
+// backwardWeight computes dw = dyᵀ·im2col(x): in one product packing
+// im2col(x) from the input where backwardWeightInPlace applies, else block
+// by block of output pixels; GemmBF16 pairs dy's consecutive pixels as it
+// packs it transposed.
 func (c *convBF16) backwardWeight(x, dy []uint16, dw []float32) {
 	s := &c.s
+	if c.backwardWeightInPlace(x, dy, dw) {
+		return
+	}
 	c.x = x
 	mb := c.blockPixels(2)
 	var beta float32

@@ -14,7 +14,9 @@ func directFitsBF16(s *ConvShape) bool    { return false }
 func gatherFitsBF16(s *ConvShape) bool    { return false }
 func pointwiseFitsBF16(s *ConvShape) bool { return false }
 
-func (c *convBF16) pointPanels(lo, hi int)  {}
-func (c *convBF16) gatherPanels(lo, hi int) {}
+func (c *convBF16) pointPanels(lo, hi int) {}
+
+func (c *convBF16) backwardWeightInPlace(x, dy []uint16, dw []float32) bool { return false }
+func (c *convBF16) gatherPanels(lo, hi int)                                 {}
 
 func (p *convBF16Packed) directB(s *ConvShape, w []uint16) [][]uint32 { return nil }

@@ -10,8 +10,9 @@ import (
 // convBF16Cases adds to the conv suite's cases the direct and gathered
 // BF16 forwards' edges: even and odd channels, rows of 12 and 24 pixels
 // and partial panels, panels across rows and images, stride, dilation,
-// 3-D, several tap blocks and column blocks; and data gradients those
-// forwards take with the weights flipped, odd output channels included.
+// 3-D, several tap blocks and column blocks; data gradients those
+// forwards take with the weights flipped, odd output channels included;
+// and a weight gradient over several depth blocks of pixels.
 var convBF16Cases = []convCase{
 	{"bf16 direct 3x3 even", 2, 8, 32, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 direct 3x3 odd", 2, 5, 64, 1, [3]int{1, 5, 24}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
@@ -21,6 +22,7 @@ var convBF16Cases = []convCase{
 	{"bf16 direct column blocks", 1, 130, 576, 1, [3]int{1, 2, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 direct partial panel", 1, 4, 32, 1, [3]int{1, 3, 23}, [3]int{1, 1, 3}, one3, [3]int{0, 0, 1}, one3},
 	{"bf16 direct data gradient odd outputs", 2, 32, 7, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 weight gradient depth blocks", 3, 8, 32, 1, [3]int{1, 21, 19}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 pointwise", 1, 6, 32, 1, [3]int{1, 1, 5}, one3, one3, [3]int{}, one3},
 	{"bf16 pointwise data gradient", 2, 64, 30, 1, [3]int{1, 5, 7}, one3, one3, [3]int{}, one3},
 	{"bf16 pointwise wide", 2, 70, 64, 1, [3]int{1, 5, 7}, one3, one3, [3]int{}, one3},

@@ -187,6 +187,18 @@ type sbgemmArgs struct {
 	pre        *sbPackedB
 	ep         *sbRowEpilogue
 	packInRows bool // A packed chunk by chunk by the workers (one column block)
+
+	// bsrc, where set, packs B in place of b: a matrix never stored whole
+	// (the assembly path only).
+	bsrc bPanelPacker
+}
+
+// bPanelPacker packs panels of a GemmBF16 B operand that is never stored
+// whole, such as a convolution's im2col matrix: into panel (kp·16 words)
+// the 16 columns from j0 for depth pairs [p0, p0+kp), each pair of a
+// column one word (the odd depth high), zeros past B's columns and depth.
+type bPanelPacker interface {
+	packBPanel(panel []uint32, p0, kp, j0 int)
 }
 
 // sbPackedB is a B operand of GemmBF16 packed once, block by block in the

@@ -11,11 +11,17 @@ import (
 //go:noescape
 func sbgemmKernel12x32(kp int, a, b *uint16, c *float32, ldc, tiles, rows int, alpha, beta float32)
 
-// sbPackPanel packs one 16-column panel of B for pairs depth pairs
-// (gemm_bf16_amd64.s).
+// sbPackPanel packs one 16-column panel of B for pairs depth pairs, row
+// 2p at src and row 2p+1 ldb elements further.
+func sbPackPanel(dst *uint32, src *uint16, ldb, pairs int) {
+	sbPackPanelMask(dst, src, 0, ldb, pairs, 0xffff)
+}
+
+// sbPackPanelMask is sbPackPanel for the columns set in mask, src
+// addressing column lane (gemm_bf16_amd64.s).
 //
 //go:noescape
-func sbPackPanel(dst *uint32, src *uint16, ldb, pairs int)
+func sbPackPanelMask(dst *uint32, src *uint16, lane, ldb, pairs int, mask uint16)
 
 // sbPackATrans packs pairs depth pairs of a full 12-row panel of a
 // transposed A (gemm_bf16_amd64.s).
@@ -137,6 +143,12 @@ func (g *sbgemmCall) packB() {
 func (g *sbgemmCall) packBPanels(lo, hi int) {
 	ncPad := (g.nc + 31) &^ 31
 	out := words(g.bp[:ncPad*g.kp*2])
+	if g.bsrc != nil {
+		for q := lo; q < hi; q++ {
+			g.bsrc.packBPanel(out[q*g.kp*16:(q+1)*g.kp*16], g.p0, g.kp, g.j0+q*16)
+		}
+		return
+	}
 	for q := lo; q < hi; q++ {
 		p := 0
 		if j0 := g.j0 + q*16; g.transB && g.ldb%2 == 0 {

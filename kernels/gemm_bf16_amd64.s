@@ -276,30 +276,42 @@ sbnext:
 	VZEROUPPER
 	RET
 
-// func sbPackPanel(dst *uint32, src *uint16, ldb, pairs int)
+// SBPAIRS leaves in Z0 the words low | high<<16 of the bfloat16s set in
+// mask k of the row at SI (low) and the row BX bytes further (high), zeros
+// elsewhere; nothing outside the masked elements is read.
+#define SBPAIRS(k) \
+	VPMOVZXWD.Z (SI), k, Z0;       \
+	VPMOVZXWD.Z (SI)(BX*1), k, Z1; \
+	VPSLLD      $16, Z1, Z1;       \
+	VPORD       Z1, Z0, Z0
+
+// func sbPackPanelMask(dst *uint32, src *uint16, lane, ldb, pairs int, mask uint16)
 //
-// One 16-column panel of B for GemmBF16: for each of pairs depth pairs,
-// the 16 bfloat16s of row 2p (at src) and row 2p+1 (ldb further) become
-// 16 words low | high<<16 at dst, 64 bytes per pair.
-TEXT ·sbPackPanel(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ldb+16(FP), BX
-	SHLQ $1, BX             // a row in bytes
-	MOVQ pairs+24(FP), CX
+// Part of one 16-column panel of B for GemmBF16: for each of pairs depth
+// pairs, the bfloat16s of row 2p and row 2p+1 (ldb further) in the columns
+// (lanes) set in mask become words low | high<<16 at dst, 64 bytes per
+// pair, the other columns of dst left as they are. Column lane's rows
+// start at src (column 0's would start lane elements before it).
+TEXT ·sbPackPanelMask(SB), NOSPLIT, $0-42
+	MOVQ  dst+0(FP), DI
+	MOVQ  src+8(FP), SI
+	MOVQ  lane+16(FP), AX
+	SHLQ  $1, AX
+	SUBQ  AX, SI
+	MOVQ  ldb+24(FP), BX
+	SHLQ  $1, BX            // a row in bytes
+	MOVQ  pairs+32(FP), CX
+	KMOVW mask+40(FP), K1
 	TESTQ CX, CX
-	JEQ  sbpdone
-sbploop:
-	VPMOVZXWD (SI), Z0
-	VPMOVZXWD (SI)(BX*1), Z1
-	VPSLLD    $16, Z1, Z1
-	VPORD     Z1, Z0, Z0
-	VMOVDQU32 Z0, (DI)
-	LEAQ      (SI)(BX*2), SI
-	ADDQ      $64, DI
-	DECQ      CX
-	JNE       sbploop
-sbpdone:
+	JEQ   sbmdone
+sbmloop:
+	SBPAIRS(K1)
+	VMOVDQU32   Z0, K1, (DI)
+	LEAQ        (SI)(BX*2), SI
+	ADDQ        $64, DI
+	DECQ        CX
+	JNE         sbmloop
+sbmdone:
 	VZEROUPPER
 	RET
 
@@ -327,10 +339,7 @@ TEXT ·sbPackATrans(SB), NOSPLIT, $0-40
 	TESTQ CX, CX
 	JEQ  sbptdone
 sbptloop:
-	VPMOVZXWD.Z (SI), K1, Z0
-	VPMOVZXWD.Z (SI)(BX*1), K1, Z1
-	VPSLLD    $16, Z1, Z1
-	VPORD     Z1, Z0, Z0
+	SBPAIRS(K1)
 	VMOVDQU32 Z0, K2, (DI)
 	VALIGND   $6, Z0, Z0, Z1
 	VMOVDQU32 Z1, K2, (DI)(DX*1)

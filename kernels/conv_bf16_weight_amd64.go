@@ -1,0 +1,93 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The BF16 weight gradient without an im2col matrix: dw = dyᵀ·im2col(x) is
+// one product over every output pixel whose B panels are packed straight
+// from the input (zero-bordered where the convolution pads). A kernel row's
+// columns of an im2col row (kw, c) are one run of the bordered input, and
+// consecutive pixels of an output row are a fixed stride apart, so each
+// panel is GemmBF16's pair packing of runs, masked to the columns of one
+// kernel row. The im2col path wrote nine times a 3×3 layer's input (49
+// times the stem's) to memory and read it back to pack it.
+
+// weightFitsBF16 reports whether the weight gradient of s runs on the
+// packed-in-place product.
+func weightFitsBF16(s *ConvShape) bool {
+	return sbgemmAsm() && s.Groups == 1 && !s.pointwise() && s.In[0] == 1 && s.Kernel[0] == 1 &&
+		s.Out[0] == 1 && s.Dil[2] == 1 && s.N > 0
+}
+
+// backwardWeightInPlace computes dw on the packed-in-place product and
+// reports true, or reports false, doing nothing, where it does not apply.
+func (c *convBF16) backwardWeightInPlace(x, dy []uint16, dw []float32) bool {
+	s, d := &c.s, &c.direct
+	if !weightFitsBF16(s) {
+		return false
+	}
+	c.x = x
+	d.cp2 = s.C // padRows's pixel stride: runs must be whole
+	d.hp, d.wp = s.In[1]+2*s.Pad[1], s.In[2]+2*s.Pad[2]
+	if s.Pad[1] == 0 && s.Pad[2] == 0 {
+		d.xp = x
+	} else {
+		d.xp = growBuf(&c.xpBuf, s.N*d.hp*d.wp*s.C)
+		Parallel(s.N*d.hp, s.N*d.hp*d.wp*s.C, c.padFn)
+	}
+	g := sbgemmCalls.get()
+	g.sbgemmArgs = sbgemmArgs{transA: true, m: s.O, n: c.k, k: c.pix, alpha: 1, a: dy, lda: s.O, c: dw, ldc: c.k, bsrc: c}
+	g.blocked()
+	g.sbgemmArgs = sbgemmArgs{}
+	sbgemmCalls.put(g)
+	d.xp = nil
+	return true
+}
+
+// packBPanel packs a panel of im2col(x) from the bordered input: see
+// bPanelPacker.
+func (c *convBF16) packBPanel(panel []uint32, p0, kp, j0 int) {
+	s, d := &c.s, &c.direct
+	C, n := s.C, c.k
+	run := s.Kernel[2] * C // a kernel row's columns
+	if j0+16 > n {
+		clear(panel)
+	}
+	OW, sw := s.Out[2], s.Stride[2]
+	end := min(2*(p0+kp), c.pix)
+	for kh := j0 / run; kh*run < min(j0+16, n); kh++ {
+		a, b := max(j0, kh*run), min(j0+16, (kh+1)*run, n)
+		lane := a - j0
+		mask := uint16((1<<(b-a) - 1) << lane)
+		col := a - kh*run
+		for p := 2 * p0; p < end; {
+			src := c.pixelRun(p, kh) + col
+			dst := &panel[(p/2-p0)*16]
+			if m := (min((p/OW+1)*OW, end) - p) / 2; m > 0 {
+				// Pairs within an output row: a fixed stride.
+				sbPackPanelMask(dst, &d.xp[src], lane, sw*C, m, mask)
+				p += 2 * m
+				continue
+			}
+			// p ends an output row: its pair's other pixel starts the
+			// next one, or there is none (zeros).
+			if p+1 < c.pix {
+				sbPackPanelMask(dst, &d.xp[src], lane, c.pixelRun(p+1, kh)+col-src, 1, mask)
+			} else {
+				w := panel[(p/2-p0)*16:][:16]
+				for i := range b - a {
+					w[lane+i] = uint32(d.xp[src+i])
+				}
+			}
+			p += 2
+		}
+	}
+}
+
+// pixelRun returns where output pixel p's run of kernel row kh starts in
+// the bordered input.
+func (c *convBF16) pixelRun(p, kh int) int {
+	s, d := &c.s, &c.direct
+	OH, OW := s.Out[1], s.Out[2]
+	n, oh, ow := p/(OH*OW), p/OW%OH, p%OW
+	return ((n*d.hp+oh*s.Stride[1]+kh*s.Dil[1])*d.wp + ow*s.Stride[2]) * s.C
+}
