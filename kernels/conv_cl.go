@@ -61,8 +61,13 @@ func (j *convJob) forward(x, w, bias, y []float32) {
 		r1 := min(r0+rb, j.rows)
 		j.r0, j.r1 = r0, r1
 		p0, mb := r0*j.ow, (r1-r0)*j.ow
-		a, lda := x[p0*s.C:], s.C
-		if !pw {
+		// The input as it stands only for a 1×1 product: with padding the
+		// output may have more pixels than the input.
+		var a []float32
+		lda := s.C
+		if pw {
+			a = x[p0*s.C:]
+		} else {
 			j.col = growBuf(&j.colBuf, mb*j.gkc)
 			Parallel(r1-r0, mb*j.gkc, j.im2colFn)
 			a, lda = j.col, j.gkc
