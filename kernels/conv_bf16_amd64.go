@@ -11,7 +11,7 @@ package kernels
 // convBF16Kernel12x32 is the direct BF16 micro-kernel (conv_bf16_amd64.s).
 //
 //go:noescape
-func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32)
+func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32, bstride int)
 
 // convBF16Kernel12x32H is convBF16Kernel12x32 writing bfloat16 through the
 // common bfloat16 stages in registers (conv_bf16_amd64.s); mode is a
@@ -43,7 +43,17 @@ type directBF16 struct {
 	pointwise bool     // a 1×1 stride-1 product read in place
 	tail      []uint16 // the last, partial panel's pixels, with slack
 
-	blocks, blocksBuf [][]uint32 // the gathered path's blocks of B
+	// The gathered path's blocks of B, and where it sorts the pixels by
+	// class (sorted) the classes, the pixels in class order and the
+	// panels, with their buffers.
+	blocks, blocksBuf [][]uint32
+	sorted            bool
+	classes, classBuf []gatherClass
+	order, orderBuf   []int32
+	panels, panelBuf  []gatherPanel
+	runsBuf, idsBuf   []int
+	startBuf, nextBuf []int
+	rangeBuf          [3][][2]int
 }
 
 var convBF16Zero [32]float32
@@ -229,7 +239,7 @@ func (c *convBF16) kernel(o directOut, taps int, offs *int, cp int, a *uint16, l
 		return
 	}
 	y, ldy := c.dst(o, p0, t)
-	convBF16Kernel12x32(taps, offs, cp, a, lda, b, y, ldy, rows, d.beta, bias)
+	convBF16Kernel12x32(taps, offs, cp, a, lda, b, y, ldy, rows, d.beta, bias, 64*taps*cp)
 }
 
 func (c *convBF16) releaseOut(o directOut) {

@@ -240,15 +240,17 @@ next:                               \
 	ZERO4(VPXORD, Z16, Z17, Z18, Z19); \
 	ZERO4(VPXORD, Z20, Z21, Z22, Z23)
 
-// func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32)
+// func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32, bstride int)
 //
 // For each of taps taps (byte offsets offs[t] from a), cp channel pairs;
 // pixel r's pairs start at a + r·lda + offs[t] (12 pixels are read, the
 // first rows stored). b is the tile's first packed panel (64 bytes per
-// pair, taps·cp pairs in order), the second panel 64·taps·cp bytes on.
+// pair, taps·cp pairs in order), the second panel bstride bytes on (at
+// least 64·taps·cp: a panel may hold more taps than the call reads).
 // C = A·B + bias (+ C when beta ≠ 0), bias 32 floats.
-TEXT ·convBF16Kernel12x32(SB), NOSPLIT, $0-88
+TEXT ·convBF16Kernel12x32(SB), NOSPLIT, $0-96
 	CBSTART
+	MOVQ bstride+88(FP), R15
 	CBLOOP(cbtap, cbloop4, cbtail, cbloop1, cbnext)
 
 	MOVQ c+48(FP), R8

@@ -9,8 +9,9 @@ import (
 
 // convBF16Cases adds to the conv suite's cases the direct and gathered
 // BF16 forwards' edges: even and odd channels, rows of 12 and 24 pixels
-// and partial panels, panels across rows and images, stride, dilation,
-// 3-D, several tap blocks and column blocks; data gradients those
+// and partial panels, panels across rows and images, pixels sorted by the
+// taps inside the input (none for some), stride, dilation, 3-D, several
+// tap blocks and column blocks; data gradients those
 // forwards take with the weights flipped, odd output channels included;
 // and a weight gradient over several depth blocks of pixels.
 var convBF16Cases = []convCase{
@@ -31,6 +32,7 @@ var convBF16Cases = []convCase{
 	{"bf16 gathered 1x1 stride 2", 2, 64, 96, 1, [3]int{1, 7, 9}, one3, [3]int{1, 2, 2}, [3]int{}, one3},
 	{"bf16 gathered stride dil", 2, 10, 32, 1, [3]int{1, 9, 8}, [3]int{1, 3, 2}, [3]int{1, 2, 1}, [3]int{0, 2, 1}, [3]int{1, 2, 3}},
 	{"bf16 gathered 3d", 1, 4, 32, 1, [3]int{3, 4, 5}, [3]int{2, 3, 3}, one3, [3]int{1, 1, 1}, [3]int{1, 1, 2}},
+	{"bf16 gathered pixels seeing no tap", 2, 4, 32, 1, [3]int{1, 2, 3}, [3]int{1, 3, 3}, one3, [3]int{0, 3, 3}, one3},
 	{"bf16 product pixel blocks", 2, 24, 40, 1, [3]int{1, 7, 9}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 }
 
