@@ -50,6 +50,7 @@ type directBF16 struct {
 	sorted            bool
 	classes, classBuf []gatherClass
 	order, orderBuf   []int32
+	clsBuf            []int32
 	panels, panelBuf  []gatherPanel
 	runsBuf, idsBuf   []int
 	startBuf, nextBuf []int

@@ -77,8 +77,7 @@ func (c *convBF16) sortPixels() bool {
 	var ranges [3][][2]int
 	var nr [3]int
 	ids := growBuf(&d.idsBuf, s.Out[0]+s.Out[1]+s.Out[2])
-	at := 0
-	for dim := range 3 {
+	for dim, at := 0, 0; dim < 3; dim++ {
 		ranges[dim] = d.rangeBuf[dim][:0]
 		for o := range s.Out[dim] {
 			k0, k1 := insideTaps(o*s.Stride[dim]-s.Pad[dim], s.Dil[dim], s.Kernel[dim], s.In[dim])
@@ -96,19 +95,44 @@ func (c *convBF16) sortPixels() bool {
 		at += s.Out[dim]
 	}
 	nc := nr[0] * nr[1] * nr[2]
-	if nc == 1 {
+	// Sorted panels store their rows from the tile rather than in the
+	// kernel and end each class with a short panel: below about 4% of the
+	// products skipped that costs more than it saves (Zen 4: a 3×3 layer at
+	// 28² skips 4.7% and gains 1–2%; stride 2 from 56² skips 2.3% and
+	// loses 2%). A pixel's taps inside are the product of its dimensions'.
+	inside, at := s.N, 0
+	for dim := range 3 {
+		sum := 0
+		for _, id := range ids[at : at+s.Out[dim]] {
+			sum += ranges[dim][id][1] - ranges[dim][id][0]
+		}
+		inside *= sum
+		at += s.Out[dim]
+	}
+	if nc == 1 || 25*inside > 24*c.pix*s.kSize() {
 		return false
 	}
+	// Each pixel's class, then a counting sort, stable: each class's
+	// pixels in order.
 	OD, OH, OW := s.Out[0], s.Out[1], s.Out[2]
-	class := func(p int) int {
-		od, oh, ow := p/(OH*OW)%OD, p/OW%OH, p%OW
-		return (ids[od]*nr[1]+ids[OD+oh])*nr[2] + ids[OD+OH+ow]
+	cls := growBuf(&d.clsBuf, c.pix)
+	p := 0
+	for range s.N {
+		for od := range OD {
+			kd := ids[od] * nr[1]
+			for oh := range OH {
+				kdh := (kd + ids[OD+oh]) * nr[2]
+				for ow := range OW {
+					cls[p] = int32(kdh + ids[OD+OH+ow])
+					p++
+				}
+			}
+		}
 	}
-	// A counting sort, stable: each class's pixels in order.
 	start := growBuf(&d.startBuf, nc+1)
 	clear(start)
-	for p := range c.pix {
-		start[class(p)+1]++
+	for _, k := range cls {
+		start[k+1]++
 	}
 	for k := range nc {
 		start[k+1] += start[k]
@@ -116,8 +140,7 @@ func (c *convBF16) sortPixels() bool {
 	d.order = growBuf(&d.orderBuf, c.pix)
 	next := growBuf(&d.nextBuf, nc)
 	copy(next, start[:nc])
-	for p := range c.pix {
-		k := class(p)
+	for p, k := range cls {
 		d.order[next[k]] = int32(p)
 		next[k]++
 	}
@@ -151,18 +174,7 @@ func (c *convBF16) sortPixels() bool {
 		}
 	}
 	d.runsBuf, d.panelBuf = runs, d.panels
-	// Sorted panels store their rows from the tile rather than in the
-	// kernel and end each class with a short panel: below about 4% of the
-	// products skipped that cost more than it saves (Zen 4: a 3×3 layer at
-	// 28² skips 4.7% and gains 1–2%; stride 2 from 56² skips 2.3% and
-	// loses 2%).
-	inside := 0
-	for k, cl := range d.classes {
-		for i := 0; i < len(cl.runs); i += 2 {
-			inside += (start[k+1] - start[k]) * (cl.runs[i+1] - cl.runs[i])
-		}
-	}
-	return 25*inside <= 24*c.pix*s.kSize()
+	return true
 }
 
 // insideTaps returns the kernel positions [k0, k1) of a dimension that
