@@ -320,13 +320,34 @@ GLOBL cbLowWords<>(SB), RODATA|NOPTR, $64
 // it has bit 0 and rounded again; without the residual the rounded values
 // are rectified as they are (a rectified bfloat16 value needs no second
 // rounding). After the row, stops when the rows run out.
-#define BROWH(za, zb, nores, norelu, relu2, store, done) \
+//
+// Without the residual and with no subnormal lane, VCVTNE2PS2BF16 rounds
+// the row in one instruction, as TOBF16512 does (to nearest even, a NaN's
+// top half quieted) but for subnormals, which it flushes; the rectifier
+// goes first there, which gives the same bits for every other value (a
+// negative normal float never rounds to −0). na and nb number za and zb.
+#define BROWH(za, zb, na, nb, res, slow, norelu, relu2, store, next, done) \
 	VADDPS Z24, za, za;                  \
 	VADDPS Z25, zb, zb;                  \
+	TESTQ $2, R12;                       \
+	JNE res;                             \
+	VFPCLASSPSZ $0x20, za, K3;           \
+	VFPCLASSPSZ $0x20, zb, K4;           \
+	KORTESTW K3, K4;                     \
+	JNE slow;                            \
+	TESTQ $1, R12;                       \
+	JEQ norelu;                          \
+	VCMPPS $0x11, Z31, za, K3;           \
+	VMOVAPS Z31, K3, za;                 \
+	VCMPPS $0x11, Z31, zb, K4;           \
+	VMOVAPS Z31, K4, zb;                 \
+norelu:                                  \
+	VCVTNE2PS2BF16_Z(28, nb, na);        \
+	VMOVDQU64 Z28, (R8);                 \
+	JMP next;                            \
+res:                                     \
 	TOBF16512(za, Z28, Z29, K1);         \
 	TOBF16512(zb, Z28, Z29, K2);         \
-	TESTQ $2, R12;                       \
-	JEQ nores;                           \
 	VPSLLD $16, za, za;                  \
 	VPSLLD $16, zb, zb;                  \
 	VPMOVZXWD (SI), Z28;                 \
@@ -336,14 +357,16 @@ GLOBL cbLowWords<>(SB), RODATA|NOPTR, $64
 	VADDPS Z28, za, za;                  \
 	VADDPS Z29, zb, zb;                  \
 	TESTQ $1, R12;                       \
-	JEQ norelu;                          \
+	JEQ relu2;                           \
 	VMAXPS za, Z31, za;                  \
 	VMAXPS zb, Z31, zb;                  \
-norelu:                                  \
+relu2:                                   \
 	TOBF16512(za, Z28, Z29, K1);         \
 	TOBF16512(zb, Z28, Z29, K2);         \
 	JMP store;                           \
-nores:                                   \
+slow:                                    \
+	TOBF16512(za, Z28, Z29, K1);         \
+	TOBF16512(zb, Z28, Z29, K2);         \
 	TESTQ $1, R12;                       \
 	JEQ store;                           \
 	VPSLLD $16, za, za;                  \
@@ -356,6 +379,7 @@ store:                                   \
 	VMOVDQU64 cbLowWords<>(SB), Z28;     \
 	VPERMT2W zb, Z28, za;                \
 	VMOVDQU64 za, (R8);                  \
+next:                                    \
 	DECQ DI;                             \
 	JEQ done;                            \
 	ADDQ R9, R8;                         \
@@ -381,18 +405,18 @@ TEXT ·convBF16Kernel12x32H(SB), NOSPLIT, $0-96
 	MOVQ mode+88(FP), R12
 	VMOVUPS (R13), Z24
 	VMOVUPS 64(R13), Z25
-	BROWH(Z0, Z1, chs0, chr0, chq0, chw0, chdone)
-	BROWH(Z2, Z3, chs1, chr1, chq1, chw1, chdone)
-	BROWH(Z4, Z5, chs2, chr2, chq2, chw2, chdone)
-	BROWH(Z6, Z7, chs3, chr3, chq3, chw3, chdone)
-	BROWH(Z8, Z9, chs4, chr4, chq4, chw4, chdone)
-	BROWH(Z10, Z11, chs5, chr5, chq5, chw5, chdone)
-	BROWH(Z12, Z13, chs6, chr6, chq6, chw6, chdone)
-	BROWH(Z14, Z15, chs7, chr7, chq7, chw7, chdone)
-	BROWH(Z16, Z17, chs8, chr8, chq8, chw8, chdone)
-	BROWH(Z18, Z19, chs9, chr9, chq9, chw9, chdone)
-	BROWH(Z20, Z21, chs10, chr10, chq10, chw10, chdone)
-	BROWH(Z22, Z23, chs11, chr11, chq11, chw11, chdone)
+	BROWH(Z0, Z1, 0, 1, chres0, chslow0, chnr0, chr20, chst0, chnx0, chdone)
+	BROWH(Z2, Z3, 2, 3, chres1, chslow1, chnr1, chr21, chst1, chnx1, chdone)
+	BROWH(Z4, Z5, 4, 5, chres2, chslow2, chnr2, chr22, chst2, chnx2, chdone)
+	BROWH(Z6, Z7, 6, 7, chres3, chslow3, chnr3, chr23, chst3, chnx3, chdone)
+	BROWH(Z8, Z9, 8, 9, chres4, chslow4, chnr4, chr24, chst4, chnx4, chdone)
+	BROWH(Z10, Z11, 10, 11, chres5, chslow5, chnr5, chr25, chst5, chnx5, chdone)
+	BROWH(Z12, Z13, 12, 13, chres6, chslow6, chnr6, chr26, chst6, chnx6, chdone)
+	BROWH(Z14, Z15, 14, 15, chres7, chslow7, chnr7, chr27, chst7, chnx7, chdone)
+	BROWH(Z16, Z17, 16, 17, chres8, chslow8, chnr8, chr28, chst8, chnx8, chdone)
+	BROWH(Z18, Z19, 18, 19, chres9, chslow9, chnr9, chr29, chst9, chnx9, chdone)
+	BROWH(Z20, Z21, 20, 21, chres10, chslow10, chnr10, chr210, chst10, chnx10, chdone)
+	BROWH(Z22, Z23, 22, 23, chres11, chslow11, chnr11, chr211, chst11, chnx11, chdone)
 
 chdone:
 	VZEROUPPER

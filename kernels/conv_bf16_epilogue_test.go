@@ -190,3 +190,62 @@ func TestPreparedConvWeightsBF16Concurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestConvForwardBF16ToSubnormal: the bfloat16 output stage rounds
+// subnormal float32 sums as F32ToBF16 does (the kernels' one-instruction
+// rounding flushes them, so rows holding one take the exact path), with
+// and without the rectifier, against the float32 forward rounded.
+func TestConvForwardBF16ToSubnormal(t *testing.T) {
+	r := rand.New(rand.NewPCG(95, 96))
+	for _, c := range []convCase{
+		{"pointwise", 2, 64, 32, 1, [3]int{1, 5, 7}, one3, one3, [3]int{}, one3},
+		{"direct 3x3", 1, 8, 32, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+		{"gathered 3x3", 3, 32, 64, 1, [3]int{1, 7, 7}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	} {
+		s := c.shape(true)
+		// Sums near the smallest normal (VDPBF16PS flushes subnormal
+		// products and sums) plus a bias of the same size: results on both
+		// sides of it.
+		scaled := func(n int, scale float32) []uint16 {
+			f := randSlice(r, n)
+			for i := range f {
+				f[i] *= scale
+			}
+			h := make([]uint16, n)
+			F32ToBF16(h, f)
+			return h
+		}
+		x, w := scaled(s.xLen(), 0x1p-62), scaled(s.wLen(), 0x1p-62)
+		bias := randSlice(r, s.O)
+		for i := range bias {
+			bias[i] *= 0x1p-122
+		}
+		y := make([]float32, s.yLen())
+		ConvForwardBF16(&s, x, w, bias, y)
+		subnormal := 0
+		for _, v := range y {
+			if v != 0 && math.Abs(float64(v)) < 0x1p-126 {
+				subnormal++
+			}
+		}
+		if subnormal == 0 {
+			t.Fatalf("%s: no subnormal sums to test", c.name)
+		}
+		for _, relu := range []bool{false, true} {
+			want := make([]uint16, s.yLen())
+			F32ToBF16(want, y)
+			ep := ConvEpilogueBF16{}
+			if relu {
+				ep = ConvEpilogueBF16{Act: Act{Fn: ActReLU}, Activate: true}
+				ep.Act.ForwardBF16(want, want)
+			}
+			got := make([]uint16, s.yLen())
+			ConvForwardEpilogueBF16To(&s, x, w, nil, bias, got, ep)
+			for k := range want {
+				if got[k] != want[k] {
+					t.Fatalf("%s, relu %v: y[%d] = %#x, want %#x (float32 %g)", c.name, relu, k, got[k], want[k], y[k])
+				}
+			}
+		}
+	}
+}
