@@ -247,7 +247,7 @@ type convBF16 struct {
 	colBuf32                        []float32
 	offsBuf                         []int
 
-	im2colFn, col2imFn, biasFn, padFn, directFn, pointFn, gatherFn, packFn, clearFn func(lo, hi int)
+	im2colFn, col2imFn, biasFn, padFn, directFn, panelsFn, pointFn, gatherFn, packFn, clearFn func(lo, hi int)
 }
 
 var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
@@ -257,6 +257,7 @@ var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
 	c.biasFn = c.addBias
 	c.padFn = c.padRows
 	c.directFn = c.directRows
+	c.panelsFn = c.directPanels
 	c.pointFn = c.pointPanels
 	c.gatherFn = c.gatherPanels
 	c.packFn = c.packDirectB

@@ -11,14 +11,14 @@ package kernels
 // convBF16Kernel12x32 is the direct BF16 micro-kernel (conv_bf16_amd64.s).
 //
 //go:noescape
-func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32, bstride int)
+func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32, bstride, g2, g3 int)
 
 // convBF16Kernel12x32H is convBF16Kernel12x32 writing bfloat16 through the
 // common bfloat16 stages in registers (conv_bf16_amd64.s); mode is a
 // stageMode.
 //
 //go:noescape
-func convBF16Kernel12x32H(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, y *uint16, ldy, rows int, bias *float32, res *uint16, mode int)
+func convBF16Kernel12x32H(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, y *uint16, ldy, rows int, bias *float32, res *uint16, mode, g2, g3 int)
 
 // Blocking of the direct BF16 path: at most convBF16KP channel pairs of
 // depth per block of B, and convBF16B words in a packed block, which
@@ -137,9 +137,12 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 			} else {
 				Parallel(d.nc/16, d.nc*d.tb*cp, c.packFn)
 			}
-			if d.pointwise {
+			switch {
+			case d.pointwise:
 				Parallel((c.pix+11)/12, c.pix*2*d.nc*C, c.pointFn)
-			} else {
+			case s.Out[2]%4 == 0:
+				Parallel((c.pix+11)/12, rows*s.Out[2]*2*d.nc*d.tb*d.cp2, c.panelsFn)
+			default:
 				Parallel(rows, rows*s.Out[2]*2*d.nc*d.tb*d.cp2, c.directFn)
 			}
 		}
@@ -222,8 +225,9 @@ func (c *convBF16) directOut() directOut {
 }
 
 // kernel runs the direct kernel for column tile t of pixels from p0 (rows
-// of them), into o.
-func (c *convBF16) kernel(o directOut, taps int, offs *int, cp int, a *uint16, lda int, b *uint32, p0, t, rows int) {
+// of them), into o; the pixels' groups of four start at a, a+g2 and a+g3
+// (bytes).
+func (c *convBF16) kernel(o directOut, taps int, offs *int, cp int, a *uint16, lda int, b *uint32, p0, t, rows, g2, g3 int) {
 	d := &c.direct
 	bias := &convBF16Zero[0]
 	if d.last && c.bias != nil {
@@ -236,11 +240,11 @@ func (c *convBF16) kernel(o directOut, taps int, offs *int, cp int, a *uint16, l
 		if st.res != nil {
 			res = &st.res[idx]
 		}
-		convBF16Kernel12x32H(taps, offs, cp, a, lda, b, &st.y[idx], c.s.O, rows, bias, res, o.mode)
+		convBF16Kernel12x32H(taps, offs, cp, a, lda, b, &st.y[idx], c.s.O, rows, bias, res, o.mode, g2, g3)
 		return
 	}
 	y, ldy := c.dst(o, p0, t)
-	convBF16Kernel12x32(taps, offs, cp, a, lda, b, y, ldy, rows, d.beta, bias, 64*taps*cp)
+	convBF16Kernel12x32(taps, offs, cp, a, lda, b, y, ldy, rows, d.beta, bias, 64*taps*cp, g2, g3)
 }
 
 func (c *convBF16) releaseOut(o directOut) {
@@ -303,7 +307,7 @@ func (c *convBF16) pointPanels(lo, hi int) {
 			a = &d.tail[0]
 		}
 		for t := range d.nc / 32 {
-			c.kernel(out, 1, &d.offs[0], cp, a, 2*C, &d.bp[t*tile], p0, t, rows)
+			c.kernel(out, 1, &d.offs[0], cp, a, 2*C, &d.bp[t*tile], p0, t, rows, 8*C, 16*C)
 		}
 		c.finishPixels(out, p0, rows)
 	}
@@ -408,6 +412,45 @@ func (c *convBF16) packFlippedPanel(dst []uint32, j int) {
 	}
 }
 
+// directPanels runs the current block over panels [lo, hi) of twelve
+// output pixels running on across rows and images, for output rows a
+// whole number of groups of four wide: each group lies in one row, where
+// the kernel reads it, so no panel is cut short at a row's end (a 56-wide
+// row in panels of its own wasted a twelfth of the kernel).
+func (c *convBF16) directPanels(lo, hi int) {
+	s, d := &c.s, &c.direct
+	cp := d.cp2 / 2
+	tile := 2 * d.tb * cp * 16
+	lda := 2 * s.Stride[2] * d.cp2
+	out := c.directOut()
+	defer c.releaseOut(out)
+	for pn := lo; pn < hi; pn++ {
+		p0 := 12 * pn
+		rows := min(12, c.pix-p0)
+		a := c.pixelRun(p0, 0)
+		var g2, g3 int // a short last panel reads its first group again
+		if rows > 4 {
+			g2 = 2 * (c.pixelRun(p0+4, 0) - a)
+		}
+		if rows > 8 {
+			g3 = 2 * (c.pixelRun(p0+8, 0) - a)
+		}
+		for t := range d.nc / 32 {
+			c.kernel(out, d.tb, &d.offs[d.t0], cp, &d.xp[a], lda, &d.bp[t*tile], p0, t, rows, g2, g3)
+		}
+		c.finishPixels(out, p0, rows)
+	}
+}
+
+// pixelRun returns where output pixel p's window row kh starts in the
+// bordered input (d.cp2 channels per pixel).
+func (c *convBF16) pixelRun(p, kh int) int {
+	s, d := &c.s, &c.direct
+	OH, OW := s.Out[1], s.Out[2]
+	n, oh, ow := p/(OH*OW), p/OW%OH, p%OW
+	return ((n*d.hp+oh*s.Stride[1]+kh*s.Dil[1])*d.wp + ow*s.Stride[2]) * d.cp2
+}
+
 // directRows runs the current block over output rows [lo, hi) (image and
 // output row together), twelve pixels and 32 channels per kernel call.
 func (c *convBF16) directRows(lo, hi int) {
@@ -425,7 +468,7 @@ func (c *convBF16) directRows(lo, hi int) {
 			rows := min(12, OW-ow0)
 			a := &d.xp[(in+ow0*sw)*d.cp2]
 			for t := range d.nc / 32 {
-				c.kernel(out, d.tb, &d.offs[d.t0], cp, a, 2*sw*d.cp2, &d.bp[t*tile], r*OW+ow0, t, rows)
+				c.kernel(out, d.tb, &d.offs[d.t0], cp, a, 2*sw*d.cp2, &d.bp[t*tile], r*OW+ow0, t, rows, 8*sw*d.cp2, 16*sw*d.cp2)
 			}
 			c.finishPixels(out, r*OW+ow0, rows)
 		}

@@ -186,13 +186,14 @@ lab: \
 
 // CBLOOP: the kernels' sum over taps and channel pairs into Z0–Z23, with
 // R11 taps, R10 their offsets, SI the pixels, AX and CX one and three
-// pixel strides, DX and R15 B (labels named by the caller).
+// pixel strides, DI and R8 the second and third groups of four pixels
+// from SI, DX and R15 B (labels named by the caller).
 #define CBLOOP(tap, loop4, tl, loop1, next) \
 tap:                                \
 	MOVQ (R10), R12;                \
 	ADDQ SI, R12;                   \
-	LEAQ (R12)(AX*4), R14;          \
-	LEAQ (R14)(AX*4), BX;           \
+	LEAQ (R12)(DI*1), R14;          \
+	LEAQ (R12)(R8*1), BX;           \
 	MOVQ cp+16(FP), R13;            \
 	CMPQ R13, $4;                   \
 	JLT  tl;                        \
@@ -233,6 +234,8 @@ next:                               \
 	LEAQ (AX)(AX*2), CX;       \
 	MOVQ b+40(FP), DX;         \
 	MOVQ offs+8(FP), R10;      \
+	MOVQ g2+96(FP), DI;        \
+	MOVQ g3+104(FP), R8;       \
 	ZERO4(VPXORD, Z0, Z1, Z2, Z3);     \
 	ZERO4(VPXORD, Z4, Z5, Z6, Z7);     \
 	ZERO4(VPXORD, Z8, Z9, Z10, Z11);   \
@@ -240,15 +243,16 @@ next:                               \
 	ZERO4(VPXORD, Z16, Z17, Z18, Z19); \
 	ZERO4(VPXORD, Z20, Z21, Z22, Z23)
 
-// func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32, bstride int)
+// func convBF16Kernel12x32(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, c *float32, ldc, rows, beta int, bias *float32, bstride, g2, g3 int)
 //
 // For each of taps taps (byte offsets offs[t] from a), cp channel pairs;
-// pixel r's pairs start at a + r·lda + offs[t] (12 pixels are read, the
-// first rows stored). b is the tile's first packed panel (64 bytes per
+// the twelve pixels are three groups of four, lda bytes apart within a
+// group, the groups at a, a + g2 and a + g3; pixel 4g+i's pairs start at
+// its place + offs[t] (12 pixels are read, the first rows stored). b is the tile's first packed panel (64 bytes per
 // pair, taps·cp pairs in order), the second panel bstride bytes on (at
 // least 64·taps·cp: a panel may hold more taps than the call reads).
 // C = A·B + bias (+ C when beta ≠ 0), bias 32 floats.
-TEXT ·convBF16Kernel12x32(SB), NOSPLIT, $0-96
+TEXT ·convBF16Kernel12x32(SB), NOSPLIT, $0-112
 	CBSTART
 	MOVQ bstride+88(FP), R15
 	CBLOOP(cbtap, cbloop4, cbtail, cbloop1, cbnext)
@@ -385,12 +389,12 @@ next:                                    \
 	ADDQ R9, R8;                         \
 	ADDQ R9, SI
 
-// func convBF16Kernel12x32H(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, y *uint16, ldy, rows int, bias *float32, res *uint16, mode int)
+// func convBF16Kernel12x32H(taps int, offs *int, cp int, a *uint16, lda int, b *uint32, y *uint16, ldy, rows int, bias *float32, res *uint16, mode, g2, g3 int)
 //
 // convBF16Kernel12x32 with beta 0 and bfloat16 output: y (row stride ldy
 // elements) gets A·B + bias through BROWH's stage, mode bit 0 the
 // rectifier and bit 1 the residual res (laid out as y).
-TEXT ·convBF16Kernel12x32H(SB), NOSPLIT, $0-96
+TEXT ·convBF16Kernel12x32H(SB), NOSPLIT, $0-112
 	CBSTART
 	CBLOOP(chtap, chloop4, chtail, chloop1, chnext)
 

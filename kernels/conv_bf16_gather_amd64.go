@@ -289,7 +289,7 @@ func (c *convBF16) gatherPanels(lo, hi int) {
 						if c.bias != nil {
 							bias = &c.bias[col]
 						}
-						convBF16Kernel12x32H(1, &off, depth/2, &a[0], 2*depth, &bp[2*t*per], &st.y[px[0]*O+col], O, rows, bias, res, mode)
+						convBF16Kernel12x32H(1, &off, depth/2, &a[0], 2*depth, &bp[2*t*per], &st.y[px[0]*O+col], O, rows, bias, res, mode, 8*depth, 16*depth)
 						continue
 					}
 					var y *float32
@@ -312,7 +312,7 @@ func (c *convBF16) gatherPanels(lo, hi int) {
 						if started {
 							beta = 1
 						}
-						convBF16Kernel12x32(1, &off, (u1-u0)*cp, &a[aoff], 2*depth, &bp[2*t*per+(u0-t0)*cp*16], y, O, rows, beta, bias, 4*per)
+						convBF16Kernel12x32(1, &off, (u1-u0)*cp, &a[aoff], 2*depth, &bp[2*t*per+(u0-t0)*cp*16], y, O, rows, beta, bias, 4*per, 8*depth, 16*depth)
 						aoff += (u1 - u0) * C
 						beta = 1
 					}

@@ -9,6 +9,7 @@ func (c *convBF16) forwardDirect(w []uint16) bool { return false }
 func (c *convBF16) padRows(lo, hi int)            {}
 func (c *convBF16) packDirectB(lo, hi int)        {}
 func (c *convBF16) directRows(lo, hi int)         {}
+func (c *convBF16) directPanels(lo, hi int)       {}
 
 func directFitsBF16(s *ConvShape) bool    { return false }
 func gatherFitsBF16(s *ConvShape) bool    { return false }

@@ -22,6 +22,7 @@ var convBF16Cases = []convCase{
 	{"bf16 direct tap blocks", 1, 200, 64, 1, [3]int{1, 3, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 direct column blocks", 1, 130, 576, 1, [3]int{1, 2, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 direct partial panel", 1, 4, 32, 1, [3]int{1, 3, 23}, [3]int{1, 1, 3}, one3, [3]int{0, 0, 1}, one3},
+	{"bf16 direct panels across rows", 2, 6, 32, 1, [3]int{1, 1, 44}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 direct data gradient odd outputs", 2, 32, 7, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 weight gradient depth blocks", 3, 8, 32, 1, [3]int{1, 21, 19}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 pointwise", 1, 6, 32, 1, [3]int{1, 1, 5}, one3, one3, [3]int{}, one3},

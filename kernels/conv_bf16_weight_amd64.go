@@ -83,11 +83,4 @@ func (c *convBF16) packBPanel(panel []uint32, p0, kp, j0 int) {
 	}
 }
 
-// pixelRun returns where output pixel p's run of kernel row kh starts in
-// the bordered input.
-func (c *convBF16) pixelRun(p, kh int) int {
-	s, d := &c.s, &c.direct
-	OH, OW := s.Out[1], s.Out[2]
-	n, oh, ow := p/(OH*OW), p/OW%OH, p%OW
-	return ((n*d.hp+oh*s.Stride[1]+kh*s.Dil[1])*d.wp + ow*s.Stride[2]) * s.C
-}
+
