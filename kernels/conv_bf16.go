@@ -1,6 +1,9 @@
 package kernels
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // BF16 convolution: bfloat16 operands (uint16 bits), float32 accumulation
 // and float32 results (callers round to BF16 where they want it).
@@ -105,7 +108,8 @@ func ConvBackwardDataBF16To(s *ConvShape, dy, w []uint16, dx []uint16) {
 			convLen{"dy", len(dy), s.yLen()})
 		stage := bf16Stage{y: dx[:s.xLen()]}
 		c := getConvBF16(s)
-		done := c.dataByForward(dy[:s.yLen()], w[:s.wLen()], nil, &stage)
+		done := c.dataByForward(dy[:s.yLen()], w[:s.wLen()], nil, &stage) ||
+			c.dataBySubsample(dy[:s.yLen()], w[:s.wLen()], dx[:s.xLen()])
 		c.release()
 		if done {
 			return
@@ -244,10 +248,11 @@ type convBF16 struct {
 	flipped bool
 
 	colBuf16, xpBuf, bpBuf, tailBuf []uint16
+	samples, dx16                   []uint16 // dataBySubsample's samples and dx
 	colBuf32                        []float32
 	offsBuf                         []int
 
-	im2colFn, col2imFn, biasFn, padFn, directFn, panelsFn, pointFn, gatherFn, packFn, clearFn func(lo, hi int)
+	im2colFn, col2imFn, biasFn, padFn, directFn, panelsFn, pointFn, gatherFn, packFn, clearFn, scatterFn func(lo, hi int)
 }
 
 var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
@@ -262,6 +267,7 @@ var convBF16Pool = freeList[convBF16]{New: func() *convBF16 {
 	c.gatherFn = c.gatherPanels
 	c.packFn = c.packDirectB
 	c.clearFn = c.clearDx
+	c.scatterFn = c.scatterSamples
 	return c
 }}
 
@@ -483,6 +489,63 @@ func (c *convBF16) dataByForward(dy, w []uint16, dx []float32, stage *bf16Stage)
 	}
 	fc.forward(dy, w, nil, dx)
 	return true
+}
+
+// dataBySubsample computes, for a strided 1×1 convolution without
+// padding, dx rounded to bfloat16: the pointwise forward of dy with the
+// weights transposed gives the input pixels the stride samples, which are
+// scattered into dx with zeros between. It reports false, doing nothing,
+// for any other shape. The product, its columns added back into a cleared
+// float32 dx and the rounding moved about six times dx through memory.
+func (c *convBF16) dataBySubsample(dy, w, dx []uint16) bool {
+	s := &c.s
+	one := [3]int{1, 1, 1}
+	if s.Kernel != one || s.Pad != [3]int{} || !s.ChannelsLast || s.Groups != 1 || s.pointwise() {
+		return false
+	}
+	f := ConvShape{N: s.N, C: s.O, O: s.C, Groups: 1, In: s.Out, Out: s.Out, Kernel: one,
+		Stride: one, Dil: one, ChannelsLast: true}
+	if !pointwiseFitsBF16(&f) {
+		return false
+	}
+	samples := f32Scratch((f.yLen() + 1) / 2)
+	defer releaseF32Scratch(samples)
+	c.samples = unsafe.Slice((*uint16)(unsafe.Pointer(&(*samples)[0])), f.yLen())
+	fc := getConvBF16(&f)
+	fc.flipped, fc.staged, fc.gemmEp.stage = true, true, bf16Stage{y: c.samples}
+	fc.forward(dy, w, nil, nil)
+	fc.release()
+	c.dx16 = dx
+	Parallel(s.N*s.In[0]*s.In[1], len(dx), c.scatterFn)
+	c.samples, c.dx16 = nil, nil
+	return true
+}
+
+// scatterSamples writes input rows [lo, hi) (image, depth and row
+// together) of dataBySubsample's dx: the sampled pixels' gradients, zeros
+// elsewhere.
+func (c *convBF16) scatterSamples(lo, hi int) {
+	s := &c.s
+	D, H, W, C := s.In[0], s.In[1], s.In[2], s.C
+	OD, OH, OW := s.Out[0], s.Out[1], s.Out[2]
+	sd, sh, sw := s.Stride[0], s.Stride[1], s.Stride[2]
+	for r := lo; r < hi; r++ {
+		n, id, ih := r/(D*H), r/H%D, r%H
+		row := c.dx16[r*W*C : (r+1)*W*C]
+		if id%sd != 0 || id/sd >= OD || ih%sh != 0 || ih/sh >= OH {
+			clear(row)
+			continue
+		}
+		src := c.samples[((n*OD+id/sd)*OH+ih/sh)*OW*C:]
+		for iw := range W {
+			px := row[iw*C : (iw+1)*C]
+			if iw%sw == 0 && iw/sw < OW {
+				copy(px, src[iw/sw*C:])
+			} else {
+				clear(px)
+			}
+		}
+	}
 }
 
 // col2imChannels adds the current block's columns onto dx for channel
