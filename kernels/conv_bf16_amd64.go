@@ -55,6 +55,12 @@ type directBF16 struct {
 	runsBuf, idsBuf   []int
 	startBuf, nextBuf []int
 	rangeBuf          [3][][2]int
+
+	// The weight gradient's chunks of pixels, the output and the other
+	// chunks' partial sums, and the workers' functions.
+	chunks, chunkBuf []weightPart
+	dw, parts        []float32
+	chunkFn, sumFn   func(lo, hi int)
 }
 
 var convBF16Zero [32]float32

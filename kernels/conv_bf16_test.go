@@ -13,7 +13,7 @@ import (
 // taps inside the input (none for some), stride, dilation, 3-D, several
 // tap blocks and column blocks; data gradients those
 // forwards take with the weights flipped, odd output channels included;
-// and a weight gradient over several depth blocks of pixels.
+// and weight gradients over several depth blocks and chunks of pixels.
 var convBF16Cases = []convCase{
 	{"bf16 direct 3x3 even", 2, 8, 32, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 direct 3x3 odd", 2, 5, 64, 1, [3]int{1, 5, 24}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
@@ -25,6 +25,7 @@ var convBF16Cases = []convCase{
 	{"bf16 direct panels across rows", 2, 6, 32, 1, [3]int{1, 1, 44}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 direct data gradient odd outputs", 2, 32, 7, 1, [3]int{1, 6, 12}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 weight gradient depth blocks", 3, 8, 32, 1, [3]int{1, 21, 19}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	{"bf16 weight gradient chunks", 1, 6, 32, 1, [3]int{1, 47, 49}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
 	{"bf16 pointwise", 1, 6, 32, 1, [3]int{1, 1, 5}, one3, one3, [3]int{}, one3},
 	{"bf16 pointwise data gradient", 2, 64, 30, 1, [3]int{1, 5, 7}, one3, one3, [3]int{}, one3},
 	{"bf16 pointwise wide", 2, 70, 64, 1, [3]int{1, 5, 7}, one3, one3, [3]int{}, one3},

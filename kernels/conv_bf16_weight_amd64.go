@@ -34,13 +34,78 @@ func (c *convBF16) backwardWeightInPlace(x, dy []uint16, dw []float32) bool {
 		d.xp = growBuf(&c.xpBuf, s.N*d.hp*d.wp*s.C)
 		Parallel(s.N*d.hp, s.N*d.hp*d.wp*s.C, c.padFn)
 	}
-	g := sbgemmCalls.get()
-	g.sbgemmArgs = sbgemmArgs{transA: true, m: s.O, n: c.k, k: c.pix, alpha: 1, a: dy, lda: s.O, c: dw, ldc: c.k, bsrc: c}
-	g.blocked()
-	g.sbgemmArgs = sbgemmArgs{}
-	sbgemmCalls.put(g)
+	// Fixed chunks of pixels, each its own product into its own partial
+	// sums, added in chunk order: the workers meet once per call rather
+	// than three times per depth block (a 3×3 layer at 56² scaled 1.4×
+	// on two threads against PyTorch's 1.85×), and the sums do not depend
+	// on the thread count.
+	n := (c.pix + weightChunk - 1) / weightChunk
+	d.chunks = growBuf(&d.chunkBuf, n)
+	var part *[]float32
+	if n > 1 {
+		part = f32Scratch((n - 1) * len(dw))
+		defer releaseF32Scratch(part)
+	}
+	for i := range d.chunks {
+		ch := &d.chunks[i]
+		ch.c, ch.p0, ch.dy, ch.dw = c, i*weightChunk, dy, dw
+		if i > 0 {
+			ch.dw = (*part)[(i-1)*len(dw) : i*len(dw)]
+		}
+	}
+	if d.chunkFn == nil { // bound once per pooled call: a method value escapes
+		d.chunkFn, d.sumFn = c.weightChunks, c.sumParts
+	}
+	Parallel(n, 2*c.pix*s.O*c.k, d.chunkFn)
+	if n > 1 {
+		d.dw, d.parts = dw, (*part)[:(n-1)*len(dw)]
+		Parallel((len(dw)+1023)/1024, n*len(dw), d.sumFn)
+		d.dw, d.parts = nil, nil
+	}
 	d.xp = nil
 	return true
+}
+
+// weightChunk is the pixels of one partial product of the weight
+// gradient: two of GemmBF16's depth blocks.
+const weightChunk = 2 * 2 * sbgemmKC
+
+// weightPart is one chunk of pixels of the weight gradient: a B operand
+// (bPanelPacker) from pixel p0 on, summed into dw.
+type weightPart struct {
+	c  *convBF16
+	p0 int
+	dy []uint16
+	dw []float32
+}
+
+func (w *weightPart) packBPanel(panel []uint32, p0, kp, j0 int) {
+	w.c.packBPanel(panel, w.p0/2+p0, kp, j0)
+}
+
+// weightChunks runs the partial products of chunks [lo, hi).
+func (c *convBF16) weightChunks(lo, hi int) {
+	s := &c.s
+	for i := lo; i < hi; i++ {
+		ch := &c.direct.chunks[i]
+		pix := min(weightChunk, c.pix-ch.p0)
+		g := sbgemmCalls.get()
+		g.sbgemmArgs = sbgemmArgs{transA: true, m: s.O, n: c.k, k: pix, alpha: 1, a: ch.dy[ch.p0*s.O:], lda: s.O, c: ch.dw, ldc: c.k, bsrc: ch}
+		g.blocked()
+		g.sbgemmArgs = sbgemmArgs{}
+		sbgemmCalls.put(g)
+	}
+}
+
+// sumParts adds the partial sums onto dw for chunks [lo, hi) of 1024
+// weights, in chunk order.
+func (c *convBF16) sumParts(lo, hi int) {
+	d := &c.direct
+	n := len(d.dw)
+	i0, i1 := lo*1024, min(hi*1024, n)
+	for p := 0; p < len(d.parts); p += n {
+		convOps.addTo(d.dw[i0:i1], d.parts[p+i0:p+i1])
+	}
 }
 
 // packBPanel packs a panel of im2col(x) from the bordered input: see
@@ -82,5 +147,3 @@ func (c *convBF16) packBPanel(panel []uint32, p0, kp, j0 int) {
 		}
 	}
 }
-
-
