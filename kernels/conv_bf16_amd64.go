@@ -2,6 +2,8 @@
 
 package kernels
 
+import "unsafe"
+
 // The direct channels-last BF16 forward, on the model of forwardDirect:
 // the input is copied once into a zero-bordered buffer (channels padded to
 // an even count, so every tap's channels are whole pairs), and twelve
@@ -363,21 +365,10 @@ func (c *convBF16) packDirectB(lo, hi int) {
 			c.packFlippedPanel(dst, j)
 		case C%2 == 0:
 			// A column's pairs are the words of its weight row: the
-			// panel is a transpose of 16 rows of words, done in blocks
-			// of 16 pairs that stay in L1 on both sides.
+			// panel is a transpose of 16 rows of words, which the
+			// float32 transpose moves as bits.
 			src := words(d.w[(j*taps+d.t0)*C : ((j+15)*taps+d.t0)*C+d.tb*C])
-			ld := taps * cp
-			n := d.tb * cp
-			for p0 := 0; p0 < n; p0 += 16 {
-				p1 := min(p0+16, n)
-				for col := range 16 {
-					row := src[col*ld+p0 : col*ld+p1]
-					out := dst[p0*16+col:]
-					for i, v := range row {
-						out[i*16] = v
-					}
-				}
-			}
+			convOps.transpose(wordsF32(dst), 16, wordsF32(src), taps*cp, 16, d.tb*cp)
 		default:
 			for col := range 16 {
 				for t := range d.tb {
@@ -446,6 +437,11 @@ func (c *convBF16) directPanels(lo, hi int) {
 		}
 		c.finishPixels(out, p0, rows)
 	}
+}
+
+// wordsF32 views words as float32s for code that only moves them.
+func wordsF32(s []uint32) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }
 
 // pixelRun returns where output pixel p's window row kh starts in the
