@@ -601,3 +601,25 @@ func (c *convBF16) backwardWeight(x, dy []uint16, dw []float32) {
 		beta = 1
 	}
 }
+
+// bf16Finite reports whether x holds no infinity and no NaN, four values
+// at a time: a value's exponent bits all set is a lane of t equal to the
+// mask, a zero lane of t^mask.
+func bf16Finite(x []uint16) bool {
+	const mask, ones, highs = 0x7f807f807f807f80, 0x0001000100010001, 0x8000800080008000
+	n := len(x) &^ 3
+	if n > 0 {
+		for _, v := range unsafe.Slice((*uint64)(unsafe.Pointer(&x[0])), n/4) {
+			z := v&mask ^ mask
+			if (z-ones)&^z&highs != 0 {
+				return false
+			}
+		}
+	}
+	for _, v := range x[n:] {
+		if v&0x7f80 == 0x7f80 {
+			return false
+		}
+	}
+	return true
+}

@@ -6,9 +6,10 @@ import "unsafe"
 
 // The direct channels-last BF16 forward, on the model of forwardDirect:
 // the input is copied once into a zero-bordered buffer (channels padded to
-// an even count, so every tap's channels are whole pairs), and twelve
-// output pixels of one output row read their channel pairs in place for
-// every kernel tap (convBF16Kernel12x32). No im2col matrix is written.
+// an even count, so every tap's channels are whole pairs, or for an odd
+// count and a finite input, a whole kernel row one tap: directGeometry),
+// and twelve output pixels read their channel pairs in place for every
+// kernel tap (convBF16Kernel12x32). No im2col matrix is written.
 
 // convBF16Kernel12x32 is the direct BF16 micro-kernel (conv_bf16_amd64.s).
 //
@@ -32,18 +33,24 @@ const (
 
 // directBF16 is the direct path's state.
 type directBF16 struct {
-	xp        []uint16 // the zero-bordered input, cp2 channels per pixel
-	bp        []uint32 // the packed block of B
-	w         []uint16
-	offs      []int
-	cp2       int // channels per bordered pixel (C rounded up to even)
-	hp, wp    int
-	t0, tb    int // the block's taps
-	j0, nc    int // the block's output channels
-	beta      int
-	last      bool
-	pointwise bool     // a 1×1 stride-1 product read in place
-	tail      []uint16 // the last, partial panel's pixels, with slack
+	xp   []uint16 // the zero-bordered input, cp2 channels per pixel
+	bp   []uint32 // the packed block of B
+	w    []uint16
+	offs []int
+	cp2  int // channels per bordered pixel (C rounded up to even)
+
+	// The depth's geometry (directGeometry): taps of the kernel, weights
+	// per tap and channel pairs per tap, the bordered input's tap rows
+	// being whole kernel rows where rowRun is set.
+	taps, tapC, cpt int
+	rowRun          bool
+	hp, wp          int
+	t0, tb          int // the block's taps
+	j0, nc          int // the block's output channels
+	beta            int
+	last            bool
+	pointwise       bool     // a 1×1 stride-1 product read in place
+	tail            []uint16 // the last, partial panel's pixels, with slack
 
 	// The gathered path's blocks of B, and where it sorts the pixels by
 	// class (sorted) the classes, the pixels in class order and the
@@ -83,8 +90,15 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 	s := &c.s
 	d := &c.direct
 	C, O := s.C, s.O
-	KH, KW := s.Kernel[1], s.Kernel[2]
+	KW := s.Kernel[2]
+	c.directGeometry()
+	if d.rowRun && !bf16Finite(c.x) {
+		return false // the im2col product: nothing read past a run
+	}
 	d.cp2 = (C + 1) &^ 1
+	if d.rowRun {
+		d.cp2 = C
+	}
 	d.pointwise = pointwiseFitsBF16(s)
 	switch {
 	case d.pointwise:
@@ -110,14 +124,16 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 		return false
 	}
 
-	taps := KH * KW
-	cp := d.cp2 / 2
+	taps, cp := d.taps, d.cpt
 	d.offs = growBuf(&c.offsBuf, taps)
 	for t := range taps {
 		kh, kw := t/KW, t%KW
+		if d.rowRun {
+			kh, kw = t, 0
+		}
 		d.offs[t] = 2 * (kh*s.Dil[1]*d.wp + kw*s.Dil[2]) * d.cp2
 	}
-	tb, nc := directBlocking(s)
+	tb, nc := d.directBlocking(O)
 	if tb < taps {
 		c.ensureY() // tap blocks add into the float32 result
 	}
@@ -159,13 +175,32 @@ func (c *convBF16) forwardDirect(w []uint16) bool {
 	return true
 }
 
-// directBlocking returns the direct path's blocks of s: taps per block
-// of depth and output channels per block of B.
-func directBlocking(s *ConvShape) (tb, nc int) {
-	taps, cp := s.kSize(), (s.C+1)/2
+// directGeometry sets the depth's geometry of the direct path's
+// products. An odd channel count is padded to even per tap, which for the
+// ResNet stem (three channels) is a quarter of the kernel spent on zeros;
+// there, with unit dilation along rows, a tap is instead a whole kernel
+// row, whose KW·C weights are one run of the bordered input: 11 pairs a
+// row against 14. The run's last pair reads one value past it, the next
+// pixel's, against a zero weight, so the forward takes this layout only
+// for a finite input (forwardDirect). Data gradients (flipped) keep the
+// per-tap layout.
+func (c *convBF16) directGeometry() {
+	s, d := &c.s, &c.direct
+	d.rowRun = s.C%2 == 1 && s.Kernel[2] > 1 && s.Dil[2] == 1 && !c.flipped && directFitsBF16(s)
+	d.taps, d.tapC = s.kSize(), s.C
+	if d.rowRun {
+		d.taps, d.tapC = s.Kernel[1], s.Kernel[2]*s.C
+	}
+	d.cpt = (d.tapC + 1) / 2
+}
+
+// directBlocking returns the direct path's blocks of the geometry: taps
+// per block of depth and output channels per block of B.
+func (d *directBF16) directBlocking(O int) (tb, nc int) {
+	taps, cp := d.taps, d.cpt
 	nkb := (taps*cp + convBF16KP - 1) / convBF16KP
 	tb = (taps + nkb - 1) / nkb
-	return tb, max(32, min(s.O, convBF16B/(tb*cp)/32*32))
+	return tb, max(32, min(O, convBF16B/(tb*cp)/32*32))
 }
 
 // directB returns the weights packed as the direct path's blocks of B, in
@@ -184,9 +219,10 @@ func (p *convBF16Packed) directB(s *ConvShape, w []uint16) [][]uint32 {
 // packed into next(its length in words).
 func (c *convBF16) packDirectBlocks(w []uint16, blocks [][]uint32, next func(n int) []uint32) [][]uint32 {
 	s, d := &c.s, &c.direct
-	d.cp2, d.w = (s.C+1)&^1, w
-	taps, cp := s.kSize(), (s.C+1)/2
-	tb, nc := directBlocking(s)
+	d.w = w
+	c.directGeometry()
+	taps, cp := d.taps, d.cpt
+	tb, nc := d.directBlocking(s.O)
 	for t0 := 0; t0 < taps; t0 += tb {
 		d.t0, d.tb = t0, min(tb, taps-t0)
 		for j0 := 0; j0 < s.O; j0 += nc {
@@ -352,10 +388,8 @@ func (c *convBF16) padRows(lo, hi int) {
 // per panel, per tap, per channel pair, each column's pair as one word
 // (the odd channel past C zero).
 func (c *convBF16) packDirectB(lo, hi int) {
-	s, d := &c.s, &c.direct
-	C := s.C
-	taps := s.kSize()
-	cp := d.cp2 / 2
+	d := &c.direct
+	C, taps, cp := d.tapC, d.taps, d.cpt
 	per := d.tb * cp * 16
 	for q := lo; q < hi; q++ {
 		dst := d.bp[q*per : (q+1)*per]
@@ -394,7 +428,7 @@ func (c *convBF16) packFlippedPanel(dst []uint32, j int) {
 	s, d := &c.s, &c.direct
 	C, O := s.C, s.O
 	taps := s.kSize()
-	cp := d.cp2 / 2
+	cp := d.cpt
 	for t := range d.tb {
 		tw := taps - 1 - (d.t0 + t)
 		out := dst[t*cp*16 : (t+1)*cp*16]
@@ -416,7 +450,7 @@ func (c *convBF16) packFlippedPanel(dst []uint32, j int) {
 // row in panels of its own wasted a twelfth of the kernel).
 func (c *convBF16) directPanels(lo, hi int) {
 	s, d := &c.s, &c.direct
-	cp := d.cp2 / 2
+	cp := d.cpt
 	tile := 2 * d.tb * cp * 16
 	lda := 2 * s.Stride[2] * d.cp2
 	out := c.directOut()
@@ -459,7 +493,7 @@ func (c *convBF16) directRows(lo, hi int) {
 	s, d := &c.s, &c.direct
 	OH, OW := s.Out[1], s.Out[2]
 	sh, sw := s.Stride[1], s.Stride[2]
-	cp := d.cp2 / 2
+	cp := d.cpt
 	tile := 2 * d.tb * cp * 16
 	out := c.directOut()
 	defer c.releaseOut(out)

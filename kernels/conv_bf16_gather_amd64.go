@@ -58,7 +58,7 @@ func (c *convBF16) forwardGather(w []uint16) {
 		})
 		d.blocksBuf = d.blocks
 	}
-	d.tb, d.nc = directBlocking(s) // packing left its last block's sizes there
+	d.tb, d.nc = d.directBlocking(s.O) // packing left its last block's sizes there
 	panels := (c.pix + 11) / 12
 	if d.sorted = c.sortPixels(); d.sorted {
 		panels = len(d.panels)

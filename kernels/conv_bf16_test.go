@@ -340,3 +340,59 @@ func TestConvBackwardBF16To(t *testing.T) {
 		}
 	}
 }
+
+// TestConvBF16NonFinite: an infinity or NaN in the input reaches exactly
+// the outputs whose windows hold it, on every forward path (the stem's
+// kernel-row layout reads a value past each run against a zero weight, and
+// so must not run on such an input), as in the float32 convolution.
+func TestConvBF16NonFinite(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, c := range convBF16Cases {
+		s := c.shape(true)
+		xh0, x0 := randBF16(r, s.xLen())
+		wh, w := randBF16(r, s.wLen())
+		// Channel 0 along a middle row: the values a run overreads.
+		row := (s.In[0]*s.In[1]/2)*s.In[2]*s.C
+		for i := row; i < row+s.In[2]*s.C; i += s.C {
+			bad := float32(math.Inf(1))
+			if i%2 == 1 {
+				bad = float32(math.NaN())
+			}
+			xh, x := append([]uint16(nil), xh0...), append([]float32(nil), x0...)
+			x[i] = bad
+			xh[i] = BF16FromF32(bad)
+			want := make([]float32, s.yLen())
+			ConvForward(&s, x, w, nil, want)
+			got := make([]float32, s.yLen())
+			ConvForwardBF16(&s, xh, wh, nil, got)
+			for k := range want {
+				wf := math.IsInf(float64(want[k]), 0) || math.IsNaN(float64(want[k]))
+				gf := math.IsInf(float64(got[k]), 0) || math.IsNaN(float64(got[k]))
+				if wf != gf {
+					t.Fatalf("%s, %v at x[%d]: y[%d] = %v, float32 %v", c.name, bad, i, k, got[k], want[k])
+				}
+			}
+		}
+	}
+}
+
+func TestBF16Finite(t *testing.T) {
+	for n := range 11 {
+		x := make([]uint16, n)
+		for i := range x {
+			x[i] = BF16FromF32(float32(i) - 3.5)
+		}
+		if !bf16Finite(x) {
+			t.Fatalf("length %d: finite values reported non-finite", n)
+		}
+		for i := range n {
+			for _, v := range []uint16{0x7f80, 0xff80, 0x7fc0, 0xffc1} {
+				y := append([]uint16(nil), x...)
+				y[i] = v
+				if bf16Finite(y) {
+					t.Fatalf("length %d: %#x at %d not found", n, v, i)
+				}
+			}
+		}
+	}
+}
