@@ -352,7 +352,7 @@ func TestConvBF16NonFinite(t *testing.T) {
 		xh0, x0 := randBF16(r, s.xLen())
 		wh, w := randBF16(r, s.wLen())
 		// Channel 0 along a middle row: the values a run overreads.
-		row := (s.In[0]*s.In[1]/2)*s.In[2]*s.C
+		row := (s.In[0] * s.In[1] / 2) * s.In[2] * s.C
 		for i := row; i < row+s.In[2]*s.C; i += s.C {
 			bad := float32(math.Inf(1))
 			if i%2 == 1 {
