@@ -2,7 +2,10 @@
 
 package kernels
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // The direct channels-last BF16 forward, on the model of forwardDirect:
 // the input is copied once into a zero-bordered buffer (channels padded to
@@ -68,6 +71,7 @@ type directBF16 struct {
 	// The weight gradient's chunks of pixels, the output and the other
 	// chunks' partial sums, and the workers' functions.
 	chunks, chunkBuf []weightPart
+	next             atomic.Int32 // the next chunk to take
 	dw, parts        []float32
 	chunkFn, sumFn   func(lo, hi int)
 }

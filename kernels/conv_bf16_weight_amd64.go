@@ -56,7 +56,11 @@ func (c *convBF16) backwardWeightInPlace(x, dy []uint16, dw []float32) bool {
 	if d.chunkFn == nil { // bound once per pooled call: a method value escapes
 		d.chunkFn, d.sumFn = c.weightChunks, c.sumParts
 	}
-	Parallel(n, 2*c.pix*s.O*c.k, d.chunkFn)
+	// The workers take chunks as they finish (13 chunks split 7:6 left
+	// one worker idle an eighth of the time); which worker sums a chunk
+	// does not change its sums.
+	d.next.Store(0)
+	Parallel(min(n, Threads()), 2*c.pix*s.O*c.k, d.chunkFn)
 	if n > 1 {
 		d.dw, d.parts = dw, (*part)[:(n-1)*len(dw)]
 		Parallel((len(dw)+1023)/1024, n*len(dw), d.sumFn)
@@ -83,14 +87,20 @@ func (w *weightPart) packBPanel(panel []uint32, p0, kp, j0 int) {
 	w.c.packBPanel(panel, w.p0/2+p0, kp, j0)
 }
 
-// weightChunks runs the partial products of chunks [lo, hi).
-func (c *convBF16) weightChunks(lo, hi int) {
-	s := &c.s
-	for i := lo; i < hi; i++ {
-		ch := &c.direct.chunks[i]
+// weightChunks runs partial products of chunks not yet taken until none
+// is left.
+func (c *convBF16) weightChunks(_, _ int) {
+	s, d := &c.s, &c.direct
+	for {
+		i := int(d.next.Add(1)) - 1
+		if i >= len(d.chunks) {
+			return
+		}
+		ch := &d.chunks[i]
 		pix := min(weightChunk, c.pix-ch.p0)
 		g := sbgemmCalls.get()
-		g.sbgemmArgs = sbgemmArgs{transA: true, m: s.O, n: c.k, k: pix, alpha: 1, a: ch.dy[ch.p0*s.O:], lda: s.O, c: ch.dw, ldc: c.k, bsrc: ch}
+		g.sbgemmArgs = sbgemmArgs{transA: true, m: s.O, n: c.k, k: pix, alpha: 1, a: ch.dy[ch.p0*s.O:], lda: s.O, c: ch.dw, ldc: c.k, bsrc: ch,
+			serial: len(d.chunks) > 1}
 		g.blocked()
 		g.sbgemmArgs = sbgemmArgs{}
 		sbgemmCalls.put(g)

@@ -191,6 +191,10 @@ type sbgemmArgs struct {
 	// bsrc, where set, packs B in place of b: a matrix never stored whole
 	// (the assembly path only).
 	bsrc bPanelPacker
+	// serial keeps the call on its goroutine: set by callers that run
+	// several products at once on every worker, where splitting each
+	// again only made the workers trade halves of each other's products.
+	serial bool
 }
 
 // bPanelPacker packs panels of a GemmBF16 B operand that is never stored

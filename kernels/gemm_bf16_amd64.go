@@ -97,7 +97,7 @@ func (g *sbgemmCall) blocked() {
 		// Otherwise A's panels for this depth block are packed once, for
 		// every column block.
 		if !g.packInRows {
-			Parallel(panels, g.m*g.kp*2, g.packAFn)
+			g.parallel(panels, g.m*g.kp*2, g.packAFn)
 		}
 		g.beta2 = g.beta
 		if p0 > 0 {
@@ -111,10 +111,20 @@ func (g *sbgemmCall) blocked() {
 			} else {
 				g.packB()
 			}
-			Parallel(panels, g.m*g.nc*2*g.kp, g.rowsFn)
+			g.parallel(panels, g.m*g.nc*2*g.kp, g.rowsFn)
 		}
 	}
 	g.ap, g.bp = nil, nil
+}
+
+// parallel is Parallel, or fn over the whole range where the call is
+// one of several a caller already runs on every worker (serial).
+func (g *sbgemmCall) parallel(n, work int, fn func(lo, hi int)) {
+	if g.serial {
+		fn(0, n)
+		return
+	}
+	Parallel(n, work, fn)
 }
 
 // apStride is the length of a packed A panel: 12 rows of kp pairs and two
@@ -136,7 +146,7 @@ var (
 // past the last column, whose tile is padded to 32).
 func (g *sbgemmCall) packB() {
 	ncPad := (g.nc + 31) &^ 31
-	Parallel(ncPad/16, ncPad*g.kp*2, g.packBFn)
+	g.parallel(ncPad/16, ncPad*g.kp*2, g.packBFn)
 }
 
 // packBPanels packs B's 16-column panels [lo, hi) of the current block.
