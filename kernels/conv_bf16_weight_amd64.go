@@ -3,18 +3,20 @@
 package kernels
 
 // The BF16 weight gradient without an im2col matrix: dw = dyᵀ·im2col(x) is
-// one product over every output pixel whose B panels are packed straight
-// from the input (zero-bordered where the convolution pads). A kernel row's
-// columns of an im2col row (kw, c) are one run of the bordered input, and
-// consecutive pixels of an output row are a fixed stride apart, so each
-// panel is GemmBF16's pair packing of runs, masked to the columns of one
-// kernel row. The im2col path wrote nine times a 3×3 layer's input (49
-// times the stem's) to memory and read it back to pack it.
+// one product over the output pixels (or one per fixed chunk of them, see
+// backwardWeightInPlace) whose B panels are packed straight from the input
+// (zero-bordered where the convolution pads; a 1×1 layer's input as it
+// stands). A kernel row's columns of an im2col row (kw, c) are one run of
+// the bordered input, and consecutive pixels of an output row are a fixed
+// stride apart, so each panel is GemmBF16's pair packing of runs, masked
+// to the columns of one kernel row. The im2col path wrote nine times a 3×3
+// layer's input (49 times the stem's) to memory and read it back to pack
+// it.
 
 // weightFitsBF16 reports whether the weight gradient of s runs on the
 // packed-in-place product.
 func weightFitsBF16(s *ConvShape) bool {
-	return sbgemmAsm() && s.Groups == 1 && !s.pointwise() && s.In[0] == 1 && s.Kernel[0] == 1 &&
+	return sbgemmAsm() && s.Groups == 1 && s.In[0] == 1 && s.Kernel[0] == 1 &&
 		s.Out[0] == 1 && s.Dil[2] == 1 && s.N > 0
 }
 
@@ -40,6 +42,11 @@ func (c *convBF16) backwardWeightInPlace(x, dy []uint16, dw []float32) bool {
 	// on two threads against PyTorch's 1.85×), and the sums do not depend
 	// on the thread count.
 	n := (c.pix + weightChunk - 1) / weightChunk
+	if n < 8 {
+		// Too few chunks to balance (4 chunks kept one worker busy
+		// twice as long as the other): one product, split inside.
+		n = 1
+	}
 	d.chunks = growBuf(&d.chunkBuf, n)
 	var part *[]float32
 	if n > 1 {
@@ -97,7 +104,10 @@ func (c *convBF16) weightChunks(_, _ int) {
 			return
 		}
 		ch := &d.chunks[i]
-		pix := min(weightChunk, c.pix-ch.p0)
+		pix := c.pix - ch.p0
+		if len(d.chunks) > 1 {
+			pix = min(weightChunk, pix)
+		}
 		g := sbgemmCalls.get()
 		g.sbgemmArgs = sbgemmArgs{transA: true, m: s.O, n: c.k, k: pix, alpha: 1, a: ch.dy[ch.p0*s.O:], lda: s.O, c: ch.dw, ldc: c.k, bsrc: ch,
 			serial: len(d.chunks) > 1}
