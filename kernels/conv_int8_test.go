@@ -238,6 +238,7 @@ var convInt8Geometries = []namedConv{
 	{"pointwise groups2", convShape2(3, 8, 6, 2, 4, 5, 1, 1, 0, 1)},
 	{"1x1 stride2", convShape2(2, 7, 5, 1, 9, 8, 1, 2, 0, 1)},
 	{"1x1 padded", convShape2(1, 4, 3, 1, 5, 5, 1, 1, 1, 1)},
+	{"output past input", convShape2(2, 4, 5, 1, 2, 3, 3, 1, 3, 1)},
 	{"rectangular 1-D", convShape3(2, 4, 5, 1, [3]int{1, 1, 17}, [3]int{1, 1, 3}, [3]int{1, 1, 2}, [3]int{0, 0, 1}, [3]int{1, 1, 1}, true)},
 	{"3-D", convShape3(2, 3, 5, 1, [3]int{4, 5, 6}, [3]int{2, 3, 3}, [3]int{1, 2, 1}, [3]int{1, 1, 1}, [3]int{1, 1, 2}, true)},
 	{"3-D groups2", convShape3(1, 4, 6, 2, [3]int{5, 4, 4}, [3]int{3, 2, 2}, [3]int{2, 1, 1}, [3]int{1, 0, 1}, [3]int{1, 1, 1}, true)},

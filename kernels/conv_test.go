@@ -122,6 +122,8 @@ var convCases = []convCase{
 	{"stride over kernel", 2, 3, 5, 1, [3]int{1, 8, 9}, [3]int{1, 2, 2}, [3]int{1, 3, 3}, [3]int{}, one3},
 	{"kernel over input", 1, 2, 3, 1, [3]int{1, 3, 3}, [3]int{1, 5, 5}, one3, [3]int{0, 2, 2}, one3},
 	{"output past input", 2, 4, 5, 1, [3]int{1, 2, 3}, [3]int{1, 3, 3}, one3, [3]int{0, 3, 3}, one3},
+	{"depthwise output past input", 2, 4, 4, 4, [3]int{1, 2, 3}, [3]int{1, 3, 3}, one3, [3]int{0, 3, 3}, one3},
+	{"groups output past input", 1, 4, 6, 2, [3]int{1, 3, 2}, [3]int{1, 3, 3}, one3, [3]int{0, 3, 3}, one3},
 	{"7x7 stride 2", 2, 3, 8, 1, [3]int{1, 13, 11}, [3]int{1, 7, 7}, [3]int{1, 2, 2}, [3]int{0, 3, 3}, one3},
 	{"3d", 2, 2, 3, 1, [3]int{5, 4, 6}, [3]int{3, 2, 3}, [3]int{2, 1, 2}, [3]int{1, 1, 0}, [3]int{1, 2, 1}},
 	{"3d groups", 2, 4, 4, 2, [3]int{3, 5, 4}, [3]int{2, 3, 2}, one3, [3]int{1, 0, 1}, [3]int{2, 1, 1}},
