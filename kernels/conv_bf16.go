@@ -289,6 +289,11 @@ func (c *convBF16) release() {
 	convBF16Pool.put(c)
 }
 
+// weightWorkers is the worker count the weight gradient splits for
+// (conv_bf16_weight_amd64.go): a variable only so a test can check that
+// every count gives the same bits.
+var weightWorkers = Threads
+
 // convBF16BlockBytes bounds an im2col block.
 var convBF16BlockBytes = 4 << 20
 

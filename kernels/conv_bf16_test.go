@@ -397,3 +397,39 @@ func TestBF16Finite(t *testing.T) {
 		}
 	}
 }
+
+// TestConvBF16WeightSplit: the weight gradient's bits do not depend on how
+// many workers it splits for (columns per worker, chunks of pixels taken
+// in any order, or one product).
+func TestConvBF16WeightSplit(t *testing.T) {
+	if !sbgemmAsm() {
+		t.Skip("the split is the assembly path's (needs AVX512_BF16)")
+	}
+	defer func(f func() int) { weightWorkers = f }(weightWorkers)
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, c := range []convCase{
+		{"3x3", 2, 8, 32, 1, [3]int{1, 9, 11}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+		{"3x3 wide", 1, 40, 64, 1, [3]int{1, 7, 6}, [3]int{1, 3, 3}, [3]int{1, 2, 1}, [3]int{0, 1, 1}, one3},
+		{"1x1", 2, 130, 32, 1, [3]int{1, 5, 7}, one3, one3, [3]int{}, one3},
+		{"chunks", 1, 2, 32, 1, [3]int{1, 129, 127}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+	} {
+		s := c.shape(true)
+		x, _ := randBF16(r, s.xLen())
+		dy, _ := randBF16(r, s.yLen())
+		var want []float32
+		for _, workers := range []int{1, 2, 3, 5} {
+			weightWorkers = func() int { return workers }
+			dw := make([]float32, s.wLen())
+			ConvBackwardWeightBF16(&s, x, dy, dw)
+			if want == nil {
+				want = dw
+				continue
+			}
+			for i := range want {
+				if math.Float32bits(dw[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s, split for %d workers: dw[%d] = %v, for 1: %v", c.name, workers, i, dw[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -43,7 +43,7 @@ func (c *convBF16) backwardWeightInPlace(x, dy []uint16, dw []float32) bool {
 	// on the thread count.
 	n := (c.pix + weightChunk - 1) / weightChunk
 	var part *[]float32
-	switch t := Threads(); {
+	switch t := weightWorkers(); {
 	case n >= 8:
 		d.chunks = growBuf(&d.chunkBuf, n)
 		part = f32Scratch((n - 1) * len(dw))
