@@ -164,7 +164,7 @@ func releaseF32Scratch(b *[]float32) {
 // methods bound for the worker pool.
 type sbgemmCall struct {
 	sbgemmArgs
-	genericFn, packAFn, packBFn, rowsFn func(lo, hi int)
+	genericFn, packAFn, packBFn, rowsFn, colsFn func(lo, hi int)
 }
 
 // sbgemmArgs is what one GemmBF16 call computes and where it stands.
@@ -182,6 +182,9 @@ type sbgemmArgs struct {
 	// packed.
 	p0, kp, j0, nc int
 	beta2          float32
+	// ncStep is the column block width and block0 the index in pre of
+	// the current depth block's first column block.
+	ncStep, block0 int
 	ap, bp         []uint16
 
 	pre        *sbPackedB

@@ -45,7 +45,7 @@ const (
 )
 
 func (g *sbgemmCall) bindBlocked() {
-	g.packAFn, g.packBFn, g.rowsFn = g.packAPanels, g.packBPanels, g.rowPanels
+	g.packAFn, g.packBFn, g.rowsFn, g.colsFn = g.packAPanels, g.packBPanels, g.rowPanels, g.columnBlocks
 }
 
 // sbBlocking returns the blocked loop's depth block, in pairs, and
@@ -92,6 +92,13 @@ func (g *sbgemmCall) blocked() {
 		g.ap = growBuf(&buf.a, panels*(kcp*2*sbgemmMR+4))
 	}
 	block := 0
+	// Where the column blocks divide evenly among the workers, each
+	// worker takes whole column blocks, packing its own B block into its
+	// own cache, and one call covers the depth block: splitting every
+	// block's rows instead waited for every worker twice per block and
+	// measured 0.5–1% slower at 1024³–2048³ on two Zen 4 cores.
+	cols := (g.n + nc - 1) / nc
+	byColumns := !g.packInRows && !g.serial && Threads() > 1 && cols%Threads() == 0
 	for p0 := 0; p0 < pairs; p0 += kcp {
 		g.p0, g.kp = p0, min(kcp, pairs-p0)
 		// Otherwise A's panels for this depth block are packed once, for
@@ -102,6 +109,12 @@ func (g *sbgemmCall) blocked() {
 		g.beta2 = g.beta
 		if p0 > 0 {
 			g.beta2 = 1
+		}
+		if byColumns {
+			g.ncStep, g.block0 = nc, block
+			g.parallel(cols, g.m*g.n*2*g.kp, g.colsFn)
+			block += cols
+			continue
 		}
 		for j0 := 0; j0 < g.n; j0 += nc {
 			g.j0, g.nc = j0, min(nc, g.n-j0)
@@ -115,6 +128,30 @@ func (g *sbgemmCall) blocked() {
 		}
 	}
 	g.ap, g.bp = nil, nil
+}
+
+// columnBlocks runs column blocks [lo, hi) of the current depth block
+// whole: each packs its B block and multiplies every row panel by it.
+func (g *sbgemmCall) columnBlocks(lo, hi int) {
+	w := sbgemmColumnCalls.get()
+	defer sbgemmColumnCalls.put(w)
+	w.sbgemmArgs = g.sbgemmArgs
+	buf := sbgemmBufPool.get()
+	defer sbgemmBufPool.put(buf)
+	panels := (g.m + sbgemmMR - 1) / sbgemmMR
+	for blk := lo; blk < hi; blk++ {
+		w.j0 = blk * g.ncStep
+		w.nc = min(g.ncStep, g.n-w.j0)
+		ncPad := (w.nc + 31) &^ 31
+		if w.pre != nil {
+			w.bp = w.pre.blocks[g.block0+blk]
+		} else {
+			w.bp = growBuf(&buf.b, w.kp*ncPad*2)
+			w.packBPanels(0, ncPad/16)
+		}
+		w.rowPanels(0, panels)
+	}
+	w.sbgemmArgs = sbgemmArgs{}
 }
 
 // parallel is Parallel, or fn over the whole range where the call is
@@ -136,9 +173,12 @@ func (g *sbgemmCall) apStride() int { return g.kp*2*sbgemmMR + 4 }
 type sbgemmBufs struct{ a, b []uint16 }
 
 var (
-	sbgemmChunkPool = freeList[[]uint16]{New: newOf[[]uint16]}
-	sbgemmBufPool   = freeList[sbgemmBufs]{New: newOf[sbgemmBufs]}
-	sbgemmTilePool  = freeList[[sbgemmMR * 32]float32]{New: newOf[[sbgemmMR * 32]float32]}
+	// sbgemmColumnCalls are a worker's copies of a call's arguments for
+	// columnBlocks (their methods unbound).
+	sbgemmColumnCalls = freeList[sbgemmCall]{New: newOf[sbgemmCall]}
+	sbgemmChunkPool   = freeList[[]uint16]{New: newOf[[]uint16]}
+	sbgemmBufPool     = freeList[sbgemmBufs]{New: newOf[sbgemmBufs]}
+	sbgemmTilePool    = freeList[[sbgemmMR * 32]float32]{New: newOf[[sbgemmMR * 32]float32]}
 )
 
 // packB packs B's current block: per 16-column panel, per depth pair, the
