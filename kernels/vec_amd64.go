@@ -148,6 +148,22 @@ func sumWindowAVX2(y, x []float32, nh, nw, sh, sw int, div float32)
 //go:noescape
 func addWindowAVX2(x []float32, nh, nw, sh, sw int, g []float32, div float32)
 
+// colTiles calls f on the rows of a rows×c matrix of elem-byte values
+// (elem counting every operand a row is read from), about 4 KiB of rows
+// per call, in order. The column primitives walk their rows one strip of
+// channels at a time; over a whole block that strided walk defeated the
+// hardware prefetchers (BF16 batch-norm statistics of 256 channels read
+// 6 GB/s from L3 on Zen 4), where a few rows at a time stay in L1 for
+// every strip. The per-channel order of the sums is the same.
+func colTiles(rows, c, elem int, f func(r0, r1 int)) {
+	t := max(1, colTileBytes/(c*elem))
+	for r := 0; r < rows; r += t {
+		f(r, min(r+t, rows))
+	}
+}
+
+const colTileBytes = 4 << 10
+
 var vecAVX2 = &vecKit{
 	sum:       sumAVX2,
 	sqDev:     sqDevAVX2,
@@ -156,17 +172,19 @@ var vecAVX2 = &vecKit{
 	dot:       dotAVX2,
 	colSum: func(s []float64, x []float32) {
 		if len(s) > 0 {
-			colSumAVX2(s, x, len(x)/len(s))
+			colTiles(len(x)/len(s), len(s), 4, func(r0, r1 int) { colSumAVX2(s, x[r0*len(s):r1*len(s)], r1-r0) })
 		}
 	},
 	colSqDev: func(s []float64, x []float32, m []float64) {
 		if len(s) > 0 {
-			colSqDevAVX2(s, x, m, len(x)/len(s))
+			colTiles(len(x)/len(s), len(s), 4, func(r0, r1 int) { colSqDevAVX2(s, x[r0*len(s):r1*len(s)], m, r1-r0) })
 		}
 	},
 	colGradSums: func(s1, s2 []float64, g, x []float32, m []float64) {
 		if len(s1) > 0 {
-			colGradSumsAVX2(s1, s2, g, x, m, len(g)/len(s1))
+			colTiles(len(g)/len(s1), len(s1), 8, func(r0, r1 int) {
+				colGradSumsAVX2(s1, s2, g[r0*len(s1):r1*len(s1)], x[r0*len(s1):r1*len(s1)], m, r1-r0)
+			})
 		}
 	},
 	affine:  affineAVX2,
@@ -183,17 +201,19 @@ var vecAVX2 = &vecKit{
 	},
 	colSumH: func(s []float64, x []uint16) {
 		if len(s) > 0 {
-			colSumHAVX2(s, x, len(x)/len(s))
+			colTiles(len(x)/len(s), len(s), 2, func(r0, r1 int) { colSumHAVX2(s, x[r0*len(s):r1*len(s)], r1-r0) })
 		}
 	},
 	colSqDevH: func(s []float64, x []uint16, m []float64) {
 		if len(s) > 0 {
-			colSqDevHAVX2(s, x, m, len(x)/len(s))
+			colTiles(len(x)/len(s), len(s), 2, func(r0, r1 int) { colSqDevHAVX2(s, x[r0*len(s):r1*len(s)], m, r1-r0) })
 		}
 	},
 	colGradSumsH: func(s1, s2 []float64, g, x []uint16, m []float64) {
 		if len(s1) > 0 {
-			colGradSumsHAVX2(s1, s2, g, x, m, len(g)/len(s1))
+			colTiles(len(g)/len(s1), len(s1), 4, func(r0, r1 int) {
+				colGradSumsHAVX2(s1, s2, g[r0*len(s1):r1*len(s1)], x[r0*len(s1):r1*len(s1)], m, r1-r0)
+			})
 		}
 	},
 	colAffineH: func(y, x []uint16, a, b []float64, relu bool) {
@@ -233,21 +253,23 @@ var vecAVX512 = func() *vecKit {
 		if len(s)%16 != 0 {
 			vecAVX2.colSumH(s, x)
 		} else if len(s) > 0 {
-			colSumHAVX512(s, x, len(x)/len(s))
+			colTiles(len(x)/len(s), len(s), 2, func(r0, r1 int) { colSumHAVX512(s, x[r0*len(s):r1*len(s)], r1-r0) })
 		}
 	}
 	k.colSqDevH = func(s []float64, x []uint16, m []float64) {
 		if len(s)%16 != 0 {
 			vecAVX2.colSqDevH(s, x, m)
 		} else if len(s) > 0 {
-			colSqDevHAVX512(s, x, m, len(x)/len(s))
+			colTiles(len(x)/len(s), len(s), 2, func(r0, r1 int) { colSqDevHAVX512(s, x[r0*len(s):r1*len(s)], m, r1-r0) })
 		}
 	}
 	k.colGradSumsH = func(s1, s2 []float64, g, x []uint16, m []float64) {
 		if len(s1)%16 != 0 {
 			vecAVX2.colGradSumsH(s1, s2, g, x, m)
 		} else if len(s1) > 0 {
-			colGradSumsHAVX512(s1, s2, g, x, m, len(g)/len(s1))
+			colTiles(len(g)/len(s1), len(s1), 4, func(r0, r1 int) {
+				colGradSumsHAVX512(s1, s2, g[r0*len(s1):r1*len(s1)], x[r0*len(s1):r1*len(s1)], m, r1-r0)
+			})
 		}
 	}
 	k.colAffineH = func(y, x []uint16, a, b []float64, relu bool) {

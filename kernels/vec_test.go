@@ -111,7 +111,8 @@ func TestVecColumnSums(t *testing.T) {
 		k := kitAt(l)
 		r := rand.New(rand.NewPCG(23, 24))
 		for _, C := range suiteSizes(8) {
-			for _, rows := range []int{1, 2, 7} {
+			// 37 rows: several of colTiles' calls at every C.
+			for _, rows := range []int{1, 2, 7, 37} {
 				x, g := vecRand(r, rows*C, 3), vecRand(r, rows*C, 0)
 				m, init1, init2 := vecRand64(r, C), vecRand64(r, C), vecRand64(r, C)
 				name := fmt.Sprintf("C=%d rows=%d", C, rows)
@@ -260,7 +261,7 @@ func TestVecColumnBF16(t *testing.T) {
 		k := kitAt(l)
 		r := rand.New(rand.NewPCG(29, 30))
 		for _, C := range suiteSizes(8) {
-			for _, rows := range []int{1, 3, 8} {
+			for _, rows := range []int{1, 3, 8, 37} {
 				n := rows * C
 				name := fmt.Sprintf("C=%d rows=%d", C, rows)
 				half := func(shift float64) []uint16 {
