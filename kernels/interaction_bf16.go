@@ -81,26 +81,31 @@ func interactionGradRowsBF16(a *interactionBF16Args, lo, hi int) {
 // block lays out sc.wide for blocks of nb samples of s, which it returns
 // with the block's [nb, Width] output (or output gradient) rows: sc.feats
 // holds every feature's [nb, Dim] rows, sc.grads those of the gradients
-// in grads (nil where grads is; all nil for none).
+// in grads (nil where grads is; all nil for none). Each matrix starts a
+// cache line past the end of the one before, so a sample's rows of
+// different features fall in different L1 sets whatever the block's
+// size: rows at one offset in their pages share the same few L1 sets,
+// and the kernels read row b of every feature at once.
 func (sc *interactionScratch) block(s InteractionShape, grads [][]uint16) (nb int, rows []float32) {
 	nb = max(1, interactionBlockFloats/max(1, s.Features*s.Dim))
 	n := nb * s.Dim
-	size := nb*s.Width() + s.Features*n
+	stride := n + 16
+	size := nb*s.Width() + s.Features*stride
 	if grads != nil {
-		size += s.Features * n
+		size += s.Features * stride
 	}
 	if cap(sc.wide) < size {
 		sc.wide = make([]float32, size)
 	}
 	rows, rest := sc.wide[:nb*s.Width()], sc.wide[nb*s.Width():size]
 	for f := range sc.feats {
-		sc.feats[f], rest = rest[:n:n], rest[n:]
+		sc.feats[f], rest = rest[:n:n], rest[stride:]
 		sc.grads[f] = nil
 		if grads != nil {
 			if grads[f] != nil {
 				sc.grads[f] = rest[:n:n]
 			}
-			rest = rest[n:]
+			rest = rest[stride:]
 		}
 	}
 	return nb, rows
