@@ -158,7 +158,7 @@ func actApplyBF16(op string, x *Tensor, a kernels.Act) *Tensor {
 	}
 	like := x.meta()
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
-		gx := bf16EmptyLike(like)
+		gx := bf16GradLike(like)
 		a.BackwardBF16(gx.BFloat16s(), bf16GradData(g, like), v)
 		return []*Tensor{gx}
 	})

@@ -343,3 +343,35 @@ func TestBF16ThroughFloat32(t *testing.T) {
 		}
 	}()
 }
+
+// TestBF16GradientReuse runs a bfloat16 residual block's backward pass
+// several times: after the first, its gradients are made in buffers the
+// cache hands out again (filled with NaNs in tests), and every pass must
+// give the first one's gradients bit for bit, an op whose backward left an
+// element of its result unwritten would not.
+func TestBF16GradientReuse(t *testing.T) {
+	autograd.FreeCachedGradients()
+	defer autograd.FreeCachedGradients()
+	g := autograd.NewGenerator(9)
+	// 64 KiB and more a tensor, so the buffers are the coloured ones.
+	x0 := autograd.Cast(autograd.Randn(g, 2, 16, 32, 32).To(autograd.ChannelsLast), autograd.BFloat16)
+	w1 := autograd.Cast(autograd.Randn(g, 16, 16, 3, 3).To(autograd.ChannelsLast), autograd.BFloat16)
+	w2 := autograd.Cast(autograd.Randn(g, 16, 16, 1, 1).To(autograd.ChannelsLast), autograd.BFloat16)
+	dy := autograd.Cast(autograd.Randn(g, 2, 16, 32, 32), autograd.BFloat16)
+	pass := func() []*autograd.Tensor {
+		x, a, b := x0.Detach().SetRequiresGrad(true), w1.Detach().SetRequiresGrad(true), w2.Detach().SetRequiresGrad(true)
+		bnw, bnb := autograd.Ones(16).SetRequiresGrad(true), autograd.Zeros(16).SetRequiresGrad(true)
+		h := autograd.Conv2d(x, a, nil, autograd.ConvOptions{Padding: []int{1, 1}})
+		h = autograd.BatchNormReLU(h, autograd.Zeros(16), autograd.Ones(16), bnw, bnb, true, 0.1, 1e-5)
+		h = autograd.Conv2d(h, b, nil, autograd.ConvOptions{})
+		h = autograd.BatchNorm(h, autograd.Zeros(16), autograd.Ones(16), bnw, bnb, true, 0.1, 1e-5)
+		autograd.AddReLU(h, x).Backward(dy)
+		return []*autograd.Tensor{x.Grad(), a.Grad(), b.Grad(), bnw.Grad(), bnb.Grad()}
+	}
+	want := pass()
+	for i := range 3 {
+		for k, got := range pass() {
+			sameBitsT(t, fmt.Sprintf("pass %d, gradient %d", i+2, k), got, want[k])
+		}
+	}
+}

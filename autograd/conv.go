@@ -369,7 +369,7 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, cw16 *ker
 		var db []float32
 		// ConvBackwardBF16To writes every element of dx and dw.
 		if xNeeds {
-			gx = &Tensor{dtype: BFloat16, shape: cloneInts(xm.shape), format: layout, data: alloc[uint16](numel(op, xm.shape), false)}
+			gx = &Tensor{dtype: BFloat16, shape: cloneInts(xm.shape), format: layout, data: gradBufferBF16(numel(op, xm.shape))}
 			dx = gx.BFloat16s()
 		}
 		if wNeeds {

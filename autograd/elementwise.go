@@ -164,7 +164,7 @@ func addReLUBF16(a, b *Tensor) *Tensor {
 	yd := out.BFloat16s()
 	om := out.meta()
 	return record("AddReLUBackward", out, []*Tensor{a, b}, func(g *Tensor) []*Tensor {
-		masked := bf16EmptyLike(om)
+		masked := bf16GradLike(om)
 		kernels.Act{Fn: kernels.ActReLU}.BackwardBF16(masked.BFloat16s(), bf16GradData(g, om), yd)
 		return []*Tensor{masked, masked}
 	})

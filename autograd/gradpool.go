@@ -1,6 +1,12 @@
 package autograd
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/kilnml/kiln/internal/uninit"
+)
 
 // Gradient buffers. A backward pass makes a gradient for every activation
 // and is done with most of them as soon as the op below has used them;
@@ -16,47 +22,105 @@ import "sync"
 // elsewhere are released here too, and keeping those would hold memory
 // no step asks for again. FreeCachedGradients hands them back to the
 // collector.
-var gradCache = struct {
+//
+// Float32 and bfloat16 gradients have a cache each; the cap bounds the
+// two together.
+var (
+	gradCache     = newGradCache[float32]()
+	gradCacheBF16 = newGradCache[uint16]()
+)
+
+// gradCacheOf is the free buffers of one element type by length, and how
+// many of each length are handed out and not yet back.
+type gradCacheOf[T float32 | uint16] struct {
 	sync.Mutex
-	free  map[int][][]float32 // length → buffers
-	out   map[int]int         // length → buffers handed out, not yet back
-	bytes int
-}{free: map[int][][]float32{}, out: map[int]int{}}
-
-// gradCacheCap bounds the memory the cache keeps: a few steps' worth of a
-// model's largest gradients, not a copy of every activation.
-const gradCacheCap = 64 << 20
-
-// gradBuffer returns a float32 slice of length n whose contents are
-// arbitrary: only for results the caller overwrites entirely.
-func gradBuffer(n int) []float32 {
-	gradCache.Lock()
-	gradCache.out[n]++
-	if l := gradCache.free[n]; len(l) > 0 {
-		b := l[len(l)-1]
-		l[len(l)-1] = nil
-		gradCache.free[n] = l[:len(l)-1]
-		gradCache.bytes -= 4 * n
-		gradCache.Unlock()
-		return b
-	}
-	gradCache.Unlock()
-	return uninitF32(n)
+	free map[int][][]T
+	out  map[int]int
 }
 
-// releaseGradBuffer offers b's memory for reuse; nothing may use b after.
-func releaseGradBuffer(b []float32) {
+func newGradCache[T float32 | uint16]() *gradCacheOf[T] {
+	return &gradCacheOf[T]{free: map[int][][]T{}, out: map[int]int{}}
+}
+
+// gradCacheBytes is the bytes of free buffers in both caches.
+var gradCacheBytes atomic.Int64
+
+// gradCacheCap bounds the memory the caches keep: a few steps' worth of a
+// model's largest gradients, not a copy of every activation. A BF16
+// ResNet-50 at batch 8 keeps about 60 MB of bfloat16 gradients moving.
+// (A variable so that tests can lower it.)
+var gradCacheCap int64 = 128 << 20
+
+// take returns a buffer of length n whose contents are arbitrary.
+func (c *gradCacheOf[T]) take(n int) []T {
+	c.Lock()
+	c.out[n]++
+	if l := c.free[n]; len(l) > 0 {
+		b := l[len(l)-1]
+		l[len(l)-1] = nil
+		c.free[n] = l[:len(l)-1]
+		gradCacheBytes.Add(-int64(n) * int64(unsafe.Sizeof(b[0])))
+		c.Unlock()
+		uninit.Reused(b)
+		return b
+	}
+	c.Unlock()
+	return alloc[T](n, false)
+}
+
+// give offers b's memory for reuse: kept when take handed out a buffer
+// of its length that has not come back and the cap allows.
+func (c *gradCacheOf[T]) give(b []T) {
 	n := len(b)
 	if n == 0 || n != cap(b) {
 		return
 	}
-	gradCache.Lock()
-	if gradCache.out[n] > 0 && gradCache.bytes+4*n <= gradCacheCap {
-		gradCache.out[n]--
-		gradCache.free[n] = append(gradCache.free[n], b)
-		gradCache.bytes += 4 * n
+	size := int64(n) * int64(unsafe.Sizeof(b[0]))
+	c.Lock()
+	if c.out[n] > 0 {
+		c.out[n]--
+		if gradCacheBytes.Add(size) <= gradCacheCap {
+			c.free[n] = append(c.free[n], b)
+		} else {
+			gradCacheBytes.Add(-size)
+		}
 	}
-	gradCache.Unlock()
+	c.Unlock()
+}
+
+// drop empties the cache.
+func (c *gradCacheOf[T]) drop() {
+	c.Lock()
+	for n, l := range c.free {
+		gradCacheBytes.Add(-int64(n*len(l)) * int64(unsafe.Sizeof(*new(T))))
+	}
+	clear(c.free)
+	clear(c.out)
+	c.Unlock()
+}
+
+// gradBuffer returns a float32 slice of length n whose contents are
+// arbitrary: only for results the caller overwrites entirely.
+func gradBuffer(n int) []float32 { return gradCache.take(n) }
+
+// gradBufferBF16 is gradBuffer for bfloat16 gradients.
+func gradBufferBF16(n int) []uint16 { return gradCacheBF16.take(n) }
+
+// releaseGradBuffer offers b's memory for reuse; nothing may use b after.
+func releaseGradBuffer(b []float32) { gradCache.give(b) }
+
+// releaseGradBufferBF16 is releaseGradBuffer for bfloat16 gradients.
+func releaseGradBufferBF16(b []uint16) { gradCacheBF16.give(b) }
+
+// releaseGrad offers gradient g's memory, float32 or bfloat16, for
+// reuse; nothing may use g after.
+func releaseGrad(g *Tensor) {
+	switch d := g.data.(type) {
+	case []float32:
+		releaseGradBuffer(d)
+	case []uint16:
+		releaseGradBufferBF16(d)
+	}
 }
 
 // FreeCachedGradients hands the gradient buffers kept between backward
@@ -64,11 +128,13 @@ func releaseGradBuffer(b []float32) {
 // for PyTorch's caching allocator: for a program done training that
 // wants its memory back. Later backward passes fill the cache again.
 func FreeCachedGradients() {
-	gradCache.Lock()
-	clear(gradCache.free)
-	clear(gradCache.out)
-	gradCache.bytes = 0
-	gradCache.Unlock()
+	gradCache.drop()
+	gradCacheBF16.drop()
+}
+
+// bf16GradLike is gradLike for a bfloat16 gradient.
+func bf16GradLike(like *Tensor) *Tensor {
+	return &Tensor{dtype: BFloat16, shape: cloneInts(like.shape), format: like.format, data: gradBufferBF16(numel("bf16GradLike", like.shape))}
 }
 
 // gradLike returns a float32 tensor with like's shape and format and

@@ -282,14 +282,15 @@ func batchNormBF16(op string, x, runningMean, runningVar, weight, bias *Tensor, 
 	return record(op+"Backward", out, []*Tensor{x, runningMean, runningVar, weight, bias}, func(g *Tensor) []*Tensor {
 		gd := bf16GradData(g, like)
 		if relu {
-			masked := alloc[uint16](n, false) // every element written
+			masked := gradBufferBF16(n) // every element written
+			defer releaseGradBufferBF16(masked)
 			kernels.Act{Fn: kernels.ActReLU}.BackwardBF16(masked, gd, yd)
 			gd = masked
 		}
 		var gx *Tensor
 		var dx []uint16
 		if xNeeds {
-			gx = bf16EmptyLike(like) // BatchNormBackwardBF16 writes every element
+			gx = bf16GradLike(like) // BatchNormBackwardBF16 writes every element
 			dx = gx.BFloat16s()
 		}
 		gw, gb, dw, db := bnParamGrads(weight, bias, C)

@@ -344,8 +344,8 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 				grads[e.node] = gi
 			}
 		}
-		if !n.keepsGrad && gn.dtype == Float32 && !callers(gn) && !stillHeld(gn, ins, grads, leafGrads) {
-			releaseGradBuffer(gn.data.([]float32))
+		if !n.keepsGrad && !callers(gn) && !stillHeld(gn, ins, grads, leafGrads) {
+			releaseGrad(gn)
 		}
 	}
 	for _, l := range leaves {
@@ -423,7 +423,7 @@ func sumGrads(prev, g *Tensor) *Tensor {
 			return sum
 		case BFloat16:
 			// Summed in float32 and rounded once, as addInto sums.
-			sum := &Tensor{dtype: BFloat16, shape: cloneInts(prev.shape), format: prev.format, data: alloc[uint16](len(prev.BFloat16s()), false)}
+			sum := bf16GradLike(prev)
 			kernels.BinaryBF16(kernels.BinAdd, sum.BFloat16s(), prev.BFloat16s(), g.BFloat16s())
 			return sum
 		}

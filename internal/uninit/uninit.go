@@ -51,6 +51,19 @@ func Slice[T Elem](n int) []T {
 	return unsafe.Slice((*T)(p), n)
 }
 
+// Reused marks s, memory a pool hands out again, as Slice's memory: with
+// Poison on it is filled with 0xFF bytes, so a result that reads what an
+// earlier user left there shows up in tests as it would for a fresh
+// allocation.
+func Reused[T Elem](s []T) {
+	if poison.Load() && len(s) > 0 {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), uintptr(len(s))*unsafe.Sizeof(s[0]))
+		for i := range b {
+			b[i] = 0xFF
+		}
+	}
+}
+
 // RunPoisoned runs a package's tests with Poison on, for its TestMain:
 // an op that reads memory from Slice before writing it then fails them.
 func RunPoisoned(m interface{ Run() int }) int {

@@ -45,3 +45,20 @@ func TestPoison(t *testing.T) {
 		}
 	}
 }
+
+func TestReused(t *testing.T) {
+	s := []uint16{1, 2, 3}
+	Reused(s) // poison off: left alone
+	if s[0] != 1 || s[2] != 3 {
+		t.Fatalf("Reused changed %v with poison off", s)
+	}
+	Poison(true)
+	defer Poison(false)
+	Reused(s)
+	f := []float32{1, 2}
+	Reused(f)
+	Reused([]float32{}) // nothing to fill
+	if s[0] != 0xFFFF || s[2] != 0xFFFF || !math.IsNaN(float64(f[1])) {
+		t.Fatalf("Reused with poison on left %v and %v", s, f)
+	}
+}
