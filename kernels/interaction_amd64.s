@@ -141,6 +141,16 @@
 	VMOVUPS a2, 128(DX)(R12*1); \
 	VMOVUPS a3, 192(DX)(R12*1)
 
+// GST4NT is GST4 with non-temporal stores (the rows 64-byte aligned).
+#define GST4NT(off, a0, a1, a2, a3) \
+	MOVQ     off(AX), DX; \
+	VMOVNTPS a0, (DX)(R12*1); \
+	VMOVNTPS a1, 64(DX)(R12*1); \
+	VMOVNTPS a2, 128(DX)(R12*1); \
+	VMOVNTPS a3, 192(DX)(R12*1)
+
+#define GNOPF(hdr)
+
 #define GST1(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMOVUPS a0, K1, (DX)(R12*1)
 
 #define GPF4(hdr) \
@@ -160,7 +170,7 @@
 // stores and the next sample's rows asked for. Feature q's accumulators
 // are G(A+q)0…3, the coefficient GBC, GZERO clears them: each kernel
 // names its registers so before it.
-#define GSECTION(LOAD, MUL, INIT, ST, PF, lrows, la, ldiag, ld0, ld1, ld2, ld3, lc, lst) \
+#define GSECTION(LOAD, MUL, INIT, ST, PF, PFG, lrows, la, ldiag, ld0, ld1, ld2, ld3, lc, lst) \
 	GZERO; \
 	TESTQ R14, R14; \
 	JNZ   lrows; \
@@ -239,10 +249,10 @@ lst: \
 	ST(72, GD0, GD1, GD2, GD3); \
 	MOVQ d+40(FP), BX; \
 	SHLQ $2, BX; \
-	PF(0(AX)); \
-	PF(24(AX)); \
-	PF(48(AX)); \
-	PF(72(AX)); \
+	PFG(0(AX)); \
+	PFG(24(AX)); \
+	PFG(48(AX)); \
+	PFG(72(AX)); \
 	MOVQ feats+16(FP), SI; \
 	LEAQ (R14)(R14*2), DX; \
 	LEAQ (SI)(DX*8), SI; \
@@ -443,7 +453,7 @@ ftdone:
 // m in between mix the two and skip each feature's own row (or, with
 // self, add it at twice its dot). R8 = dots, R9–R11 and R13 the four
 // features' dots, R14 = t0, DI = f, R15 = self, CX the columns left.
-TEXT ·interactionGradsAVX512(SB), NOSPLIT, $0-64
+TEXT ·interactionGradsAVX512(SB), NOSPLIT, $0-72
 	GARGS
 
 gblock:
@@ -452,7 +462,17 @@ gblock:
 gw4:
 	CMPQ CX, $64
 	JL   gw1
-	GSECTION(GLOAD4, GMUL4, GINIT4, GST4, GPF4, gw4rows, gw4a, gw4diag, gw4d0, gw4d1, gw4d2, gw4d3, gw4c, gw4store)
+	CMPQ nt+64(FP), $0
+	JNE  gn4
+	GSECTION(GLOAD4, GMUL4, GINIT4, GST4, GPF4, GPF4, gw4rows, gw4a, gw4diag, gw4d0, gw4d1, gw4d2, gw4d3, gw4c, gw4store)
+	ADDQ $256, R12
+	SUBQ $64, CX
+	JMP  gw4
+
+// The same with the gradient rows streamed past the caches, and not
+// fetched for the next sample.
+gn4:
+	GSECTION(GLOAD4, GMUL4, GINIT4, GST4NT, GPF4, GNOPF, gn4rows, gn4a, gn4diag, gn4d0, gn4d1, gn4d2, gn4d3, gn4c, gn4store)
 	ADDQ $256, R12
 	SUBQ $64, CX
 	JMP  gw4
@@ -465,7 +485,7 @@ gw1:
 	CMPQ    CX, $16
 	CMOVQLT DX, AX
 	KMOVW   AX, K1
-	GSECTION(GLOAD1, GMUL1, GINIT1, GST1, GPF1, gw1rows, gw1a, gw1diag, gw1d0, gw1d1, gw1d2, gw1d3, gw1c, gw1store)
+	GSECTION(GLOAD1, GMUL1, GINIT1, GST1, GPF1, GPF1, gw1rows, gw1a, gw1diag, gw1d0, gw1d1, gw1d2, gw1d3, gw1c, gw1store)
 	ADDQ    $64, R12
 	SUBQ    $16, CX
 	JMP     gw1
@@ -474,6 +494,7 @@ gnext:
 	GNEXTBLOCK(gblock, gdone)
 
 gdone:
+	SFENCE // the streamed rows are seen before anything after
 	VZEROUPPER
 	RET
 
@@ -721,7 +742,7 @@ hblock:
 hw2:
 	CMPQ CX, $16
 	JL   hw1
-	GSECTION(GLOADY2, GMULY2, GINITY2, GSTY2, GPF1, hw2rows, hw2a, hw2diag, hw2d0, hw2d1, hw2d2, hw2d3, hw2c, hw2store)
+	GSECTION(GLOADY2, GMULY2, GINITY2, GSTY2, GPF1, GPF1, hw2rows, hw2a, hw2diag, hw2d0, hw2d1, hw2d2, hw2d3, hw2c, hw2store)
 	ADDQ $64, R12
 	SUBQ $16, CX
 	JMP  hw2
@@ -736,7 +757,7 @@ hw1:
 	VMOVDQU  (AX), Y15
 
 hw1go:
-	GSECTION(GLOADY1, GMULY1, GINITY1, GSTY1, GPF1, hw1rows, hw1a, hw1diag, hw1d0, hw1d1, hw1d2, hw1d3, hw1c, hw1store)
+	GSECTION(GLOADY1, GMULY1, GINITY1, GSTY1, GPF1, GPF1, hw1rows, hw1a, hw1diag, hw1d0, hw1d1, hw1d2, hw1d3, hw1c, hw1store)
 	ADDQ $32, R12
 	SUBQ $8, CX
 	JMP  hw1
