@@ -71,7 +71,7 @@ func interactionGradsY(sc *interactionScratch, grads [][]float32, g []float32, f
 		interactionGradsGo(sc, grads, g, feats, b, d, self)
 		return
 	}
-	interactionGradsAVX2(&grads[0], &g[0], &feats[0], len(feats), b2i(self), d, laneMask(d%8), b*d*4)
+	interactionGradsAVX2(&grads[0], &g[0], &feats[0], len(feats), b2i(self), d, laneMask(d%8), b*d*4, b2i(streamable(grads, d)))
 }
 
 // gradsAsm checks a sample's gradients for the assembly, which reads and
@@ -123,12 +123,13 @@ func interactionGradsAVX512(grads *[]float32, dout *float32, feats *[]float32, f
 var streamMinBytes = 4 << 20
 
 // streamable reports whether the gradient rows (d floats each) are all
-// 64-byte aligned and, in all, at least streamMinBytes, so the AVX-512
-// kernel may store their 64-column blocks with non-temporal stores (nt):
-// DLRM's gradients, [2048, 64] per feature, are written once and read by
-// the next op much later, and stored through the caches each line was
-// first read from memory for nothing (14 MB of the backward's 45; 3.7 →
-// 2.2 ms on Zen 4). Smaller ones may well be read again from the caches.
+// 64-byte aligned and, in all, at least streamMinBytes, so the assembly
+// kernels may store their whole blocks (64 columns, 16 on AVX2) with
+// non-temporal stores (nt): DLRM's gradients, [2048, 64] per feature,
+// are written once and read by the next op much later, and stored
+// through the caches each line was first read from memory for nothing
+// (14 MB of the backward's 45; 3.7 → 2.2 ms on Zen 4). Smaller ones may
+// well be read again from the caches.
 func streamable(grads [][]float32, d int) bool {
 	if d%16 != 0 || len(grads)*len(grads[0])*4 < streamMinBytes {
 		return false
@@ -151,4 +152,4 @@ func interactionTriangleAVX2(dst *float32, feats *[]float32, f, self, d int, tai
 // mask of the last d%8 lanes.
 //
 //go:noescape
-func interactionGradsAVX2(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, m *int32, off int)
+func interactionGradsAVX2(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, m *int32, off int, nt int)

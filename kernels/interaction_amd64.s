@@ -728,12 +728,13 @@ jtdone:
 #define GINITY2 VMOVUPS (AX)(R12*1), Y0; VMOVUPS 32(AX)(R12*1), Y1
 #define GINITY1 VMASKMOVPS (AX)(R12*1), Y15, Y0
 #define GSTY2(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMOVUPS a0, (DX)(R12*1); VMOVUPS a1, 32(DX)(R12*1)
+#define GSTY2NT(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMOVNTPS a0, (DX)(R12*1); VMOVNTPS a1, 32(DX)(R12*1)
 #define GSTY1(off, a0, a1, a2, a3) MOVQ off(AX), DX; VMASKMOVPS a0, Y15, (DX)(R12*1)
 
-// func interactionGradsAVX2(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, m *int32, off int)
+// func interactionGradsAVX2(grads *[]float32, dout *float32, feats *[]float32, f, self, d int, m *int32, off int, nt int)
 // interactionGradsAVX512 on YMM registers, in blocks of sixteen columns,
 // then of eight, the last d%8 under the mask at m.
-TEXT ·interactionGradsAVX2(SB), NOSPLIT, $0-64
+TEXT ·interactionGradsAVX2(SB), NOSPLIT, $0-72
 	GARGS
 
 hblock:
@@ -742,7 +743,15 @@ hblock:
 hw2:
 	CMPQ CX, $16
 	JL   hw1
+	CMPQ nt+64(FP), $0
+	JNE  hn2
 	GSECTION(GLOADY2, GMULY2, GINITY2, GSTY2, GPF1, GPF1, hw2rows, hw2a, hw2diag, hw2d0, hw2d1, hw2d2, hw2d3, hw2c, hw2store)
+	ADDQ $64, R12
+	SUBQ $16, CX
+	JMP  hw2
+
+hn2:
+	GSECTION(GLOADY2, GMULY2, GINITY2, GSTY2NT, GPF1, GNOPF, hn2rows, hn2a, hn2diag, hn2d0, hn2d1, hn2d2, hn2d3, hn2c, hn2store)
 	ADDQ $64, R12
 	SUBQ $16, CX
 	JMP  hw2
@@ -766,5 +775,6 @@ hnext:
 	GNEXTBLOCK(hblock, hdone)
 
 hdone:
+	SFENCE
 	VZEROUPPER
 	RET

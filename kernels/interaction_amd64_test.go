@@ -9,15 +9,25 @@ import (
 	"unsafe"
 )
 
-// TestInteractionStreamedGrads checks the AVX-512 backward's streamed
-// stores (large, aligned gradients) against its cached ones, bit for bit,
-// with guard cells around every gradient: 64-column blocks streamed and
-// a 16-column rest stored as usual (d = 80), several features' blocks.
+// TestInteractionStreamedGrads checks the assembly backwards' streamed
+// stores (large, aligned gradients) against their cached ones, bit for
+// bit, with guard cells around every gradient: whole blocks streamed and
+// a rest stored as usual (d = 80: a 16-column rest on AVX-512), several
+// features' blocks, at every assembly level the CPU has.
 func TestInteractionStreamedGrads(t *testing.T) {
-	if level < AVX512 {
-		t.Skipf("no AVX-512 at level %v", level)
-	}
 	defer func(m int) { streamMinBytes = m }(streamMinBytes)
+	for _, l := range []Level{AVX2, AVX512} {
+		if l > level {
+			continue
+		}
+		t.Run(l.String(), func(t *testing.T) {
+			defer useInteractionLevel(l)()
+			testStreamedGrads(t)
+		})
+	}
+}
+
+func testStreamedGrads(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
 	for _, s := range []InteractionShape{
 		{Batch: 40, Dim: 64, Features: 27},
