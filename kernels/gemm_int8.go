@@ -443,6 +443,11 @@ func (g *int8Call) start() {
 	for t > 1 && g.width > 2 && g.strips*ceilDiv(np, g.width) < 4*t {
 		g.width = (g.width/2 + 1) &^ 1
 	}
+	// Blocks of equal width (a pair more at most): workers take whole
+	// blocks of units, and 8 panels as blocks of 6 and 2 left one worker
+	// a quarter of the products (a 3×3 INT8 layer at 14², batch 1, ran
+	// 1.3× faster on two threads than on one).
+	g.width = min(np, (ceilDiv(np, ceilDiv(np, g.width))+1)&^1)
 	units := g.strips * ceilDiv(np, g.width)
 	if t == 1 {
 		g.run(0, units)
