@@ -26,30 +26,48 @@ func TestGemmBF16Split(t *testing.T) {
 			for i := range c0 {
 				c0[i] = float32(r.NormFloat64())
 			}
-			run := func(serial bool, pre *sbPackedB) []float32 {
+			// With ep, rows are finished as the convolutions finish them:
+			// bias added, then rounded with a ReLU and a residual into
+			// a bfloat16 output.
+			bias, res := make([]float32, n), bf16Rand(r, m*n)
+			for i := range bias {
+				bias[i] = float32(r.NormFloat64())
+			}
+			run := func(serial bool, pre *sbPackedB, epilogue bool) ([]float32, []uint16) {
 				c := slices.Clone(c0)
+				var ep *sbRowEpilogue
+				var y []uint16
+				if epilogue {
+					y = make([]uint16, m*n)
+					ep = &sbRowEpilogue{bias: bias, stage: bf16Stage{y: y, res: res, act: Act{Fn: ActReLU}, activate: true}}
+				}
 				g := sbgemmCalls.get()
 				defer sbgemmCalls.put(g)
 				g.sbgemmArgs = sbgemmArgs{m: m, n: n, k: k, alpha: 1, a: a, lda: k, b: b, ldb: n, beta: 0.5, c: c, ldc: n,
-					pre: pre, serial: serial}
+					pre: pre, serial: serial, ep: ep}
 				g.blocked()
 				g.sbgemmArgs = sbgemmArgs{}
-				return c
+				return c, y
 			}
-			want := run(true, nil)
-			for _, v := range []struct {
-				name string
-				c    []float32
-			}{
-				{"split", run(false, nil)},
-				{"prepacked", run(false, packSbgemmB(false, k, n, b, n))},
-				{"prepacked serial", run(true, packSbgemmB(false, k, n, b, n))},
-			} {
-				if !slices.Equal(v.c, want) {
+			for _, epilogue := range []bool{false, true} {
+				want, wantY := run(true, nil, epilogue)
+				for _, v := range []struct {
+					name   string
+					serial bool
+					pre    *sbPackedB
+				}{
+					{"split", false, nil},
+					{"prepacked", false, packSbgemmB(false, k, n, b, n)},
+					{"prepacked serial", true, packSbgemmB(false, k, n, b, n)},
+				} {
+					c, y := run(v.serial, v.pre, epilogue)
 					for i := range want {
-						if v.c[i] != want[i] {
-							t.Fatalf("%s: C[%d][%d] = %v, on one goroutine %v", v.name, i/n, i%n, v.c[i], want[i])
+						if c[i] != want[i] {
+							t.Fatalf("%s (epilogue %v): C[%d][%d] = %v, on one goroutine %v", v.name, epilogue, i/n, i%n, c[i], want[i])
 						}
+					}
+					if !slices.Equal(y, wantY) {
+						t.Fatalf("%s: the rounded output differs from one goroutine's", v.name)
 					}
 				}
 			}
