@@ -46,8 +46,9 @@ func newGradCache[T float32 | uint16]() *gradCacheOf[T] {
 var gradCacheBytes atomic.Int64
 
 // gradCacheCap bounds the memory the caches keep: a few steps' worth of a
-// model's largest gradients, not a copy of every activation. A BF16
-// ResNet-50 at batch 8 keeps about 60 MB of bfloat16 gradients moving.
+// model's largest gradients, not a copy of every activation. For a BF16
+// ResNet-50 at batch 8, 64 MB still left its step allocating 796 MB of
+// the 1157 it did without the bfloat16 cache; 128 MB brought it to 731.
 // (A variable so that tests can lower it.)
 var gradCacheCap int64 = 128 << 20
 
