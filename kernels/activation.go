@@ -58,11 +58,12 @@ var actCost = [...]int{
 // Each function follows the float32 formula of PyTorch 1.13's vectorised
 // CPU kernel step by step, so the roundings (and the cancellations, as in
 // ELU's eˣ−1 near 0 or the sigmoid gradient (1−y)·y near saturation) are
-// PyTorch's; the transcendental functions inside are correctly rounded
-// (evaluated in float64), where PyTorch's are within an ulp or two. Special
+// PyTorch's; the exponential, tanh and erf inside are the float32 cores of
+// vmath32.go (within an ulp or two, as PyTorch's SLEEF functions are), log
+// and general powers are correctly rounded (evaluated in float64). Special
 // values follow the vectorised kernels too: NaN in gives NaN out, ReLU and
 // HardTanh and Clamp pass a NaN through, ReLU's gradient passes at NaN while
-// HardTanh's and Clamp's are 0 there and ELU's NaN. The AVX2 variants
+// HardTanh's and Clamp's are 0 there and ELU's NaN. The vector variants
 // (activation_amd64.s) make the same roundings and agree with this
 // reference bit for bit (Pow with a general exponent to an ulp).
 type Act struct {
@@ -208,29 +209,16 @@ const (
 	actKKappa   float32 = 0.044715
 )
 
-// actExp, actErf and actTanh are correctly rounded float32 versions of the
-// functions PyTorch's vectorised kernels call. SLEEF's exp and tanh are
-// within 1 ulp of them; PyTorch's AVX2 erf is a polynomial good to 1.5e-7,
-// which in GELU's gradient near its zero (x ≈ −0.75) can show as a relative
-// difference above 1e-5.
-func actExp(x float32) float32 { return float32(math.Exp(float64(x))) }
+// actExp, actErf and actTanh are the float32 cores of vmath32.go, which
+// the vector variants compute bit for bit. PyTorch's vectorised kernels
+// call SLEEF's expf and tanhf (within an ulp) and, for erf, a polynomial
+// good to 1.5e-7 absolute; the cores are within an ulp or two, so Kiln's
+// results differ from PyTorch's by about as much as PyTorch's from exact.
+func actExp(x float32) float32 { return expf32(x) }
 
-func actErf(x float32) float32 { return float32(math.Erf(float64(x))) }
+func actErf(x float32) float32 { return erff32(x) }
 
-// actTanh saturates to ±1 beyond |x| > 8.664339742, as SLEEF's tanhf (and
-// so PyTorch's vectorised tanh) does, up to one ulp from the correctly
-// rounded value; the gradient 1 − tanh² is then exactly 0, as in PyTorch.
-func actTanh(x float32) float32 {
-	if x > actTanhSat {
-		return 1
-	}
-	if x < -actTanhSat {
-		return -1
-	}
-	return float32(math.Tanh(float64(x)))
-}
-
-const actTanhSat float32 = 8.664339742
+func actTanh(x float32) float32 { return tanhf32(x) }
 
 func (a Act) forward(dst, src []float32) {
 	dst = dst[:len(src)]
@@ -241,7 +229,7 @@ func (a Act) forward(dst, src []float32) {
 		}
 	case ActExp:
 		for i, x := range src {
-			dst[i] = float32(math.Exp(float64(x)))
+			dst[i] = actExp(x)
 		}
 	case ActLog:
 		for i, x := range src {

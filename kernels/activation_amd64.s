@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "vmath32_amd64.h"
 #include "vmath_amd64.h"
 #include "elementwise_amd64.h"
 

@@ -465,7 +465,7 @@ func actGeneralPow(a Act) bool {
 // kernels with the reference on suite sizes, with guard cells, on inputs
 // including special values. The variants must agree bit for bit (but for
 // Pow's general exponents, within an ulp): their transcendental functions
-// are correctly rounded like the reference's.
+// make the reference's roundings.
 func TestActConformance(t *testing.T) {
 	cases := append(actCases(),
 		actCase{act: Act{Fn: ActPow, A: 1.5}, lo: -3, hi: 3},

@@ -359,19 +359,21 @@ func smRowMax(x []float32) float32 {
 	return mx
 }
 
+// smRowExpSum computes each e^(x−mx) as PyTorch does, the difference and
+// the exponential in float32, and sums them in float64.
 func smRowExpSum(x, e []float32, mx float32) float64 {
-	m, sum := float64(mx), 0.0
+	sum := 0.0
 	if e == nil {
 		for _, v := range x {
-			sum += softmaxExp(float64(v) - m)
+			sum += float64(expf32(v - mx))
 		}
 		return sum
 	}
 	e = e[:len(x)]
 	for i, v := range x {
-		ev := softmaxExp(float64(v) - m)
-		sum += ev
-		e[i] = float32(ev)
+		ev := expf32(v - mx)
+		sum += float64(ev)
+		e[i] = ev
 	}
 	return sum
 }
@@ -416,7 +418,7 @@ func smRowSoftBwd(dx, y, dy []float32, dot float64) {
 func smRowLogBwd(dx, y, dy []float32, sum float64) {
 	y, dy = y[:len(dx)], dy[:len(dx)]
 	for i, v := range y {
-		dx[i] = float32(float64(dy[i]) - softmaxExp(float64(v))*sum)
+		dx[i] = float32(float64(dy[i]) - float64(expf32(v))*sum)
 	}
 }
 
@@ -433,15 +435,15 @@ func smColExpSum(sum, mx []float64, row, e []float32) {
 	sum, mx = sum[:len(row)], mx[:len(row)]
 	if e == nil {
 		for c, v := range row {
-			sum[c] += softmaxExp(float64(v) - mx[c])
+			sum[c] += float64(expf32(v - float32(mx[c])))
 		}
 		return
 	}
 	e = e[:len(row)]
 	for c, v := range row {
-		ev := softmaxExp(float64(v) - mx[c])
-		sum[c] += ev
-		e[c] = float32(ev)
+		ev := expf32(v - float32(mx[c]))
+		sum[c] += float64(ev)
+		e[c] = ev
 	}
 }
 
@@ -483,6 +485,6 @@ func smColSoftBwd(dx, y, dy []float32, dot []float64) {
 func smColLogBwd(dx, y, dy []float32, sum []float64) {
 	y, dy, sum = y[:len(dx)], dy[:len(dx)], sum[:len(dx)]
 	for c, v := range y {
-		dx[c] = float32(float64(dy[c]) - softmaxExp(float64(v))*sum[c])
+		dx[c] = float32(float64(dy[c]) - float64(expf32(v))*sum[c])
 	}
 }

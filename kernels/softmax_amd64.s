@@ -1,24 +1,15 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "vmath32_amd64.h"
 #include "vmath_amd64.h"
 #include "elementwise_amd64.h"
 
-// AVX2 softmax kernels. Like the reference they accumulate in float64 and
-// compute e^x in float64 (vmath_amd64.h's, correctly rounded where the
-// reference's softmaxExp is good to 2e-12), so results agree with it to an
-// ulp. Row kernels (Inner = 1) reduce one softmax held contiguously; column
+// AVX2 softmax kernels. Like the reference they compute each e^(x−max) in
+// float32 (vmath32_amd64.h's, the reference's bits) and accumulate in
+// float64, so results agree with it to an ulp (the sums' order differs). Row kernels (Inner = 1) reduce one softmax held contiguously; column
 // kernels apply one row of a tile of neighbouring softmaxes to their
 // per-column float64 accumulators, four columns at a time.
-
-D4(dExpUnder, $0xc086200000000000) // −708: softmaxExp is 0 below
-
-// DEXPZ(X, Q, S, T, M): Q = e^X for four float64, 0 below −708 as the
-// reference's softmaxExp. Clobbers X, S, T, M.
-#define DEXPZ(X, Q, S, T, M) \
-	VCMPPD  $0x11, dExpUnder<>(SB), X, M; \
-	DEXP(X, Q, S, T);                     \
-	VANDNPD Q, M, Q
 
 // TOD(YF, XF, DLO, DHI, XHI): DLO and DHI = the low and high four float32
 // of YF as float64 (XF, XHI: the xmm names of YF, DHI).
@@ -123,25 +114,21 @@ mdone:
 	VZEROUPPER
 	RET
 
-// EXPSUM8(MASKLO, MASKHI): Y1 = float32(e^(Y0 − Y7)) for eight float32 in
-// Y0 (Y7: the maximum as float64), the float64 values added to the sums Y5
-// (low half) and Y6 (high). MASKLO and MASKHI clear the tail's unused
-// lanes (by Y13, Y14) before they are added, or do nothing.
+// EXPSUM8(MASKLO, MASKHI): Y1 = e^(Y0 − Y7) for eight float32 in Y0 (Y7:
+// the maximum), the difference and exponential in float32 as the
+// reference's, and the results added as float64 to the sums Y5 (low half)
+// and Y6 (high). MASKLO and MASKHI clear the tail's unused lanes (by Y13,
+// Y14) before they are added, or do nothing.
 #define EXPSUM8(MASKLO, MASKHI) \
-	VCVTPS2PD    X0, Y8;            \
-	VSUBPD       Y7, Y8, Y8;        \
-	DEXPZ(Y8, Y9, Y10, Y11, Y12);   \
-	MASKLO;                         \
-	VADDPD       Y9, Y5, Y5;        \
-	VCVTPD2PSY   Y9, X1;            \
-	VEXTRACTF128 $1, Y0, X8;        \
-	VCVTPS2PD    X8, Y8;            \
-	VSUBPD       Y7, Y8, Y8;        \
-	DEXPZ(Y8, Y9, Y10, Y11, Y12);   \
-	MASKHI;                         \
-	VADDPD       Y9, Y6, Y6;        \
-	VCVTPD2PSY   Y9, X9;            \
-	VINSERTF128  $1, X9, Y1, Y1
+	VSUBPS       Y7, Y0, Y2;          \
+	EXP32(Y2, Y1, Y8, Y9, Y10);       \
+	VCVTPS2PD    X1, Y9;              \
+	MASKLO;                           \
+	VADDPD       Y9, Y5, Y5;          \
+	VEXTRACTF128 $1, Y1, X9;          \
+	VCVTPS2PD    X9, Y9;              \
+	MASKHI;                           \
+	VADDPD       Y9, Y6, Y6
 
 #define NOMASK VMOVAPD Y9, Y9
 #define MASKLO VANDPD Y13, Y9, Y9
@@ -154,8 +141,7 @@ TEXT ·smRowExpSumAVX2(SB), NOSPLIT, $0-72
 	MOVQ         x_base+0(FP), SI
 	MOVQ         x_len+8(FP), CX
 	MOVQ         e_base+24(FP), DI
-	VBROADCASTSS mx+48(FP), X7
-	VCVTPS2PD    X7, Y7
+	VBROADCASTSS mx+48(FP), Y7
 	MOVQ         store+56(FP), R9
 	VXORPD       Y5, Y5, Y5
 	VXORPD       Y6, Y6, Y6
@@ -218,23 +204,22 @@ ereduce:
 	VMULPD Y11, Y9, Y9;         \
 	TOF(Y8, Y9, X9, Y2, X2)
 
-// dy − e^y·sum, y in Y0, dy in Y1
+// dy − e^y·sum, y in Y0, dy in Y1, e^y in float32 (as the reference's)
 #define LOGBWD8 \
-	VCVTPS2PD    X0, Y8;          \
-	DEXPZ(Y8, Y9, Y10, Y11, Y12); \
-	VMULPD       Y7, Y9, Y9;      \
-	VCVTPS2PD    X1, Y3;          \
-	VSUBPD       Y9, Y3, Y3;      \
-	VCVTPD2PSY   Y3, X2;          \
-	VEXTRACTF128 $1, Y0, X8;      \
+	EXP32(Y0, Y3, Y8, Y9, Y10);   \
+	VCVTPS2PD    X3, Y8;          \
+	VMULPD       Y7, Y8, Y8;      \
+	VCVTPS2PD    X1, Y9;          \
+	VSUBPD       Y8, Y9, Y9;      \
+	VCVTPD2PSY   Y9, X2;          \
+	VEXTRACTF128 $1, Y3, X8;      \
 	VCVTPS2PD    X8, Y8;          \
-	DEXPZ(Y8, Y9, Y10, Y11, Y12); \
-	VMULPD       Y7, Y9, Y9;      \
-	VEXTRACTF128 $1, Y1, X3;      \
-	VCVTPS2PD    X3, Y3;          \
-	VSUBPD       Y9, Y3, Y3;      \
-	VCVTPD2PSY   Y3, X3;          \
-	VINSERTF128  $1, X3, Y2, Y2
+	VMULPD       Y7, Y8, Y8;      \
+	VEXTRACTF128 $1, Y1, X9;      \
+	VCVTPS2PD    X9, Y9;          \
+	VSUBPD       Y8, Y9, Y9;      \
+	VCVTPD2PSY   Y9, X9;          \
+	VINSERTF128  $1, X9, Y2, Y2
 
 // func smRowScaleAVX2(y []float32, s float64)
 //
@@ -397,15 +382,16 @@ TEXT ·smColExpSumAVX2(SB), NOSPLIT, $0-104
 	MOVQ e_base+72(FP), R10
 	MOVQ store+96(FP), R9
 	COLSTART
-	VCVTPS2PD (SI), Y8
-	VSUBPD    (DX), Y8, Y8
-	DEXPZ(Y8, Y9, Y10, Y11, Y12)
-	VADDPD    (DI), Y9, Y0
-	VMOVUPD   Y0, (DI)
-	TESTQ     R9, R9
-	JZ        cenext
-	VCVTPD2PSY Y9, X9
-	VMOVUPS   X9, (R10)
+	VCVTPD2PSY (DX), X0
+	VMOVUPS    (SI), X1
+	VSUBPS     X0, X1, X1
+	EXP32(X1, X2, X8, X9, X10)
+	VCVTPS2PD  X2, Y9
+	VADDPD     (DI), Y9, Y0
+	VMOVUPD    Y0, (DI)
+	TESTQ      R9, R9
+	JZ         cenext
+	VMOVUPS    X2, (R10)
 
 cenext:
 	ADDQ $16, SI
@@ -515,8 +501,9 @@ TEXT ·smColLogBwdAVX2(SB), NOSPLIT, $0-96
 	MOVQ dy_base+48(FP), DX
 	MOVQ sum_base+72(FP), R10
 	COLSTART
-	VCVTPS2PD  (SI), Y8
-	DEXPZ(Y8, Y9, Y10, Y11, Y12)
+	VMOVUPS    (SI), X0
+	EXP32(X0, X2, X8, X9, X10)
+	VCVTPS2PD  X2, Y9
 	VMULPD     (R10), Y9, Y9
 	VCVTPS2PD  (DX), Y1
 	VSUBPD     Y9, Y1, Y1
