@@ -138,14 +138,17 @@ func (a Act) Backward(dx, dy, x, y []float32) {
 }
 
 // The variants of the elementwise kernels, indexed by level: the Generic
-// ones are the reference code below, the others assembly. An AVX-512
-// variant would fill the AVX512 slot; until then pick falls back to AVX2.
+// ones are the reference code below, the others assembly. The AVX-512
+// ones have kernels of their own for the transcendental functions and run
+// the AVX2 kernels of the rest.
 func actForwardFor(l Level) func(a Act, dst, src []float32) {
-	return pick(l, [levelCount]func(Act, []float32, []float32){Generic: Act.forward, AVX2: actForwardAVX2})
+	return pick(l, [levelCount]func(Act, []float32, []float32){Generic: Act.forward, AVX2: actForwardAVX2,
+		AVX512: actForwardAVX512})
 }
 
 func actBackwardFor(l Level) func(a Act, dx, dy, v []float32) {
-	return pick(l, [levelCount]func(Act, []float32, []float32, []float32){Generic: Act.backward, AVX2: actBackwardAVX2})
+	return pick(l, [levelCount]func(Act, []float32, []float32, []float32){Generic: Act.backward,
+		AVX2: actBackwardAVX2, AVX512: actBackwardAVX512})
 }
 
 func dropoutFor(l Level) func(dst, src []float32, keep []uint8, scale float32) {

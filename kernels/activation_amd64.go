@@ -325,3 +325,90 @@ func dropoutAsm(dst, src []float32, keep []uint8, scale float32) {
 	tail := len(src) &^ 7
 	dropoutSpan(dst[tail:], src[tail:], keep[tail:], scale)
 }
+
+// The AVX-512 kernels of activation_avx512_amd64.s, for the functions
+// built on e^x, tanh and erf; the others run their AVX2 kernels.
+
+//go:noescape
+func actExpAVX512(dst, src []float32, a, b, c float32)
+
+//go:noescape
+func actSigmoidAVX512(dst, src []float32, a, b, c float32)
+
+//go:noescape
+func actTanhAVX512(dst, src []float32, a, b, c float32)
+
+//go:noescape
+func actSiLUAVX512(dst, src []float32, a, b, c float32)
+
+//go:noescape
+func actELUAVX512(dst, src []float32, a, b, c float32)
+
+//go:noescape
+func actGELUAVX512(dst, src []float32, a, b, c float32)
+
+//go:noescape
+func actGELUTanhAVX512(dst, src []float32, a, b, c float32)
+
+//go:noescape
+func actSiLUBwdAVX512(dx, dy, v []float32, a, b, c float32)
+
+//go:noescape
+func actELUBwdAVX512(dx, dy, v []float32, a, b, c float32)
+
+//go:noescape
+func actGELUBwdAVX512(dx, dy, v []float32, a, b, c float32)
+
+//go:noescape
+func actGELUTanhBwdAVX512(dx, dy, v []float32, a, b, c float32)
+
+var (
+	actForwardAVX512  = actForwardAsm512
+	actBackwardAVX512 = actBackwardAsm512
+)
+
+// actForwardAsm512 is the AVX-512 variant of Act.forward.
+func actForwardAsm512(a Act, dst, src []float32) {
+	var k actUnaryKernel
+	p, q := a.A, a.B
+	switch a.Fn {
+	case ActExp:
+		k = actExpAVX512
+	case ActSigmoid:
+		k = actSigmoidAVX512
+	case ActTanh:
+		k = actTanhAVX512
+	case ActSiLU:
+		k = actSiLUAVX512
+	case ActELU:
+		k = actELUAVX512
+	case ActGELU:
+		k, p = actGELUAVX512, actAlpha
+	case ActGELUTanh:
+		k, p, q = actGELUTanhAVX512, actKBeta, actKKappa
+	default:
+		actForwardAsm(a, dst, src)
+		return
+	}
+	actRun(k, dst, src, p, q, 0)
+}
+
+// actBackwardAsm512 is the AVX-512 variant of Act.backward.
+func actBackwardAsm512(a Act, dx, dy, v []float32) {
+	var k actBinaryKernel
+	p, q, r := a.A, a.B, float32(0)
+	switch a.Fn {
+	case ActSiLU:
+		k = actSiLUBwdAVX512
+	case ActELU:
+		k = actELUBwdAVX512
+	case ActGELU:
+		k, p, q = actGELUBwdAVX512, actAlpha, actKBetaErf
+	case ActGELUTanh:
+		k, p, q, r = actGELUTanhBwdAVX512, actKBeta, actKKappa, 3*actKKappa
+	default:
+		actBackwardAsm(a, dx, dy, v)
+		return
+	}
+	actRunBwd(k, dx, dy, v, p, q, r)
+}

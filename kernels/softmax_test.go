@@ -154,8 +154,8 @@ func BenchmarkSoftmax(b *testing.B) {
 }
 
 // smClose reports whether a variant's result matches the reference's: the
-// same float32 or one ulp apart (their exponentials are correctly rounded
-// and good to 2e-12, their float64 sums add in different orders), or, for
+// same float32 or one ulp apart (their exponentials are the same float32,
+// their float64 sums add in different orders), or, for
 // gradients that cancel, within 1e-12.
 func smClose(got, want float32) bool {
 	if actULPs(got, want) <= 1 {

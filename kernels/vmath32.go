@@ -11,15 +11,16 @@ import "math"
 // inputs, measured exhaustively (TestVMath32Exhaustive) and held on a
 // sample in make test (TestVMath32ULP):
 //
-//	expf32   1 ulp (normal results; subnormal results are rounded once)
-//	tanhf32  2 ulp, ±1 beyond |x| > 8.664339742 as SLEEF's tanhf
-//	erff32   1 ulp where |erf x| ≥ 2⁻¹²⁶, and ±1 from |x| ≥ 3.92
+//	expf32   0.86 ulp; subnormal results are rounded once
+//	tanhf32  1.31 ulp; ±1 beyond |x| > 8.664339742 as SLEEF's tanhf
+//	erff32   0.60 ulp for |x| ≥ 2⁻¹²⁰; 1.05 below, where a·p (see
+//	         erff32) is subnormal
 //
 // The polynomials are fitted (weighted least squares iterated toward
-// minimax, coefficients rounded to float32 one at a time from the constant
-// term with the rest refitted) to errors of 3e-9 (e^r), 2e-10 (tanh),
-// 1e-9 and 2e-9 (erf's two pieces), well below float32's half ulp of 6e-8:
-// the ulp of error comes from the float32 arithmetic around them.
+// minimax, coefficients rounded to float32 one at a time with the rest
+// refitted) to relative errors of 3e-9 (e^r), 2e-10 (tanh) and 3e-9
+// (erf's pieces), far below float32's half ulp of 6e-8: the error comes
+// from the float32 arithmetic around them.
 
 // expf32 coefficients: e^r = 1 + r·(1 + r·P(r)) on |r| ≤ ln2/2.
 const (
@@ -92,58 +93,42 @@ func tanhf32(x float32) float32 {
 	return math.Float32frombits(math.Float32bits(t) | math.Float32bits(x)&(1<<31))
 }
 
-// erff32 coefficients: erf x = x + x·S(x²) on |x| < 1, and
-// erf x = ±(1 − e^(−a²)·L(a − 2.5)), a = |x|, on 1 ≤ a ≤ 4.
-const (
-	erfS0 float32 = 7.920368079794571e-05
-	erfS1 float32 = -0.0008030761382542551
-	erfS2 float32 = 0.005190733820199966
-	erfS3 float32 = -0.02685512602329254
-	erfS4 float32 = 0.11283618211746216
-	erfS5 float32 = -0.3761262893676758
-	erfS6 float32 = 0.12837916612625122
-
-	erfL0 float32 = 0.00010684485459933057
-	erfL1 float32 = 0.00022507121320813894
-	erfL2 float32 = 0.0005433333572000265
-	erfL3 float32 = -0.0006611205171793699
-	erfL4 float32 = 0.002302482258528471
-	erfL5 float32 = -0.008132271468639374
-	erfL6 float32 = 0.02491462230682373
-	erfL7 float32 = -0.07434218376874924
-	erfL8 float32 = 0.21080760657787323
-
-	erfSmall float32 = 1
-	erfMid   float32 = 2.5 // L's centre
-	erfMax   float32 = 4   // erf rounds to ±1 from 3.92 on
+// erff32's pieces: on [i/4, (i+1)/4], i = 0…15, with t = a − erfC[i],
+// erf(a)/a = erfHi[i] + erfLo[i] + t·R(t), R of degree 4 with
+// coefficients erfR5[i] (highest) to erfR1[i]; relative error 3e-9.
+var (
+	erfC  = [16]float32{0.125, 0.375, 0.625, 0.875, 1.125, 1.375, 1.625, 1.875, 2.125, 2.375, 2.625, 2.875, 3.125, 3.375, 3.625, 3.875}
+	erfR5 = [16]float32{-0.019417190924286842, -0.046229034662246704, -0.04647929593920708, -0.025569915771484375, -0.0006675621261820197, 0.014400639571249485, 0.016941199079155922, 0.012035598047077656, 0.005889271851629019, 0.001668240176513791, -0.00031295252847485244, -0.0008294500294141471, -0.0008166557527147233, -0.0006557717570103705, -0.0004236441745888442, -0.0002534663653932512}
+	erfR4 = [16]float32{0.10605541616678238, 0.06270058453083038, 0.0019775540567934513, -0.044404126703739166, -0.06033782288432121, -0.05043986439704895, -0.02978455275297165, -0.011271421797573566, -0.00012585159856826067, 0.004376632161438465, 0.005041772965341806, 0.004213028121739626, 0.0031312082428485155, 0.0022354191169142723, 0.0015895559918135405, 0.0011447613360360265}
+	erfR3 = [16]float32{0.05537658929824829, 0.14298562705516815, 0.17534559965133667, 0.151602640748024, 0.09623029828071594, 0.039032962173223495, -0.0013748692581430078, -0.021311236545443535, -0.026270216330885887, -0.023638062179088593, -0.01869300939142704, -0.014001158066093922, -0.010334773920476437, -0.007674913387745619, -0.005785476416349411, -0.004435030743479729}
+	erfR2 = [16]float32{-0.3656423091888428, -0.2884953022003174, -0.16526482999324799, -0.03973090276122093, 0.05419181287288666, 0.104267418384552, 0.11707470566034317, 0.10740139335393906, 0.08886346966028214, 0.06987150758504868, 0.053959887474775314, 0.04175369814038277, 0.03269627317786217, 0.025998355820775032, 0.02099066972732544, 0.01718602143228054}
+	erfR1 = [16]float32{-0.09315494447946548, -0.25944608449935913, -0.37389740347862244, -0.42438942193984985, -0.4190261960029602, -0.3776134252548218, -0.32101351022720337, -0.2642749547958374, -0.2150581032037735, -0.1754595786333084, -0.14465762674808502, -0.120876245200634, -0.10237826406955719, -0.08778756111860275, -0.07609924674034119, -0.06659720093011856}
+	erfLo = [16]float32{9.577342474642592e-09, 2.728353010184037e-08, 3.5642127027557535e-09, -1.2480780853252327e-08, -2.4499783535247843e-08, 2.922329045418337e-10, 1.2830286166831684e-08, -1.3469453108427842e-08, -1.4836902817449982e-09, 1.1701516200446349e-08, -1.4473007681203853e-08, 7.840287530314072e-09, -7.467576002007092e-10, -3.601083209403555e-09, 9.027326441923833e-09, -3.264153614068732e-09}
+	erfHi = [16]float32{1.1225296258926392, 1.0776450634002686, 0.9971854090690613, 0.896085798740387, 0.7896784543991089, 0.6895782351493835, 0.6021192073822021, 0.5290613770484924, 0.4693392813205719, 0.42072296142578125, 0.3808741569519043, 0.34780943393707275, 0.31999683380126953, 0.29629576206207275, 0.2758619785308838, 0.25806450843811035}
 )
 
-// erff32 returns erf x; NaN gives NaN and ±Inf ±1.
+// erff32 returns erf x; NaN gives NaN and ±Inf ±1. With a = min(|x|, 4)
+// and i = ⌊4a⌋ (15 at most) it evaluates the piece p = erfLo[i] + t·R(t)
+// and returns a·erfHi[i] + a·p with one rounding at the end, and the sign
+// of x. The vector code looks the coefficients up with VPERMPS, so sixteen
+// pieces of degree 5 cost fewer operations than an exponential and two
+// polynomials, and the split of the constant term keeps the error near
+// half an ulp where a·(erf(a)/a) would be near one and a half.
 func erff32(x float32) float32 {
 	a := abs32(x)
-	if !(a >= erfSmall) { // NaN too
-		z := x * x
-		s := fma32(erfS0, z, erfS1)
-		s = fma32(s, z, erfS2)
-		s = fma32(s, z, erfS3)
-		s = fma32(s, z, erfS4)
-		s = fma32(s, z, erfS5)
-		s = fma32(s, z, erfS6)
-		return fma32(x, s, x)
+	if a != a {
+		return x
 	}
-	a = min(a, erfMax)
-	u := a - erfMid
-	l := fma32(erfL0, u, erfL1)
-	l = fma32(l, u, erfL2)
-	l = fma32(l, u, erfL3)
-	l = fma32(l, u, erfL4)
-	l = fma32(l, u, erfL5)
-	l = fma32(l, u, erfL6)
-	l = fma32(l, u, erfL7)
-	l = fma32(l, u, erfL8)
-	e := expf32(-(a * a))
-	t := fma32(-e, l, 1)
-	return math.Float32frombits(math.Float32bits(t) | math.Float32bits(x)&(1<<31))
+	a = min(a, 4)
+	i := int(min(a*4, 15))
+	t := a - erfC[i]
+	r := fma32(erfR5[i], t, erfR4[i])
+	r = fma32(r, t, erfR3[i])
+	r = fma32(r, t, erfR2[i])
+	r = fma32(r, t, erfR1[i])
+	p := fma32(r, t, erfLo[i])
+	e := fma32(a, erfHi[i], a*p)
+	return math.Float32frombits(math.Float32bits(e) | math.Float32bits(x)&(1<<31))
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
