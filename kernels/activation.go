@@ -58,9 +58,10 @@ var actCost = [...]int{
 // Each function follows the float32 formula of PyTorch 1.13's vectorised
 // CPU kernel step by step, so the roundings (and the cancellations, as in
 // ELU's eˣ−1 near 0 or the sigmoid gradient (1−y)·y near saturation) are
-// PyTorch's; the exponential, tanh and erf inside are the float32 cores of
-// vmath32.go (within an ulp or two, as PyTorch's SLEEF functions are), log
-// and general powers are correctly rounded (evaluated in float64). Special
+// PyTorch's; the exponential, logarithm, tanh and erf inside are the
+// float32 cores of vmath32.go (within an ulp or two, as PyTorch's SLEEF
+// functions are), general powers are correctly rounded (evaluated in
+// float64). Special
 // values follow the vectorised kernels too: NaN in gives NaN out, ReLU and
 // HardTanh and Clamp pass a NaN through, ReLU's gradient passes at NaN while
 // HardTanh's and Clamp's are 0 there and ELU's NaN. The vector variants
@@ -236,7 +237,7 @@ func (a Act) forward(dst, src []float32) {
 		}
 	case ActLog:
 		for i, x := range src {
-			dst[i] = float32(math.Log(float64(x)))
+			dst[i] = logf32(x)
 		}
 	case ActSqrt:
 		for i, x := range src {

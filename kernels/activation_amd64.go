@@ -327,10 +327,13 @@ func dropoutAsm(dst, src []float32, keep []uint8, scale float32) {
 }
 
 // The AVX-512 kernels of activation_avx512_amd64.s, for the functions
-// built on e^x, tanh and erf; the others run their AVX2 kernels.
+// built on e^x, ln x, tanh and erf; the others run their AVX2 kernels.
 
 //go:noescape
 func actExpAVX512(dst, src []float32, a, b, c float32)
+
+//go:noescape
+func actLogAVX512(dst, src []float32, a, b, c float32)
 
 //go:noescape
 func actSigmoidAVX512(dst, src []float32, a, b, c float32)
@@ -374,6 +377,8 @@ func actForwardAsm512(a Act, dst, src []float32) {
 	switch a.Fn {
 	case ActExp:
 		k = actExpAVX512
+	case ActLog:
+		k = actLogAVX512
 	case ActSigmoid:
 		k = actSigmoidAVX512
 	case ActTanh:

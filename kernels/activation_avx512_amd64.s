@@ -3,10 +3,10 @@
 #include "textflag.h"
 #include "vmath32_amd64.h"
 
-// AVX-512 variants of the elementwise functions built on e^x, tanh and erf
-// (the cheap ones are memory bound and keep their AVX2 kernels). Each body
-// is its AVX2 counterpart in activation_amd64.s operation for operation,
-// so results are the reference's bit for bit. The loops run two
+// AVX-512 variants of the elementwise functions built on e^x, ln x, tanh
+// and erf (the cheap ones are memory bound and keep their AVX2 kernels).
+// Each body is its AVX2 counterpart in activation_amd64.s operation for
+// operation, so results are the reference's bit for bit. The loops run two
 // independent vectors per iteration, one in Z0–Z14 and one in Z16–Z28:
 // the cores are long dependency chains, and two of them keep the FMA
 // units busy where one would wait on latencies. Tails of fewer than
@@ -234,6 +234,8 @@ bzdone:                       \
 
 #define EXPA EXP32Z(Z0, Z1, Z8, Z9, Z10)
 #define EXPB EXP32Z(Z16, Z17, Z22, Z23, Z24)
+#define LOGA LOG32Z(Z0, Z1, Z8, Z9, Z10, Z11, Z12)
+#define LOGB LOG32Z(Z16, Z17, Z22, Z23, Z24, Z25, Z26)
 #define TANHA TANH32Z(Z0, Z1, Z8, Z9, Z10, Z11, Z12, Z13, Z14)
 #define TANHB TANH32Z(Z16, Z17, Z22, Z23, Z24, Z25, Z26, Z27, Z28)
 #define SIGMOIDA SIGMOIDZ(Z0, Z1, Z3, Z4, Z5, Z8, Z9, Z10, Z11, Z12, Z13, Z14)
@@ -260,6 +262,10 @@ bzdone:                       \
 TEXT ·actExpAVX512(SB), NOSPLIT, $0-60
 	ZFWDARGS
 	UNARYZ(EXPA, EXPB)
+
+TEXT ·actLogAVX512(SB), NOSPLIT, $0-60
+	ZFWDARGS
+	UNARYZ(LOGA, LOGB)
 
 TEXT ·actSigmoidAVX512(SB), NOSPLIT, $0-60
 	ZFWDARGS

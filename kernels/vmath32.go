@@ -132,3 +132,56 @@ func erff32(x float32) float32 {
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// logf32 coefficients: ln(1+f) = f − f²/2 + f³·P(f) on
+// [√½ − 1, √2 − 1].
+const (
+	logP0 float32 = -0.07636894285678864
+	logP1 float32 = 0.1276242882013321
+	logP2 float32 = -0.13159537315368652
+	logP3 float32 = 0.14201544225215912
+	logP4 float32 = -0.1662341207265854
+	logP5 float32 = 0.2000124305486679
+	logP6 float32 = -0.2500081956386566
+	logP7 float32 = 0.3333333134651184
+
+	logSqrt2 float32 = 1.4142135381698608 // √2 rounded down
+)
+
+// logf32 returns ln x: −Inf at ±0, +Inf at +Inf, NaN below 0 and at NaN.
+// x = 2ᵏ·m with m in (√½, √2] (subnormal x scaled by 2²³ first), f = m − 1
+// exactly, ln(1+f) = f + f²·(f·P(f) − ½), and k·ln2 added in two parts.
+func logf32(x float32) float32 {
+	switch {
+	case !(x >= 0):
+		return float32(math.NaN())
+	case x == 0:
+		return float32(math.Inf(-1))
+	case x > math.MaxFloat32:
+		return x
+	}
+	k := float32(0)
+	if x < 0x1p-126 {
+		x *= 0x1p23
+		k = -23
+	}
+	b := math.Float32bits(x)
+	k += float32(int32(b>>23) - 127)
+	m := math.Float32frombits(b&0x007fffff | 0x3f800000)
+	if m > logSqrt2 {
+		m *= 0.5
+		k++
+	}
+	f := m - 1
+	p := fma32(logP0, f, logP1)
+	p = fma32(p, f, logP2)
+	p = fma32(p, f, logP3)
+	p = fma32(p, f, logP4)
+	p = fma32(p, f, logP5)
+	p = fma32(p, f, logP6)
+	p = fma32(p, f, logP7)
+	q := fma32(p, f, -0.5)
+	y := fma32(q, f*f, f)
+	y = fma32(k, expLn2Lo, y)
+	return fma32(k, expLn2Hi, y)
+}

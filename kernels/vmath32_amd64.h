@@ -188,6 +188,68 @@ DATA v32ErfHi<>+56(SB)/4, $0x3e8d3dc8
 DATA v32ErfHi<>+60(SB)/4, $0x3e842108
 GLOBL v32ErfHi<>(SB), RODATA|NOPTR, $64
 
+F16(v32Mant, $0x007fffff)    // the mantissa bits
+F16(v32Inf, $0x7f800000)     // +Inf
+F16(v32NegInf, $0xff800000)  // −Inf
+F16(v32NaN, $0x7fc00000)     // a quiet NaN
+F16(v32MinNorm, $0x00800000) // 2⁻¹²⁶
+F16(v32Two23, $0x4b000000)   // 2²³
+F16(v32Neg23, $0xc1b80000)   // −23
+F16(v32Sqrt2, $0x3fb504f3)   // √2 rounded down
+F16(v32LogP0, $0xbd9c6752)
+F16(v32LogP1, $0x3e02aff1)
+F16(v32LogP2, $0xbe06c0f0)
+F16(v32LogP3, $0x3e116c7f)
+F16(v32LogP4, $0xbe2a3947)
+F16(v32LogP5, $0x3e4cd00f)
+F16(v32LogP6, $0xbe800113)
+F16(v32LogP7, $0x3eaaaaaa)
+
+// LOGPOLY(F, Z, D): D = ln(1+F) for F in [√½−1, √2−1] (logf32's
+// polynomial), with Z = F·F computed. 
+#define LOGPOLY(F, Z, D) \
+	VMULPS       F, F, Z;                 \
+	VMOVUPS      v32LogP0<>(SB), D;       \
+	VFMADD213PS  v32LogP1<>(SB), F, D;    \
+	VFMADD213PS  v32LogP2<>(SB), F, D;    \
+	VFMADD213PS  v32LogP3<>(SB), F, D;    \
+	VFMADD213PS  v32LogP4<>(SB), F, D;    \
+	VFMADD213PS  v32LogP5<>(SB), F, D;    \
+	VFMADD213PS  v32LogP6<>(SB), F, D;    \
+	VFMADD213PS  v32LogP7<>(SB), F, D;    \
+	VFMADD213PS  v32NegHalf<>(SB), F, D;  \
+	VFMADD213PS  F, Z, D
+
+// LOG32(X, Y, A, B, C, D, E): Y = ln X for eight float32 (logf32). Y must
+// differ from X. Clobbers A–E.
+#define LOG32(X, Y, A, B, C, D, E) \
+	VMULPS       v32Two23<>(SB), X, A;    \
+	VCMPPS       $0x11, v32MinNorm<>(SB), X, C; \
+	VBLENDVPS    C, A, X, A;              \
+	VANDPS       v32Neg23<>(SB), C, C;    \
+	VPSRLD       $23, A, B;               \
+	VPSUBD       v32Bias<>(SB), B, B;     \
+	VCVTDQ2PS    B, B;                    \
+	VADDPS       C, B, B;                 \
+	VANDPS       v32Mant<>(SB), A, A;     \
+	VORPS        v32One<>(SB), A, A;      \
+	VCMPPS       $0x1e, v32Sqrt2<>(SB), A, C; \
+	VMULPS       v32Half<>(SB), A, D;     \
+	VBLENDVPS    C, D, A, A;              \
+	VANDPS       v32One<>(SB), C, C;      \
+	VADDPS       C, B, B;                 \
+	VSUBPS       v32One<>(SB), A, A;      \
+	LOGPOLY(A, C, D);                     \
+	VFMADD231PS  v32Ln2Lo<>(SB), B, D;    \
+	VFMADD231PS  v32Ln2Hi<>(SB), B, D;    \
+	VXORPS       C, C, C;                 \
+	VCMPPS       $0x00, C, X, E;          \
+	VBLENDVPS    E, v32NegInf<>(SB), D, D; \
+	VCMPPS       $0x00, v32Inf<>(SB), X, E; \
+	VBLENDVPS    E, v32Inf<>(SB), D, D;   \
+	VCMPPS       $0x19, C, X, E;          \
+	VBLENDVPS    E, v32NaN<>(SB), D, Y
+
 // EXP32CORE(X, Y, N, P): for X already clamped, N = n as float32 and
 // P = e^r, where X = n·ln2 + r. Y is scratch (it ends as r).
 #define EXP32CORE(X, Y, N, P) \
@@ -390,3 +452,34 @@ GLOBL v32ErfHi<>(SB), RODATA|NOPTR, $64
 	VFMADD231PS  E, A, D;                 \
 	VANDPS       v32Sign<>(SB), X, E;     \
 	VORPS        E, D, Y
+
+// LOG32Z(X, Y, A, B, C, D, E): LOG32 for sixteen lanes. Y must differ
+// from X. Clobbers A–E and K1.
+#define LOG32Z(X, Y, A, B, C, D, E) \
+	VMULPS       v32Two23<>(SB), X, A;    \
+	VCMPPS       $0x11, v32MinNorm<>(SB), X, K1; \
+	VMOVAPS      X, E;                    \
+	VMOVAPS      A, K1, E;                \
+	VXORPS       C, C, C;                 \
+	VMOVUPS      v32Neg23<>(SB), K1, C;   \
+	VPSRLD       $23, E, B;               \
+	VPSUBD       v32Bias<>(SB), B, B;     \
+	VCVTDQ2PS    B, B;                    \
+	VADDPS       C, B, B;                 \
+	VANDPS       v32Mant<>(SB), E, A;     \
+	VORPS        v32One<>(SB), A, A;      \
+	VCMPPS       $0x1e, v32Sqrt2<>(SB), A, K1; \
+	VMULPS       v32Half<>(SB), A, K1, A; \
+	VADDPS       v32One<>(SB), B, K1, B;  \
+	VSUBPS       v32One<>(SB), A, A;      \
+	LOGPOLY(A, C, D);                     \
+	VFMADD231PS  v32Ln2Lo<>(SB), B, D;    \
+	VFMADD231PS  v32Ln2Hi<>(SB), B, D;    \
+	VXORPS       C, C, C;                 \
+	VCMPPS       $0x00, C, X, K1;         \
+	VMOVUPS      v32NegInf<>(SB), K1, D;  \
+	VCMPPS       $0x00, v32Inf<>(SB), X, K1; \
+	VMOVUPS      v32Inf<>(SB), K1, D;     \
+	VCMPPS       $0x19, C, X, K1;         \
+	VMOVUPS      v32NaN<>(SB), K1, D;     \
+	VMOVAPS      D, Y

@@ -21,6 +21,7 @@ var vmath32Cases = []vmath32Case{
 	{"expf32", expf32, math.Exp, 0.86},
 	{"tanhf32", tanhf32, math.Tanh, 1.31},
 	{"erff32", erff32, math.Erf, 1.05},
+	{"logf32", logf32, math.Log, 0.92},
 }
 
 // ulpError is |got − exact| in units of the float32 spacing at exact (the

@@ -1,9 +1,9 @@
 // Float64 vector maths for the AVX2 elementwise kernels
-// (activation_amd64.s, softmax_amd64.s): log and the exponential inside
-// general powers, four lanes at a time, rounded once to float32 at the end,
+// (activation_amd64.s, softmax_amd64.s): the logarithm and exponential
+// inside general powers, four lanes at a time, rounded once to float32 at the end,
 // so they equal the correctly rounded results the pure-Go reference gets
-// from package math. The float32 wrappers EXPF, TANHF and ERFF call the
-// float32 cores of vmath32_amd64.h instead.
+// from package math. The float32 wrappers EXPF, LOGF, TANHF and ERFF call
+// the float32 cores of vmath32_amd64.h instead.
 //
 // Register use: the double cores (D*) take their registers as arguments;
 // the float32 wrappers (*F) use Y8–Y15 as scratch, so kernels keep their
@@ -121,7 +121,7 @@ GLOBL tailMask<>(SB), RODATA|NOPTR, $64
 	VFMADD213PD S, S, Q
 
 // DLOG(X, R, A, B, C, D): R = ln X for four positive, finite float64;
-// other lanes get garbage, which LOGF replaces. Clobbers A–D.
+// other lanes get garbage. Clobbers A–D.
 #define DLOG(X, R, A, B, C, D) \
 	VPSRLQ      $52, X, A;             \
 	VPOR        dTwo52<>(SB), A, A;    \
@@ -150,30 +150,13 @@ GLOBL tailMask<>(SB), RODATA|NOPTR, $64
 	VFMADD231PD dLn2lo<>(SB), A, R;    \
 	VFMADD231PD dLn2hi<>(SB), A, R
 
-// EXPF, TANHF and ERFF (YIN, XIN, YOUT, XOUT): YOUT = e^YIN, tanh YIN or
-// erf YIN for eight float32, with the float32 cores of vmath32_amd64.h
-// (XIN and XOUT, the low halves, are unused). YIN is kept and must differ
-// from YOUT. EXPF clobbers Y8–Y10, TANHF and ERFF Y8–Y14.
+// EXPF, LOGF, TANHF and ERFF (YIN, XIN, YOUT, XOUT): YOUT = e^YIN,
+// ln YIN, tanh YIN or erf YIN for eight float32, with the float32 cores of
+// vmath32_amd64.h (XIN and XOUT, the low halves, are unused). YIN is kept
+// and must differ from YOUT. EXPF clobbers Y8–Y10, LOGF Y8–Y12, TANHF and
+// ERFF Y8–Y14.
 #define EXPF(YIN, XIN, YOUT, XOUT) EXP32(YIN, YOUT, Y8, Y9, Y10)
+#define LOGF(YIN, XIN, YOUT, XOUT) LOG32(YIN, YOUT, Y8, Y9, Y10, Y11, Y12)
 #define TANHF(YIN, XIN, YOUT, XOUT) TANH32(YIN, YOUT, Y8, Y9, Y10, Y11, Y12, Y13, Y14)
 #define ERFF(YIN, XIN, YOUT, XOUT) ERF32(YIN, YOUT, Y8, Y9, Y10, Y11, Y12, Y13, Y14)
 
-// LOGF(YIN, XIN, YOUT, XOUT): YOUT = ln YIN for eight float32: −Inf at ±0,
-// +Inf at +Inf, NaN below 0 and at NaN. YIN and YOUT must differ. Clobbers
-// Y8–Y13.
-#define LOGF(YIN, XIN, YOUT, XOUT) \
-	VCVTPS2PD    XIN, Y8;                  \
-	DLOG(Y8, Y9, Y10, Y11, Y12, Y13);      \
-	VCVTPD2PSY   Y9, XOUT;                 \
-	VEXTRACTF128 $1, YIN, X8;              \
-	VCVTPS2PD    X8, Y8;                   \
-	DLOG(Y8, Y9, Y10, Y11, Y12, Y13);      \
-	VCVTPD2PSY   Y9, X9;                   \
-	VINSERTF128  $1, X9, YOUT, YOUT;       \
-	VXORPS       Y8, Y8, Y8;               \
-	VCMPPS       $0x00, Y8, YIN, Y9;       \
-	VBLENDVPS    Y9, fNegInf<>(SB), YOUT, YOUT; \
-	VCMPPS       $0x00, fInf<>(SB), YIN, Y9; \
-	VBLENDVPS    Y9, fInf<>(SB), YOUT, YOUT; \
-	VCMPPS       $0x19, Y8, YIN, Y9;       \
-	VBLENDVPS    Y9, fNaN<>(SB), YOUT, YOUT
