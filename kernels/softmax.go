@@ -53,7 +53,7 @@ type smKernels struct {
 // smKernelsFor returns level l's softmax kernels; the Generic ones are the
 // reference loops below.
 func smKernelsFor(l Level) *smKernels {
-	return pick(l, [levelCount]*smKernels{Generic: &smGeneric, AVX2: smAVX2})
+	return pick(l, [levelCount]*smKernels{Generic: &smGeneric, AVX2: smAVX2, AVX512: smAVX512})
 }
 
 var smImpl = smKernelsFor(level)

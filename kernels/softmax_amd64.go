@@ -57,15 +57,24 @@ func smColSoftBwdAVX2(dx, y, dy []float32, dot []float64)
 //go:noescape
 func smColLogBwdAVX2(dx, y, dy []float32, sum []float64)
 
+//go:noescape
+func smRowExpSumAVX512(x, e []float32, mx float32, store int) float64
+
+//go:noescape
+func smRowScaleAVX512(y []float32, s float64)
+
+//go:noescape
+func smRowLogBwdAVX512(dx, y, dy []float32, sum float64)
+
 var smAVX2 = &smKernels{
 	rowMax:     smRowMaxAsm,
-	rowExpSum:  smRowExpSumAsm,
-	rowScale:   smRowScaleAsm,
+	rowExpSum:  smRowExpSumWith(smRowExpSumAVX2),
+	rowScale:   smRowScaleWith(smRowScaleAVX2),
 	rowSub:     smRowSubAsm,
 	rowDot:     smRowDotAsm,
 	rowSum:     smRowSumAsm,
 	rowSoftBwd: smRowSoftBwdAsm,
-	rowLogBwd:  smRowLogBwdAsm,
+	rowLogBwd:  smRowLogBwdWith(smRowLogBwdAVX2),
 	colMax:     smColMaxAsm,
 	colExpSum:  smColExpSumAsm,
 	colScale:   smColScaleAsm,
@@ -95,22 +104,38 @@ func smRowMaxAsm(x []float32) float32 {
 	return mx
 }
 
-func smRowExpSumAsm(x, e []float32, mx float32) float64 {
-	sum := 0.0
-	for lo := 0; lo < len(x); lo += smChunk {
-		hi := min(lo+smChunk, len(x))
-		if e == nil {
-			sum += smRowExpSumAVX2(x[lo:hi], nil, mx, 0)
-		} else {
-			sum += smRowExpSumAVX2(x[lo:hi], e[lo:hi], mx, 1)
+// smAVX512 is smAVX2 with the AVX-512 row kernels of
+// softmax_avx512_amd64.s for the exponentials and the scaling.
+var smAVX512 = func() *smKernels {
+	k := *smAVX2
+	k.rowExpSum = smRowExpSumWith(smRowExpSumAVX512)
+	k.rowScale = smRowScaleWith(smRowScaleAVX512)
+	k.rowLogBwd = smRowLogBwdWith(smRowLogBwdAVX512)
+	return &k
+}()
+
+// smRowExpSumWith, smRowScaleWith and smRowLogBwdWith wrap an assembly
+// row kernel of either level in the smChunk loop.
+func smRowExpSumWith(k func(x, e []float32, mx float32, store int) float64) func(x, e []float32, mx float32) float64 {
+	return func(x, e []float32, mx float32) float64 {
+		sum := 0.0
+		for lo := 0; lo < len(x); lo += smChunk {
+			hi := min(lo+smChunk, len(x))
+			if e == nil {
+				sum += k(x[lo:hi], nil, mx, 0)
+			} else {
+				sum += k(x[lo:hi], e[lo:hi], mx, 1)
+			}
 		}
+		return sum
 	}
-	return sum
 }
 
-func smRowScaleAsm(y []float32, s float64) {
-	for lo := 0; lo < len(y); lo += smChunk {
-		smRowScaleAVX2(y[lo:min(lo+smChunk, len(y))], s)
+func smRowScaleWith(k func(y []float32, s float64)) func(y []float32, s float64) {
+	return func(y []float32, s float64) {
+		for lo := 0; lo < len(y); lo += smChunk {
+			k(y[lo:min(lo+smChunk, len(y))], s)
+		}
 	}
 }
 
@@ -148,11 +173,13 @@ func smRowSoftBwdAsm(dx, y, dy []float32, dot float64) {
 	}
 }
 
-func smRowLogBwdAsm(dx, y, dy []float32, sum float64) {
-	y, dy = y[:len(dx)], dy[:len(dx)]
-	for lo := 0; lo < len(dx); lo += smChunk {
-		hi := min(lo+smChunk, len(dx))
-		smRowLogBwdAVX2(dx[lo:hi], y[lo:hi], dy[lo:hi], sum)
+func smRowLogBwdWith(k func(dx, y, dy []float32, sum float64)) func(dx, y, dy []float32, sum float64) {
+	return func(dx, y, dy []float32, sum float64) {
+		y, dy = y[:len(dx)], dy[:len(dx)]
+		for lo := 0; lo < len(dx); lo += smChunk {
+			hi := min(lo+smChunk, len(dx))
+			k(dx[lo:hi], y[lo:hi], dy[lo:hi], sum)
+		}
 	}
 }
 

@@ -3,4 +3,4 @@
 package kernels
 
 // Without assembly softmax has only its Generic kernels.
-var smAVX2 *smKernels
+var smAVX2, smAVX512 *smKernels
