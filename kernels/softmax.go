@@ -48,6 +48,11 @@ type smKernels struct {
 	colSum     func(sum []float64, x []float32)          // sum += x
 	colSoftBwd func(dx, y, dy []float32, dot []float64)  // y·(dy − dot)
 	colLogBwd  func(dx, y, dy []float32, sum []float64)  // dy − exp(y)·sum
+
+	// rows, where a level has it, is the whole forward softmax of the
+	// rows of n elements in x, into y: rowMax, rowExpSum and rowScale in
+	// one call for many rows.
+	rows func(x, y []float32, n int)
 }
 
 // smKernelsFor returns level l's softmax kernels; the Generic ones are the
@@ -121,6 +126,10 @@ func (j *smJob) release() {
 // runRows computes the softmaxes of rows [lo, hi) (Inner = 1).
 func (j *smJob) runRows(lo, hi int) {
 	k, n := smImpl, j.s.N
+	if j.kind == smForward && k.rows != nil {
+		k.rows(j.x[lo*n:hi*n], j.y[lo*n:hi*n], n)
+		return
+	}
 	for o := lo; o < hi; o++ {
 		r := o * n
 		switch j.kind {

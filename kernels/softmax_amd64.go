@@ -66,6 +66,9 @@ func smRowScaleAVX512(y []float32, s float64)
 //go:noescape
 func smRowLogBwdAVX512(dx, y, dy []float32, sum float64)
 
+//go:noescape
+func smSoftmaxRowsAVX512(x, y []float32, n int)
+
 var smAVX2 = &smKernels{
 	rowMax:     smRowMaxAsm,
 	rowExpSum:  smRowExpSumWith(smRowExpSumAVX2),
@@ -111,8 +114,20 @@ var smAVX512 = func() *smKernels {
 	k.rowExpSum = smRowExpSumWith(smRowExpSumAVX512)
 	k.rowScale = smRowScaleWith(smRowScaleAVX512)
 	k.rowLogBwd = smRowLogBwdWith(smRowLogBwdAVX512)
+	k.rows = smSoftmaxRowsAsm
 	return &k
 }()
+
+// smSoftmaxRowsAsm runs smSoftmaxRowsAVX512 on whole rows, about smChunk
+// elements a call.
+func smSoftmaxRowsAsm(x, y []float32, n int) {
+	step := max(1, smChunk/n) * n
+	y = y[:len(x)]
+	for lo := 0; lo < len(x); lo += step {
+		hi := min(lo+step, len(x))
+		smSoftmaxRowsAVX512(x[lo:hi], y[lo:hi], n)
+	}
+}
 
 // smRowExpSumWith, smRowScaleWith and smRowLogBwdWith wrap an assembly
 // row kernel of either level in the smChunk loop.

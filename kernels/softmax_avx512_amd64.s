@@ -9,6 +9,9 @@
 // loops on two independent vectors. Tails go through the same code under
 // the mask K3.
 
+DATA v64One<>+0(SB)/8, $0x3ff0000000000000 // 1.0
+GLOBL v64One<>(SB), RODATA|NOPTR, $8
+
 // ZTAILMASK: K3 = the mask of the first CX (< 16) lanes.
 #define ZTAILMASK \
 	MOVL  $1, AX;  \
@@ -233,5 +236,154 @@ ltail:
 	VMOVUPS   Z1, K3, (DI)
 
 ldone:
+	VZEROUPPER
+	RET
+
+// func smSoftmaxRowsAVX512(x, y []float32, n int)
+//
+// The whole forward softmax of each row of n elements (n ≥ 1) in x, into
+// y: the row's maximum (NaN if any element is NaN), e^(x−max) stored in y
+// and summed in float64 as smRowExpSumAVX512 does, then y scaled by the
+// float64 reciprocal of the sum. One call for many rows: short rows (128
+// elements in attention) would otherwise pay three calls each.
+TEXT ·smSoftmaxRowsAVX512(SB), NOSPLIT, $0-56
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), R10
+	MOVQ y_base+24(FP), DI
+	MOVQ n+48(FP), R11
+	MOVQ R11, CX
+	ANDQ $15, CX
+	ZTAILMASK
+	MOVQ R11, R12
+	SHRQ $4, R12
+	MOVQ R11, R13
+	SHLQ $2, R11
+
+rrow:
+	CMPQ R10, $0
+	JLE  rdone
+
+	// The maximum, and K2 = lanes that saw a NaN.
+	VBROADCASTSS v32NegInf<>(SB), Z5
+	KXORW        K2, K2, K2
+	XORQ         AX, AX
+	MOVQ         R12, CX
+	TESTQ        CX, CX
+	JZ           rmaxtail
+
+rmaxloop:
+	VMOVUPS (SI)(AX*1), Z0
+	VMAXPS  Z0, Z5, Z5
+	VCMPPS  $3, Z0, Z0, K1
+	KORW    K1, K2, K2
+	ADDQ    $64, AX
+	DECQ    CX
+	JNZ     rmaxloop
+
+rmaxtail:
+	KORTESTW K3, K3
+	JZ       rmaxreduce
+	VBROADCASTSS v32NegInf<>(SB), Z0
+	VMOVUPS      (SI)(AX*1), K3, Z0
+	VMAXPS       Z0, Z5, Z5
+	VCMPPS       $3, Z0, Z0, K1
+	KORW         K1, K2, K2
+
+rmaxreduce:
+	VEXTRACTF64X4 $1, Z5, Y6
+	VMAXPS        Y6, Y5, Y5
+	VEXTRACTF128  $1, Y5, X6
+	VMAXPS        X6, X5, X5
+	VPERMILPS     $0x4e, X5, X6
+	VMAXPS        X6, X5, X5
+	VPERMILPS     $0xb1, X5, X6
+	VMAXPS        X6, X5, X5
+	VBROADCASTSS  X5, Z7
+	KORTESTW      K2, K2
+	JZ            rexp
+	VBROADCASTSS  v32NaN<>(SB), Z7
+
+	// e^(x−max) into y, summed in Z5, Z6 (float64).
+rexp:
+	VXORPD Z5, Z5, Z5
+	VXORPD Z6, Z6, Z6
+	XORQ   AX, AX
+	MOVQ   R12, CX
+	TESTQ  CX, CX
+	JZ     rexptail
+
+rexploop:
+	VMOVUPS (SI)(AX*1), Z0
+	VSUBPS  Z7, Z0, Z0
+	EXP32Z(Z0, Z1, Z8, Z9, Z10)
+	ADDD(Z1, Y1, Z9, Y9, Z5, Z6)
+	VMOVUPS Z1, (DI)(AX*1)
+	ADDQ    $64, AX
+	DECQ    CX
+	JNZ     rexploop
+
+rexptail:
+	KORTESTW  K3, K3
+	JZ        rsum
+	VMOVUPS.Z (SI)(AX*1), K3, Z0
+	VSUBPS    Z7, Z0, Z0
+	EXP32Z(Z0, Z1, Z8, Z9, Z10)
+	VMOVAPS.Z Z1, K3, Z1
+	ADDD(Z1, Y1, Z9, Y9, Z5, Z6)
+	VMOVUPS   Z1, K3, (DI)(AX*1)
+
+	// Z7 = 1/sum as float64.
+rsum:
+	VADDPD        Z6, Z5, Z5
+	VEXTRACTF64X4 $1, Z5, Y6
+	VADDPD        Y6, Y5, Y5
+	VEXTRACTF128  $1, Y5, X6
+	VADDPD        X6, X5, X5
+	VPERMILPD     $1, X5, X6
+	VADDSD        X6, X5, X5
+	VMOVSD        v64One<>(SB), X6
+	VDIVSD        X5, X6, X6
+	VBROADCASTSD  X6, Z7
+
+	// y·(1/sum).
+	XORQ AX, AX
+	MOVQ R12, CX
+	TESTQ CX, CX
+	JZ   rscaletail
+
+rscaleloop:
+	VCVTPS2PD (DI)(AX*1), Z0
+	VCVTPS2PD 32(DI)(AX*1), Z1
+	VMULPD    Z7, Z0, Z0
+	VMULPD    Z7, Z1, Z1
+	VCVTPD2PS Z0, Y0
+	VCVTPD2PS Z1, Y1
+	VMOVUPS   Y0, (DI)(AX*1)
+	VMOVUPS   Y1, 32(DI)(AX*1)
+	ADDQ      $64, AX
+	DECQ      CX
+	JNZ       rscaleloop
+
+rscaletail:
+	KORTESTW      K3, K3
+	JZ            rnext
+	VMOVUPS.Z     (DI)(AX*1), K3, Z0
+	VCVTPS2PD     Y0, Z1
+	VEXTRACTF32X8 $1, Z0, Y2
+	VCVTPS2PD     Y2, Z2
+	VMULPD        Z7, Z1, Z1
+	VMULPD        Z7, Z2, Z2
+	VCVTPD2PS     Z1, Y1
+	VCVTPD2PS     Z2, Y2
+	VINSERTF32X8  $1, Y2, Z1, Z1
+	VMOVUPS       Z1, K3, (DI)(AX*1)
+
+rnext:
+	ADDQ R11, SI
+	ADDQ R11, DI
+	SUBQ R13, R10
+	JMP  rrow
+
+rdone:
 	VZEROUPPER
 	RET
