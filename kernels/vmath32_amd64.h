@@ -47,145 +47,163 @@ F16(v32TanhQ4, $0x3e08883e)
 F16(v32TanhQ5, $0xbeaaaaaa)
 
 F16(v32ErfMax, $0x40800000)     // 4
-F16(v32ErfFifteen, $0x41700000) // 15: the last piece
+F16(v32ErfSeven, $0x40e00000) // 7: the last piece
 
-// erff32's sixteen pieces (vmath32.go): one table of sixteen float32 per
-// coefficient, indexed by VPERMPS.
-DATA v32ErfC<>+0(SB)/4, $0x3e000000
-DATA v32ErfC<>+4(SB)/4, $0x3ec00000
-DATA v32ErfC<>+8(SB)/4, $0x3f200000
-DATA v32ErfC<>+12(SB)/4, $0x3f600000
-DATA v32ErfC<>+16(SB)/4, $0x3f900000
-DATA v32ErfC<>+20(SB)/4, $0x3fb00000
-DATA v32ErfC<>+24(SB)/4, $0x3fd00000
-DATA v32ErfC<>+28(SB)/4, $0x3ff00000
-DATA v32ErfC<>+32(SB)/4, $0x40080000
-DATA v32ErfC<>+36(SB)/4, $0x40180000
-DATA v32ErfC<>+40(SB)/4, $0x40280000
-DATA v32ErfC<>+44(SB)/4, $0x40380000
-DATA v32ErfC<>+48(SB)/4, $0x40480000
-DATA v32ErfC<>+52(SB)/4, $0x40580000
-DATA v32ErfC<>+56(SB)/4, $0x40680000
-DATA v32ErfC<>+60(SB)/4, $0x40780000
+// erff32's eight pieces (vmath32.go): one table per coefficient, indexed
+// by VPERMPS; the eight entries twice over, so that the 512-bit VPERMPS
+// (a 4-bit index) reads the same values.
+DATA v32ErfC<>+0(SB)/4, $0x3e800000
+DATA v32ErfC<>+4(SB)/4, $0x3f400000
+DATA v32ErfC<>+8(SB)/4, $0x3fa00000
+DATA v32ErfC<>+12(SB)/4, $0x3fe00000
+DATA v32ErfC<>+16(SB)/4, $0x40100000
+DATA v32ErfC<>+20(SB)/4, $0x40300000
+DATA v32ErfC<>+24(SB)/4, $0x40500000
+DATA v32ErfC<>+28(SB)/4, $0x40700000
+DATA v32ErfC<>+32(SB)/4, $0x3e800000
+DATA v32ErfC<>+36(SB)/4, $0x3f400000
+DATA v32ErfC<>+40(SB)/4, $0x3fa00000
+DATA v32ErfC<>+44(SB)/4, $0x3fe00000
+DATA v32ErfC<>+48(SB)/4, $0x40100000
+DATA v32ErfC<>+52(SB)/4, $0x40300000
+DATA v32ErfC<>+56(SB)/4, $0x40500000
+DATA v32ErfC<>+60(SB)/4, $0x40700000
 GLOBL v32ErfC<>(SB), RODATA|NOPTR, $64
-DATA v32ErfR5<>+0(SB)/4, $0xbc9f10cd
-DATA v32ErfR5<>+4(SB)/4, $0xbd3d5aa8
-DATA v32ErfR5<>+8(SB)/4, $0xbd3e6113
-DATA v32ErfR5<>+12(SB)/4, $0xbcd17800
-DATA v32ErfR5<>+16(SB)/4, $0xba2eff56
-DATA v32ErfR5<>+20(SB)/4, $0x3c6bf0a9
-DATA v32ErfR5<>+24(SB)/4, $0x3c8ac845
-DATA v32ErfR5<>+28(SB)/4, $0x3c4530f5
-DATA v32ErfR5<>+32(SB)/4, $0x3bc0facb
-DATA v32ErfR5<>+36(SB)/4, $0x3adaa8da
-DATA v32ErfR5<>+40(SB)/4, $0xb9a413c7
-DATA v32ErfR5<>+44(SB)/4, $0xba596f73
-DATA v32ErfR5<>+48(SB)/4, $0xba5614d7
-DATA v32ErfR5<>+52(SB)/4, $0xba2be819
-DATA v32ErfR5<>+56(SB)/4, $0xb9de1c8f
-DATA v32ErfR5<>+60(SB)/4, $0xb984e3ae
+DATA v32ErfR6<>+0(SB)/4, $0xbc930046
+DATA v32ErfR6<>+4(SB)/4, $0x3c68f26d
+DATA v32ErfR6<>+8(SB)/4, $0x3c236f8e
+DATA v32ErfR6<>+12(SB)/4, $0xbb58ca99
+DATA v32ErfR6<>+16(SB)/4, $0xbb3a1dba
+DATA v32ErfR6<>+20(SB)/4, $0xb9bd868f
+DATA v32ErfR6<>+24(SB)/4, $0x390f88b7
+DATA v32ErfR6<>+28(SB)/4, $0x38bac388
+DATA v32ErfR6<>+32(SB)/4, $0xbc930046
+DATA v32ErfR6<>+36(SB)/4, $0x3c68f26d
+DATA v32ErfR6<>+40(SB)/4, $0x3c236f8e
+DATA v32ErfR6<>+44(SB)/4, $0xbb58ca99
+DATA v32ErfR6<>+48(SB)/4, $0xbb3a1dba
+DATA v32ErfR6<>+52(SB)/4, $0xb9bd868f
+DATA v32ErfR6<>+56(SB)/4, $0x390f88b7
+DATA v32ErfR6<>+60(SB)/4, $0x38bac388
+GLOBL v32ErfR6<>(SB), RODATA|NOPTR, $64
+DATA v32ErfR5<>+0(SB)/4, $0xbd0f39c8
+DATA v32ErfR5<>+4(SB)/4, $0xbd189d0b
+DATA v32ErfR5<>+8(SB)/4, $0x3c04918c
+DATA v32ErfR5<>+12(SB)/4, $0x3c73993a
+DATA v32ErfR5<>+16(SB)/4, $0x3b6a8f93
+DATA v32ErfR5<>+20(SB)/4, $0xba31679f
+DATA v32ErfR5<>+24(SB)/4, $0xba3c7992
+DATA v32ErfR5<>+28(SB)/4, $0xb9b9e760
+DATA v32ErfR5<>+32(SB)/4, $0xbd0f39c8
+DATA v32ErfR5<>+36(SB)/4, $0xbd189d0b
+DATA v32ErfR5<>+40(SB)/4, $0x3c04918c
+DATA v32ErfR5<>+44(SB)/4, $0x3c73993a
+DATA v32ErfR5<>+48(SB)/4, $0x3b6a8f93
+DATA v32ErfR5<>+52(SB)/4, $0xba31679f
+DATA v32ErfR5<>+56(SB)/4, $0xba3c7992
+DATA v32ErfR5<>+60(SB)/4, $0xb9b9e760
 GLOBL v32ErfR5<>(SB), RODATA|NOPTR, $64
-DATA v32ErfR4<>+0(SB)/4, $0x3dd93395
-DATA v32ErfR4<>+4(SB)/4, $0x3d80692a
-DATA v32ErfR4<>+8(SB)/4, $0x3b0199da
-DATA v32ErfR4<>+12(SB)/4, $0xbd35e11a
-DATA v32ErfR4<>+16(SB)/4, $0xbd7724cb
-DATA v32ErfR4<>+20(SB)/4, $0xbd4e9a08
-DATA v32ErfR4<>+24(SB)/4, $0xbcf3febc
-DATA v32ErfR4<>+28(SB)/4, $0xbc38abc5
-DATA v32ErfR4<>+32(SB)/4, $0xb903f708
-DATA v32ErfR4<>+36(SB)/4, $0x3b8f69da
-DATA v32ErfR4<>+40(SB)/4, $0x3ba53575
-DATA v32ErfR4<>+44(SB)/4, $0x3b8a0d71
-DATA v32ErfR4<>+48(SB)/4, $0x3b4d34f5
-DATA v32ErfR4<>+52(SB)/4, $0x3b12801c
-DATA v32ErfR4<>+56(SB)/4, $0x3ad058a6
-DATA v32ErfR4<>+60(SB)/4, $0x3a960bd1
+DATA v32ErfR4<>+0(SB)/4, $0x3db64d29
+DATA v32ErfR4<>+4(SB)/4, $0xbccba913
+DATA v32ErfR4<>+8(SB)/4, $0xbd6d77d1
+DATA v32ErfR4<>+12(SB)/4, $0xbca13243
+DATA v32ErfR4<>+16(SB)/4, $0x3b3b10da
+DATA v32ErfR4<>+20(SB)/4, $0x3b9ab01d
+DATA v32ErfR4<>+24(SB)/4, $0x3b2d8ec0
+DATA v32ErfR4<>+28(SB)/4, $0x3ab02ee1
+DATA v32ErfR4<>+32(SB)/4, $0x3db64d29
+DATA v32ErfR4<>+36(SB)/4, $0xbccba913
+DATA v32ErfR4<>+40(SB)/4, $0xbd6d77d1
+DATA v32ErfR4<>+44(SB)/4, $0xbca13243
+DATA v32ErfR4<>+48(SB)/4, $0x3b3b10da
+DATA v32ErfR4<>+52(SB)/4, $0x3b9ab01d
+DATA v32ErfR4<>+56(SB)/4, $0x3b2d8ec0
+DATA v32ErfR4<>+60(SB)/4, $0x3ab02ee1
 GLOBL v32ErfR4<>(SB), RODATA|NOPTR, $64
-DATA v32ErfR3<>+0(SB)/4, $0x3d62d290
-DATA v32ErfR3<>+4(SB)/4, $0x3e126ad3
-DATA v32ErfR3<>+8(SB)/4, $0x3e338dcc
-DATA v32ErfR3<>+12(SB)/4, $0x3e1b3db9
-DATA v32ErfR3<>+16(SB)/4, $0x3dc51464
-DATA v32ErfR3<>+20(SB)/4, $0x3d1fe107
-DATA v32ErfR3<>+24(SB)/4, $0xbab434f5
-DATA v32ErfR3<>+28(SB)/4, $0xbcae94e7
-DATA v32ErfR3<>+32(SB)/4, $0xbcd734a3
-DATA v32ErfR3<>+36(SB)/4, $0xbcc1a49c
-DATA v32ErfR3<>+40(SB)/4, $0xbc992215
-DATA v32ErfR3<>+44(SB)/4, $0xbc65651d
-DATA v32ErfR3<>+48(SB)/4, $0xbc29532f
-DATA v32ErfR3<>+52(SB)/4, $0xbbfb7dd7
-DATA v32ErfR3<>+56(SB)/4, $0xbbbd9418
-DATA v32ErfR3<>+60(SB)/4, $0xbb9153bc
+DATA v32ErfR3<>+0(SB)/4, $0x3dd66886
+DATA v32ErfR3<>+4(SB)/4, $0x3e2d6324
+DATA v32ErfR3<>+8(SB)/4, $0x3d87ddf4
+DATA v32ErfR3<>+12(SB)/4, $0xbc6007ca
+DATA v32ErfR3<>+16(SB)/4, $0xbcd0f6c8
+DATA v32ErfR3<>+20(SB)/4, $0xbc85083e
+DATA v32ErfR3<>+24(SB)/4, $0xbc11b41f
+DATA v32ErfR3<>+28(SB)/4, $0xbba59fac
+DATA v32ErfR3<>+32(SB)/4, $0x3dd66886
+DATA v32ErfR3<>+36(SB)/4, $0x3e2d6324
+DATA v32ErfR3<>+40(SB)/4, $0x3d87ddf4
+DATA v32ErfR3<>+44(SB)/4, $0xbc6007ca
+DATA v32ErfR3<>+48(SB)/4, $0xbcd0f6c8
+DATA v32ErfR3<>+52(SB)/4, $0xbc85083e
+DATA v32ErfR3<>+56(SB)/4, $0xbc11b41f
+DATA v32ErfR3<>+60(SB)/4, $0xbba59fac
 GLOBL v32ErfR3<>(SB), RODATA|NOPTR, $64
-DATA v32ErfR2<>+0(SB)/4, $0xbebb3578
-DATA v32ErfR2<>+4(SB)/4, $0xbe93b5a8
-DATA v32ErfR2<>+8(SB)/4, $0xbe293b2f
-DATA v32ErfR2<>+12(SB)/4, $0xbd22bcdf
-DATA v32ErfR2<>+16(SB)/4, $0x3d5df83c
-DATA v32ErfR2<>+20(SB)/4, $0x3dd58a28
-DATA v32ErfR2<>+24(SB)/4, $0x3defc4dd
-DATA v32ErfR2<>+28(SB)/4, $0x3ddbf543
-DATA v32ErfR2<>+32(SB)/4, $0x3db5fe0d
-DATA v32ErfR2<>+36(SB)/4, $0x3d8f18cb
-DATA v32ErfR2<>+40(SB)/4, $0x3d5d050b
-DATA v32ErfR2<>+44(SB)/4, $0x3d2b05ed
-DATA v32ErfR2<>+48(SB)/4, $0x3d05ec87
-DATA v32ErfR2<>+52(SB)/4, $0x3cd4fa81
-DATA v32ErfR2<>+56(SB)/4, $0x3cabf4a0
-DATA v32ErfR2<>+60(SB)/4, $0x3c8cc9b3
+DATA v32ErfR2<>+0(SB)/4, $0xbeabb31c
+DATA v32ErfR2<>+4(SB)/4, $0xbdcd3ed5
+DATA v32ErfR2<>+8(SB)/4, $0x3dad5279
+DATA v32ErfR2<>+12(SB)/4, $0x3de9aa5c
+DATA v32ErfR2<>+16(SB)/4, $0x3da20463
+DATA v32ErfR2<>+20(SB)/4, $0x3d4236c1
+DATA v32ErfR2<>+24(SB)/4, $0x3cee6017
+DATA v32ErfR2<>+28(SB)/4, $0x3c9b563b
+DATA v32ErfR2<>+32(SB)/4, $0xbeabb31c
+DATA v32ErfR2<>+36(SB)/4, $0xbdcd3ed5
+DATA v32ErfR2<>+40(SB)/4, $0x3dad5279
+DATA v32ErfR2<>+44(SB)/4, $0x3de9aa5c
+DATA v32ErfR2<>+48(SB)/4, $0x3da20463
+DATA v32ErfR2<>+52(SB)/4, $0x3d4236c1
+DATA v32ErfR2<>+56(SB)/4, $0x3cee6017
+DATA v32ErfR2<>+60(SB)/4, $0x3c9b563b
 GLOBL v32ErfR2<>(SB), RODATA|NOPTR, $64
-DATA v32ErfR1<>+0(SB)/4, $0xbdbec805
-DATA v32ErfR1<>+4(SB)/4, $0xbe84d61e
-DATA v32ErfR1<>+8(SB)/4, $0xbebf6f7b
-DATA v32ErfR1<>+12(SB)/4, $0xbed94992
-DATA v32ErfR1<>+16(SB)/4, $0xbed68a9a
-DATA v32ErfR1<>+20(SB)/4, $0xbec1568c
-DATA v32ErfR1<>+24(SB)/4, $0xbea45be2
-DATA v32ErfR1<>+28(SB)/4, $0xbe874f0c
-DATA v32ErfR1<>+32(SB)/4, $0xbe5c3831
-DATA v32ErfR1<>+36(SB)/4, $0xbe33abad
-DATA v32ErfR1<>+40(SB)/4, $0xbe142121
-DATA v32ErfR1<>+44(SB)/4, $0xbdf78df7
-DATA v32ErfR1<>+48(SB)/4, $0xbdd1abb2
-DATA v32ErfR1<>+52(SB)/4, $0xbdb3c9f7
-DATA v32ErfR1<>+56(SB)/4, $0xbd9bd9ec
-DATA v32ErfR1<>+60(SB)/4, $0xbd88641d
+DATA v32ErfR1<>+0(SB)/4, $0xbe398372
+DATA v32ErfR1<>+4(SB)/4, $0xbed066e8
+DATA v32ErfR1<>+8(SB)/4, $0xbecd8974
+DATA v32ErfR1<>+12(SB)/4, $0xbe9583d4
+DATA v32ErfR1<>+16(SB)/4, $0xbe46b9a4
+DATA v32ErfR1<>+20(SB)/4, $0xbe072c4b
+DATA v32ErfR1<>+24(SB)/4, $0xbdc1dfd0
+DATA v32ErfR1<>+28(SB)/4, $0xbd91a293
+DATA v32ErfR1<>+32(SB)/4, $0xbe398372
+DATA v32ErfR1<>+36(SB)/4, $0xbed066e8
+DATA v32ErfR1<>+40(SB)/4, $0xbecd8974
+DATA v32ErfR1<>+44(SB)/4, $0xbe9583d4
+DATA v32ErfR1<>+48(SB)/4, $0xbe46b9a4
+DATA v32ErfR1<>+52(SB)/4, $0xbe072c4b
+DATA v32ErfR1<>+56(SB)/4, $0xbdc1dfd0
+DATA v32ErfR1<>+60(SB)/4, $0xbd91a293
 GLOBL v32ErfR1<>(SB), RODATA|NOPTR, $64
-DATA v32ErfLo<>+0(SB)/4, $0x32248999
-DATA v32ErfLo<>+4(SB)/4, $0x32ea5d1e
-DATA v32ErfLo<>+8(SB)/4, $0x3174ee4b
-DATA v32ErfLo<>+12(SB)/4, $0xb2566b0e
-DATA v32ErfLo<>+16(SB)/4, $0xb2d27398
-DATA v32ErfLo<>+20(SB)/4, $0x2fa0a820
-DATA v32ErfLo<>+24(SB)/4, $0x325c6c32
-DATA v32ErfLo<>+28(SB)/4, $0xb2676748
-DATA v32ErfLo<>+32(SB)/4, $0xb0cbeab6
-DATA v32ErfLo<>+36(SB)/4, $0x324907d0
-DATA v32ErfLo<>+40(SB)/4, $0xb278a4f6
-DATA v32ErfLo<>+44(SB)/4, $0x3206b1f3
-DATA v32ErfLo<>+48(SB)/4, $0xb04d4465
-DATA v32ErfLo<>+52(SB)/4, $0xb17776ed
-DATA v32ErfLo<>+56(SB)/4, $0x321b169a
-DATA v32ErfLo<>+60(SB)/4, $0xb1604f99
+DATA v32ErfLo<>+0(SB)/4, $0x31f750d7
+DATA v32ErfLo<>+4(SB)/4, $0x327170da
+DATA v32ErfLo<>+8(SB)/4, $0xb20f32da
+DATA v32ErfLo<>+12(SB)/4, $0x3203fa2d
+DATA v32ErfLo<>+16(SB)/4, $0x320e0c9a
+DATA v32ErfLo<>+20(SB)/4, $0xb1642175
+DATA v32ErfLo<>+24(SB)/4, $0x31c476b6
+DATA v32ErfLo<>+28(SB)/4, $0xb277f363
+DATA v32ErfLo<>+32(SB)/4, $0x31f750d7
+DATA v32ErfLo<>+36(SB)/4, $0x327170da
+DATA v32ErfLo<>+40(SB)/4, $0xb20f32da
+DATA v32ErfLo<>+44(SB)/4, $0x3203fa2d
+DATA v32ErfLo<>+48(SB)/4, $0x320e0c9a
+DATA v32ErfLo<>+52(SB)/4, $0xb1642175
+DATA v32ErfLo<>+56(SB)/4, $0x31c476b6
+DATA v32ErfLo<>+60(SB)/4, $0xb277f363
 GLOBL v32ErfLo<>(SB), RODATA|NOPTR, $64
-DATA v32ErfHi<>+0(SB)/4, $0x3f8faf0d
-DATA v32ErfHi<>+4(SB)/4, $0x3f89f046
-DATA v32ErfHi<>+8(SB)/4, $0x3f7f478b
-DATA v32ErfHi<>+12(SB)/4, $0x3f6565e1
-DATA v32ErfHi<>+16(SB)/4, $0x3f4a285e
-DATA v32ErfHi<>+20(SB)/4, $0x3f308833
-DATA v32ErfHi<>+24(SB)/4, $0x3f1a247c
-DATA v32ErfHi<>+28(SB)/4, $0x3f077091
-DATA v32ErfHi<>+32(SB)/4, $0x3ef04d3d
-DATA v32ErfHi<>+36(SB)/4, $0x3ed76900
-DATA v32ErfHi<>+40(SB)/4, $0x3ec301f0
-DATA v32ErfHi<>+44(SB)/4, $0x3eb21414
-DATA v32ErfHi<>+48(SB)/4, $0x3ea3d6a0
-DATA v32ErfHi<>+52(SB)/4, $0x3e97b414
-DATA v32ErfHi<>+56(SB)/4, $0x3e8d3dc8
-DATA v32ErfHi<>+60(SB)/4, $0x3e842108
+DATA v32ErfHi<>+0(SB)/4, $0x3f8d7aa7
+DATA v32ErfHi<>+4(SB)/4, $0x3f72bdba
+DATA v32ErfHi<>+8(SB)/4, $0x3f3d028c
+DATA v32ErfHi<>+12(SB)/4, $0x3f105602
+DATA v32ErfHi<>+16(SB)/4, $0x3ee33903
+DATA v32ErfHi<>+20(SB)/4, $0x3eba29c0
+DATA v32ErfHi<>+24(SB)/4, $0x3e9d89ac
+DATA v32ErfHi<>+28(SB)/4, $0x3e888888
+DATA v32ErfHi<>+32(SB)/4, $0x3f8d7aa7
+DATA v32ErfHi<>+36(SB)/4, $0x3f72bdba
+DATA v32ErfHi<>+40(SB)/4, $0x3f3d028c
+DATA v32ErfHi<>+44(SB)/4, $0x3f105602
+DATA v32ErfHi<>+48(SB)/4, $0x3ee33903
+DATA v32ErfHi<>+52(SB)/4, $0x3eba29c0
+DATA v32ErfHi<>+56(SB)/4, $0x3e9d89ac
+DATA v32ErfHi<>+60(SB)/4, $0x3e888888
 GLOBL v32ErfHi<>(SB), RODATA|NOPTR, $64
 
 F16(v32Mant, $0x007fffff)    // the mantissa bits
@@ -324,42 +342,41 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VCMPPS       $0x1d, v32TanhSmall<>(SB), A, E; \
 	VBLENDVPS    E, D, C, Y
 
-// ERFTAB(T, I, M, D, E): D = T[I] for eight lanes of a sixteen-entry
-// table: two VPERMPS of its halves and a blend by M, which holds index
-// bit 3 in the sign bits. Clobbers E.
-#define ERFTAB(T, I, M, D, E) \
-	VPERMPS      T<>+0(SB), I, D;         \
-	VPERMPS      T<>+32(SB), I, E;        \
-	VBLENDVPS    M, E, D, D
-
-// ERF32(X, Y, A, B, C, D, E, F, G): Y = erf X for eight float32 (erff32).
-// Y must differ from X. Clobbers A–G.
-#define ERF32(X, Y, A, B, C, D, E, F, G) \
+// ERF32BODY(X, Y, A, B, C, D, E, TWO): erff32 on the lanes of X, YMM or
+// ZMM alike (VPERMPS takes the index's low 3 or 4 bits, and the tables
+// repeat their eight entries). Clobbers A–E.
+#define ERF32BODY(X, Y, A, B, C, D, E, TWO) \
 	VANDPS       v32Abs<>(SB), X, A;      \
 	VMOVUPS      v32ErfMax<>(SB), B;      \
 	VMINPS       A, B, A;                 \
-	VMULPS       v32ErfMax<>(SB), A, B;   \
-	VMINPS       v32ErfFifteen<>(SB), B, B; \
+	VMULPS       TWO<>(SB), A, B;         \
+	VMINPS       v32ErfSeven<>(SB), B, B; \
 	VCVTTPS2DQ   B, B;                    \
-	VPSLLD       $28, B, G;               \
-	ERFTAB(v32ErfC, B, G, C, E);          \
+	VPERMPS      v32ErfC<>(SB), B, C;     \
 	VSUBPS       C, A, C;                 \
-	ERFTAB(v32ErfR5, B, G, D, E);         \
-	ERFTAB(v32ErfR4, B, G, F, E);         \
-	VFMADD213PS  F, C, D;                 \
-	ERFTAB(v32ErfR3, B, G, F, E);         \
-	VFMADD213PS  F, C, D;                 \
-	ERFTAB(v32ErfR2, B, G, F, E);         \
-	VFMADD213PS  F, C, D;                 \
-	ERFTAB(v32ErfR1, B, G, F, E);         \
-	VFMADD213PS  F, C, D;                 \
-	ERFTAB(v32ErfLo, B, G, F, E);         \
-	VFMADD213PS  F, C, D;                 \
+	VPERMPS      v32ErfR6<>(SB), B, D;    \
+	VPERMPS      v32ErfR5<>(SB), B, E;    \
+	VFMADD213PS  E, C, D;                 \
+	VPERMPS      v32ErfR4<>(SB), B, E;    \
+	VFMADD213PS  E, C, D;                 \
+	VPERMPS      v32ErfR3<>(SB), B, E;    \
+	VFMADD213PS  E, C, D;                 \
+	VPERMPS      v32ErfR2<>(SB), B, E;    \
+	VFMADD213PS  E, C, D;                 \
+	VPERMPS      v32ErfR1<>(SB), B, E;    \
+	VFMADD213PS  E, C, D;                 \
+	VPERMPS      v32ErfLo<>(SB), B, E;    \
+	VFMADD213PS  E, C, D;                 \
 	VMULPS       D, A, D;                 \
-	ERFTAB(v32ErfHi, B, G, F, E);         \
-	VFMADD231PS  F, A, D;                 \
+	VPERMPS      v32ErfHi<>(SB), B, E;    \
+	VFMADD231PS  E, A, D;                 \
 	VANDPS       v32Sign<>(SB), X, E;     \
 	VORPS        E, D, Y
+
+// ERF32(X, Y, A, B, C, D, E, F, G): Y = erf X for eight float32 (erff32).
+// Y must differ from X. Clobbers A–E (F and G are unused).
+#define ERF32(X, Y, A, B, C, D, E, F, G) \
+	ERF32BODY(X, Y, A, B, C, D, E, v32Two)
 
 // ---- AVX-512: sixteen lanes in ZMM registers -----------------------------
 //
@@ -425,33 +442,10 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VMOVAPS      C, Y;                    \
 	VMOVAPS      D, K1, Y
 
-// ERF32Z(X, Y, A, B, C, D, E, F, G): ERF32 for sixteen lanes, each table
-// one VPERMPS. Y must differ from X. Clobbers A–E (F and G are unused).
+// ERF32Z(X, Y, A, B, C, D, E, F, G): ERF32 for sixteen lanes. Y must
+// differ from X. Clobbers A–E (F and G are unused).
 #define ERF32Z(X, Y, A, B, C, D, E, F, G) \
-	VANDPS       v32Abs<>(SB), X, A;      \
-	VMOVUPS      v32ErfMax<>(SB), B;      \
-	VMINPS       A, B, A;                 \
-	VMULPS       v32ErfMax<>(SB), A, B;   \
-	VMINPS       v32ErfFifteen<>(SB), B, B; \
-	VCVTTPS2DQ   B, B;                    \
-	VPERMPS      v32ErfC<>(SB), B, C;     \
-	VSUBPS       C, A, C;                 \
-	VPERMPS      v32ErfR5<>(SB), B, D;    \
-	VPERMPS      v32ErfR4<>(SB), B, E;    \
-	VFMADD213PS  E, C, D;                 \
-	VPERMPS      v32ErfR3<>(SB), B, E;    \
-	VFMADD213PS  E, C, D;                 \
-	VPERMPS      v32ErfR2<>(SB), B, E;    \
-	VFMADD213PS  E, C, D;                 \
-	VPERMPS      v32ErfR1<>(SB), B, E;    \
-	VFMADD213PS  E, C, D;                 \
-	VPERMPS      v32ErfLo<>(SB), B, E;    \
-	VFMADD213PS  E, C, D;                 \
-	VMULPS       D, A, D;                 \
-	VPERMPS      v32ErfHi<>(SB), B, E;    \
-	VFMADD231PS  E, A, D;                 \
-	VANDPS       v32Sign<>(SB), X, E;     \
-	VORPS        E, D, Y
+	ERF32BODY(X, Y, A, B, C, D, E, v32Two)
 
 // LOG32Z(X, Y, A, B, C, D, E): LOG32 for sixteen lanes. Y must differ
 // from X. Clobbers A–E and K1.
