@@ -357,7 +357,7 @@ func BenchmarkActForward(b *testing.B) {
 			x[i] = float32(i%2000)/500 - 2
 		}
 		y := make([]float32, len(x))
-		for _, a := range []Act{{Fn: ActReLU}, {Fn: ActLog}, {Fn: ActSigmoid}, {Fn: ActTanh}, {Fn: ActGELU}, {Fn: ActGELUTanh}} {
+		for _, a := range []Act{{Fn: ActReLU}, {Fn: ActExp}, {Fn: ActLog}, {Fn: ActSigmoid}, {Fn: ActSiLU}, {Fn: ActTanh}, {Fn: ActGELU}, {Fn: ActGELUTanh}} {
 			for _, l := range Levels() {
 				b.Run(fmt.Sprintf("%v/%s/%v", a.Fn, sz.name, l), func(b *testing.B) {
 					defer useActLevel(l)()
