@@ -307,20 +307,37 @@ rmaxreduce:
 rexp:
 	VXORPD Z5, Z5, Z5
 	VXORPD Z6, Z6, Z6
+	VXORPD Z20, Z20, Z20
+	VXORPD Z21, Z21, Z21
 	XORQ   AX, AX
 	MOVQ   R12, CX
-	TESTQ  CX, CX
-	JZ     rexptail
+	SHRQ   $1, CX
+	JZ     rexpone
 
 rexploop:
+	VMOVUPS (SI)(AX*1), Z0
+	VMOVUPS 64(SI)(AX*1), Z16
+	VSUBPS  Z7, Z0, Z0
+	VSUBPS  Z7, Z16, Z16
+	EXP32Z(Z0, Z1, Z8, Z9, Z10)
+	EXP32Z(Z16, Z17, Z22, Z23, Z24)
+	ADDD(Z1, Y1, Z9, Y9, Z5, Z6)
+	ADDD(Z17, Y17, Z23, Y23, Z20, Z21)
+	VMOVUPS Z1, (DI)(AX*1)
+	VMOVUPS Z17, 64(DI)(AX*1)
+	ADDQ    $128, AX
+	DECQ    CX
+	JNZ     rexploop
+
+rexpone:
+	TESTQ   $1, R12
+	JZ      rexptail
 	VMOVUPS (SI)(AX*1), Z0
 	VSUBPS  Z7, Z0, Z0
 	EXP32Z(Z0, Z1, Z8, Z9, Z10)
 	ADDD(Z1, Y1, Z9, Y9, Z5, Z6)
 	VMOVUPS Z1, (DI)(AX*1)
 	ADDQ    $64, AX
-	DECQ    CX
-	JNZ     rexploop
 
 rexptail:
 	KORTESTW  K3, K3
@@ -334,6 +351,8 @@ rexptail:
 
 	// Z7 = 1/sum as float64.
 rsum:
+	VADDPD        Z20, Z5, Z5
+	VADDPD        Z21, Z6, Z6
 	VADDPD        Z6, Z5, Z5
 	VEXTRACTF64X4 $1, Z5, Y6
 	VADDPD        Y6, Y5, Y5
