@@ -115,7 +115,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 		checkInPlace(op, x)
 		out = x
 	} else {
-		out = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+		out = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: uninitF32(x.Numel())} // every element written
 	}
 	bindBatchNorm(s, x, out, mean, invStd, weight, bias, relu)()
 	if traced(x, runningMean, runningVar, weight, bias) && !training {
