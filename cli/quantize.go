@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
+	"github.com/kilnml/kiln/internal/feed"
 	"github.com/kilnml/kiln/graph/quant"
 	"github.com/kilnml/kiln/internal/npy"
 )
@@ -143,7 +144,7 @@ func calibrate(g *graph.Graph, path string, conf *quant.Conf, batches [][]string
 			if err != nil {
 				return fmt.Errorf("--calib batch %d: %w", b+1, err)
 			}
-			if x, err = conform(x, g.Values[g.Inputs[i]]); err != nil {
+			if x, err = feed.Conform(x, g.Values[g.Inputs[i]]); err != nil {
 				return fmt.Errorf("--calib batch %d, input %d (%s): %w", b+1, i, file, err)
 			}
 			inputs[i] = x

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
+	"github.com/kilnml/kiln/internal/feed"
 	"github.com/kilnml/kiln/internal/npy"
 )
 
@@ -46,7 +47,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if x, err = conform(x, g.Values[g.Inputs[i]]); err != nil {
+		if x, err = feed.Conform(x, g.Values[g.Inputs[i]]); err != nil {
 			return fmt.Errorf("input %d (%s): %w", i, file, err)
 		}
 		inputs[i] = x
@@ -70,31 +71,6 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %s: %v %v%s\n", file, results[i].DType(), results[i].Shape(), note)
 	}
 	return nil
-}
-
-// conform checks an input read from a .npy file against the graph's input
-// value. A float32 array feeds a bfloat16 input by rounding, since .npy
-// has no bfloat16, and an int32 array an int64 input (embedding indices
-// and offsets) exactly, since NumPy makes int32 arrays where its default
-// integer is 32 bits; any other dtype difference is an error. Shapes are
-// left to the graph, which may run at other batch sizes than it was
-// traced at, and numbers of indices.
-func conform(x *autograd.Tensor, v graph.Value) (*autograd.Tensor, error) {
-	switch {
-	case x.DType() == v.DType:
-	case x.DType() == autograd.Float32 && v.DType == autograd.BFloat16,
-		x.DType() == autograd.Int32 && v.DType == autograd.Int64:
-		x = autograd.Cast(autograd.NoGrad(x), v.DType)
-	default:
-		return nil, fmt.Errorf("array is %v, the graph's input %s is %v", x.DType(), v.Name, v.DType)
-	}
-	if len(x.Shape()) != len(v.Shape) {
-		return nil, fmt.Errorf("array has shape %v, the graph's input %s has %d dimensions (traced at %v)", x.Shape(), v.Name, len(v.Shape), v.Shape)
-	}
-	if v.Format != autograd.Contiguous {
-		x = autograd.NoGrad(x).To(v.Format)
-	}
-	return x, nil
 }
 
 // valueList describes values as "%in: f32[1,3,8,8], ...".
