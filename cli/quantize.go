@@ -11,8 +11,8 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
-	"github.com/kilnml/kiln/internal/feed"
 	"github.com/kilnml/kiln/graph/quant"
+	"github.com/kilnml/kiln/internal/feed"
 	"github.com/kilnml/kiln/internal/npy"
 )
 
