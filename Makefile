@@ -33,11 +33,13 @@ test: vet
 	$(MAKE) race
 	$(MAKE) fuzz FUZZTIME=1000x
 
-# The concurrency test under the race detector: training beside
-# inference, autocast, compiled graphs and traces in other goroutines.
+# The concurrency tests under the race detector: training beside
+# inference, autocast, compiled graphs and traces in other goroutines;
+# the server's concurrent clients.
 race:
 	$(GO) test -race -count=1 -short -run '^TestConcurrentModes$$' .
 	$(GO) test -race -count=1 -short -run '^TestPreparedConvWeightsBF16Concurrent$$' ./kernels
+	$(GO) test -race -count=1 -short -run '^TestConcurrentClients$$' ./serve
 
 # Short fuzzing runs of every reader of outside bytes, each of which must
 # never panic or hang whatever it is handed: PACKAGE:Target pairs, FUZZTIME
@@ -51,7 +53,7 @@ race:
 # loaded 2-core CI machine hits.
 FUZZ_TARGETS = graph:FuzzDecode graph:FuzzDecodeCompileRun nn:FuzzLoadStateDict \
 	internal/safetensors:FuzzDecode internal/npy:FuzzDecode internal/tensorcodec:FuzzDecode \
-	autograd:FuzzShapes graph/quant:FuzzReadConf
+	autograd:FuzzShapes graph/quant:FuzzReadConf serve:FuzzDecodeJSON
 FUZZTIME ?= 10s
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -1,5 +1,5 @@
 // Package cli is the kiln command (cmd/kiln) as a library: it inspects,
-// runs, benchmarks and quantizes graphs saved by graph.Save. Programs that add ops of
+// runs, benchmarks, quantizes and serves graphs saved by graph.Save. Programs that add ops of
 // their own build their own kiln with it, registering those ops first.
 package cli
 
@@ -33,6 +33,12 @@ Commands:
         conf saved by --conf-out; --symmetric gives int8 activations
         with zero point 0 instead of uint8, --algorithm picks the range
         observer (min_max, moving_averager_min_max, histogram)
+  serve FILE [--addr HOST:PORT] [--instances N] [--max-batch B]
+        [--max-wait D] [--max-body BYTES] [--timeout D]
+        answer HTTP requests with the graph: POST /predict (JSON or .npy
+        bodies), GET /healthz, GET /metrics (Prometheus); --max-batch
+        joins requests that arrive together into one run; SIGTERM or
+        SIGINT stops it after answering the requests in flight
   cpu [--levels]
         print the CPU, the kernel variants in use and the levels
         KILN_ISA can select (--levels: only those, best first)
@@ -59,6 +65,7 @@ var commands = map[string]command{
 	"run":      runCmd,
 	"bench":    bench,
 	"quantize": quantizeCmd,
+	"serve":    serveCmd,
 	"cpu":      cpu,
 }
 

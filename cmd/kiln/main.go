@@ -1,10 +1,12 @@
-// Command kiln inspects, runs and benchmarks graphs saved by graph.Save.
+// Command kiln inspects, runs, benchmarks, quantizes and serves graphs
+// saved by graph.Save.
 //
 // Usage:
 //
 //	kiln inspect FILE
 //	kiln run FILE -i IN.npy [-i IN2.npy ...] [-o OUT.npy ...]
 //	kiln bench FILE [--batch N] [--bag-size L] [--threads T] [--iters K] [--warmup W] [--profile]
+//	kiln serve FILE [--addr HOST:PORT] [--instances N] [--max-batch B] [--max-wait D] [--max-body BYTES] [--timeout D]
 //	kiln cpu [--levels]
 //
 // inspect prints the graph, one op per line, and its parameter count. run
@@ -17,6 +19,9 @@
 // bag where the graph takes offsets) and prints latency percentiles and
 // throughput; with --profile it then
 // times every node and prints where the time goes, by node and by op.
+// serve answers HTTP requests with the graph (POST /predict with a JSON or
+// .npy body, GET /healthz, GET /metrics) until SIGTERM or SIGINT, after
+// which it answers the requests in flight and exits (see package serve).
 // cpu prints the CPU, the kernel variants in use and the instruction-set
 // levels KILN_ISA can select on it.
 //
