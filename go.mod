@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/klauspost/cpuid/v2 v2.4.2
 	github.com/schollz/progressbar/v3 v3.19.1
+	golang.org/x/sys v0.46.0
 	golang.org/x/term v0.44.0
 	gonum.org/v1/gonum v0.17.0
 	gorgonia.org/tensor v0.9.24
@@ -22,7 +23,6 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/xtgo/set v1.0.0 // indirect
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
-	golang.org/x/sys v0.46.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 	google.golang.org/protobuf v1.25.0 // indirect
 	gorgonia.org/vecf32 v0.9.0 // indirect

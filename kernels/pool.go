@@ -16,13 +16,15 @@ import (
 // worker costs a few hundred nanoseconds.
 const minParallelWork = 1 << 15
 
-// pool is the one persistent set of workers every kernel splits its work
-// across. Workers are started lazily and live for the life of the process,
-// so no kernel call starts a goroutine.
+// pool is a persistent set of workers kernels split their work across:
+// the process-wide one (workers), whose workers are started lazily and
+// live for the life of the process, or a Pool's pinned threads. No kernel
+// call starts a goroutine.
 type pool struct {
 	once    sync.Once
 	threads int
 	tasks   chan task
+	quit    chan struct{} // closed to stop a Pool's workers; nil for workers
 }
 
 type task struct {
@@ -50,12 +52,24 @@ func (t task) run() {
 
 var workers pool
 
-// Threads reports how many workers kernels split their work across. It is
-// KILN_NUM_THREADS when that is set to a whole number from 1 to maxThreads,
-// else GOMAXPROCS.
-func Threads() int {
+// currentPool is the pool of the calling thread: a Pool's when called on
+// one of its threads (inside Pool.Do), else the process-wide one. The
+// lookup costs a system call, so it is skipped while no Pool exists.
+func currentPool() *pool {
+	if livePools.Load() > 0 {
+		if p, ok := threadPools.Load(gettid()); ok {
+			return p.(*pool)
+		}
+	}
 	workers.start()
-	return workers.threads
+	return &workers
+}
+
+// Threads reports how many workers kernels split their work across: inside
+// Pool.Do the Pool's thread count; elsewhere KILN_NUM_THREADS when that is
+// set to a whole number from 1 to maxThreads, else GOMAXPROCS.
+func Threads() int {
+	return currentPool().threads
 }
 
 func (p *pool) start() {
@@ -118,7 +132,11 @@ func (p *pool) work() {
 	for {
 		t, ok := p.poll(nil)
 		if !ok {
-			t = <-p.tasks
+			select {
+			case t = <-p.tasks:
+			case <-p.quit:
+				return
+			}
 		}
 		t.run()
 	}
@@ -157,8 +175,8 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
-	workers.start()
-	parts := workers.threads
+	p := currentPool()
+	parts := p.threads
 	if parts > n {
 		parts = n
 	}
@@ -172,7 +190,7 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 	for lo := chunk; lo < n; lo += chunk { // the first chunk runs on the caller
 		t := task{fn: fn, lo: lo, hi: min(lo+chunk, n), job: j}
 		select {
-		case workers.tasks <- t:
+		case p.tasks <- t:
 		default:
 			t.run() // every worker is busy: no point queueing
 		}
@@ -183,7 +201,7 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 	// waiter always makes progress on the queue. Poll first: the other
 	// chunks usually finish within microseconds.
 	for {
-		t, ok := workers.poll(j)
+		t, ok := p.poll(j)
 		if !ok {
 			break
 		}
@@ -194,7 +212,7 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 		case <-j.done:
 			jobPool.put(j)
 			return
-		case t := <-workers.tasks:
+		case t := <-p.tasks:
 			t.run()
 		}
 	}
