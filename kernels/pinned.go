@@ -19,11 +19,11 @@ import (
 // code: the pools in use should hold no more threads than GOMAXPROCS
 // (every core, by default).
 type Pool struct {
-	cores []int
-	p     *pool
-	calls chan poolCall
-	mu    sync.RWMutex // guards closed against sends on calls
-	done  sync.WaitGroup
+	cores  []int
+	p      *pool
+	calls  chan poolCall
+	mu     sync.RWMutex // guards closed against sends on calls
+	done   sync.WaitGroup
 	closed bool
 }
 
