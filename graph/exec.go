@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/kernels"
 )
 
 // Program is a graph ready to run. Run plans the graph for the shapes,
@@ -29,7 +30,8 @@ import (
 type Program struct {
 	g      *Graph
 	impls  []nodeOp
-	budget int // bytes
+	budget int           // bytes
+	pool   *kernels.Pool // where Run runs; nil: the caller's thread and the process-wide workers
 
 	mu    sync.Mutex
 	last  *plan   // the plan of the previous Run, tried first
@@ -38,6 +40,14 @@ type Program struct {
 
 // CompileOption changes how Compile prepares a graph.
 type CompileOption func(*Program)
+
+// WithPool binds the Program to a pool of pinned threads: Run computes
+// on the pool (kernels.Pool.Do), its kernels split across the pool's
+// threads, so Programs bound to different pools run side by side on their
+// own cores.
+func WithPool(pool *kernels.Pool) CompileOption {
+	return func(p *Program) { p.pool = pool }
+}
 
 // WithMemoryBudget bounds the memory, in bytes, that planning the graph
 // may take for the values it computes (see Compile); the default is the
@@ -87,17 +97,28 @@ func Compile(g *Graph, opts ...CompileOption) (*Program, error) {
 // next Run with inputs of the same types overwrites them, so copy (Clone)
 // what must outlive it. Nodes without a compiled form for their operands
 // run through their eager ops, which allocate.
-func (p *Program) Run(inputs ...*autograd.Tensor) ([]*autograd.Tensor, error) {
+func (p *Program) Run(inputs ...*autograd.Tensor) (outs []*autograd.Tensor, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pl, err := p.planFor(inputs)
+	run := func() {
+		var pl *plan
+		if pl, err = p.planFor(inputs); err != nil {
+			return
+		}
+		if err = pl.run(inputs); err != nil {
+			return
+		}
+		outs = pl.outs
+	}
+	if p.pool != nil {
+		p.pool.Do(run)
+	} else {
+		run()
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := pl.run(inputs); err != nil {
-		return nil, err
-	}
-	return pl.outs, nil
+	return outs, nil
 }
 
 // planFor checks inputs and returns their plan, planning them if they are
