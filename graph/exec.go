@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/kilnml/kiln/autograd"
@@ -97,28 +98,33 @@ func Compile(g *Graph, opts ...CompileOption) (*Program, error) {
 // next Run with inputs of the same types overwrites them, so copy (Clone)
 // what must outlive it. Nodes without a compiled form for their operands
 // run through their eager ops, which allocate.
-func (p *Program) Run(inputs ...*autograd.Tensor) (outs []*autograd.Tensor, err error) {
+func (p *Program) Run(inputs ...*autograd.Tensor) ([]*autograd.Tensor, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	run := func() {
-		var pl *plan
-		if pl, err = p.planFor(inputs); err != nil {
-			return
-		}
-		if err = pl.run(inputs); err != nil {
-			return
-		}
-		outs = pl.outs
+	if p.pool == nil {
+		return p.runLocked(inputs)
 	}
-	if p.pool != nil {
-		p.pool.Do(run)
-	} else {
-		run()
-	}
+	return p.runOnPool(slices.Clone(inputs))
+}
+
+// runOnPool is Run on p.pool. It takes its own copy of the inputs slice,
+// which the closure handed to the pool keeps: were it Run's, every caller's
+// variadic slice would escape to the heap, pool or not.
+func (p *Program) runOnPool(inputs []*autograd.Tensor) (outs []*autograd.Tensor, err error) {
+	p.pool.Do(func() { outs, err = p.runLocked(inputs) })
+	return outs, err
+}
+
+// runLocked is Run with p.mu held, on the calling thread.
+func (p *Program) runLocked(inputs []*autograd.Tensor) ([]*autograd.Tensor, error) {
+	pl, err := p.planFor(inputs)
 	if err != nil {
 		return nil, err
 	}
-	return outs, nil
+	if err := pl.run(inputs); err != nil {
+		return nil, err
+	}
+	return pl.outs, nil
 }
 
 // planFor checks inputs and returns their plan, planning them if they are
