@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kilnml/kiln/autograd"
@@ -18,13 +20,15 @@ import (
 
 // bench times a saved graph on random inputs.
 func bench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "FILE [--batch N] [--bag-size L] [--threads T] [--iters K] [--warmup W] [--profile]", stderr)
+	fs := newFlags("bench", "FILE [--batch N] [--bag-size L] [--threads T] [--iters K] [--warmup W] [--profile] [--instances N --cores-per-instance C]", stderr)
 	batch := fs.Int("batch", 0, "batch size: the first dimension of every input (default: the traced one)")
 	bagSize := fs.Int("bag-size", 1, "indices per bag for embedding-bag lookups whose indices and offsets are inputs")
 	threads := fs.Int("threads", 0, "kernel threads (default: KILN_NUM_THREADS, else GOMAXPROCS)")
 	iters := fs.Int("iters", 20, "timed runs")
 	warmup := fs.Int("warmup", 3, "untimed runs first")
 	profile := fs.Bool("profile", false, "after the timed runs, time each node over --iters more and print the slowest "+fmt.Sprint(profileTop)+" and the time by op")
+	instances := fs.Int("instances", 1, "instances of the graph running at once, each timing --iters runs (with --cores-per-instance)")
+	perInstance := fs.Int("cores-per-instance", 0, "pin each instance to this many cores of its own (0: one instance on the process-wide workers)")
 	path, err := parseFile(fs, args)
 	if err != nil {
 		return err
@@ -40,6 +44,12 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		return usagef("--warmup %d: want zero or more", *warmup)
 	case *bagSize < 0:
 		return usagef("--bag-size %d: want zero or more", *bagSize)
+	case *instances < 1 || *perInstance < 0:
+		return usagef("--instances %d --cores-per-instance %d: want 1 or more instances and 0 or more cores", *instances, *perInstance)
+	case *instances > 1 && *perInstance == 0:
+		return usagef("--instances %d needs --cores-per-instance", *instances)
+	case *perInstance > 0 && (*threads > 0 || *profile):
+		return usagef("--cores-per-instance sets the threads itself and does not profile")
 	}
 	// The kernels' worker pool reads its size once, when it first starts,
 	// so the setting must come before anything computes: before Load.
@@ -72,6 +82,9 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	inputs, err := randomInputs(g, n, *bagSize)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if *perInstance > 0 {
+		return benchInstances(stdout, path, g, inputs, n, *instances, *perInstance, *iters, *warmup)
 	}
 	p, err := graph.Compile(g)
 	if err != nil {
@@ -108,6 +121,69 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 	return prof.WriteTable(stdout, profileTop)
+}
+
+// benchInstances is bench with instances: each compiled on a pool of its
+// own cores, all running at once, each timing iters runs after warmup.
+// It reports the latency percentiles over every run and the aggregate
+// throughput (items over the wall time of the timed runs).
+func benchInstances(stdout io.Writer, path string, g *graph.Graph, inputs []*autograd.Tensor, n, instances, perInstance, iters, warmup int) error {
+	pools, err := instancePools(instances, perInstance)
+	if err != nil {
+		return err
+	}
+	defer closePools(pools)
+	progs := make([]*graph.Program, instances)
+	for i, pool := range pools {
+		if progs[i], err = graph.Compile(g, graph.WithPool(pool)); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for range warmup {
+			if _, err := progs[i].Run(inputs...); err != nil {
+				return fmt.Errorf("running %s at batch %d: %w", path, n, err)
+			}
+		}
+	}
+	times := make([][]time.Duration, instances)
+	errs := make([]error, instances)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range instances {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range iters {
+				t0 := time.Now()
+				if _, err := progs[i].Run(inputs...); err != nil {
+					errs[i] = err
+					return
+				}
+				times[i] = append(times[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("running %s at batch %d: %w", path, n, err)
+	}
+	all := slices.Concat(times...)
+	slices.Sort(all)
+	fmt.Fprintf(stdout, "%s: batch %d, %d instances × %d cores (%v), %d timed runs each after %d warm-up\n",
+		path, n, instances, perInstance, poolCores(pools), iters, warmup)
+	fmt.Fprintf(stdout, "latency: p50 %v  p90 %v  p99 %v  (min %v, max %v)\n",
+		round(percentile(all, 50)), round(percentile(all, 90)), round(percentile(all, 99)), round(all[0]), round(all[len(all)-1]))
+	fmt.Fprintf(stdout, "throughput: %.1f items/s (all instances: %d runs of batch %d in %v)\n",
+		float64(len(all)*n)/wall.Seconds(), len(all), n, round(wall))
+	return nil
+}
+
+func poolCores(pools []*kernels.Pool) [][]int {
+	out := make([][]int, len(pools))
+	for i, p := range pools {
+		out[i] = p.Cores()
+	}
+	return out
 }
 
 // profileTop is how many nodes bench --profile lists.

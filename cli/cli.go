@@ -21,8 +21,11 @@ Commands:
         run the graph on .npy inputs (one per graph input, in order) and
         write its outputs (one -o per output; default out.npy for one)
   bench FILE [--batch N] [--threads T] [--iters K] [--warmup W] [--profile]
+        [--instances N --cores-per-instance C]
         time the graph on random inputs: latency percentiles, throughput;
-        --profile adds the time of each node and of each op
+        --profile adds the time of each node and of each op; --instances
+        runs N instances at once, each pinned to C cores of its own, and
+        reports their aggregate throughput
   quantize FILE --calib IN.npy [--calib IN.npy ...] [--symmetric]
         [--algorithm A] [--conf-out CONF.json] -o OUT.kiln
   quantize FILE --conf CONF.json -o OUT.kiln
@@ -33,8 +36,8 @@ Commands:
         conf saved by --conf-out; --symmetric gives int8 activations
         with zero point 0 instead of uint8, --algorithm picks the range
         observer (min_max, moving_averager_min_max, histogram)
-  serve FILE [--addr HOST:PORT] [--instances N] [--max-batch B]
-        [--max-wait D] [--max-body BYTES] [--timeout D]
+  serve FILE [--addr HOST:PORT] [--instances N] [--cores-per-instance C]
+        [--max-batch B] [--max-wait D] [--max-body BYTES] [--timeout D]
         answer HTTP requests with the graph: POST /predict (JSON or .npy
         bodies), GET /healthz, GET /metrics (Prometheus); --max-batch
         joins requests that arrive together into one run; SIGTERM or

@@ -23,10 +23,11 @@ const shutdownGrace = 30 * time.Second
 // SIGTERM or SIGINT, then stops taking connections, answers the requests
 // in flight and exits.
 func serveCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "FILE [--addr HOST:PORT] [--instances N] [--max-batch B] [--max-wait D] [--max-body BYTES] [--timeout D]", stderr)
+	fs := newFlags("serve", "FILE [--addr HOST:PORT] [--instances N] [--cores-per-instance C] [--max-batch B] [--max-wait D] [--max-body BYTES] [--timeout D]", stderr)
 	addr := fs.String("addr", "localhost:8080", "`address` to listen on (\":8080\" for every interface)")
 	var o serve.Options
 	fs.IntVar(&o.Instances, "instances", 1, "compiled copies of the graph answering side by side")
+	perInstance := fs.Int("cores-per-instance", 0, "pin each instance to this many cores of its own (0: the instances share the process-wide workers)")
 	fs.IntVar(&o.MaxBatch, "max-batch", 1, "most requests joined into one run (1: no batching)")
 	fs.DurationVar(&o.MaxWait, "max-wait", 2*time.Millisecond, "longest the first request of a batch waits for others")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body", 64<<20, "largest request body in `bytes` (413 beyond)")
@@ -44,11 +45,17 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 		return usagef("--max-wait and --timeout must be positive")
 	case o.MaxBodyBytes < 1:
 		return usagef("--max-body %d: want 1 or more", o.MaxBodyBytes)
+	case *perInstance < 0:
+		return usagef("--cores-per-instance %d: want 0 or more", *perInstance)
 	}
 	g, err := graph.Load(path)
 	if err != nil {
 		return err
 	}
+	if o.Pools, err = instancePools(o.Instances, *perInstance); err != nil {
+		return err
+	}
+	defer closePools(o.Pools)
 	s, err := serve.New(g, o)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -65,8 +72,12 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	if s.Batching() {
 		batching = fmt.Sprintf("up to %d requests, %v wait", o.MaxBatch, o.MaxWait)
 	}
-	fmt.Fprintf(stdout, "serving %s on http://%s: inputs %s, outputs %s; %d instance(s), batching %s\n",
-		path, ln.Addr(), valueList(g, g.Inputs), valueList(g, g.Outputs), o.Instances, batching)
+	on := "sharing the process-wide workers"
+	if len(o.Pools) > 0 {
+		on = fmt.Sprintf("on cores %v", poolCores(o.Pools))
+	}
+	fmt.Fprintf(stdout, "serving %s on http://%s: inputs %s, outputs %s; %d instance(s) %s, batching %s\n",
+		path, ln.Addr(), valueList(g, g.Inputs), valueList(g, g.Outputs), o.Instances, on, batching)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -17,14 +17,19 @@ import (
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/internal/npy"
+	"github.com/kilnml/kiln/kernels"
 )
 
 // Options configures a Server. The zero value of a field takes its
 // default.
 type Options struct {
 	// Instances is how many compiled copies of the graph run requests
-	// side by side (default 1). They share the kernels' worker pool.
+	// side by side (default: one per pool in Pools, else 1).
 	Instances int
+	// Pools, when given, are the pools of pinned threads the instances
+	// run on, instance i on Pools[i mod len(Pools)] (kernels.NewPool);
+	// without them the instances share the kernels' process-wide workers.
+	Pools []*kernels.Pool
 	// MaxBatch is the most requests joined into one run (default 1: no
 	// batching; see the package documentation).
 	MaxBatch int
@@ -41,7 +46,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Instances <= 0 {
-		o.Instances = 1
+		o.Instances = max(1, len(o.Pools))
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 1
@@ -100,7 +105,11 @@ func New(g *graph.Graph, opts Options) (*Server, error) {
 	s := &Server{g: g, opts: opts, metrics: newMetrics(), queue: make(chan *job, 4*opts.Instances*opts.MaxBatch)}
 	progs := make([]*graph.Program, opts.Instances)
 	for i := range progs {
-		p, err := graph.Compile(g)
+		var copts []graph.CompileOption
+		if len(opts.Pools) > 0 {
+			copts = append(copts, graph.WithPool(opts.Pools[i%len(opts.Pools)]))
+		}
+		p, err := graph.Compile(g, copts...)
 		if err != nil {
 			return nil, err
 		}

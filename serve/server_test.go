@@ -18,6 +18,7 @@ import (
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/internal/npy"
+	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/nn"
 )
 
@@ -387,4 +388,37 @@ func TestNonFiniteJSON(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(b), `"NaN"`) {
 		t.Fatalf("%d %s", code, b)
 	}
+}
+
+// TestInstancesOnPools serves from two instances pinned to a core each.
+func TestInstancesOnPools(t *testing.T) {
+	m, g := mlp(t)
+	cores, err := kernels.AvailableCores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools []*kernels.Pool
+	for _, c := range cores[:min(2, len(cores))] {
+		p, err := kernels.NewPool([]int{c})
+		if err != nil {
+			t.Skip(err)
+		}
+		defer p.Close()
+		pools = append(pools, p)
+	}
+	_, hs := newTestServer(t, g, Options{Pools: pools})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := input(i, 2)
+			code, b := post(t, hs.URL, "application/json", jsonBody(x))
+			var r response
+			if code != http.StatusOK || json.Unmarshal(b, &r) != nil || !close1e5(r.Outputs[0].Data, eager(m, x)) {
+				t.Errorf("request %d: %d %s", i, code, b)
+			}
+		}()
+	}
+	wg.Wait()
 }
