@@ -33,4 +33,13 @@
 // is the batch in every input and output (float inputs only, since index
 // inputs such as an embedding bag's offsets cannot simply be joined), and
 // a graph whose outputs turn out not to be is run one request at a time.
+// A probe at New runs two random rows together and apart, and leaves
+// batching off for a graph that mixes rows (a batch statistic, a product
+// of the batch with itself), which would hand one request's numbers to
+// another. Joined batches are padded with zero rows to a power of two.
+//
+// A compiled graph keeps a plan, with its memory, for every input shape it
+// meets, and clients choose their batch sizes; an instance that has met
+// 16 compiles the graph afresh, so no sequence of requests makes the
+// server's memory grow without bound.
 package serve

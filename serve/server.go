@@ -72,6 +72,8 @@ type Server struct {
 	mux      *http.ServeMux
 	metrics  *metrics
 
+	instances []*instance
+
 	queue   chan *job
 	mu      sync.RWMutex // guards closed against sends on queue
 	closed  bool
@@ -103,22 +105,32 @@ func (e *runError) Unwrap() error { return e.err }
 func New(g *graph.Graph, opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{g: g, opts: opts, metrics: newMetrics(), queue: make(chan *job, 4*opts.Instances*opts.MaxBatch)}
-	progs := make([]*graph.Program, opts.Instances)
-	for i := range progs {
+	instances := make([]*instance, opts.Instances)
+	for i := range instances {
 		var copts []graph.CompileOption
 		if len(opts.Pools) > 0 {
 			copts = append(copts, graph.WithPool(opts.Pools[i%len(opts.Pools)]))
 		}
-		p, err := graph.Compile(g, copts...)
+		compile := func() (*graph.Program, error) { return graph.Compile(g, copts...) }
+		p, err := compile()
 		if err != nil {
 			return nil, err
 		}
-		progs[i] = p
+		instances[i] = &instance{prog: p, compile: compile, seen: map[string]bool{}}
 	}
-	s.batching = opts.MaxBatch > 1 && batchable(g) && rowsIndependent(progs[0], g)
-	for _, p := range progs {
+	if opts.MaxBatch > 1 && batchable(g) {
+		// The probe runs on a copy of its own, so its plans (batch 1 and
+		// 2 of random rows) take no instance's memory.
+		probe, err := instances[0].compile()
+		if err != nil {
+			return nil, err
+		}
+		s.batching = rowsIndependent(probe, g)
+	}
+	s.instances = instances
+	for _, in := range instances {
 		s.workers.Add(1)
-		go s.work(p)
+		go s.work(in)
 	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /predict", s.predict)
@@ -360,8 +372,49 @@ func batchKey(inputs []*autograd.Tensor) string {
 	return b.String()
 }
 
+// maxPlans bounds the input signatures (shapes, dtypes, formats) an
+// instance keeps plans for. A Program keeps a plan, with its storage, for
+// every signature it meets, and clients choose the batch sizes: past this
+// many the instance compiles the graph afresh and lets the old plans go.
+const maxPlans = 16
+
+// instance is one compiled copy of the graph and the signatures it has
+// planned.
+type instance struct {
+	prog    *graph.Program
+	compile func() (*graph.Program, error)
+	seen    map[string]bool
+}
+
+// run runs the instance's Program on inputs (runProgram), compiling it
+// afresh first when inputs would be one signature too many.
+func (in *instance) run(inputs []*autograd.Tensor) ([]*autograd.Tensor, error) {
+	key := signature(inputs)
+	if !in.seen[key] {
+		if len(in.seen) >= maxPlans {
+			p, err := in.compile()
+			if err != nil {
+				return nil, errorf(http.StatusInternalServerError, "compiling the graph again: %v", err)
+			}
+			in.prog, in.seen = p, map[string]bool{}
+		}
+		in.seen[key] = true
+	}
+	return runProgram(in.prog, inputs)
+}
+
+// signature is what tells a Program's plans apart: every input's dtype,
+// shape and memory format.
+func signature(inputs []*autograd.Tensor) string {
+	var b strings.Builder
+	for _, x := range inputs {
+		fmt.Fprint(&b, x.DType(), x.Shape(), x.Format(), ";")
+	}
+	return b.String()
+}
+
 // work is one instance: take a job, gather a batch when batching, run.
-func (s *Server) work(p *graph.Program) {
+func (s *Server) work(p *instance) {
 	defer s.workers.Done()
 	var held *job // a job taken while gathering that did not fit the batch
 	for {
@@ -410,52 +463,76 @@ func (s *Server) gather(j *job) (batch []*job, next *job) {
 }
 
 // runBatch runs the jobs as one joined batch, or alone when there is one
-// or the graph's outputs do not follow the batch.
-func (s *Server) runBatch(p *graph.Program, batch []*job) {
+// or the graph's outputs do not follow the batch. A joined batch is padded
+// with zero rows to a power of two, so that batches of any mix of requests
+// take a few plans, not one per total (rows are independent where batching
+// is on, so the padding changes no request's rows).
+func (s *Server) runBatch(p *instance, batch []*job) {
 	s.metrics.batch(len(batch))
 	if len(batch) == 1 {
-		outs, err := runProgram(p, batch[0].inputs)
+		outs, err := p.run(batch[0].inputs)
 		batch[0].done <- result{outs, err}
 		return
 	}
 	joined := make([]*autograd.Tensor, len(batch[0].inputs))
-	sizes := make([]int, len(batch))
+	sizes := make([]int, len(batch), len(batch)+1)
 	total := 0
 	for i, j := range batch {
 		sizes[i] = j.rows
 		total += j.rows
 	}
+	padded := 1
+	for padded < total {
+		padded *= 2
+	}
 	for k := range joined {
-		parts := make([]*autograd.Tensor, len(batch))
+		parts := make([]*autograd.Tensor, len(batch), len(batch)+1)
 		for i, j := range batch {
 			parts[i] = j.inputs[k]
 		}
+		if padded > total {
+			parts = append(parts, zeroRows(parts[0], padded-total))
+		}
 		joined[k] = autograd.Cat(parts, 0)
 	}
-	outs, err := runProgram(p, joined)
+	if padded > total {
+		sizes = append(sizes, padded-total)
+	}
+	outs, err := p.run(joined)
 	follows := err == nil && !slices.ContainsFunc(outs, func(o *autograd.Tensor) bool {
 		sh := o.Shape()
-		return len(sh) == 0 || sh[0] != total
+		return len(sh) == 0 || sh[0] != padded
 	})
 	if !follows {
 		// An error may be one request's (a shape the graph cannot take
 		// that others share only by key), and outputs that do not follow
 		// the batch cannot be split: run each alone.
 		for _, j := range batch {
-			outs, err := runProgram(p, j.inputs)
+			outs, err := p.run(j.inputs)
 			j.done <- result{outs, err}
 		}
 		return
 	}
 	split := make([][]*autograd.Tensor, len(batch))
 	for _, o := range outs {
-		for i, part := range autograd.SplitSizes(o, sizes, 0) {
+		for i, part := range autograd.SplitSizes(o, sizes, 0)[:len(batch)] {
 			split[i] = append(split[i], part.Clone())
 		}
 	}
 	for i, j := range batch {
 		j.done <- result{outs: split[i]}
 	}
+}
+
+// zeroRows is n rows of zeros shaped, typed and laid out as x's rows.
+func zeroRows(x *autograd.Tensor, n int) *autograd.Tensor {
+	sh := x.Shape()
+	sh[0] = n
+	z := autograd.Zeros(sh...)
+	if x.DType() != z.DType() {
+		z = autograd.Cast(z, x.DType())
+	}
+	return z.To(x.Format())
 }
 
 // runProgram runs p and returns copies of its outputs (p overwrites its

@@ -422,3 +422,21 @@ func TestInstancesOnPools(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPlansBounded sends more batch sizes than an instance keeps plans
+// for: every answer is right, and the instance has let old plans go.
+func TestPlansBounded(t *testing.T) {
+	m, g := mlp(t)
+	s, hs := newTestServer(t, g, Options{})
+	for rows := 1; rows <= maxPlans+5; rows++ {
+		x := input(rows, rows)
+		code, b := post(t, hs.URL, "application/json", jsonBody(x))
+		var r response
+		if code != http.StatusOK || json.Unmarshal(b, &r) != nil || !close1e5(r.Outputs[0].Data, eager(m, x)) {
+			t.Fatalf("%d rows: %d %.200s", rows, code, b)
+		}
+	}
+	if n := len(s.instances[0].seen); n > maxPlans {
+		t.Errorf("the instance holds %d plans, want at most %d", n, maxPlans)
+	}
+}
