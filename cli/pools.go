@@ -7,9 +7,9 @@ import (
 )
 
 // instancePools makes n pools of perInstance cores each from the cores
-// this process may use (physical cores first), or none when perInstance
-// is 0: the instances then share the process-wide workers. The caller
-// closes them.
+// this process may use (physical cores first), each within one NUMA node
+// where the nodes have room, or none when perInstance is 0: the instances
+// then share the process-wide workers. The caller closes them.
 func instancePools(n, perInstance int) ([]*kernels.Pool, error) {
 	if perInstance == 0 {
 		return nil, nil
@@ -21,9 +21,19 @@ func instancePools(n, perInstance int) ([]*kernels.Pool, error) {
 	if n*perInstance > len(cores) {
 		return nil, usagef("%d instances × %d cores need %d cores; this process may use %d (%v)", n, perInstance, n*perInstance, len(cores), cores)
 	}
+	groups := coreGroups(cores, perInstance)
+	if nodes, err := kernels.NodeCores(); err == nil {
+		var local [][]int
+		for _, node := range nodes {
+			local = append(local, coreGroups(node, perInstance)...)
+		}
+		if len(local) >= n {
+			groups = local
+		}
+	}
 	pools := make([]*kernels.Pool, 0, n)
 	for i := range n {
-		p, err := kernels.NewPool(cores[i*perInstance : (i+1)*perInstance])
+		p, err := kernels.NewPool(groups[i])
 		if err != nil {
 			closePools(pools)
 			return nil, fmt.Errorf("instance %d: %w", i, err)
@@ -37,4 +47,13 @@ func closePools(pools []*kernels.Pool) {
 	for _, p := range pools {
 		p.Close()
 	}
+}
+
+// coreGroups cuts cores into whole groups of size, dropping the rest.
+func coreGroups(cores []int, size int) [][]int {
+	var out [][]int
+	for i := 0; i+size <= len(cores); i += size {
+		out = append(out, cores[i:i+size])
+	}
+	return out
 }

@@ -5,6 +5,7 @@ package kernels
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,53 @@ func AvailableCores() ([]int, error) {
 	}
 	slices.SortStableFunc(cores, func(a, b int) int { return rank[a] - rank[b] })
 	return cores, nil
+}
+
+// NodeCores returns the cores of each NUMA node this process may use, in
+// AvailableCores' order, nodes in order; a machine (or container) that
+// shows no node directory is one node. A Pool within one node keeps its
+// threads' memory traffic local.
+func NodeCores() ([][]int, error) {
+	avail, err := AvailableCores()
+	if err != nil {
+		return nil, err
+	}
+	dirs, _ := filepath.Glob("/sys/devices/system/node/node[0-9]*")
+	type node struct {
+		id   int
+		cpus []int
+	}
+	var nodes []node
+	for _, d := range dirs {
+		id, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "node"))
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, "cpulist"))
+		if err != nil {
+			continue
+		}
+		nodes = append(nodes, node{id, parseCPUList(strings.TrimSpace(string(b)))})
+	}
+	slices.SortFunc(nodes, func(a, b node) int { return a.id - b.id })
+	var out [][]int
+	placed := map[int]bool{}
+	for _, n := range nodes {
+		var cores []int
+		for _, c := range avail {
+			if slices.Contains(n.cpus, c) {
+				cores = append(cores, c)
+				placed[c] = true
+			}
+		}
+		if len(cores) > 0 {
+			out = append(out, cores)
+		}
+	}
+	if len(out) == 0 || len(placed) != len(avail) {
+		return [][]int{avail}, nil // no topology, or cores it does not place
+	}
+	return out, nil
 }
 
 // parseCPUList reads the kernel's CPU list format ("0-3,8,10-11"); it

@@ -161,3 +161,33 @@ func TestPoolDoPanicsAndNesting(t *testing.T) {
 		P.Do(func() {})
 	}()
 }
+
+// TestNodeCores: the nodes' cores together are the available cores, each
+// once.
+func TestNodeCores(t *testing.T) {
+	avail, _ := AvailableCores()
+	nodes, err := NodeCores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []int
+	for _, n := range nodes {
+		if len(n) == 0 {
+			t.Errorf("an empty node in %v", nodes)
+		}
+		all = append(all, n...)
+	}
+	slices.Sort(all)
+	want := slices.Sorted(slices.Values(avail))
+	if !slices.Equal(all, want) {
+		t.Errorf("nodes %v, available cores %v", nodes, avail)
+	}
+	if got := parseCPUList("0-3,8,10-11"); !slices.Equal(got, []int{0, 1, 2, 3, 8, 10, 11}) {
+		t.Errorf("parseCPUList = %v", got)
+	}
+	for _, bad := range []string{"", "a", "3-1", "1-"} {
+		if got := parseCPUList(bad); got != nil {
+			t.Errorf("parseCPUList(%q) = %v, want nil", bad, got)
+		}
+	}
+}

@@ -24,3 +24,9 @@ func AvailableCores() ([]int, error) {
 	}
 	return cores, nil
 }
+
+// NodeCores returns AvailableCores as one node.
+func NodeCores() ([][]int, error) {
+	avail, err := AvailableCores()
+	return [][]int{avail}, err
+}
