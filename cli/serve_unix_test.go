@@ -78,4 +78,3 @@ func TestServe(t *testing.T) {
 		t.Fatal("kiln serve did not stop after SIGTERM")
 	}
 }
-
