@@ -30,7 +30,8 @@ func TestMain(m *testing.M) {
 // ResNet-50 seconds to minutes a call on CPUs without AVX512_BF16.
 var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true,
 	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true, KindDLRMTrain: true, KindDLRMTrainFused: true, KindDLRMTrainMem: true,
-	KindDLRMBagFwd: true, KindDLRMBagFwdBF16: true, KindDLRMBagBwd: true, KindDLRMBagBwdBF16: true}
+	KindDLRMBagFwd: true, KindDLRMBagFwdBF16: true, KindDLRMBagBwd: true, KindDLRMBagBwdBF16: true,
+	KindResNet50Instances: true}
 
 // fp32Kind is the kind of each BF16 and INT8 kind's FP32Row.
 var fp32Kind = map[string]string{
@@ -424,6 +425,7 @@ func tinyWorkloads() []Workload {
 		{Name: "gemm int8", Kind: KindGemmInt8, Dims: []int{5, 7, 3}},
 		{Name: "gemm int8 tail", Kind: KindGemmInt8, Dims: []int{13, 33, 9}}, // past a 12-row strip, a 32-channel panel and two 4-depth groups
 		{Name: "resnet50 int8 frozen graph", Kind: KindResNet50GraphInt8, Dims: []int{2, tinyImage, 2, 1}, WarmUpCalls: 2},
+		{Name: "resnet50 instances", Kind: KindResNet50Instances, Dims: []int{1, tinyImage, 1, 1}, WarmUpCalls: 2, KilnOnly: true},
 		{Name: "dlrm train", Kind: KindDLRMTrain, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm train fused", Kind: KindDLRMTrainFused, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm infer", Kind: KindDLRMInfer, Dims: tinyDLRM, WarmUpCalls: 2},
@@ -472,6 +474,7 @@ func TestPrepareRunsEveryKind(t *testing.T) {
 		{Name: "zero dim", Kind: KindReLU, Dims: []int{0}},
 		{Name: "resnet50 dims", Kind: KindResNet50Infer, Dims: []int{1}},
 		{Name: "resnet50 int8 without calibration", Kind: KindResNet50GraphInt8, Dims: []int{1, tinyImage}},
+		{Name: "resnet50 instances, too many cores", Kind: KindResNet50Instances, Dims: []int{1, tinyImage, 1 << 20, 1}},
 		{Name: "dlrm without d", Kind: KindDLRMTrain, Dims: []int{2, 3, 50}},
 		{Name: "dlrm zero tables", Kind: KindDLRMInferFrozen, Dims: []int{2, 0, 50, 8}},
 		{Name: "dlrm bag bwd without d", Kind: KindDLRMBagBwd, Dims: []int{2, 3, 50}},
@@ -700,7 +703,7 @@ func TestTorchScriptRunsEveryKind(t *testing.T) {
 	if err := os.WriteFile(script, TorchScript, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ws := append(tinyWorkloads(), tinyFootprint, tinyDLRMFootprint)
+	ws := slices.DeleteFunc(append(tinyWorkloads(), tinyFootprint, tinyDLRMFootprint), func(w Workload) bool { return w.KilnOnly })
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
 	for _, w := range ws {
@@ -922,5 +925,39 @@ func BenchmarkKiln(b *testing.B) {
 			per := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(Rate(w, per), rateUnit(w))
 		})
+	}
+}
+
+// TestRuntimeRows: the instance rows run at 2 threads only, Kiln only, the
+// two-instance row against the one-instance row; and the Kiln ÷ Kiln
+// table sets their image rates side by side.
+func TestRuntimeRows(t *testing.T) {
+	var rt []Workload
+	for _, w := range Workloads(false) {
+		if w.Kind == KindResNet50Instances {
+			rt = append(rt, w)
+		}
+	}
+	if len(rt) != 2 || rt[1].Baseline != rt[0].Name || rt[0].Baseline != "" {
+		t.Fatalf("runtime rows %+v", rt)
+	}
+	for _, w := range rt {
+		in, cores := w.Dims[2], w.Dims[3]
+		if !w.KilnOnly || w.Threads != in*cores || w.Images != in || !w.RunsAt(2) || w.RunsAt(1) || w.Quick {
+			t.Errorf("%s: %+v", w.Name, w)
+		}
+	}
+	rows := []Row{
+		{Workload: rt[0], Threads: 2, Kiln: Result{Median: 0.050}, KilnOK: true},
+		{Workload: rt[1], Threads: 2, Kiln: Result{Median: 0.080}, KilnOK: true},
+	}
+	table := Against(rows, []int{1, 2})
+	for _, want := range []string{rt[1].Name, "| — |", "1.25× (25 vs 20 img/s)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if Against(rows[:1], []int{2}) != "" {
+		t.Error("a table without rows naming a baseline")
 	}
 }

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/amp"
@@ -198,6 +200,11 @@ func Prepare(w Workload) (func(), error) {
 		x = autograd.NoGrad(x)
 		return func() { model.Forward(x) }, nil
 
+	case KindResNet50Instances:
+		if err := need(4); err != nil {
+			return nil, err
+		}
+		return resNet50Instances(d[0], d[1], d[2], d[3])
 	case KindResNet50Graph, KindResNet50GraphNoFuse:
 		if err := need(2); err != nil {
 			return nil, err
@@ -337,6 +344,55 @@ func resNet50Graph(n, image int, fuse, bf16 bool) (func(), error) {
 		return nil, err
 	}
 	return compiledRun(frozen, x)
+}
+
+// resNet50Instances returns a run of ResNet-50's frozen FP32 graph on n
+// images by instances Programs at once, each on a pool of cores pinned
+// cores of its own (the first instances·cores of kernels.AvailableCores).
+// The pools live as long as the process.
+func resNet50Instances(n, image, instances, cores int) (func(), error) {
+	avail, err := kernels.AvailableCores()
+	if err != nil {
+		return nil, err
+	}
+	if instances < 1 || cores < 1 || instances*cores > len(avail) {
+		return nil, fmt.Errorf("%d instances × %d cores: this process may use %d cores", instances, cores, len(avail))
+	}
+	model, x := resNet50Input(n, image)
+	nn.Eval(model)
+	g, err := graph.Trace(model, x)
+	if err != nil {
+		return nil, err
+	}
+	frozen, err := graph.Freeze(g)
+	if err != nil {
+		return nil, err
+	}
+	progs := make([]*graph.Program, instances)
+	for i := range progs {
+		pool, err := kernels.NewPool(avail[i*cores : (i+1)*cores])
+		if err != nil {
+			return nil, err
+		}
+		if progs[i], err = graph.Compile(frozen, graph.WithPool(pool)); err != nil {
+			return nil, err
+		}
+	}
+	errs := make([]error, instances)
+	return func() {
+		var wg sync.WaitGroup
+		for i, p := range progs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = p.Run(x)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			panic(err) // in the caller's goroutine, where the harness reports it
+		}
+	}, nil
 }
 
 // compiledRun compiles g and returns a run of it on x.

@@ -122,6 +122,21 @@ func ResNet50Workloads(image int) []Workload {
 		}
 	}
 	n := ResNet50TrainBatch
+	// The runtime rows (issue 21): the batch-1 frozen graph as two
+	// instances of one pinned core each against one instance of two
+	// pinned cores, IPEX launcher's throughput mode against its latency
+	// mode; Kiln only, at 2 threads.
+	one := fmt.Sprintf("instances: ResNet-50 frozen graph bs1 %d², 1 instance × 2 cores", image)
+	for _, in := range []struct{ instances, cores int }{{1, 2}, {2, 1}} {
+		w := Workload{Name: one, Group: "Runtime (Kiln only)", Kind: KindResNet50Instances,
+			Dims: []int{1, image, in.instances, in.cores}, Flops: float64(in.instances) * fwd, Bound: Compute,
+			Images: in.instances, WarmUpCalls: ModelWarmUpCalls, KilnOnly: true, Threads: in.instances * in.cores}
+		if in.instances > 1 {
+			w.Name = fmt.Sprintf("instances: ResNet-50 frozen graph bs1 %d², %d instances × %d core", image, in.instances, in.cores)
+			w.Baseline = one
+		}
+		ws = append(ws, w)
+	}
 	trainName := fmt.Sprintf("resnet50 train step bs%d %d² (SGD momentum)", n, image)
 	ws = append(ws,
 		Workload{Name: trainName, Group: "ResNet-50",

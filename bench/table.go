@@ -327,3 +327,53 @@ func Speedup(low, fp32 Row) float64 {
 	}
 	return fp32.Kiln.Median / low.Kiln.Median
 }
+
+// Against renders, for each row that names a Baseline, Kiln's images a
+// second on it ÷ on the baseline row at each thread count, with both
+// rates; "—" where either is missing or failed. It returns "" when no row
+// names a baseline.
+func Against(rows []Row, threads []int) string {
+	type key struct {
+		name    string
+		threads int
+	}
+	byName := map[key]Row{}
+	var with []Workload
+	seen := map[string]bool{}
+	for _, r := range rows {
+		byName[key{r.Workload.Name, r.Threads}] = r
+		if w := r.Workload; w.Baseline != "" && !seen[w.Name] {
+			seen[w.Name] = true
+			with = append(with, w)
+		}
+	}
+	if len(with) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("| row | baseline |")
+	for _, t := range threads {
+		fmt.Fprintf(&b, " %d thread(s) |", t)
+	}
+	b.WriteString("\n|---|---|")
+	for range threads {
+		b.WriteString("--:|")
+	}
+	b.WriteString("\n")
+	for _, w := range with {
+		fmt.Fprintf(&b, "| %s | %s |", w.Name, w.Baseline)
+		for _, t := range threads {
+			r, rok := byName[key{w.Name, t}]
+			base, bok := byName[key{w.Baseline, t}]
+			if !rok || !bok || !r.KilnOK || !base.KilnOK || w.Images == 0 || base.Workload.Images == 0 {
+				b.WriteString(" — |")
+				continue
+			}
+			rr := float64(w.Images) / r.Kiln.Median
+			br := float64(base.Workload.Images) / base.Kiln.Median
+			fmt.Fprintf(&b, " %s (%s vs %s img/s) |", FormatRatio(rr/br), formatCountRate(rr), formatCountRate(br))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

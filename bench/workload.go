@@ -38,6 +38,7 @@ const (
 	KindResNet50InferBF16   = "resnet50_infer_bf16"   // Dims batch, image: BF16 inference (Kiln: kiln.Optimize with BF16 weights, under amp.Autocast; PyTorch: model.bfloat16())
 	KindResNet50GraphBF16   = "resnet50_graph_bf16"   // Dims batch, image: BF16 frozen graph (Kiln: kiln.Optimize with BF16 weights, Trace under amp.Autocast, Freeze, Compile, run on float32 images; PyTorch: torch.jit.freeze(torch.jit.trace(model, x)) traced and run under torch.cpu.amp.autocast)
 	KindResNet50TrainBF16   = "resnet50_train_bf16"   // Dims batch, image: the train step in BF16 (Kiln: split master weights from kiln.Optimize, under amp.Autocast; PyTorch: torch.cpu.amp.autocast)
+	KindResNet50Instances   = "resnet50_instances"    // Dims batch, image, instances, cores per instance: Kiln only: the frozen FP32 graph compiled once per instance on a kernels.Pool of its own cores; a call runs every instance on one batch at once
 	KindResNet50GraphInt8   = "resnet50_graph_int8"   // Dims batch, image, calibration batches, calibration batch size: INT8 frozen graph (Kiln: Trace, quant.Prepare, Observe, Finish, Convert, Compile; PyTorch: FX prepare_fx, calibration, convert_fx, then torch.jit.freeze(torch.jit.trace(model, x)))
 
 	// DLRM (dlrm's DLRM_Net: models.NewDLRM on Kiln's side, a
@@ -119,7 +120,20 @@ type Workload struct {
 	MemBound float64 `json:"mem_bound_bytes,omitempty"`
 	// Quick marks the representative subset run by -quick.
 	Quick bool `json:"quick,omitempty"`
+	// KilnOnly rows have no PyTorch side: they compare Kiln with itself
+	// (Baseline), as the runtime rows compare instance layouts.
+	KilnOnly bool `json:"kiln_only,omitempty"`
+	// Threads, when set, is the one thread count the row runs at (its
+	// instances need that many cores); other thread counts skip it.
+	Threads int `json:"threads,omitempty"`
+	// Baseline names the Kiln row of the same run this row's Kiln speed
+	// is set against (images a second ÷ images a second) in the report's
+	// "Kiln ÷ Kiln" section.
+	Baseline string `json:"baseline,omitempty"`
 }
+
+// RunsAt reports whether w runs at t threads.
+func (w Workload) RunsAt(t int) bool { return w.Threads == 0 || w.Threads == t }
 
 // Precision is the arithmetic of a row's Kiln side.
 type Precision string

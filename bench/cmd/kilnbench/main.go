@@ -230,6 +230,9 @@ func runThreads(ws []bench.Workload, t int, o options, self, script string) ([]b
 		fmt.Fprintf(os.Stderr, "kilnbench: WARNING: OpenBLAS reports %s threads, want %d\n", bt, t)
 	}
 	for i, w := range ws {
+		if !w.RunsAt(t) {
+			continue
+		}
 		// OpenBLAS's workers spin for a while after a call before they
 		// sleep; let them settle so they do not take a core from Kiln.
 		time.Sleep(200 * time.Millisecond)
@@ -237,9 +240,11 @@ func runThreads(ws []bench.Workload, t int, o options, self, script string) ([]b
 		if err != nil {
 			return nil, err
 		}
-		tr, err := torch.run(w)
-		if err != nil {
-			return nil, err
+		var tr bench.Result
+		if !w.KilnOnly {
+			if tr, err = torch.run(w); err != nil {
+				return nil, err
+			}
 		}
 		row := bench.Row{Workload: w, Threads: t, Kiln: kr, Torch: tr, KilnOK: kr.OK(), TorchOK: tr.OK()}
 		fmt.Fprintf(os.Stderr, "  [%d/%d] %d thread(s) %s: Kiln %s, PyTorch %s, Kiln/PyTorch %s\n", i+1, len(ws), t, w.Name,
@@ -307,6 +312,9 @@ func render(raws []raw) string {
 	var rows []bench.Row
 	for _, w := range first.Workloads {
 		for _, t := range first.Threads {
+			if !w.RunsAt(t) {
+				continue
+			}
 			k := combine(results[key("kiln", t, w.Name)])
 			p := combine(results[key("pytorch", t, w.Name)])
 			rows = append(rows, bench.Row{Workload: w, Threads: t, Kiln: k, Torch: p, KilnOK: k.OK(), TorchOK: p.OK()})
@@ -316,6 +324,7 @@ func render(raws []raw) string {
 		"\n### Summary: geometric mean of Kiln/PyTorch speed per group\n\n" + bench.Summary(rows, first.Threads) +
 		speedupSection(rows, first.Threads, bench.PrecisionBF16) +
 		speedupSection(rows, first.Threads, bench.PrecisionInt8) +
+		againstSection(rows, first.Threads) +
 		"\n### All rows\n\n" + bench.Table(rows, peaks) + errorsSection(rows)
 }
 
@@ -330,6 +339,18 @@ func speedupSection(rows []bench.Row, threads []int, p bench.Precision) string {
 	return fmt.Sprintf("\n### Kiln %s ÷ Kiln FP32\n\n"+
 		"Kiln's speed on each %s row ÷ its speed on the float32 row doing the same work, in this run "+
 		"(FP32 time ÷ %s time; >1: %s faster). \"—\" where the FP32 row was not run (-filter, -quick) or failed.\n\n", l, l, l, l) + t
+}
+
+// againstSection sets Kiln rows beside the Kiln rows they name as
+// Baseline (the runtime rows), when the run has such rows.
+func againstSection(rows []bench.Row, threads []int) string {
+	t := bench.Against(rows, threads)
+	if t == "" {
+		return ""
+	}
+	return "\n### Kiln ÷ Kiln\n\n" +
+		"Kiln's images a second on each row ÷ on its baseline row, in this run (>1: the row is faster). " +
+		"\"—\" where either row was not run at that thread count or failed.\n\n" + t
 }
 
 // combine is the median over runs of a row's per-run medians (or peak
@@ -533,6 +554,8 @@ func resultText(r bench.Result) string {
 		return "error: " + r.Error
 	case r.PeakRSS > 0:
 		return "peak RSS " + bench.FormatBytes(r.PeakRSS) + " (" + bench.FormatBytes(r.StartRSS) + " at start)"
+	case !r.OK():
+		return "—" // not run: a Kiln-only row's PyTorch side
 	}
 	return bench.FormatDuration(r.Median)
 }
