@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true,
 	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true, KindDLRMTrain: true, KindDLRMTrainFused: true, KindDLRMTrainMem: true,
 	KindDLRMBagFwd: true, KindDLRMBagFwdBF16: true, KindDLRMBagBwd: true, KindDLRMBagBwdBF16: true,
-	KindResNet50Instances: true}
+	KindResNet50Instances: true, KindResNet50Serve: true}
 
 // fp32Kind is the kind of each BF16 and INT8 kind's FP32Row.
 var fp32Kind = map[string]string{
@@ -426,6 +426,7 @@ func tinyWorkloads() []Workload {
 		{Name: "gemm int8 tail", Kind: KindGemmInt8, Dims: []int{13, 33, 9}}, // past a 12-row strip, a 32-channel panel and two 4-depth groups
 		{Name: "resnet50 int8 frozen graph", Kind: KindResNet50GraphInt8, Dims: []int{2, tinyImage, 2, 1}, WarmUpCalls: 2},
 		{Name: "resnet50 instances", Kind: KindResNet50Instances, Dims: []int{1, tinyImage, 1, 1}, WarmUpCalls: 2, KilnOnly: true},
+		{Name: "resnet50 serve", Kind: KindResNet50Serve, Dims: []int{1, tinyImage, 3, 2}, WarmUpCalls: 2, KilnOnly: true},
 		{Name: "dlrm train", Kind: KindDLRMTrain, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm train fused", Kind: KindDLRMTrainFused, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm infer", Kind: KindDLRMInfer, Dims: tinyDLRM, WarmUpCalls: 2},
@@ -475,6 +476,7 @@ func TestPrepareRunsEveryKind(t *testing.T) {
 		{Name: "resnet50 dims", Kind: KindResNet50Infer, Dims: []int{1}},
 		{Name: "resnet50 int8 without calibration", Kind: KindResNet50GraphInt8, Dims: []int{1, tinyImage}},
 		{Name: "resnet50 instances, too many cores", Kind: KindResNet50Instances, Dims: []int{1, tinyImage, 1 << 20, 1}},
+		{Name: "resnet50 serve without clients", Kind: KindResNet50Serve, Dims: []int{1, tinyImage, 0, 1}},
 		{Name: "dlrm without d", Kind: KindDLRMTrain, Dims: []int{2, 3, 50}},
 		{Name: "dlrm zero tables", Kind: KindDLRMInferFrozen, Dims: []int{2, 0, 50, 8}},
 		{Name: "dlrm bag bwd without d", Kind: KindDLRMBagBwd, Dims: []int{2, 3, 50}},
@@ -959,5 +961,24 @@ func TestRuntimeRows(t *testing.T) {
 	}
 	if Against(rows[:1], []int{2}) != "" {
 		t.Error("a table without rows naming a baseline")
+	}
+	// The serve rows name the in-process frozen-graph rows of their batch.
+	names := map[string]Workload{}
+	for _, w := range Workloads(false) {
+		names[w.Name] = w
+	}
+	serves := 0
+	for _, w := range Workloads(false) {
+		if w.Kind != KindResNet50Serve {
+			continue
+		}
+		serves++
+		base, ok := names[w.Baseline]
+		if !ok || base.Kind != KindResNet50Graph || base.Dims[0] != w.Dims[0] || !w.KilnOnly || w.Images != w.Dims[0]*w.Dims[2] {
+			t.Errorf("%s: baseline %q (%+v)", w.Name, w.Baseline, base)
+		}
+	}
+	if serves != 3 {
+		t.Errorf("%d serve rows, want 3", serves)
 	}
 }

@@ -1,20 +1,27 @@
 package bench
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"sync"
+	"time"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/graph/quant"
+	"github.com/kilnml/kiln/internal/npy"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
 	"github.com/kilnml/kiln/optim"
+	"github.com/kilnml/kiln/serve"
 )
 
 // Prepare allocates and fills the data of w for Kiln and returns a
@@ -205,6 +212,11 @@ func Prepare(w Workload) (func(), error) {
 			return nil, err
 		}
 		return resNet50Instances(d[0], d[1], d[2], d[3])
+	case KindResNet50Serve:
+		if err := need(4); err != nil {
+			return nil, err
+		}
+		return resNet50Serve(d[0], d[1], d[2], d[3])
 	case KindResNet50Graph, KindResNet50GraphNoFuse:
 		if err := need(2); err != nil {
 			return nil, err
@@ -391,6 +403,75 @@ func resNet50Instances(n, image, instances, cores int) (func(), error) {
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
 			panic(err) // in the caller's goroutine, where the harness reports it
+		}
+	}, nil
+}
+
+// resNet50Serve returns a run of clients concurrent requests of n images
+// each to ResNet-50's frozen FP32 graph served by serve.New (batching up
+// to maxBatch requests) on a loopback port, .npy request and response
+// bodies over kept-alive connections. The server lives as long as the
+// process.
+func resNet50Serve(n, image, clients, maxBatch int) (func(), error) {
+	if clients < 1 || maxBatch < 1 {
+		return nil, fmt.Errorf("%d clients, max batch %d: want 1 or more", clients, maxBatch)
+	}
+	model, x := resNet50Input(n, image)
+	nn.Eval(model)
+	g, err := graph.Trace(model, x)
+	if err != nil {
+		return nil, err
+	}
+	frozen, err := graph.Freeze(g)
+	if err != nil {
+		return nil, err
+	}
+	s, err := serve.New(frozen, serve.Options{MaxBatch: maxBatch, MaxWait: 10 * time.Millisecond})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go http.Serve(ln, s)
+	var body bytes.Buffer
+	if err := npy.Encode(&body, x.Contiguous()); err != nil {
+		return nil, err
+	}
+	url := "http://" + ln.Addr().String() + "/predict"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	post := func() error {
+		req, err := http.NewRequest("POST", url, bytes.NewReader(body.Bytes()))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/x-npy")
+		req.Header.Set("Accept", "application/x-npy")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s: %s", resp.Status, b)
+		}
+		return err
+	}
+	errs := make([]error, clients)
+	return func() {
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = post()
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			panic(err)
 		}
 	}, nil
 }

@@ -137,6 +137,19 @@ func ResNet50Workloads(image int) []Workload {
 		}
 		ws = append(ws, w)
 	}
+	// kiln serve against the same graph in process (the frozen-graph rows
+	// above): one request at batch 1 and at batch 16 (the serving
+	// overhead), and eight clients of batch 1 with dynamic batching.
+	for _, sv := range []struct{ batch, clients, maxBatch int }{{1, 1, 1}, {16, 1, 1}, {1, 8, 8}} {
+		name := fmt.Sprintf("serve: ResNet-50 frozen graph bs%d %d² over HTTP", sv.batch, image)
+		if sv.clients > 1 {
+			name += fmt.Sprintf(", %d clients, batching up to %d", sv.clients, sv.maxBatch)
+		}
+		ws = append(ws, Workload{Name: name, Group: "Runtime (Kiln only)", Kind: KindResNet50Serve,
+			Dims: []int{sv.batch, image, sv.clients, sv.maxBatch}, Flops: float64(sv.batch*sv.clients) * fwd, Bound: Compute,
+			Images: sv.batch * sv.clients, WarmUpCalls: ModelWarmUpCalls, KilnOnly: true,
+			Baseline: resNet50GraphName("frozen graph", sv.batch, image, "torch jit.freeze")})
+	}
 	trainName := fmt.Sprintf("resnet50 train step bs%d %d² (SGD momentum)", n, image)
 	ws = append(ws,
 		Workload{Name: trainName, Group: "ResNet-50",

@@ -39,6 +39,7 @@ const (
 	KindResNet50GraphBF16   = "resnet50_graph_bf16"   // Dims batch, image: BF16 frozen graph (Kiln: kiln.Optimize with BF16 weights, Trace under amp.Autocast, Freeze, Compile, run on float32 images; PyTorch: torch.jit.freeze(torch.jit.trace(model, x)) traced and run under torch.cpu.amp.autocast)
 	KindResNet50TrainBF16   = "resnet50_train_bf16"   // Dims batch, image: the train step in BF16 (Kiln: split master weights from kiln.Optimize, under amp.Autocast; PyTorch: torch.cpu.amp.autocast)
 	KindResNet50Instances   = "resnet50_instances"    // Dims batch, image, instances, cores per instance: Kiln only: the frozen FP32 graph compiled once per instance on a kernels.Pool of its own cores; a call runs every instance on one batch at once
+	KindResNet50Serve       = "resnet50_serve"        // Dims batch, image, clients, max batch: Kiln only: the frozen FP32 graph behind serve.New on loopback HTTP, .npy bodies; a call is clients concurrent requests of batch images each
 	KindResNet50GraphInt8   = "resnet50_graph_int8"   // Dims batch, image, calibration batches, calibration batch size: INT8 frozen graph (Kiln: Trace, quant.Prepare, Observe, Finish, Convert, Compile; PyTorch: FX prepare_fx, calibration, convert_fx, then torch.jit.freeze(torch.jit.trace(model, x)))
 
 	// DLRM (dlrm's DLRM_Net: models.NewDLRM on Kiln's side, a
