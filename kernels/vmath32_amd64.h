@@ -1,9 +1,9 @@
-// Float32 vector maths for the elementwise kernels: e^x, tanh x and erf x
-// for eight float32 lanes in YMM registers (AVX2 with FMA). Each macro
-// performs the operations of its pure-Go reference in vmath32.go (expf32,
-// tanhf32, erff32) in the same order with the same fused multiply-adds, so
-// the results are the reference's bit for bit; the errors are documented
-// there.
+// Float32 vector maths for the elementwise kernels: e^x, ln x, tanh x and
+// erf x for eight float32 lanes in YMM registers (AVX2 with FMA) or sixteen
+// in ZMM registers (AVX-512). Each macro performs the operations of its
+// pure-Go reference in vmath32.go (expf32, logf32, tanhf32, erff32) in the
+// same order with the same fused multiply-adds, so the results are the
+// reference's bit for bit; the errors are documented there.
 //
 // The constants are 64 bytes, sixteen copies, so that 512-bit code can use
 // them as memory operands too. Macros take their registers as arguments;
@@ -223,8 +223,15 @@ F16(v32LogP5, $0x3e4cd00f)
 F16(v32LogP6, $0xbe800113)
 F16(v32LogP7, $0x3eaaaaaa)
 
+// The macros below work on YMM (AVX2, eight lanes) or ZMM (AVX-512,
+// sixteen lanes) registers alike where the instructions are the same; the
+// AVX2 and AVX-512 forms (…Z) differ only where AVX-512 has a better
+// instruction: VRNDSCALEPS for VROUNDPS, VSCALEFPS for the scaling by 2ⁿ
+// (rounded once, as the two AVX2 multiplications are), and mask registers
+// (K1, which those forms clobber) for VBLENDVPS.
+
 // LOGPOLY(F, Z, D): D = ln(1+F) for F in [√½−1, √2−1] (logf32's
-// polynomial), with Z = F·F computed. 
+// polynomial), with Z = F·F computed.
 #define LOGPOLY(F, Z, D) \
 	VMULPS       F, F, Z;                 \
 	VMOVUPS      v32LogP0<>(SB), D;       \
@@ -238,6 +245,25 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VFMADD213PS  v32NegHalf<>(SB), F, D;  \
 	VFMADD213PS  F, Z, D
 
+// LOGSPLIT(A, B, C): from A = x (subnormals scaled by 2²³) and C = −23
+// where they were, else 0: B = the exponent k, A = the mantissa m in
+// [1, 2).
+#define LOGSPLIT(A, B, C) \
+	VPSRLD       $23, A, B;               \
+	VPSUBD       v32Bias<>(SB), B, B;     \
+	VCVTDQ2PS    B, B;                    \
+	VADDPS       C, B, B;                 \
+	VANDPS       v32Mant<>(SB), A, A;     \
+	VORPS        v32One<>(SB), A, A
+
+// LOGSUM(A, B, C, D): D = ln(1+(A−1)) + B·ln2 once A = m in (√½, √2] and
+// B = k. Clobbers A, C.
+#define LOGSUM(A, B, C, D) \
+	VSUBPS       v32One<>(SB), A, A;      \
+	LOGPOLY(A, C, D);                     \
+	VFMADD231PS  v32Ln2Lo<>(SB), B, D;    \
+	VFMADD231PS  v32Ln2Hi<>(SB), B, D
+
 // LOG32(X, Y, A, B, C, D, E): Y = ln X for eight float32 (logf32). Y must
 // differ from X. Clobbers A–E.
 #define LOG32(X, Y, A, B, C, D, E) \
@@ -245,21 +271,13 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VCMPPS       $0x11, v32MinNorm<>(SB), X, C; \
 	VBLENDVPS    C, A, X, A;              \
 	VANDPS       v32Neg23<>(SB), C, C;    \
-	VPSRLD       $23, A, B;               \
-	VPSUBD       v32Bias<>(SB), B, B;     \
-	VCVTDQ2PS    B, B;                    \
-	VADDPS       C, B, B;                 \
-	VANDPS       v32Mant<>(SB), A, A;     \
-	VORPS        v32One<>(SB), A, A;      \
+	LOGSPLIT(A, B, C);                    \
 	VCMPPS       $0x1e, v32Sqrt2<>(SB), A, C; \
 	VMULPS       v32Half<>(SB), A, D;     \
 	VBLENDVPS    C, D, A, A;              \
 	VANDPS       v32One<>(SB), C, C;      \
 	VADDPS       C, B, B;                 \
-	VSUBPS       v32One<>(SB), A, A;      \
-	LOGPOLY(A, C, D);                     \
-	VFMADD231PS  v32Ln2Lo<>(SB), B, D;    \
-	VFMADD231PS  v32Ln2Hi<>(SB), B, D;    \
+	LOGSUM(A, B, C, D);                   \
 	VXORPS       C, C, C;                 \
 	VCMPPS       $0x00, C, X, E;          \
 	VBLENDVPS    E, v32NegInf<>(SB), D, D; \
@@ -268,11 +286,43 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VCMPPS       $0x19, C, X, E;          \
 	VBLENDVPS    E, v32NaN<>(SB), D, Y
 
-// EXP32CORE(X, Y, N, P): for X already clamped, N = n as float32 and
-// P = e^r, where X = n·ln2 + r. Y is scratch (it ends as r).
-#define EXP32CORE(X, Y, N, P) \
+// LOG32Z(X, Y, A, B, C, D, E): LOG32 for sixteen lanes.
+#define LOG32Z(X, Y, A, B, C, D, E) \
+	VMULPS       v32Two23<>(SB), X, A;    \
+	VCMPPS       $0x11, v32MinNorm<>(SB), X, K1; \
+	VMOVAPS      X, E;                    \
+	VMOVAPS      A, K1, E;                \
+	VXORPS       C, C, C;                 \
+	VMOVUPS      v32Neg23<>(SB), K1, C;   \
+	VMOVAPS      E, A;                    \
+	LOGSPLIT(A, B, C);                    \
+	VCMPPS       $0x1e, v32Sqrt2<>(SB), A, K1; \
+	VMULPS       v32Half<>(SB), A, K1, A; \
+	VADDPS       v32One<>(SB), B, K1, B;  \
+	LOGSUM(A, B, C, D);                   \
+	VXORPS       C, C, C;                 \
+	VCMPPS       $0x00, C, X, K1;         \
+	VMOVUPS      v32NegInf<>(SB), K1, D;  \
+	VCMPPS       $0x00, v32Inf<>(SB), X, K1; \
+	VMOVUPS      v32Inf<>(SB), K1, D;     \
+	VCMPPS       $0x19, C, X, K1;         \
+	VMOVUPS      v32NaN<>(SB), K1, D;     \
+	VMOVAPS      D, Y
+
+// EXPCLAMP(X, A, B): A = X clamped to [−104, 89], NaN kept (the constant
+// is the first source of VMAXPS and VMINPS). Clobbers B.
+#define EXPCLAMP(X, A, B) \
+	VMOVUPS      v32ExpMin<>(SB), A;    \
+	VMAXPS       X, A, A;               \
+	VMOVUPS      v32ExpMax<>(SB), B;    \
+	VMINPS       A, B, A
+
+// EXP32CORE(X, Y, N, P, RND): for X already clamped, N = n as float32 and
+// P = e^r, where X = n·ln2 + r; RND is VROUNDPS or VRNDSCALEPS. Y is
+// scratch (it ends as r).
+#define EXP32CORE(X, Y, N, P, RND) \
 	VMULPS       v32Log2e<>(SB), X, N;  \
-	VROUNDPS     $0, N, N;              \
+	RND          $0, N, N;              \
 	VMOVAPS      X, Y;                  \
 	VFNMADD231PS v32Ln2Hi<>(SB), N, Y;  \
 	VFNMADD231PS v32Ln2Lo<>(SB), N, Y;  \
@@ -284,17 +334,13 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VFMADD213PS  v32One<>(SB), Y, P;    \
 	VFMADD213PS  v32One<>(SB), Y, P
 
-// EXP32(X, Y, A, B, C): Y = e^X for eight float32 (expf32). NaN stays NaN
-// through the clamp (the constant is the first source of VMAXPS/VMINPS).
-// The scaling by 2ⁿ, n in [−150, 128], is two multiplications by 2^⌊n/2⌋
-// and 2^(n−⌊n/2⌋): the first is exact, so the result is rounded once, even
+// EXP32(X, Y, A, B, C): Y = e^X for eight float32 (expf32). The scaling by
+// 2ⁿ, n in [−150, 128], is two multiplications by 2^⌊n/2⌋ and
+// 2^(n−⌊n/2⌋): the first is exact, so the result is rounded once, even
 // where it is subnormal. Clobbers A, B, C.
 #define EXP32(X, Y, A, B, C) \
-	VMOVUPS      v32ExpMin<>(SB), A;    \
-	VMAXPS       X, A, A;               \
-	VMOVUPS      v32ExpMax<>(SB), B;    \
-	VMINPS       A, B, A;               \
-	EXP32CORE(A, Y, B, C);              \
+	EXPCLAMP(X, A, B);                  \
+	EXP32CORE(A, Y, B, C, VROUNDPS);    \
 	VCVTPS2DQ    B, B;                  \
 	VPSRAD       $1, B, A;              \
 	VPSUBD       A, B, B;               \
@@ -305,19 +351,27 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VMULPS       A, C, C;               \
 	VMULPS       B, C, Y
 
+// EXP32Z(X, Y, A, B, C): EXP32 for sixteen lanes. Clobbers A, B, C.
+#define EXP32Z(X, Y, A, B, C) \
+	EXPCLAMP(X, A, B);                  \
+	EXP32CORE(A, Y, B, C, VRNDSCALEPS); \
+	VSCALEFPS    B, C, Y
+
 // EXP32N(X, Y, A, B): Y = e^X for X in [−87, 88], where the result is
 // normal and 2ⁿ one exact multiplication; the same bits as EXP32 there.
 // Clobbers A, B.
 #define EXP32N(X, Y, A, B) \
-	EXP32CORE(X, Y, A, B);             \
+	EXP32CORE(X, Y, A, B, VROUNDPS);   \
 	VCVTPS2DQ    A, A;                 \
 	VPADDD       v32Bias<>(SB), A, A;  \
 	VPSLLD       $23, A, A;            \
 	VMULPS       A, B, Y
 
-// TANH32(X, Y, A, B, C, D, E, F, G): Y = tanh X for eight float32
-// (tanhf32). Y must differ from X. Clobbers A–G.
-#define TANH32(X, Y, A, B, C, D, E, F, G) \
+// TANHPARTS(X, A, B, C, D, E, F, G, EXP): both pieces of tanhf32 for the
+// lanes of X: A = |x|, C = the odd polynomial's x + x³·Q(x²), D =
+// 1 − 2/(e^(2|x|) + 1) with EXP (EXP32 or EXP32Z) for the exponential.
+// Clobbers B, E–G.
+#define TANHPARTS(X, A, B, C, D, E, F, G, EXP) \
 	VANDPS       v32Abs<>(SB), X, A;      \
 	VMULPS       X, X, B;                 \
 	VMOVUPS      v32TanhQ0<>(SB), C;      \
@@ -329,12 +383,18 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VMULPS       B, X, B;                 \
 	VFMADD213PS  X, B, C;                 \
 	VADDPS       A, A, B;                 \
-	EXP32(B, D, E, F, G);                 \
+	EXP(B, D, E, F, G);                   \
 	VADDPS       v32One<>(SB), D, D;      \
 	VMOVUPS      v32Two<>(SB), E;         \
 	VDIVPS       D, E, E;                 \
 	VMOVUPS      v32One<>(SB), D;         \
-	VSUBPS       E, D, D;                 \
+	VSUBPS       E, D, D
+
+// TANH32(X, Y, A, B, C, D, E, F, G): Y = tanh X for eight float32
+// (tanhf32): the large piece saturated to 1 beyond 8.664339742, given x's
+// sign, and chosen from |x| ≥ 0.625 on. Y must differ from X. Clobbers A–G.
+#define TANH32(X, Y, A, B, C, D, E, F, G) \
+	TANHPARTS(X, A, B, C, D, E, F, G, EXP32); \
 	VCMPPS       $0x1e, v32TanhSat<>(SB), A, E; \
 	VBLENDVPS    E, v32One<>(SB), D, D;   \
 	VANDPS       v32Sign<>(SB), X, E;     \
@@ -342,14 +402,26 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VCMPPS       $0x1d, v32TanhSmall<>(SB), A, E; \
 	VBLENDVPS    E, D, C, Y
 
-// ERF32BODY(X, Y, A, B, C, D, E, TWO): erff32 on the lanes of X, YMM or
-// ZMM alike (VPERMPS takes the index's low 3 or 4 bits, and the tables
-// repeat their eight entries). Clobbers A–E.
-#define ERF32BODY(X, Y, A, B, C, D, E, TWO) \
+// TANH32Z(X, Y, A, B, C, D, E, F, G): TANH32 for sixteen lanes.
+#define TANH32Z(X, Y, A, B, C, D, E, F, G) \
+	TANHPARTS(X, A, B, C, D, E, F, G, EXP32Z); \
+	VCMPPS       $0x1e, v32TanhSat<>(SB), A, K1; \
+	VMOVUPS      v32One<>(SB), K1, D;     \
+	VANDPS       v32Sign<>(SB), X, E;     \
+	VORPS        E, D, D;                 \
+	VCMPPS       $0x1d, v32TanhSmall<>(SB), A, K1; \
+	VMOVAPS      C, Y;                    \
+	VMOVAPS      D, K1, Y
+
+// ERF32(X, Y, A, B, C, D, E, F, G): Y = erf X (erff32) for the lanes of X,
+// YMM or ZMM alike: VPERMPS takes the index's low 3 or 4 bits, and the
+// tables repeat their eight entries. Y must differ from X. Clobbers A–E
+// (F and G are unused).
+#define ERF32(X, Y, A, B, C, D, E, F, G) \
 	VANDPS       v32Abs<>(SB), X, A;      \
 	VMOVUPS      v32ErfMax<>(SB), B;      \
 	VMINPS       A, B, A;                 \
-	VMULPS       TWO<>(SB), A, B;         \
+	VMULPS       v32Two<>(SB), A, B;      \
 	VMINPS       v32ErfSeven<>(SB), B, B; \
 	VCVTTPS2DQ   B, B;                    \
 	VPERMPS      v32ErfC<>(SB), B, C;     \
@@ -373,107 +445,5 @@ F16(v32LogP7, $0x3eaaaaaa)
 	VANDPS       v32Sign<>(SB), X, E;     \
 	VORPS        E, D, Y
 
-// ERF32(X, Y, A, B, C, D, E, F, G): Y = erf X for eight float32 (erff32).
-// Y must differ from X. Clobbers A–E (F and G are unused).
-#define ERF32(X, Y, A, B, C, D, E, F, G) \
-	ERF32BODY(X, Y, A, B, C, D, E, v32Two)
-
-// ---- AVX-512: sixteen lanes in ZMM registers -----------------------------
-//
-// The same operations as the AVX2 macros above, with VRNDSCALEPS for
-// VROUNDPS, VSCALEFPS for the scaling by 2ⁿ (rounded once, as the two
-// AVX2 multiplications are) and the mask register K1, which they clobber,
-// for the blends.
-
-// EXP32COREZ(X, Y, N, P): EXP32CORE for sixteen lanes.
-#define EXP32COREZ(X, Y, N, P) \
-	VMULPS       v32Log2e<>(SB), X, N;  \
-	VRNDSCALEPS  $0, N, N;              \
-	VMOVAPS      X, Y;                  \
-	VFNMADD231PS v32Ln2Hi<>(SB), N, Y;  \
-	VFNMADD231PS v32Ln2Lo<>(SB), N, Y;  \
-	VMOVUPS      v32ExpP0<>(SB), P;     \
-	VFMADD213PS  v32ExpP1<>(SB), Y, P;  \
-	VFMADD213PS  v32ExpP2<>(SB), Y, P;  \
-	VFMADD213PS  v32ExpP3<>(SB), Y, P;  \
-	VFMADD213PS  v32ExpP4<>(SB), Y, P;  \
-	VFMADD213PS  v32One<>(SB), Y, P;    \
-	VFMADD213PS  v32One<>(SB), Y, P
-
-// EXP32Z(X, Y, A, B, C): EXP32 for sixteen lanes. Clobbers A, B, C.
-#define EXP32Z(X, Y, A, B, C) \
-	VMOVUPS      v32ExpMin<>(SB), A;    \
-	VMAXPS       X, A, A;               \
-	VMOVUPS      v32ExpMax<>(SB), B;    \
-	VMINPS       A, B, A;               \
-	EXP32COREZ(A, Y, B, C);             \
-	VSCALEFPS    B, C, Y
-
-// EXP32NZ(X, Y, A, B): EXP32N for sixteen lanes. Clobbers A, B.
-#define EXP32NZ(X, Y, A, B) \
-	EXP32COREZ(X, Y, A, B);             \
-	VSCALEFPS    A, B, Y
-
-// TANH32Z(X, Y, A, B, C, D, E, F, G): TANH32 for sixteen lanes. Y must
-// differ from X. Clobbers A–G and K1.
-#define TANH32Z(X, Y, A, B, C, D, E, F, G) \
-	VANDPS       v32Abs<>(SB), X, A;      \
-	VMULPS       X, X, B;                 \
-	VMOVUPS      v32TanhQ0<>(SB), C;      \
-	VFMADD213PS  v32TanhQ1<>(SB), B, C;   \
-	VFMADD213PS  v32TanhQ2<>(SB), B, C;   \
-	VFMADD213PS  v32TanhQ3<>(SB), B, C;   \
-	VFMADD213PS  v32TanhQ4<>(SB), B, C;   \
-	VFMADD213PS  v32TanhQ5<>(SB), B, C;   \
-	VMULPS       B, X, B;                 \
-	VFMADD213PS  X, B, C;                 \
-	VADDPS       A, A, B;                 \
-	EXP32Z(B, D, E, F, G);                \
-	VADDPS       v32One<>(SB), D, D;      \
-	VMOVUPS      v32Two<>(SB), E;         \
-	VDIVPS       D, E, E;                 \
-	VMOVUPS      v32One<>(SB), D;         \
-	VSUBPS       E, D, D;                 \
-	VCMPPS       $0x1e, v32TanhSat<>(SB), A, K1; \
-	VMOVUPS      v32One<>(SB), K1, D;     \
-	VANDPS       v32Sign<>(SB), X, E;     \
-	VORPS        E, D, D;                 \
-	VCMPPS       $0x1d, v32TanhSmall<>(SB), A, K1; \
-	VMOVAPS      C, Y;                    \
-	VMOVAPS      D, K1, Y
-
-// ERF32Z(X, Y, A, B, C, D, E, F, G): ERF32 for sixteen lanes. Y must
-// differ from X. Clobbers A–E (F and G are unused).
-#define ERF32Z(X, Y, A, B, C, D, E, F, G) \
-	ERF32BODY(X, Y, A, B, C, D, E, v32Two)
-
-// LOG32Z(X, Y, A, B, C, D, E): LOG32 for sixteen lanes. Y must differ
-// from X. Clobbers A–E and K1.
-#define LOG32Z(X, Y, A, B, C, D, E) \
-	VMULPS       v32Two23<>(SB), X, A;    \
-	VCMPPS       $0x11, v32MinNorm<>(SB), X, K1; \
-	VMOVAPS      X, E;                    \
-	VMOVAPS      A, K1, E;                \
-	VXORPS       C, C, C;                 \
-	VMOVUPS      v32Neg23<>(SB), K1, C;   \
-	VPSRLD       $23, E, B;               \
-	VPSUBD       v32Bias<>(SB), B, B;     \
-	VCVTDQ2PS    B, B;                    \
-	VADDPS       C, B, B;                 \
-	VANDPS       v32Mant<>(SB), E, A;     \
-	VORPS        v32One<>(SB), A, A;      \
-	VCMPPS       $0x1e, v32Sqrt2<>(SB), A, K1; \
-	VMULPS       v32Half<>(SB), A, K1, A; \
-	VADDPS       v32One<>(SB), B, K1, B;  \
-	VSUBPS       v32One<>(SB), A, A;      \
-	LOGPOLY(A, C, D);                     \
-	VFMADD231PS  v32Ln2Lo<>(SB), B, D;    \
-	VFMADD231PS  v32Ln2Hi<>(SB), B, D;    \
-	VXORPS       C, C, C;                 \
-	VCMPPS       $0x00, C, X, K1;         \
-	VMOVUPS      v32NegInf<>(SB), K1, D;  \
-	VCMPPS       $0x00, v32Inf<>(SB), X, K1; \
-	VMOVUPS      v32Inf<>(SB), K1, D;     \
-	VCMPPS       $0x19, C, X, K1;         \
-	VMOVUPS      v32NaN<>(SB), K1, D;     \
-	VMOVAPS      D, Y
+// ERF32Z is ERF32 on ZMM registers.
+#define ERF32Z(X, Y, A, B, C, D, E, F, G) ERF32(X, Y, A, B, C, D, E, F, G)
