@@ -358,6 +358,19 @@ func resNet50Graph(n, image int, fuse, bf16 bool) (func(), error) {
 	return compiledRun(frozen, x)
 }
 
+// frozenResNet50 traces and freezes the evaluation-mode ResNet-50 of
+// resNet50Input on its n images, which it returns too.
+func frozenResNet50(n, image int) (*graph.Graph, *autograd.Tensor, error) {
+	model, x := resNet50Input(n, image)
+	nn.Eval(model)
+	g, err := graph.Trace(model, x)
+	if err != nil {
+		return nil, nil, err
+	}
+	frozen, err := graph.Freeze(g)
+	return frozen, x, err
+}
+
 // resNet50Instances returns a run of ResNet-50's frozen FP32 graph on n
 // images by instances Programs at once, each on a pool of cores pinned
 // cores of its own (the first instances·cores of kernels.AvailableCores).
@@ -370,13 +383,7 @@ func resNet50Instances(n, image, instances, cores int) (func(), error) {
 	if instances < 1 || cores < 1 || instances*cores > len(avail) {
 		return nil, fmt.Errorf("%d instances × %d cores: this process may use %d cores", instances, cores, len(avail))
 	}
-	model, x := resNet50Input(n, image)
-	nn.Eval(model)
-	g, err := graph.Trace(model, x)
-	if err != nil {
-		return nil, err
-	}
-	frozen, err := graph.Freeze(g)
+	frozen, x, err := frozenResNet50(n, image)
 	if err != nil {
 		return nil, err
 	}
@@ -416,13 +423,7 @@ func resNet50Serve(n, image, clients, maxBatch int) (func(), error) {
 	if clients < 1 || maxBatch < 1 {
 		return nil, fmt.Errorf("%d clients, max batch %d: want 1 or more", clients, maxBatch)
 	}
-	model, x := resNet50Input(n, image)
-	nn.Eval(model)
-	g, err := graph.Trace(model, x)
-	if err != nil {
-		return nil, err
-	}
-	frozen, err := graph.Freeze(g)
+	frozen, x, err := frozenResNet50(n, image)
 	if err != nil {
 		return nil, err
 	}

@@ -268,27 +268,44 @@ func Summary(rows []Row, threads []int) string {
 // is missing from rows or failed on the Kiln side. It returns "" when rows
 // have no such row.
 func Speedups(rows []Row, threads []int, p Precision) string {
+	label := strings.ToUpper(string(p))
+	return pairTable(rows, threads, label+" row", "Kiln FP32 row",
+		func(w Workload) string {
+			if w.Precision() != p {
+				return ""
+			}
+			return w.FP32Row
+		},
+		func(low, fp32 Row) string {
+			return fmt.Sprintf("%s (FP32 %s, %s %s)", FormatRatio(Speedup(low, fp32)),
+				FormatDuration(fp32.Kiln.Median), label, FormatDuration(low.Kiln.Median))
+		})
+}
+
+// pairTable renders one line for each row that other names a second row
+// of (other returns "" for none), with a cell per thread count that cell
+// fills from the two rows' results, or "—" where either row is missing or
+// failed on the Kiln side. It returns "" when no row names another.
+func pairTable(rows []Row, threads []int, head, otherHead string, other func(Workload) string, cell func(r, o Row) string) string {
 	type key struct {
 		name    string
 		threads int
 	}
 	byName := map[key]Row{}
-	var low []Workload
+	var named []Workload
 	seen := map[string]bool{}
 	for _, r := range rows {
 		byName[key{r.Workload.Name, r.Threads}] = r
-		w := r.Workload
-		if w.Precision() == p && w.FP32Row != "" && !seen[w.Name] {
+		if w := r.Workload; other(w) != "" && !seen[w.Name] {
 			seen[w.Name] = true
-			low = append(low, w)
+			named = append(named, w)
 		}
 	}
-	if len(low) == 0 {
+	if len(named) == 0 {
 		return ""
 	}
-	label := strings.ToUpper(string(p))
 	var b strings.Builder
-	fmt.Fprintf(&b, "| %s row | Kiln FP32 row |", label)
+	fmt.Fprintf(&b, "| %s | %s |", head, otherHead)
 	for _, t := range threads {
 		fmt.Fprintf(&b, " %d thread(s) |", t)
 	}
@@ -297,17 +314,16 @@ func Speedups(rows []Row, threads []int, p Precision) string {
 		b.WriteString("--:|")
 	}
 	b.WriteString("\n")
-	for _, w := range low {
-		fmt.Fprintf(&b, "| %s | %s |", w.Name, w.FP32Row)
+	for _, w := range named {
+		fmt.Fprintf(&b, "| %s | %s |", w.Name, other(w))
 		for _, t := range threads {
-			lr, lok := byName[key{w.Name, t}]
-			fr, fok := byName[key{w.FP32Row, t}]
-			if !lok || !fok || !lr.KilnOK || !fr.KilnOK {
+			r, rok := byName[key{w.Name, t}]
+			o, ook := byName[key{other(w), t}]
+			if !rok || !ook || !r.KilnOK || !o.KilnOK {
 				b.WriteString(" — |")
 				continue
 			}
-			fmt.Fprintf(&b, " %s (FP32 %s, %s %s) |", FormatRatio(Speedup(lr, fr)),
-				FormatDuration(fr.Kiln.Median), label, FormatDuration(lr.Kiln.Median))
+			fmt.Fprintf(&b, " %s |", cell(r, o))
 		}
 		b.WriteString("\n")
 	}
@@ -333,47 +349,14 @@ func Speedup(low, fp32 Row) float64 {
 // rates; "—" where either is missing or failed. It returns "" when no row
 // names a baseline.
 func Against(rows []Row, threads []int) string {
-	type key struct {
-		name    string
-		threads int
-	}
-	byName := map[key]Row{}
-	var with []Workload
-	seen := map[string]bool{}
-	for _, r := range rows {
-		byName[key{r.Workload.Name, r.Threads}] = r
-		if w := r.Workload; w.Baseline != "" && !seen[w.Name] {
-			seen[w.Name] = true
-			with = append(with, w)
-		}
-	}
-	if len(with) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString("| row | baseline |")
-	for _, t := range threads {
-		fmt.Fprintf(&b, " %d thread(s) |", t)
-	}
-	b.WriteString("\n|---|---|")
-	for range threads {
-		b.WriteString("--:|")
-	}
-	b.WriteString("\n")
-	for _, w := range with {
-		fmt.Fprintf(&b, "| %s | %s |", w.Name, w.Baseline)
-		for _, t := range threads {
-			r, rok := byName[key{w.Name, t}]
-			base, bok := byName[key{w.Baseline, t}]
-			if !rok || !bok || !r.KilnOK || !base.KilnOK || w.Images == 0 || base.Workload.Images == 0 {
-				b.WriteString(" — |")
-				continue
+	return pairTable(rows, threads, "row", "baseline",
+		func(w Workload) string { return w.Baseline },
+		func(r, base Row) string {
+			if r.Workload.Images == 0 || base.Workload.Images == 0 {
+				return "—"
 			}
-			rr := float64(w.Images) / r.Kiln.Median
+			rr := float64(r.Workload.Images) / r.Kiln.Median
 			br := float64(base.Workload.Images) / base.Kiln.Median
-			fmt.Fprintf(&b, " %s (%s vs %s img/s) |", FormatRatio(rr/br), formatCountRate(rr), formatCountRate(br))
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
+			return fmt.Sprintf("%s (%s vs %s img/s)", FormatRatio(rr/br), formatCountRate(rr), formatCountRate(br))
+		})
 }
