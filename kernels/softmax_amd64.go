@@ -61,9 +61,6 @@ func smColLogBwdAVX2(dx, y, dy []float32, sum []float64)
 func smRowExpSumAVX512(x, e []float32, mx float32, store int) float64
 
 //go:noescape
-func smRowScaleAVX512(y []float32, s float64)
-
-//go:noescape
 func smRowLogBwdAVX512(dx, y, dy []float32, sum float64)
 
 //go:noescape
@@ -108,11 +105,11 @@ func smRowMaxAsm(x []float32) float32 {
 }
 
 // smAVX512 is smAVX2 with the AVX-512 row kernels of
-// softmax_avx512_amd64.s for the exponentials and the scaling.
+// softmax_avx512_amd64.s for the exponentials: the whole forward of rows
+// (rows), log-softmax's sums and its backward.
 var smAVX512 = func() *smKernels {
 	k := *smAVX2
 	k.rowExpSum = smRowExpSumWith(smRowExpSumAVX512)
-	k.rowScale = smRowScaleWith(smRowScaleAVX512)
 	k.rowLogBwd = smRowLogBwdWith(smRowLogBwdAVX512)
 	k.rows = smSoftmaxRowsAsm
 	return &k

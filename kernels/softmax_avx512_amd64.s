@@ -3,11 +3,11 @@
 #include "textflag.h"
 #include "vmath32_amd64.h"
 
-// AVX-512 variants of the softmax row kernels that evaluate exponentials or
-// widen every element to float64: the same arithmetic as their AVX2
-// counterparts in softmax_amd64.s, sixteen lanes at a time, the exponential
-// loops on two independent vectors. Tails go through the same code under
-// the mask K3.
+// AVX-512 variants of the softmax row kernels that evaluate exponentials:
+// the same arithmetic as their AVX2 counterparts in softmax_amd64.s,
+// sixteen lanes at a time, the exponential loops on two independent
+// vectors, and one kernel for the whole forward of many rows. Tails go
+// through the same code under the mask K3.
 
 DATA v64One<>+0(SB)/8, $0x3ff0000000000000 // 1.0
 GLOBL v64One<>(SB), RODATA|NOPTR, $8
@@ -113,60 +113,19 @@ etail:
 ereduce:
 	ZSUMRET(ret+64(FP))
 
-// SCALE16(OFF): y[OFF/4 …] = float32(float64(y)·s), s in Z7 as float64,
-// sixteen elements at DI+OFF.
-#define SCALE16(OFF) \
-	VCVTPS2PD     OFF(DI), Z0;    \
-	VCVTPS2PD     OFF+32(DI), Z1; \
-	VMULPD        Z7, Z0, Z0;     \
+// SCALETAIL(M): y = float32(float64(y)·s), s in Z7 as float64, on the
+// first CX (< 16) elements at M, under the mask K3.
+#define SCALETAIL(M) \
+	VMOVUPS.Z     M, K3, Z0;      \
+	VCVTPS2PD     Y0, Z1;         \
+	VEXTRACTF32X8 $1, Z0, Y2;     \
+	VCVTPS2PD     Y2, Z2;         \
 	VMULPD        Z7, Z1, Z1;     \
-	VCVTPD2PS     Z0, Y0;         \
+	VMULPD        Z7, Z2, Z2;     \
 	VCVTPD2PS     Z1, Y1;         \
-	VMOVUPS       Y0, OFF(DI);    \
-	VMOVUPS       Y1, OFF+32(DI)
-
-// func smRowScaleAVX512(y []float32, s float64)
-//
-// y[i] = float32(float64(y[i])·s).
-TEXT ·smRowScaleAVX512(SB), NOSPLIT, $0-32
-	MOVQ         y_base+0(FP), DI
-	MOVQ         y_len+8(FP), CX
-	VBROADCASTSD s+24(FP), Z7
-	SUBQ         $32, CX
-	JL           sone
-
-sloop:
-	SCALE16(0)
-	SCALE16(64)
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JGE  sloop
-
-sone:
-	ADDQ $16, CX
-	JL   stail
-	SCALE16(0)
-	ADDQ $64, DI
-	SUBQ $16, CX
-
-stail:
-	ADDQ          $16, CX
-	JZ            sdone
-	ZTAILMASK
-	VMOVUPS.Z     (DI), K3, Z0
-	VCVTPS2PD     Y0, Z1
-	VEXTRACTF32X8 $1, Z0, Y2
-	VCVTPS2PD     Y2, Z2
-	VMULPD        Z7, Z1, Z1
-	VMULPD        Z7, Z2, Z2
-	VCVTPD2PS     Z1, Y1
-	VCVTPD2PS     Z2, Y2
-	VINSERTF32X8  $1, Y2, Z1, Z1
-	VMOVUPS       Z1, K3, (DI)
-
-sdone:
-	VZEROUPPER
-	RET
+	VCVTPD2PS     Z2, Y2;         \
+	VINSERTF32X8  $1, Y2, Z1, Z1; \
+	VMOVUPS       Z1, K3, M
 
 // LOGBWD16(Y, G, YG, O, YO, T, YT, U, A, B, C): O = float32(float64(G) −
 // float64(e^Y)·sum) for sixteen lanes, sum in Z7 as float64 (YG, YO, YT:
@@ -386,16 +345,7 @@ rscaleloop:
 rscaletail:
 	KORTESTW      K3, K3
 	JZ            rnext
-	VMOVUPS.Z     (DI)(AX*1), K3, Z0
-	VCVTPS2PD     Y0, Z1
-	VEXTRACTF32X8 $1, Z0, Y2
-	VCVTPS2PD     Y2, Z2
-	VMULPD        Z7, Z1, Z1
-	VMULPD        Z7, Z2, Z2
-	VCVTPD2PS     Z1, Y1
-	VCVTPD2PS     Z2, Y2
-	VINSERTF32X8  $1, Y2, Z1, Z1
-	VMOVUPS       Z1, K3, (DI)(AX*1)
+	SCALETAIL((DI)(AX*1))
 
 rnext:
 	ADDQ R11, SI
