@@ -206,7 +206,7 @@ func rowMajorReader(x *Tensor, copyAlways bool) func() []float32 {
 // bfloat16 once (gradients of broadcast matrices are summed in float32
 // first).
 func matmulBF16(op string, a, b *Tensor, d matmulDims) *Tensor {
-	out := &Tensor{dtype: BFloat16, shape: d.out, data: make([]uint16, numel(op, d.out))}
+	out := &Tensor{dtype: BFloat16, shape: d.out, data: alloc[uint16](numel(op, d.out), false)} // every element written
 	ac, bc := rowMajor(a), rowMajor(b)
 	bindMatmul(op, d, ac, bc, out)()
 	ad, bd := ac.BFloat16s(), bc.BFloat16s()
