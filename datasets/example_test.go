@@ -39,6 +39,43 @@ func ExampleDataLoader_Epoch() {
 	// 1 [256 1 8 8] [256]
 }
 
+// Data-parallel training over two processes: each builds the same loader
+// but for its own Rank. Both ranks shuffle with the same Seed and epoch,
+// so they split one permutation between them: rank 0 takes positions 0, 2,
+// 4, … of it and rank 1 positions 1, 3, 5, …. Nine examples do not split
+// evenly in two, so the permutation is padded with its first example and
+// both ranks take three batches a step at a time, never waiting on each
+// other; DropUneven would skip the ninth example instead.
+func ExampleLoaderOptions_sharded() {
+	ds, err := datasets.Synthetic(datasets.SyntheticConfig{N: 9, Classes: 3, Channels: 1, Height: 4, Width: 4, Seed: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for epoch := range 2 {
+		for rank := range 2 { // in practice, one rank per process
+			loader, err := datasets.NewDataLoader(ds, datasets.LoaderOptions{
+				BatchSize: 2, Shuffle: true, Seed: 1, Rank: rank, WorldSize: 2,
+			})
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Printf("epoch %d rank %d:", epoch, rank)
+			for batch, err := range loader.Epoch(epoch) {
+				if err != nil {
+					log.Fatal(err)
+				}
+				fmt.Printf(" %v", batch.Indices)
+			}
+			fmt.Println()
+		}
+	}
+	// Output:
+	// epoch 0 rank 0: [1 0] [4 8] [7]
+	// epoch 0 rank 1: [5 6] [2 3] [1]
+	// epoch 1 rank 0: [2 8] [5 1] [3]
+	// epoch 1 rank 1: [0 6] [7 4] [2]
+}
+
 // The embedded digits split into reproducible training and test parts.
 func ExampleDigits() {
 	digits := datasets.Digits()

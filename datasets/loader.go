@@ -34,6 +34,34 @@ type LoaderOptions struct {
 	// (memory format autograd.ChannelsLast), and batches of [C, D, H, W]
 	// volumes as autograd.ChannelsLast3d.
 	ChannelsLast bool
+
+	// Rank and WorldSize shard every epoch for data-parallel training, as
+	// PyTorch's torch.utils.data.distributed.DistributedSampler does: the
+	// loader of process Rank (counting from 0) out of WorldSize yields only
+	// the examples at positions Rank, Rank+WorldSize, Rank+2·WorldSize, …
+	// of the epoch's order. WorldSize 0 or 1 means no sharding (Rank must
+	// then be 0).
+	//
+	// Every rank must use the same Seed, Shuffle and epoch numbers: the
+	// epoch's permutation depends on those alone, never on Rank, so all
+	// ranks shuffle alike and their shards are disjoint and cover the data
+	// set. Every rank also gets the same number of examples, so the same
+	// Len, and no rank waits at a gradient all-reduce for a step its peers
+	// never take: when WorldSize does not divide the data set, the order is
+	// padded by repeating examples from its start (some examples are seen
+	// twice in the epoch), unless DropUneven is set.
+	Rank      int
+	WorldSize int
+	// DropUneven, when WorldSize does not divide the data set's length n,
+	// cuts the epoch's order to the largest multiple of WorldSize instead
+	// of padding it: the last n mod WorldSize examples of each epoch's
+	// order are skipped (a different few each epoch when shuffling), and
+	// each rank gets floor(n / WorldSize) examples. It is PyTorch's
+	// DistributedSampler(drop_last=True), applied before the order is split
+	// among the ranks. DropLast, PyTorch's DataLoader(drop_last=True), is
+	// separate: it then drops a short final batch of the rank's own shard.
+	// Without sharding DropUneven does nothing.
+	DropUneven bool
 }
 
 // A Batch is a group of examples stacked along a new leading dimension.
@@ -68,6 +96,11 @@ func NewDataLoader(ds Dataset, opt LoaderOptions) (*DataLoader, error) {
 		return nil, fmt.Errorf("datasets: %d workers is negative", opt.Workers)
 	case opt.Prefetch < 0:
 		return nil, fmt.Errorf("datasets: prefetch %d is negative", opt.Prefetch)
+	case opt.WorldSize < 0:
+		return nil, fmt.Errorf("datasets: LoaderOptions.WorldSize %d is negative", opt.WorldSize)
+	case opt.Rank < 0 || opt.Rank >= max(opt.WorldSize, 1):
+		return nil, fmt.Errorf("datasets: LoaderOptions.Rank %d is outside [0, %d) for WorldSize %d",
+			opt.Rank, max(opt.WorldSize, 1), opt.WorldSize)
 	}
 	if opt.BatchSize == 0 {
 		opt.BatchSize = 1
@@ -78,9 +111,10 @@ func NewDataLoader(ds Dataset, opt LoaderOptions) (*DataLoader, error) {
 	return &DataLoader{ds: ds, opt: opt}, nil
 }
 
-// Len returns the number of batches in an epoch.
+// Len returns the number of batches in an epoch; with WorldSize > 1, the
+// number in this rank's shard, which is the same on every rank.
 func (l *DataLoader) Len() int {
-	n, b := l.ds.Len(), l.opt.BatchSize
+	n, b := shardLen(l.ds.Len(), l.opt.WorldSize, l.opt.DropUneven), l.opt.BatchSize
 	if l.opt.DropLast {
 		return n / b
 	}
@@ -90,7 +124,8 @@ func (l *DataLoader) Len() int {
 // Epoch returns the batches of epoch number epoch (counting from 0) for a
 // range loop. With Shuffle the order is a permutation drawn from Seed and
 // epoch: ranging over the same epoch twice, or in another run, gives the
-// same batches.
+// same batches. With WorldSize > 1 the batches hold this rank's shard of
+// the epoch (see LoaderOptions.Rank).
 //
 // If loading an example fails, the sequence yields that error, naming the
 // example, and ends. Leaving the loop early stops the workers and waits for
@@ -113,17 +148,20 @@ func (l *DataLoader) Epoch(epoch int) iter.Seq2[Batch, error] {
 	}
 }
 
-// order returns the example indices of an epoch in visiting order.
+// order returns the example indices of an epoch in visiting order: this
+// rank's shard of the one permutation every rank draws from Seed and epoch.
 func (l *DataLoader) order(epoch int) []int {
 	n := l.ds.Len()
+	var order []int
 	if l.opt.Shuffle {
-		return autograd.NewGenerator(mix(l.opt.Seed, uint64(epoch))).Perm(n)
+		order = autograd.NewGenerator(mix(l.opt.Seed, uint64(epoch))).Perm(n)
+	} else {
+		order = make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
 	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	return order
+	return shard(order, l.opt.Rank, l.opt.WorldSize, l.opt.DropUneven)
 }
 
 // loaded is what a worker hands back for one batch.
