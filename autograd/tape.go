@@ -244,6 +244,7 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 	for i, root := range roots {
 		if root.node == nil {
 			accumulateLeaf(root, gs[i], false)
+			root.runGradHooks()
 			continue
 		}
 		if prev := grads[root.node]; prev != nil {
@@ -286,8 +287,24 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 		}
 		return false
 	}
+	// A leaf's gradient is final once the last node that feeds it has
+	// run: it is accumulated then, not at the end, so a gradient hook
+	// (data-parallel training's bucket allreduce) starts while the rest of
+	// the backward pass runs, and the leaf's share of memory is settled
+	// early.
+	finals := make([][]*Tensor, len(order))
+	lastUse := map[*Tensor]int{}
+	for i, n := range order {
+		for _, e := range n.inputs {
+			if e.leaf != nil {
+				if _, ok := lastUse[e.leaf]; !ok {
+					lastUse[e.leaf] = i
+					finals[i] = append(finals[i], e.leaf)
+				}
+			}
+		}
+	}
 	leafGrads := map[*Tensor]*leafGrad{}
-	var leaves []*Tensor // in the order their gradients complete
 	for i := len(order) - 1; i >= 0; i-- {
 		n := order[i]
 		gn := grads[n]
@@ -324,7 +341,6 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 				lg := leafGrads[e.leaf]
 				switch {
 				case lg == nil:
-					leaves = append(leaves, e.leaf)
 					leafGrads[e.leaf] = &leafGrad{g: gi, owned: !callers(gi) && freshGrad(gi, j, ins, gn)}
 				default:
 					lg.g, lg.owned = sumGrads(lg.g, gi), true
@@ -347,10 +363,13 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 		if !n.keepsGrad && !callers(gn) && !stillHeld(gn, ins, grads, leafGrads) {
 			releaseGrad(gn)
 		}
-	}
-	for _, l := range leaves {
-		lg := leafGrads[l]
-		accumulateLeaf(l, lg.g, lg.owned)
+		for _, l := range finals[i] {
+			if lg := leafGrads[l]; lg != nil {
+				delete(leafGrads, l)
+				accumulateLeaf(l, lg.g, lg.owned)
+				l.runGradHooks()
+			}
+		}
 	}
 }
 

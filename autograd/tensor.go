@@ -30,6 +30,7 @@ type Tensor struct {
 	grad         *Tensor
 	sparseGrad   *sparseEntries    // instead of grad, after a sparse embedding lookup
 	sparseUpdate func(*SparseGrad) // takes each lookup's sparse gradient instead of sparseGrad
+	gradHooks    []*gradHook       // run once Backward has finished t's gradient
 	node         *node             // the op that made this tensor; nil for leaves
 	mode         Mode              // the computation t belongs to
 }
