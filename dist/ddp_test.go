@@ -1,0 +1,456 @@
+package dist
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kilnml/kiln/amp"
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/nn"
+	"github.com/kilnml/kiln/nn/models"
+	"github.com/kilnml/kiln/optim"
+)
+
+// counting counts a communicator's Iallreduce calls.
+type counting struct {
+	Communicator
+	n atomic.Int64
+}
+
+func (c *counting) Iallreduce(buf Buffer, op Op) *Request {
+	c.n.Add(1)
+	return c.Communicator.Iallreduce(buf, op)
+}
+
+// rows returns rows [lo, hi) of a [n, ...] float32 tensor as a new
+// tensor.
+func rows(x *autograd.Tensor, lo, hi int) *autograd.Tensor {
+	shape := x.Shape()
+	per := x.Numel() / shape[0]
+	shape[0] = hi - lo
+	return autograd.FromFloat32(append([]float32(nil), x.ContiguousFloat32s()[lo*per:hi*per]...), shape...)
+}
+
+func mlp(seed uint64) *nn.Sequential {
+	g := autograd.NewGenerator(seed)
+	return nn.NewSequential(
+		nn.NewLinear(g, 6, 32, nn.LinearOptions{}), nn.NewTanh(),
+		nn.NewLinear(g, 32, 32, nn.LinearOptions{}), nn.NewTanh(),
+		nn.NewLinear(g, 32, 3, nn.LinearOptions{}))
+}
+
+// flat returns a module's parameters end to end.
+func flat(m nn.Module) []float32 {
+	var v []float32
+	for _, p := range nn.Parameters(m) {
+		v = append(v, p.ContiguousFloat32s()...)
+	}
+	return v
+}
+
+// relDiff returns ‖a−b‖₂ / ‖b‖₂.
+func relDiff(a, b []float32) float64 {
+	var d, n float64
+	for i := range a {
+		e := float64(a[i]) - float64(b[i])
+		d += e * e
+		n += float64(b[i]) * float64(b[i])
+	}
+	return math.Sqrt(d / n)
+}
+
+func bitwiseEqual(a, b []float32) bool {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// stepRecorder collects each rank's parameters after each step.
+type stepRecorder struct {
+	mu    sync.Mutex
+	steps [][][]float32 // [rank][step]
+}
+
+func newRecorder(ranks int) *stepRecorder { return &stepRecorder{steps: make([][][]float32, ranks)} }
+
+func (s *stepRecorder) add(rank int, v []float32) {
+	s.mu.Lock()
+	s.steps[rank] = append(s.steps[rank], v)
+	s.mu.Unlock()
+}
+
+// checkInStep fails unless every rank had the same parameters after every
+// step.
+func (s *stepRecorder) checkInStep(t *testing.T) {
+	t.Helper()
+	for r := 1; r < len(s.steps); r++ {
+		for k := range s.steps[0] {
+			if !bitwiseEqual(s.steps[r][k], s.steps[0][k]) {
+				t.Fatalf("after step %d rank %d's parameters differ from rank 0's", k, r)
+			}
+		}
+	}
+}
+
+// 100 SGD steps of an MLP on 2 and 4 ranks equal one process at the same
+// global batch; the ranks stay bitwise equal; a step makes
+// ⌈gradient bytes / bucket bytes⌉ allreduce calls.
+func TestDataParallelMLP(t *testing.T) {
+	const steps, batch = 100, 8
+	data := autograd.NewGenerator(99)
+	xs := make([]*autograd.Tensor, steps)
+	ys := make([]*autograd.Tensor, steps)
+	for k := range xs {
+		xs[k], ys[k] = autograd.Randn(data, batch, 6), autograd.Randn(data, batch, 3)
+	}
+	sgd := optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4}
+	train := func(m nn.Module, step func(k int) *autograd.Tensor, sync func() error, after func()) {
+		opt, err := optim.NewSGD(nn.Parameters(m), sgd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range steps {
+			opt.ZeroGrad()
+			step(k).Backward()
+			if err := sync(); err != nil {
+				t.Fatal(err)
+			}
+			opt.Step()
+			after()
+		}
+	}
+	ref := mlp(1)
+	train(ref, func(k int) *autograd.Tensor {
+		return autograd.MSELoss(ref.Forward(xs[k]), ys[k], autograd.ReductionMean)
+	}, func() error { return nil }, func() {})
+	want := flat(ref)
+
+	gradBytes := 4 * len(want)
+	for _, tc := range []struct{ ranks, bucketBytes int }{{2, 0}, {2, 1000}, {4, 4 * 99}} {
+		t.Run(fmt.Sprintf("%d ranks, %d-byte buckets", tc.ranks, tc.bucketBytes), func(t *testing.T) {
+			rec := newRecorder(tc.ranks)
+			var calls []int64
+			world(t, tc.ranks, func(c Communicator) {
+				cc := &counting{Communicator: c}
+				m := mlp(uint64(1 + c.Rank())) // rank 0's weights must win
+				dp, err := NewDataParallel(cc, m, Options{BucketBytes: tc.bucketBytes})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				per := batch / tc.ranks
+				lo := c.Rank() * per
+				train(m, func(k int) *autograd.Tensor {
+					return autograd.MSELoss(m.Forward(rows(xs[k], lo, lo+per)), rows(ys[k], lo, lo+per), autograd.ReductionMean)
+				}, dp.Sync, func() { rec.add(c.Rank(), flat(m)) })
+				if c.Rank() == 0 {
+					calls = append(calls, cc.n.Load(), int64(dp.NumBuckets()))
+				}
+			})
+			rec.checkInStep(t)
+			bucket := tc.bucketBytes
+			if bucket == 0 {
+				bucket = DefaultBucketBytes
+			}
+			wantCalls := (gradBytes + bucket - 1) / bucket
+			if calls[1] != int64(wantCalls) || calls[0] != int64(steps*wantCalls) {
+				t.Errorf("%d buckets, %d allreduce calls in %d steps; want %d a step", calls[1], calls[0], steps, wantCalls)
+			}
+			if d := relDiff(rec.steps[0][steps-1], want); d > 1e-5 {
+				t.Errorf("after %d steps the parameters differ from one process's by %.3g relative", steps, d)
+			}
+		})
+	}
+}
+
+// 20 steps of ResNet-18 at 32² on 2 ranks equal one process that runs the
+// two ranks' halves of each batch as micro-batches and averages their
+// gradients: batch normalisation normalises over each rank's half, as in
+// PyTorch DDP without SyncBatchNorm, so the global batch in one piece is
+// a different computation.
+func TestDataParallelResNet18(t *testing.T) {
+	steps := 20
+	if testing.Short() {
+		steps = 4
+	}
+	const batch, ranks = 4, 2
+	data := autograd.NewGenerator(5)
+	xs := make([]*autograd.Tensor, steps)
+	labels := make([][]int64, steps)
+	for k := range xs {
+		xs[k] = autograd.Randn(data, batch, 3, 32, 32)
+		for range batch {
+			labels[k] = append(labels[k], int64(data.IntN(10)))
+		}
+	}
+	model := func(seed uint64) *models.ResNet {
+		return models.ResNet18(autograd.NewGenerator(seed), models.ResNetOptions{NumClasses: 10})
+	}
+	sgd := optim.SGDOptions{LR: 0.01, Momentum: 0.9}
+	loss := func(m *models.ResNet, k, lo, hi int) *autograd.Tensor {
+		return autograd.CrossEntropy(m.Forward(rows(xs[k], lo, hi)), autograd.FromInt64(labels[k][lo:hi], hi-lo), autograd.CrossEntropyOptions{})
+	}
+
+	ref := model(7)
+	opt, _ := optim.NewSGD(nn.Parameters(ref), sgd)
+	half := autograd.Scalar(0.5)
+	for k := range steps {
+		opt.ZeroGrad()
+		for r := range ranks {
+			autograd.Mul(loss(ref, k, r*batch/ranks, (r+1)*batch/ranks), half).Backward()
+		}
+		opt.Step()
+	}
+	want := flat(ref)
+
+	rec := newRecorder(ranks)
+	world(t, ranks, func(c Communicator) {
+		m := model(uint64(7 + c.Rank()))
+		dp, err := NewDataParallel(c, m, Options{BucketBytes: 8 << 20})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		opt, _ := optim.NewSGD(nn.Parameters(m), sgd)
+		lo := c.Rank() * batch / ranks
+		for k := range steps {
+			opt.ZeroGrad()
+			loss(m, k, lo, lo+batch/ranks).Backward()
+			if err := dp.Sync(); err != nil {
+				t.Error(err)
+				return
+			}
+			opt.Step()
+			rec.add(c.Rank(), flat(m))
+		}
+	})
+	rec.checkInStep(t)
+	if d := relDiff(rec.steps[0][steps-1], want); d > 1e-5 {
+		t.Errorf("after %d steps the parameters differ from one process's by %.3g relative", steps, d)
+	}
+}
+
+// The first bucket's allreduce starts inside Backward, before the
+// gradients of the first layers exist.
+func TestDataParallelOverlap(t *testing.T) {
+	world(t, 2, func(c Communicator) {
+		m := mlp(1)
+		var launchedIn, launchedAfter int
+		inBackward := false
+		dp, err := NewDataParallel(c, m, Options{BucketBytes: 4 * 200, Trace: func(e Event) {
+			if e.Kind != Launched {
+				return
+			}
+			if inBackward {
+				launchedIn++
+			} else {
+				launchedAfter++
+			}
+		}})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		x := autograd.Randn(autograd.NewGenerator(uint64(c.Rank())), 4, 6)
+		l := autograd.Sum(m.Forward(x), nil, false)
+		inBackward = true
+		l.Backward()
+		inBackward = false
+		if err := dp.Sync(); err != nil {
+			t.Error(err)
+		}
+		if launchedIn == 0 || launchedIn+launchedAfter != dp.NumBuckets() {
+			t.Errorf("rank %d: %d of %d buckets launched during Backward, %d after", c.Rank(), launchedIn, dp.NumBuckets(), launchedAfter)
+		}
+	})
+}
+
+// Micro-batches inside NoSync accumulate; the last Backward and Sync
+// reduce the sum. A second Backward outside NoSync is an error.
+func TestDataParallelNoSync(t *testing.T) {
+	x := autograd.Randn(autograd.NewGenerator(3), 4, 6)
+	ref := mlp(1)
+	for range 3 {
+		autograd.Sum(ref.Forward(x), nil, false).Backward()
+	}
+	want := flat(gradients(ref))
+	world(t, 2, func(c Communicator) {
+		m := mlp(1)
+		dp, _ := NewDataParallel(c, m, Options{BucketBytes: 4 * 300})
+		dp.NoSync(func() {
+			for range 2 {
+				autograd.Sum(m.Forward(x), nil, false).Backward()
+			}
+		})
+		autograd.Sum(m.Forward(x), nil, false).Backward()
+		if err := dp.Sync(); err != nil {
+			t.Error(err)
+		}
+		if d := relDiff(flat(gradients(m)), want); d > 1e-6 {
+			t.Errorf("rank %d: accumulated gradients differ by %.3g", c.Rank(), d)
+		}
+		autograd.Sum(m.Forward(x), nil, false).Backward()
+		autograd.Sum(m.Forward(x), nil, false).Backward()
+		if err := dp.Sync(); err == nil {
+			t.Errorf("rank %d: two Backwards before Sync: no error", c.Rank())
+		}
+	})
+}
+
+// gradients returns a module holding m's gradients as parameters, for
+// flat.
+func gradients(m nn.Module) nn.Module {
+	s := &nn.Sequential{}
+	for i, p := range nn.Parameters(m) {
+		s.RegisterParameter(fmt.Sprint(i), p.Grad().Detach())
+	}
+	return s
+}
+
+// A rank that stops calling Sync makes the other's Sync fail with
+// ErrTimeout, naming the bucket, within the timeout.
+func TestDataParallelTimeout(t *testing.T) {
+	start := time.Now()
+	world(t, 2, func(c Communicator) {
+		m := mlp(1)
+		dp, _ := NewDataParallel(c, m, Options{Timeout: 300 * time.Millisecond})
+		if c.Rank() == 1 {
+			return // dies before the first step
+		}
+		autograd.Sum(m.Forward(autograd.Randn(autograd.NewGenerator(1), 2, 6)), nil, false).Backward()
+		err := dp.Sync()
+		if !errors.Is(err, ErrTimeout) {
+			t.Errorf("got %v, want ErrTimeout", err)
+		}
+		t.Log(err)
+	})
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the failure took %v", d)
+	}
+}
+
+// sparseModel is a bag of sparse embeddings feeding a linear layer.
+type sparseModel struct {
+	nn.Base
+	emb *nn.EmbeddingBag
+	out *nn.Linear
+}
+
+func newSparseModel(seed uint64) *sparseModel {
+	g := autograd.NewGenerator(seed)
+	m := &sparseModel{}
+	m.emb = m.RegisterModule("emb", nn.NewEmbeddingBag(g, 50, 8, nn.EmbeddingBagOptions{Mode: "sum", Sparse: true})).(*nn.EmbeddingBag)
+	m.out = m.RegisterModule("out", nn.NewLinear(g, 8, 1, nn.LinearOptions{})).(*nn.Linear)
+	return m
+}
+
+func (m *sparseModel) forward(idx []int64) *autograd.Tensor {
+	bags := len(idx) / 2
+	return m.out.Forward(m.emb.Forward(autograd.FromInt64(idx, bags, 2), nil, nil))
+}
+
+// Sparse embedding gradients are gathered from every rank: 2 ranks train
+// the table as one process does on the whole batch.
+func TestDataParallelSparse(t *testing.T) {
+	const steps, bags = 30, 8
+	data := autograd.NewGenerator(11)
+	idx := make([][]int64, steps)
+	ys := make([]*autograd.Tensor, steps)
+	for k := range idx {
+		for range 2 * bags {
+			idx[k] = append(idx[k], int64(data.IntN(50)))
+		}
+		ys[k] = autograd.Randn(data, bags, 1)
+	}
+	sgd := optim.SGDOptions{LR: 0.1}
+	ref := newSparseModel(1)
+	opt, err := optim.NewSGD(nn.Parameters(ref), sgd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range steps {
+		opt.ZeroGrad()
+		autograd.MSELoss(ref.forward(idx[k]), ys[k], autograd.ReductionMean).Backward()
+		opt.Step()
+	}
+	want := flat(ref)
+	rec := newRecorder(2)
+	world(t, 2, func(c Communicator) {
+		m := newSparseModel(uint64(1 + c.Rank()))
+		dp, err := NewDataParallel(c, m, Options{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		opt, _ := optim.NewSGD(nn.Parameters(m), sgd)
+		lo, hi := c.Rank()*bags/2, (c.Rank()+1)*bags/2
+		for k := range steps {
+			opt.ZeroGrad()
+			autograd.MSELoss(m.forward(idx[k][2*lo:2*hi]), rows(ys[k], lo, hi), autograd.ReductionMean).Backward()
+			if err := dp.Sync(); err != nil {
+				t.Error(err)
+				return
+			}
+			if m.emb.Weight().SparseGrad() == nil {
+				t.Error("the table's gradient is not sparse after Sync")
+			}
+			opt.Step()
+			rec.add(c.Rank(), flat(m))
+		}
+	})
+	rec.checkInStep(t)
+	if d := relDiff(rec.steps[0][steps-1], want); d > 1e-5 {
+		t.Errorf("after %d steps the parameters differ from one process's by %.3g relative", steps, d)
+	}
+}
+
+// A split BF16 model: rank 0's bottom halves reach every rank, the
+// bfloat16 gradients are reduced in float32, and the FP32 masters stay
+// bitwise equal across ranks.
+func TestDataParallelSplit(t *testing.T) {
+	const steps = 10
+	x := autograd.Randn(autograd.NewGenerator(4), 8, 6)
+	rec := newRecorder(2)
+	world(t, 2, func(c Communicator) {
+		m := mlp(uint64(1 + c.Rank()))
+		sm, err := amp.SplitModule(m)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		dp, err := NewDataParallel(c, m, Options{Split: sm, BucketBytes: 4 * 500})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		opt, err := optim.NewSGDSplit(sm, optim.SGDOptions{LR: 0.01, Momentum: 0.9})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		lo := 4 * c.Rank()
+		for range steps {
+			opt.ZeroGrad()
+			autograd.Sum(autograd.Cast(m.Forward(autograd.Cast(rows(x, lo, lo+4), autograd.BFloat16)), autograd.Float32), nil, false).Backward()
+			if err := dp.Sync(); err != nil {
+				t.Error(err)
+				return
+			}
+			opt.Step()
+			var master []float32
+			for _, s := range sm.Params() {
+				master = append(master, s.Param.Join().Float32s()...)
+			}
+			rec.add(c.Rank(), master)
+		}
+	})
+	rec.checkInStep(t)
+}
