@@ -167,15 +167,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/kilnml/kiln/amp"
-	"github.com/kilnml/kiln/autograd"
-	"github.com/kilnml/kiln/graph/quant"
-	"github.com/kilnml/kiln/internal/subcmd"
 	"io"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/kilnml/kiln/amp"
+	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/dist"
+	"github.com/kilnml/kiln/graph/quant"
+	"github.com/kilnml/kiln/internal/subcmd"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -195,7 +197,7 @@ var commands = []command{
 	{"train", "train a ResNet and report held-out accuracy after each epoch",
 		[]string{"data", "arch", "batch-size", "epochs", "steps", "lr", "momentum", "wd", "channels-last", "dtype",
 			"image-size", "workers", "seed", "checkpoint", "checkpoint-every", "resume", "num-classes", "train-size", "val-size",
-			"val-fraction", "zero-init-residual", "quiet"},
+			"val-fraction", "zero-init-residual", "quiet", "dist-timeout", "bucket-mb"},
 		train},
 	{"evaluate", "print the top-1 and top-5 accuracy of weights on held-out images",
 		[]string{"data", "arch", "weights", "batch-size", "image-size", "channels-last", "dtype", "conf", "workers", "val-size",
@@ -278,6 +280,8 @@ type options struct {
 	Batches                                 int
 	Symmetric                               bool
 	Seed                                    uint64
+	DistTimeout                             time.Duration
+	BucketMB                                float64
 	set                                     map[string]bool // flags given on the command line
 }
 
@@ -368,6 +372,12 @@ var flagDefs = map[string]func(fs *flag.FlagSet, o *options){
 	},
 	"zero-init-residual": func(fs *flag.FlagSet, o *options) {
 		fs.BoolVar(&o.ZeroInit, "zero-init-residual", true, "start each residual block's last batch norm at 0, so blocks begin as identities")
+	},
+	"dist-timeout": func(fs *flag.FlagSet, o *options) {
+		fs.DurationVar(&o.DistTimeout, "dist-timeout", dist.DefaultTimeout, "under mpirun: abort the job when a gradient allreduce takes longer than this (a rank died)")
+	},
+	"bucket-mb": func(fs *flag.FlagSet, o *options) {
+		fs.Float64Var(&o.BucketMB, "bucket-mb", float64(dist.DefaultBucketBytes)/(1<<20), "under mpirun: MiB of gradients per allreduce")
 	},
 	"quiet": func(fs *flag.FlagSet, o *options) {
 		fs.BoolVar(&o.Quiet, "quiet", false, "draw no progress bar")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/datasets"
+	"github.com/kilnml/kiln/dist"
 	"github.com/kilnml/kiln/internal/checkpoint"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
@@ -28,6 +30,10 @@ type trainer struct {
 	// bf16 is what kiln.Optimize made of the model for --dtype bf16 (split
 	// master weights), nil in float32.
 	bf16 *kiln.Optimized
+	// comm is the world of ranks training together (dist.Single alone);
+	// dp keeps their replicas in step, nil in a world of one.
+	comm dist.Communicator
+	dp   *dist.DataParallel
 	val  *datasets.DataLoader
 	p    progress // where the run stands
 	// saved is the step at which --checkpoint was last written, -1 before.
@@ -43,6 +49,21 @@ func train(o *options, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop)
+	// Under mpirun (or srun) the ranks split each batch; --batch-size is
+	// the global batch, so a run resumes on any number of ranks.
+	comm, err := dist.FromEnvironment()
+	if err != nil {
+		return err
+	}
+	defer comm.Close()
+	if w := comm.Size(); w > 1 {
+		if o.BatchSize%w != 0 {
+			return fmt.Errorf("--batch-size %d: not a multiple of the %d ranks sharing each batch", o.BatchSize, w)
+		}
+		if comm.Rank() != 0 {
+			stdout, o.Quiet = io.Discard, true // rank 0 reports
+		}
+	}
 	var resume *weights
 	if o.Resume != "" {
 		var err error
@@ -66,7 +87,7 @@ func train(o *options, stdout, stderr io.Writer) error {
 	if resume != nil && resume.ckpt.NumClasses != d.classes {
 		return fmt.Errorf("--resume %s has %d classes, --data %s has %d", o.Resume, resume.ckpt.NumClasses, o.Data, d.classes)
 	}
-	t := &trainer{o: o, data: d, saved: -1, stdout: stdout, stderr: stderr}
+	t := &trainer{o: o, data: d, saved: -1, stdout: stdout, stderr: stderr, comm: comm}
 	t.p = progress{Arch: o.Arch, NumClasses: d.classes, BatchSize: o.BatchSize, Seed: o.Seed, ImageSize: o.ImageSize}
 	if t.model, err = newModel(o, d.classes); err != nil {
 		return err
@@ -97,6 +118,17 @@ func train(o *options, stdout, stderr io.Writer) error {
 	}
 	if t.val, err = evalLoader(o, d.val); err != nil {
 		return err
+	}
+	if comm.Size() > 1 {
+		opt := dist.Options{Timeout: o.DistTimeout, BucketBytes: int(o.BucketMB * (1 << 20))}
+		if t.bf16 != nil {
+			opt.Split = t.bf16.Split
+		}
+		if t.dp, err = dist.NewDataParallel(comm, t.model, opt); err != nil {
+			return err
+		}
+		defer t.dp.Close()
+		fmt.Fprintf(stdout, "%d ranks, %d images each per batch, %d gradient buckets a step\n", comm.Size(), o.BatchSize/comm.Size(), t.dp.NumBuckets())
 	}
 
 	fmt.Fprintf(stdout, "%s, %d classes, %d training and %d held-out images of %d×%d, batch %d, lr %g, %s\n",
@@ -191,8 +223,10 @@ func (t *trainer) order(epoch int) []int {
 func (t *trainer) epoch(ctx context.Context) error {
 	o, p := t.o, &t.p
 	skip := p.EpochStep * o.BatchSize
-	loader, err := datasets.NewDataLoader(&datasets.Subset{Dataset: t.data.train, Indices: t.order(p.Epoch)[skip:]},
-		datasets.LoaderOptions{BatchSize: o.BatchSize, DropLast: true, Workers: o.Workers, ChannelsLast: o.ChannelsLast})
+	world := t.comm.Size()
+	indices := shard(t.order(p.Epoch)[skip:], o.BatchSize, t.comm.Rank(), world)
+	loader, err := datasets.NewDataLoader(&datasets.Subset{Dataset: t.data.train, Indices: indices},
+		datasets.LoaderOptions{BatchSize: o.BatchSize / world, DropLast: true, Workers: o.Workers, ChannelsLast: o.ChannelsLast})
 	if err != nil {
 		return err
 	}
@@ -200,23 +234,31 @@ func (t *trainer) epoch(ctx context.Context) error {
 		t.data.augmented.SetEpoch(p.Epoch)
 	}
 	name := fmt.Sprintf("epoch %d/%d", p.Epoch+1, o.Epochs)
+	desc := name
+	if world > 1 {
+		desc += " (rank 0's share)"
+	}
 	batches := loader.Len()
 	if o.Steps > 0 {
 		batches = min(batches, o.Steps-p.Step)
 	}
-	bar := kiln.NewProgress(batches*o.BatchSize, kiln.ProgressOptions{Description: name, Quiet: o.Quiet, Writer: t.stderr})
+	bar := kiln.NewProgress(batches*o.BatchSize/world, kiln.ProgressOptions{Description: desc, Quiet: o.Quiet, Writer: t.stderr})
 	nn.Train(t.model, true)
 	for batch, err := range loader.Epoch(0) {
 		if err != nil {
 			return err
 		}
-		if ctx.Err() != nil {
+		if stop, err := t.stopping(ctx); err != nil || stop {
+			if err != nil {
+				return err
+			}
 			break
 		}
 		var loss float64
 		var right int
-		if err := autograd.Try(func() { loss, right = t.step(batch) }); err != nil {
-			return fmt.Errorf("step %d: %w", p.Step+1, err)
+		var syncErr error
+		if err := autograd.Try(func() { loss, right, syncErr = t.step(batch) }); err != nil || syncErr != nil {
+			return fmt.Errorf("step %d: %w", p.Step+1, errors.Join(err, syncErr))
 		}
 		if err := t.checkFinite(loss); err != nil {
 			return err
@@ -240,7 +282,7 @@ func (t *trainer) epoch(ctx context.Context) error {
 		p.Epoch++
 		p.EpochStep = 0
 	}
-	if t.data.val.Len() > 0 && ctx.Err() == nil {
+	if t.data.val.Len() > 0 && ctx.Err() == nil && t.comm.Rank() == 0 {
 		acc, err := accuracy(t.model, t.val, t.o.autocast)
 		if err != nil {
 			return err
@@ -255,11 +297,75 @@ func (t *trainer) save() error {
 	if t.o.Checkpoint == "" || t.saved == t.p.Step {
 		return nil
 	}
-	if err := saveCheckpoint(t.o.Checkpoint, t.modelState(), t.opt, t.sched, t.p); err != nil {
-		return err
+	// Rank 0 writes (the replicas are equal), atomically; the others wait
+	// for its outcome, so no rank goes on past a checkpoint that failed.
+	var werr error
+	if t.comm.Rank() == 0 {
+		werr = saveCheckpoint(t.o.Checkpoint, t.modelState(), t.opt, t.sched, t.p)
+	}
+	aerr := agree(t.comm, werr != nil, "writing --checkpoint on rank 0")
+	if werr != nil {
+		return werr
+	}
+	if aerr != nil {
+		return aerr
 	}
 	t.saved = t.p.Step
 	return nil
+}
+
+// stopping reports whether the run should stop before the next step:
+// ctx is done (SIGINT, SIGTERM) on this rank or, under mpirun, any rank,
+// so all ranks stop after the same step.
+func (t *trainer) stopping(ctx context.Context) (bool, error) {
+	if t.comm.Size() == 1 {
+		return ctx.Err() != nil, nil
+	}
+	stop := ctx.Err() != nil
+	err := agree(t.comm, stop, "the stop signal")
+	if errors.Is(err, errRankFailed) {
+		return true, nil
+	}
+	return false, err
+}
+
+// errRankFailed is agree's error when some rank raised its flag.
+var errRankFailed = errors.New("another rank failed")
+
+// agree returns errRankFailed, wrapped, when flag is set on any rank.
+func agree(comm dist.Communicator, flag bool, what string) error {
+	if comm.Size() == 1 {
+		return nil
+	}
+	v := []int64{0}
+	if flag {
+		v[0] = 1
+	}
+	if err := comm.Allreduce(dist.Int64s(v), dist.Sum); err != nil {
+		return fmt.Errorf("agreeing on %s: %w", what, err)
+	}
+	if v[0] > 0 && !flag {
+		return fmt.Errorf("%s: %w", what, errRankFailed)
+	}
+	if v[0] > 0 {
+		return errRankFailed
+	}
+	return nil
+}
+
+// shard returns rank's part of each full batch of order when world ranks
+// share batches of batch images: the rank-th of world equal slices, so
+// the global batches, and a run's course, do not depend on world.
+func shard(order []int, batch, rank, world int) []int {
+	if world == 1 {
+		return order
+	}
+	per := batch / world
+	out := make([]int, 0, len(order)/world)
+	for lo := 0; lo+batch <= len(order); lo += batch {
+		out = append(out, order[lo+rank*per:lo+(rank+1)*per]...)
+	}
+	return out
 }
 
 // checkFinite stops a run whose step (the next one, not yet counted) gave
@@ -276,15 +382,20 @@ func (t *trainer) checkFinite(loss float64) error {
 	return nil
 }
 
-// step trains on one batch and returns its mean loss and how many images
-// it classified right.
-func (t *trainer) step(b datasets.Batch) (float64, int) {
+// step trains on one batch (this rank's share of it) and returns its mean
+// loss and how many images it classified right.
+func (t *trainer) step(b datasets.Batch) (float64, int, error) {
 	logits := t.model.Forward(t.o.autocast(b.Inputs))
 	loss := autograd.CrossEntropy(logits, b.Labels, autograd.CrossEntropyOptions{})
 	t.opt.ZeroGrad()
 	loss.Backward()
+	if t.dp != nil {
+		if err := t.dp.Sync(); err != nil {
+			return 0, 0, err
+		}
+	}
 	t.opt.Step()
-	return loss.Item(), topK(logits, b.Labels, 1)
+	return loss.Item(), topK(logits, b.Labels, 1), nil
 }
 
 // splitBF16 turns the FP32 model and optimizer (resumed or fresh) into BF16
