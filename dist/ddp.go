@@ -172,13 +172,17 @@ func NewDataParallel(comm Communicator, m nn.Module, opt Options) (*DataParallel
 	d.plan()
 	for i, p := range d.params {
 		d.byParam[p] = i
-		if !opt.NoOverlap {
+		if !opt.NoOverlap && comm.Size() > 1 {
 			d.removes = append(d.removes, p.AddGradHook(d.gradReady))
 		}
 	}
 	d.ready = make([]bool, len(d.params))
 	return d, nil
 }
+
+// alone reports a world of one, where there is nothing to reduce: the
+// gradients are already the mean.
+func (d *DataParallel) alone() bool { return d.comm.Size() == 1 }
 
 // sparseTables returns the tables of m's sparse embedding lookups.
 func sparseTables(m nn.Module) map[*autograd.Tensor]bool {
@@ -376,7 +380,7 @@ func (d *DataParallel) Sync() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	defer d.reset()
-	if d.err != nil {
+	if d.err != nil || d.alone() {
 		return d.err
 	}
 	d.launchReady(true)
