@@ -220,3 +220,21 @@ func checkGatherv(send, recv Buffer, counts []int, rank, size int) error {
 	}
 	return nil
 }
+
+// Any reports whether flag is true on any rank: a collective every rank
+// calls at the same point, so that all stop together (after a signal that
+// reached one, or a failure on one) rather than some waiting forever for
+// the others.
+func Any(c Communicator, flag bool) (bool, error) {
+	if c.Size() == 1 {
+		return flag, nil
+	}
+	v := []int64{0}
+	if flag {
+		v[0] = 1
+	}
+	if err := c.Allreduce(Int64s(v), Sum); err != nil {
+		return false, err
+	}
+	return v[0] > 0, nil
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/amp"
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/dist"
 	"github.com/kilnml/kiln/internal/checkpoint"
 	"github.com/kilnml/kiln/internal/gcheadroom"
 	"github.com/kilnml/kiln/nn"
@@ -171,22 +172,42 @@ type trainResult struct {
 // resumes where it was written: m holds its weights already, and fit puts
 // back the optimizer's and the scheduler's state, the best score and the
 // position. ml logs the run's MLPerf events (nil: none).
-func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, stdout, stderr io.Writer) (trainResult, error) {
+//
+// In a world of several ranks (comm) each trains on its slice of every
+// batch and DataParallel keeps the replicas equal; every rank evaluates
+// (the same model on the same held-out data: the same decisions, with no
+// message), rank 0 alone writes checkpoints.
+func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, comm dist.Communicator, stdout, stderr io.Writer) (trainResult, error) {
 	var res trainResult
 	opt, err := newOptimizer(o, m)
 	if err != nil {
 		return res, err
 	}
 	weights := func() []nn.NamedTensor { return nn.StateDict(m) }
+	var split *kiln.Optimized
 	if o.DType == "bf16" {
-		split, err := splitBF16(m, opt)
-		if err != nil {
+		if split, err = splitBF16(m, opt); err != nil {
 			return res, err
 		}
 		fmt.Fprintf(stdout, "bf16: %s\n", strings.Join(split.Applied, "; "))
 		opt = split.Optimizer
 		// The file holds the joined FP32 weights, as an FP32 run's does.
 		weights = split.StateDict
+	}
+	var dp *dist.DataParallel
+	if comm.Size() > 1 {
+		if o.FusedEmb {
+			return res, usagef("--fused-emb updates each table inside the backward pass from this rank's own gradient; with %d ranks the replicas would drift", comm.Size())
+		}
+		var opt dist.Options
+		if split != nil {
+			opt.Split = split.Split
+		}
+		if dp, err = dist.NewDataParallel(comm, m, opt); err != nil {
+			return res, err
+		}
+		defer dp.Close()
+		fmt.Fprintf(stdout, "%d ranks share each batch; %d gradient buckets a step\n", comm.Size(), dp.NumBuckets())
 	}
 	if o.FusedEmb {
 		// After the split: the tables the optimizer holds are then the
@@ -224,7 +245,21 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, st
 	res.checkpoint = func(path string) error {
 		p := pos
 		p.Best = res.best.saved()
-		return saveCheckpoint(path, weights(), opt, sched, p)
+		var werr error
+		if comm.Rank() == 0 {
+			werr = saveCheckpoint(path, weights(), opt, sched, p)
+		}
+		// The others wait for rank 0's outcome and fail with it.
+		failed, err := dist.Any(comm, werr != nil)
+		switch {
+		case werr != nil:
+			return werr
+		case err != nil:
+			return err
+		case failed:
+			return fmt.Errorf("rank 0 could not write %s", path)
+		}
+		return nil
 	}
 	if o.SaveModel != "" {
 		// Writes killed half-way leave their temporary files behind.
@@ -288,16 +323,32 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, st
 			if it == perEpoch {
 				break
 			}
+			full := b.size
+			b = shardBatch(b, comm.Rank(), comm.Size())
 			var l *autograd.Tensor
 			var p *autograd.Tensor
+			var syncErr error
 			err := autograd.Try(func() {
 				opt.ZeroGrad()
 				p = m.Forward(o.autocast(b.dense), b.indices, b.offsets)
 				l = loss(o, p, b.target)
-				l.Backward()
+				if dp == nil {
+					l.Backward()
+				} else {
+					// Ranks' slices of a short last batch differ in size:
+					// weighting each rank's mean by its share makes the
+					// mean over ranks the batch's mean.
+					autograd.Mul(l, autograd.Scalar(float32(b.size*comm.Size())/float32(full))).Backward()
+					if syncErr = dp.Sync(); syncErr != nil {
+						return
+					}
+				}
 				opt.Step()
 				sched.Step()
 			})
+			if err == nil {
+				err = syncErr
+			}
 			if err != nil {
 				return res, fmt.Errorf("iteration %d of epoch %d: %w", it+1, epoch, err)
 			}
@@ -372,6 +423,16 @@ func train(o *options, stdout, stderr io.Writer) error {
 // fits it.
 func trainRun(o *options, stdout, stderr io.Writer) (trainResult, error) {
 	var res trainResult
+	// Under mpirun (or srun) the ranks split each batch: --mini-batch-size
+	// is the global batch, so a run resumes on any number of ranks.
+	comm, err := dist.FromEnvironment()
+	if err != nil {
+		return res, err
+	}
+	defer comm.Close()
+	if comm.Rank() != 0 {
+		stdout, o.Quiet = io.Discard, true // rank 0 reports
+	}
 	ml := newMLPerfLog(o, stdout)
 	ml.runStart()
 	src, err := openSource(o)
@@ -402,7 +463,7 @@ func trainRun(o *options, stdout, stderr io.Writer) (trainResult, error) {
 	if err != nil {
 		return res, err
 	}
-	return fit(o, m, src, f, ml, stdout, stderr)
+	return fit(o, m, src, f, ml, comm, stdout, stderr)
 }
 
 func evaluate(o *options, stdout, _ io.Writer) error {

@@ -303,12 +303,14 @@ func (t *trainer) save() error {
 	if t.comm.Rank() == 0 {
 		werr = saveCheckpoint(t.o.Checkpoint, t.modelState(), t.opt, t.sched, t.p)
 	}
-	aerr := agree(t.comm, werr != nil, "writing --checkpoint on rank 0")
-	if werr != nil {
+	failed, err := dist.Any(t.comm, werr != nil)
+	switch {
+	case werr != nil:
 		return werr
-	}
-	if aerr != nil {
-		return aerr
+	case err != nil:
+		return err
+	case failed:
+		return errors.New("rank 0 could not write --checkpoint")
 	}
 	t.saved = t.p.Step
 	return nil
@@ -318,39 +320,7 @@ func (t *trainer) save() error {
 // ctx is done (SIGINT, SIGTERM) on this rank or, under mpirun, any rank,
 // so all ranks stop after the same step.
 func (t *trainer) stopping(ctx context.Context) (bool, error) {
-	if t.comm.Size() == 1 {
-		return ctx.Err() != nil, nil
-	}
-	stop := ctx.Err() != nil
-	err := agree(t.comm, stop, "the stop signal")
-	if errors.Is(err, errRankFailed) {
-		return true, nil
-	}
-	return false, err
-}
-
-// errRankFailed is agree's error when some rank raised its flag.
-var errRankFailed = errors.New("another rank failed")
-
-// agree returns errRankFailed, wrapped, when flag is set on any rank.
-func agree(comm dist.Communicator, flag bool, what string) error {
-	if comm.Size() == 1 {
-		return nil
-	}
-	v := []int64{0}
-	if flag {
-		v[0] = 1
-	}
-	if err := comm.Allreduce(dist.Int64s(v), dist.Sum); err != nil {
-		return fmt.Errorf("agreeing on %s: %w", what, err)
-	}
-	if v[0] > 0 && !flag {
-		return fmt.Errorf("%s: %w", what, errRankFailed)
-	}
-	if v[0] > 0 {
-		return errRankFailed
-	}
-	return nil
+	return dist.Any(t.comm, ctx.Err() != nil)
 }
 
 // shard returns rank's part of each full batch of order when world ranks
