@@ -33,6 +33,51 @@ test: vet
 	$(MAKE) race
 	$(MAKE) fuzz FUZZTIME=1000x
 
+# The MPI backend of dist (cgo, -tags mpi) under Open MPI's mpirun: the
+# package's tests at two ranks over shared memory, its MPI tests again over
+# TCP on the loopback interface (the others use no MPI), then a rank that
+# aborts the job while its Allreduce is blocked, which must end mpirun with
+# the abort's code. Installs Open MPI with apt-get where it is missing and
+# that is possible; otherwise says "test-mpi: skipped: why" and succeeds.
+# MPIRUN_FLAGS adds mpirun options (in a container whose ptrace rules
+# forbid CMA, shared memory needs --mca btl_vader_single_copy_mechanism
+# none).
+MPI_DEBS = openmpi-bin libopenmpi-dev pkg-config
+MPIRUN_FLAGS ?=
+MPIRUN = mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none $(MPIRUN_FLAGS)
+.PHONY: test-mpi
+test-mpi:
+	@set -e; \
+	cc=$$(CGO_ENABLED=1 $(GO) env CC); missing=; \
+	command -v mpirun >/dev/null 2>&1 || missing="$$missing openmpi-bin"; \
+	{ command -v pkg-config >/dev/null 2>&1 && pkg-config --exists ompi; } || missing="$$missing libopenmpi-dev pkg-config"; \
+	command -v $$cc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	if [ -n "$$missing" ]; then \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		if ! command -v apt-get >/dev/null 2>&1; then \
+			echo "test-mpi: skipped: needs$$missing, and there is no apt-get to install them"; exit 0; fi; \
+		if [ -n "$$sudo" ] && ! sudo -n true 2>/dev/null; then \
+			echo "test-mpi: skipped: needs$$missing, and installing them needs root or sudo"; exit 0; fi; \
+		echo "test-mpi: installing $(MPI_DEBS) (missing:$$missing)"; \
+		if ! { $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends $(MPI_DEBS) $$(echo "$$missing" | grep -ow gcc || true); }; then \
+			echo "test-mpi: skipped: apt-get could not install $(MPI_DEBS)"; exit 0; fi; \
+	fi; \
+	echo "test-mpi: $$(mpirun --version 2>&1 | head -1), $$(nproc) CPUs"; \
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; bin=$$tmp/dist-mpi.test; \
+	echo "CGO_ENABLED=1 $(GO) test -c -tags mpi -o $$bin ./dist"; \
+	CGO_ENABLED=1 $(GO) test -c -tags mpi -o $$bin ./dist; \
+	echo "$(MPIRUN) $$bin -test.count=1   # shared memory"; \
+	timeout 300 $(MPIRUN) $$bin -test.count=1; \
+	echo "$(MPIRUN) --mca btl self,tcp --mca btl_tcp_if_include lo $$bin -test.count=1 -test.run MPI   # TCP"; \
+	timeout 300 $(MPIRUN) --mca btl self,tcp --mca btl_tcp_if_include lo $$bin -test.count=1 -test.run MPI; \
+	echo "$(MPIRUN) -x KILN_TEST_MPI_ABORT=1 $$bin -test.run '^TestMPIAbort$$'   # must exit 7"; \
+	rc=0; timeout 60 $(MPIRUN) -x KILN_TEST_MPI_ABORT=1 $$bin -test.count=1 -test.run '^TestMPIAbort$$' >$$tmp/abort.log 2>&1 || rc=$$?; \
+	if [ $$rc != 7 ] || ! grep -q '^dist: abort: ' $$tmp/abort.log; then \
+		cat $$tmp/abort.log; echo "test-mpi: Abort ended mpirun with status $$rc, want 7 and the reason"; exit 1; fi; \
+	grep '^dist: abort: ' $$tmp/abort.log; \
+	echo "test-mpi: ok"
+
 # The concurrency tests under the race detector: training beside
 # inference, autocast, compiled graphs and traces in other goroutines;
 # the server's concurrent clients.
