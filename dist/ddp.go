@@ -393,8 +393,8 @@ func (d *DataParallel) Sync() error {
 	for i, p := range d.params {
 		d.unfill(i, p)
 	}
-	for _, t := range d.sparse {
-		if err := d.gatherSparse(t); err != nil {
+	if len(d.sparse) > 0 {
+		if err := d.gatherSparse(); err != nil {
 			return err
 		}
 	}
@@ -465,48 +465,75 @@ func (d *DataParallel) unfill(i int, p *autograd.Tensor) {
 	}
 }
 
-// gatherSparse replaces t's row-sparse gradient with the mean over ranks:
-// every rank's rows, in rank order, coalesced (rows that several ranks
-// touched are summed), divided by the world size.
-func (d *DataParallel) gatherSparse(t *autograd.Tensor) error {
-	shape := t.Shape()
-	num, dim := shape[0], shape[1]
+// gatherSparse replaces each sparse table's row-sparse gradient with the
+// mean over ranks: every rank's rows, in rank order, coalesced (rows that
+// several ranks touched are summed), divided by the world size. All
+// tables travel together: three collectives a step, not three a table
+// (DLRM has 26).
+func (d *DataParallel) gatherSparse() error {
+	nt, size := len(d.sparse), d.comm.Size()
+	counts := make([]int64, nt)
 	var idx []int64
 	var vals []float32
-	if g := t.SparseGrad(); g != nil {
-		idx, vals = g.Indices, g.Values.ContiguousFloat32s()
+	for t, p := range d.sparse {
+		if g := p.SparseGrad(); g != nil {
+			counts[t] = int64(len(g.Indices))
+			idx = append(idx, g.Indices...)
+			vals = append(vals, g.Values.ContiguousFloat32s()...)
+		}
 	}
-	size := d.comm.Size()
-	counts := make([]int64, size)
-	err := d.wait(d.async(func() error { return d.comm.Allgather(Int64s([]int64{int64(len(idx))}), Int64s(counts)) }), "the sparse gradient row counts")
+	all := make([]int64, size*nt) // all[r*nt+t]: rank r's rows of table t
+	err := d.wait(d.async(func() error { return d.comm.Allgather(Int64s(counts), Int64s(all)) }), "the sparse gradients' row counts")
 	if err != nil {
 		return err
 	}
-	rows, vcounts, total := make([]int, size), make([]int, size), 0
-	for r, c := range counts {
-		rows[r], vcounts[r] = int(c), int(c)*dim
-		total += int(c)
+	dims := make([]int, nt)
+	for t, p := range d.sparse {
+		dims[t] = p.Shape()[1]
 	}
-	allIdx, allVals := make([]int64, total), make([]float32, total*dim)
+	rowCounts, valCounts := make([]int, size), make([]int, size)
+	rows, width := 0, 0
+	for r := range size {
+		for t := range nt {
+			c := int(all[r*nt+t])
+			rowCounts[r] += c
+			valCounts[r] += c * dims[t]
+		}
+		rows, width = rows+rowCounts[r], width+valCounts[r]
+	}
+	allIdx, allVals := make([]int64, rows), make([]float32, width)
 	err = d.wait(d.async(func() error {
-		if err := d.comm.Allgatherv(Int64s(idx), Int64s(allIdx), rows); err != nil {
+		if err := d.comm.Allgatherv(Int64s(idx), Int64s(allIdx), rowCounts); err != nil {
 			return err
 		}
-		return d.comm.Allgatherv(Float32s(vals), Float32s(allVals), vcounts)
-	}), "the sparse gradient rows")
+		return d.comm.Allgatherv(Float32s(vals), Float32s(allVals), valCounts)
+	}), "the sparse gradients' rows")
 	if err != nil {
 		return err
 	}
-	if total == 0 {
-		t.SetSparseGrad(nil)
-		return nil
+	// Table t's rows from each rank, in rank order.
+	tIdx, tVals := make([][]int64, nt), make([][]float32, nt)
+	ri, rv := 0, 0
+	for r := range size {
+		for t := range nt {
+			c := int(all[r*nt+t])
+			tIdx[t] = append(tIdx[t], allIdx[ri:ri+c]...)
+			tVals[t] = append(tVals[t], allVals[rv:rv+c*dims[t]]...)
+			ri, rv = ri+c, rv+c*dims[t]
+		}
 	}
-	g := autograd.NewSparseGrad(num, allIdx, autograd.FromFloat32(allVals, total, dim))
-	v := g.Values.Float32s()
-	for i := range v {
-		v[i] /= float32(size)
+	for t, p := range d.sparse {
+		if len(tIdx[t]) == 0 {
+			p.SetSparseGrad(nil)
+			continue
+		}
+		g := autograd.NewSparseGrad(p.Shape()[0], tIdx[t], autograd.FromFloat32(tVals[t], len(tIdx[t]), dims[t]))
+		v := g.Values.Float32s()
+		for i := range v {
+			v[i] /= float32(size)
+		}
+		p.SetSparseGrad(g)
 	}
-	t.SetSparseGrad(g)
 	return nil
 }
 
