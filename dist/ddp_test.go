@@ -100,141 +100,192 @@ func (s *stepRecorder) checkInStep(t *testing.T) {
 	}
 }
 
+// mlpRun is the MLP equivalence run: 100 SGD steps on batches of 8, in one
+// process or shared by ranks.
+type mlpRun struct{ xs, ys []*autograd.Tensor }
+
+const mlpSteps, mlpBatch = 100, 8
+
+var mlpSGD = optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4}
+
+func newMLPRun() *mlpRun {
+	data := autograd.NewGenerator(99)
+	r := &mlpRun{}
+	for range mlpSteps {
+		r.xs = append(r.xs, autograd.Randn(data, mlpBatch, 6))
+		r.ys = append(r.ys, autograd.Randn(data, mlpBatch, 3))
+	}
+	return r
+}
+
+// train trains m on rows [lo, hi) of each batch, calling sync between
+// Backward and Step and after with m's parameters after each step.
+func (r *mlpRun) train(t *testing.T, m nn.Layer, lo, hi int, sync func() error, after func([]float32)) {
+	opt, err := optim.NewSGD(nn.Parameters(m), mlpSGD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range mlpSteps {
+		opt.ZeroGrad()
+		autograd.MSELoss(m.Forward(rows(r.xs[k], lo, hi)), rows(r.ys[k], lo, hi), autograd.ReductionMean).Backward()
+		if err := sync(); err != nil {
+			t.Fatal(err)
+		}
+		opt.Step()
+		after(flat(m))
+	}
+}
+
+// reference is one process's parameters after the run.
+func (r *mlpRun) reference(t *testing.T) []float32 {
+	m := mlp(1)
+	r.train(t, m, 0, mlpBatch, func() error { return nil }, func([]float32) {})
+	return flat(m)
+}
+
+// rank trains c's replica (from its own initial weights: rank 0's must
+// win) and returns its Iallreduce calls and buckets.
+func (r *mlpRun) rank(t *testing.T, c Communicator, bucketBytes int, after func([]float32)) (calls int64, buckets int) {
+	cc := &counting{Communicator: c}
+	m := mlp(uint64(1 + c.Rank()))
+	dp, err := NewDataParallel(cc, m, Options{BucketBytes: bucketBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := mlpBatch / c.Size()
+	lo := c.Rank() * per
+	r.train(t, m, lo, lo+per, dp.Sync, after)
+	return cc.n.Load(), dp.NumBuckets()
+}
+
+// checkCalls fails unless a run made ⌈gradient bytes / bucket bytes⌉
+// allreduce calls a step.
+func checkCalls(t *testing.T, calls int64, buckets, steps, gradBytes, bucketBytes int) {
+	t.Helper()
+	if bucketBytes == 0 {
+		bucketBytes = DefaultBucketBytes
+	}
+	want := (gradBytes + bucketBytes - 1) / bucketBytes
+	if buckets != want || calls != int64(steps*want) {
+		t.Errorf("%d buckets, %d allreduce calls in %d steps; want %d a step", buckets, calls, steps, want)
+	}
+}
+
 // 100 SGD steps of an MLP on 2 and 4 ranks equal one process at the same
 // global batch; the ranks stay bitwise equal; a step makes
 // ⌈gradient bytes / bucket bytes⌉ allreduce calls.
 func TestDataParallelMLP(t *testing.T) {
-	const steps, batch = 100, 8
-	data := autograd.NewGenerator(99)
-	xs := make([]*autograd.Tensor, steps)
-	ys := make([]*autograd.Tensor, steps)
-	for k := range xs {
-		xs[k], ys[k] = autograd.Randn(data, batch, 6), autograd.Randn(data, batch, 3)
-	}
-	sgd := optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4}
-	train := func(m nn.Module, step func(k int) *autograd.Tensor, sync func() error, after func()) {
-		opt, err := optim.NewSGD(nn.Parameters(m), sgd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k := range steps {
-			opt.ZeroGrad()
-			step(k).Backward()
-			if err := sync(); err != nil {
-				t.Fatal(err)
-			}
-			opt.Step()
-			after()
-		}
-	}
-	ref := mlp(1)
-	train(ref, func(k int) *autograd.Tensor {
-		return autograd.MSELoss(ref.Forward(xs[k]), ys[k], autograd.ReductionMean)
-	}, func() error { return nil }, func() {})
-	want := flat(ref)
-
-	gradBytes := 4 * len(want)
+	run := newMLPRun()
+	want := run.reference(t)
 	for _, tc := range []struct{ ranks, bucketBytes int }{{2, 0}, {2, 1000}, {4, 4 * 99}} {
 		t.Run(fmt.Sprintf("%d ranks, %d-byte buckets", tc.ranks, tc.bucketBytes), func(t *testing.T) {
 			rec := newRecorder(tc.ranks)
-			var calls []int64
+			var calls int64
+			var buckets int
 			world(t, tc.ranks, func(c Communicator) {
-				cc := &counting{Communicator: c}
-				m := mlp(uint64(1 + c.Rank())) // rank 0's weights must win
-				dp, err := NewDataParallel(cc, m, Options{BucketBytes: tc.bucketBytes})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				per := batch / tc.ranks
-				lo := c.Rank() * per
-				train(m, func(k int) *autograd.Tensor {
-					return autograd.MSELoss(m.Forward(rows(xs[k], lo, lo+per)), rows(ys[k], lo, lo+per), autograd.ReductionMean)
-				}, dp.Sync, func() { rec.add(c.Rank(), flat(m)) })
+				n, b := run.rank(t, c, tc.bucketBytes, func(p []float32) { rec.add(c.Rank(), p) })
 				if c.Rank() == 0 {
-					calls = append(calls, cc.n.Load(), int64(dp.NumBuckets()))
+					calls, buckets = n, b
 				}
 			})
 			rec.checkInStep(t)
-			bucket := tc.bucketBytes
-			if bucket == 0 {
-				bucket = DefaultBucketBytes
-			}
-			wantCalls := (gradBytes + bucket - 1) / bucket
-			if calls[1] != int64(wantCalls) || calls[0] != int64(steps*wantCalls) {
-				t.Errorf("%d buckets, %d allreduce calls in %d steps; want %d a step", calls[1], calls[0], steps, wantCalls)
-			}
-			if d := relDiff(rec.steps[0][steps-1], want); d > 1e-5 {
-				t.Errorf("after %d steps the parameters differ from one process's by %.3g relative", steps, d)
+			checkCalls(t, calls, buckets, mlpSteps, 4*len(want), tc.bucketBytes)
+			if d := relDiff(rec.steps[0][mlpSteps-1], want); d > 1e-5 {
+				t.Errorf("after %d steps the parameters differ from one process's by %.3g relative", mlpSteps, d)
 			}
 		})
 	}
 }
 
-// 20 steps of ResNet-18 at 32² on 2 ranks equal one process that runs the
-// two ranks' halves of each batch as micro-batches and averages their
-// gradients: batch normalisation normalises over each rank's half, as in
-// PyTorch DDP without SyncBatchNorm, so the global batch in one piece is
-// a different computation.
-func TestDataParallelResNet18(t *testing.T) {
-	steps := 20
-	if testing.Short() {
-		steps = 4
-	}
-	const batch, ranks = 4, 2
-	data := autograd.NewGenerator(5)
-	xs := make([]*autograd.Tensor, steps)
-	labels := make([][]int64, steps)
-	for k := range xs {
-		xs[k] = autograd.Randn(data, batch, 3, 32, 32)
-		for range batch {
-			labels[k] = append(labels[k], int64(data.IntN(10)))
-		}
-	}
-	model := func(seed uint64) *models.ResNet {
-		return models.ResNet18(autograd.NewGenerator(seed), models.ResNetOptions{NumClasses: 10})
-	}
-	sgd := optim.SGDOptions{LR: 0.01, Momentum: 0.9}
-	loss := func(m *models.ResNet, k, lo, hi int) *autograd.Tensor {
-		return autograd.CrossEntropy(m.Forward(rows(xs[k], lo, hi)), autograd.FromInt64(labels[k][lo:hi], hi-lo), autograd.CrossEntropyOptions{})
-	}
+// resnetRun is the ResNet-18 equivalence run: 20 SGD steps (4 with
+// -short) at 32², batches of 4 shared by 2 ranks.
+type resnetRun struct {
+	steps  int
+	xs     []*autograd.Tensor
+	labels [][]int64
+}
 
-	ref := model(7)
-	opt, _ := optim.NewSGD(nn.Parameters(ref), sgd)
-	half := autograd.Scalar(0.5)
-	for k := range steps {
+const resnetBatch, resnetRanks = 4, 2
+
+var resnetSGD = optim.SGDOptions{LR: 0.01, Momentum: 0.9}
+
+func newResNetRun() *resnetRun {
+	r := &resnetRun{steps: 20}
+	if testing.Short() {
+		r.steps = 4
+	}
+	data := autograd.NewGenerator(5)
+	for range r.steps {
+		r.xs = append(r.xs, autograd.Randn(data, resnetBatch, 3, 32, 32))
+		var l []int64
+		for range resnetBatch {
+			l = append(l, int64(data.IntN(10)))
+		}
+		r.labels = append(r.labels, l)
+	}
+	return r
+}
+
+func resnet18(seed uint64) *models.ResNet {
+	return models.ResNet18(autograd.NewGenerator(seed), models.ResNetOptions{NumClasses: 10})
+}
+
+func (r *resnetRun) loss(m *models.ResNet, k, lo, hi int) *autograd.Tensor {
+	return autograd.CrossEntropy(m.Forward(rows(r.xs[k], lo, hi)), autograd.FromInt64(r.labels[k][lo:hi], hi-lo), autograd.CrossEntropyOptions{})
+}
+
+// reference is one process that runs the ranks' halves of each batch as
+// micro-batches and averages their gradients: batch normalisation
+// normalises over each rank's half, as in PyTorch DDP without
+// SyncBatchNorm, so the global batch in one piece is a different
+// computation.
+func (r *resnetRun) reference() []float32 {
+	m := resnet18(7)
+	opt, _ := optim.NewSGD(nn.Parameters(m), resnetSGD)
+	half := autograd.Scalar(1.0 / resnetRanks)
+	for k := range r.steps {
 		opt.ZeroGrad()
-		for r := range ranks {
-			autograd.Mul(loss(ref, k, r*batch/ranks, (r+1)*batch/ranks), half).Backward()
+		for q := range resnetRanks {
+			autograd.Mul(r.loss(m, k, q*resnetBatch/resnetRanks, (q+1)*resnetBatch/resnetRanks), half).Backward()
 		}
 		opt.Step()
 	}
-	want := flat(ref)
+	return flat(m)
+}
 
-	rec := newRecorder(ranks)
-	world(t, ranks, func(c Communicator) {
-		m := model(uint64(7 + c.Rank()))
-		dp, err := NewDataParallel(c, m, Options{BucketBytes: 8 << 20})
-		if err != nil {
-			t.Error(err)
-			return
+// rank trains c's replica, calling after with its parameters after each
+// step.
+func (r *resnetRun) rank(t *testing.T, c Communicator, after func([]float32)) {
+	m := resnet18(uint64(7 + c.Rank()))
+	dp, err := NewDataParallel(c, m, Options{BucketBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, _ := optim.NewSGD(nn.Parameters(m), resnetSGD)
+	lo := c.Rank() * resnetBatch / resnetRanks
+	for k := range r.steps {
+		opt.ZeroGrad()
+		r.loss(m, k, lo, lo+resnetBatch/resnetRanks).Backward()
+		if err := dp.Sync(); err != nil {
+			t.Fatal(err)
 		}
-		opt, _ := optim.NewSGD(nn.Parameters(m), sgd)
-		lo := c.Rank() * batch / ranks
-		for k := range steps {
-			opt.ZeroGrad()
-			loss(m, k, lo, lo+batch/ranks).Backward()
-			if err := dp.Sync(); err != nil {
-				t.Error(err)
-				return
-			}
-			opt.Step()
-			rec.add(c.Rank(), flat(m))
-		}
+		opt.Step()
+		after(flat(m))
+	}
+}
+
+// 20 steps of ResNet-18 at 32² on 2 ranks equal one process (see
+// resnetRun.reference); the ranks stay bitwise equal.
+func TestDataParallelResNet18(t *testing.T) {
+	run := newResNetRun()
+	want := run.reference()
+	rec := newRecorder(resnetRanks)
+	world(t, resnetRanks, func(c Communicator) {
+		run.rank(t, c, func(p []float32) { rec.add(c.Rank(), p) })
 	})
 	rec.checkInStep(t)
-	if d := relDiff(rec.steps[0][steps-1], want); d > 1e-5 {
-		t.Errorf("after %d steps the parameters differ from one process's by %.3g relative", steps, d)
+	if d := relDiff(rec.steps[0][run.steps-1], want); d > 1e-5 {
+		t.Errorf("after %d steps the parameters differ from one process's by %.3g relative", run.steps, d)
 	}
 }
 

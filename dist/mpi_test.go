@@ -1,4 +1,4 @@
-//go:build mpi || mpich
+//go:build cgo && (mpi || mpich)
 
 package dist
 
