@@ -37,7 +37,9 @@ test: vet
 # package's tests at two ranks over shared memory, its MPI tests again over
 # TCP on the loopback interface (the others use no MPI), then a rank that
 # aborts the job while its Allreduce is blocked, which must end mpirun with
-# the abort's code. Installs Open MPI with apt-get where it is missing and
+# the abort's code; then examples/resnet50 on two ranks whose rank 1 is
+# killed, or stopped, mid-run (the job must end within the watchdog's
+# timeout + 5 s) and resumed (to the uninterrupted run's checkpoint). Installs Open MPI with apt-get where it is missing and
 # that is possible; otherwise says "test-mpi: skipped: why" and succeeds.
 # MPIRUN_FLAGS adds mpirun options (in a container whose ptrace rules
 # forbid CMA, shared memory needs --mca btl_vader_single_copy_mechanism
@@ -76,6 +78,10 @@ test-mpi:
 	if [ $$rc != 7 ] || ! grep -q '^dist: abort: ' $$tmp/abort.log; then \
 		cat $$tmp/abort.log; echo "test-mpi: Abort ended mpirun with status $$rc, want 7 and the reason"; exit 1; fi; \
 	grep '^dist: abort: ' $$tmp/abort.log; \
+	echo "CGO_ENABLED=1 $(GO) build -tags mpi -o $$tmp/resnet50 ./examples/resnet50"; \
+	CGO_ENABLED=1 $(GO) build -tags mpi -o $$tmp/resnet50 ./examples/resnet50; \
+	echo "examples/resnet50/testdata/mpi_faults.sh   # a killed and a hung rank end the job; resuming gives the uninterrupted run's bytes"; \
+	timeout 300 bash examples/resnet50/testdata/mpi_faults.sh $$tmp/resnet50 $(MPIRUN); \
 	echo "test-mpi: ok"
 
 # The concurrency tests under the race detector: training beside

@@ -295,3 +295,31 @@ func TestFromEnvironment(t *testing.T) {
 		t.Error("bad OMPI_COMM_WORLD_SIZE: no error")
 	}
 }
+
+// A watched world whose peer never comes fails within the timeout, and
+// aborts the world.
+func TestWatch(t *testing.T) {
+	comms, _ := Local(2)
+	w := Watch(comms[0], 100*time.Millisecond)
+	start := time.Now()
+	for _, call := range []func() error{
+		func() error { return w.Barrier() },
+		func() error { return w.Allreduce(Float32s([]float32{1}), Sum) },
+	} {
+		if err := call(); !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrAborted) {
+			t.Errorf("got %v, want ErrTimeout or ErrAborted", err)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if err := comms[1].Barrier(); !errors.Is(err, ErrAborted) {
+		t.Errorf("the other rank's collective after the watchdog fired: %v, want ErrAborted", err)
+	}
+	if s := Single(); Watch(s, time.Second) != s {
+		t.Error("Watch wraps a world of one")
+	}
+	for _, c := range comms {
+		c.Close()
+	}
+}

@@ -430,6 +430,7 @@ func trainRun(o *options, stdout, stderr io.Writer) (trainResult, error) {
 		return res, err
 	}
 	defer comm.Close()
+	comm = dist.Watch(comm, dist.DefaultTimeout) // a hung rank ends the job
 	if comm.Rank() != 0 {
 		stdout, o.Quiet = io.Discard, true // rank 0 reports
 	}

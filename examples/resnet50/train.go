@@ -56,6 +56,7 @@ func train(o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer comm.Close()
+	comm = dist.Watch(comm, o.DistTimeout) // a hung rank ends the job
 	if w := comm.Size(); w > 1 {
 		if o.BatchSize%w != 0 {
 			return fmt.Errorf("--batch-size %d: not a multiple of the %d ranks sharing each batch", o.BatchSize, w)
