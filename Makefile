@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all demo test race fuzz bench bench-deps fmt vet golden parity
+.PHONY: all demo test race fuzz bench bench-mpi bench-deps fmt vet golden parity
 
 all: test
 
@@ -118,6 +118,15 @@ fuzz:
 BENCHFLAGS ?=
 bench:
 	$(GO) run ./bench/cmd/kilnbench $(BENCHFLAGS)
+
+# Data-parallel scaling on MPI (issue 22): bench/cmd/distbench built with
+# -tags mpi, alone and on 2 ranks of 1 thread over shared memory and TCP
+# loopback (bench/dist.py prints E and the overlap's gain). Needs Open MPI
+# (make test-mpi installs it).
+bench-mpi:
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	CGO_ENABLED=1 $(GO) build -tags mpi -o $$tmp/distbench ./bench/cmd/distbench && \
+	python3 bench/dist.py $$tmp/distbench
 
 # The PyTorch reference: Debian's torch, with OpenBLAS (without it torch
 # falls back to the reference BLAS, ~4 GFLOP/s: no fair comparison).

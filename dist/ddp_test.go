@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -504,4 +505,39 @@ func TestDataParallelSplit(t *testing.T) {
 		}
 	})
 	rec.checkInStep(t)
+}
+
+// Sync leaves every rank with rank 0's buffers (batch-norm running
+// statistics, the step counter), unless KeepBuffers.
+func TestDataParallelBuffers(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		bufs := make([][]float32, 2)
+		counts := make([][]int64, 2)
+		world(t, 2, func(c Communicator) {
+			g := autograd.NewGenerator(1)
+			m := nn.NewSequential(nn.NewConv2d(g, 3, 4, 3, nn.ConvOptions{}), nn.NewBatchNorm2d(4, nn.BatchNormOptions{}))
+			dp, err := NewDataParallel(c, m, Options{KeepBuffers: keep})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			x := autograd.Randn(autograd.NewGenerator(uint64(10+c.Rank())), 2, 3, 8, 8)
+			autograd.Sum(m.Forward(x), nil, false).Backward()
+			if err := dp.Sync(); err != nil {
+				t.Error(err)
+			}
+			for _, b := range nn.NamedBuffers(m) {
+				switch v := b.Tensor.Data().(type) {
+				case []float32:
+					bufs[c.Rank()] = append(bufs[c.Rank()], v...)
+				case []int64:
+					counts[c.Rank()] = append(counts[c.Rank()], v...)
+				}
+			}
+		})
+		same := bitwiseEqual(bufs[0], bufs[1]) && slices.Equal(counts[0], counts[1]) && len(counts[0]) > 0
+		if same == keep {
+			t.Errorf("KeepBuffers %v: ranks' buffers equal: %v", keep, same)
+		}
+	}
 }

@@ -150,6 +150,14 @@ func openMPI(n int, v string) (Communicator, error) {
 func startMPI(n int, v string) error {
 	p := &mpiProc
 	p.library = mpiLibrary()
+	// Open MPI spins in a blocking call while it waits for a peer. Its
+	// waits here are the communication thread's, beside compute threads
+	// that want every core: yielding gives them the core (ResNet-18
+	// steps on 2 ranks of 1 thread, 2 cores: 123 -> 112 ms). The user's
+	// own setting wins.
+	if _, ok := os.LookupEnv("OMPI_MCA_mpi_yield_when_idle"); !ok {
+		os.Setenv("OMPI_MCA_mpi_yield_when_idle", "1")
+	}
 	var size int
 	var provided C.int
 	var owned bool

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kilnml/kiln/autograd"
+	"github.com/kilnml/kiln/bench"
 	"github.com/kilnml/kiln/dist"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/nn"
@@ -63,7 +64,14 @@ func run() error {
 		return err
 	}
 	defer comm.Close()
-	m, err := models.ResNetByName(autograd.NewGenerator(1), *model, models.ResNetOptions{NumClasses: 10})
+	g := autograd.NewGenerator(uint64(2 + comm.Rank()))
+	var m nn.Module
+	var loss func() *autograd.Tensor
+	if *model == "dlrm" {
+		m, loss, err = dlrm(g, *batch)
+	} else {
+		m, loss, err = resnet(g, *model, *batch, *image)
+	}
 	if err != nil {
 		return err
 	}
@@ -71,17 +79,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	opt, err := optim.NewSGD(nn.Parameters(m), optim.SGDOptions{LR: 0.01, Momentum: 0.9})
+	sgd := optim.SGDOptions{LR: 0.01, Momentum: 0.9}
+	if *model == "dlrm" {
+		sgd = optim.SGDOptions{LR: bench.DLRMLR} // dlrm's plain SGD: sparse rows stay sparse
+	}
+	opt, err := optim.NewSGD(nn.Parameters(m), sgd)
 	if err != nil {
 		return err
 	}
-	g := autograd.NewGenerator(uint64(2 + comm.Rank()))
-	x := autograd.Randn(g, *batch, 3, *image, *image)
-	labels := make([]int64, *batch)
-	for i := range labels {
-		labels[i] = int64(g.IntN(10))
-	}
-	y := autograd.FromInt64(labels, *batch)
 	var stepT, syncT, computeT []float64
 	for k := range *warmup + *steps {
 		if err := comm.Barrier(); err != nil { // every rank starts the step together
@@ -89,7 +94,7 @@ func run() error {
 		}
 		t0 := time.Now()
 		opt.ZeroGrad()
-		autograd.CrossEntropy(m.Forward(x), y, autograd.CrossEntropyOptions{}).Backward()
+		loss().Backward()
 		t1 := time.Now()
 		if err := dp.Sync(); err != nil {
 			return err
@@ -120,4 +125,61 @@ func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// resnet returns a ResNet and the loss of one random batch of it.
+func resnet(g *autograd.Generator, arch string, batch, image int) (nn.Module, func() *autograd.Tensor, error) {
+	m, err := models.ResNetByName(autograd.NewGenerator(1), arch, models.ResNetOptions{NumClasses: 10})
+	if err != nil {
+		return nil, nil, err
+	}
+	x := autograd.Randn(g, batch, 3, image, image)
+	labels := make([]int64, batch)
+	for i := range labels {
+		labels[i] = int64(g.IntN(10))
+	}
+	y := autograd.FromInt64(labels, batch)
+	return m, func() *autograd.Tensor {
+		return autograd.CrossEntropy(m.Forward(x), y, autograd.CrossEntropyOptions{})
+	}, nil
+}
+
+// dlrm returns bench's DLRM (sparse table gradients, which DataParallel
+// gathers) and the BCE loss of one random batch of it: one index a table
+// a sample.
+func dlrm(g *autograd.Generator, batch int) (nn.Module, func() *autograd.Tensor, error) {
+	sizes := make([]int, bench.DLRMTables)
+	for t := range sizes {
+		sizes[t] = bench.DLRMRows
+	}
+	m, err := models.NewDLRM(autograd.NewGenerator(1), models.DLRMConfig{
+		SparseFeatureSize: bench.DLRMDim, EmbeddingSizes: sizes,
+		BottomMLP: append(append([]int{bench.DLRMDense}, bench.DLRMBottomHidden...), bench.DLRMDim),
+		TopMLP:    bench.DLRMTop, SparseTables: true,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	dense := autograd.Rand(g, batch, bench.DLRMDense)
+	labels := make([]float32, batch)
+	for i := range labels {
+		labels[i] = float32(g.IntN(2))
+	}
+	y := autograd.FromFloat32(labels, batch, 1)
+	var indices, offsets []*autograd.Tensor
+	off := make([]int64, batch)
+	for i := range off {
+		off[i] = int64(i)
+	}
+	for range sizes {
+		idx := make([]int64, batch)
+		for i := range idx {
+			idx[i] = int64(g.IntN(bench.DLRMRows))
+		}
+		indices = append(indices, autograd.FromInt64(idx, batch))
+		offsets = append(offsets, autograd.FromInt64(off, batch))
+	}
+	return m, func() *autograd.Tensor {
+		return autograd.BCELoss(m.Forward(dense, indices, offsets), y, autograd.ReductionMean)
+	}, nil
 }
