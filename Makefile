@@ -86,11 +86,13 @@ test-mpi:
 
 # The concurrency tests under the race detector: training beside
 # inference, autocast, compiled graphs and traces in other goroutines;
-# the server's concurrent clients.
+# the server's concurrent clients; dist's goroutine ranks, gradient hooks
+# and communication threads.
 race:
 	$(GO) test -race -count=1 -short -run '^TestConcurrentModes$$' .
 	$(GO) test -race -count=1 -short -run '^TestPreparedConvWeightsBF16Concurrent$$' ./kernels
 	$(GO) test -race -count=1 -short -run '^TestConcurrentClients$$' ./serve
+	$(GO) test -race -count=1 -short ./dist
 
 # Short fuzzing runs of every reader of outside bytes, each of which must
 # never panic or hang whatever it is handed: PACKAGE:Target pairs, FUZZTIME

@@ -541,3 +541,44 @@ func TestDataParallelBuffers(t *testing.T) {
 		}
 	}
 }
+
+// twoHeads uses head b only on rank 1: rank 0's b gets no gradient, its
+// bucket is completed in Sync, and both ranks end with the mean (half of
+// rank 1's gradient).
+type twoHeads struct {
+	nn.Base
+	a, b *nn.Linear
+}
+
+func TestDataParallelUnusedParameter(t *testing.T) {
+	grads := make([][]float32, 2)
+	world(t, 2, func(c Communicator) {
+		g := autograd.NewGenerator(1)
+		m := &twoHeads{}
+		m.a = m.RegisterModule("a", nn.NewLinear(g, 3, 2, nn.LinearOptions{})).(*nn.Linear)
+		m.b = m.RegisterModule("b", nn.NewLinear(g, 3, 2, nn.LinearOptions{})).(*nn.Linear)
+		dp, err := NewDataParallel(c, m, Options{BucketBytes: 16})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		x := autograd.Ones(1, 3)
+		out := m.a.Forward(x)
+		if c.Rank() == 1 {
+			out = autograd.Add(out, m.b.Forward(x))
+		}
+		autograd.Sum(out, nil, false).Backward()
+		if err := dp.Sync(); err != nil {
+			t.Error(err)
+			return
+		}
+		grads[c.Rank()] = m.b.Weight().Grad().Float32s()
+	})
+	for r, g := range grads {
+		for _, v := range g {
+			if v != 0.5 {
+				t.Fatalf("rank %d: b's weight gradient %v, want 0.5 everywhere (rank 1's 1, averaged with rank 0's none)", r, g)
+			}
+		}
+	}
+}
