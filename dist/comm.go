@@ -238,3 +238,34 @@ func Any(c Communicator, flag bool) (bool, error) {
 	}
 	return v[0] > 0, nil
 }
+
+// OnRank0 runs f on rank 0 only (writing a checkpoint, say) and returns
+// its outcome on every rank: rank 0's error itself, the others an error
+// with its text, so no rank goes on past a step that failed.
+func OnRank0(c Communicator, f func() error) error {
+	var err error
+	if c.Rank() == 0 {
+		err = f()
+	}
+	if c.Size() == 1 {
+		return err
+	}
+	var msg []byte
+	if err != nil {
+		msg = []byte(err.Error())
+	}
+	n := []int64{int64(len(msg))}
+	if e := c.Bcast(Int64s(n), 0); e != nil {
+		return e
+	}
+	if c.Rank() != 0 {
+		msg = make([]byte, n[0])
+	}
+	if e := c.Bcast(Bytes(msg), 0); e != nil {
+		return e
+	}
+	if err == nil && len(msg) > 0 {
+		err = fmt.Errorf("on rank 0: %s", msg)
+	}
+	return err
+}

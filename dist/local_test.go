@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -322,4 +323,23 @@ func TestWatch(t *testing.T) {
 	for _, c := range comms {
 		c.Close()
 	}
+}
+
+func TestAnyOnRank0(t *testing.T) {
+	world(t, 3, func(c Communicator) {
+		for _, up := range []int{-1, 0, 2} {
+			got, err := Any(c, c.Rank() == up)
+			if err != nil || got != (up >= 0) {
+				t.Errorf("rank %d, flag up on rank %d: Any = %v, %v", c.Rank(), up, got, err)
+			}
+		}
+		if err := OnRank0(c, func() error { return nil }); err != nil {
+			t.Errorf("rank %d: %v", c.Rank(), err)
+		}
+		ran := false
+		err := OnRank0(c, func() error { ran = true; return errors.New("disk full") })
+		if ran != (c.Rank() == 0) || err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("rank %d: ran %v, error %v", c.Rank(), ran, err)
+		}
+	})
 }

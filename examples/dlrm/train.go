@@ -245,21 +245,8 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 	res.checkpoint = func(path string) error {
 		p := pos
 		p.Best = res.best.saved()
-		var werr error
-		if comm.Rank() == 0 {
-			werr = saveCheckpoint(path, weights(), opt, sched, p)
-		}
-		// The others wait for rank 0's outcome and fail with it.
-		failed, err := dist.Any(comm, werr != nil)
-		switch {
-		case werr != nil:
-			return werr
-		case err != nil:
-			return err
-		case failed:
-			return fmt.Errorf("rank 0 could not write %s", path)
-		}
-		return nil
+		// Rank 0 writes; the others wait for its outcome and fail with it.
+		return dist.OnRank0(comm, func() error { return saveCheckpoint(path, weights(), opt, sched, p) })
 	}
 	if o.SaveModel != "" {
 		// Writes killed half-way leave their temporary files behind.

@@ -300,18 +300,11 @@ func (t *trainer) save() error {
 	}
 	// Rank 0 writes (the replicas are equal), atomically; the others wait
 	// for its outcome, so no rank goes on past a checkpoint that failed.
-	var werr error
-	if t.comm.Rank() == 0 {
-		werr = saveCheckpoint(t.o.Checkpoint, t.modelState(), t.opt, t.sched, t.p)
-	}
-	failed, err := dist.Any(t.comm, werr != nil)
-	switch {
-	case werr != nil:
-		return werr
-	case err != nil:
+	err := dist.OnRank0(t.comm, func() error {
+		return saveCheckpoint(t.o.Checkpoint, t.modelState(), t.opt, t.sched, t.p)
+	})
+	if err != nil {
 		return err
-	case failed:
-		return errors.New("rank 0 could not write --checkpoint")
 	}
 	t.saved = t.p.Step
 	return nil
