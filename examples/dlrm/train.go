@@ -162,6 +162,7 @@ type trainResult struct {
 	best, last scores
 	iterations int
 	stopped    bool // by --mlperf-*-threshold
+	rank       int  // this process's rank in the world that trained
 	// checkpoint writes the state the run ended in to a file, as
 	// --save-model writes it.
 	checkpoint func(path string) error
@@ -397,6 +398,9 @@ func train(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if res.rank != 0 {
+		return nil // rank 0 reports
+	}
 	how := "done"
 	if res.stopped {
 		how = "stopped at the threshold"
@@ -451,7 +455,9 @@ func trainRun(o *options, stdout, stderr io.Writer) (trainResult, error) {
 	if err != nil {
 		return res, err
 	}
-	return fit(o, m, src, f, ml, comm, stdout, stderr)
+	res, err = fit(o, m, src, f, ml, comm, stdout, stderr)
+	res.rank = comm.Rank()
+	return res, err
 }
 
 func evaluate(o *options, stdout, _ io.Writer) error {
