@@ -42,6 +42,10 @@ func reduceInto[T number](dst []T, srcs [][]T, lo, hi int, op Op) {
 // divide divides every element by n: Mean of a backend that only sums.
 func divide(buf Buffer, n int) {
 	switch d := buf.data.(type) {
+	case [][]float32:
+		for _, p := range d {
+			divide(Float32s(p), n)
+		}
 	case []float32:
 		for i := range d {
 			d[i] /= float32(n)
@@ -72,4 +76,52 @@ func checkReduce(buf Buffer, op Op) error {
 func abortProcess(code int, reason string) {
 	fmt.Fprintf(os.Stderr, "dist: abort: %s\n", reason)
 	os.Exit(code)
+}
+
+// packed returns buf as one slice: buf itself, or its parts packed into
+// *scratch (grown as needed), with unpack to copy the result back into
+// the parts.
+func packed(buf Buffer, scratch *[]float32) (flat Buffer, unpack func()) {
+	parts, ok := buf.data.([][]float32)
+	if !ok {
+		return buf, func() {}
+	}
+	if cap(*scratch) < buf.n {
+		*scratch = make([]float32, buf.n)
+	}
+	s := (*scratch)[:buf.n]
+	gatherParts(s, parts, 0)
+	return Float32s(s), func() { scatterParts(parts, 0, s) }
+}
+
+// gatherParts copies elements [off, off+len(dst)) of the parts'
+// concatenation into dst.
+func gatherParts(dst []float32, parts [][]float32, off int) {
+	for _, p := range parts {
+		if len(dst) == 0 {
+			return
+		}
+		if off >= len(p) {
+			off -= len(p)
+			continue
+		}
+		n := copy(dst, p[off:])
+		dst, off = dst[n:], 0
+	}
+}
+
+// scatterParts copies src into elements [off, off+len(src)) of the parts'
+// concatenation.
+func scatterParts(parts [][]float32, off int, src []float32) {
+	for _, p := range parts {
+		if len(src) == 0 {
+			return
+		}
+		if off >= len(p) {
+			off -= len(p)
+			continue
+		}
+		n := copy(p[off:], src)
+		src, off = src[n:], 0
+	}
 }

@@ -72,6 +72,26 @@ func Int64s(s []int64) Buffer { return Buffer{Int64, s, len(s)} }
 // Bytes wraps s as a Buffer.
 func Bytes(s []byte) Buffer { return Buffer{Uint8, s, len(s)} }
 
+// Float32Parts wraps several slices as one float32 Buffer, their
+// concatenation, for Allreduce and Iallreduce, which reduce every slice in
+// place: a bucket of gradients reduced where they lie, with no copy into
+// one buffer and back on the caller's thread. Other collectives refuse it.
+func Float32Parts(parts ...[]float32) Buffer {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	return Buffer{Float32, parts, n}
+}
+
+// whole returns an error naming op when b is made of parts.
+func (b Buffer) whole(op string) error {
+	if _, ok := b.data.([][]float32); ok {
+		return fmt.Errorf("dist: %s takes one slice, not Float32Parts", op)
+	}
+	return nil
+}
+
 // DType returns the element type.
 func (b Buffer) DType() DType { return b.dtype }
 
@@ -176,8 +196,13 @@ func (r *Request) Wait() error {
 // Done is closed when the collective has finished.
 func (r *Request) Done() <-chan struct{} { return r.done }
 
-// checkRoot returns an error unless root is a rank of a world of size.
-func checkRoot(op string, root, size int) error {
+// checkBcast returns an error unless buf is one slice and root is a rank
+// of a world of size.
+func checkBcast(buf Buffer, root, size int) error {
+	if err := buf.whole("Bcast"); err != nil {
+		return err
+	}
+	const op = "Bcast"
 	if root < 0 || root >= size {
 		return fmt.Errorf("dist: %s: root %d is not a rank of a world of %d", op, root, size)
 	}
@@ -187,6 +212,9 @@ func checkRoot(op string, root, size int) error {
 // checkGather returns an error unless recv can hold size sends of send's
 // length and dtype.
 func checkGather(send, recv Buffer, size int) error {
+	if err := errors.Join(send.whole("Allgather"), recv.whole("Allgather")); err != nil {
+		return err
+	}
 	if send.dtype != recv.dtype {
 		return fmt.Errorf("dist: Allgather: send is %v, recv is %v", send.dtype, recv.dtype)
 	}
@@ -199,6 +227,9 @@ func checkGather(send, recv Buffer, size int) error {
 // checkGatherv returns an error unless counts has one entry per rank, the
 // caller's entry is send's length and recv holds their sum.
 func checkGatherv(send, recv Buffer, counts []int, rank, size int) error {
+	if err := errors.Join(send.whole("Allgatherv"), recv.whole("Allgatherv")); err != nil {
+		return err
+	}
 	if send.dtype != recv.dtype {
 		return fmt.Errorf("dist: Allgatherv: send is %v, recv is %v", send.dtype, recv.dtype)
 	}

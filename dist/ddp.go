@@ -119,8 +119,11 @@ type bucket struct {
 	lo, hi  int
 	params  []int // the params it holds a part of
 	pending int   // of which still to be ready this step
-	buf     []float32
-	req     *Request
+	// stage holds the float32 values of the bucket's bfloat16 gradients
+	// (at their offsets in the bucket); float32 gradients are reduced
+	// where they lie. nil when the bucket has none.
+	stage []float32
+	req   *Request
 }
 
 // NewDataParallel broadcasts rank 0's parameters, buffers and split bottom
@@ -250,7 +253,6 @@ func (d *DataParallel) plan() {
 	total, capacity := d.offsets[len(d.params)], d.opt.BucketBytes/4
 	for lo := 0; lo < total; lo += capacity {
 		b := &bucket{lo: lo, hi: min(lo+capacity, total)}
-		b.buf = make([]float32, b.hi-b.lo)
 		first, _ := slices.BinarySearch(d.offsets, b.lo+1)
 		for i := first - 1; i < len(d.params) && d.offsets[i] < b.hi; i++ {
 			if d.offsets[i+1] > d.offsets[i] {
@@ -323,21 +325,35 @@ func (d *DataParallel) bucketsOf(i int) []*bucket {
 	return d.buckets[lo : hi+1]
 }
 
-// fill copies param i's part of bucket b's elements into b, zeros for a
-// parameter with no gradient.
+// fill readies param i's part of bucket b: a bfloat16 gradient widened
+// into the bucket's stage (a float32 one is reduced in place).
 func (d *DataParallel) fill(b *bucket, i int) {
+	g := d.params[i].Grad()
+	if g.DType() != autograd.BFloat16 {
+		return
+	}
 	plo, phi := d.offsets[i], d.offsets[i+1]
 	lo, hi := max(plo, b.lo), min(phi, b.hi)
-	dst := b.buf[lo-b.lo : hi-b.lo]
-	g := d.params[i].Grad()
-	switch {
-	case g == nil:
-		clear(dst)
-	case g.DType() == autograd.BFloat16:
-		kernels.BF16ToF32(dst, g.BFloat16s()[lo-plo:hi-plo])
-	default:
-		copy(dst, g.Float32s()[lo-plo:hi-plo])
+	if b.stage == nil {
+		b.stage = make([]float32, b.hi-b.lo)
 	}
+	kernels.BF16ToF32(b.stage[lo-b.lo:hi-b.lo], g.BFloat16s()[lo-plo:hi-plo])
+}
+
+// parts returns bucket b's gradients in bucket order: the float32 ones
+// themselves, the bfloat16 ones' stage.
+func (d *DataParallel) parts(b *bucket) [][]float32 {
+	parts := make([][]float32, 0, len(b.params))
+	for _, i := range b.params {
+		plo, phi := d.offsets[i], d.offsets[i+1]
+		lo, hi := max(plo, b.lo), min(phi, b.hi)
+		if g := d.params[i].Grad(); g.DType() == autograd.Float32 {
+			parts = append(parts, g.Float32s()[lo-plo:hi-plo])
+		} else {
+			parts = append(parts, b.stage[lo-b.lo:hi-b.lo])
+		}
+	}
+	return parts
 }
 
 // launchReady starts the complete buckets from nextLaunch on, in order;
@@ -351,11 +367,16 @@ func (d *DataParallel) launchReady(all bool) {
 		if b.pending > 0 {
 			for _, i := range b.params {
 				if !d.ready[i] {
+					// No gradient on this rank (or no hook, NoOverlap):
+					// it counts as zeros.
+					if p := d.params[i]; p.Grad() == nil {
+						p.SetGrad(autograd.ZerosLike(p))
+					}
 					d.fill(b, i)
 				}
 			}
 		}
-		b.req = d.comm.Iallreduce(Float32s(b.buf), Mean)
+		b.req = d.comm.Iallreduce(Float32Parts(d.parts(b)...), Mean)
 		d.trace(Launched, d.nextLaunch)
 		d.nextLaunch++
 	}
@@ -363,7 +384,7 @@ func (d *DataParallel) launchReady(all bool) {
 
 func (d *DataParallel) trace(k EventKind, b int) {
 	if d.opt.Trace != nil {
-		d.opt.Trace(Event{Kind: k, Bucket: b, Bytes: 4 * len(d.buckets[b].buf), Time: time.Now()})
+		d.opt.Trace(Event{Kind: k, Bucket: b, Bytes: 4 * (d.buckets[b].hi - d.buckets[b].lo), Time: time.Now()})
 	}
 }
 
@@ -485,26 +506,20 @@ func (d *DataParallel) wait(r *Request, what string) error {
 func (d *DataParallel) bucketName(k int) string {
 	b := d.buckets[k]
 	return fmt.Sprintf("bucket %d of %d (%d bytes: gradients of %s to %s)",
-		k, len(d.buckets), 4*len(b.buf), d.names[b.params[0]], d.names[b.params[len(b.params)-1]])
+		k, len(d.buckets), 4*(b.hi-b.lo), d.names[b.params[0]], d.names[b.params[len(b.params)-1]])
 }
 
-// unfill writes param i's reduced gradient from its buckets, making a
-// gradient where the rank had none.
+// unfill rounds param i's reduced gradient back into bfloat16; a float32
+// one was reduced in place.
 func (d *DataParallel) unfill(i int, p *autograd.Tensor) {
 	g := p.Grad()
-	if g == nil {
-		g = autograd.ZerosLike(p)
-		p.SetGrad(g)
+	if g.DType() != autograd.BFloat16 {
+		return
 	}
 	plo := d.offsets[i]
 	for _, b := range d.bucketsOf(i) {
 		lo, hi := max(plo, b.lo), min(d.offsets[i+1], b.hi)
-		src := b.buf[lo-b.lo : hi-b.lo]
-		if g.DType() == autograd.BFloat16 {
-			kernels.F32ToBF16(g.BFloat16s()[lo-plo:hi-plo], src)
-		} else {
-			copy(g.Float32s()[lo-plo:hi-plo], src)
-		}
+		kernels.F32ToBF16(g.BFloat16s()[lo-plo:hi-plo], b.stage[lo-b.lo:hi-b.lo])
 	}
 }
 

@@ -49,9 +49,10 @@ type localPost struct {
 }
 
 type localComm struct {
-	w    *localWorld
-	rank int
-	e    *engine
+	w       *localWorld
+	rank    int
+	e       *engine
+	scratch []float32 // Float32Parts packed, on the engine's thread
 }
 
 func (c *localComm) Rank() int { return c.rank }
@@ -164,6 +165,7 @@ func (c *localComm) allreduce(buf Buffer, op Op) error {
 	if buf.dtype == BFloat16 {
 		return allreduceBF16(buf, op, c.allreduce)
 	}
+	buf, unpack := packed(buf, &c.scratch)
 	w, n := c.w, buf.n
 	w.mu.Lock()
 	if c.rank == 0 {
@@ -188,7 +190,11 @@ func (c *localComm) allreduce(buf Buffer, op Op) error {
 		copyBuffer(buf, 0, Buffer{buf.dtype, w.scratch, n})
 		return nil
 	}
-	return w.collective(c.rank, localPost{kind: "Allreduce", send: buf, op: op}, read, write)
+	err := w.collective(c.rank, localPost{kind: "Allreduce", send: buf, op: op}, read, write)
+	if err == nil {
+		unpack()
+	}
+	return err
 }
 
 // makeLike returns a new slice of buf's type and length.
@@ -216,7 +222,7 @@ func sends[T any](posts []localPost) [][]T {
 }
 
 func (c *localComm) Bcast(buf Buffer, root int) error {
-	if err := checkRoot("Bcast", root, c.w.n); err != nil {
+	if err := checkBcast(buf, root, c.w.n); err != nil {
 		return err
 	}
 	return c.e.do(func() error {

@@ -343,3 +343,31 @@ func TestAnyOnRank0(t *testing.T) {
 		}
 	})
 }
+
+// Float32Parts reduce in place, as one buffer would; other collectives
+// refuse them.
+func TestFloat32Parts(t *testing.T) {
+	world(t, 3, func(c Communicator) {
+		buf := make([]float32, 10)
+		for i := range buf {
+			buf[i] = float32(c.Rank()*100 + i)
+		}
+		if err := c.Allreduce(Float32Parts(buf[:3], buf[3:3], buf[3:]), Mean); err != nil {
+			t.Error(err)
+		}
+		for i, v := range buf {
+			if v != float32(100+i) {
+				t.Errorf("rank %d: %v", c.Rank(), buf)
+				break
+			}
+		}
+		p := Float32Parts(buf)
+		if c.Bcast(p, 0) == nil || c.Allgather(p, p) == nil || c.Allgatherv(p, p, []int{1, 1, 1}) == nil {
+			t.Errorf("rank %d: a collective other than Allreduce took parts", c.Rank())
+		}
+	})
+	s := Single()
+	if s.Allreduce(Float32Parts([]float32{1}), Sum) != nil || s.Bcast(Float32Parts(), 0) == nil {
+		t.Error("Single: Float32Parts")
+	}
+}

@@ -65,6 +65,51 @@ static int kiln_allgatherv(void *send, int n, void *recv, int *counts, int *disp
 }
 
 static int kiln_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
+
+// A shared-memory window on the ranks of c that share this node: bytes
+// for each, mapped into every one of them (MPI-3's MPI_Win_allocate_shared),
+// locked for the communicator's life. *node is MPI_COMM_NULL when the
+// node's ranks are not all of c.
+static int kiln_shm_open(MPI_Comm c, MPI_Aint bytes, MPI_Comm *node, MPI_Win *win, void **base) {
+	int rc = MPI_Comm_split_type(c, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node);
+	if (rc != MPI_SUCCESS) return rc;
+	int n, size, all;
+	MPI_Comm_size(*node, &n);
+	MPI_Comm_size(c, &size);
+	rc = MPI_Allreduce(&n, &all, 1, MPI_INT, MPI_MIN, c);
+	if (rc != MPI_SUCCESS || all != size) {
+		MPI_Comm_free(node);
+		*node = MPI_COMM_NULL;
+		return rc;
+	}
+	MPI_Comm_set_errhandler(*node, MPI_ERRORS_RETURN);
+	rc = MPI_Win_allocate_shared(bytes, 4, MPI_INFO_NULL, *node, base, win);
+	if (rc != MPI_SUCCESS) return rc;
+	return MPI_Win_lock_all(MPI_MODE_NOCHECK, *win);
+}
+
+static int kiln_shm_query(MPI_Win win, int rank, void **base) {
+	MPI_Aint size;
+	int unit;
+	return MPI_Win_shared_query(win, rank, &size, &unit, base);
+}
+
+// Every rank's stores to the window before, visible to every rank's
+// loads after: the memory barrier of MPI's unified model on both sides of
+// a barrier.
+static int kiln_shm_sync(MPI_Win win, MPI_Comm node) {
+	MPI_Win_sync(win);
+	int rc = MPI_Barrier(node);
+	MPI_Win_sync(win);
+	return rc;
+}
+
+static int kiln_shm_close(MPI_Win *win, MPI_Comm *node) {
+	MPI_Win_unlock_all(*win);
+	int rc = MPI_Win_free(win);
+	MPI_Comm_free(node);
+	return rc;
+}
 */
 import "C"
 
@@ -295,6 +340,9 @@ type mpiComm struct {
 	freed      bool
 	rank, size int
 	closed     atomic.Bool
+	shm        *mpiShm   // nil until the first large float32 Allreduce
+	noShm      bool      // the ranks share no node, or KILN_MPI_SHM=0
+	scratch    []float32 // Float32Parts packed for MPI_Allreduce
 }
 
 func (c *mpiComm) Rank() int { return c.rank }
@@ -357,6 +405,15 @@ func (c *mpiComm) allreduce(buf Buffer, op Op) error {
 	if buf.dtype == BFloat16 {
 		return allreduceBF16(buf, op, c.allreduce)
 	}
+	if buf.dtype == Float32 && buf.n >= shmMinFloats && c.useShm() {
+		err := c.shm.allreduce(buf)
+		if err == nil && op == Mean {
+			divide(buf, c.size)
+		}
+		return err
+	}
+	buf, unpack := packed(buf, &c.scratch)
+	defer unpack()
 	for off := 0; off < buf.n; off += mpiMaxCount {
 		k := min(mpiMaxCount, buf.n-off)
 		if rc := C.kiln_allreduce_sum(addr(buf, off), C.int(k), C.int(buf.dtype), c.comm); rc != C.MPI_SUCCESS {
@@ -370,7 +427,7 @@ func (c *mpiComm) allreduce(buf Buffer, op Op) error {
 }
 
 func (c *mpiComm) Bcast(buf Buffer, root int) error {
-	if err := checkRoot("Bcast", root, c.size); err != nil {
+	if err := checkBcast(buf, root, c.size); err != nil {
 		return err
 	}
 	return c.do(func() error { return c.bcast(buf, 0, buf.n, root) })
@@ -492,6 +549,11 @@ func (c *mpiComm) Close() error {
 			return nil
 		}
 		c.freed = true
+		if c.shm != nil {
+			if rc := C.kiln_shm_close(&c.shm.win, &c.shm.node); rc != C.MPI_SUCCESS {
+				return mpiError("MPI_Win_free", rc)
+			}
+		}
 		if rc := C.MPI_Comm_free(&c.comm); rc != C.MPI_SUCCESS {
 			return mpiError("MPI_Comm_free", rc)
 		}
@@ -507,4 +569,114 @@ func (c *mpiComm) Close() error {
 		}
 	}
 	return err
+}
+
+// shmMinFloats is the smallest float32 Allreduce that goes through shared
+// memory; below it MPI's own, tuned for latency, is as fast. shmFloats is
+// each rank's share of the window: longer buffers go in chunks.
+const (
+	shmMinFloats = 1 << 16
+	shmFloats    = 4 << 20
+)
+
+// mpiShm is a float32 Allreduce through memory that all ranks map, for a
+// world on one node. Open MPI's own moves a ResNet-18's 47 MB of
+// gradients at about 2 GB/s here (23 ms on 2 ranks of a Zen 4), copying
+// them through its transport's buffers; through a shared window each rank
+// copies its values in once, adds its share of the elements across the
+// ranks in rank order (the same sums on every rank, as Local's) and
+// copies the result out. MPI still provides the memory and the
+// synchronisation.
+type mpiShm struct {
+	node  C.MPI_Comm
+	win   C.MPI_Win
+	slots [][]float32 // every rank's part of the window
+	rank  int
+}
+
+// useShm reports whether float32 Allreduce goes through shared memory,
+// opening the window on the first call, which every rank makes at the
+// same point (the same collective, the same length).
+func (c *mpiComm) useShm() bool {
+	if c.shm != nil || c.noShm {
+		return c.shm != nil
+	}
+	if os.Getenv("KILN_MPI_SHM") == "0" {
+		c.noShm = true
+		return false
+	}
+	s := &mpiShm{rank: c.rank}
+	var base unsafe.Pointer
+	rc := C.kiln_shm_open(c.comm, C.MPI_Aint(4*shmFloats), &s.node, &s.win, &base)
+	if rc != C.MPI_SUCCESS || s.node == C.MPI_COMM_NULL {
+		c.noShm = true
+		return false
+	}
+	for r := range c.size {
+		var p unsafe.Pointer
+		if C.kiln_shm_query(s.win, C.int(r), &p) != C.MPI_SUCCESS {
+			C.kiln_shm_close(&s.win, &s.node)
+			c.noShm = true
+			return false
+		}
+		s.slots = append(s.slots, unsafe.Slice((*float32)(p), shmFloats))
+	}
+	c.shm = s
+	return true
+}
+
+func (s *mpiShm) sync() error {
+	if rc := C.kiln_shm_sync(s.win, s.node); rc != C.MPI_SUCCESS {
+		return mpiError("MPI_Barrier", rc)
+	}
+	return nil
+}
+
+// allreduce sums buf (one slice or parts) across the ranks in place,
+// shmFloats at a time: in, each rank its 1/size of the elements (written
+// to rank 0's slot, where only it touches them), out.
+func (s *mpiShm) allreduce(buf Buffer) error {
+	parts, ok := buf.data.([][]float32)
+	if !ok {
+		parts = [][]float32{buf.data.([]float32)}
+	}
+	size := len(s.slots)
+	for off := 0; off < buf.n; off += shmFloats {
+		k := min(shmFloats, buf.n-off)
+		gatherParts(s.slots[s.rank][:k], parts, off)
+		if err := s.sync(); err != nil {
+			return err
+		}
+		lo, hi := s.rank*k/size, (s.rank+1)*k/size
+		sum := s.slots[0][lo:hi]
+		for _, slot := range s.slots[1:] {
+			addInto(sum, slot[lo:hi])
+		}
+		if err := s.sync(); err != nil {
+			return err
+		}
+		scatterParts(parts, off, s.slots[0][:k])
+		// No rank may write the next chunk in before all have read this
+		// one out.
+		if err := s.sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addInto adds b to a. It runs on the communication thread beside the
+// compute threads, so it takes no worker of the kernels' pool.
+func addInto(a, b []float32) {
+	b = b[:len(a)]
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		a[i] += b[i]
+		a[i+1] += b[i+1]
+		a[i+2] += b[i+2]
+		a[i+3] += b[i+3]
+	}
+	for ; i < len(a); i++ {
+		a[i] += b[i]
+	}
 }

@@ -57,3 +57,42 @@ func TestMPIDataParallelResNet18(t *testing.T) {
 		t.Errorf("after %d steps the parameters differ from one process's by %.3g relative", run.steps, d)
 	}
 }
+
+// Float32 Allreduce through the shared window: one slice or parts, one
+// chunk or several, Sum and Mean, bit for bit the rank-order sum.
+func TestMPIAllreduceShared(t *testing.T) {
+	c := mpiWorld(t)
+	value := func(r, i int) float32 { return float32(mpiValue(r, i)) }
+	for _, n := range []int{shmMinFloats, 300001, shmFloats + 12345} {
+		for _, split := range []bool{false, true} {
+			for _, op := range []Op{Sum, Mean} {
+				buf := make([]float32, n)
+				for i := range buf {
+					buf[i] = value(c.Rank(), i)
+				}
+				b := Float32s(buf)
+				if split { // uneven parts, one of them empty
+					b = Float32Parts(buf[:7], buf[7:7], buf[7:n/3], buf[n/3:])
+				}
+				if err := c.Allreduce(b, op); err != nil {
+					t.Fatal(err)
+				}
+				for i, got := range buf {
+					want := value(0, i)
+					for r := 1; r < c.Size(); r++ {
+						want += value(r, i)
+					}
+					if op == Mean {
+						want /= float32(c.Size())
+					}
+					if got != want {
+						t.Fatalf("n %d parts %v %v: element %d = %g, want %g", n, split, op, i, got, want)
+					}
+				}
+			}
+		}
+	}
+	if _, ok := c.(*mpiComm); ok && c.(*mpiComm).shm == nil {
+		t.Error("the shared window was not used")
+	}
+}

@@ -31,7 +31,7 @@ func (s *single) Iallreduce(buf Buffer, op Op) *Request {
 }
 
 func (s *single) Bcast(buf Buffer, root int) error {
-	if err := checkRoot("Bcast", root, 1); err != nil {
+	if err := checkBcast(buf, root, 1); err != nil {
 		return err
 	}
 	return s.check()
