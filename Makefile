@@ -71,8 +71,8 @@ test-mpi:
 	CGO_ENABLED=1 $(GO) test -c -tags mpi -o $$bin ./dist; \
 	echo "$(MPIRUN) $$bin -test.count=1   # shared memory"; \
 	timeout 300 $(MPIRUN) $$bin -test.count=1; \
-	echo "$(MPIRUN) --mca btl self,tcp --mca btl_tcp_if_include lo $$bin -test.count=1 -test.run MPI   # TCP"; \
-	timeout 300 $(MPIRUN) --mca btl self,tcp --mca btl_tcp_if_include lo $$bin -test.count=1 -test.run MPI; \
+	echo "$(MPIRUN) --mca btl self,tcp --mca btl_tcp_if_include lo -x KILN_MPI_SHM=0 $$bin -test.count=1 -test.run MPI   # TCP, no shared window"; \
+	timeout 300 $(MPIRUN) --mca btl self,tcp --mca btl_tcp_if_include lo -x KILN_MPI_SHM=0 $$bin -test.count=1 -test.run MPI; \
 	echo "$(MPIRUN) -x KILN_TEST_MPI_ABORT=1 $$bin -test.run '^TestMPIAbort$$'   # must exit 7"; \
 	rc=0; timeout 60 $(MPIRUN) -x KILN_TEST_MPI_ABORT=1 $$bin -test.count=1 -test.run '^TestMPIAbort$$' >$$tmp/abort.log 2>&1 || rc=$$?; \
 	if [ $$rc != 7 ] || ! grep -q '^dist: abort: ' $$tmp/abort.log; then \

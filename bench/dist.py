@@ -18,7 +18,9 @@ BIN = sys.argv[1]
 REPS = int(os.environ.get("REPS", "3"))
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", "--bind-to", "none",
           "-x", "KILN_NUM_THREADS=1"] + os.environ.get("MPIRUN_FLAGS", "").split()
-TCP = ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
+# TCP: Open MPI's TCP transport for everything, and no shared window for
+# the large float32 Allreduce (KILN_MPI_SHM=0), which would bypass it.
+TCP = ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "-x", "KILN_MPI_SHM=0"]
 ENV = dict(os.environ, KILN_NUM_THREADS="1")
 
 
