@@ -101,18 +101,27 @@ func (s *stepRecorder) checkInStep(t *testing.T) {
 	}
 }
 
-// mlpRun is the MLP equivalence run: 100 SGD steps on batches of 8, in one
-// process or shared by ranks.
-type mlpRun struct{ xs, ys []*autograd.Tensor }
+// mlpRun is an MLP equivalence run: steps steps of an optimizer on
+// batches of 8, in one process or shared by ranks.
+type mlpRun struct {
+	xs, ys []*autograd.Tensor
+	steps  int
+	newOpt func([]*autograd.Tensor) (optim.Optimizer, error)
+}
 
 const mlpSteps, mlpBatch = 100, 8
 
-var mlpSGD = optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4}
-
+// newMLPRun is the run: 100 steps of SGD with momentum.
 func newMLPRun() *mlpRun {
+	return newMLPRunOf(mlpSteps, func(p []*autograd.Tensor) (optim.Optimizer, error) {
+		return optim.NewSGD(p, optim.SGDOptions{LR: 0.05, Momentum: 0.9, WeightDecay: 1e-4})
+	})
+}
+
+func newMLPRunOf(steps int, newOpt func([]*autograd.Tensor) (optim.Optimizer, error)) *mlpRun {
 	data := autograd.NewGenerator(99)
-	r := &mlpRun{}
-	for range mlpSteps {
+	r := &mlpRun{steps: steps, newOpt: newOpt}
+	for range steps {
 		r.xs = append(r.xs, autograd.Randn(data, mlpBatch, 6))
 		r.ys = append(r.ys, autograd.Randn(data, mlpBatch, 3))
 	}
@@ -122,11 +131,11 @@ func newMLPRun() *mlpRun {
 // train trains m on rows [lo, hi) of each batch, calling sync between
 // Backward and Step and after with m's parameters after each step.
 func (r *mlpRun) train(t *testing.T, m nn.Layer, lo, hi int, sync func() error, after func([]float32)) {
-	opt, err := optim.NewSGD(nn.Parameters(m), mlpSGD)
+	opt, err := r.newOpt(nn.Parameters(m))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k := range mlpSteps {
+	for k := range r.steps {
 		opt.ZeroGrad()
 		autograd.MSELoss(m.Forward(rows(r.xs[k], lo, hi)), rows(r.ys[k], lo, hi), autograd.ReductionMean).Backward()
 		if err := sync(); err != nil {
@@ -580,5 +589,39 @@ func TestDataParallelUnusedParameter(t *testing.T) {
 				t.Fatalf("rank %d: b's weight gradient %v, want 0.5 everywhere (rank 1's 1, averaged with rank 0's none)", r, g)
 			}
 		}
+	}
+}
+
+// Every optimizer steps on the averaged gradients: 20 steps on 2 ranks
+// equal one process, the ranks bitwise equal after each.
+func TestDataParallelOptimizers(t *testing.T) {
+	betas := [2]float64{0.9, 0.999}
+	opts := map[string]func([]*autograd.Tensor) (optim.Optimizer, error){
+		"Adam": func(p []*autograd.Tensor) (optim.Optimizer, error) {
+			return optim.NewAdam(p, optim.AdamOptions{LR: 1e-2, Betas: betas, Eps: 1e-8})
+		},
+		"AdamW": func(p []*autograd.Tensor) (optim.Optimizer, error) {
+			return optim.NewAdamW(p, optim.AdamOptions{LR: 1e-2, Betas: betas, Eps: 1e-8, WeightDecay: 0.01})
+		},
+		"Adagrad": func(p []*autograd.Tensor) (optim.Optimizer, error) {
+			return optim.NewAdagrad(p, optim.AdagradOptions{LR: 0.05, Eps: 1e-10})
+		},
+		"Lamb": func(p []*autograd.Tensor) (optim.Optimizer, error) {
+			return optim.NewLamb(p, optim.LambOptions{LR: 1e-2, Betas: betas, Eps: 1e-6, WeightDecay: 0.01})
+		},
+	}
+	for name, newOpt := range opts {
+		t.Run(name, func(t *testing.T) {
+			run := newMLPRunOf(20, newOpt)
+			want := run.reference(t)
+			rec := newRecorder(2)
+			world(t, 2, func(c Communicator) {
+				run.rank(t, c, 2000, func(p []float32) { rec.add(c.Rank(), p) })
+			})
+			rec.checkInStep(t)
+			if d := relDiff(rec.steps[0][run.steps-1], want); d > 1e-5 {
+				t.Errorf("after %d steps the parameters differ from one process's by %.3g relative", run.steps, d)
+			}
+		})
 	}
 }
