@@ -20,5 +20,12 @@
 // parameters at the start, and averages gradients across ranks in buckets
 // whose allreduce starts during Backward as soon as the bucket's last
 // gradient is final, so communication overlaps the rest of the backward
-// pass.
+// pass. A bucket is the gradients themselves (Float32Parts), reduced where
+// they lie; on one node MPI's large float32 allreduces go through a
+// shared MPI window (KILN_MPI_SHM=0 turns it off).
+//
+// A training loop's other collectives go through Watch, which turns one
+// that never finishes (a rank died or hangs) into the end of the job; Any
+// lets ranks agree to stop together, and OnRank0 runs a step such as
+// writing a checkpoint on rank 0 and hands its outcome to every rank.
 package dist
