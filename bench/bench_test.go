@@ -982,3 +982,24 @@ func TestRuntimeRows(t *testing.T) {
 		t.Errorf("%d serve rows, want 3", serves)
 	}
 }
+
+// A serving row reports its requests' latency percentiles: three clients'
+// requests of every timed call.
+func TestServeLatencies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a frozen ResNet-50; skipped with -short")
+	}
+	t.Parallel()
+	w := Workload{Name: "resnet50 serve", Kind: KindResNet50Serve, Dims: []int{1, tinyImage, 3, 2}, WarmUpCalls: 1, KilnOnly: true}
+	r := RunKiln(w, 3)
+	if !r.OK() || !(r.P50 > 0) || r.P99 < r.P50 || r.P99 > 100*r.Median {
+		t.Errorf("%+v: want request latencies 0 < p50 ≤ p99", r)
+	}
+	rows := []Row{{Workload: w, Threads: 2, Kiln: r, KilnOK: true}}
+	base := Workload{Name: "base", Images: 1}
+	rows[0].Workload.Baseline, rows[0].Workload.Images = "base", 3
+	rows = append(rows, Row{Workload: base, Threads: 2, Kiln: Result{Median: r.Median}, KilnOK: true})
+	if tab := Against(rows, []int{2}); !strings.Contains(tab, "request p50") || !strings.Contains(tab, "p99") {
+		t.Errorf("the table shows no latencies:\n%s", tab)
+	}
+}

@@ -216,7 +216,7 @@ func Prepare(w Workload) (func(), error) {
 		if err := need(4); err != nil {
 			return nil, err
 		}
-		return resNet50Serve(d[0], d[1], d[2], d[3])
+		return resNet50Serve(d, nil)
 	case KindResNet50Graph, KindResNet50GraphNoFuse:
 		if err := need(2); err != nil {
 			return nil, err
@@ -419,7 +419,8 @@ func resNet50Instances(n, image, instances, cores int) (func(), error) {
 // to maxBatch requests) on a loopback port, .npy request and response
 // bodies over kept-alive connections. The server lives as long as the
 // process.
-func resNet50Serve(n, image, clients, maxBatch int) (func(), error) {
+func resNet50Serve(d []int, lat *requestLatencies) (func(), error) {
+	n, image, clients, maxBatch := d[0], d[1], d[2], d[3]
 	if clients < 1 || maxBatch < 1 {
 		return nil, fmt.Errorf("%d clients, max batch %d: want 1 or more", clients, maxBatch)
 	}
@@ -443,6 +444,9 @@ func resNet50Serve(n, image, clients, maxBatch int) (func(), error) {
 	url := "http://" + ln.Addr().String() + "/predict"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	post := func() error {
+		if lat != nil {
+			defer func(t0 time.Time) { lat.add(time.Since(t0)) }(time.Now())
+		}
 		req, err := http.NewRequest("POST", url, bytes.NewReader(body.Bytes()))
 		if err != nil {
 			return err

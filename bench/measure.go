@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kilnml/kiln/internal/gcheadroom"
@@ -42,9 +43,14 @@ type Result struct {
 	// the fresh process's peak resident memory, and its resident memory
 	// after start-up (runtime, interpreter, imported libraries) before
 	// the model and data were built.
-	PeakRSS  int64  `json:"peak_rss_bytes,omitempty"`
-	StartRSS int64  `json:"start_rss_bytes,omitempty"`
-	Error    string `json:"error,omitempty"`
+	PeakRSS  int64 `json:"peak_rss_bytes,omitempty"`
+	StartRSS int64 `json:"start_rss_bytes,omitempty"`
+	// P50 and P99 are a serving row's request latencies in seconds, over
+	// every request of its timed calls (a call may be several clients'
+	// requests at once).
+	P50   float64 `json:"latency_p50_s,omitempty"`
+	P99   float64 `json:"latency_p99_s,omitempty"`
+	Error string  `json:"error,omitempty"`
 }
 
 // Report is what one side (Kiln or PyTorch) at one thread count produces.
@@ -137,7 +143,18 @@ func RunKiln(w Workload, runs int) (r Result) {
 			r = Result{Name: w.Name, Error: fmt.Sprint(e)}
 		}
 	}()
-	setup, run, err := prepareSplit(w)
+	var lat *requestLatencies
+	var setup, run func()
+	var err error
+	if w.Kind == KindResNet50Serve {
+		// Timed per request too, for the latency percentiles.
+		lat = new(requestLatencies)
+		if err = checkDims(w, 4); err == nil {
+			run, err = resNet50Serve(w.Dims, lat)
+		}
+	} else {
+		setup, run, err = prepareSplit(w)
+	}
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -154,7 +171,37 @@ func RunKiln(w Workload, runs int) (r Result) {
 	}
 	runtime.GC() // start from a clean heap, not the last workload's garbage
 	r.Median, r.Samples, r.Inner = MeasureSetup(setup, run, runs, w.WarmUpCalls)
+	if lat != nil {
+		r.P50, r.P99 = lat.percentiles(len(r.Samples) * r.Inner * w.Dims[2])
+	}
 	return r
+}
+
+// requestLatencies records the latency of every request a serving row
+// sends, in the order they complete.
+type requestLatencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *requestLatencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+// percentiles returns the nearest-rank 50th and 99th percentiles, in
+// seconds, of the last n requests: the timed calls', after the warm-up's.
+func (l *requestLatencies) percentiles(n int) (p50, p99 float64) {
+	d := slices.Clone(l.d[max(len(l.d)-n, 0):])
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	rank := func(p float64) float64 {
+		return d[max(int(math.Ceil(p/100*float64(len(d))))-1, 0)].Seconds()
+	}
+	return rank(50), rank(99)
 }
 
 // FormatDuration prints seconds with a unit that keeps three or four

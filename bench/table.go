@@ -357,6 +357,10 @@ func Against(rows []Row, threads []int) string {
 			}
 			rr := float64(r.Workload.Images) / r.Kiln.Median
 			br := float64(base.Workload.Images) / base.Kiln.Median
-			return fmt.Sprintf("%s (%s vs %s img/s)", FormatRatio(rr/br), formatCountRate(rr), formatCountRate(br))
+			cell := fmt.Sprintf("%s (%s vs %s img/s", FormatRatio(rr/br), formatCountRate(rr), formatCountRate(br))
+			if r.Kiln.P99 > 0 {
+				cell += fmt.Sprintf("; request p50 %s, p99 %s", FormatDuration(r.Kiln.P50), FormatDuration(r.Kiln.P99))
+			}
+			return cell + ")"
 		})
 }

@@ -357,7 +357,7 @@ func againstSection(rows []bench.Row, threads []int) string {
 // memories); a run that failed is left out, and the row fails only when
 // every run did.
 func combine(rs []bench.Result) bench.Result {
-	var meds, peaks, starts []float64
+	var meds, peaks, starts, p50s, p99s []float64
 	var errs []string
 	for _, r := range rs {
 		switch {
@@ -366,6 +366,9 @@ func combine(rs []bench.Result) bench.Result {
 			starts = append(starts, float64(r.StartRSS))
 		case r.OK():
 			meds = append(meds, r.Median)
+			if r.P99 > 0 {
+				p50s, p99s = append(p50s, r.P50), append(p99s, r.P99)
+			}
 		case r.Error != "":
 			errs = append(errs, r.Error)
 		}
@@ -374,7 +377,11 @@ func combine(rs []bench.Result) bench.Result {
 	case len(peaks) > 0:
 		return bench.Result{Name: rs[0].Name, PeakRSS: int64(bench.Median(peaks)), StartRSS: int64(bench.Median(starts))}
 	case len(meds) > 0:
-		return bench.Result{Name: rs[0].Name, Median: bench.Median(meds), Samples: meds}
+		r := bench.Result{Name: rs[0].Name, Median: bench.Median(meds), Samples: meds}
+		if len(p99s) > 0 {
+			r.P50, r.P99 = bench.Median(p50s), bench.Median(p99s)
+		}
+		return r
 	case len(errs) > 0:
 		return bench.Result{Name: rs[0].Name, Error: errs[0]}
 	}
