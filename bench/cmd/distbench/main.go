@@ -38,6 +38,7 @@ type result struct {
 	StepMS      float64 `json:"step_ms"`       // median of the timed steps
 	SyncMS      float64 `json:"sync_ms"`       // median time in Sync (waiting for the last buckets)
 	ComputeMS   float64 `json:"compute_ms"`    // median forward + backward
+	OptMS       float64 `json:"opt_ms"`        // median optimizer step
 	SamplesPerS float64 `json:"samples_per_s"` // all ranks
 }
 
@@ -87,7 +88,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	var stepT, syncT, computeT []float64
+	var stepT, syncT, computeT, optT []float64
 	for k := range *warmup + *steps {
 		if err := comm.Barrier(); err != nil { // every rank starts the step together
 			return err
@@ -106,6 +107,7 @@ func run() error {
 			stepT = append(stepT, ms(t3.Sub(t0)))
 			syncT = append(syncT, ms(t2.Sub(t1)))
 			computeT = append(computeT, ms(t1.Sub(t0)))
+			optT = append(optT, ms(t3.Sub(t2)))
 		}
 	}
 	if comm.Rank() != 0 {
@@ -114,7 +116,7 @@ func run() error {
 	step := median(stepT)
 	return json.NewEncoder(os.Stdout).Encode(result{
 		Model: *model, Ranks: comm.Size(), Threads: kernels.Threads(), BatchPer: *batch, Buckets: dp.NumBuckets(),
-		Overlap: !*noOverlap, StepMS: step, SyncMS: median(syncT), ComputeMS: median(computeT),
+		Overlap: !*noOverlap, StepMS: step, SyncMS: median(syncT), ComputeMS: median(computeT), OptMS: median(optT),
 		SamplesPerS: float64(comm.Size()**batch) / (step / 1e3),
 	})
 }
