@@ -1003,3 +1003,25 @@ func TestServeLatencies(t *testing.T) {
 		t.Errorf("the table shows no latencies:\n%s", tab)
 	}
 }
+
+func TestScaling(t *testing.T) {
+	train := Workload{Name: "resnet50 train", Kind: KindResNet50Train}
+	graph := Workload{Name: "resnet50 frozen graph", Kind: KindResNet50Graph}
+	gemm := Workload{Name: "gemm", Kind: KindGemm}
+	row := func(w Workload, threads int, median float64) Row {
+		return Row{Workload: w, Threads: threads, Kiln: Result{Median: median}, KilnOK: median > 0}
+	}
+	rows := []Row{row(train, 1, 4), row(train, 2, 2.5), row(train, 4, 1), row(graph, 1, 1), row(graph, 2, 0), row(gemm, 1, 1), row(gemm, 2, 1)}
+	got := Scaling(rows, []int{1, 2, 4})
+	for _, want := range []string{"| resnet50 train | 1.60× (80% of 2×) | 4.00× (100% of 4×) |", "| resnet50 frozen graph | — | — |"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Scaling table lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "gemm") {
+		t.Errorf("a GEMM row in the scaling table:\n%s", got)
+	}
+	if Scaling(rows, []int{2, 4}) != "" || Scaling(rows[5:], []int{1, 2}) != "" {
+		t.Error("a scaling table without 1-thread ResNet-50 rows")
+	}
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -363,4 +364,63 @@ func Against(rows []Row, threads []int) string {
 			}
 			return cell + ")"
 		})
+}
+
+// Scaling renders Kiln's own speed-up from 1 thread to each thread count
+// of the run on its whole-model FP32 ResNet-50 rows (the training step and
+// the frozen graph): time at 1 thread ÷ time at t threads, and that ÷ t
+// (the parallel efficiency). It returns "" when the run has no such rows
+// at 1 thread and at a higher count.
+func Scaling(rows []Row, threads []int) string {
+	if !slices.Contains(threads, 1) || len(threads) < 2 {
+		return ""
+	}
+	type key struct {
+		name    string
+		threads int
+	}
+	at := map[key]Row{}
+	var names []string
+	for _, r := range rows {
+		if k := r.Workload.Kind; k != KindResNet50Train && k != KindResNet50Graph {
+			continue
+		}
+		if _, seen := at[key{r.Workload.Name, 1}]; !seen && r.Threads == 1 {
+			names = append(names, r.Workload.Name)
+		}
+		at[key{r.Workload.Name, r.Threads}] = r
+	}
+	var b strings.Builder
+	b.WriteString("| row |")
+	for _, t := range threads[1:] {
+		fmt.Fprintf(&b, " 1 → %d threads |", t)
+	}
+	b.WriteString("\n|---|")
+	for range threads[1:] {
+		b.WriteString("--:|")
+	}
+	b.WriteString("\n")
+	n := 0
+	for _, name := range names {
+		one := at[key{name, 1}]
+		if !one.KilnOK {
+			continue
+		}
+		n++
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, t := range threads[1:] {
+			r, ok := at[key{name, t}]
+			if !ok || !r.KilnOK || !(r.Kiln.Median > 0) {
+				b.WriteString(" — |")
+				continue
+			}
+			s := one.Kiln.Median / r.Kiln.Median
+			fmt.Fprintf(&b, " %s (%.0f%% of %d×) |", FormatRatio(s), 100*s/float64(t), t)
+		}
+		b.WriteString("\n")
+	}
+	if n == 0 {
+		return ""
+	}
+	return b.String()
 }

@@ -325,6 +325,7 @@ func render(raws []raw) string {
 		speedupSection(rows, first.Threads, bench.PrecisionBF16) +
 		speedupSection(rows, first.Threads, bench.PrecisionInt8) +
 		againstSection(rows, first.Threads) +
+		scalingSection(rows, first.Threads) +
 		"\n### All rows\n\n" + bench.Table(rows, peaks) + errorsSection(rows)
 }
 
@@ -351,6 +352,18 @@ func againstSection(rows []bench.Row, threads []int) string {
 	return "\n### Kiln ÷ Kiln\n\n" +
 		"Kiln's images a second on each row ÷ on its baseline row, in this run (>1: the row is faster). " +
 		"\"—\" where either row was not run at that thread count or failed.\n\n" + t
+}
+
+// scalingSection is Kiln's speed-up from 1 thread to the run's other
+// thread counts on the whole-model ResNet-50 rows, when the run has them.
+func scalingSection(rows []bench.Row, threads []int) string {
+	t := bench.Scaling(rows, threads)
+	if t == "" {
+		return ""
+	}
+	return "\n### Kiln's thread scaling\n\n" +
+		"Kiln's time at 1 thread ÷ its time at each other thread count of this run, and that as a share of " +
+		"the ideal (the thread count); PyTorch's own scaling is in the table below.\n\n" + t
 }
 
 // combine is the median over runs of a row's per-run medians (or peak
