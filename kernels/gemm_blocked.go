@@ -83,6 +83,7 @@ type gemmCall struct {
 	mr             int         // rows of a micro-kernel tile: 6 (AVX2) or 12 (AVX-512)
 	kc             int         // K block
 	splitN         bool        // threads share columns (else rows)
+	grid           gemmGrid    // the cells Parallel's units stand for
 	run            func(lo, hi int)
 }
 
@@ -304,38 +305,44 @@ func (g *gemmCall) start() {
 	np := (g.n + gemmNR - 1) / gemmNR
 	mp := (g.m + g.mr - 1) / g.mr
 	t := Threads()
-	switch {
-	case np < t:
-		g.splitN = false
-	case mp < t:
-		g.splitN = true
-	default:
-		blocks := func(rows int) int { return (rows + gemmMC - 1) / gemmMC }
-		colsPer := (np + t - 1) / t * gemmNR
-		rowsPer := (mp + t - 1) / t * g.mr
-		costN := g.m * g.k
-		costM := rowsPer * g.k
-		if g.pb == nil {
-			costN += g.k * colsPer * blocks(g.m)
-			costM += g.k * g.n * blocks(rowsPer)
-		}
-		g.splitN = costN <= costM
-	}
-	units := mp
-	if g.splitN {
-		units = np
-	}
+	g.splitN = gemmSplitCols(g.m, g.n, g.k, g.mr, g.pb != nil, t)
 	if g.m*g.n*g.k < gemmSerialWork {
-		g.run(0, units)
+		g.serial()
 		return
 	}
-	Parallel(units, g.m*g.n*g.k, g.run)
+	g.grid = gemmPlan(mp, np, t, g.splitN)
+	Parallel(g.grid.cells(), g.m*g.n*g.k, g.run)
+}
+
+// gemmSplitCols reports whether t threads should share an m×n×k
+// product's columns rather than its rows: the split that packs less per
+// thread (B already packed, packedB, costs nothing to share).
+func gemmSplitCols(m, n, k, mr int, packedB bool, t int) bool {
+	np := (n + gemmNR - 1) / gemmNR
+	mp := (m + mr - 1) / mr
+	switch {
+	case np < t:
+		return false
+	case mp < t:
+		return true
+	}
+	blocks := func(rows int) int { return (rows + gemmMC - 1) / gemmMC }
+	colsPer := (np + t - 1) / t * gemmNR
+	rowsPer := (mp + t - 1) / t * mr
+	costN := m * k
+	costM := rowsPer * k
+	if !packedB {
+		costN += k * colsPer * blocks(m)
+		costM += k * n * blocks(rowsPer)
+	}
+	return costN <= costM
 }
 
 // serial computes the whole product on the calling thread.
 func (g *gemmCall) serial() {
-	g.splitN = false
-	g.run(0, (g.m+g.mr-1)/g.mr)
+	mp := (g.m + g.mr - 1) / g.mr
+	g.grid = gemmGrid{mp, (g.n + gemmNR - 1) / gemmNR, mp, 1}
+	g.run(0, mp)
 }
 
 // gemmRowsSpread reports whether rows rows lda floats apart spread over
@@ -356,16 +363,22 @@ func gemmRowsSpread(lda, rows int) bool {
 // a worker costs as much as it saves.
 const gemmSerialWork = 1 << 19
 
-// part computes the share [lo, hi) of column panels or row panels.
+// part computes the grid's cells [lo, hi) as few blocks as it can, each
+// packing its operands once: cells of one column group (the row split)
+// as one block, otherwise each run of cells in one row group.
 func (g *gemmCall) part(lo, hi int) {
-	i0, i1, j0, j1 := 0, g.m, 0, g.n
-	if g.splitN {
-		j0, j1 = lo*gemmNR, min(hi*gemmNR, g.n)
-	} else {
-		i0, i1 = lo*g.mr, min(hi*g.mr, g.m)
-	}
 	s := gemmScratchPool.get()
-	g.block(s, i0, i1, j0, j1)
+	gn := g.grid.gn
+	for u := lo; u < hi; {
+		end := min(hi, (u/gn+1)*gn)
+		if gn == 1 {
+			end = hi
+		}
+		p0, _, q0, _ := g.grid.cell(u)
+		_, p1, _, q1 := g.grid.cell(end - 1)
+		g.block(s, p0*g.mr, min(p1*g.mr, g.m), q0*gemmNR, min(q1*gemmNR, g.n))
+		u = end
+	}
 	gemmScratchPool.put(s)
 }
 

@@ -167,7 +167,8 @@ func (p *pool) poll(j *job) (t task, ok bool) {
 	}
 }
 
-// Parallel splits the index range [0, n) into contiguous chunks and calls fn
+// Parallel splits the index range [0, n) into contiguous chunks (Chunks:
+// one per worker, sizes within one of each other) and calls fn
 // on each, using the worker pool when work (the rough cost of the whole
 // range) is large enough to pay for it. fn must be safe to call
 // concurrently on disjoint ranges.
@@ -185,17 +186,18 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 		return
 	}
 	j := jobPool.get()
-	chunk := (n + parts - 1) / parts
-	j.pending.Store(int32((n + chunk - 1) / chunk))
-	for lo := chunk; lo < n; lo += chunk { // the first chunk runs on the caller
-		t := task{fn: fn, lo: lo, hi: min(lo+chunk, n), job: j}
+	j.pending.Store(int32(parts))
+	for i := 1; i < parts; i++ { // the first chunk runs on the caller
+		lo, hi := chunkBounds(n, parts, i)
+		t := task{fn: fn, lo: lo, hi: hi, job: j}
 		select {
 		case p.tasks <- t:
 		default:
 			t.run() // every worker is busy: no point queueing
 		}
 	}
-	task{fn: fn, lo: 0, hi: min(chunk, n), job: j}.run()
+	_, hi := chunkBounds(n, parts, 0)
+	task{fn: fn, lo: 0, hi: hi, job: j}.run()
 	// While waiting, run whatever is queued, ours or another call's. A
 	// Parallel nested inside a worker's task then cannot deadlock: some
 	// waiter always makes progress on the queue. Poll first: the other
