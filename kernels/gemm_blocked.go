@@ -314,30 +314,6 @@ func (g *gemmCall) start() {
 	Parallel(g.grid.cells(), g.m*g.n*g.k, g.run)
 }
 
-// gemmSplitCols reports whether t threads should share an m×n×k
-// product's columns rather than its rows: the split that packs less per
-// thread (B already packed, packedB, costs nothing to share).
-func gemmSplitCols(m, n, k, mr int, packedB bool, t int) bool {
-	np := (n + gemmNR - 1) / gemmNR
-	mp := (m + mr - 1) / mr
-	switch {
-	case np < t:
-		return false
-	case mp < t:
-		return true
-	}
-	blocks := func(rows int) int { return (rows + gemmMC - 1) / gemmMC }
-	colsPer := (np + t - 1) / t * gemmNR
-	rowsPer := (mp + t - 1) / t * mr
-	costN := m * k
-	costM := rowsPer * k
-	if !packedB {
-		costN += k * colsPer * blocks(m)
-		costM += k * n * blocks(rowsPer)
-	}
-	return costN <= costM
-}
-
 // serial computes the whole product on the calling thread.
 func (g *gemmCall) serial() {
 	mp := (g.m + g.mr - 1) / g.mr
