@@ -39,8 +39,10 @@ test: vet
 # aborts the job while its Allreduce is blocked, which must end mpirun with
 # the abort's code; then examples/resnet50 on two ranks whose rank 1 is
 # killed, or stopped, mid-run (the job must end within the watchdog's
-# timeout + 5 s) and resumed (to the uninterrupted run's checkpoint). Installs Open MPI with apt-get where it is missing and
-# that is possible; otherwise says "test-mpi: skipped: why" and succeeds.
+# timeout + 5 s) and resumed (to the uninterrupted run's checkpoint);
+# and examples/dlrm on two ranks against one process. Installs Open MPI
+# with apt-get where it is missing and that is possible; otherwise says
+# "test-mpi: skipped: why" and succeeds.
 # MPIRUN_FLAGS adds mpirun options (in a container whose ptrace rules
 # forbid CMA, shared memory needs --mca btl_vader_single_copy_mechanism
 # none).
@@ -82,6 +84,9 @@ test-mpi:
 	CGO_ENABLED=1 $(GO) build -tags mpi -o $$tmp/resnet50 ./examples/resnet50; \
 	echo "examples/resnet50/testdata/mpi_faults.sh   # a killed and a hung rank end the job; resuming gives the uninterrupted run's bytes"; \
 	timeout 300 bash examples/resnet50/testdata/mpi_faults.sh $$tmp/resnet50 $(MPIRUN); \
+	CGO_ENABLED=1 $(GO) build -tags mpi -o $$tmp/dlrm ./examples/dlrm; \
+	echo "examples/dlrm/testdata/mpi_train.sh   # two ranks train DLRM's sparse tables as one process does"; \
+	timeout 300 bash examples/dlrm/testdata/mpi_train.sh $$tmp/dlrm $(MPIRUN); \
 	echo "test-mpi: ok"
 
 # The concurrency tests under the race detector: training beside
