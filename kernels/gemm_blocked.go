@@ -160,24 +160,38 @@ func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb i
 
 func packedMatchesSgemm(m, n, k int) bool { return level >= AVX2 && gemmSplitK(m, n, k) == 1 }
 
-// gemmSplitK returns how many parts to cut K into, one per thread, or 1.
-// A product with a small C and a long K (a convolution's weight gradient:
-// channels × kernel taps, summed over every pixel of the batch) splits
-// badly by rows or columns: each thread would pack the whole of the long
-// operand it shares. Cut along K instead, each thread packs only its own
-// slice of both; the cost is a partial C per extra thread and one pass to
-// add them.
+// gemmSplitK returns how many parts to cut K into, or 1. A product with a
+// small C and a long K (a convolution's weight gradient: channels ×
+// kernel taps, summed over every pixel of the batch) splits badly by rows
+// or columns: each thread would pack the whole of the long operand it
+// shares. Cut along K instead, each part packs only its own slice of
+// both; the cost is a partial C per extra part and one pass to add them.
+//
+// The parts depend on the shape alone, slabs of gemmKSlab, and a product
+// that splits does so on one thread too: the sums, and so the bits, are
+// the same at every thread count. (One part per thread made a weight
+// gradient's bits depend on KILN_NUM_THREADS.)
 func gemmSplitK(m, n, k int) int {
-	t := Threads()
-	if t < 2 || m*n > gemmSplitKMaxC || k < 4*max(m, n) || k < t*gemmKC || m*n*k < gemmSerialWork {
+	if m*n > gemmSplitKMaxC || k < 4*max(m, n) || k < 2*gemmKSlab || m*n*k < gemmSerialWork {
 		return 1
 	}
-	return t
+	// A multiple of 8 parts shares evenly among 1, 2, 4 or 8 threads (9
+	// parts on 2 threads left one with 5: 11% slower).
+	parts := ((k+gemmKSlab-1)/gemmKSlab + 7) / 8 * 8
+	return min(parts, (gemmSplitKMaxPartial/(m*n)+1)/8*8)
 }
 
-// gemmSplitKMaxC bounds the partial products of a K split (floats of C):
-// 1 MiB each.
+// gemmSplitKMaxC bounds the C of a K split (floats): 1 MiB.
 const gemmSplitKMaxC = 1 << 18
+
+// gemmKSlab is the most K of one part of a split, four K blocks (a part
+// has at least one: k ≥ 2 slabs makes 8 parts of at least gemmKC);
+// gemmSplitKMaxPartial bounds the partial Cs of a split, 16 MiB in all
+// (at least 16 parts' worth for the largest C that splits).
+const (
+	gemmKSlab            = 4 * gemmKC
+	gemmSplitKMaxPartial = 1 << 22
+)
 
 // gemmSplit is one K-split product's arguments, pooled like gemmCall so a
 // call allocates nothing once the pool is warm.

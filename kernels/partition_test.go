@@ -115,9 +115,10 @@ func TestGemmPartition(t *testing.T) {
 	}
 }
 
-// The grid never changes a product's bits: every thread count gives one
-// thread's result exactly, on shapes that take the row split, the column
-// split and two-dimensional grids at 16 and 64 threads.
+// Neither the grid nor a K split changes a product's bits: every thread
+// count gives one thread's result exactly, on shapes that take the row
+// split, the column split, two-dimensional grids at 16 and 64 threads,
+// and K split.
 func TestSgemmThreadsBitwise(t *testing.T) {
 	forEachLevel(t, func(t *testing.T, l Level) {
 		grids := 0
@@ -127,7 +128,9 @@ func TestSgemmThreadsBitwise(t *testing.T) {
 			}
 		}()
 		r := rand.New(rand.NewPCG(5, 6))
-		for _, s := range []struct{ m, n, k int }{{49, 2048, 64}, {1, 1000, 256}, {196, 256, 100}, {50, 70, 300}, {800, 40, 60}, {13, 517, 129}} {
+		// The last two split K (weight gradients' shapes).
+		for _, s := range []struct{ m, n, k int }{{49, 2048, 64}, {1, 1000, 256}, {196, 256, 100}, {50, 70, 300}, {800, 40, 60}, {13, 517, 129},
+			{64, 64, 25088}, {64, 147, 12545}} {
 			a, b := randSlice(r, s.m*s.k), randSlice(r, s.k*s.n)
 			want := make([]float32, s.m*s.n)
 			withThreads(1, func() { Sgemm(false, false, s.m, s.n, s.k, 1, a, s.k, b, s.n, 0, want, s.n) })
