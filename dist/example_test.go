@@ -1,8 +1,10 @@
 package dist_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/dist"
@@ -74,4 +76,32 @@ func ExampleNewDataParallel() {
 	wg.Wait()
 	fmt.Println(final[0] == final[1])
 	// Output: true
+}
+
+// Rank 0 writes a checkpoint; every rank learns how it went, so none runs
+// on past a write that failed. Watch bounds each collective's wait.
+func ExampleOnRank0() {
+	comms, err := dist.Local(2)
+	if err != nil {
+		panic(err)
+	}
+	out := make([]string, 2)
+	var wg sync.WaitGroup
+	for _, comm := range comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer comm.Close()
+			c := dist.Watch(comm, time.Minute)
+			err := dist.OnRank0(c, func() error { return errors.New("disk full") })
+			stop, _ := dist.Any(c, err != nil)
+			out[c.Rank()] = fmt.Sprintf("rank %d: %v, stop %v", c.Rank(), err, stop)
+		}()
+	}
+	wg.Wait()
+	fmt.Println(out[0])
+	fmt.Println(out[1])
+	// Output:
+	// rank 0: disk full, stop true
+	// rank 1: on rank 0: disk full, stop true
 }
