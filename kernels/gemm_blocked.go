@@ -160,79 +160,60 @@ func sgemmImplicitA(ap gemmAPacker, transB bool, m, n, k int, b []float32, ldb i
 
 func packedMatchesSgemm(m, n, k int) bool { return level >= AVX2 && gemmSplitK(m, n, k) == 1 }
 
-// gemmSplitK returns how many parts to cut K into, or 1. A product with a
-// small C and a long K (a convolution's weight gradient: channels ×
-// kernel taps, summed over every pixel of the batch) splits badly by rows
-// or columns: each thread would pack the whole of the long operand it
-// shares. Cut along K instead, each part packs only its own slice of
-// both; the cost is a partial C per extra part and one pass to add them.
-//
-// The parts depend on the shape alone, slabs of gemmKSlab, and a product
-// that splits does so on one thread too: the sums, and so the bits, are
-// the same at every thread count. (One part per thread made a weight
-// gradient's bits depend on KILN_NUM_THREADS.)
-func gemmSplitK(m, n, k int) int {
-	if m*n > gemmSplitKMaxC || k < 4*max(m, n) || k < 2*gemmKSlab || m*n*k < gemmSerialWork {
-		return 1
-	}
-	// A multiple of 8 parts shares evenly among 1, 2, 4 or 8 threads (9
-	// parts on 2 threads left one with 5: 11% slower).
-	parts := ((k+gemmKSlab-1)/gemmKSlab + 7) / 8 * 8
-	return min(parts, (gemmSplitKMaxPartial/(m*n)+1)/8*8)
-}
-
-// gemmSplitKMaxC bounds the C of a K split (floats): 1 MiB.
-const gemmSplitKMaxC = 1 << 18
-
-// gemmKSlab is the most K of one part of a split, four K blocks (a part
-// has at least one: k ≥ 2 slabs makes 8 parts of at least gemmKC);
-// gemmSplitKMaxPartial bounds the partial Cs of a split, 16 MiB in all
-// (at least 16 parts' worth for the largest C that splits).
-const (
-	gemmKSlab            = 4 * gemmKC
-	gemmSplitKMaxPartial = 1 << 22
-)
-
 // gemmSplit is one K-split product's arguments, pooled like gemmCall so a
 // call allocates nothing once the pool is warm.
 type gemmSplit struct {
 	whole   gemmCall  // the product; its c and beta go to the first part
 	step    int       // K per part
+	cells   gemmGrid  // C's cells: a unit is one part's cell
 	partial []float32 // the other parts' C, m×n each, grown as needed
 	run     func(lo, hi int)
+	sum     func(lo, hi int)
 }
 
 var gemmSplitPool = freeList[gemmSplit]{New: func() *gemmSplit {
 	sp := new(gemmSplit)
-	sp.run = sp.parts
+	sp.run, sp.sum = sp.units, sp.addRows
 	return sp
 }}
 
-// sgemmSplitK computes the product as parts products over slices of K run
-// in parallel: the first into C with beta, the others into partials that
-// are then added to C; the epilogue runs last.
+// sgemmSplitK computes the product as parts products over slices of K:
+// the first into C with beta, the others into partials added to C after,
+// in part order; the epilogue runs last. Where the parts do not share
+// evenly among the threads, each part's C is cut into cells too
+// (splitKCells); cells, like threads, never change an element's sums.
 func sgemmSplitK(parts, mr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, ep Epilogue) {
 	sp := gemmSplitPool.get()
 	sp.whole = gemmCall{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, mr: mr}
 	sp.step = (k + parts - 1) / parts
+	sp.cells = splitKCells(m, n, k, sp.step, mr, parts, Threads())
 	sp.partial = growAligned(sp.partial, (parts-1)*m*n)
-	Parallel(parts, m*n*k, sp.run)
-	for p := 1; p < parts; p++ {
-		part := sp.partial[(p-1)*m*n : p*m*n]
-		for i := 0; i < m; i++ {
-			convOps.addTo(c[i*ldc:i*ldc+n], part[i*n:(i+1)*n])
-		}
-	}
+	Parallel(parts*sp.cells.cells(), m*n*k, sp.run)
+	Parallel(m, (parts-1)*m*n, sp.sum)
 	sp.whole = gemmCall{}
 	gemmSplitPool.put(sp)
 	ep.apply(c, ldc, 0, m, 0, n)
 }
 
-// parts computes the parts [lo, hi) of the split, each on this thread.
-func (sp *gemmSplit) parts(lo, hi int) {
+// addRows adds the partials to rows [lo, hi) of C, in part order.
+func (sp *gemmSplit) addRows(lo, hi int) {
 	w := &sp.whole
-	for p := lo; p < hi; p++ {
+	for p := 1; p*sp.step < w.k; p++ {
+		part := sp.partial[(p-1)*w.m*w.n : p*w.m*w.n]
+		for i := lo; i < hi; i++ {
+			convOps.addTo(w.c[i*w.ldc:i*w.ldc+w.n], part[i*w.n:(i+1)*w.n])
+		}
+	}
+}
+
+// units computes the units [lo, hi) of the split, each on this thread:
+// unit u is part u/cells' cell u%cells.
+func (sp *gemmSplit) units(lo, hi int) {
+	w := &sp.whole
+	cells := sp.cells.cells()
+	for u := lo; u < hi; u++ {
+		p := u / cells
 		k0 := p * sp.step
 		kp := min(sp.step, w.k-k0)
 		// Element p of K is column p of a stored A and row p of a stored
@@ -250,8 +231,8 @@ func (sp *gemmSplit) parts(lo, hi int) {
 		}
 		g := gemmCallPool.get()
 		*g = gemmCall{transA: w.transA, transB: w.transB, m: w.m, n: w.n, k: kp, alpha: w.alpha, beta: beta,
-			a: ap, lda: w.lda, b: bp, ldb: w.ldb, c: cp, ldc: ldc, kc: gemmKBlock(kp), mr: w.mr, run: g.run}
-		g.serial()
+			a: ap, lda: w.lda, b: bp, ldb: w.ldb, c: cp, ldc: ldc, kc: gemmKBlock(kp), mr: w.mr, grid: sp.cells, run: g.run}
+		g.part(u%cells, u%cells+1)
 		*g = gemmCall{run: g.run}
 		gemmCallPool.put(g)
 	}
@@ -347,11 +328,6 @@ func gemmRowsSpread(lda, rows int) bool {
 	}
 	return true
 }
-
-// gemmSerialWork is the product size (multiply-adds) below which a GEMM
-// runs on the calling thread: about 10 µs of work, where handing half to
-// a worker costs as much as it saves.
-const gemmSerialWork = 1 << 19
 
 // part computes the grid's cells [lo, hi) as few blocks as it can, each
 // packing its operands once: cells of one column group (the row split)

@@ -156,3 +156,85 @@ func gemmSplitCols(m, n, k, mr int, packedB bool, t int) bool {
 	}
 	return costN <= costM
 }
+
+// splitKCells returns the cells each part of an m×n×k product split into
+// parts slices of K (step each) is cut into on t threads: none (one cell)
+// where the parts share evenly, as at 1, 2, 4 and 8 threads; otherwise a
+// plan for about 4 units a thread, or, where that shares unevenly, the
+// whole tiles.
+func splitKCells(m, n, k, step, mr, parts, t int) gemmGrid {
+	mp, np := (m+mr-1)/mr, (n+gemmNR-1)/gemmNR
+	if parts%t == 0 {
+		return gemmGrid{mp, np, 1, 1}
+	}
+	key := splitKKey{m, n, k, mr, parts, t}
+	if g, ok := splitKPlans.Load(key); ok {
+		return g.(gemmGrid)
+	}
+	w := (4*t + parts - 1) / parts
+	g := gemmPlan(mp, np, w, gemmSplitCols(m, n, step, mr, false, w))
+	if splitKImbalance(g, k, step, parts, t) > gemmBalanced {
+		g = gemmGrid{mp, np, mp, np}
+	}
+	splitKPlans.Store(key, g)
+	return g
+}
+
+type splitKKey struct{ m, n, k, mr, parts, t int }
+
+var splitKPlans sync.Map // splitKKey → gemmGrid
+
+// splitKImbalance is the busiest thread's share over the mean when
+// parts × cells units (unit u: part u/cells' cell u%cells) go to t
+// threads.
+func splitKImbalance(cells gemmGrid, k, step, parts, t int) float64 {
+	var most, total float64
+	nc := cells.cells()
+	for _, ch := range Chunks(parts*nc, t) {
+		var load float64
+		for u := ch.Lo; u < ch.Hi; u++ {
+			p0, p1, q0, q1 := cells.cell(u % nc)
+			load += float64(max(0, min(step, k-u/nc*step)) * (p1 - p0) * (q1 - q0))
+		}
+		most, total = max(most, load), total+load
+	}
+	return most / (total / float64(t))
+}
+
+// gemmSplitK returns how many parts to cut K into, or 1. A product with a
+// small C and a long K (a convolution's weight gradient: channels ×
+// kernel taps, summed over every pixel of the batch) splits badly by rows
+// or columns: each thread would pack the whole of the long operand it
+// shares. Cut along K instead, each part packs only its own slice of
+// both; the cost is a partial C per extra part and one pass to add them.
+//
+// The parts depend on the shape alone, slabs of gemmKSlab, and a product
+// that splits does so on one thread too: the sums, and so the bits, are
+// the same at every thread count. (One part per thread made a weight
+// gradient's bits depend on KILN_NUM_THREADS.)
+func gemmSplitK(m, n, k int) int {
+	if m*n > gemmSplitKMaxC || k < 4*max(m, n) || k < 2*gemmKSlab || m*n*k < gemmSerialWork {
+		return 1
+	}
+	// A multiple of 8 parts shares evenly among 1, 2, 4 or 8 threads (9
+	// parts on 2 threads left one with 5: 11% slower).
+	parts := ((k+gemmKSlab-1)/gemmKSlab + 7) / 8 * 8
+	return min(parts, (gemmSplitKMaxPartial/(m*n)+1)/8*8)
+}
+
+// gemmSplitKMaxC bounds the C of a K split (floats): 1 MiB.
+const gemmSplitKMaxC = 1 << 18
+
+// gemmKSlab is the most K of one part of a split, four K blocks (a part
+// has at least one: k ≥ 2 slabs makes 8 parts of at least gemmKC);
+// gemmSplitKMaxPartial bounds the partial Cs of a split, 16 MiB in all
+// (at least 16 parts' worth for the largest C that splits).
+const (
+	gemmKSlab            = 4 * gemmKC
+	gemmSplitKMaxPartial = 1 << 22
+)
+
+// gemmSerialWork is the product size (multiply-adds) below which a GEMM
+// runs on the calling thread: about 10 µs of work, where handing half to
+// a worker costs as much as it saves.
+const gemmSerialWork = 1 << 19
