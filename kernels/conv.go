@@ -257,7 +257,7 @@ var convJobs = freeList[convJob]{New: func() *convJob {
 	j.sumPartFn, j.planeFn, j.trFn = j.sumParts, j.sumPlaneRange, j.transposeItems
 	j.dwForwardFn, j.dwDataFn, j.dwWeightFn = j.dwForwardRows, j.dwDataRows, j.dwWeightParts
 	j.im2colCFFn, j.col2imCFFn, j.biasCFFn = j.im2colCFRows, j.col2imCFChannels, j.addBiasPlanes
-	j.padFn, j.directFn, j.wPartFn, j.wRedFn = j.padRows, j.directRows, j.weightParts, j.weightReduce
+	j.padFn, j.directFn, j.wPartFn, j.wRedFn = j.padRows, j.directCells, j.weightParts, j.weightReduce
 	return j
 }}
 

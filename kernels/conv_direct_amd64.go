@@ -26,9 +26,14 @@ type directState struct {
 	t0, tb   int       // the block's taps
 	j0, nc   int       // the block's output channels
 	beta, lo float32
-	colBias  *float32
-	biasStep int
-	parts    int // fixed partition of the weight gradient's pixel rows
+	bias     []float32 // the block's bias, from its first channel, or nil
+	grid     gemmGrid  // the forward's cells: output rows × 32-channel blocks
+
+	// The weight gradient: parts of step output rows each (a fixed
+	// partition), each part's dwᵀ cut into cells of panels (12 rows of
+	// dwᵀ, panels per kernel row) × 32-channel blocks.
+	parts, step, panels int
+	cells               gemmGrid
 }
 
 // forwardDirect computes y = conv(x, w) + bias on the direct path and
@@ -53,11 +58,8 @@ func (j *convJob) forwardDirect() bool {
 		kh, kw := t/KW, t%KW
 		d.offs[t] = 4 * (kh*s.Dil[1]*d.wp + kw*s.Dil[2]) * C
 	}
-	K := taps * C
-	nkb := (K + convDirectKC - 1) / convDirectKC
-	tb := (taps + nkb - 1) / nkb
-	kcMax := tb * C
-	nc := max(32, min(O, convDirectB/kcMax/32*32))
+	tb, nc := directBlocking(s)
+	K, kcMax := taps*C, tb*C
 	d.bp = growBuf(&j.bpBuf, kcMax*nc)
 	work := j.rows * j.ow * 2 * nc * kcMax
 	for t0 := 0; t0 < taps; t0 += tb {
@@ -72,14 +74,26 @@ func (j *convJob) forwardDirect() bool {
 		for j0 := 0; j0 < O; j0 += nc {
 			d.j0, d.nc = j0, min(nc, O-j0)
 			packBAVX2(true, j.w, K, t0*C, kc, j0, d.nc, d.bp)
-			d.colBias, d.biasStep = &gemmNegZero[0], 0
+			d.bias = nil
 			if last && j.bias != nil {
-				d.colBias, d.biasStep = &j.bias[j0], 4*2*gemmNR
+				d.bias = j.bias[j0:]
 			}
-			Parallel(j.rows, work, j.directFn)
+			// Rows alone leave workers idle at batch 1 on many cores
+			// (56 rows on 64 workers); the grid then splits channels too.
+			d.grid = gemmPlan(j.rows, d.nc/32, Threads(), false)
+			Parallel(d.grid.cells(), work, j.directFn)
 		}
 	}
 	return true
+}
+
+// directBlocking returns the direct forward's blocks of B: tb kernel taps
+// (all channels of each) by nc output channels.
+func directBlocking(s *ConvShape) (tb, nc int) {
+	taps := s.kSize()
+	nkb := (taps*s.C + convDirectKC - 1) / convDirectKC
+	tb = (taps + nkb - 1) / nkb
+	return tb, max(32, min(s.O, convDirectB/(tb*s.C)/32*32))
 }
 
 // padInput copies j.x into the zero-bordered buffer d.xp. The last panel
@@ -132,21 +146,29 @@ func (j *convJob) padRows(lo, hi int) {
 	}
 }
 
-// directRows runs the current block over output rows [lo, hi) (image and
-// output row together), twelve pixels per kernel call.
-func (j *convJob) directRows(lo, hi int) {
+// directCells runs the current block over cells [lo, hi) of d.grid: its
+// output rows (image and output row together), twelve pixels per kernel
+// call, and its 32-channel blocks.
+func (j *convJob) directCells(lo, hi int) {
 	s, d := &j.s, &j.direct
 	C, O, OH, OW := s.C, s.O, s.Out[1], s.Out[2]
 	sh, sw := s.Stride[1], s.Stride[2]
 	kc := d.tb * C
-	for r := lo; r < hi; r++ {
-		n, oh := r/OH, r%OH
-		in := (n*d.hp + oh*sh) * d.wp
-		for ow0 := 0; ow0 < OW; ow0 += 2 * gemmMR {
-			rows := min(2*gemmMR, OW-ow0)
-			convKernel12x32(d.tb, &d.offs[d.t0], C, &d.xp[(in+ow0*sw)*C], sw*C, &d.bp[0],
-				&j.y[(r*OW+ow0)*O+d.j0], O, d.nc/32, rows, 1, d.beta, d.lo,
-				d.colBias, &gemmNegZero[0], 4*2*gemmNR*kc, 4*2*gemmNR, d.biasStep)
+	for u := lo; u < hi; u++ {
+		r0, r1, q0, q1 := d.grid.cell(u)
+		colBias, biasStep := &gemmNegZero[0], 0
+		if d.bias != nil {
+			colBias, biasStep = &d.bias[q0*32], 4*2*gemmNR
+		}
+		for r := r0; r < r1; r++ {
+			n, oh := r/OH, r%OH
+			in := (n*d.hp + oh*sh) * d.wp
+			for ow0 := 0; ow0 < OW; ow0 += 2 * gemmMR {
+				rows := min(2*gemmMR, OW-ow0)
+				convKernel12x32(d.tb, &d.offs[d.t0], C, &d.xp[(in+ow0*sw)*C], sw*C, &d.bp[q0*32*kc],
+					&j.y[(r*OW+ow0)*O+d.j0+q0*32], O, q1-q0, rows, 1, d.beta, d.lo,
+					colBias, &gemmNegZero[0], 4*2*gemmNR*kc, 4*2*gemmNR, biasStep)
+			}
 		}
 	}
 }
@@ -158,19 +180,8 @@ func (j *convJob) directRows(lo, hi int) {
 // convolution is not on the direct path (or the stride is not 1).
 func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool {
 	s := j.s
-	if level < AVX512 || s.Groups != 1 || s.Stride != [3]int{1, 1, 1} || s.pointwise() {
-		return false
-	}
-	t := s
-	t.C, t.O = s.O, s.C
-	t.In, t.Out = s.Out, s.In
-	for d := range 3 {
-		t.Pad[d] = s.Dil[d]*(s.Kernel[d]-1) - s.Pad[d]
-		if t.Pad[d] < 0 {
-			return false
-		}
-	}
-	if !directFits(&t) {
+	t, ok := directDataShape(&s)
+	if !ok {
 		return false
 	}
 	C, O := s.C, s.O
@@ -196,77 +207,129 @@ func (j *convJob) backwardDataDirect(dy, w, dx []float32) bool {
 	return true
 }
 
+// directDataShape returns the direct forward convolution whose output is
+// s's input gradient, and whether there is one on the direct path.
+func directDataShape(s *ConvShape) (ConvShape, bool) {
+	t := *s
+	if level < AVX512 || s.Groups != 1 || s.Stride != [3]int{1, 1, 1} || s.pointwise() {
+		return t, false
+	}
+	t.C, t.O = s.O, s.C
+	t.In, t.Out = s.Out, s.In
+	for d := range 3 {
+		t.Pad[d] = s.Dil[d]*(s.Kernel[d]-1) - s.Pad[d]
+		if t.Pad[d] < 0 {
+			return t, false
+		}
+	}
+	return t, directFits(&t)
+}
+
 // backwardWeightDirect computes j.dw from j.x and j.dy on the direct path
-// and reports true, or
-// reports false, doing nothing, where it does not apply (as for the
-// forward, and also dilated kernels and rows under 24 pixels).
+// and reports true, or reports false, doing nothing, where it does not
+// apply (as for the forward, and also dilated kernels and rows under 24
+// pixels).
 //
 // For kernel row kh, the (kernel column, channel) pairs an output pixel
 // reads are one run of KW·C floats of the bordered input, so dwᵀ's rows
 // kh·KW·C … are that run and its depth is the output pixels: twelve run
 // elements times 32 output channels per sgemmKernel12x32D call, over the
-// pixels of one output row, with dy's row packed once as the B operand. No
-// im2col matrix is written. Each of a fixed number of parts of the output
-// rows sums into its own dwᵀ; the parts are added in order, so the result
-// does not depend on the thread count.
+// pixels of one output row, with dy's row packed as the B operand. No
+// im2col matrix is written. Each part of the output rows sums into its own
+// dwᵀ, and the parts are added in order. The parts depend on the shape
+// alone (convWeightParts), so the sums, and the bits, are the same at
+// every thread count; where the parts do not share evenly among the
+// threads (or are fewer), each part's dwᵀ is cut into cells too, which
+// never changes an element's sums.
 func (j *convJob) backwardWeightDirect() bool {
 	s := &j.s
-	if !directFits(s) || s.Dil[1] != 1 || s.Dil[2] != 1 || s.Out[2] < 24 {
+	if !directWeightFits(s) {
 		return false
 	}
 	d := &j.direct
-	C, O := s.C, s.O
-	K := s.kSize() * C
+	O := s.O
+	K := s.kSize() * s.C
 	j.padInput()
-	d.parts = min(Threads(), j.rows)
-	part := K * O
-	j.partial = growBuf(&j.wpartBuf, d.parts*(part+j.ow*O))
-	Parallel(d.parts, j.rows*j.ow*2*K*O, j.wPartFn)
-	Parallel(O, K*O*d.parts, j.wRedFn)
+	d.parts, d.step, d.panels, d.cells = directWeightPlan(s, Threads())
+	j.partial = growBuf(&j.wpartBuf, d.parts*K*O)
+	Parallel(d.parts*d.cells.cells(), j.rows*j.ow*2*K*O, j.wPartFn)
+	Parallel(K, K*O*d.parts, j.wRedFn)
 	return true
 }
 
-// weightParts sums parts [lo, hi) of the output rows into their dwᵀ.
+// directWeightFits reports whether the direct weight gradient takes s:
+// as the forward, without dilation, on rows of at least 24 pixels.
+func directWeightFits(s *ConvShape) bool {
+	return directFits(s) && s.Dil[1] == 1 && s.Dil[2] == 1 && s.Out[2] >= 24
+}
+
+// directWeightPlan returns the direct weight gradient's partition on
+// threads workers: parts of step output rows, panels per kernel row of
+// dwᵀ, and each part's cells.
+func directWeightPlan(s *ConvShape, threads int) (parts, step, panels int, cells gemmGrid) {
+	rows, K := s.N*s.Out[0]*s.Out[1], s.kSize()*s.C
+	parts = min(convWeightParts, rows, max(1, gemmSplitKMaxPartial/(K*s.O)))
+	step = (rows + parts - 1) / parts
+	parts = (rows + step - 1) / step
+	panels = (s.Kernel[2]*s.C + 2*gemmMR - 1) / (2 * gemmMR)
+	return parts, step, panels, partCells(s.Kernel[1]*panels, s.O/32, rows, step, parts, threads, true)
+}
+
+// convWeightParts is how many parts the direct weight gradient cuts the
+// output rows into (fewer where there are fewer rows or the partial dwᵀ
+// would pass gemmSplitKMaxPartial): a multiple of 8, so they share evenly
+// among 1, 2, 4 and 8 threads, and few, since each costs a dwᵀ to clear
+// and add (at 64 parts, a tenth of a ResNet-50 3×3 layer's gradient on two
+// cores); cells give more workers their share.
+const convWeightParts = 8
+
+// weightParts computes units [lo, hi) of the weight gradient: unit u is
+// cell u%cells of part u/cells' dwᵀ.
 func (j *convJob) weightParts(lo, hi int) {
 	s, d := &j.s, &j.direct
 	C, O, OH, OW := s.C, s.O, s.Out[1], s.Out[2]
-	KH, KW := s.Kernel[1], s.Kernel[2]
 	sh, sw := s.Stride[1], s.Stride[2]
-	K, run := s.kSize()*C, KW*C
-	stride := K*O + OW*O
-	for p := lo; p < hi; p++ {
-		acc := j.partial[p*stride : p*stride+K*O]
-		bp := j.partial[p*stride+K*O : (p+1)*stride]
-		clear(acc)
-		r0, r1 := p*j.rows/d.parts, (p+1)*j.rows/d.parts
-		for r := r0; r < r1; r++ {
+	K, run := s.kSize()*C, s.Kernel[2]*C
+	pack := getScratchF32(OW * O)
+	defer pack.put()
+	bp := pack.s
+	cells := d.cells.cells()
+	for u := lo; u < hi; u++ {
+		p := u / cells
+		p0, p1, q0, q1 := d.cells.cell(u % cells)
+		acc := j.partial[p*K*O : (p+1)*K*O]
+		c0, c1 := q0*32, q1*32
+		for pi := p0; pi < p1; pi++ {
+			kh, e := pi/d.panels, pi%d.panels*2*gemmMR
+			for i := kh*run + e; i < kh*run+min(e+2*gemmMR, run); i++ {
+				clear(acc[i*O+c0 : i*O+c1])
+			}
+		}
+		for r := p * d.step; r < min((p+1)*d.step, j.rows); r++ {
 			n, oh := r/OH, r%OH
-			packBAVX2(false, j.dy[r*OW*O:], O, 0, OW, 0, O, bp)
-			for kh := range KH {
+			packBAVX2(false, j.dy[r*OW*O:], O, 0, OW, c0, c1-c0, bp)
+			for pi := p0; pi < p1; pi++ {
+				kh, e := pi/d.panels, pi%d.panels*2*gemmMR
 				base := ((n*d.hp + oh*sh + kh) * d.wp) * C
-				for e := 0; e < run; e += 2 * gemmMR {
-					sgemmKernel12x32D(OW, &d.xp[base+e], &bp[0], &acc[(kh*run+e)*O], O, O/32, min(2*gemmMR, run-e),
-						1, 1, negInf, &gemmNegZero[0], &gemmNegZero[0], 0, 4*2*gemmNR*OW, 4*2*gemmNR, 0, 0, sw*C)
-				}
+				sgemmKernel12x32D(OW, &d.xp[base+e], &bp[0], &acc[(kh*run+e)*O+c0], O, q1-q0, min(2*gemmMR, run-e),
+					1, 1, negInf, &gemmNegZero[0], &gemmNegZero[0], 0, 4*2*gemmNR*OW, 4*2*gemmNR, 0, 0, sw*C)
 			}
 		}
 	}
 }
 
-// weightReduce adds the parts' dwᵀ in order into dw, output channels
-// [lo, hi).
+// weightReduce adds the parts' dwᵀ in order, rows [lo, hi) (of K), into
+// the first part's and writes them transposed to dw.
 func (j *convJob) weightReduce(lo, hi int) {
 	s, d := &j.s, &j.direct
 	O, K := s.O, s.kSize()*s.C
-	stride := K*O + j.ow*O
-	for o := lo; o < hi; o++ {
-		row := j.dw[o*K : (o+1)*K]
-		for k := range row {
-			v := j.partial[k*O+o]
-			for p := 1; p < d.parts; p++ {
-				v += j.partial[p*stride+k*O+o]
-			}
-			row[k] = v
+	for k := lo; k < hi; k++ {
+		row := j.partial[k*O : (k+1)*O]
+		for p := 1; p < d.parts; p++ {
+			convOps.addTo(row, j.partial[p*K*O+k*O:p*K*O+(k+1)*O])
+		}
+		for o, v := range row {
+			j.dw[o*K+k] = v
 		}
 	}
 }

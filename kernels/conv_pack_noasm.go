@@ -18,5 +18,5 @@ func (j *convJob) weightReduce(lo, hi int) {}
 
 type directState struct{}
 
-func (j *convJob) padRows(lo, hi int)    {}
-func (j *convJob) directRows(lo, hi int) {}
+func (j *convJob) padRows(lo, hi int)     {}
+func (j *convJob) directCells(lo, hi int) {}

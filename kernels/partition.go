@@ -158,21 +158,27 @@ func gemmSplitCols(m, n, k, mr int, packedB bool, t int) bool {
 }
 
 // splitKCells returns the cells each part of an m×n×k product split into
-// parts slices of K (step each) is cut into on t threads: none (one cell)
-// where the parts share evenly, as at 1, 2, 4 and 8 threads; otherwise a
-// plan for about 4 units a thread, or, where that shares unevenly, the
-// whole tiles.
+// parts slices of K (step each) is cut into on t threads (partCells).
 func splitKCells(m, n, k, step, mr, parts, t int) gemmGrid {
-	mp, np := (m+mr-1)/mr, (n+gemmNR-1)/gemmNR
+	w := (4*t + parts - 1) / parts
+	return partCells((m+mr-1)/mr, (n+gemmNR-1)/gemmNR, k, step, parts, t, gemmSplitCols(m, n, step, mr, false, w))
+}
+
+// partCells returns the cells each of parts slices (step each) of a
+// reduction of length k is cut into, their output being mp×np tiles, on t
+// threads: none (one cell) where the parts share evenly, as at 1, 2, 4
+// and 8 threads for a multiple of 8 parts; otherwise a plan for about 4
+// units a thread (gemmPlan, splitN its one-dimensional choice), or, where
+// that shares unevenly, the whole tiles.
+func partCells(mp, np, k, step, parts, t int, splitN bool) gemmGrid {
 	if parts%t == 0 {
 		return gemmGrid{mp, np, 1, 1}
 	}
-	key := splitKKey{m, n, k, mr, parts, t}
+	key := splitKKey{mp, np, k, step, parts, t, splitN}
 	if g, ok := splitKPlans.Load(key); ok {
 		return g.(gemmGrid)
 	}
-	w := (4*t + parts - 1) / parts
-	g := gemmPlan(mp, np, w, gemmSplitCols(m, n, step, mr, false, w))
+	g := gemmPlan(mp, np, (4*t+parts-1)/parts, splitN)
 	if splitKImbalance(g, k, step, parts, t) > gemmBalanced {
 		g = gemmGrid{mp, np, mp, np}
 	}
@@ -180,7 +186,10 @@ func splitKCells(m, n, k, step, mr, parts, t int) gemmGrid {
 	return g
 }
 
-type splitKKey struct{ m, n, k, mr, parts, t int }
+type splitKKey struct {
+	mp, np, k, step, parts, t int
+	splitN                    bool
+}
 
 var splitKPlans sync.Map // splitKKey → gemmGrid
 
