@@ -27,6 +27,22 @@ func TestChunks(t *testing.T) {
 	}
 }
 
+func TestParallelParts(t *testing.T) {
+	for _, c := range []struct{ n, work, threads, parts int }{
+		{100, minParallelWork - 1, 64, 1},
+		{100, minParallelWork, 2, 2},   // two threads split every call they split before
+		{100, 1 << 30, 2, 2},           // never more chunks than workers
+		{100, minParallelWork, 64, 2},  // a small call on many workers
+		{100, 8 * minChunkWork, 64, 8}, // chunks of minChunkWork
+		{5, 1 << 30, 64, 5},            // never more chunks than units
+		{0, 1 << 30, 64, 0},
+	} {
+		if got := parallelParts(c.n, c.work, c.threads); got != c.parts {
+			t.Errorf("parallelParts(%d, %d, %d) = %d, want %d", c.n, c.work, c.threads, got, c.parts)
+		}
+	}
+}
+
 // gemmShape is one product of a model layer.
 type gemmShape struct {
 	name    string

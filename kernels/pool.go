@@ -16,6 +16,23 @@ import (
 // worker costs a few hundred nanoseconds.
 const minParallelWork = 1 << 15
 
+// minChunkWork is the least work Parallel hands a worker. Handing over a
+// chunk costs the caller a queue send and the worker a wake-up, a few
+// hundred nanoseconds each; a call of 64K multiply-adds cut 64 ways would
+// spend longer handing out its chunks than computing them. At two
+// threads every call above minParallelWork still splits in two.
+const minChunkWork = minParallelWork / 2
+
+// parallelParts returns how many chunks Parallel cuts n units of work
+// into on threads workers: one per worker, but no more than the units,
+// nor than chunks of minChunkWork; and one below minParallelWork.
+func parallelParts(n, work, threads int) int {
+	if work < minParallelWork {
+		return min(n, 1)
+	}
+	return min(n, threads, work/minChunkWork)
+}
+
 // pool is a persistent set of workers kernels split their work across:
 // the process-wide one (workers), whose workers are started lazily and
 // live for the life of the process, or a Pool's pinned threads. No kernel
@@ -168,20 +185,17 @@ func (p *pool) poll(j *job) (t task, ok bool) {
 }
 
 // Parallel splits the index range [0, n) into contiguous chunks (Chunks:
-// one per worker, sizes within one of each other) and calls fn
-// on each, using the worker pool when work (the rough cost of the whole
-// range) is large enough to pay for it. fn must be safe to call
+// one per worker, sizes within one of each other, and no more than work,
+// the rough cost of the whole range, pays for: parallelParts) and calls fn
+// on each, using the worker pool when there is more than one. fn must be safe to call
 // concurrently on disjoint ranges.
 func Parallel(n int, work int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
 	p := currentPool()
-	parts := p.threads
-	if parts > n {
-		parts = n
-	}
-	if parts <= 1 || work < minParallelWork {
+	parts := parallelParts(n, work, p.threads)
+	if parts <= 1 {
 		fn(0, n)
 		return
 	}
