@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -117,4 +118,41 @@ func TestNormPoolThreadsBitwise(t *testing.T) {
 		StridedSum(dst, src, []int{8 * 56 * 56, 64}, []int{0, 1}, []int{64, 1}, 1)
 		return [][]float32{slices.Clone(dst)}
 	})
+}
+
+// BFloat16 convolutions and products give the same bits at every thread
+// count too: the direct and packed-in-place paths (3×3 at 56 and 28
+// columns, batch 1 and 4), the stem, and a weight gradient long enough to
+// cut its pixels into chunks.
+func TestBF16ThreadsBitwise(t *testing.T) {
+	cases := []convCase{
+		{"3x3 56", 1, 64, 64, 1, [3]int{1, 56, 56}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+		{"3x3 28 batch 4", 4, 128, 128, 1, [3]int{1, 28, 28}, [3]int{1, 3, 3}, one3, [3]int{0, 1, 1}, one3},
+		{"pointwise", 2, 64, 256, 1, [3]int{1, 14, 14}, one3, one3, [3]int{}, one3},
+		{"stem", 1, 3, 64, 1, [3]int{1, 64, 64}, [3]int{1, 7, 7}, [3]int{1, 2, 2}, [3]int{0, 3, 3}, one3},
+	}
+	r := rand.New(rand.NewPCG(23, 66))
+	for _, c := range cases {
+		s := c.shape(true)
+		x, _ := randBF16(r, s.xLen())
+		w, _ := randBF16(r, s.wLen())
+		dy, _ := randBF16(r, s.yLen())
+		b := randSlice(r, s.O)
+		sameAtEveryThreadCount(t, "bfloat16 "+c.name, func() [][]float32 {
+			y, dx, dw := make([]float32, s.yLen()), make([]float32, s.xLen()), make([]float32, s.wLen())
+			ConvForwardBF16(&s, x, w, b, y)
+			ConvBackwardDataBF16(&s, dy, w, dx)
+			ConvBackwardWeightBF16(&s, x, dy, dw)
+			return [][]float32{y, dx, dw}
+		})
+	}
+	for _, sh := range []struct{ m, n, k int }{{49, 2048, 512}, {1, 1000, 2048}, {64, 576, 6272}} {
+		a, _ := randBF16(r, sh.m*sh.k)
+		bm, _ := randBF16(r, sh.k*sh.n)
+		sameAtEveryThreadCount(t, fmt.Sprintf("GemmBF16 %d×%d×%d", sh.m, sh.n, sh.k), func() [][]float32 {
+			c := make([]float32, sh.m*sh.n)
+			GemmBF16(false, false, sh.m, sh.n, sh.k, 1, a, sh.k, bm, sh.n, 0, c, sh.n)
+			return [][]float32{c}
+		})
+	}
 }
