@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all demo test race fuzz bench bench-mpi bench-deps fmt vet golden parity
+.PHONY: all demo test race fuzz bench bench-mpi bench-deps device-bin fmt vet golden parity
 
 all: test
 
@@ -125,6 +125,14 @@ fuzz:
 BENCHFLAGS ?=
 bench:
 	$(GO) run ./bench/cmd/kilnbench $(BENCHFLAGS)
+
+# Stripped binaries for bench/device.sh, which runs the checks that need
+# the lent many-core Xeon (AMX kernels, 16-thread rows) where there is no
+# Go toolchain: carry bin/device there.
+device-bin:
+	mkdir -p bin/device
+	$(GO) test -c -ldflags='-s -w' -o bin/device/kernels.test ./kernels
+	$(GO) build -ldflags='-s -w' -o bin/device/kilnbench ./bench/cmd/kilnbench
 
 # Data-parallel scaling on MPI (issue 22): bench/cmd/distbench built with
 # -tags mpi, alone and on 2 ranks of 1 thread over shared memory and TCP
