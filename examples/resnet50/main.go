@@ -152,6 +152,26 @@
 //     infinite stops training with status 1 and an error naming the step
 //     and the parameter: a diverged run never replaces a good checkpoint.
 //
+// # Metrics
+//
+// train appends its numbers to a metrics log (package metrics): a JSON
+// object a line, which kiln plot draws and scripts read, and with
+// --tensorboard DIR the same as TensorBoard scalars in an event file in
+// DIR. Every --metrics-every steps (10) and at the end of each epoch a
+// train record holds the mean loss and top-1 accuracy of the batches since
+// the previous one, the learning rate and the images per second; after
+// each held-out evaluation an eval record holds the held-out loss,
+// accuracy and top5_accuracy (fractions, not percentages). Records carry
+// the step, the 0-based epoch and the run's name, --run or the --arch.
+// The log is --metrics FILE or, with --checkpoint, the checkpoint's name
+// with .metrics.jsonl for its extension (r50.safetensors: r50.metrics.jsonl),
+// so that a run resumed with the same --checkpoint appends to its log, the
+// steps going on from the checkpoint's; --metrics="" writes none. A
+// resumed run logs again the steps its predecessor took after its last
+// checkpoint: a reader keeps the last record of a step. Under mpirun rank 0
+// writes the log, the loss and accuracy of its share of each batch and the
+// images per second of all ranks.
+//
 // # Exit status
 //
 // 0 on success or when stopped by a signal with a checkpoint written, 2
@@ -197,7 +217,7 @@ var commands = []command{
 	{"train", "train a ResNet and report held-out accuracy after each epoch",
 		[]string{"data", "arch", "batch-size", "epochs", "steps", "lr", "momentum", "wd", "channels-last", "dtype",
 			"image-size", "workers", "seed", "checkpoint", "checkpoint-every", "resume", "num-classes", "train-size", "val-size",
-			"val-fraction", "zero-init-residual", "quiet", "dist-timeout", "bucket-mb"},
+			"val-fraction", "zero-init-residual", "quiet", "dist-timeout", "bucket-mb", "metrics", "metrics-every", "tensorboard", "run"},
 		train},
 	{"evaluate", "print the top-1 and top-5 accuracy of weights on held-out images",
 		[]string{"data", "arch", "weights", "batch-size", "image-size", "channels-last", "dtype", "conf", "workers", "val-size",
@@ -277,7 +297,8 @@ type options struct {
 	LR, Momentum, WD, ValFraction           float64
 	ChannelsLast, Quiet, ZeroInit           bool
 	DType, Graph, Out, Conf, Algorithm      string
-	Batches                                 int
+	Batches, MetricsEvery                   int
+	Metrics, TensorBoard, Run               string
 	Symmetric                               bool
 	Seed                                    uint64
 	DistTimeout                             time.Duration
@@ -379,6 +400,18 @@ var flagDefs = map[string]func(fs *flag.FlagSet, o *options){
 	"bucket-mb": func(fs *flag.FlagSet, o *options) {
 		fs.Float64Var(&o.BucketMB, "bucket-mb", float64(dist.DefaultBucketBytes)/(1<<20), "under mpirun: MiB of gradients per allreduce")
 	},
+	"metrics": func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.Metrics, "metrics", "", "append train and eval records to this JSON Lines `file` (default with --checkpoint: its name with .metrics.jsonl for the extension; --metrics=\"\" for none)")
+	},
+	"metrics-every": func(fs *flag.FlagSet, o *options) {
+		fs.IntVar(&o.MetricsEvery, "metrics-every", 10, "log a train record every `N` steps, and at the end of each epoch")
+	},
+	"tensorboard": func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.TensorBoard, "tensorboard", "", "also write the records as TensorBoard scalars to an event file in this `folder`")
+	},
+	"run": func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.Run, "run", "", "the run's `name` in the metrics log (default --arch)")
+	},
 	"quiet": func(fs *flag.FlagSet, o *options) {
 		fs.BoolVar(&o.Quiet, "quiet", false, "draw no progress bar")
 	},
@@ -444,7 +477,7 @@ func (o *options) check(names []string) error {
 		atLeast("image-size", o.ImageSize, 32), atLeast("workers", o.Workers, 0),
 		atLeast("num-classes", o.NumClasses, 1), atLeast("train-size", o.TrainSize, 1),
 		atLeast("val-size", o.ValSize, 1), atLeast("warmup", o.Warmup, 0), atLeast("iters", o.Iters, 1),
-		atLeast("batches", o.Batches, 1),
+		atLeast("batches", o.Batches, 1), atLeast("metrics-every", o.MetricsEvery, 1),
 		atLeast("checkpoint-every", o.CheckpointEvery, 0),
 		nonNegative("lr", o.LR), nonNegative("momentum", o.Momentum), nonNegative("wd", o.WD),
 	} {

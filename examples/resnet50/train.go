@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/datasets"
 	"github.com/kilnml/kiln/dist"
 	"github.com/kilnml/kiln/internal/checkpoint"
+	"github.com/kilnml/kiln/metrics"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
 	"github.com/kilnml/kiln/optim"
@@ -37,9 +39,13 @@ type trainer struct {
 	val  *datasets.DataLoader
 	p    progress // where the run stands
 	// saved is the step at which --checkpoint was last written, -1 before.
-	saved  int
-	stdout io.Writer
-	stderr io.Writer
+	saved int
+	// metrics is the log of --metrics and --tensorboard (rank 0's), nil
+	// when there is none; win holds the batches since its last record.
+	metrics *metrics.Writer
+	win     window
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 func train(o *options, stdout, stderr io.Writer) error {
@@ -151,6 +157,12 @@ func train(o *options, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--checkpoint: %w", err)
 		}
 	}
+	if comm.Rank() == 0 {
+		if t.metrics, err = openMetrics(o); err != nil {
+			return err
+		}
+		defer t.closeMetrics()
+	}
 	for t.more() {
 		if err := t.epoch(ctx); err != nil {
 			return err
@@ -245,6 +257,8 @@ func (t *trainer) epoch(ctx context.Context) error {
 	}
 	bar := kiln.NewProgress(batches*o.BatchSize/world, kiln.ProgressOptions{Description: desc, Quiet: o.Quiet, Writer: t.stderr})
 	nn.Train(t.model, true)
+	epoch := p.Epoch
+	t.win = window{start: time.Now()}
 	for batch, err := range loader.Epoch(0) {
 		if err != nil {
 			return err
@@ -267,6 +281,10 @@ func (t *trainer) epoch(ctx context.Context) error {
 		p.Step++
 		p.EpochStep++
 		bar.Update(len(batch.Indices), loss, right)
+		t.win.add(len(batch.Indices), loss, right)
+		if p.Step%o.MetricsEvery == 0 {
+			t.logTrain()
+		}
 		if !t.more() {
 			break
 		}
@@ -278,6 +296,7 @@ func (t *trainer) epoch(ctx context.Context) error {
 	}
 	bar.Finish()
 	fmt.Fprintln(t.stdout, bar)
+	t.logTrain()
 	if p.EpochStep == t.perEpoch() {
 		t.sched.Step()
 		p.Epoch++
@@ -289,6 +308,7 @@ func (t *trainer) epoch(ctx context.Context) error {
 			return err
 		}
 		fmt.Fprintf(t.stdout, "%s held-out %v after %d steps\n", name, acc, p.Step)
+		t.logEval(epoch, acc)
 	}
 	return t.save()
 }
