@@ -299,14 +299,14 @@ func gemmBalance(n, max, unit int) int {
 func (g *gemmCall) start() {
 	np := (g.n + gemmNR - 1) / gemmNR
 	mp := (g.m + g.mr - 1) / g.mr
-	t := Threads()
+	t := gemmWorkers(g.m, g.n, g.k, g.mr, Threads())
 	g.splitN = gemmSplitCols(g.m, g.n, g.k, g.mr, g.pb != nil, t)
-	if g.m*g.n*g.k < gemmSerialWork {
+	if t == 1 {
 		g.serial()
 		return
 	}
 	g.grid = gemmPlan(mp, np, t, g.splitN)
-	Parallel(g.grid.cells(), g.m*g.n*g.k, g.run)
+	parallelIn(g.grid.cells(), t, g.run)
 }
 
 // serial computes the whole product on the calling thread.

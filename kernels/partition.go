@@ -243,6 +243,33 @@ const (
 	gemmSplitKMaxPartial = 1 << 22
 )
 
+// gemmWorkers returns how many of threads workers an m×n×k product (on
+// tiles mr rows high) is shared among: all of them for a large product,
+// but none with less than gemmMinShare of it, and one below
+// gemmSerialWork. (A 2M multiply-add DLRM layer on 64 workers is 0.3 µs
+// of arithmetic each, less than the caller spends handing the shares
+// out.) Where the tiles are too few for four a worker, only as many as
+// the busiest worker's whole tiles need: 63 tiles on 62 workers leave one
+// with two, and 32 workers finish as soon, with half the hand-overs and
+// packing. At two threads every product that ran in parallel still does.
+func gemmWorkers(m, n, k, mr, threads int) int {
+	work := m * n * k
+	if work < gemmSerialWork {
+		return 1
+	}
+	t := max(1, min(threads, work/gemmMinShare))
+	if tiles := ((m + mr - 1) / mr) * ((n + gemmNR - 1) / gemmNR); tiles < 4*t {
+		per := (tiles + t - 1) / t
+		t = (tiles + per - 1) / per
+	}
+	return t
+}
+
+// gemmMinShare is the least work (multiply-adds) a worker gets of a
+// product: about 2.5 µs at one core's AVX-512 rate, ten times the cost of
+// handing it over.
+const gemmMinShare = gemmSerialWork / 2
+
 // gemmSerialWork is the product size (multiply-adds) below which a GEMM
 // runs on the calling thread: about 10 µs of work, where handing half to
 // a worker costs as much as it saves.

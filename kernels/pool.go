@@ -194,7 +194,23 @@ func Parallel(n int, work int, fn func(lo, hi int)) {
 		return
 	}
 	p := currentPool()
-	parts := parallelParts(n, work, p.threads)
+	p.run(n, parallelParts(n, work, p.threads), fn)
+}
+
+// parallelIn is Parallel with the number of chunks chosen by the caller
+// (at most the pool's threads): a kernel that planned its units for that
+// many workers.
+func parallelIn(n, parts int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	p := currentPool()
+	p.run(n, min(n, parts, p.threads), fn)
+}
+
+// run calls fn on parts balanced chunks of [0, n), the first on the
+// calling goroutine, the others on the pool's workers.
+func (p *pool) run(n, parts int, fn func(lo, hi int)) {
 	if parts <= 1 {
 		fn(0, n)
 		return
