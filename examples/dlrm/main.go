@@ -128,6 +128,25 @@
 //     samples. train prints the oracle AUC (that of the true
 //     probabilities), the best any model can expect.
 //
+// # Metrics
+//
+// train appends its numbers to a metrics log (package metrics): a JSON
+// object a line, which kiln plot draws and scripts read, and with
+// --tensorboard DIR the same as TensorBoard scalars in an event file in
+// DIR. With each "Finished training it" line (every --print-freq
+// iterations and at the end of each epoch) a train record holds the
+// line's loss and accuracy (of the iterations since the previous line),
+// the learning rate of the last iteration and the samples per second;
+// with each test an eval record holds the held-out accuracy, auc and
+// log_loss (fractions, not percentages). Records carry the global
+// iteration as the step, the 0-based epoch and the run's name (--run,
+// dlrm by default). The log is --metrics FILE or, with --save-model, the
+// model file's name with .metrics.jsonl for its extension
+// (dlrm.safetensors: dlrm.metrics.jsonl), so that a run resumed with
+// --load-model and the same --save-model appends to its log, the steps
+// going on from the checkpoint's; --metrics="" writes none. Under mpirun
+// rank 0 writes the log.
+//
 // # Exit status
 //
 // 0 on success, 2 for a wrong command line (an unknown subcommand, flag or
@@ -269,6 +288,7 @@ func parse(cmd command, args []string, stdout io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q (flags only)", fs.Arg(0))
 	}
+	fs.Visit(func(f *flag.Flag) { o.metricsSet = o.metricsSet || f.Name == "metrics" })
 	if cmd.name == "evaluate" && o.LoadModel == "" {
 		return nil, usagef("evaluate needs --load-model, the model file to evaluate")
 	}
@@ -313,6 +333,8 @@ type options struct {
 	NumWorkers, TestNumWorkers                int
 	Out, Graph                                string
 	Warmup, Iters                             int
+	Metrics, TensorBoard, Run                 string
+	metricsSet                                bool // --metrics given, perhaps as ''
 	embeddingSizes, mlpBot, mlpTop            []int
 	lossWeights                               [2]float64
 }
@@ -371,6 +393,9 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Graph, "graph", "", "infer: time this exported graph `file` instead of the model")
 	fs.IntVar(&o.Warmup, "warmup", 3, "infer: untimed passes first")
 	fs.IntVar(&o.Iters, "iters", 20, "infer: timed passes")
+	fs.StringVar(&o.Metrics, "metrics", "", "train: append train and eval records to this JSON Lines `file` (default with --save-model: its name with .metrics.jsonl for the extension; --metrics=\"\" for none)")
+	fs.StringVar(&o.TensorBoard, "tensorboard", "", "train: also write the records as TensorBoard scalars to an event file in this `folder`")
+	fs.StringVar(&o.Run, "run", "dlrm", "train: the run's `name` in the metrics log")
 }
 
 // dashInts parses dlrm's "a-b-c" lists.

@@ -259,6 +259,13 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 			return res, fmt.Errorf("--save-model: %w", err)
 		}
 	}
+	var mlog *metricsLog
+	if comm.Rank() == 0 {
+		if mlog, err = openMetrics(o, stderr); err != nil {
+			return res, err
+		}
+		defer mlog.close()
+	}
 	start := pos // where this process starts
 	evaluate := func(epoch, it int) (bool, error) {
 		pos.Step, pos.Epoch, pos.EpochStep = res.iterations, epoch, it
@@ -277,6 +284,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 			res.best = s
 		}
 		fmt.Fprintf(stdout, "Testing at - %d/%d of epoch %d, %v, best auc %.5f\n", it, perEpoch, epoch, s, res.best.auc)
+		mlog.eval(res.iterations, epoch, s)
 		if improved && o.SaveModel != "" {
 			if err := res.checkpoint(o.SaveModel); err != nil {
 				return false, err
@@ -295,7 +303,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 		ml.epochStart(epoch)
 		bar := kiln.NewProgress(-1, kiln.ProgressOptions{Description: fmt.Sprintf("epoch %d", epoch), Quiet: o.Quiet, Writer: stderr})
 		var lossSum float64
-		var correct, seen, since int
+		var correct, seen, since, global int // global: all ranks' samples
 		t0 := time.Now()
 		// A resumed epoch starts at the first batch not done before the
 		// checkpoint; the order is the uninterrupted run's.
@@ -316,6 +324,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 			var l *autograd.Tensor
 			var p *autograd.Tensor
 			var syncErr error
+			var lr float64
 			err := autograd.Try(func() {
 				opt.ZeroGrad()
 				p = m.Forward(o.autocast(b.dense), b.indices, b.offsets)
@@ -331,6 +340,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 						return
 					}
 				}
+				lr = opt.LR(0)
 				opt.Step()
 				sched.Step()
 			})
@@ -349,6 +359,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 			lossSum += lv * float64(b.size)
 			correct += c
 			seen += b.size
+			global += full
 			since++
 			it++
 			res.iterations++
@@ -358,7 +369,8 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 					line += fmt.Sprintf("%.2f ms/it, ", 1e3*time.Since(t0).Seconds()/float64(since))
 				}
 				fmt.Fprintf(stdout, "%sloss %.6f, accuracy %.3f %%, %.0f samples/s\n", line, lossSum/float64(seen), 100*float64(correct)/float64(seen), bar.Throughput())
-				lossSum, correct, seen, since, t0 = 0, 0, 0, 0, time.Now()
+				mlog.train(res.iterations, epoch, lossSum/float64(seen), float64(correct)/float64(seen), lr, float64(global)/time.Since(t0).Seconds())
+				lossSum, correct, seen, since, global, t0 = 0, 0, 0, 0, 0, time.Now()
 			}
 			if o.TestFreq > 0 && res.iterations%o.TestFreq == 0 && it != perEpoch {
 				stop, err := evaluate(epoch, it)
