@@ -39,7 +39,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"os"
 	"slices"
@@ -216,7 +215,7 @@ func (w *Writer) check(r *Record) error {
 		}
 	}
 	std := len(w.names)
-	for name := range maps.Keys(r.Values) {
+	for name := range r.Values {
 		if slices.Contains(standard, name) {
 			continue
 		}
