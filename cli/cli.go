@@ -45,6 +45,11 @@ Commands:
   cpu [--levels]
         print the CPU, the kernel variants in use and the levels
         KILN_ISA can select (--levels: only those, best first)
+  plot METRICS.jsonl [MORE.jsonl ...] [-o OUT.svg|OUT.png]
+        draw training curves from metrics files (JSON Lines): loss
+        against step, and accuracy (AUC for a run without accuracy),
+        train and eval of each run; several runs share the axes, named
+        by their "run" field or their file (default -o curves.svg)
 
 FILE is a graph written by graph.Save. Run "kiln <command> -h" for the
 command's flags.
@@ -70,6 +75,7 @@ var commands = map[string]command{
 	"quantize": quantizeCmd,
 	"serve":    serveCmd,
 	"cpu":      cpu,
+	"plot":     plotCmd,
 }
 
 // Main runs the kiln command line args (without the program name) and
