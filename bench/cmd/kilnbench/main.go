@@ -4,8 +4,8 @@
 // peak. `make bench` runs it; `make bench-deps` installs the PyTorch
 // reference (Debian's python3-torch with OpenBLAS).
 //
-//	go run ./bench/cmd/kilnbench [-quick] [-out FILE] [-json FILE] [-filter REGEXP]
-//	go run ./bench/cmd/kilnbench -merge a.json,b.json,... [-out FILE]
+//	go run ./bench/cmd/kilnbench [-quick] [-out FILE] [-json FILE] [-plot DIR] [-filter REGEXP]
+//	go run ./bench/cmd/kilnbench -merge a.json,b.json,... [-out FILE] [-plot DIR]
 //
 // Kiln and PyTorch run in child processes, one pair per thread count:
 // Kiln with KILN_NUM_THREADS and GOMAXPROCS set to the count (its worker
@@ -23,6 +23,11 @@
 // -merge renders one report from the -json files of several runs, each
 // row's times being the median over the runs: on a shared machine one run
 // can be disturbed where another is not.
+//
+// -plot DIR also draws each group of rows (the report's sections) as a bar
+// chart of its Kiln/PyTorch speed ratios at each thread count, in
+// DIR/<group>.svg (see plot.go): after a run, or from saved runs with
+// -merge (one file or several), without running anything.
 package main
 
 import (
@@ -53,6 +58,7 @@ func main() {
 		out      = flag.String("out", "", "also write the report (Markdown) to this file")
 		jsonOut  = flag.String("json", "", "write the raw measurements (peaks, every sample) as JSON to this file")
 		merge    = flag.String("merge", "", "comma-separated -json files of earlier runs: report the per-row median over them instead of running")
+		plotDir  = flag.String("plot", "", "also draw a bar chart of each group's Kiln/PyTorch speed ratios, as DIR/<group>.svg (with -merge: from the saved runs, running nothing)")
 		filter   = flag.String("filter", "", "run only workloads whose name matches this regular expression")
 		threadsF = flag.String("threads", "1,2", "comma-separated thread counts")
 		runs     = flag.Int("runs", bench.DefaultRuns, "timed samples per workload (the median is reported)")
@@ -66,10 +72,10 @@ func main() {
 	case *child:
 		err = childMain(*runs)
 	case *merge != "":
-		err = mergeMain(strings.Split(*merge, ","), *out)
+		err = mergeMain(strings.Split(*merge, ","), *out, *plotDir)
 	default:
 		err = runMain(options{quick: *quick, filter: *filter, threads: *threadsF, runs: *runs,
-			python: *python, peakTime: *peakTime}, *out, *jsonOut)
+			python: *python, peakTime: *peakTime}, *out, *jsonOut, *plotDir)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kilnbench:", err)
@@ -131,7 +137,7 @@ type raw struct {
 	Reports   []bench.Report    `json:"reports"`
 }
 
-func runMain(o options, out, jsonOut string) error {
+func runMain(o options, out, jsonOut, plotDir string) error {
 	start := time.Now()
 	if o.runs < 1 {
 		return fmt.Errorf("-runs must be at least 1, got %d", o.runs)
@@ -202,7 +208,7 @@ func runMain(o options, out, jsonOut string) error {
 			return err
 		}
 	}
-	if err := emit(render([]raw{r}), out); err != nil {
+	if err := emit([]raw{r}, out, plotDir); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "kilnbench: done in %s\n", time.Since(start).Round(time.Second))
@@ -259,7 +265,7 @@ func runThreads(ws []bench.Workload, t int, o options, self, script string) ([]b
 	return []bench.Report{kiln.report, torch.report}, nil
 }
 
-func mergeMain(files []string, out string) error {
+func mergeMain(files []string, out, plotDir string) error {
 	var raws []raw
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -275,21 +281,34 @@ func mergeMain(files []string, out string) error {
 	if len(raws) == 0 {
 		return errors.New("-merge: no files")
 	}
-	return emit(render(raws), out)
+	return emit(raws, out, plotDir)
 }
 
-func emit(report, out string) error {
+// emit prints the report of raws, writes it to out where set, and draws
+// its charts in plotDir where set.
+func emit(raws []raw, out, plotDir string) error {
+	rows, peaks := merged(raws)
+	report := render(raws, rows, peaks)
 	fmt.Print(report)
 	if out != "" {
-		return os.WriteFile(out, []byte(report), 0o644)
+		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
+			return err
+		}
 	}
-	return nil
+	if plotDir == "" {
+		return nil
+	}
+	files, err := writePlots(plotDir, rows, raws[0].Threads)
+	for _, f := range files {
+		fmt.Fprintln(os.Stderr, "kilnbench: wrote", f)
+	}
+	return err
 }
 
-// render builds the report of one run, or of several runs of the same
-// workloads with each row's times the median over the runs (and each
-// peak the best).
-func render(raws []raw) string {
+// merged is the rows of one run, or of several runs of the same
+// workloads with each row's times the median over the runs, and the
+// peaks (each the best over the runs).
+func merged(raws []raw) ([]bench.Row, bench.Peaks) {
 	first := raws[0]
 	peaks := newPeaks()
 	peaks.Int8Route = first.Peaks.Int8Route
@@ -320,6 +339,12 @@ func render(raws []raw) string {
 			rows = append(rows, bench.Row{Workload: w, Threads: t, Kiln: k, Torch: p, KilnOK: k.OK(), TorchOK: p.OK()})
 		}
 	}
+	return rows, peaks
+}
+
+// render builds the report of raws from their merged rows and peaks.
+func render(raws []raw, rows []bench.Row, peaks bench.Peaks) string {
+	first := raws[0]
 	return header(raws, peaks) +
 		"\n### Summary: geometric mean of Kiln/PyTorch speed per group\n\n" + bench.Summary(rows, first.Threads) +
 		speedupSection(rows, first.Threads, bench.PrecisionBF16) +
