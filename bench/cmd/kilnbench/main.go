@@ -58,7 +58,7 @@ func main() {
 		out      = flag.String("out", "", "also write the report (Markdown) to this file")
 		jsonOut  = flag.String("json", "", "write the raw measurements (peaks, every sample) as JSON to this file")
 		merge    = flag.String("merge", "", "comma-separated -json files of earlier runs: report the per-row median over them instead of running")
-		plotDir  = flag.String("plot", "", "also draw a bar chart of each group's Kiln/PyTorch speed ratios, as DIR/<group>.svg (with -merge: from the saved runs, running nothing)")
+		plotDir  = flag.String("plot", "", "also draw a bar chart of each group's Kiln/PyTorch speed ratios, as `DIR`/<group>.svg (with -merge: from the saved runs, running nothing)")
 		filter   = flag.String("filter", "", "run only workloads whose name matches this regular expression")
 		threadsF = flag.String("threads", "1,2", "comma-separated thread counts")
 		runs     = flag.Int("runs", bench.DefaultRuns, "timed samples per workload (the median is reported)")
