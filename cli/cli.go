@@ -1,6 +1,8 @@
-// Package cli is the kiln command (cmd/kiln) as a library: it inspects,
-// runs, benchmarks, quantizes and serves graphs saved by graph.Save. Programs that add ops of
-// their own build their own kiln with it, registering those ops first.
+// Package cli is the kiln command (cmd/kiln) as a library: it inspects
+// and draws, runs, benchmarks, quantizes and serves graphs saved by
+// graph.Save, and plots the metrics logs training writes. Programs that
+// add ops of their own build their own kiln with it, registering those
+// ops first.
 package cli
 
 import (
@@ -14,9 +16,10 @@ import (
 const usage = `Usage: kiln <command> [arguments]
 
 Commands:
-  inspect FILE
+  inspect FILE [--dot | --svg] [-o OUT]
         print the graph and its parameter count, and for an int8 graph
-        what runs in int8
+        what runs in int8; --dot writes it in Graphviz DOT, --svg draws
+        it as an SVG picture (no Graphviz needed), to OUT or stdout
   run FILE -i IN.npy [-i IN2.npy ...] [-o OUT.npy ...]
         run the graph on .npy inputs (one per graph input, in order) and
         write its outputs (one -o per output; default out.npy for one)
