@@ -299,12 +299,9 @@ func (j *convJob) weightParts(lo, hi int) {
 		p0, p1, q0, q1 := d.cells.cell(u % cells)
 		acc := j.partial[p*K*O : (p+1)*K*O]
 		c0, c1 := q0*32, q1*32
-		for pi := p0; pi < p1; pi++ {
-			kh, e := pi/d.panels, pi%d.panels*2*gemmMR
-			for i := kh*run + e; i < kh*run+min(e+2*gemmMR, run); i++ {
-				clear(acc[i*O+c0 : i*O+c1])
-			}
-		}
+		// The part's first row overwrites its cell (beta 0: the kernel
+		// reads no C), the others add to it.
+		var beta float32
 		for r := p * d.step; r < min((p+1)*d.step, j.rows); r++ {
 			n, oh := r/OH, r%OH
 			packBAVX2(false, j.dy[r*OW*O:], O, 0, OW, c0, c1-c0, bp)
@@ -312,8 +309,9 @@ func (j *convJob) weightParts(lo, hi int) {
 				kh, e := pi/d.panels, pi%d.panels*2*gemmMR
 				base := ((n*d.hp + oh*sh + kh) * d.wp) * C
 				sgemmKernel12x32D(OW, &d.xp[base+e], &bp[0], &acc[(kh*run+e)*O+c0], O, q1-q0, min(2*gemmMR, run-e),
-					1, 1, negInf, &gemmNegZero[0], &gemmNegZero[0], 0, 4*2*gemmNR*OW, 4*2*gemmNR, 0, 0, sw*C)
+					1, beta, negInf, &gemmNegZero[0], &gemmNegZero[0], 0, 4*2*gemmNR*OW, 4*2*gemmNR, 0, 0, sw*C)
 			}
+			beta = 1
 		}
 	}
 }
