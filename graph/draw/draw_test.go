@@ -16,6 +16,7 @@ import (
 
 	"github.com/kilnml/kiln/autograd"
 	"github.com/kilnml/kiln/graph"
+	"github.com/kilnml/kiln/internal/svgtest"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/nn/models"
 )
@@ -165,27 +166,16 @@ type svgRect struct {
 	x, y, w, h      float64
 }
 
-// parseSVG reads every token of an SVG with encoding/xml, failing the
-// test on any XML error.
+// parseSVG reads an SVG's boxes, edges and text, failing the test on
+// any XML error.
 func parseSVG(t *testing.T, data []byte) svgDoc {
 	t.Helper()
 	var doc svgDoc
-	dec := xml.NewDecoder(bytes.NewReader(data))
 	var group string // id of the enclosing <g>, which names the box
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("SVG is not well-formed XML: %v", err)
-		}
+	for _, tok := range svgtest.Tokens(t, data) {
 		switch tok := tok.(type) {
 		case xml.StartElement:
-			attr := map[string]string{}
-			for _, a := range tok.Attr {
-				attr[a.Name.Local] = a.Value
-			}
+			attr := svgtest.Attrs(tok)
 			f := func(name string) float64 {
 				v, err := strconv.ParseFloat(attr[name], 64)
 				if err != nil {
