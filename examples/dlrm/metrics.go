@@ -15,6 +15,9 @@ import (
 type metricsLog struct {
 	w      *metrics.Writer
 	stderr io.Writer
+	// bce: the training loss is binary cross-entropy, which a test's log
+	// loss is too, so held-out records carry it as their loss as well.
+	bce bool
 }
 
 // openMetrics opens the metrics log the flags ask for, or returns nil.
@@ -37,7 +40,7 @@ func openMetrics(o *options, stderr io.Writer) (*metricsLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &metricsLog{w: w, stderr: stderr}, nil
+	return &metricsLog{w: w, stderr: stderr, bce: o.LossFunction == "bce"}, nil
 }
 
 // train logs a progress line's numbers: after the global iteration step
@@ -49,10 +52,18 @@ func (l *metricsLog) train(step, epoch int, loss, accuracy, lr, samplesPerS floa
 		"loss": loss, "accuracy": accuracy, "lr": lr, "samples_per_s": samplesPerS}})
 }
 
-// eval logs a held-out test after the global iteration step.
+// eval logs a held-out test after the global iteration step: with the
+// bce loss its log loss is also its "loss", on one curve with training's
+// (kiln plot); under mse or wbce the two measure different things.
 func (l *metricsLog) eval(step, epoch int, s scores) {
-	l.log(metrics.Record{Split: metrics.Eval, Step: int64(step), Epoch: epoch, Values: map[string]float64{
-		"accuracy": s.accuracy, "auc": s.auc, "log_loss": s.logLoss}})
+	if l == nil {
+		return
+	}
+	v := map[string]float64{"accuracy": s.accuracy, "auc": s.auc, "log_loss": s.logLoss}
+	if l.bce {
+		v["loss"] = s.logLoss
+	}
+	l.log(metrics.Record{Split: metrics.Eval, Step: int64(step), Epoch: epoch, Values: v})
 }
 
 // log writes r. A log that fails (a full disk) does not stop training:
