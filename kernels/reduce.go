@@ -6,8 +6,9 @@ package kernels
 // dimensions with a non-zero destination stride (the kept ones) must lay dst
 // out densely; every element of dst they reach is written, even when the
 // summed dimensions are empty (giving 0·scale, so a mean over nothing is
-// NaN as in PyTorch). src is read in its memory order. Results are
-// deterministic for a given number of workers (Threads).
+// NaN as in PyTorch). src is read in its memory order. How the sums are
+// split and grouped depends on the shape alone (stridedSumWorkers), so
+// the results are the same bits at every thread count.
 func StridedSum(dst, src []float32, shape, dstStrides, srcStrides []int, scale float64) {
 	stridedCheck("StridedSum", shape, [][]int{dstStrides, srcStrides}, []int{len(dst), len(src)}, []string{"dst", "src"})
 	outN, ext := 1, 1
@@ -87,19 +88,18 @@ func stridedSumInto(acc []float64, src []float32, dims []stridedDim, outN int) {
 		stridedWalk(dims, -1, 0, 0, run(acc))
 		return
 	}
-	threads := Threads()
-	kept := stridedSplit(dims, func(d stridedDim) bool { return d.s1 != 0 })
-	if kept >= 0 && (dims[kept].n >= threads || outN > stridedPartialMax) {
+	kept := stridedSplit(dims, stridedSumWorkers, func(d stridedDim) bool { return d.s1 != 0 })
+	if kept >= 0 && (dims[kept].n >= stridedSumWorkers || outN > stridedPartialMax) {
 		Parallel(dims[kept].n, total, func(lo, hi int) { stridedWalk(dims, kept, lo, hi, run(acc)) })
 		return
 	}
-	summed := stridedSplit(dims, func(d stridedDim) bool { return d.s1 == 0 })
+	summed := stridedSplit(dims, stridedSumWorkers, func(d stridedDim) bool { return d.s1 == 0 })
 	if summed < 0 || outN > stridedPartialMax {
 		stridedWalk(dims, -1, 0, 0, run(acc))
 		return
 	}
 	n := dims[summed].n
-	parts := min(threads, n)
+	parts := min(stridedSumWorkers, n)
 	partial := make([]float64, parts*outN)
 	Parallel(parts, total, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
@@ -113,8 +113,15 @@ func stridedSumInto(acc []float64, src []float32, dims []stridedDim, outN int) {
 	}
 }
 
+// stridedSumWorkers is the worker count StridedSum plans for, whatever
+// the pool's size: a kept loop at least this long is split (disjoint
+// outputs), otherwise a summed loop is cut into this many parts, each
+// with its own partial sums added in order. A plan for the pool's size
+// grouped the sums differently at each thread count.
+const stridedSumWorkers = 16
+
 // stridedPartialMax bounds the output size for which StridedSum gives each
-// worker its own partial sums (threads × outN float64s).
+// part its own partial sums (stridedSumWorkers × outN float64s).
 const stridedPartialMax = 1 << 14
 
 // stridedSumKit is the reference's walk and split on the kit: contiguous
@@ -154,9 +161,8 @@ func stridedSumKitInto(a *stridedArgs) {
 	fold := nd >= 2 && dims[nd-1].s0 == 1 && dims[nd-1].s1 == 1 && dims[nd-2].s1 == 0 && dims[nd-2].s0 == dims[nd-1].n
 	a.split = -1
 	if total >= minParallelWork {
-		threads := Threads()
-		kept := stridedSplit(dims, func(d stridedDim) bool { return d.s1 != 0 })
-		if kept >= 0 && (dims[kept].n >= threads || a.outN > stridedPartialMax) {
+		kept := stridedSplit(dims, stridedSumWorkers, func(d stridedDim) bool { return d.s1 != 0 })
+		if kept >= 0 && (dims[kept].n >= stridedSumWorkers || a.outN > stridedPartialMax) {
 			a.split = kept
 			if fold && kept < nd-1 {
 				a.walk = nd - 1
@@ -164,10 +170,10 @@ func stridedSumKitInto(a *stridedArgs) {
 			stridedJobs.run(dims[kept].n, total, *a, stridedSumWalk)
 			return
 		}
-		summed := stridedSplit(dims, func(d stridedDim) bool { return d.s1 == 0 })
+		summed := stridedSplit(dims, stridedSumWorkers, func(d stridedDim) bool { return d.s1 == 0 })
 		if summed >= 0 && a.outN <= stridedPartialMax {
 			n := dims[summed].n
-			a.split, a.parts = summed, min(threads, n)
+			a.split, a.parts = summed, min(stridedSumWorkers, n)
 			if fold && summed < nd-1 {
 				a.walk = nd - 1
 			}

@@ -139,14 +139,13 @@ func stridedCheck(kernel string, shape []int, strides [][]int, lens []int, names
 
 // stridedSplit picks the loop to divide among workers: the outermost one
 // with at least one iteration per worker, else the longest.
-func stridedSplit(dims []stridedDim, ok func(stridedDim) bool) int {
-	threads := Threads()
+func stridedSplit(dims []stridedDim, workers int, ok func(stridedDim) bool) int {
 	best := -1
 	for i, d := range dims {
 		if !ok(d) || d.n < 2 {
 			continue
 		}
-		if d.n >= threads {
+		if d.n >= workers {
 			return i
 		}
 		if best < 0 || d.n > dims[best].n {
@@ -182,7 +181,7 @@ func StridedCopyBF16(dst, src []uint16, shape, dstStrides, srcStrides []int) {
 	}
 	a.split = -1
 	if total >= minParallelWork {
-		a.split = stridedSplit(dims, func(stridedDim) bool { return true })
+		a.split = stridedSplit(dims, Threads(), func(stridedDim) bool { return true })
 	}
 	if a.split < 0 {
 		stridedCopyRuns(dims, -1, 0, 0, dst, src)
@@ -242,7 +241,7 @@ func stridedCopyGeneric[T any](dst, src []T, shape, dstStrides, srcStrides []int
 	}
 	split := -1
 	if total >= minParallelWork {
-		split = stridedSplit(dims, func(stridedDim) bool { return true })
+		split = stridedSplit(dims, Threads(), func(stridedDim) bool { return true })
 	}
 	if split < 0 {
 		stridedCopyRuns(dims, -1, 0, 0, dst, src)
@@ -321,7 +320,7 @@ func stridedCopyKit(k *vecKit, dst, src []float32, shape, dstStrides, srcStrides
 	}
 	a.split = -1
 	if total >= minParallelWork {
-		a.split = stridedSplit(dims[:a.walk], func(stridedDim) bool { return true })
+		a.split = stridedSplit(dims[:a.walk], Threads(), func(stridedDim) bool { return true })
 	}
 	if a.split < 0 {
 		stridedCopyWalk(&a, 0, 0)

@@ -335,7 +335,8 @@ func TestStridedDoesNotAllocate(t *testing.T) {
 
 // BenchmarkStrided times the strided kernels on a 32×64×28×28 batch: a
 // channels-last to contiguous copy (a transposing walk), a spatial sum of
-// the channels-last layout (sums across memory runs) and a full sum.
+// the channels-last layout (sums across memory runs), a sum of rows of 4
+// (a kept loop too short to split) and a full sum.
 func BenchmarkStrided(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	shape := []int{32, 64, 28, 28}
@@ -362,6 +363,14 @@ func BenchmarkStrided(b *testing.B) {
 		m := startMeter()
 		for b.Loop() {
 			StridedSum(out, src, shape, []int{64, 1, 0, 0}, cl, 1)
+		}
+		m.report(b, float64(4*n))
+	})
+	b.Run("sum-rows-4-columns", func(b *testing.B) {
+		out := make([]float32, 4)
+		m := startMeter()
+		for b.Loop() {
+			StridedSum(out, src, []int{n / 4, 4}, []int{0, 1}, []int{4, 1}, 1)
 		}
 		m.report(b, float64(4*n))
 	})

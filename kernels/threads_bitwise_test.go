@@ -110,14 +110,27 @@ func TestNormPoolThreadsBitwise(t *testing.T) {
 			})
 		}
 	}
-	// A sum over all but the channels of a large channels-last
-	// tensor: the summed dimension splits among the workers.
+	// Sums over all but the channels of a large channels-last tensor
+	// (a bias gradient), with many and with few channels, and over the
+	// rows of a channels-first one: each splits a kept or a summed
+	// dimension, whichever the shape calls for.
 	src := randSlice(r, 8*56*56*64)
-	sameAtEveryThreadCount(t, "strided sum", func() [][]float32 {
-		dst := make([]float32, 64)
-		StridedSum(dst, src, []int{8 * 56 * 56, 64}, []int{0, 1}, []int{64, 1}, 1)
-		return [][]float32{slices.Clone(dst)}
-	})
+	for _, c := range []struct {
+		name                string
+		shape, dstSt, srcSt []int
+		outN                int
+	}{
+		{"64 channels", []int{8 * 56 * 56, 64}, []int{0, 1}, []int{64, 1}, 64},
+		{"3 channels", []int{8 * 56 * 56 * 64 / 3, 3}, []int{0, 1}, []int{3, 1}, 3},
+		{"channels-first", []int{8, 64, 56 * 56}, []int{0, 1, 0}, []int{64 * 56 * 56, 56 * 56, 1}, 64},
+		{"all", []int{8 * 56 * 56 * 64}, []int{0}, []int{1}, 1},
+	} {
+		sameAtEveryThreadCount(t, "strided sum, "+c.name, func() [][]float32 {
+			dst := make([]float32, c.outN)
+			StridedSum(dst, src, c.shape, c.dstSt, c.srcSt, 1)
+			return [][]float32{slices.Clone(dst)}
+		})
+	}
 }
 
 // BFloat16 convolutions and products give the same bits at every thread
