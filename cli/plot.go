@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -70,7 +71,7 @@ const (
 )
 
 // metricsRun is one run's curves: for each split and metric, its points
-// in order of step.
+// in increasing order of step.
 type metricsRun struct {
 	label, file string
 	points      map[curveKey][]curvePoint
@@ -138,7 +139,14 @@ func readMetrics(path string) ([]*metricsRun, error) {
 		}
 		for m, v := range rec.values {
 			k := curveKey{rec.split, m}
-			r.points[k] = append(r.points[k], curvePoint{rec.step, v})
+			ps := r.points[k]
+			if n := len(ps); n > 0 && ps[n-1].step >= rec.step {
+				// A run resumed from a checkpoint logs again from the
+				// checkpoint's step: what the interrupted run logged from
+				// there on is superseded, as TensorBoard discards it.
+				ps = ps[:sort.Search(n, func(i int) bool { return ps[i].step >= rec.step })]
+			}
+			r.points[k] = append(ps, curvePoint{rec.step, v})
 			points++
 		}
 	}
@@ -154,13 +162,6 @@ func readMetrics(path string) ([]*metricsRun, error) {
 		}
 		return nil, fmt.Errorf("%s: no records to plot: none of its %d records has a finite %s, %s or %s",
 			path, records, metricLoss, metricAccuracy, metricAUC)
-	}
-	for _, r := range runs {
-		for _, ps := range r.points {
-			// A resumed run may log a step again; the line still goes
-			// forward.
-			slices.SortStableFunc(ps, func(a, b curvePoint) int { return cmp.Compare(a.step, b.step) })
-		}
 	}
 	return runs, nil
 }

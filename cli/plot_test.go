@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,6 +91,25 @@ func TestPlotLeavesOut(t *testing.T) {
 	}
 	if runs[0].label != "b" {
 		t.Errorf("a run without a run field is named %q, want the file's name b", runs[0].label)
+	}
+}
+
+// A run resumed from a checkpoint at step 10 logs steps 20 and 30 again:
+// those points replace the interrupted run's, as in TensorBoard, and a
+// split the resumed part has not reached yet keeps its points.
+func TestPlotResumed(t *testing.T) {
+	runs, err := readMetrics(plotFixture("resumed.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[curveKey][]curvePoint{
+		{"train", "loss"}: {{10, 2.4}, {20, 2.0}, {30, 1.7}, {40, 1.5}},
+		{"eval", "loss"}:  {{30, 2.0}},
+	}
+	for k, w := range want {
+		if got := runs[0].points[k]; !slices.Equal(got, w) {
+			t.Errorf("%v: %v, want %v", k, got, w)
+		}
 	}
 }
 
