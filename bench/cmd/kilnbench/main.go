@@ -131,6 +131,7 @@ type raw struct {
 	Kiln      string            `json:"kiln_features"`
 	CPU       string            `json:"cpu"`
 	Go        string            `json:"go"`
+	GoEnv     string            `json:"go_env,omitempty"` // GODEBUG and GOGC as Kiln's children got them
 	Torch     map[string]string `json:"torch"`
 	Peaks     bench.Peaks       `json:"peaks"`
 	Workloads []bench.Workload  `json:"workloads"`
@@ -180,8 +181,8 @@ func runMain(o options, out, jsonOut, plotDir string) error {
 	}
 	r := raw{
 		Date: start.Format(time.RFC3339), LoadStart: loadAvg(), Quick: o.quick, Filter: o.filter, Runs: o.runs,
-		Threads: threads, Kiln: kernels.Features(), CPU: cpuDescription(), Go: runtime.Version(), Torch: torchInfo,
-		Workloads: ws,
+		Threads: threads, Kiln: kernels.Features(), CPU: cpuDescription(), Go: runtime.Version(), GoEnv: goEnv(),
+		Torch: torchInfo, Workloads: ws,
 	}
 	fmt.Fprintf(os.Stderr, "kilnbench: %d workloads × %d thread counts\n", len(ws), len(threads))
 	r.Peaks = measurePeaks(threads, o.peakTime, bench.Peaks{})
@@ -611,6 +612,22 @@ func cpuDescription() string {
 		strings.TrimSpace(c.BrandName), c.Family, c.Model, runtime.NumCPU(), c.Cache.L1D>>10, c.Cache.L2>>10, c.Cache.L3>>20)
 }
 
+// goEnv returns the runtime settings Kiln's side inherits that change its
+// speed (README: GODEBUG=madvdontneed=0 for training), as NAME=value
+// pairs, or says that neither is set.
+func goEnv() string {
+	var set []string
+	for _, k := range []string{"GODEBUG", "GOGC"} {
+		if v, ok := os.LookupEnv(k); ok {
+			set = append(set, k+"="+v)
+		}
+	}
+	if len(set) == 0 {
+		return "GODEBUG and GOGC unset"
+	}
+	return strings.Join(set, " ")
+}
+
 func header(raws []raw, peaks bench.Peaks) string {
 	r := raws[0]
 	var b strings.Builder
@@ -626,7 +643,11 @@ func header(raws []raw, peaks bench.Peaks) string {
 	if tv := ti["torchvision"]; tv != "" {
 		torch += ", torchvision " + tv
 	}
-	fmt.Fprintf(&b, "- %s; PyTorch %s, Python %s\n", strings.Replace(r.Go, "go", "Go ", 1), torch, ti["python"])
+	goVersion := strings.Replace(r.Go, "go", "Go ", 1)
+	if r.GoEnv != "" { // runs before it was recorded have none
+		goVersion += " (" + r.GoEnv + ")"
+	}
+	fmt.Fprintf(&b, "- %s; PyTorch %s, Python %s\n", goVersion, torch, ti["python"])
 	fmt.Fprintf(&b, "- PyTorch BLAS (GEMM rows): %s; convolutions: oneDNN %s\n", ti["blas"], ti["onednn"])
 	b.WriteString("- Measured peaks (best of the measurements before and after the rows):")
 	for _, t := range r.Threads {
