@@ -10,7 +10,7 @@ import (
 
 	"github.com/kilnml/kiln/graph"
 	"github.com/kilnml/kiln/graph/draw"
-	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/atomicfile"
 )
 
 // inspect prints a saved graph, a count of its nodes by op and its
@@ -57,7 +57,7 @@ float32 blue, bfloat16 amber, int8 green, uint8 lilac, other dtypes grey.
 		if *out == "" {
 			return write(stdout)
 		}
-		return safetensors.WriteAtomic(*out, write)
+		return atomicfile.Write(*out, write)
 	}
 	fmt.Fprint(stdout, g.String())
 

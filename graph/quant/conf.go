@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -204,7 +204,7 @@ func (c *Conf) Save(path string) error {
 		}
 		return err
 	}
-	if err := safetensors.WriteAtomic(path, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 		return fmt.Errorf("quant: saving %s: %w", path, err)
 	}
 	return nil

@@ -12,10 +12,10 @@ import (
 	"fmt"
 	"image/color"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/kilnml/kiln/internal/atomicfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
@@ -100,34 +100,7 @@ func (f Figure) Save(path string) error {
 	if err := f.WriteTo(&buf, format); err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, buf.Bytes())
-}
-
-// WriteFileAtomic writes data to a temporary file in path's directory and
-// renames it to path, with mode 0644.
-func WriteFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644) // CreateTemp makes it 0600; a picture is to share
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return atomicfile.Write(path, func(w io.Writer) error { _, err := buf.WriteTo(w); return err })
 }
 
 // palette is Tableau 10: distinct hues that stay apart for most colour

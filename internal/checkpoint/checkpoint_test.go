@@ -13,7 +13,7 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/autograd"
-	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/atomicfile"
 	"github.com/kilnml/kiln/nn"
 	"github.com/kilnml/kiln/optim"
 )
@@ -190,7 +190,7 @@ func TestRemoveStale(t *testing.T) {
 	// The name the writer gives its temporary file, caught mid-write.
 	var live string
 	werr := errors.New("stop")
-	err := safetensors.WriteAtomic(path, func(io.Writer) error {
+	err := atomicfile.Write(path, func(io.Writer) error {
 		m, _ := filepath.Glob(filepath.Join(dir, ".ck.safetensors.tmp*"))
 		if len(m) == 1 {
 			live = filepath.Base(m[0])

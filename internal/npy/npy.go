@@ -26,7 +26,7 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln/autograd"
-	"github.com/kilnml/kiln/internal/safetensors"
+	"github.com/kilnml/kiln/internal/atomicfile"
 	"github.com/kilnml/kiln/internal/shape"
 )
 
@@ -327,7 +327,7 @@ var descrOf = map[autograd.DType]string{
 // needs it), in C order whatever t's memory format, bfloat16 as '<f4'. The
 // file is written atomically: a reader never sees it half-written.
 func Write(path string, t *autograd.Tensor) error {
-	if err := safetensors.WriteAtomic(path, func(w io.Writer) error { return encode(w, t) }); err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error { return encode(w, t) }); err != nil {
 		return fmt.Errorf("npy: writing %s: %w", path, err)
 	}
 	return nil

@@ -15,13 +15,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/kilnml/kiln/internal/atomicfile"
 	"github.com/kilnml/kiln/internal/shape"
 )
 
@@ -486,36 +486,5 @@ func Encode(w io.Writer, f *File) error {
 // directory, synced, then renamed over path, so a reader never sees a
 // half-written file.
 func WriteFile(path string, f *File) error {
-	return WriteAtomic(path, func(w io.Writer) error { return Encode(w, f) })
-}
-
-// WriteAtomic creates path (mode 0644) by calling write on a temporary file
-// beside it, syncing and renaming it into place; on any error the temporary
-// file is removed and path is untouched.
-func WriteAtomic(path string, write func(w io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	// CreateTemp makes the file private (0600); a saved model is meant to
-	// be shared like any file the user writes.
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = write(tmp); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, func(w io.Writer) error { return Encode(w, f) })
 }
