@@ -341,7 +341,7 @@ func init() {
 
 // bf16EmptyLike allocates a bfloat16 tensor with x's shape and format.
 func bf16EmptyLike(x *Tensor) *Tensor {
-	return &Tensor{dtype: BFloat16, shape: cloneInts(x.shape), format: x.format, data: alloc[uint16](numel("bf16EmptyLike", x.shape), false)}
+	return resultIn("bf16EmptyLike", x.mode, BFloat16, cloneInts(x.shape), x.format, false)
 }
 
 // bf16GradData returns the output gradient g as bfloat16 data in x's
@@ -358,7 +358,7 @@ func bf16GradData(g, x *Tensor) []uint16 {
 
 // actEmptyLike allocates a float32 tensor with x's shape and format.
 func actEmptyLike(x *Tensor) *Tensor {
-	return &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: uninitF32(numel("actEmptyLike", x.shape))}
+	return resultIn("actEmptyLike", x.mode, Float32, cloneInts(x.shape), x.format, false)
 }
 
 // actGradIn returns the output gradient g as a float32 tensor in x's memory

@@ -150,7 +150,7 @@ func sumToShape(g *Tensor, shape []int, f MemoryFormat) *Tensor {
 func binaryF32(op string, a, b *Tensor, k kernels.BinOp) *Tensor {
 	checkFloat32(op, a, b)
 	t := binaryType(op, a, b)
-	out := &Tensor{dtype: Float32, shape: t.Shape, format: t.Format, data: uninitF32(numel(op, t.Shape))}
+	out := resultIn(op, modeOf(a, b), Float32, t.Shape, t.Format, false)
 	bindBinary(k, a, b, out)()
 	return out
 }

@@ -312,9 +312,9 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *Packed
 	// Packed weights are w's: a reformatted copy is not what was packed.
 	cw, cw16 := packed.forShape(&s, wk)
 	if x.dtype == BFloat16 {
-		return convBF16(op, s, x, w, b, xk, wk, cw16, layout, outShape)
+		return convBF16(op, m, s, x, w, b, xk, wk, cw16, layout, outShape)
 	}
-	out := &Tensor{dtype: Float32, shape: outShape, format: layout, data: alloc[float32](numel(op, outShape), false)} // every element written
+	out := resultIn(op, m, Float32, outShape, layout, false) // every element written
 	bindConv(s, xk, wk, b, out, cw, nil, convEpilogue{})()
 	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
@@ -325,7 +325,7 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *Packed
 		}
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
-			gx = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: xk.format, data: gradBuffer(x.Numel())}
+			gx = gradFor(x, Float32, xk.format)
 			kernels.ConvBackwardData(&s, g.Float32s(), wk.Float32s(), gx.Float32s())
 			if gx.format != x.format {
 				gx = gx.reformat(x.format)
@@ -349,8 +349,8 @@ func convNd(op string, nsp int, x, w, b *Tensor, opt ConvOptions, packed *Packed
 // convBF16 is a convolution on bfloat16 operands: kernels.ConvForwardBF16
 // and its backwards accumulate in float32 (the bias too); the result and
 // the gradients are rounded to bfloat16 once.
-func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, cw16 *kernels.ConvWeightsBF16, layout MemoryFormat, outShape []int) *Tensor {
-	out := &Tensor{dtype: BFloat16, shape: outShape, format: layout, data: alloc[uint16](numel(op, outShape), false)} // every element written
+func convBF16(op string, m Mode, s kernels.ConvShape, x, w, b, xk, wk *Tensor, cw16 *kernels.ConvWeightsBF16, layout MemoryFormat, outShape []int) *Tensor {
+	out := resultIn(op, m, BFloat16, outShape, layout, false) // every element written
 	bindConv(s, xk, wk, b, out, nil, cw16, convEpilogue{})()
 	if traced(x, w, b) {
 		traceConv(op, s, x, w, b, out)
@@ -369,7 +369,7 @@ func convBF16(op string, s kernels.ConvShape, x, w, b, xk, wk *Tensor, cw16 *ker
 		var db []float32
 		// ConvBackwardBF16To writes every element of dx and dw.
 		if xNeeds {
-			gx = &Tensor{dtype: BFloat16, shape: cloneInts(xm.shape), format: layout, data: gradBufferBF16(numel(op, xm.shape))}
+			gx = gradFor(xm, BFloat16, layout)
 			dx = gx.BFloat16s()
 		}
 		if wNeeds {

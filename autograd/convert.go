@@ -7,8 +7,13 @@ import (
 // castTo converts t's elements to dtype without recording on the tape.
 // Float to integer conversion truncates toward zero; float32 to bfloat16
 // rounds to nearest even.
-func (t *Tensor) castTo(dtype DType) *Tensor {
-	out := &Tensor{dtype: dtype, shape: cloneInts(t.shape), format: t.format, data: makeUninit(dtype, t.Numel())}
+func (t *Tensor) castTo(dtype DType) *Tensor { return t.castToIn(t.mode, dtype) }
+
+// castToIn is castTo for a result in mode m, which says where its memory
+// comes from (see Arena).
+func (t *Tensor) castToIn(m Mode, dtype DType) *Tensor {
+	m = m.arenaMode()
+	out := &Tensor{dtype: dtype, shape: cloneInts(t.shape), format: t.format, data: makeUninitIn(m, dtype, t.Numel()), mode: m}
 	t.castInto(out)
 	return out
 }
@@ -50,7 +55,7 @@ func bindCopy(x, y *Tensor) func() {
 		if y.format != Contiguous {
 			return nil
 		}
-		dst = &Tensor{dtype: y.dtype, shape: x.shape, format: Contiguous, data: y.data}
+		dst = &Tensor{dtype: y.dtype, shape: x.shape, format: Contiguous, data: y.data, mode: y.mode.arenaMode()}
 	}
 	return func() { x.reformatInto(dst) }
 }
@@ -192,8 +197,8 @@ func castIn(m Mode, t *Tensor, dtype DType) *Tensor {
 	if t.dtype == dtype {
 		return t
 	}
-	out := t.castTo(dtype)
 	m = m.union(t.mode)
+	out := t.castToIn(m, dtype)
 	if m.trace != nil {
 		traceIn(m, "Cast", castAttrs{dtype.String()}, []*Tensor{t}, []*Tensor{out})
 	}

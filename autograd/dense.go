@@ -21,6 +21,7 @@ var denseTypes = map[DType]tensor.Dtype{
 // NDHWC) array with a thunked transpose to the logical NCHW shape, so the
 // Dense's Shape is the logical one and no data moves.
 func (t *Tensor) Dense() *tensor.Dense {
+	t.checkLive("Dense")
 	order := physicalOrder(t.format, len(t.shape))
 	phys := make([]int, len(order))
 	for i, d := range order {

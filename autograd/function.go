@@ -77,7 +77,7 @@ func (f *Function[A]) Apply(attrs A, inputs ...*Tensor) *Tensor {
 	if y == nil {
 		Fail(f.Name, "Forward returned nil")
 	}
-	out := &Tensor{dtype: y.dtype, shape: cloneInts(y.shape), format: y.format, data: y.data}
+	out := &Tensor{dtype: y.dtype, shape: cloneInts(y.shape), format: y.format, data: y.data, mode: y.mode.arenaMode()}
 	traceIn(m, f.Name, attrs, inputs, []*Tensor{out})
 	saved := y.detached()
 	saved.mode = inner

@@ -116,6 +116,9 @@ func releaseGradBufferBF16(b []uint16) { gradCacheBF16.give(b) }
 // releaseGrad offers gradient g's memory, float32 or bfloat16, for
 // reuse; nothing may use g after.
 func releaseGrad(g *Tensor) {
+	if releaseArenaGrad(g) {
+		return
+	}
 	switch d := g.data.(type) {
 	case []float32:
 		releaseGradBuffer(d)
@@ -134,12 +137,26 @@ func FreeCachedGradients() {
 }
 
 // bf16GradLike is gradLike for a bfloat16 gradient.
-func bf16GradLike(like *Tensor) *Tensor {
-	return &Tensor{dtype: BFloat16, shape: cloneInts(like.shape), format: like.format, data: gradBufferBF16(numel("bf16GradLike", like.shape))}
-}
+func bf16GradLike(like *Tensor) *Tensor { return gradFor(like, BFloat16, like.format) }
 
 // gradLike returns a float32 tensor with like's shape and format and
-// arbitrary contents, for a gradient the caller overwrites entirely.
-func gradLike(like *Tensor) *Tensor {
-	return &Tensor{dtype: Float32, shape: cloneInts(like.shape), format: like.format, data: gradBuffer(numel("gradLike", like.shape))}
+// arbitrary contents, for a gradient the caller overwrites entirely. Its
+// memory comes from like's arena when like is in one (see Arena), else
+// from the gradient cache.
+func gradLike(like *Tensor) *Tensor { return gradFor(like, Float32, like.format) }
+
+// gradSlice returns n elements of arbitrary contents for a gradient in
+// mode m: from m's arena when it has one, else from the gradient cache.
+func gradSlice[T float32 | uint16](m Mode, n int) []T {
+	if m.arena != nil {
+		return arenaSlice[T](m, n, true)
+	}
+	var v []T
+	switch p := any(&v).(type) {
+	case *[]float32:
+		*p = gradBuffer(n)
+	case *[]uint16:
+		*p = gradBufferBF16(n)
+	}
+	return v
 }

@@ -45,7 +45,7 @@ func matmul(op string, a, b *Tensor) *Tensor {
 	if bf16 {
 		return matmulBF16(op, a, b, d)
 	}
-	out := &Tensor{dtype: Float32, shape: d.out, data: uninitF32(numel(op, d.out))}
+	out := resultIn(op, modeOf(a, b), Float32, d.out, Contiguous, false)
 	ac, bc := rowMajor(a), rowMajor(b)
 	bindMatmul(op, d, ac, bc, out)()
 	ad, bd := ac.Float32s(), bc.Float32s()
@@ -206,7 +206,7 @@ func rowMajorReader(x *Tensor, copyAlways bool) func() []float32 {
 // bfloat16 once (gradients of broadcast matrices are summed in float32
 // first).
 func matmulBF16(op string, a, b *Tensor, d matmulDims) *Tensor {
-	out := &Tensor{dtype: BFloat16, shape: d.out, data: alloc[uint16](numel(op, d.out), false)} // every element written
+	out := resultIn(op, modeOf(a, b), BFloat16, d.out, Contiguous, false) // every element written
 	ac, bc := rowMajor(a), rowMajor(b)
 	bindMatmul(op, d, ac, bc, out)()
 	ad, bd := ac.BFloat16s(), bc.BFloat16s()
@@ -374,7 +374,7 @@ func Linear(x, w, b *Tensor) *Tensor {
 	m := modeOf(x, w, b)
 	x, w, b = autocastBF16(m, x), autocastBF16(m, w), autocastBF16(m, b)
 	outShape := linearShape(x, w, b)
-	out := &Tensor{dtype: x.dtype, shape: outShape, data: makeUninit(x.dtype, numel(op, outShape))}
+	out := resultIn(op, m, x.dtype, outShape, Contiguous, false)
 	rows := numel(op, outShape[:len(outShape)-1])
 	xc, wc := rowMajor(x), rowMajor(w)
 	bindLinear(xc, wc, b, out, false)()
@@ -430,7 +430,7 @@ func LinearReLU(x, w, b *Tensor) *Tensor {
 		return ReLU(Linear(x, w, b))
 	}
 	outShape := linearShape(x, w, b)
-	out := &Tensor{dtype: Float32, shape: outShape, data: uninitF32(numel(op, outShape))}
+	out := resultIn(op, modeOf(x, w, b), Float32, outShape, Contiguous, false)
 	xc, wc := rowMajor(x), rowMajor(w)
 	f := bindLinearAct(xc, wc, b, out, false, true)
 	if f == nil {

@@ -151,7 +151,8 @@ func CrossEntropy(logits, target *Tensor, opt CrossEntropyOptions) *Tensor {
 		if g.format != Contiguous {
 			g = g.reformat(Contiguous)
 		}
-		gx := &Tensor{dtype: Float32, shape: cloneInts(logits.shape), format: logits.format, data: make([]float32, len(x))}
+		gx := gradFor(logits, Float32, logits.format)
+		clear(gx.Float32s())
 		kernels.CrossEntropyBackward(&s, x, ts, lse, g.Float32s(), scale, gx.Float32s())
 		return []*Tensor{gx, nil}
 	})

@@ -1,7 +1,8 @@
 package autograd
 
 // Mode is how ops compute on a tensor: whether they record for Backward,
-// whether BF16 autocast applies, and which trace, if any, they report to.
+// whether BF16 autocast applies, which trace, if any, they report to, and
+// which Arena, if any, their results take memory from.
 //
 // A mode belongs to a computation, not to the process or a goroutine: a
 // tensor carries it, and every op's results carry the union of its
@@ -14,6 +15,8 @@ type Mode struct {
 	noGrad   bool
 	autocast bool
 	trace    *traceSession
+	arena    *Arena // where results take their memory; nil: the Go heap
+	gen      uint64 // the arena's step the computation belongs to
 }
 
 // NoGrad reports whether ops in this mode skip recording, as under
@@ -41,6 +44,19 @@ func (m Mode) union(o Mode) Mode {
 		m.trace = o.trace
 	} else if o.trace != nil && o.trace != m.trace {
 		Fail("Trace", "an op mixes tensors of two different traces")
+	}
+	if o.arena != nil {
+		switch {
+		case !o.live():
+			failReset("Arena")
+		case m.arena == nil:
+			m.arena, m.gen = o.arena, o.gen
+		case m.arena != o.arena:
+			Fail("Arena", "an op mixes tensors of two arenas")
+		}
+	}
+	if !m.live() {
+		failReset("Arena")
 	}
 	return m
 }

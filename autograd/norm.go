@@ -115,7 +115,7 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 		checkInPlace(op, x)
 		out = x
 	} else {
-		out = &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: uninitF32(x.Numel())} // every element written
+		out = resultIn(op, x.mode, Float32, cloneInts(x.shape), x.format, false) // every element written
 	}
 	bindBatchNorm(s, x, out, mean, invStd, weight, bias, relu)()
 	if traced(x, runningMean, runningVar, weight, bias) && !training {
@@ -145,6 +145,9 @@ func batchNorm(op string, x, runningMean, runningVar, weight, bias *Tensor, trai
 		}
 		gw, gb, dw, db := bnParamGrads(weight, bias, C)
 		kernels.BatchNormBackward(&s, xd, g.Float32s(), mean, invStd, normF32s(weight), training, dx, dw, db)
+		if relu {
+			releaseGrad(g) // the masked gradient: no one else has seen it
+		}
 		return []*Tensor{gx, nil, nil, gw, gb}
 	})
 }

@@ -98,7 +98,7 @@ func poolType(s *kernels.Pool2dShape, x *Tensor, batched bool) TensorType {
 // poolOutput allocates the result of pooling x to s's output size.
 func poolOutput(op string, s *kernels.Pool2dShape, x *Tensor, batched bool) *Tensor {
 	t := poolType(s, x, batched)
-	return &Tensor{dtype: t.DType, shape: t.Shape, format: t.Format, data: makeData(t.DType, numel(op, t.Shape))}
+	return resultIn(op, x.mode, t.DType, t.Shape, t.Format, true)
 }
 
 // poolApply runs op's forward kernel on x into a new result and records
@@ -241,7 +241,8 @@ func poolGrad(x, out, g *Tensor, run func(dy, dx []float32)) *Tensor {
 	}
 	n := numel("poolGrad", x.shape)
 	if x.dtype != BFloat16 {
-		gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, n)}
+		gx := gradFor(x, Float32, x.format)
+		clear(gx.Float32s())
 		run(g.Float32s(), gx.Float32s())
 		return gx
 	}

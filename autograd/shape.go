@@ -31,7 +31,7 @@ func checkMovable(op, what string, t *Tensor) {
 // shapeAlias returns a tensor sharing t's data, with the given shape and
 // format.
 func shapeAlias(t *Tensor, shape []int, f MemoryFormat) *Tensor {
-	return &Tensor{dtype: t.dtype, shape: cloneInts(shape), format: f, data: t.data}
+	return &Tensor{dtype: t.dtype, shape: cloneInts(shape), format: f, data: t.data, mode: t.mode.arenaMode()}
 }
 
 // sliceData returns data[lo:hi], capped at hi, for storage of any dtype.
@@ -325,7 +325,7 @@ func shapePermuted(t *Tensor, perm []int, prefer MemoryFormat) *Tensor {
 	if r := prefer.rank(); r != 0 && r != len(shape) {
 		prefer = Contiguous
 	}
-	out := &Tensor{dtype: t.dtype, shape: shape, format: prefer, data: makeUninit(t.dtype, t.Numel())}
+	out := resultIn("permute", t.mode, t.dtype, shape, prefer, false)
 	bindPermute(t, out, strides)()
 	return out
 }

@@ -65,7 +65,7 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 	checkF32(op, "input", x)
 	d := softmaxDim(op, x.shape, dim)
 	s := softmaxShape(x.shape, d)
-	out := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: uninitF32(x.Numel())} // every element written
+	out := resultIn(op, x.mode, Float32, cloneInts(x.shape), Contiguous, false) // every element written
 	bindSoftmax(op, x, out, d)()
 	y := out.Float32s()
 	if traced(x) {
@@ -73,7 +73,7 @@ func softmaxOp(op string, x *Tensor, dim int, log bool) *Tensor {
 	}
 	return record(op+"Backward", out, []*Tensor{x}, func(g *Tensor) []*Tensor {
 		g = rowMajor(g)
-		gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), data: uninitF32(x.Numel())} // overwritten
+		gx := gradFor(x, Float32, Contiguous) // overwritten
 		if log {
 			kernels.LogSoftmaxBackward(&s, y, g.Float32s(), gx.Float32s())
 		} else {

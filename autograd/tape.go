@@ -162,6 +162,7 @@ func (t *Tensor) Backward(grad ...*Tensor) { t.backward(false, grad) }
 func (t *Tensor) BackwardRetainGraph(grad ...*Tensor) { t.backward(true, grad) }
 
 func (t *Tensor) backward(retain bool, grad []*Tensor) {
+	t.checkLive("Backward")
 	if !t.requiresGrad {
 		if t.mode.noGrad {
 			failGrad("Backward", "tensor does not require grad: it was computed from a NoGrad computation's result (Detach a NoGrad result, such as a frozen model's output, before using it in a computation that trains)")
@@ -353,6 +354,9 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 					!callers(prev) && !overlaps(prev, gn) && !overlaps(prev, gi) && !stillHeld(prev, ins, grads, leafGrads) {
 					// prev is memory only this sum holds: add in place.
 					grads[e.node] = addInto(prev, gi)
+					if !callers(gi) && freshGrad(gi, j, ins, gn) && !stillHeld(gi, nil, grads, leafGrads) {
+						releaseGrad(gi) // added in: nothing refers to it any more
+					}
 				} else {
 					grads[e.node] = sumGrads(prev, gi)
 				}
@@ -469,7 +473,12 @@ func accumulateLeaf(t, g *Tensor, owned bool) {
 		g, owned = g.reformat(t.format), true
 	}
 	if t.grad == nil {
-		if !owned {
+		switch {
+		case g.mode.arena != nil:
+			// A leaf's gradient outlives the step; an arena's memory
+			// does not.
+			g = heapCopy(g)
+		case !owned:
 			// The gradient may be the caller's or pass through the tape
 			// (an identity backward), so the leaf gets its own copy.
 			g = g.reformat(g.format)

@@ -51,7 +51,7 @@ func numel(op string, dims []int) int {
 // backward closures that need to know what a gradient must look like
 // without keeping t's storage alive.
 func (t *Tensor) meta() *Tensor {
-	return &Tensor{dtype: t.dtype, shape: t.shape, format: t.format}
+	return &Tensor{dtype: t.dtype, shape: t.shape, format: t.format, mode: t.mode.arenaMode()}
 }
 
 // makeData allocates n zeroed elements of dtype for a tensor whose shape
@@ -61,7 +61,27 @@ func makeData(dtype DType, n int) any { return allocData(dtype, n, true) }
 
 // makeUninit is makeData for results the op writes in full before anyone
 // reads them (see internal/uninit): their elements are arbitrary.
-func makeUninit(dtype DType, n int) any { return allocData(dtype, n, false) }
+func makeUninit(dtype DType, n int) any { return makeUninitIn(Mode{}, dtype, n) }
+
+// makeUninitIn is makeUninit for a result in mode m: its memory comes
+// from m's arena when m has one (see Arena).
+func makeUninitIn(m Mode, dtype DType, n int) any {
+	switch dtype {
+	case Float32:
+		return arenaSlice[float32](m, n, false)
+	case BFloat16:
+		return arenaSlice[uint16](m, n, false)
+	case Int8:
+		return arenaSlice[int8](m, n, false)
+	case Uint8:
+		return arenaSlice[uint8](m, n, false)
+	case Int32:
+		return arenaSlice[int32](m, n, false)
+	case Int64:
+		return arenaSlice[int64](m, n, false)
+	}
+	panic(fmt.Sprintf("autograd: makeUninitIn of %v", dtype))
+}
 
 func allocData(dtype DType, n int, zero bool) any {
 	switch dtype {
@@ -119,11 +139,17 @@ func uninitF32(n int) []float32 { return alloc[float32](n, false) }
 // from its first element to the array's end (its capacity), so two views of
 // one array overlap; (0, 0) for no data.
 func (t *Tensor) storage() (uintptr, uintptr) {
-	span := func(p unsafe.Pointer, n, size int) (uintptr, uintptr) {
+	p, n := t.storagePtr()
+	return uintptr(p), n
+}
+
+// storagePtr is storage with the address as a pointer.
+func (t *Tensor) storagePtr() (unsafe.Pointer, uintptr) {
+	span := func(p unsafe.Pointer, n, size int) (unsafe.Pointer, uintptr) {
 		if n == 0 {
-			return 0, 0
+			return nil, 0
 		}
-		return uintptr(p), uintptr(n * size)
+		return p, uintptr(n * size)
 	}
 	switch d := t.data.(type) {
 	case []float32:
@@ -139,7 +165,7 @@ func (t *Tensor) storage() (uintptr, uintptr) {
 	case []int64:
 		return span(unsafe.Pointer(unsafe.SliceData(d)), cap(d), 8)
 	}
-	return 0, 0
+	return nil, 0
 }
 
 func dataLen(data any) int {
@@ -294,6 +320,7 @@ func (t *Tensor) wrongType(want string) {
 // Float32s returns the backing slice of a Float32 tensor in physical
 // (memory-format) order. Writes through it change the tensor.
 func (t *Tensor) Float32s() []float32 {
+	t.checkLive("Float32s")
 	d, ok := t.data.([]float32)
 	if !ok {
 		t.wrongType("float32")
@@ -303,6 +330,7 @@ func (t *Tensor) Float32s() []float32 {
 
 // BFloat16s returns the backing bfloat16 bits of a BFloat16 tensor.
 func (t *Tensor) BFloat16s() []uint16 {
+	t.checkLive("BFloat16s")
 	d, ok := t.data.([]uint16)
 	if !ok {
 		t.wrongType("bfloat16")
@@ -312,6 +340,7 @@ func (t *Tensor) BFloat16s() []uint16 {
 
 // Int8s returns the backing slice of an Int8 tensor.
 func (t *Tensor) Int8s() []int8 {
+	t.checkLive("Int8s")
 	d, ok := t.data.([]int8)
 	if !ok {
 		t.wrongType("int8")
@@ -321,6 +350,7 @@ func (t *Tensor) Int8s() []int8 {
 
 // Uint8s returns the backing slice of a Uint8 tensor.
 func (t *Tensor) Uint8s() []uint8 {
+	t.checkLive("Uint8s")
 	d, ok := t.data.([]uint8)
 	if !ok {
 		t.wrongType("uint8")
@@ -330,6 +360,7 @@ func (t *Tensor) Uint8s() []uint8 {
 
 // Int32s returns the backing slice of an Int32 tensor.
 func (t *Tensor) Int32s() []int32 {
+	t.checkLive("Int32s")
 	d, ok := t.data.([]int32)
 	if !ok {
 		t.wrongType("int32")
@@ -339,6 +370,7 @@ func (t *Tensor) Int32s() []int32 {
 
 // Int64s returns the backing slice of an Int64 tensor.
 func (t *Tensor) Int64s() []int64 {
+	t.checkLive("Int64s")
 	d, ok := t.data.([]int64)
 	if !ok {
 		t.wrongType("int64")
@@ -347,10 +379,14 @@ func (t *Tensor) Int64s() []int64 {
 }
 
 // Data returns the backing slice whatever the dtype.
-func (t *Tensor) Data() any { return t.data }
+func (t *Tensor) Data() any {
+	t.checkLive("Data")
+	return t.data
+}
 
 // Item returns the value of a one-element tensor as float64.
 func (t *Tensor) Item() float64 {
+	t.checkLive("Item")
 	if t.Numel() != 1 {
 		failShape("Item", "tensor of shape %v has %d elements, want 1", t.shape, t.Numel())
 	}
@@ -432,7 +468,8 @@ func (t *Tensor) IsContiguous() bool { return t.format == Contiguous }
 
 // reformat returns a copy of t's data laid out in format f (t unchanged).
 func (t *Tensor) reformat(f MemoryFormat) *Tensor {
-	out := &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: f, data: makeUninit(t.dtype, t.Numel())}
+	m := t.mode.arenaMode()
+	out := &Tensor{dtype: t.dtype, shape: cloneInts(t.shape), format: f, data: makeUninitIn(m, t.dtype, t.Numel()), mode: m}
 	t.reformatInto(out)
 	return out
 }
@@ -529,6 +566,24 @@ func copyData(dst, src any) {
 	}
 }
 
+// zeroData sets every element of data to zero.
+func zeroData(data any) {
+	switch d := data.(type) {
+	case []float32:
+		clear(d)
+	case []uint16:
+		clear(d)
+	case []int8:
+		clear(d)
+	case []uint8:
+		clear(d)
+	case []int32:
+		clear(d)
+	case []int64:
+		clear(d)
+	}
+}
+
 // ContiguousFloat32s returns t's float32 elements in row-major logical
 // order: the backing slice itself when t is contiguous, else a copy.
 func (t *Tensor) ContiguousFloat32s() []float32 { return rowMajor(t).Float32s() }
@@ -536,6 +591,7 @@ func (t *Tensor) ContiguousFloat32s() []float32 { return rowMajor(t).Float32s() 
 // Values returns every element in row-major logical order as float64, a
 // convenience for tests and printing.
 func (t *Tensor) Values() []float64 {
+	t.checkLive("Values")
 	c := rowMajor(t)
 	v := make([]float64, c.Numel())
 	for i := range v {
@@ -555,6 +611,10 @@ func (t *Tensor) String() string {
 		} else {
 			b.WriteString(", requires_grad=true")
 		}
+	}
+	if !t.mode.live() {
+		b.WriteString(", freed by Arena.Reset)")
+		return b.String()
 	}
 	b.WriteString(")\n")
 	vals := t.Values()
