@@ -69,10 +69,10 @@ type Arena struct {
 	limit int64
 
 	mu    sync.Mutex
-	held  int64                // bytes of the blocks below
-	free  map[int][]arenaBlock // by size in bytes; the last was freed last
-	out   []arenaBlock         // handed out this step, in order; size 0 once given back
-	index map[unsafe.Pointer]int
+	held  int64                  // bytes of the blocks below
+	free  map[int][]arenaBlock   // by size in bytes; the last was freed last
+	out   []arenaBlock           // handed out this step, in order; size 0 once given back
+	index map[unsafe.Pointer]int // where each gradient block is in out
 	maps  *arenaMappings
 	stats ArenaStats
 }
@@ -244,7 +244,9 @@ func (a *Arena) take(size int, grad bool) unsafe.Pointer {
 		a.stats.Allocated++
 	}
 	b.grad = grad
-	a.index[b.p] = len(a.out)
+	if grad { // only gradients come back before Reset
+		a.index[b.p] = len(a.out)
+	}
 	a.out = append(a.out, b)
 	a.stats.InUse += int64(size)
 	return b.p

@@ -42,3 +42,30 @@ func ExampleNoGrad() {
 	fmt.Println(y.RequiresGrad(), z.RequiresGrad())
 	// Output: false true
 }
+
+// A training loop takes each step's activations and gradients from an
+// arena and hands them back at the step's end, so every step reuses the
+// memory of the one before instead of asking the garbage collector for
+// more. The parameters and their gradients stay outside it.
+func ExampleArena() {
+	w := autograd.FromFloat32([]float32{0.5, -1}).SetRequiresGrad(true)
+	arena := autograd.NewArena(0)
+	for step := range 3 {
+		x := autograd.FromFloat32([]float32{1, 2})
+		loss := autograd.Sum(autograd.Mul(arena.In(x), w), nil, false) // w·x
+		loss.Backward()
+		fmt.Printf("step %d: loss %.2f\n", step, loss.Item())
+		wd, gd := w.Float32s(), w.Grad().Float32s()
+		for i := range wd {
+			wd[i] -= 0.1 * gd[i]
+		}
+		w.ZeroGrad()
+		arena.Reset() // loss is dead from here on; w is not
+	}
+	fmt.Println(arena.Stats().Reused > 0)
+	// Output:
+	// step 0: loss -1.50
+	// step 1: loss -2.00
+	// step 2: loss -2.50
+	// true
+}

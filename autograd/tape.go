@@ -321,7 +321,9 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 		if n.keepsGrad {
 			// The node's gradients never share gn's memory (its promise),
 			// so what holds gn is known before it runs.
-			n.gradFree = gn.dtype == Float32 && !callers(gn) && !stillHeld(gn, nil, grads, leafGrads)
+			// (An arena's gradient goes back to the arena, not to the
+			// gradient cache the op would hand it to.)
+			n.gradFree = gn.dtype == Float32 && gn.mode.arena == nil && !callers(gn) && !stillHeld(gn, nil, grads, leafGrads)
 		}
 		ins := n.backward(gn)
 		if !retain {

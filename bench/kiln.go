@@ -118,15 +118,17 @@ func Prepare(w Workload) (func(), error) {
 		if err := need(1); err != nil {
 			return nil, err
 		}
-		x := autograd.NoGrad(autograd.FromFloat32(fill(d[0])))
+		// A new output each call, from an arena reset after it, as
+		// PyTorch's caching allocator gives back the block just freed.
+		x, arena := autograd.NoGrad(autograd.FromFloat32(fill(d[0]))), autograd.NewArena(0)
 		switch w.Kind {
 		case KindReLU:
-			return func() { autograd.ReLU(x) }, nil
+			return func() { autograd.ReLU(arena.In(x)); arena.Reset() }, nil
 		case KindGELU:
-			return func() { autograd.GELU(x, "none") }, nil
+			return func() { autograd.GELU(arena.In(x), "none"); arena.Reset() }, nil
 		default:
 			y := autograd.FromFloat32(fill(d[0]))
-			return func() { autograd.Add(x, y) }, nil
+			return func() { autograd.Add(arena.In(x), y); arena.Reset() }, nil
 		}
 
 	case KindReLUInto, KindGELUInto, KindAddInto:
@@ -148,8 +150,8 @@ func Prepare(w Workload) (func(), error) {
 		if err := need(2); err != nil {
 			return nil, err
 		}
-		x := autograd.NoGrad(autograd.FromFloat32(fill(d[0]*d[1]), d[0], d[1]))
-		return func() { autograd.Softmax(x, 1) }, nil
+		x, arena := autograd.NoGrad(autograd.FromFloat32(fill(d[0]*d[1]), d[0], d[1])), autograd.NewArena(0)
+		return func() { autograd.Softmax(arena.In(x), 1); arena.Reset() }, nil
 
 	case KindBatchNorm:
 		if err := need(4); err != nil {
@@ -535,7 +537,8 @@ func resNet50GraphInt8(n, image, batches, batch int) (func(), error) {
 // resNet50TrainStep returns one training step of ResNet-50 on a fixed
 // batch of n images and labels, as torch_bench.py's resnet50_train_step:
 // drop the gradients, forward in train mode, cross-entropy, backward, SGD
-// with momentum 0.9 and weight decay 1e-4.
+// with momentum 0.9 and weight decay 1e-4. Activations and gradients come
+// from an arena reset after each step, as a training loop runs.
 func resNet50TrainStep(n, image int) (func(), error) {
 	model, x := resNet50Input(n, image)
 	nn.Train(model, true)
@@ -544,10 +547,12 @@ func resNet50TrainStep(n, image int) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	arena := autograd.NewArena(0)
 	return func() {
 		opt.ZeroGrad()
-		autograd.CrossEntropy(model.Forward(x), labels, autograd.CrossEntropyOptions{}).Backward()
+		autograd.CrossEntropy(model.Forward(arena.In(x)), labels, autograd.CrossEntropyOptions{}).Backward()
 		opt.Step()
+		arena.Reset()
 	}, nil
 }
 
@@ -567,12 +572,13 @@ func resNet50TrainStepBF16(n, image int) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	opt := o.Optimizer
+	opt, arena := o.Optimizer, autograd.NewArena(0)
 	return func() {
 		opt.ZeroGrad()
-		loss := autograd.CrossEntropy(model.Forward(amp.Autocast(x)), labels, autograd.CrossEntropyOptions{})
+		loss := autograd.CrossEntropy(model.Forward(arena.In(amp.Autocast(x))), labels, autograd.CrossEntropyOptions{})
 		loss.Backward()
 		opt.Step()
+		arena.Reset()
 	}, nil
 }
 

@@ -299,6 +299,9 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 		}
 		return stop, nil
 	}
+	// Each iteration's activations and gradients come from the arena and
+	// go back to it at the iteration's end.
+	arena := autograd.NewArena(0)
 	for epoch := start.Epoch; epoch < o.NEpochs; epoch++ {
 		ml.epochStart(epoch)
 		bar := kiln.NewProgress(-1, kiln.ProgressOptions{Description: fmt.Sprintf("epoch %d", epoch), Quiet: o.Quiet, Writer: stderr})
@@ -327,7 +330,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 			var lr float64
 			err := autograd.Try(func() {
 				opt.ZeroGrad()
-				p = m.Forward(o.autocast(b.dense), b.indices, b.offsets)
+				p = m.Forward(arena.In(o.autocast(b.dense)), b.indices, b.offsets)
 				l = loss(o, p, b.target)
 				if dp == nil {
 					l.Backward()
@@ -355,6 +358,7 @@ func fit(o *options, m *models.DLRM, src source, f *modelFile, ml *mlperfLog, co
 				return res, fmt.Errorf("iteration %d of epoch %d: loss %v: %w", it+1, epoch, lv, errDiverged)
 			}
 			c := countCorrect(float32s(p), b.target.Float32s())
+			arena.Reset()
 			bar.Update(b.size, lv, c)
 			lossSum += lv * float64(b.size)
 			correct += c

@@ -121,6 +121,9 @@ func run(w io.Writer, cfg config) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Each step's activations and gradients come from the arena and go
+	// back to it at the step's end, for the next step to reuse.
+	arena := autograd.NewArena(0)
 	for epoch := range cfg.Epochs {
 		nn.Train(model, true)
 		bar := kiln.NewProgress(train.Len(), kiln.ProgressOptions{Description: fmt.Sprintf("epoch %d", epoch+1), Quiet: cfg.Quiet})
@@ -128,12 +131,13 @@ func run(w io.Writer, cfg config) (float64, error) {
 			if err != nil {
 				return 0, err
 			}
-			logits := forward(batch.Inputs)
+			logits := forward(arena.In(batch.Inputs))
 			loss := autograd.CrossEntropy(logits, batch.Labels, autograd.CrossEntropyOptions{})
 			opt.ZeroGrad()
 			loss.Backward()
 			opt.Step()
 			bar.Update(len(batch.Indices), loss.Item(), correct(logits, batch.Labels))
+			arena.Reset()
 		}
 		bar.Finish()
 		sched.Step()

@@ -44,8 +44,10 @@ type trainer struct {
 	// when there is none; win holds the batches since its last record.
 	metrics *metrics.Writer
 	win     window
-	stdout  io.Writer
-	stderr  io.Writer
+	// arena holds each step's activations and gradients, reset after it.
+	arena  *autograd.Arena
+	stdout io.Writer
+	stderr io.Writer
 }
 
 func train(o *options, stdout, stderr io.Writer) error {
@@ -369,7 +371,11 @@ func (t *trainer) checkFinite(loss float64) error {
 // step trains on one batch (this rank's share of it) and returns its mean
 // loss and how many images it classified right.
 func (t *trainer) step(b datasets.Batch) (float64, int, error) {
-	logits := t.model.Forward(t.o.autocast(b.Inputs))
+	if t.arena == nil {
+		t.arena = autograd.NewArena(0)
+	}
+	defer t.arena.Reset()
+	logits := t.model.Forward(t.arena.In(t.o.autocast(b.Inputs)))
 	loss := autograd.CrossEntropy(logits, b.Labels, autograd.CrossEntropyOptions{})
 	t.opt.ZeroGrad()
 	loss.Backward()
