@@ -319,20 +319,25 @@ func (a *Arena) giveBack(p unsafe.Pointer, size int) bool {
 	return true
 }
 
-// arenaSlice returns n elements of arbitrary contents for a result in
-// mode m: from m's arena when it has one (and the cap allows), else from
-// the heap. grad marks a gradient buffer Backward may give back early.
-func arenaSlice[T uninit.Elem](m Mode, n int, grad bool) []T {
+// arenaSlice returns n elements for a result in mode m: from m's arena
+// when it has one (and the cap allows), else from the heap; zeros if zero,
+// else arbitrary. grad marks a gradient buffer Backward may give back
+// early.
+func arenaSlice[T uninit.Elem](m Mode, n int, grad, zero bool) []T {
 	if m.arena == nil || n == 0 {
-		return alloc[T](n, false)
+		return alloc[T](n, zero)
 	}
 	elem := int(unsafe.Sizeof(*new(T)))
 	p := m.arena.take((n*elem+7)&^7, grad)
 	if p == nil {
-		return alloc[T](n, false)
+		return alloc[T](n, zero)
 	}
 	s := unsafe.Slice((*T)(p), n)
-	uninit.Reused(s)
+	if zero {
+		clear(s)
+	} else {
+		uninit.Reused(s)
+	}
 	return s
 }
 
@@ -373,17 +378,7 @@ func releaseArenaGrad(g *Tensor) bool {
 // arbitrary elements for a result the op writes in full, zeros if zero.
 func resultIn(op string, m Mode, dtype DType, shape []int, format MemoryFormat, zero bool) *Tensor {
 	m = m.arenaMode()
-	n := numel(op, shape)
-	t := &Tensor{dtype: dtype, shape: shape, format: format, mode: m}
-	if m.arena == nil {
-		t.data = allocData(dtype, n, zero)
-		return t
-	}
-	t.data = makeUninitIn(m, dtype, n)
-	if zero {
-		zeroData(t.data)
-	}
-	return t
+	return &Tensor{dtype: dtype, shape: shape, format: format, data: allocIn(m, dtype, numel(op, shape), zero), mode: m}
 }
 
 // gradFor returns a gradient for x with arbitrary elements, for a

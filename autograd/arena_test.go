@@ -3,6 +3,7 @@ package autograd
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,15 +110,7 @@ func TestArenaTrainingBitwise(t *testing.T) {
 }
 
 func bitsEqual(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
 }
 
 // TestArenaReusesLastFreed: after Reset the next result of a size gets
@@ -295,5 +288,61 @@ func TestArenaConcurrent(t *testing.T) {
 				t.Errorf("goroutine %d: parameter %d differs", i, j)
 			}
 		}
+	}
+}
+
+// seqNet has the ops of a transformer-style block and of DLRM's MLPs:
+// matrix products, layer norm, GELU, concatenation, splitting, a
+// transpose, an embedding lookup and reductions.
+type seqNet struct {
+	w1, w2, lnW, lnB, emb *Tensor
+}
+
+func newSeqNet(seed uint64) *seqNet {
+	g := NewGenerator(seed)
+	p := func(t *Tensor) *Tensor { return t.SetRequiresGrad(true) }
+	return &seqNet{w1: p(Randn(g, 8, 6)), w2: p(Randn(g, 6, 8)), lnW: p(Rand(g, 8)), lnB: p(Randn(g, 8)), emb: p(Randn(g, 10, 4))}
+}
+
+func (n *seqNet) params() []*Tensor { return []*Tensor{n.w1, n.w2, n.lnW, n.lnB, n.emb} }
+
+func (n *seqNet) loss(x, idx *Tensor) *Tensor {
+	h := GELU(LayerNorm(Linear(x, n.w1, nil), []int{8}, n.lnW, n.lnB, 1e-5), "none")
+	h = Matmul(h, Transpose(n.w2, 0, 1)) // [5, 6]
+	parts := Split(h, 3, 1)
+	h = Cat([]*Tensor{parts[1], Embedding(idx, n.emb), parts[0]}, 1) // [5, 3+4+3]
+	return Add(Sum(Mul(h, h), nil, false), Sum(Mean(h, []int{0}, false), nil, false))
+}
+
+// TestArenaSequenceBitwise: TestArenaTrainingBitwise for seqNet.
+func TestArenaSequenceBitwise(t *testing.T) {
+	plain, inArena := newSeqNet(3), newSeqNet(3)
+	arena := NewArena(0)
+	for s := range 3 {
+		g := NewGenerator(uint64(30 + s))
+		x, idx := Randn(g, 5, 6), RandInt(g, 0, 10, 5)
+		for _, n := range []*seqNet{plain, inArena} {
+			in := x
+			if n == inArena {
+				in = arena.In(x)
+			}
+			n.loss(in, idx).Backward()
+			for _, p := range n.params() {
+				pd, gd := p.Float32s(), p.Grad().Float32s()
+				for i := range pd {
+					pd[i] -= 0.01 * gd[i]
+				}
+				p.ZeroGrad()
+			}
+		}
+		arena.Reset()
+	}
+	for i, p := range inArena.params() {
+		if !bitsEqual(p.Float32s(), plain.params()[i].Float32s()) {
+			t.Errorf("parameter %d differs after arena steps", i)
+		}
+	}
+	if arena.Stats().Reused == 0 {
+		t.Error("nothing reused")
 	}
 }

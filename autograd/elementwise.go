@@ -196,7 +196,7 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 		// A broadcast: computed in float32 on widened copies and rounded
 		// once, but one op, not a chain of casts.
 		t := binaryType(op, a, b)
-		out = &Tensor{dtype: BFloat16, shape: t.Shape, format: t.Format, data: make([]uint16, numel(op, t.Shape))}
+		out = resultIn(op, modeOf(a, b), BFloat16, t.Shape, t.Format, true)
 	default:
 		out = binaryOp(op, k, Cast(a, Float32), Cast(b, Float32))
 		if binaryType(op, a, b).DType == BFloat16 {

@@ -149,7 +149,7 @@ func gradLike(like *Tensor) *Tensor { return gradFor(like, Float32, like.format)
 // mode m: from m's arena when it has one, else from the gradient cache.
 func gradSlice[T float32 | uint16](m Mode, n int) []T {
 	if m.arena != nil {
-		return arenaSlice[T](m, n, true)
+		return arenaSlice[T](m, n, true, false)
 	}
 	var v []T
 	switch p := any(&v).(type) {
@@ -160,3 +160,9 @@ func gradSlice[T float32 | uint16](m Mode, n int) []T {
 	}
 	return v
 }
+
+// gradData returns n float32 elements of arbitrary contents for the
+// gradient of t, from t's arena when t is in one, else from the gradient
+// cache. The tensor built on them must carry t's arena mode (linearGrad
+// does), so that Backward gives them back to the right place.
+func gradData(t *Tensor, n int) []float32 { return gradSlice[float32](t.mode.arenaMode(), n) }

@@ -8,7 +8,7 @@ import (
 // linearGrad wraps a row-major gradient in a tensor of t's shape and
 // memory format.
 func linearGrad(t *Tensor, data []float32) *Tensor {
-	g := &Tensor{dtype: Float32, shape: cloneInts(t.shape), data: data}
+	g := &Tensor{dtype: Float32, shape: cloneInts(t.shape), data: data, mode: t.mode.arenaMode()}
 	if t.format != Contiguous {
 		g = g.reformat(t.format)
 	}
@@ -60,12 +60,12 @@ func matmul(op string, a, b *Tensor) *Tensor {
 			gd := rowMajor(g).Float32s()
 			var ga, gb *Tensor
 			if a.requiresGrad {
-				d := gradBuffer(len(ad))
+				d := gradData(a, len(ad))
 				kernels.Sgemm(false, true, rows, k, m, 1, gd, m, bd, m, 0, d, k)
 				ga = linearGrad(a, d)
 			}
 			if b.requiresGrad {
-				d := gradBuffer(len(bd))
+				d := gradData(b, len(bd))
 				kernels.Sgemm(true, false, k, m, rows, 1, ad, k, gd, m, 0, d, m)
 				gb = linearGrad(b, d)
 			}
@@ -79,12 +79,12 @@ func matmul(op string, a, b *Tensor) *Tensor {
 		var ga, gb *Tensor
 		if a.requiresGrad {
 			// Batches that shared a matrix of a (broadcast) add into it.
-			d := gradBuffer(len(ad))
+			d := gradData(a, len(ad))
 			kernels.SgemmBatched(false, true, n, k, m, 1, gd, cOff, m, bd, bOff, m, 0, d, aOff, k)
 			ga = linearGrad(a, d)
 		}
 		if b.requiresGrad {
-			d := gradBuffer(len(bd))
+			d := gradData(b, len(bd))
 			kernels.SgemmBatched(true, false, k, m, n, 1, ad, aOff, k, gd, cOff, m, 0, d, bOff, m)
 			gb = linearGrad(b, d)
 		}
@@ -400,12 +400,12 @@ func linearBackward(x, w, b, xc, wc *Tensor, rows int, relu []float32) func(g *T
 		}
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
-			d := gradBuffer(len(xd))
+			d := gradData(x, len(xd))
 			kernels.Sgemm(false, false, rows, inF, outF, 1, gd, outF, wd, inF, 0, d, inF)
 			gx = linearGrad(x, d)
 		}
 		if w.requiresGrad {
-			d := gradBuffer(len(wd))
+			d := gradData(w, len(wd))
 			kernels.Sgemm(true, false, outF, inF, rows, 1, gd, outF, xd, inF, 0, d, inF)
 			gw = linearGrad(w, d)
 		}

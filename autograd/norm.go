@@ -351,7 +351,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	xc := rowMajor(x)
 	stats := make([]float64, 2*rows)
 	mean, rstd := stats[:rows], stats[rows:]
-	out := Zeros(x.shape...)
+	out := resultIn(op, x.mode, Float32, cloneInts(x.shape), Contiguous, true)
 	bindLayerNorm(xc, weight, bias, out, rows, n, eps, stats)()
 	if traced(x, weight, bias) {
 		trace(op, layerNormAttrs{cloneInts(normalizedShape), eps}, []*Tensor{x, weight, bias}, []*Tensor{out})
@@ -361,8 +361,9 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 		var gx, gw, gb *Tensor
 		var dx, dw, db []float32
 		if x.requiresGrad {
-			gx = Zeros(x.shape...)
+			gx = gradFor(x, Float32, Contiguous)
 			dx = gx.Float32s()
+			clear(dx)
 		}
 		if weight != nil && weight.requiresGrad {
 			gw = Zeros(normalizedShape...)

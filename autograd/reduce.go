@@ -93,7 +93,7 @@ func reduceSum(op string, x *Tensor, dims []int, keepDim, mean bool) *Tensor {
 	if mean {
 		scale = 1 / float64(count) // +Inf for no elements, so the mean is NaN
 	}
-	out := &Tensor{dtype: Float32, shape: outShape, data: make([]float32, numel(op, outShape))}
+	out := resultIn(op, x.mode, Float32, outShape, Contiguous, true)
 	dst := reduceStrides(reduced, keepDim, stridesOf(outShape, Contiguous))
 	kernels.StridedSum(out.Float32s(), x.Float32s(), x.shape, dst, stridesOf(x.shape, x.format), scale)
 	if traced(x) {
@@ -114,7 +114,8 @@ func reduceSum(op string, x *Tensor, dims []int, keepDim, mean bool) *Tensor {
 			}
 			gd = s
 		}
-		gx := &Tensor{dtype: Float32, shape: cloneInts(x.shape), format: x.format, data: make([]float32, x.Numel())}
+		gx := gradFor(x, Float32, x.format)
+		clear(gx.Float32s())
 		src := reduceStrides(reduced, keepDim, stridesOf(g.shape, g.format))
 		kernels.StridedCopy(gx.Float32s(), gd, x.shape, stridesOf(x.shape, x.format), src)
 		return []*Tensor{gx}

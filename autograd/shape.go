@@ -384,7 +384,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		}
 	}
 	dim = d
-	out := &Tensor{dtype: t.DType, shape: t.Shape, format: t.Format, data: makeData(t.DType, numel(op, t.Shape))}
+	out := resultIn(op, modeOf(xs...), t.DType, t.Shape, t.Format, true)
 	bindPieces(dim, out, xs, true)()
 	inputs := append([]*Tensor(nil), xs...)
 	if traced(inputs...) {
@@ -396,7 +396,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		off := 0
 		for i, x := range inputs {
 			if x.requiresGrad {
-				gx := &Tensor{dtype: g.dtype, shape: cloneInts(x.shape), format: x.format, data: makeData(g.dtype, x.Numel())}
+				gx := resultIn(op, g.mode, g.dtype, cloneInts(x.shape), x.format, true)
 				if x.Numel() > 0 {
 					stridedCopyData(gx.data, 0, g.data, off*gs[dim], x.shape, gx.Strides(), gs)
 				}
@@ -555,7 +555,7 @@ func shapeSplit(op string, x *Tensor, sizes []int, dim int) []*Tensor {
 		}
 		lo := off
 		chunks[i] = record(op+"Backward", c, []*Tensor{x}, func(g *Tensor) []*Tensor {
-			gx := &Tensor{dtype: g.dtype, shape: cloneInts(x.shape), format: x.format, data: makeData(g.dtype, x.Numel())}
+			gx := resultIn(op, g.mode, g.dtype, cloneInts(x.shape), x.format, true)
 			if g.Numel() > 0 {
 				stridedCopyData(gx.data, lo*xs[dim], g.data, 0, g.shape, xs, g.Strides())
 			}

@@ -57,48 +57,35 @@ func (t *Tensor) meta() *Tensor {
 // makeData allocates n zeroed elements of dtype for a tensor whose shape
 // has been checked, by empty for shapes callers pass and by construction
 // for those derived from existing tensors.
-func makeData(dtype DType, n int) any { return allocData(dtype, n, true) }
+func makeData(dtype DType, n int) any { return allocIn(Mode{}, dtype, n, true) }
 
 // makeUninit is makeData for results the op writes in full before anyone
 // reads them (see internal/uninit): their elements are arbitrary.
-func makeUninit(dtype DType, n int) any { return makeUninitIn(Mode{}, dtype, n) }
+func makeUninit(dtype DType, n int) any { return allocIn(Mode{}, dtype, n, false) }
 
 // makeUninitIn is makeUninit for a result in mode m: its memory comes
 // from m's arena when m has one (see Arena).
-func makeUninitIn(m Mode, dtype DType, n int) any {
-	switch dtype {
-	case Float32:
-		return arenaSlice[float32](m, n, false)
-	case BFloat16:
-		return arenaSlice[uint16](m, n, false)
-	case Int8:
-		return arenaSlice[int8](m, n, false)
-	case Uint8:
-		return arenaSlice[uint8](m, n, false)
-	case Int32:
-		return arenaSlice[int32](m, n, false)
-	case Int64:
-		return arenaSlice[int64](m, n, false)
-	}
-	panic(fmt.Sprintf("autograd: makeUninitIn of %v", dtype))
-}
+func makeUninitIn(m Mode, dtype DType, n int) any { return allocIn(m, dtype, n, false) }
 
-func allocData(dtype DType, n int, zero bool) any {
+// allocIn returns n elements of dtype for a result in mode m, from m's
+// arena when it has one, else from the heap: zeros if zero, else
+// arbitrary.
+func allocIn(m Mode, dtype DType, n int, zero bool) any {
 	switch dtype {
 	case Float32:
-		return alloc[float32](n, zero)
+		return arenaSlice[float32](m, n, false, zero)
 	case BFloat16:
-		return alloc[uint16](n, zero)
+		return arenaSlice[uint16](m, n, false, zero)
 	case Int8:
-		return alloc[int8](n, zero)
+		return arenaSlice[int8](m, n, false, zero)
 	case Uint8:
-		return alloc[uint8](n, zero)
+		return arenaSlice[uint8](m, n, false, zero)
 	case Int32:
-		return alloc[int32](n, zero)
+		return arenaSlice[int32](m, n, false, zero)
 	case Int64:
-		return alloc[int64](n, zero)
+		return arenaSlice[int64](m, n, false, zero)
 	}
-	panic(fmt.Sprintf("autograd: makeData of %v", dtype))
+	panic(fmt.Sprintf("autograd: allocIn of %v", dtype))
 }
 
 func alloc[T uninit.Elem](n int, zero bool) []T {
@@ -563,24 +550,6 @@ func copyData(dst, src any) {
 		copy(d, src.([]int32))
 	case []int64:
 		copy(d, src.([]int64))
-	}
-}
-
-// zeroData sets every element of data to zero.
-func zeroData(data any) {
-	switch d := data.(type) {
-	case []float32:
-		clear(d)
-	case []uint16:
-		clear(d)
-	case []int8:
-		clear(d)
-	case []uint8:
-		clear(d)
-	case []int32:
-		clear(d)
-	case []int64:
-		clear(d)
 	}
 }
 

@@ -274,11 +274,13 @@ func dlrmTrainStep(d []int, splitBF16, fuse bool) (func(), error) {
 		dense = amp.Autocast(dense)
 	}
 	indices, offsets := s.bags()
+	arena := autograd.NewArena(0) // each step's activations and gradients, as examples/dlrm
 	return func() {
 		opt.ZeroGrad()
-		p := s.m.Forward(dense, indices, offsets)
+		p := s.m.Forward(arena.In(dense), indices, offsets)
 		autograd.BCELoss(p, s.labels, autograd.ReductionMean).Backward()
 		opt.Step()
+		arena.Reset()
 	}, nil
 }
 
