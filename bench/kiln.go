@@ -206,8 +206,8 @@ func Prepare(w Workload) (func(), error) {
 		}
 		model, x := resNet50Input(d[0], d[1])
 		nn.Eval(model)
-		x = autograd.NoGrad(x)
-		return func() { model.Forward(x) }, nil
+		x, arena := autograd.NoGrad(x), autograd.NewArena(0)
+		return func() { model.Forward(arena.In(x)); arena.Reset() }, nil
 
 	case KindResNet50Instances:
 		if err := need(4); err != nil {
@@ -252,8 +252,8 @@ func Prepare(w Workload) (func(), error) {
 		if _, err := kiln.Optimize(model, kiln.DType(autograd.BFloat16)); err != nil {
 			return nil, err
 		}
-		x = amp.Autocast(autograd.NoGrad(x))
-		return func() { model.Forward(x) }, nil
+		x, arena := amp.Autocast(autograd.NoGrad(x)), autograd.NewArena(0)
+		return func() { model.Forward(arena.In(x)); arena.Reset() }, nil
 
 	case KindResNet50TrainBF16:
 		if err := need(2); err != nil {

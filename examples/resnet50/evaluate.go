@@ -168,6 +168,7 @@ func accuracy(model nn.Layer, loader *datasets.DataLoader, mark func(*autograd.T
 // each batch with its size, mean loss and top-1 hits.
 func accuracyWith(forward func(*autograd.Tensor) *autograd.Tensor, loader *datasets.DataLoader, update func(n int, loss float64, right int)) (accuracies, error) {
 	var a accuracies
+	arena := autograd.NewArena(0) // each batch's activations, reused by the next
 	for batch, err := range loader.Epoch(0) {
 		if err != nil {
 			return a, err
@@ -175,7 +176,8 @@ func accuracyWith(forward func(*autograd.Tensor) *autograd.Tensor, loader *datas
 		var loss float64
 		var top1, top5 int
 		err := autograd.Try(func() {
-			logits := forward(autograd.NoGrad(batch.Inputs))
+			defer arena.Reset()
+			logits := forward(arena.In(autograd.NoGrad(batch.Inputs)))
 			top1, top5 = topK(logits, batch.Labels, 1), topK(logits, batch.Labels, 5)
 			loss = autograd.CrossEntropy(logits, batch.Labels, autograd.CrossEntropyOptions{}).Item()
 		})

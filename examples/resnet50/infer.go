@@ -47,8 +47,8 @@ func infer(o *options, stdout, _ io.Writer) error {
 		o.Arch, weightsSource(o), o.BatchSize, o.ImageSize, o.ImageSize, layout(o), o.DType, o.Warmup, o.Iters)
 	var times []time.Duration
 	err = autograd.Try(func() {
-		x := o.autocast(autograd.NoGrad(x))
-		times = timePasses(o, func() error { model.Forward(x); return nil })
+		x, arena := o.autocast(autograd.NoGrad(x)), autograd.NewArena(0)
+		times = timePasses(o, func() error { model.Forward(arena.In(x)); arena.Reset(); return nil })
 	})
 	if err != nil {
 		return err
