@@ -293,25 +293,26 @@ func TestArenaConcurrent(t *testing.T) {
 
 // seqNet has the ops of a transformer-style block and of DLRM's MLPs:
 // matrix products, layer norm, GELU, concatenation, splitting, a
-// transpose, an embedding lookup and reductions.
+// transpose, embedding lookups, DLRM's interaction and reductions.
 type seqNet struct {
-	w1, w2, lnW, lnB, emb *Tensor
+	w1, w2, w3, lnW, lnB, emb *Tensor
 }
 
 func newSeqNet(seed uint64) *seqNet {
 	g := NewGenerator(seed)
 	p := func(t *Tensor) *Tensor { return t.SetRequiresGrad(true) }
-	return &seqNet{w1: p(Randn(g, 8, 6)), w2: p(Randn(g, 6, 8)), lnW: p(Rand(g, 8)), lnB: p(Randn(g, 8)), emb: p(Randn(g, 10, 4))}
+	return &seqNet{w1: p(Randn(g, 8, 6)), w2: p(Randn(g, 6, 8)), w3: p(Randn(g, 4, 6)), lnW: p(Rand(g, 8)), lnB: p(Randn(g, 8)), emb: p(Randn(g, 10, 4))}
 }
 
-func (n *seqNet) params() []*Tensor { return []*Tensor{n.w1, n.w2, n.lnW, n.lnB, n.emb} }
+func (n *seqNet) params() []*Tensor { return []*Tensor{n.w1, n.w2, n.w3, n.lnW, n.lnB, n.emb} }
 
 func (n *seqNet) loss(x, idx *Tensor) *Tensor {
 	h := GELU(LayerNorm(Linear(x, n.w1, nil), []int{8}, n.lnW, n.lnB, 1e-5), "none")
 	h = Matmul(h, Transpose(n.w2, 0, 1)) // [5, 6]
 	parts := Split(h, 3, 1)
 	h = Cat([]*Tensor{parts[1], Embedding(idx, n.emb), parts[0]}, 1) // [5, 3+4+3]
-	return Add(Sum(Mul(h, h), nil, false), Sum(Mean(h, []int{0}, false), nil, false))
+	dots := Interaction(Linear(x, n.w3, nil), []*Tensor{Embedding(idx, n.emb)}, false)
+	return Add(Add(Sum(Mul(h, h), nil, false), Sum(Mean(h, []int{0}, false), nil, false)), Sum(dots, nil, false))
 }
 
 // TestArenaSequenceBitwise: TestArenaTrainingBitwise for seqNet.

@@ -39,7 +39,7 @@ func Interaction(x *Tensor, ly []*Tensor, self bool) *Tensor {
 		need[f] = t.requiresGrad
 	}
 	// Every kernel writes every element of the output and the gradients.
-	out := &Tensor{dtype: x.dtype, shape: []int{B, s.Width()}, data: makeUninit(x.dtype, B*s.Width())}
+	out := resultIn(op, modeOf(feats...), x.dtype, []int{B, s.Width()}, Contiguous, false)
 	var backward func(g *Tensor) []*Tensor
 	if x.dtype == BFloat16 {
 		data := interactionData(feats, (*Tensor).BFloat16s)
