@@ -90,11 +90,12 @@ test-mpi:
 	echo "test-mpi: ok"
 
 # The concurrency tests under the race detector: training beside
-# inference, autocast, compiled graphs and traces in other goroutines;
+# inference, arenas, autocast, compiled graphs and traces in other goroutines;
 # the server's concurrent clients; dist's goroutine ranks, gradient hooks
 # and communication threads.
 race:
 	$(GO) test -race -count=1 -short -run '^TestConcurrentModes$$' .
+	$(GO) test -race -count=1 -short -run '^TestArena' ./autograd
 	$(GO) test -race -count=1 -short -run '^TestPreparedConvWeightsBF16Concurrent$$' ./kernels
 	$(GO) test -race -count=1 -short -run '^TestConcurrentClients$$' ./serve
 	$(GO) test -race -count=1 -short ./dist
