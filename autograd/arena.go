@@ -22,16 +22,22 @@ var ErrReset = errors.New("tensor used after its arena was reset")
 // Go has no reference counts to say when a tensor dies, so the caller says
 // it, for every tensor of a step at once, with Reset.
 //
-// A computation runs in the arena from the tensor In returns: every op on
-// it, and on every result computed from it, takes its result's memory
-// from the arena, and so does Backward for the gradients it computes on
-// the way to the leaves. Parameters and their gradients never live in
-// the arena (a leaf's gradient is copied out of it), nor do optimizer
-// states. Reset ends the step: all memory handed out since the last Reset
-// goes back to the arena's free lists, and the next step's ops get the
-// same buffers back, most recently freed first, while they are still in
-// the processor's caches and mapped to the process. A buffer is handed
-// out as it was left, never zeroed, to ops that overwrite all of it.
+// A computation runs in the arena from the tensor In returns: ops on it,
+// and on every result computed from it, take their results' memory from
+// the arena, and so does Backward for the gradients it computes on the way
+// to the leaves. (That is the ops a training or inference step spends its
+// memory on: convolution, normalisation, activations, elementwise and
+// broadcast arithmetic, pooling, matrix products, softmax, reductions,
+// concatenation, casts, layout changes, DLRM's interaction. The rest, such
+// as embedding lookups, allocate from the Go heap as without an arena;
+// their results still belong to the step.) Parameters and their
+// gradients never live in the arena (a leaf's gradient is copied out of
+// it), nor do optimizer states. Reset ends the step: all memory handed out
+// since the last Reset goes back to the arena's free lists, and the next
+// step's ops get the same buffers back, most recently freed first, while
+// they are still in the processor's caches and mapped to the process. A
+// buffer is handed out as it was left, never zeroed, to ops that
+// overwrite all of it.
 //
 //	arena := autograd.NewArena(0)
 //	for _, batch := range batches {
@@ -45,8 +51,9 @@ var ErrReset = errors.New("tensor used after its arena was reset")
 //
 // A tensor made in the arena must not be used after the next Reset: an
 // op given one, or a read of its values (Float32s, Item, Data, Dense,
-// String…), panics with an *Error of kind ErrReset rather than compute on
-// memory that may already hold the next step's tensors. Keep copies what
+// Values, Backward), panics with an *Error of kind ErrReset rather than
+// compute on memory that may already hold the next step's tensors; String
+// says it was freed. Keep copies what
 // must outlive the step. A slice taken from such a tensor (Float32s,
 // Data) is not watched: it is valid until the next Reset or Free, and
 // only while the arena or one of its tensors is reachable, because on
