@@ -214,8 +214,11 @@ func infer(o *options, stdout, _ io.Writer) error {
 		if err != nil {
 			return err
 		}
-		d, lookups := o.autocast(autograd.NoGrad(in[0])), noGrad(in[1:])
-		pass = func() error { return autograd.Try(func() { servingForward(m, d, lookups...) }) }
+		d, lookups, arena := o.autocast(autograd.NoGrad(in[0])), noGrad(in[1:]), autograd.NewArena(0)
+		pass = func() error {
+			defer arena.Reset()
+			return autograd.Try(func() { servingForward(m, arena.In(d), lookups...) })
+		}
 	}
 	fmt.Fprintf(stdout, "%s, batch %d, %d tables, %d warm-up and %d timed passes\n", name, o.MiniBatchSize, len(o.embeddingSizes), o.Warmup, o.Iters)
 	times := make([]time.Duration, 0, o.Iters)

@@ -125,16 +125,18 @@ func test(o *options, m *models.DLRM, src source) (scores, error) {
 	nn.Eval(m)
 	defer nn.Train(m, true)
 	var probs, labels []float32
+	arena := autograd.NewArena(0) // each batch's activations, reused by the next
 	for b, err := range src.testBatches() {
 		if err != nil {
 			return scores{}, err
 		}
 		var p *autograd.Tensor
-		if err := autograd.Try(func() { p = m.Forward(o.autocast(autograd.NoGrad(b.dense)), b.indices, b.offsets) }); err != nil {
+		if err := autograd.Try(func() { p = m.Forward(arena.In(o.autocast(autograd.NoGrad(b.dense))), b.indices, b.offsets) }); err != nil {
 			return scores{}, err
 		}
 		probs = append(probs, float32s(p)...)
 		labels = append(labels, b.target.Float32s()...)
+		arena.Reset()
 	}
 	for i, y := range labels {
 		labels[i] = float32(math.Round(float64(y))) // random data's targets are uniform in [0, 1)
