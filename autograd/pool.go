@@ -160,7 +160,9 @@ func bindPool(x, y *Tensor, forward func(x, y []float32)) func() {
 		return func() { forward(xd, yd) }
 	case BFloat16:
 		xd, yd := x.BFloat16s(), y.BFloat16s()
-		xf, yf := make([]float32, len(xd)), make([]float32, len(yd))
+		// Scratch the closure overwrites each run: the step's, in an arena.
+		m := x.mode.arenaMode()
+		xf, yf := makeUninitIn(m, Float32, len(xd)).([]float32), makeUninitIn(m, Float32, len(yd)).([]float32)
 		return func() {
 			kernels.BF16ToF32(xf, xd)
 			forward(xf, yf)
