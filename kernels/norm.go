@@ -192,6 +192,9 @@ var bnStatsVariants = [levelCount]bnStatsFunc{
 	AVX2: func(s BatchNormShape, x []float32, mean, variance []float64) {
 		bnStatsKit(kitAt(AVX2), s, x, mean, variance)
 	},
+	AVX512: func(s BatchNormShape, x []float32, mean, variance []float64) {
+		bnStatsKit(kitAt(AVX512), s, x, mean, variance)
+	},
 }
 
 var bnStats = pick(level, bnStatsVariants)
@@ -221,6 +224,9 @@ var bnGradSumsVariants = [levelCount]bnGradSumsFunc{
 	AVX2: func(s BatchNormShape, x, dy []float32, mean, s1, s2 []float64) {
 		bnGradSumsKit(kitAt(AVX2), s, x, dy, mean, s1, s2)
 	},
+	AVX512: func(s BatchNormShape, x, dy []float32, mean, s1, s2 []float64) {
+		bnGradSumsKit(kitAt(AVX512), s, x, dy, mean, s1, s2)
+	},
 }
 
 var bnGradSums = pick(level, bnGradSumsVariants)
@@ -235,6 +241,9 @@ var bnApplyVariants = [levelCount]bnApplyFunc{
 	Generic: bnApplyGeneric,
 	AVX2: func(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32, relu bool) {
 		bnApplyKit(kitAt(AVX2), s, u, v, p, q, r, out, relu)
+	},
+	AVX512: func(s BatchNormShape, u, v []float32, p, q, r []float64, out []float32, relu bool) {
+		bnApplyKit(kitAt(AVX512), s, u, v, p, q, r, out, relu)
 	},
 }
 
@@ -461,6 +470,9 @@ var lnForwardVariants = [levelCount]lnForwardFunc{
 	AVX2: func(rows, n int, x, weight, bias []float32, eps float64, y []float32, mean, rstd []float64) {
 		lnForwardKit(kitAt(AVX2), rows, n, x, weight, bias, eps, y, mean, rstd)
 	},
+	AVX512: func(rows, n int, x, weight, bias []float32, eps float64, y []float32, mean, rstd []float64) {
+		lnForwardKit(kitAt(AVX512), rows, n, x, weight, bias, eps, y, mean, rstd)
+	},
 }
 
 var lnForward = pick(level, lnForwardVariants)
@@ -546,6 +558,9 @@ var lnBackwardVariants = [levelCount]lnBackwardFunc{
 	Generic: lnBackwardGeneric,
 	AVX2: func(rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
 		lnBackwardKit(kitAt(AVX2), rows, n, x, dy, weight, mean, rstd, dx, dweight, dbias)
+	},
+	AVX512: func(rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
+		lnBackwardKit(kitAt(AVX512), rows, n, x, dy, weight, mean, rstd, dx, dweight, dbias)
 	},
 }
 
