@@ -470,9 +470,6 @@ var lnForwardVariants = [levelCount]lnForwardFunc{
 	AVX2: func(rows, n int, x, weight, bias []float32, eps float64, y []float32, mean, rstd []float64) {
 		lnForwardKit(kitAt(AVX2), rows, n, x, weight, bias, eps, y, mean, rstd)
 	},
-	AVX512: func(rows, n int, x, weight, bias []float32, eps float64, y []float32, mean, rstd []float64) {
-		lnForwardKit(kitAt(AVX512), rows, n, x, weight, bias, eps, y, mean, rstd)
-	},
 }
 
 var lnForward = pick(level, lnForwardVariants)
@@ -558,9 +555,6 @@ var lnBackwardVariants = [levelCount]lnBackwardFunc{
 	Generic: lnBackwardGeneric,
 	AVX2: func(rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
 		lnBackwardKit(kitAt(AVX2), rows, n, x, dy, weight, mean, rstd, dx, dweight, dbias)
-	},
-	AVX512: func(rows, n int, x, dy, weight []float32, mean, rstd []float64, dx, dweight, dbias []float32) {
-		lnBackwardKit(kitAt(AVX512), rows, n, x, dy, weight, mean, rstd, dx, dweight, dbias)
 	},
 }
 

@@ -72,12 +72,6 @@ func colSqDevAVX512(s []float64, x []float32, m []float64, rows int)
 func colGradSumsAVX512(s1, s2 []float64, g, x []float32, m []float64, rows int)
 
 //go:noescape
-func colAffineAVX512(y, x []float32, a, b []float64, rows int)
-
-//go:noescape
-func colAffine2AVX512(y, u, v []float32, p, q, r []float64, rows int)
-
-//go:noescape
 func affineAVX2(y, x []float32, a, b float64)
 
 //go:noescape
@@ -280,9 +274,9 @@ func elemBytes[T float32 | uint16]() int {
 }
 
 // vecAVX512 is vecAVX2 with the AVX-512 column primitives of
-// colwalk512_amd64.h where the channel count is a multiple of 16 (every
-// layer of the usual vision models); the arithmetic, and so every bit, is
-// the same.
+// colwalk512_amd64.h (all of the bfloat16 ones, the float32 sums) where
+// the channel count is a multiple of 16 (every layer of the usual vision
+// models); the arithmetic, and so every bit, is the same.
 var vecAVX512 = func() *vecKit {
 	k := *vecAVX2
 	k.colSum = colSumWith(colSumAVX512, vecAVX2.colSum)
@@ -291,20 +285,6 @@ var vecAVX512 = func() *vecKit {
 	k.colSumH = colSumWith(colSumHAVX512, vecAVX2.colSumH)
 	k.colSqDevH = colSqDevWith(colSqDevHAVX512, vecAVX2.colSqDevH)
 	k.colGradSumsH = colGradSumsWith(colGradSumsHAVX512, vecAVX2.colGradSumsH)
-	k.colAffine = func(y, x []float32, a, b []float64) {
-		if len(a)%16 != 0 {
-			vecAVX2.colAffine(y, x, a, b)
-		} else if len(a) > 0 {
-			colAffineAVX512(y, x, a, b, len(y)/len(a))
-		}
-	}
-	k.colAffine2 = func(y, u, v []float32, p, q, r []float64) {
-		if len(p)%16 != 0 {
-			vecAVX2.colAffine2(y, u, v, p, q, r)
-		} else if len(p) > 0 {
-			colAffine2AVX512(y, u, v, p, q, r, len(y)/len(p))
-		}
-	}
 	k.colAffineH = func(y, x []uint16, a, b []float64, relu bool) {
 		if len(a)%16 != 0 {
 			vecAVX2.colAffineH(y, x, a, b, relu)

@@ -5,13 +5,13 @@
 #include "colwalk_amd64.h"
 #include "colwalk512_amd64.h"
 
-// The AVX-512 column primitives of colwalk512_amd64.h on float32 rows.
+// The AVX-512 column sums of colwalk512_amd64.h on float32 rows. The
+// float32 maps stay AVX2: on Zen 4, which splits each 512-bit operation in
+// two, ZMM forms of colAffine and colAffine2 were 1–3 % slower in L1 (the
+// sums 7–27 % faster), their narrowing conversions costing more in ZMM.
 
 // ZF32(off, p, y, z): z = the eight float32 at off(p) widened to float64.
 #define ZF32(off, p, y, z) VCVTPS2PD off(p), z
-
-// ZF32PUT(p): the 16 float64 of Z0, Z1 narrowed to float32 at (p).
-#define ZF32PUT(p) VCVTPD2PS Z0, Y0; VCVTPD2PS Z1, Y1; VMOVUPS Y0, (p); VMOVUPS Y1, 32(p)
 
 // func colSumAVX512(s []float64, x []float32, rows int)
 TEXT ·colSumAVX512(SB), NOSPLIT, $0-56
@@ -54,30 +54,4 @@ TEXT ·colGradSumsAVX512(SB), NOSPLIT, $0-128
 	SHLQ $2, R8
 	ZCOLGRADSUMS(ZF32, 4, zg16, zgrow, zgdone)
 zgdone:
-	VRET
-
-// func colAffineAVX512(y, x []float32, a, b []float64, rows int)
-TEXT ·colAffineAVX512(SB), NOSPLIT, $0-104
-	MOVQ y_base+0(FP), DI
-	MOVQ x_base+24(FP), SI
-	MOVQ a_base+48(FP), R11
-	MOVQ a_len+56(FP), R12
-	MOVQ b_base+72(FP), R13
-	MOVQ rows+96(FP), CX
-	IFZERO(CX, zadone)
-	ZCOLAFFINE(ZF32, ZF32PUT, 4, zarow, za16, zanext)
-zadone:
-	VRET
-
-// func colAffine2AVX512(y, u, v []float32, p, q, r []float64, rows int)
-TEXT ·colAffine2AVX512(SB), NOSPLIT, $0-152
-	MOVQ y_base+0(FP), DI
-	MOVQ u_base+24(FP), SI
-	MOVQ v_base+48(FP), R8
-	MOVQ p_base+72(FP), R11
-	MOVQ p_len+80(FP), R12
-	MOVQ rows+144(FP), CX
-	IFZERO(CX, zbdone)
-	ZCOLAFFINE2(ZF32, ZF32PUT, 4, zbrow, zb16, zbnext)
-zbdone:
 	VRET
