@@ -6,7 +6,9 @@
 // laid out in memory (Contiguous, ChannelsLast or ChannelsLast3d) and a typed
 // backing slice. Operations on tensors that require gradients record
 // themselves on a tape; calling Backward on a result walks the tape in
-// reverse and accumulates gradients into the leaves, as torch.autograd does.
+// reverse and accumulates gradients into the leaves, as torch.autograd does;
+// Grad returns the gradients with respect to chosen tensors instead, as
+// torch.autograd.grad does.
 //
 // Grad mode, autocast and tracing belong to a computation, not to the
 // process: each tensor carries a Mode, and an op's results carry the union

@@ -69,3 +69,14 @@ func ExampleArena() {
 	// step 2: loss -2.50
 	// true
 }
+
+// Grad returns gradients without adding them to any leaf, here that of
+// an intermediate result.
+func ExampleGrad() {
+	x := autograd.FromFloat32([]float32{1, 2, 3}).SetRequiresGrad(true)
+	h := autograd.Mul(x, autograd.Scalar(2))
+	y := autograd.Sum(autograd.Mul(h, h), nil, false) // y = Σ h²
+	g := autograd.Grad([]*autograd.Tensor{y}, []*autograd.Tensor{h, x}, nil)
+	fmt.Println(g[0].Values(), g[1].Values(), x.Grad() == nil)
+	// Output: [4 8 12] [8 16 24] true
+}

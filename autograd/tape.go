@@ -197,7 +197,7 @@ func (t *Tensor) backward(retain bool, grad []*Tensor) {
 	}
 	// The backward ops compute from g: marking it makes them record
 	// nothing, whatever the modes of the tensors they saved.
-	runBackward([]*Tensor{t}, []*Tensor{g.inMode(Mode{noGrad: true})}, retain)
+	runBackward([]*Tensor{t}, []*Tensor{g.inMode(Mode{noGrad: true})}, retain, nil)
 }
 
 // Backward computes the gradients of several outputs at once, as PyTorch's
@@ -209,29 +209,120 @@ func (t *Tensor) backward(retain bool, grad []*Tensor) {
 // concatenation or the weighted sum that would join them into one. The
 // graph is freed as Tensor.Backward frees it.
 func Backward(outputs, grads []*Tensor) {
+	runBackward(outputs, outputGrads("Backward", outputs, grads), false, nil)
+}
+
+// outputGrads checks the gradients grads of outputs for op (Backward or
+// Grad) and returns them marked to record nothing. A nil grads stands for
+// ones, for outputs of one element each.
+func outputGrads(op string, outputs, grads []*Tensor) []*Tensor {
+	if grads == nil && op == "Grad" {
+		grads = make([]*Tensor, len(outputs))
+		for i, t := range outputs {
+			if t != nil && t.Numel() != 1 {
+				failShape(op, "output %d has shape %v: gradients can be implied only for one-element outputs", i, t.shape)
+			}
+			if t != nil {
+				grads[i] = OnesLike(t)
+				if t.dtype != Float32 {
+					grads[i] = grads[i].castTo(t.dtype)
+				}
+			}
+		}
+	}
 	if len(outputs) != len(grads) {
-		Fail("Backward", "%d outputs but %d gradients", len(outputs), len(grads))
+		Fail(op, "%d outputs but %d gradients", len(outputs), len(grads))
 	}
 	gs := make([]*Tensor, len(grads))
 	for i, t := range outputs {
 		switch g := grads[i]; {
 		case t == nil || g == nil:
-			Fail("Backward", "output %d or its gradient is nil", i)
+			Fail(op, "output %d or its gradient is nil", i)
 		case !t.requiresGrad:
-			failGrad("Backward", "output %d does not require grad", i)
+			failGrad(op, "output %d does not require grad", i)
 		case !sameShape(g.shape, t.shape):
-			failShape("Backward", "gradient %d has shape %v, output %d has shape %v", i, g.shape, i, t.shape)
+			failShape(op, "gradient %d has shape %v, output %d has shape %v", i, g.shape, i, t.shape)
 		case g.dtype != t.dtype:
-			failDType("Backward", "gradient %d has dtype %v, output %d has dtype %v", i, g.dtype, i, t.dtype)
+			failDType(op, "gradient %d has dtype %v, output %d has dtype %v", i, g.dtype, i, t.dtype)
 		}
-		gs[i] = grads[i].inMode(Mode{noGrad: true})
+		g := grads[i]
+		g.checkLive(op)
+		gs[i] = g.inMode(Mode{noGrad: true})
 	}
-	runBackward(outputs, gs, false)
+	return gs
 }
 
-// runBackward pushes each gradient gs[i] from roots[i] down to the leaves.
-// The gs are the caller's: their memory is never adopted or reused.
-func runBackward(roots, gs []*Tensor, retain bool) {
+// Grad returns the gradients of the outputs with respect to each of the
+// inputs, as torch.autograd.grad(outputs, inputs, grad_outputs) does:
+// gradOutputs[i] is the gradient of outputs[i] (its shape and dtype; nil
+// gradOutputs means ones, for outputs of one element), and the result's
+// i-th tensor is the gradient of inputs[i], in its dtype and memory
+// format. Unlike Backward, Grad adds nothing to any leaf's Grad and runs
+// no gradient hooks: it suits a gradient wanted for its own sake (with
+// respect to an input, or inside a computation in an Arena, whose memory
+// the gradients then share until Reset). Every input must require a
+// gradient and lie on the outputs' graph. The graph is freed as Backward
+// frees it.
+func Grad(outputs, inputs, gradOutputs []*Tensor) []*Tensor {
+	gs := outputGrads("Grad", outputs, gradOutputs)
+	c := &gradCapture{leaves: map[*Tensor][]int{}, nodes: map[*node][]int{}, out: make([]*Tensor, len(inputs)), inputs: inputs}
+	for i, t := range inputs {
+		switch {
+		case t == nil:
+			Fail("Grad", "input %d is nil", i)
+		case !t.requiresGrad:
+			failGrad("Grad", "input %d does not require grad", i)
+		case t.node == nil:
+			c.leaves[t] = append(c.leaves[t], i)
+		default:
+			c.nodes[t.node] = append(c.nodes[t.node], i)
+		}
+	}
+	runBackward(outputs, gs, false, c)
+	for i, g := range c.out {
+		if g == nil {
+			failGrad("Grad", "input %d was not used in the graph of the outputs (or no gradient reached it)", i)
+		}
+	}
+	return c.out
+}
+
+// gradCapture is what Grad asks of runBackward: the gradients of its
+// inputs, kept instead of added to leaves.
+type gradCapture struct {
+	leaves map[*Tensor][]int // a leaf input's indices in inputs
+	nodes  map[*node][]int   // the indices of the inputs a node made
+	inputs []*Tensor
+	out    []*Tensor
+	// held are the gradients kept for non-leaf inputs: Backward must not
+	// reuse their memory.
+	held []*Tensor
+}
+
+// take keeps g, the final gradient of the inputs at idx (owned: memory no
+// one else holds), in each input's dtype and format.
+func (c *gradCapture) take(idx []int, g *Tensor, owned bool) {
+	for _, i := range idx {
+		t, gi := c.inputs[i], g
+		if gi.dtype != t.dtype {
+			gi, owned = gi.castTo(t.dtype), true
+		}
+		if gi.format != t.format {
+			gi, owned = gi.reformat(t.format), true
+		}
+		if !owned {
+			gi = gi.reformat(gi.format) // a copy of its own
+		}
+		c.out[i] = gi
+		owned = false // a repeated input gets a copy
+	}
+}
+
+// runBackward pushes each gradient gs[i] from roots[i] down to the leaves,
+// adding it to their Grad, or, with c, keeping the gradients of c's inputs
+// (Grad). The gs are the caller's: their memory is never adopted or
+// reused.
+func runBackward(roots, gs []*Tensor, retain bool, c *gradCapture) {
 	// Order the recorded nodes so each comes after every node that
 	// consumed its output, then push gradients from the roots down.
 	var order []*node
@@ -244,8 +335,19 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 	grads := map[*node]*Tensor{}
 	for i, root := range roots {
 		if root.node == nil {
-			accumulateLeaf(root, gs[i], false)
-			root.runGradHooks()
+			switch {
+			case c == nil:
+				accumulateLeaf(root, gs[i], false)
+				root.runGradHooks()
+			case c.leaves[root] != nil:
+				// The caller's gradient, copied; a root given twice
+				// gets the sum.
+				if prev := c.out[c.leaves[root][0]]; prev != nil {
+					c.take(c.leaves[root], sumGrads(prev, gs[i]), true)
+				} else {
+					c.take(c.leaves[root], gs[i], false)
+				}
+			}
 			continue
 		}
 		if prev := grads[root.node]; prev != nil {
@@ -286,6 +388,13 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 				return true
 			}
 		}
+		if c != nil {
+			for _, g := range c.held {
+				if overlaps(t, g) {
+					return true
+				}
+			}
+		}
 		return false
 	}
 	// A leaf's gradient is final once the last node that feeds it has
@@ -317,6 +426,14 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 				n.backward = nil
 			}
 			continue
+		}
+		if c != nil && c.nodes[n] != nil {
+			// An input of Grad: its gradient is complete now (every node
+			// that used it has run). It becomes the caller's, so nothing
+			// below reuses its memory; only the caller's own gradient is
+			// copied.
+			c.take(c.nodes[n], gn, !callers(gn))
+			c.held = append(c.held, gn)
 		}
 		if n.keepsGrad {
 			// The node's gradients never share gn's memory (its promise),
@@ -372,8 +489,13 @@ func runBackward(roots, gs []*Tensor, retain bool) {
 		for _, l := range finals[i] {
 			if lg := leafGrads[l]; lg != nil {
 				delete(leafGrads, l)
-				accumulateLeaf(l, lg.g, lg.owned)
-				l.runGradHooks()
+				switch {
+				case c == nil:
+					accumulateLeaf(l, lg.g, lg.owned)
+					l.runGradHooks()
+				case c.leaves[l] != nil:
+					c.take(c.leaves[l], lg.g, lg.owned)
+				}
 			}
 		}
 	}

@@ -163,12 +163,14 @@ func Prepare(w Workload) (func(), error) {
 		weight := autograd.FromFloat32(fill(c)).SetRequiresGrad(true)
 		bias := autograd.FromFloat32(fill(c)).SetRequiresGrad(true)
 		rm, rv := autograd.Zeros(c), autograd.Ones(c)
+		// The gradients in an arena reset after each call, as
+		// torch.autograd.grad's come from PyTorch's caching allocator.
+		arena := autograd.NewArena(0)
 		return func() {
-			y := autograd.BatchNorm(x, rm, rv, weight, bias, true, 0.1, 1e-5)
-			y.Backward(dy)
-			x.ZeroGrad()
-			weight.ZeroGrad()
-			bias.ZeroGrad()
+			xa := arena.In(x)
+			y := autograd.BatchNorm(xa, rm, rv, weight, bias, true, 0.1, 1e-5)
+			autograd.Grad([]*autograd.Tensor{y}, []*autograd.Tensor{xa, weight, bias}, []*autograd.Tensor{dy})
+			arena.Reset()
 		}, nil
 
 	case KindLayerNorm:
@@ -180,12 +182,12 @@ func Prepare(w Workload) (func(), error) {
 		dy := autograd.FromFloat32(fill(rows*cols), rows, cols)
 		weight := autograd.FromFloat32(fill(cols)).SetRequiresGrad(true)
 		bias := autograd.FromFloat32(fill(cols)).SetRequiresGrad(true)
+		arena := autograd.NewArena(0) // as for batch norm
 		return func() {
-			y := autograd.LayerNorm(x, []int{cols}, weight, bias, 1e-5)
-			y.Backward(dy)
-			x.ZeroGrad()
-			weight.ZeroGrad()
-			bias.ZeroGrad()
+			xa := arena.In(x)
+			y := autograd.LayerNorm(xa, []int{cols}, weight, bias, 1e-5)
+			autograd.Grad([]*autograd.Tensor{y}, []*autograd.Tensor{xa, weight, bias}, []*autograd.Tensor{dy})
+			arena.Reset()
 		}, nil
 
 	case KindSGD:
