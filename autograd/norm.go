@@ -351,7 +351,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	xc := rowMajor(x)
 	stats := make([]float64, 2*rows)
 	mean, rstd := stats[:rows], stats[rows:]
-	out := resultIn(op, x.mode, Float32, cloneInts(x.shape), Contiguous, true)
+	out := resultIn(op, x.mode, Float32, cloneInts(x.shape), Contiguous, false) // every element written
 	bindLayerNorm(xc, weight, bias, out, rows, n, eps, stats)()
 	if traced(x, weight, bias) {
 		trace(op, layerNormAttrs{cloneInts(normalizedShape), eps}, []*Tensor{x, weight, bias}, []*Tensor{out})
@@ -361,9 +361,8 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 		var gx, gw, gb *Tensor
 		var dx, dw, db []float32
 		if x.requiresGrad {
-			gx = gradFor(x, Float32, Contiguous)
+			gx = gradFor(x, Float32, Contiguous) // overwritten
 			dx = gx.Float32s()
-			clear(dx)
 		}
 		if weight != nil && weight.requiresGrad {
 			gw = Zeros(normalizedShape...)
