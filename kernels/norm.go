@@ -875,7 +875,48 @@ func bnApplyOn(a bnArgs) {
 		return
 	}
 	a.rows = max(1, vecChunk/C)
+	if bnStreams(a) {
+		bnJobs.run((s.Outer+a.rows-1)/a.rows, work, a, bnStreamRows)
+		return
+	}
 	bnJobs.run((s.Outer+a.rows-1)/a.rows, work, a, bnApplyRows)
+}
+
+// bnStreams reports whether a channels-last map writes its float32 output
+// with non-temporal stores (see stream.go): a share of the output per
+// thread too large for the caches to keep for its consumer anyway,
+// channels that fill whole cache lines and an output starting on one.
+func bnStreams(a bnArgs) bool {
+	C := a.s.C
+	return a.out != nil && a.u16 == nil && a.v16 == nil && C%32 == 0 && C <= streamBlock &&
+		a.s.Outer*C >= streamMinElems*Threads() && streamHead(a.out) == 0
+}
+
+// bnStreamRows is bnApplyRows for an output bnStreams streams: a few rows
+// at a time are mapped into a buffer in L1, then stored to memory with
+// non-temporal stores, which skip reading every line of the output first.
+// The arithmetic is bnApplyRows's.
+func bnStreamRows(a *bnArgs, lo, hi int) {
+	k, C := a.k, a.s.C
+	var buf [streamBlock]float32
+	step := streamBlock / C
+	for b := lo; b < hi; b++ {
+		end := min((b+1)*a.rows, a.s.Outer)
+		for r := b * a.rows; r < end; r += step {
+			i, j := r*C, min(r+step, end)*C
+			t := buf[:j-i]
+			if a.v == nil {
+				k.colAffine(t, a.u[i:j], a.p[:C], a.r[:C])
+			} else {
+				k.colAffine2(t, a.u[i:j], a.v[i:j], a.p[:C], a.q[:C], a.r[:C])
+			}
+			if a.relu {
+				actForwardImpl(Act{Fn: ActReLU}, t, t)
+			}
+			streamStore(a.out[i:j], t)
+		}
+	}
+	storeFence()
 }
 
 func bnApplyPlanes(a *bnArgs, lo, hi int) {

@@ -605,3 +605,36 @@ func BenchmarkLayerNorm(b *testing.B) {
 		m.report(b, float64(12*rows*n))
 	})
 }
+
+// TestBatchNormStreamedApply checks the channels-last map of a large
+// float32 output, which streams its stores (bnStreamRows), against the
+// same map into a misaligned output, which does not: identical bits, the
+// rows of a short last block and the ReLU included.
+func TestBatchNormStreamedApply(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, C := range []int{64, 96} {
+		s := BatchNormShape{Outer: streamMinElems*Threads()/C + 7, C: C, Inner: 1}
+		n := s.Outer * C
+		x, dy := normRandom(r, n, 1), normRandom(r, n, 0)
+		p, q, rr := make([]float64, C), make([]float64, C), make([]float64, C)
+		for c := range p {
+			p[c], q[c], rr[c] = r.NormFloat64(), r.NormFloat64(), r.NormFloat64()
+		}
+		k := kitAt(level)
+		for _, c := range []struct{ two, relu bool }{{false, false}, {true, false}, {false, true}} {
+			var v []float32
+			var qq []float64
+			if c.two {
+				v, qq = dy, q
+			}
+			got := make([]float32, n)
+			if !bnStreams(bnArgs{k: k, s: s, u: x, v: v, out: got}) {
+				t.Fatalf("C=%d: the map of %d elements does not stream", C, n)
+			}
+			bnApplyKit(k, s, x, v, p, qq, rr, got, c.relu)
+			want := make([]float32, n+1)[1:] // off a cache line: stored normally
+			bnApplyKit(k, s, x, v, p, qq, rr, want, c.relu)
+			sameBits32(t, fmt.Sprintf("C=%d %+v", C, c), got, want)
+		}
+	}
+}
