@@ -898,13 +898,14 @@ func bnStreams(a bnArgs) bool {
 // The arithmetic is bnApplyRows's.
 func bnStreamRows(a *bnArgs, lo, hi int) {
 	k, C := a.k, a.s.C
-	var buf [streamBlock]float32
+	buf := getScratchF32(streamBlock) // pooled: the kit's calls would move an array to the heap
+	defer buf.put()
 	step := streamBlock / C
 	for b := lo; b < hi; b++ {
 		end := min((b+1)*a.rows, a.s.Outer)
 		for r := b * a.rows; r < end; r += step {
 			i, j := r*C, min(r+step, end)*C
-			t := buf[:j-i]
+			t := buf.s[:j-i]
 			if a.v == nil {
 				k.colAffine(t, a.u[i:j], a.p[:C], a.r[:C])
 			} else {
