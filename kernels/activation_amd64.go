@@ -130,14 +130,15 @@ func actRun(k actUnaryKernel, dst, src []float32, a, b, c float32) {
 	dst = dst[:len(src)]
 	lo := 0
 	if len(src) >= streamMinElems {
-		var buf [streamBlock]float32
+		buf := getScratchF32(streamBlock) // pooled: an array passed to k would move to the heap
 		lo = streamHead(dst)
 		k(dst[:lo], src[:lo], a, b, c)
 		for ; lo+streamBlock <= len(src); lo += streamBlock {
-			k(buf[:], src[lo:lo+streamBlock], a, b, c)
-			streamStore(dst[lo:lo+streamBlock], buf[:])
+			k(buf.s, src[lo:lo+streamBlock], a, b, c)
+			streamStore(dst[lo:lo+streamBlock], buf.s)
 		}
 		storeFence()
+		buf.put()
 	}
 	for ; lo < len(src); lo += actChunk {
 		hi := min(lo+actChunk, len(src))

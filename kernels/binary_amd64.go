@@ -65,14 +65,15 @@ func binarySameAsm(op BinOp, dst, a, b []float32) {
 	lo := 0
 	if len(dst) >= streamMinElems {
 		// See stream_amd64.go.
-		var buf [streamBlock]float32
+		buf := getScratchF32(streamBlock) // pooled, as actRun's
 		lo = streamHead(dst)
 		binSameSpan(op, dst[:lo], a[:lo], b[:lo])
 		for ; lo+streamBlock <= len(dst); lo += streamBlock {
-			binSameSpan(op, buf[:], a[lo:lo+streamBlock], b[lo:lo+streamBlock])
-			streamStore(dst[lo:lo+streamBlock], buf[:])
+			binSameSpan(op, buf.s, a[lo:lo+streamBlock], b[lo:lo+streamBlock])
+			streamStore(dst[lo:lo+streamBlock], buf.s)
 		}
 		storeFence()
+		buf.put()
 	}
 	for ; lo < len(dst); lo += binChunk {
 		hi := min(lo+binChunk, len(dst))
