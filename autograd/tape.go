@@ -209,14 +209,14 @@ func (t *Tensor) backward(retain bool, grad []*Tensor) {
 // concatenation or the weighted sum that would join them into one. The
 // graph is freed as Tensor.Backward frees it.
 func Backward(outputs, grads []*Tensor) {
-	runBackward(outputs, outputGrads("Backward", outputs, grads), false, nil)
+	runBackward(outputs, outputGrads("Backward", outputs, grads, false), false, nil)
 }
 
 // outputGrads checks the gradients grads of outputs for op (Backward or
-// Grad) and returns them marked to record nothing. A nil grads stands for
-// ones, for outputs of one element each.
-func outputGrads(op string, outputs, grads []*Tensor) []*Tensor {
-	if grads == nil && op == "Grad" {
+// Grad) and returns them marked to record nothing. With implied, a nil
+// grads stands for ones, for outputs of one element each.
+func outputGrads(op string, outputs, grads []*Tensor, implied bool) []*Tensor {
+	if grads == nil && implied {
 		grads = make([]*Tensor, len(outputs))
 		for i, t := range outputs {
 			if t != nil && t.Numel() != 1 {
@@ -264,7 +264,7 @@ func outputGrads(op string, outputs, grads []*Tensor) []*Tensor {
 // gradient and lie on the outputs' graph. The graph is freed as Backward
 // frees it.
 func Grad(outputs, inputs, gradOutputs []*Tensor) []*Tensor {
-	gs := outputGrads("Grad", outputs, gradOutputs)
+	gs := outputGrads("Grad", outputs, gradOutputs, true)
 	c := &gradCapture{leaves: map[*Tensor][]int{}, nodes: map[*node][]int{}, out: make([]*Tensor, len(inputs)), inputs: inputs}
 	for i, t := range inputs {
 		switch {
