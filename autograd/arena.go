@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/kilnml/kiln/internal/hugepage"
+	"github.com/kilnml/kiln/internal/spanalloc"
 	"github.com/kilnml/kiln/internal/uninit"
 )
 
@@ -61,9 +62,12 @@ var ErrReset = errors.New("tensor used after its arena was reset")
 // collector does not count it as live heap, which would let garbage grow
 // as large beside it) and a slice does not keep it alive.
 //
-// Memory is kept by exact size, which suits a step that repeats its
-// shapes. The cap (NewArena) bounds what the arena holds; Free gives the
-// free part back.
+// The arena places buffers of every size in a few large regions of memory,
+// each buffer in the best-fitting free span, and a freed buffer merges
+// with the free memory beside it, so what one step's large buffers freed
+// serves another's small ones. Of the spans a buffer fits in it takes the
+// one in memory already touched (resident) before fresh memory. The cap
+// (NewArena) bounds the memory touched; Free gives the free part back.
 //
 // Without an arena, ops allocate from the Go heap and the collector frees;
 // results are bit for bit the same either way.
@@ -76,8 +80,7 @@ type Arena struct {
 	limit int64
 
 	mu    sync.Mutex
-	held  int64                  // bytes of the blocks below
-	free  map[int][]arenaBlock   // by size in bytes; the last was freed last
+	space spanalloc.Allocator    // where the blocks lie in the regions
 	out   []arenaBlock           // handed out this step, in order; size 0 once given back
 	index map[unsafe.Pointer]int // where each gradient block is in out
 	maps  *arenaMappings
@@ -86,59 +89,76 @@ type Arena struct {
 
 // arenaBlock is one buffer of the arena.
 type arenaBlock struct {
-	p    unsafe.Pointer // the first byte handed out
-	size int            // bytes asked for, rounded up to 8
-	grad bool           // handed out for a gradient: Backward may give it back early
+	p    unsafe.Pointer  // the first byte handed out
+	size int             // bytes asked for, rounded up to 8
+	span spanalloc.Block // the memory it takes in its region
+	grad bool            // handed out for a gradient: Backward may give it back early
 }
 
-// arenaMappings is the memory an arena mapped outside the Go heap, by the
-// address handed out. It is apart from the Arena so that a cleanup can
-// unmap it once the arena is unreachable: every tensor made in an arena
-// refers to the arena, so none is left then.
+// arenaRegionBytes is the size of an arena's regions, but for a buffer
+// larger than that, which gets a region of its own size. Only the pages a
+// region has handed out are resident, so a large region costs address
+// space, not memory, and lets more buffers share free memory.
+const arenaRegionBytes = 64 << 20
+
+// arenaMappings is the memory of an arena's regions, by region. It is
+// apart from the Arena so that a cleanup can unmap it once the arena is
+// unreachable: every tensor made in an arena refers to the arena, so none
+// is left then.
 type arenaMappings struct {
 	sync.Mutex
-	m map[unsafe.Pointer][]byte
+	m map[int]arenaRegion
 }
 
-func (m *arenaMappings) unmap(p unsafe.Pointer) {
+// arenaRegion is a region's memory: mapped outside the Go heap, or, where
+// the system maps none, a heap slice the map keeps alive.
+type arenaRegion struct {
+	b      []byte
+	mapped bool
+}
+
+func (m *arenaMappings) release(id int) {
 	m.Lock()
-	b, ok := m.m[p]
-	delete(m.m, p)
+	r := m.m[id]
+	delete(m.m, id)
 	m.Unlock()
-	if ok {
-		unmapArena(b)
+	if r.mapped {
+		unmapArena(r.b)
 	}
 }
 
 func (m *arenaMappings) unmapAll() {
 	m.Lock()
 	defer m.Unlock()
-	for p, b := range m.m {
-		unmapArena(b)
-		delete(m.m, p)
+	for id, r := range m.m {
+		if r.mapped {
+			unmapArena(r.b)
+		}
+		delete(m.m, id)
 	}
 }
 
 // ArenaStats counts what an Arena did.
 type ArenaStats struct {
-	// Held is the bytes of memory the arena owns: in use and free.
+	// Held is the bytes of memory the arena has touched and holds, in
+	// use and free: what it costs in resident memory.
 	Held int64
 	// InUse is the bytes handed out since the last Reset and not given
 	// back.
 	InUse int64
-	// Reused counts buffers handed out from the free lists, Allocated
-	// those newly allocated, and Overflowed those the cap sent to the Go
-	// heap instead.
+	// Reused counts buffers placed in memory the arena had touched
+	// before, Allocated those that touched new memory, and Overflowed
+	// those the cap sent to the Go heap instead.
 	Reused, Allocated, Overflowed int64
 }
 
 // NewArena returns an empty arena that holds at most maxBytes of memory;
-// maxBytes ≤ 0 sets no cap. At the cap, the arena first drops free
-// buffers of other sizes, then lets results come from the Go heap as they
+// maxBytes ≤ 0 sets no cap. At the cap, the arena first gives back
+// regions wholly free, then lets results come from the Go heap as they
 // would without it.
 func NewArena(maxBytes int64) *Arena {
-	a := &Arena{limit: maxBytes, free: map[int][]arenaBlock{}, index: map[unsafe.Pointer]int{},
-		maps: &arenaMappings{m: map[unsafe.Pointer][]byte{}}}
+	a := &Arena{limit: maxBytes, index: map[unsafe.Pointer]int{},
+		maps: &arenaMappings{m: map[int]arenaRegion{}}}
 	a.gen.Store(1)
 	runtime.AddCleanup(a, (*arenaMappings).unmapAll, a.maps)
 	return a
@@ -168,7 +188,7 @@ func (a *Arena) Reset() {
 	a.gen.Add(1)
 	for i := range a.out {
 		if b := a.out[i]; b.size > 0 {
-			a.free[b.size] = append(a.free[b.size], b)
+			a.space.Free(b.span)
 		}
 		a.out[i] = arenaBlock{}
 	}
@@ -178,32 +198,35 @@ func (a *Arena) Reset() {
 	a.mu.Unlock()
 }
 
-// Free hands the arena's free buffers back to the garbage collector, as
-// torch.cuda.empty_cache does for PyTorch's allocator: for a program done
-// with the computation that wants its memory back. Buffers in use stay
-// until Reset frees them; the arena fills again as it is used.
+// Free hands the arena's free memory back, as torch.cuda.empty_cache does
+// for PyTorch's allocator: for a program done with the computation that
+// wants its memory back. It gives back every region no buffer in use lies
+// in, which after a Reset is all of them; the arena fills again as it is
+// used.
 func (a *Arena) Free() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for size, l := range a.free {
-		for _, b := range l {
-			a.release(b)
-		}
-		a.held -= int64(size * len(l))
-	}
-	clear(a.free)
+	a.shed(-1)
 }
 
-// release returns a free block's memory: to the system if the arena mapped
-// it, else to the collector (by forgetting it).
-func (a *Arena) release(b arenaBlock) { a.maps.unmap(b.p) }
+// shed gives back wholly free regions until the memory touched is at
+// most limit bytes (limit < 0: all of them).
+func (a *Arena) shed(limit int64) {
+	for _, id := range a.space.FreeRegions() {
+		if limit >= 0 && a.space.Touched() <= limit {
+			return
+		}
+		a.space.RemoveRegion(id)
+		a.maps.release(id)
+	}
+}
 
 // Stats returns the arena's counts.
 func (a *Arena) Stats() ArenaStats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.stats
-	s.Held = a.held
+	s.Held = a.space.Touched()
 	return s
 }
 
@@ -232,25 +255,33 @@ func heapCopy(t *Tensor) *Tensor {
 func (a *Arena) take(size int, grad bool) unsafe.Pointer {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var b arenaBlock
-	if l := a.free[size]; len(l) > 0 {
-		b = l[len(l)-1]
-		l[len(l)-1] = arenaBlock{}
-		a.free[size] = l[:len(l)-1]
-		a.stats.Reused++
-	} else {
-		if a.limit > 0 && a.held+int64(size) > a.limit {
-			a.shed(int64(size))
-			if a.held+int64(size) > a.limit {
-				a.stats.Overflowed++
-				return nil
-			}
-		}
-		b = arenaBlock{p: a.newBlock(size), size: size}
-		a.held += int64(size)
-		a.stats.Allocated++
+	// Buffers start on cache lines, and large ones one of 64 cache lines
+	// further in, in turn, as alloc colours them (see colorSpan).
+	need, colour := (size+63)&^63, 0
+	if size >= colorMinBytes {
+		need += colorSpan
+		colour = int(colorNext.Add(1)%(colorSpan/64)) * 64
 	}
-	b.grad = grad
+	before := a.space.Touched()
+	span, ok := a.space.Alloc(need, a.room())
+	if !ok && a.limit > 0 {
+		a.shed(a.limit - int64(need))
+		span, ok = a.space.Alloc(need, a.room())
+	}
+	if !ok {
+		if a.limit > 0 && a.space.Touched()+int64(need) > a.limit {
+			a.stats.Overflowed++
+			return nil
+		}
+		a.newRegion(need)
+		span, _ = a.space.Alloc(need, a.room())
+	}
+	if a.space.Touched() > before {
+		a.stats.Allocated++
+	} else {
+		a.stats.Reused++
+	}
+	b := arenaBlock{p: unsafe.Add(a.maps.base(span.Region), span.Off+colour), size: size, span: span, grad: grad}
 	if grad { // only gradients come back before Reset
 		a.index[b.p] = len(a.out)
 	}
@@ -259,49 +290,42 @@ func (a *Arena) take(size int, grad bool) unsafe.Pointer {
 	return b.p
 }
 
-// newBlock returns size bytes of new memory. It is mapped outside the Go
-// heap where the system allows: memory an arena holds from step to step
-// would otherwise count as live heap, and the collector, which lets the
-// heap grow to twice what is live before it collects, would let the
-// garbage the rest of the program makes grow by as much again. Large
-// blocks are coloured and advised for huge pages as alloc's are.
-func (a *Arena) newBlock(size int) unsafe.Pointer {
-	pad := 0
-	if size >= colorMinBytes {
-		pad = colorSpan
+// room is how many more bytes of memory the cap lets the arena touch; -1
+// for no cap.
+func (a *Arena) room() int64 {
+	if a.limit <= 0 {
+		return -1
 	}
-	m := mapArena(size + pad)
-	if m == nil {
-		return unsafe.Pointer(unsafe.SliceData(alloc[int64](size/8, false)))
-	}
-	off := 0
-	if pad > 0 {
-		off = int(colorNext.Add(1)%(colorSpan/64)) * 64
-	}
-	p := unsafe.Pointer(&m[off])
-	if size >= hugepage.MinBytes {
-		hugepage.Advise(p, size)
-	}
-	a.maps.Lock()
-	a.maps.m[p] = m
-	a.maps.Unlock()
-	return p
+	return max(a.limit-a.space.Touched(), 0)
 }
 
-// shed drops free buffers until size more bytes fit under the cap.
-func (a *Arena) shed(size int64) {
-	for s, l := range a.free {
-		for len(l) > 0 && a.held+size > a.limit {
-			a.release(l[len(l)-1])
-			l[len(l)-1] = arenaBlock{}
-			l = l[:len(l)-1]
-			a.held -= int64(s)
-		}
-		a.free[s] = l
-		if a.held+size <= a.limit {
-			return
-		}
+// newRegion adds a region that holds at least need bytes. Regions are
+// mapped outside the Go heap where the system allows: memory an arena
+// holds from step to step would otherwise count as live heap, and the
+// collector, which lets the heap grow to twice what is live before it
+// collects, would let the garbage the rest of the program makes grow by
+// as much again. Large regions are advised for huge pages as alloc's
+// large tensors are. Where nothing can be mapped a region is a heap
+// slice of need bytes: a large heap region would be memory, not just
+// address space.
+func (a *Arena) newRegion(need int) {
+	r := arenaRegion{b: mapArena(max(need, arenaRegionBytes)), mapped: true}
+	if r.b == nil {
+		r = arenaRegion{b: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(alloc[int64]((need+7)/8, false)))), need)}
+	} else {
+		hugepage.Advise(unsafe.Pointer(unsafe.SliceData(r.b)), len(r.b))
 	}
+	id := a.space.AddRegion(len(r.b))
+	a.maps.Lock()
+	a.maps.m[id] = r
+	a.maps.Unlock()
+}
+
+// base returns the first byte of region id.
+func (m *arenaMappings) base(id int) unsafe.Pointer {
+	m.Lock()
+	defer m.Unlock()
+	return unsafe.Pointer(unsafe.SliceData(m.m[id].b))
 }
 
 // giveBack frees, before Reset, a gradient buffer Backward is done with:
@@ -321,7 +345,7 @@ func (a *Arena) giveBack(p unsafe.Pointer, size int) bool {
 	}
 	delete(a.index, p)
 	a.out[i] = arenaBlock{}
-	a.free[b.size] = append(a.free[b.size], b)
+	a.space.Free(b.span)
 	a.stats.InUse -= int64(b.size)
 	return true
 }

@@ -130,8 +130,33 @@ func TestArenaReusesLastFreed(t *testing.T) {
 		}
 		arena.Reset()
 	}
-	if st := arena.Stats(); st.Allocated != 1 || st.Reused != 3 || st.Held != 4000 {
-		t.Errorf("stats %+v, want 1 allocated, 3 reused, 4000 bytes held", st)
+	if st := arena.Stats(); st.Allocated != 1 || st.Reused != 3 || st.Held != 4032 {
+		t.Errorf("stats %+v, want 1 allocated, 3 reused, 4032 bytes held (4000 rounded to cache lines)", st)
+	}
+}
+
+// TestArenaSplitsAndMerges: memory one buffer freed serves smaller ones,
+// and their memory merges again for a buffer of the first size; the
+// arena touches no new memory for either.
+func TestArenaSplitsAndMerges(t *testing.T) {
+	arena := NewArena(0)
+	g := NewGenerator(6)
+	big, small := Randn(g, 1000), Randn(g, 496) // 4032 and 1984 bytes, rounded to cache lines
+	ReLU(arena.In(big))
+	arena.Reset()
+	for range 2 {
+		a, b := ReLU(arena.In(small)), Sigmoid(arena.In(small))
+		if !bitsEqual(a.Float32s(), ReLU(small).Float32s()) || !bitsEqual(b.Float32s(), Sigmoid(small).Float32s()) {
+			t.Fatal("results in split memory differ")
+		}
+		arena.Reset()
+		if !bitsEqual(ReLU(arena.In(big)).Float32s(), ReLU(big).Float32s()) {
+			t.Fatal("result in merged memory differs")
+		}
+		arena.Reset()
+	}
+	if st := arena.Stats(); st.Held != 4032 || st.Allocated != 1 || st.Reused != 6 {
+		t.Errorf("stats %+v, want 4032 bytes held, 1 buffer that touched new memory, 6 that reused it", st)
 	}
 }
 
@@ -213,23 +238,23 @@ func TestArenaKeep(t *testing.T) {
 	ReLU(k) // usable after Reset
 }
 
-// TestArenaCap: past its cap the arena sheds free buffers of other sizes,
-// then lets results come from the heap; results are unchanged.
+// TestArenaCap: past its cap the arena gives back free memory, then
+// lets results come from the heap; results are unchanged.
 func TestArenaCap(t *testing.T) {
 	arena := NewArena(10_000)
 	g := NewGenerator(8)
-	a, b := Randn(g, 1000), Randn(g, 1500) // 4000 and 6000 bytes
+	a, b := Randn(g, 1000), Randn(g, 1500) // 4032 and 6016 bytes in the arena
 	for range 2 {
 		ReLU(arena.In(a))
 		arena.Reset()
 	}
-	if st := arena.Stats(); st.Held != 4000 || st.Reused != 1 {
+	if st := arena.Stats(); st.Held != 4032 || st.Reused != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	y := ReLU(arena.In(b)) // fits beside the free 4000
-	z := ReLU(arena.In(b)) // 4000 free is shed; 6000 more is over the cap
-	if st := arena.Stats(); st.Held != 6000 || st.Overflowed != 1 {
-		t.Fatalf("stats %+v, want 6000 held and one result from the heap", st)
+	y := ReLU(arena.In(b)) // the free 4032 and 1984 more
+	z := ReLU(arena.In(b)) // 6016 more would pass the cap
+	if st := arena.Stats(); st.Held != 6016 || st.Overflowed != 1 {
+		t.Fatalf("stats %+v, want 6016 held and one result from the heap", st)
 	}
 	if !bitsEqual(y.Float32s(), ReLU(b).Float32s()) || !bitsEqual(z.Float32s(), y.Float32s()) {
 		t.Fatal("results past the cap differ")
@@ -240,7 +265,7 @@ func TestArenaCap(t *testing.T) {
 		t.Fatalf("Held %d after Free", st.Held)
 	}
 	ReLU(arena.In(b)) // the arena fills again
-	if st := arena.Stats(); st.Held != 6000 {
+	if st := arena.Stats(); st.Held != 6016 {
 		t.Fatalf("Held %d after use", st.Held)
 	}
 }
