@@ -18,8 +18,11 @@ type MergedBagTable struct {
 	// EmbeddingBagSum takes them (bag b runs to Offsets[b+1], the last to
 	// the end of Idx).
 	Idx, Offsets []int64
-	// Out receives the bags, [len(Offsets), dim].
-	Out []float32
+	// Out receives the bags, [len(Offsets), dim]; OutBF16, used instead
+	// when non-nil, receives them rounded to bfloat16 as F32ToBF16
+	// rounds.
+	Out     []float32
+	OutBF16 []uint16
 }
 
 // MergedEmbeddingBag writes to row b of each table's Out what
@@ -46,8 +49,8 @@ func MergedEmbeddingBag(dim int, tables []MergedBagTable, mean bool) {
 		if len(tb.Offsets) != bags {
 			fail(ErrShape, op, "table %d has %d bags, table 0 has %d", t, len(tb.Offsets), bags)
 		}
-		if len(tb.Out) < bags*dim {
-			fail(ErrShape, op, "table %d: out has %d elements, needs %d", t, len(tb.Out), bags*dim)
+		if n := max(len(tb.Out), len(tb.OutBF16)); n < bags*dim || tb.OutBF16 != nil && len(tb.OutBF16) < bags*dim {
+			fail(ErrShape, op, "table %d: out has %d elements, needs %d", t, n, bags*dim)
 		}
 		if dim > 0 {
 			// The gathers and vector kits read rows without Go's bounds
@@ -76,6 +79,7 @@ type mergedArgs struct {
 	k      *vecKit
 	f32    gatherF32Func
 	bf16   gatherBF16Func
+	narrow func(dst []uint16, src []float32)
 	dim    int
 	bags   int
 	mean   bool
@@ -89,7 +93,7 @@ var mergedJobs parPool[mergedArgs]
 func mergedBagSum(l Level, dim int, tables []MergedBagTable, mean bool, work int) {
 	bags := len(tables[0].Offsets)
 	a := mergedArgs{k: kitAt(l), f32: pick(l, bagGatherF32Variants), bf16: pick(l, bagGatherBF16Variants),
-		dim: dim, bags: bags, mean: mean, tables: tables}
+		narrow: f32ToBF16For(l), dim: dim, bags: bags, mean: mean, tables: tables}
 	mergedJobs.run(len(tables)*bags, work, a, mergedBags)
 }
 
@@ -191,7 +195,15 @@ func mergedBags(a *mergedArgs, lo, hi int) {
 			pf, pfIdx = a.rows(next)
 		}
 		tb := &a.tables[c.t]
-		out := tb.Out[c.b0*a.dim : c.b1*a.dim]
+		var out []float32
+		var buf *scratch[float32]
+		if tb.OutBF16 != nil {
+			// Bfloat16 bags are summed in float32 a chunk at a time.
+			buf = getScratchF32((c.b1 - c.b0) * a.dim)
+			out = buf.s
+		} else {
+			out = tb.Out[c.b0*a.dim : c.b1*a.dim]
+		}
 		switch {
 		case c.one && tb.WeightBF16 == nil:
 			a.f32(out, tb.Weight, c.idx, a.dim, pf.f32, pfIdx, pf.dim)
@@ -199,7 +211,11 @@ func mergedBags(a *mergedArgs, lo, hi int) {
 			a.bf16(out, tb.WeightBF16, c.idx, a.dim, pf.f32, pfIdx, pf.dim)
 		default:
 			a.k.prefetchRows(pf.f32, pfIdx, pf.dim)
-			a.sumBags(c)
+			a.sumBags(c, out)
+		}
+		if buf != nil {
+			a.narrow(tb.OutBF16[c.b0*a.dim:c.b1*a.dim], out)
+			buf.put()
 		}
 		if p >= hi {
 			return
@@ -208,12 +224,16 @@ func mergedBags(a *mergedArgs, lo, hi int) {
 	}
 }
 
-// sumBags sums chunk c's bags one at a time.
-func (a *mergedArgs) sumBags(c bagChunk) {
+// sumBags sums chunk c's bags one at a time into out, which holds the
+// chunk's bags.
+func (a *mergedArgs) sumBags(c bagChunk, out []float32) {
 	tb := &a.tables[c.t]
 	if tb.WeightBF16 == nil {
-		e := embArgs{k: a.k, gather: a.f32, dim: a.dim, idx: tb.Idx, offsets: tb.Offsets, weight: tb.Weight, mean: a.mean, out: tb.Out}
-		bagSumBags(&e, c.b0, c.b1)
+		// The chunk's bags alone: their offsets (positions in Idx),
+		// Idx up to the chunk's last lookup, and out.
+		end := bagEnd(tb.Offsets, c.b1-1, len(tb.Idx))
+		e := embArgs{k: a.k, gather: a.f32, dim: a.dim, idx: tb.Idx[:end], offsets: tb.Offsets[c.b0:c.b1], weight: tb.Weight, mean: a.mean, out: out}
+		bagSumBags(&e, 0, c.b1-c.b0)
 		return
 	}
 	e := embBF16Args{dim: a.dim, idx: tb.Idx, offsets: tb.Offsets, weight: tb.WeightBF16, mean: a.mean}
@@ -229,7 +249,7 @@ func (a *mergedArgs) sumBags(c bagChunk) {
 			a.k.prefetchRows(pf.f32, tb.Idx[next:to], pf.dim)
 			next = to
 		}
-		out := tb.Out[b*a.dim : (b+1)*a.dim]
+		out := out[(b-c.b0)*a.dim : (b-c.b0+1)*a.dim]
 		if end-s == 1 {
 			// One row, summed or averaged, is the row itself, but
 			// for the sign of a zero.

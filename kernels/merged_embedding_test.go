@@ -41,6 +41,32 @@ func (m mergedCase) tables(outs [][]float32) []MergedBagTable {
 	return tables
 }
 
+// checkBF16Out runs the merged lookup of m with bfloat16 outputs
+// (OutBF16) and checks each against want, its float32 bags, rounded to
+// bfloat16; nothing outside the outputs may be written.
+func checkBF16Out(t *testing.T, name string, l Level, m mergedCase, mean bool, threads int, want [][]float32) {
+	t.Helper()
+	const pad, guard = 19, 0xdead
+	tables := m.tables(make([][]float32, len(m.cases)))
+	bufs := make([][]uint16, len(tables))
+	for k := range tables {
+		bufs[k] = make([]uint16, m.bags*m.dim+2*pad)
+		for i := range bufs[k] {
+			bufs[k][i] = guard
+		}
+		tables[k].OutBF16 = bufs[k][pad : len(bufs[k])-pad]
+	}
+	withThreads(threads, func() { mergedBagSum(l, m.dim, tables, mean, 1<<20) })
+	for k, b := range bufs {
+		sameBits16(t, fmt.Sprintf("%s table %d bfloat16 out", name, k), tables[k].OutBF16, rounded16(want[k]))
+		for i := range pad {
+			if b[i] != guard || b[len(b)-1-i] != guard {
+				t.Fatalf("%s table %d: bfloat16 out written outside its bounds", name, k)
+			}
+		}
+	}
+}
+
 // withThreads runs f with the worker pool splitting work n ways.
 func withThreads(n int, f func()) {
 	workers.start()
@@ -86,6 +112,7 @@ func TestMergedEmbeddingBag(t *testing.T) {
 						oks[k]()
 						sameBits32(t, fmt.Sprintf("%s table %d", name, k), outs[k], want[k])
 					}
+					checkBF16Out(t, name, l, m, mean, threads, want)
 				}
 			}
 		}
@@ -132,12 +159,15 @@ func TestMergedEmbeddingBagOneHot(t *testing.T) {
 						poolGarbage(outs[k])
 					}
 					withThreads(threads, func() { mergedBagSum(l, dim, m.tables(outs), mean, 1<<20) })
+					name := fmt.Sprintf("dim=%d mean=%v threads=%d", dim, mean, threads)
+					want := make([][]float32, len(m.cases))
 					for k, c := range m.cases {
-						want := make([]float32, bags*dim)
-						bagSumGeneric(dim, c.idx, c.offsets, m.wide[k], nil, mean, want)
+						want[k] = make([]float32, bags*dim)
+						bagSumGeneric(dim, c.idx, c.offsets, m.wide[k], nil, mean, want[k])
 						oks[k]()
-						sameBits32(t, fmt.Sprintf("dim=%d mean=%v threads=%d table %d", dim, mean, threads, k), outs[k], want)
+						sameBits32(t, fmt.Sprintf("%s table %d", name, k), outs[k], want[k])
 					}
+					checkBF16Out(t, name, l, m, mean, threads, want)
 				}
 			}
 		}
