@@ -164,6 +164,26 @@ func actApplyBF16(op string, x *Tensor, a kernels.Act) *Tensor {
 	})
 }
 
+// reluInPlaceBF16 is ReLU(z), bit for bit, values and gradient, for a
+// fresh result z that only the caller holds and whose op's backward does
+// not read it: bfloat16 z is rectified in place, saving a tensor (any
+// other z goes to ReLU).
+func reluInPlaceBF16(z *Tensor) *Tensor {
+	if z.dtype != BFloat16 {
+		return ReLU(z)
+	}
+	relu := kernels.Act{Fn: kernels.ActReLU}
+	v := z.BFloat16s()
+	relu.ForwardBF16(v, v)
+	out := &Tensor{dtype: BFloat16, shape: z.shape, format: z.format, data: z.data, mode: z.mode.arenaMode()}
+	like := z.meta()
+	return record("ReLUBackward", out, []*Tensor{z}, func(g *Tensor) []*Tensor {
+		gz := bf16GradLike(like)
+		relu.BackwardBF16(gz.BFloat16s(), bf16GradData(g, like), v)
+		return []*Tensor{gz}
+	})
+}
+
 // ReLUInPlace sets x = max(x, 0) and returns x, for inference where x is a
 // temporary (torch.relu_). x must not need a gradient while gradients are
 // recorded.

@@ -387,7 +387,7 @@ func convBF16(op string, m Mode, s kernels.ConvShape, x, w, b, xk, wk *Tensor, c
 			gw = gw.reformat(wm.format)
 		}
 		if bNeeds {
-			gb = bf16Tensor([]int{s.O}, Contiguous, Contiguous, db)
+			gb = bf16Grad(b.mode, []int{s.O}, Contiguous, Contiguous, db)
 		}
 		return []*Tensor{gx, gw, gb}
 	})

@@ -208,8 +208,20 @@ func castIn(m Mode, t *Tensor, dtype DType) *Tensor {
 	}
 	src := t.dtype
 	return recordIn(m, "Cast", out, []*Tensor{t}, func(g *Tensor) []*Tensor {
-		return []*Tensor{g.castTo(src)}
+		return []*Tensor{castGrad(g, src)}
 	})
+}
+
+// castGrad returns gradient g cast to dtype in memory for a gradient
+// (gradFor's): from g's arena, where Backward may hand it back as soon as
+// it is used, else from the gradient cache.
+func castGrad(g *Tensor, dtype DType) *Tensor {
+	if dtype != Float32 && dtype != BFloat16 {
+		return g.castTo(dtype)
+	}
+	out := gradFor(g, dtype, g.format)
+	g.castInto(out)
+	return out
 }
 
 // To returns t laid out in memory format f, like

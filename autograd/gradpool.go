@@ -161,6 +161,23 @@ func gradSlice[T float32 | uint16](m Mode, n int) []T {
 	return v
 }
 
+// releaseSlice offers s, memory gradSlice returned in mode m, for reuse;
+// nothing may use s after.
+func releaseSlice[T float32 | uint16](m Mode, s []T) {
+	if m.arena != nil {
+		if len(s) > 0 && m.live() {
+			m.arena.giveBack(unsafe.Pointer(unsafe.SliceData(s)), len(s)*int(unsafe.Sizeof(s[0])))
+		}
+		return
+	}
+	switch s := any(s).(type) {
+	case []float32:
+		releaseGradBuffer(s)
+	case []uint16:
+		releaseGradBufferBF16(s)
+	}
+}
+
 // gradData returns n float32 elements of arbitrary contents for the
 // gradient of t, from t's arena when t is in one, else from the gradient
 // cache. The tensor built on them must carry t's arena mode (linearGrad

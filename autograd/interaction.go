@@ -34,9 +34,9 @@ func Interaction(x *Tensor, ly []*Tensor, self bool) *Tensor {
 	s := kernels.InteractionShape{Batch: B, Dim: d, Features: len(feats), Self: self}
 	// The backward closure keeps the operands' data, not the tensors,
 	// which would hold the tape that made them.
-	need := make([]bool, len(feats))
+	need, modes := make([]bool, len(feats)), make([]Mode, len(feats))
 	for f, t := range feats {
-		need[f] = t.requiresGrad
+		need[f], modes[f] = t.requiresGrad, t.mode.arenaMode()
 	}
 	// Every kernel writes every element of the output and the gradients.
 	out := resultIn(op, modeOf(feats...), x.dtype, []int{B, s.Width()}, Contiguous, false)
@@ -45,17 +45,17 @@ func Interaction(x *Tensor, ly []*Tensor, self bool) *Tensor {
 		data := interactionData(feats, (*Tensor).BFloat16s)
 		kernels.InteractionForwardBF16(s, data, out.BFloat16s())
 		backward = func(g *Tensor) []*Tensor {
-			grads := interactionGrads(need, func() []uint16 { return makeUninit(BFloat16, B*d).([]uint16) })
+			grads := interactionGrads(need, func(f int) []uint16 { return gradSlice[uint16](modes[f], B*d) })
 			kernels.InteractionBackwardBF16(s, data, rowMajor(g).BFloat16s(), grads)
-			return interactionGradTensors(BFloat16, grads, B, d)
+			return interactionGradTensors(BFloat16, grads, modes, B, d)
 		}
 	} else {
 		data := interactionData(feats, (*Tensor).Float32s)
 		kernels.InteractionForward(s, data, out.Float32s())
 		backward = func(g *Tensor) []*Tensor {
-			grads := interactionGrads(need, func() []float32 { return gradBuffer(B * d) })
+			grads := interactionGrads(need, func(f int) []float32 { return gradSlice[float32](modes[f], B*d) })
 			kernels.InteractionBackward(s, data, g.ContiguousFloat32s(), grads)
-			return interactionGradTensors(Float32, grads, B, d)
+			return interactionGradTensors(Float32, grads, modes, B, d)
 		}
 	}
 	if traced(feats...) {
@@ -74,25 +74,25 @@ func interactionData[T any](feats []*Tensor, data func(*Tensor) []T) [][]T {
 	return out
 }
 
-// interactionGrads returns a gradient matrix from alloc for each operand
-// that needs one, nil for the others.
-func interactionGrads[T any](need []bool, alloc func() []T) [][]T {
+// interactionGrads returns a gradient matrix from alloc(f) for each
+// operand f that needs one, nil for the others.
+func interactionGrads[T any](need []bool, alloc func(f int) []T) [][]T {
 	grads := make([][]T, len(need))
 	for f, n := range need {
 		if n {
-			grads[f] = alloc()
+			grads[f] = alloc(f)
 		}
 	}
 	return grads
 }
 
 // interactionGradTensors wraps the gradient matrices ([B, d] each, nil
-// for none) as tensors of dtype.
-func interactionGradTensors[T any](dtype DType, grads [][]T, B, d int) []*Tensor {
+// for none) as tensors of dtype, each in its operand's arena mode.
+func interactionGradTensors[T any](dtype DType, grads [][]T, modes []Mode, B, d int) []*Tensor {
 	res := make([]*Tensor, len(grads))
 	for f, g := range grads {
 		if g != nil {
-			res[f] = &Tensor{dtype: dtype, shape: []int{B, d}, data: g}
+			res[f] = &Tensor{dtype: dtype, shape: []int{B, d}, data: g, mode: modes[f]}
 		}
 	}
 	return res

@@ -230,7 +230,7 @@ func matmulBF16(op string, a, b *Tensor, d matmulDims) *Tensor {
 				seen[o] = true
 				product(i, d[o:], beta)
 			}
-			return bf16Tensor(like.shape, Contiguous, like.format, d)
+			return bf16Grad(like.mode, like.shape, Contiguous, like.format, d)
 		}
 		var ga, gb *Tensor
 		if a.requiresGrad {
@@ -426,7 +426,12 @@ func linearBackward(x, w, b, xc, wc *Tensor, rows int, relu []float32) func(g *T
 func LinearReLU(x, w, b *Tensor) *Tensor {
 	const op = "Linear"
 	m := modeOf(x, w, b)
-	if m.autocast || m.trace.active() || x == nil || x.dtype != Float32 {
+	if m.autocast && !m.trace.active() {
+		// A BF16 product: rectified in its own memory, which its
+		// backward does not read.
+		return reluInPlaceBF16(Linear(x, w, b))
+	}
+	if m.trace.active() || x == nil || x.dtype != Float32 {
 		return ReLU(Linear(x, w, b))
 	}
 	outShape := linearShape(x, w, b)
@@ -454,14 +459,14 @@ func linearBF16(x, w, b, xc, wc, out *Tensor, rows int) *Tensor {
 		gd := rowMajor(g).BFloat16s()
 		var gx, gw, gb *Tensor
 		if x.requiresGrad {
-			d := gradBuffer(rows * inF)
+			d := gradData(x, rows*inF)
 			kernels.GemmBF16(false, false, rows, inF, outF, 1, gd, outF, wd, inF, 0, d, inF)
-			gx = bf16Tensor(x.shape, Contiguous, x.format, d)
+			gx = bf16Grad(x.mode, x.shape, Contiguous, x.format, d)
 		}
 		if w.requiresGrad {
-			d := gradBuffer(outF * inF)
+			d := gradData(w, outF*inF)
 			kernels.GemmBF16(true, false, outF, inF, rows, 1, gd, outF, xd, inF, 0, d, inF)
-			gw = bf16Tensor(w.shape, Contiguous, w.format, d)
+			gw = bf16Grad(w.mode, w.shape, Contiguous, w.format, d)
 		}
 		if b != nil && b.requiresGrad {
 			sum := make([]float32, outF)
@@ -472,7 +477,7 @@ func linearBF16(x, w, b, xc, wc, out *Tensor, rows int) *Tensor {
 					sum[j] += v
 				}
 			}
-			gb = bf16Tensor([]int{outF}, Contiguous, Contiguous, sum)
+			gb = bf16Grad(b.mode, []int{outF}, Contiguous, Contiguous, sum)
 		}
 		return []*Tensor{gx, gw, gb}
 	})
@@ -541,19 +546,23 @@ func bindLinearAct(x, w, b, y *Tensor, constW, relu bool) func() {
 			return nil
 		}
 		xd, wd, yd := x.BFloat16s(), w.BFloat16s(), y.BFloat16s()
-		acc := uninitF32(len(yd))
 		var bias []float32
 		var bd []uint16
 		if b != nil {
 			bias, bd = make([]float32, outF), b.BFloat16s()
 		}
+		// The float32 products are scratch for each run, from y's arena
+		// (which gives the memory to the next result) or the cache.
+		m := y.mode.arenaMode()
 		return func() {
 			if bd != nil {
 				kernels.BF16ToF32(bias, bd)
 			}
+			acc := gradSlice[float32](m, len(yd))
 			beta := start(acc, bias)
 			kernels.GemmBF16(false, true, rows, outF, inF, 1, xd, inF, wd, inF, beta, acc, outF)
 			kernels.F32ToBF16(yd, acc)
+			releaseSlice(m, acc)
 		}
 	}
 	return nil
@@ -587,15 +596,16 @@ func init() {
 	defineEager("BMM", nil, func(_ any, in []*Tensor) []*Tensor { return one(BMM(in[0], in[1])) })
 }
 
-// bf16Tensor rounds float32 results, laid out in format from, to a
-// bfloat16 tensor of shape in format to (to nearest even; reordered when
-// the formats differ): the result or gradient of a BF16 op. f is scratch
-// from gradBuffer (or fresh) and goes back to the pool.
-func bf16Tensor(shape []int, from, to MemoryFormat, f []float32) *Tensor {
-	h := alloc[uint16](len(f), false)
+// bf16Grad rounds float32 gradients, laid out in format from, to a
+// bfloat16 gradient of shape in format to (to nearest even; reordered
+// when the formats differ) for a tensor in mode m, its memory from
+// gradSlice. f is scratch from gradSlice in m (or fresh) and goes back.
+func bf16Grad(m Mode, shape []int, from, to MemoryFormat, f []float32) *Tensor {
+	m = m.arenaMode()
+	h := gradSlice[uint16](m, len(f))
 	kernels.F32ToBF16(h, f)
-	releaseGradBuffer(f)
-	t := &Tensor{dtype: BFloat16, shape: cloneInts(shape), format: from, data: h}
+	releaseSlice(m, f)
+	t := &Tensor{dtype: BFloat16, shape: cloneInts(shape), format: from, data: h, mode: m}
 	if to != from {
 		t = t.reformat(to)
 	}

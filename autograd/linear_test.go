@@ -3,6 +3,7 @@ package autograd_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -550,5 +551,50 @@ func TestLinearReLU(t *testing.T) {
 	f := func(xs ...*autograd.Tensor) *autograd.Tensor { return autograd.LinearReLU(xs[0], xs[1], xs[2]) }
 	if err := autograd.GradCheck(f, []*autograd.Tensor{x, w, b}, autograd.GradCheckOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLinearReLUAutocast: under autocast, LinearReLU (the BF16 product
+// rectified in place) gives the bits of ReLU(Linear) in values and every
+// gradient, on a result with NaN and negative entries, with and without
+// an arena.
+func TestLinearReLUAutocast(t *testing.T) {
+	g := autograd.NewGenerator(17)
+	nan := float32(math.NaN())
+	x0, w0, b0 := autograd.Randn(g, 29, 19), autograd.Randn(g, 45, 19), autograd.Randn(g, 45)
+	x0.Float32s()[5] = nan
+	gout := autograd.Cast(autograd.Randn(g, 29, 45), autograd.BFloat16)
+	for _, inArena := range []bool{false, true} {
+		var vals [2][]uint32
+		for k, fused := range []bool{true, false} {
+			x, w, b := x0.Detach().SetRequiresGrad(true), w0.Detach().SetRequiresGrad(true), b0.Detach().SetRequiresGrad(true)
+			in := autograd.Autocast(x)
+			arena := autograd.NewArena(0)
+			if inArena {
+				in = arena.In(in)
+			}
+			var y *autograd.Tensor
+			if fused {
+				y = autograd.LinearReLU(in, w, b)
+			} else {
+				y = autograd.ReLU(autograd.Linear(in, w, b))
+			}
+			if y.DType() != autograd.BFloat16 {
+				t.Fatalf("dtype %v under autocast", y.DType())
+			}
+			y.Backward(gout)
+			for _, v := range y.BFloat16s() {
+				vals[k] = append(vals[k], uint32(v))
+			}
+			for _, p := range []*autograd.Tensor{x, w, b} {
+				for _, v := range p.Grad().Float32s() {
+					vals[k] = append(vals[k], math.Float32bits(v))
+				}
+			}
+			arena.Reset()
+		}
+		if !slices.Equal(vals[0], vals[1]) {
+			t.Errorf("arena %v: fused values or gradients differ from ReLU(Linear)", inArena)
+		}
 	}
 }

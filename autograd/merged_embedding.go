@@ -23,6 +23,10 @@ import (
 // zeros. A bfloat16 table's rows are widened as they are read: its result
 // is float32, bit for bit what EmbeddingBag gives for the widened table
 // (and EmbeddingBag on the bfloat16 table gives it rounded to bfloat16).
+// Under autocast (indices or offsets from an Autocast computation), when
+// every table is bfloat16, the results are bfloat16: those float32 bags
+// rounded to nearest even, as Cast rounds, as IPEX's bfloat16 tables
+// give; being traced, the lookup keeps float32 results.
 // All bags of all tables are summed in one kernel call split across the
 // workers, with the same bits at any thread count, after every index and
 // offset of every table has been checked: a bad one panics naming the
@@ -245,12 +249,34 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 	// which reads row b of every output together (its forward ran 35 %
 	// faster on matrices so skewed). The kernel writes every bag, an empty
 	// one as zeros.
+	//
+	// Under autocast, bfloat16 tables' bags are bfloat16 (as IPEX's
+	// bfloat16 tables give): the float32 sums rounded to nearest even, as
+	// Cast would round them. (A trace, or a mix of float32 and bfloat16
+	// tables, keeps float32 bags, which the caller casts as it needs.)
 	size := numel(op, []int{B, dim})
-	stride := size + 16
-	slab := uninitF32(numel(op, []int{len(tables), stride}))
+	m := modeOf(append(append([]*Tensor(nil), tables...), lookups...)...)
+	narrow := m.autocast && !m.trace.active()
+	for _, w := range tables {
+		narrow = narrow && w.dtype == BFloat16
+	}
+	am := m.arenaMode()
+	if narrow {
+		stride := size + 32
+		slab := arenaSlice[uint16](am, numel(op, []int{len(tables), stride}), false, false)
+		for t := range tables {
+			bags[t].OutBF16 = slab[t*stride : t*stride+size : t*stride+size]
+			outs[t] = &Tensor{dtype: BFloat16, shape: []int{B, dim}, data: bags[t].OutBF16}
+		}
+	} else {
+		stride := size + 16
+		slab := arenaSlice[float32](am, numel(op, []int{len(tables), stride}), false, false)
+		for t := range tables {
+			bags[t].Out = slab[t*stride : t*stride+size : t*stride+size]
+			outs[t] = &Tensor{dtype: Float32, shape: []int{B, dim}, data: bags[t].Out}
+		}
+	}
 	for t, w := range tables {
-		outs[t] = &Tensor{dtype: Float32, shape: []int{B, dim}, data: slab[t*stride : t*stride+size : t*stride+size]}
-		bags[t].Out = outs[t].Float32s()
 		if w.dtype == BFloat16 {
 			bags[t].WeightBF16 = w.BFloat16s()
 		} else {
@@ -261,7 +287,7 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 	for t := range bags {
 		// The backward needs only the indices and bags: the closure must
 		// not keep the outputs alive.
-		bags[t].Out, bags[t].Weight, bags[t].WeightBF16 = nil, nil, nil
+		bags[t].Out, bags[t].OutBF16, bags[t].Weight, bags[t].WeightBF16 = nil, nil, nil, nil
 	}
 
 	// dys[t] is output t's gradient, set by its node; free[t] says the
@@ -273,7 +299,7 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 	// until the end would hold every table's. The rest (a table looked up
 	// twice, in the lookups' order; dense ones) wait for the lookup's own
 	// backward, which runs after every output's.
-	dys := make([][]float32, len(tables))
+	dys, dyModes := make([][]float32, len(tables)), make([]Mode, len(tables))
 	free := make([]bool, len(tables))
 	var pending []int
 	shared := make([]bool, len(tables))
@@ -299,7 +325,7 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 		for _, g := range groups {
 			for _, t := range g {
 				if free[t] {
-					releaseGradBuffer(dys[t])
+					releaseSlice(dyModes[t], dys[t])
 				}
 				dys[t], free[t] = nil, false
 			}
@@ -340,7 +366,7 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 				kernels.EmbeddingBagBackward(w.shape[0], dim, idx, starts, dy, nil, mean, grads[t].Float32s())
 			}
 			if dy != nil && free[t] {
-				releaseGradBuffer(dy)
+				releaseSlice(dyModes[t], dy)
 			}
 			dys[t], free[t] = nil, false // a retained graph's next Backward starts afresh
 		}
@@ -355,12 +381,21 @@ func mergedBag(op string, tables, lookups []*Tensor, bags []kernels.MergedBagTab
 			if !w.requiresGrad {
 				return []*Tensor{Zeros(0)}
 			}
-			dy := widenedF32(op+"Backward", "output gradient", g)
+			var dy []float32
+			if g.dtype == BFloat16 {
+				// Widened into gradient memory of the op's own; the
+				// bfloat16 gradient is done with.
+				dy = castGrad(rowMajor(g), Float32).Float32s()
+				if nodes[t].gradFree {
+					releaseGrad(g)
+				}
+			} else {
+				dy = widenedF32(op+"Backward", "output gradient", g)
+			}
 			if len(dy) == 0 {
 				return []*Tensor{Zeros(0)} // an empty batch leaves the tables without a gradient
 			}
-			// A widened bfloat16 gradient is new memory of the op's own.
-			dys[t], free[t] = dy, g.dtype != Float32 || nodes[t].gradFree
+			dys[t], dyModes[t], free[t] = dy, g.mode.arenaMode(), g.dtype != Float32 || nodes[t].gradFree
 			if sparse && w.IsLeaf() && !shared[t] {
 				if pending = append(pending, t); len(pending) >= 2*kernels.Threads() {
 					takePending()

@@ -419,3 +419,60 @@ func TestMergedEmbeddingBagSparseTablesInParallel(t *testing.T) {
 		sameBitsT(t, fmt.Sprintf("table %d sparse gradient", k), got.Values, want.Values)
 	}
 }
+
+// TestMergedEmbeddingBagAutocast: under autocast, bfloat16 tables give
+// bfloat16 bags, bit for bit the float32 bags cast to bfloat16, and the
+// tables the gradients of that cast's path, dense and sparse, with or
+// without an arena; a mix of float32 and bfloat16 tables keeps float32
+// bags.
+func TestMergedEmbeddingBagAutocast(t *testing.T) {
+	g := autograd.NewGenerator(43)
+	m := newMergedLookup(g, []int{3, 11, 40, 7}, 5, 9)
+	for _, sparse := range []bool{false, true} {
+		for _, inArena := range []bool{false, true} {
+			var tables, refs, grads []*autograd.Tensor
+			for _, n := range m.rows {
+				v := autograd.Cast(autograd.Randn(g, n, m.d), autograd.BFloat16)
+				tables, refs = append(tables, embLeaf(v)), append(refs, embLeaf(v))
+				grads = append(grads, autograd.Cast(autograd.Randn(g, m.b, m.d), autograd.BFloat16))
+			}
+			arena := autograd.NewArena(0)
+			indices := make([]*autograd.Tensor, len(m.indices))
+			for k, idx := range m.indices {
+				indices[k] = autograd.Autocast(idx)
+				if inArena {
+					indices[k] = arena.In(indices[k])
+				}
+			}
+			outs := autograd.MergedEmbeddingBag(tables, indices, m.offsets, autograd.BagSum, true, sparse)
+			wide := autograd.MergedEmbeddingBag(refs, m.indices, m.offsets, autograd.BagSum, true, sparse)
+			want := make([]*autograd.Tensor, len(wide))
+			for k, y := range wide {
+				want[k] = autograd.Cast(y, autograd.BFloat16)
+				sameBitsT(t, fmt.Sprintf("sparse %v arena %v: table %d bags", sparse, inArena, k), outs[k], want[k])
+			}
+			autograd.Backward(outs, grads)
+			autograd.Backward(want, grads)
+			for k := range tables {
+				what := fmt.Sprintf("sparse %v arena %v: table %d gradient", sparse, inArena, k)
+				if !sparse {
+					sameBitsT(t, what, tables[k].Grad(), refs[k].Grad())
+					continue
+				}
+				got, exp := tables[k].SparseGrad(), refs[k].SparseGrad()
+				if got == nil || exp == nil || !slices.Equal(got.Indices, exp.Indices) {
+					t.Fatalf("%s: rows %v, want %v", what, got, exp)
+				}
+				sameBitsT(t, what, got.Values, exp.Values)
+			}
+			arena.Reset()
+		}
+	}
+	mixed := []*autograd.Tensor{autograd.Randn(g, 3, m.d), autograd.Cast(autograd.Randn(g, 11, m.d), autograd.BFloat16)}
+	idx := []*autograd.Tensor{autograd.Autocast(m.indices[0]), autograd.Autocast(m.indices[1])}
+	for k, y := range autograd.MergedEmbeddingBag(mixed, idx, m.offsets[:2], autograd.BagSum, true, false) {
+		if y.DType() != autograd.Float32 {
+			t.Errorf("mixed tables under autocast: bag %d has dtype %v, want float32", k, y.DType())
+		}
+	}
+}

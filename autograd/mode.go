@@ -27,6 +27,13 @@ func (m Mode) NoGrad() bool { return m.noGrad }
 // policy (see Autocast).
 func (m Mode) Autocast() bool { return m.autocast }
 
+// Arena returns the Arena results in this mode take their memory from,
+// nil for the Go heap. A model whose forward pass takes inputs besides
+// the one a caller put in an arena (DLRM's lookups beside its dense
+// features) puts them in the same arena with Arena.In, so that the whole
+// computation's memory comes from it.
+func (m Mode) Arena() *Arena { return m.arena }
+
 // Tracing reports whether ops in this mode are being traced.
 func (m Mode) Tracing() bool { return m.trace.active() }
 

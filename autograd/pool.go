@@ -248,10 +248,10 @@ func poolGrad(x, out, g *Tensor, run func(dy, dx []float32)) *Tensor {
 		run(g.Float32s(), gx.Float32s())
 		return gx
 	}
-	dx := gradBuffer(n)
+	dx := gradData(x, n)
 	clear(dx)
 	run(g.Float32s(), dx)
-	return bf16Tensor(x.shape, x.format, x.format, dx)
+	return bf16Grad(x.mode, x.shape, x.format, x.format, dx)
 }
 
 // MaxPool2d takes the maximum over sliding windows, like

@@ -308,7 +308,7 @@ func (o *quantOp) apply(x, scales *Tensor, attrs any) *Tensor {
 		}
 		o.passGrad(gx.Float32s(), actGradData(g, like), floats(xv, wide))
 		if like.dtype == BFloat16 {
-			gx = bf16Tensor(like.shape, like.format, like.format, gx.Float32s())
+			gx = bf16Grad(like.mode, like.shape, like.format, like.format, gx.Float32s())
 		}
 		return []*Tensor{gx, nil}[:len(inputs)]
 	})

@@ -19,8 +19,8 @@ type node struct {
 	// keepsGrad says backward keeps its incoming gradient past its return
 	// (for a node that runs later): Backward then never hands it back for
 	// reuse itself, and sets gradFree first, true when nothing else holds
-	// the gradient's float32 memory, so the op may hand it back
-	// (releaseGradBuffer) once done with it.
+	// the gradient's memory, so the op may hand it back (releaseGrad, or
+	// releaseSlice in the gradient's mode) once done with it.
 	keepsGrad bool
 	gradFree  bool
 }
@@ -438,9 +438,7 @@ func runBackward(roots, gs []*Tensor, retain bool, c *gradCapture) {
 		if n.keepsGrad {
 			// The node's gradients never share gn's memory (its promise),
 			// so what holds gn is known before it runs.
-			// (An arena's gradient goes back to the arena, not to the
-			// gradient cache the op would hand it to.)
-			n.gradFree = gn.dtype == Float32 && gn.mode.arena == nil && !callers(gn) && !stillHeld(gn, nil, grads, leafGrads)
+			n.gradFree = !callers(gn) && !stillHeld(gn, nil, grads, leafGrads)
 		}
 		ins := n.backward(gn)
 		if !retain {

@@ -175,11 +175,40 @@ func dlrmMLP(g *autograd.Generator, widths []int, sigmoidLast bool) *nn.Sequenti
 // Forward maps dense features [B, BottomMLP[0]] and each table's bags
 // (indices[t], 1-D Int64, split into B bags at offsets[t]; see
 // nn.MergedEmbeddingBag.Forward) to probabilities [B, TopMLP[last]],
-// clamped to [t, 1−t] when LossThreshold t is above 0.
+// clamped to [t, 1−t] when LossThreshold t is above 0. The lookups join
+// the dense features' computation: when dense is in an arena
+// (autograd.Arena.In) or under autocast (amp.Autocast), so are the
+// lookups, so that the whole step's memory comes from the arena and
+// bfloat16 tables give bfloat16 bags.
 func (m *DLRM) Forward(dense *autograd.Tensor, indices, offsets []*autograd.Tensor) *autograd.Tensor {
 	defer nn.Enter(m, dense)()
 	x := m.bottom(dense)
-	return m.top(x, m.Emb.Forward(indices, offsets))
+	return m.top(x, m.Emb.Forward(joined(dense, indices...), joined(dense, offsets...)))
+}
+
+// joined returns lookups in the dense features' computation: in its
+// arena, if it has one, so that the bags and all computed from them take
+// their memory from it too, and under its autocast, if on, so that
+// bfloat16 tables give bfloat16 bags.
+func joined(dense *autograd.Tensor, lookups ...*autograd.Tensor) []*autograd.Tensor {
+	m := dense.Mode()
+	if m.Arena() == nil && !m.Autocast() {
+		return lookups
+	}
+	in := make([]*autograd.Tensor, len(lookups))
+	for i, t := range lookups {
+		if t == nil {
+			continue
+		}
+		if a := m.Arena(); a != nil {
+			t = a.In(t)
+		}
+		if m.Autocast() {
+			t = autograd.Autocast(t)
+		}
+		in[i] = t
+	}
+	return in
 }
 
 // ForwardFixed is Forward for bags of one size L: indices is Int64
@@ -187,7 +216,7 @@ func (m *DLRM) Forward(dense *autograd.Tensor, indices, offsets []*autograd.Tens
 func (m *DLRM) ForwardFixed(dense, indices *autograd.Tensor) *autograd.Tensor {
 	defer nn.Enter(m, dense)()
 	x := m.bottom(dense)
-	return m.top(x, m.Emb.ForwardFixed(indices))
+	return m.top(x, m.Emb.ForwardFixed(joined(dense, indices)[0]))
 }
 
 // ForwardPacked is Forward for every table's bags in one pair of tensors,
@@ -200,7 +229,8 @@ func (m *DLRM) ForwardPacked(dense, indices, offsets *autograd.Tensor) *autograd
 	x := m.bottom(dense)
 	ly := func() []*autograd.Tensor {
 		defer nn.Enter(m.Emb, indices)()
-		return autograd.MergedEmbeddingBagPacked(m.Emb.Weights(), indices, offsets, m.Emb.Mode, m.Emb.Sparse)
+		lookups := joined(dense, indices, offsets)
+		return autograd.MergedEmbeddingBagPacked(m.Emb.Weights(), lookups[0], lookups[1], m.Emb.Mode, m.Emb.Sparse)
 	}()
 	return m.top(x, ly)
 }
@@ -220,11 +250,12 @@ func (m *DLRM) bottom(dense *autograd.Tensor) *autograd.Tensor {
 // threshold's clamp.
 func (m *DLRM) top(x *autograd.Tensor, ly []*autograd.Tensor) *autograd.Tensor {
 	if x.DType() == autograd.BFloat16 {
-		// Under autocast the bottom MLP returns bfloat16, but the merged
-		// lookup gives float32 bags even from bfloat16 tables, and the
-		// interaction takes one dtype: the bags are rounded to bfloat16,
-		// what IPEX's bfloat16 tables return, so the interaction and the
-		// top MLP stay BF16 (their gradients flow back widened).
+		// Under autocast the bottom MLP returns bfloat16, and so does the
+		// merged lookup of bfloat16 tables; float32 bags (float32 tables,
+		// or bfloat16 ones outside autocast or in a trace) are rounded to
+		// bfloat16 here, what IPEX's bfloat16 tables return, as the
+		// interaction takes one dtype: it and the top MLP stay BF16 (their
+		// gradients flow back widened).
 		ly = append([]*autograd.Tensor(nil), ly...)
 		for t, e := range ly {
 			if e.DType() == autograd.Float32 {
