@@ -11,34 +11,35 @@ package gcheadroom
 
 import (
 	"os"
-	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 )
 
-// DLRM is the garbage examples/dlrm allows: about two training steps
-// worth of a DLRM at batch 2048 that has no gradient of its own to keep
-// (fused sparse updates).
-const DLRM = 32 << 20
+// DLRM is the garbage examples/dlrm allows: a few training steps' worth
+// of a DLRM at batch 2048 whose tensors come from an arena (about 1.5 MB
+// of heap a step: the small parameters' gradients and bookkeeping) and
+// that has no table gradient to keep (fused sparse updates).
+const DLRM = 8 << 20
 
 // Percentage bounds of Set: below the lower one collections come so often
 // that they cost more than the memory they save; above the upper one is
 // Go's default.
 const (
-	minPercent = 5
+	minPercent = 1
 	maxPercent = 100
 )
 
-// Set collects once and sets the GC percentage so that about garbage bytes
-// of garbage may build up between collections on top of the live heap
-// measured then, within 5 % and 100 % of it, and returns the percentage
-// set. It does nothing, returning -1, when the GOGC environment variable is
+// Set collects once, returning the free heap to the system (building a
+// model leaves freed copies of its parameters behind), and sets the GC
+// percentage so that about garbage bytes of garbage may build up between
+// collections on top of the live heap measured then, within 1 % and
+// 100 % of it, and returns the percentage set. It does nothing, returning -1, when the GOGC environment variable is
 // set: the user's choice wins.
 func Set(garbage uint64) int {
 	if os.Getenv("GOGC") != "" {
 		return -1
 	}
-	runtime.GC()
+	debug.FreeOSMemory()
 	live := liveHeap()
 	pct := maxPercent
 	if live > 0 {
