@@ -29,16 +29,17 @@ var ErrReset = errors.New("tensor used after its arena was reset")
 // to the leaves. (That is the ops a training or inference step spends its
 // memory on: convolution, normalisation, activations, elementwise and
 // broadcast arithmetic, pooling, matrix products, softmax, reductions,
-// concatenation, casts, layout changes, DLRM's interaction. The rest, such
-// as embedding lookups, allocate from the Go heap as without an arena;
-// their results still belong to the step.) Parameters and their
-// gradients never live in the arena (a leaf's gradient is copied out of
-// it), nor do optimizer states. Reset ends the step: all memory handed out
-// since the last Reset goes back to the arena's free lists, and the next
-// step's ops get the same buffers back, most recently freed first, while
-// they are still in the processor's caches and mapped to the process. A
-// buffer is handed out as it was left, never zeroed, to ops that
-// overwrite all of it.
+// concatenation, casts, layout changes, DLRM's interaction, and merged
+// embedding lookups whose indices are in the arena, as models.DLRM puts
+// them. The rest, such as single-table embedding lookups, allocate from
+// the Go heap as without an arena; their results still belong to the
+// step.) Parameters and their gradients never live in the arena (a leaf's
+// gradient is copied out of it), nor do optimizer states. Reset ends the
+// step: all memory handed out since the last Reset becomes free, and the
+// next step's ops, asking for the same sizes in the same order, get the
+// same memory back, still mapped to the process and often still in the
+// processor's caches. A buffer is handed out as it was left, never
+// zeroed, to ops that overwrite all of it.
 //
 //	arena := autograd.NewArena(0)
 //	for _, batch := range batches {
