@@ -310,7 +310,7 @@ func (a *Arena) room() int64 {
 // slice of need bytes: a large heap region would be memory, not just
 // address space.
 func (a *Arena) newRegion(need int) {
-	r := arenaRegion{b: mapArena(max(need, arenaRegionBytes)), mapped: true}
+	r := arenaRegion{b: mapRegion(max(need, arenaRegionBytes)), mapped: true}
 	if r.b == nil {
 		r = arenaRegion{b: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(alloc[int64]((need+7)/8, false)))), need)}
 	} else {
@@ -321,6 +321,10 @@ func (a *Arena) newRegion(need int) {
 	a.maps.m[id] = r
 	a.maps.Unlock()
 }
+
+// mapRegion is mapArena, or in tests a stand-in for a system that maps
+// nothing.
+var mapRegion = mapArena
 
 // base returns the first byte of region id.
 func (m *arenaMappings) base(id int) unsafe.Pointer {

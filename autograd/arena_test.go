@@ -372,3 +372,34 @@ func TestArenaSequenceBitwise(t *testing.T) {
 		t.Error("nothing reused")
 	}
 }
+
+// TestArenaOnHeap: where the system maps no memory outside the Go heap,
+// the arena's regions are heap slices of each buffer's size, and training
+// steps still give the bits of steps without an arena, reusing memory.
+func TestArenaOnHeap(t *testing.T) {
+	defer func(m func(int) []byte) { mapRegion = m }(mapRegion)
+	mapRegion = func(int) []byte { return nil }
+	plain, inArena := newArenaNet(4), newArenaNet(4)
+	arena := NewArena(0)
+	for s := range 3 {
+		x, y := arenaBatch(uint64(40 + s))
+		want, got := plain.step(x, y), inArena.step(arena.In(x), y)
+		arena.Reset()
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("step %d: loss %v in a heap arena, %v without", s, got, want)
+		}
+	}
+	st := arena.Stats()
+	if st.Reused == 0 || st.Held == 0 || st.Held > 1<<20 {
+		t.Errorf("stats %+v: want memory reused and held by size, not in 64 MiB regions", st)
+	}
+	for _, r := range arena.maps.m {
+		if r.mapped {
+			t.Fatal("a region is marked mapped")
+		}
+	}
+	arena.Free()
+	if st := arena.Stats(); st.Held != 0 || len(arena.maps.m) != 0 {
+		t.Errorf("after Free: %+v, %d regions", st, len(arena.maps.m))
+	}
+}
