@@ -196,7 +196,7 @@ func binaryBF16(op string, a, b *Tensor, k kernels.BinOp) (*Tensor, bool) {
 		// A broadcast: computed in float32 on widened copies and rounded
 		// once, but one op, not a chain of casts.
 		t := binaryType(op, a, b)
-		out = resultIn(op, modeOf(a, b), BFloat16, t.Shape, t.Format, true)
+		out = resultIn(op, modeOf(a, b), BFloat16, t.Shape, t.Format, false)
 	default:
 		out = binaryOp(op, k, Cast(a, Float32), Cast(b, Float32))
 		if binaryType(op, a, b).DType == BFloat16 {

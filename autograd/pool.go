@@ -98,7 +98,7 @@ func poolType(s *kernels.Pool2dShape, x *Tensor, batched bool) TensorType {
 // poolOutput allocates the result of pooling x to s's output size.
 func poolOutput(op string, s *kernels.Pool2dShape, x *Tensor, batched bool) *Tensor {
 	t := poolType(s, x, batched)
-	return resultIn(op, x.mode, t.DType, t.Shape, t.Format, true)
+	return resultIn(op, x.mode, t.DType, t.Shape, t.Format, false) // the kernels write every window
 }
 
 // poolApply runs op's forward kernel on x into a new result and records

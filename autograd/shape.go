@@ -384,7 +384,8 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		}
 	}
 	dim = d
-	out := resultIn(op, modeOf(xs...), t.DType, t.Shape, t.Format, true)
+	// The pieces tile the result: every element is written.
+	out := resultIn(op, modeOf(xs...), t.DType, t.Shape, t.Format, false)
 	bindPieces(dim, out, xs, true)()
 	inputs := append([]*Tensor(nil), xs...)
 	if traced(inputs...) {
@@ -396,7 +397,7 @@ func Cat(xs []*Tensor, dim int) *Tensor {
 		off := 0
 		for i, x := range inputs {
 			if x.requiresGrad {
-				gx := resultIn(op, g.mode, g.dtype, cloneInts(x.shape), x.format, true)
+				gx := gradFor(x, g.dtype, x.format) // written in full below
 				if x.Numel() > 0 {
 					stridedCopyData(gx.data, 0, g.data, off*gs[dim], x.shape, gx.Strides(), gs)
 				}
