@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // training takes tens of seconds per thread count, and PyTorch's BF16
 // ResNet-50 seconds to minutes a call on CPUs without AVX512_BF16.
 var notQuick = map[string]bool{KindResNet50Train: true, KindResNet50TrainMem: true, KindResNet50InferBF16: true,
-	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true, KindDLRMTrain: true, KindDLRMTrainFused: true, KindDLRMTrainMem: true,
+	KindResNet50GraphBF16: true, KindResNet50TrainBF16: true, KindDLRMTrain: true, KindDLRMTrainFused: true, KindDLRMTrainBF16: true, KindDLRMTrainMem: true,
 	KindDLRMBagFwd: true, KindDLRMBagFwdBF16: true, KindDLRMBagBwd: true, KindDLRMBagBwdBF16: true,
 	KindResNet50Instances: true, KindResNet50Serve: true}
 
@@ -41,6 +41,7 @@ var fp32Kind = map[string]string{
 	KindResNet50TrainBF16:   KindResNet50Train,
 	KindGemmInt8:            KindGemm,
 	KindResNet50GraphInt8:   KindResNet50Graph,
+	KindDLRMTrainBF16:       KindDLRMTrainFused,
 	KindDLRMBagFwdBF16:      KindDLRMBagFwd,
 	KindDLRMBagBwdBF16:      KindDLRMBagBwd,
 	KindDLRMInteractionBF16: KindDLRMInteraction,
@@ -118,13 +119,13 @@ func TestWorkloads(t *testing.T) {
 			t.Errorf("%s: quick %v; want only the batch-1 float32 and INT8 inference rows", w.Name, w.Quick)
 		}
 	}
-	// -filter dlrm picks exactly the DLRM rows of issue 19: a training
-	// step at batch 2048, eager and frozen-graph inference at 2048 and
-	// 128, all on 26 tables of 100 000 rows of 64, and the training's
-	// peak memory; the batch-128 inference rows are in -quick. Then the
-	// kernel rows (TestDLRMKernelWorkloads).
+	// -filter dlrm picks exactly the DLRM rows of issue 19: training
+	// steps at batch 2048 (float32, fused, split BF16), eager and
+	// frozen-graph inference at 2048 and 128, all on 26 tables of 100 000
+	// rows of 64, and the training's peak memory; the batch-128 inference
+	// rows are in -quick. Then the kernel rows (TestDLRMKernelWorkloads).
 	dlrm, _ := Filter(all, "dlrm")
-	if want := 3 + 2*len(DLRMInferBatches) + 6; len(dlrm) != want {
+	if want := 4 + 2*len(DLRMInferBatches) + 6; len(dlrm) != want {
 		t.Errorf("filter dlrm matched %d workloads, want %d", len(dlrm), want)
 	}
 	dlrmKinds := map[string][]int{}
@@ -153,7 +154,7 @@ func TestWorkloads(t *testing.T) {
 		}
 		dlrmKinds[w.Kind] = append(dlrmKinds[w.Kind], w.Dims[0])
 	}
-	if want := map[string][]int{KindDLRMTrain: {2048}, KindDLRMTrainFused: {2048}, KindDLRMInfer: {2048, 128}, KindDLRMInferFrozen: {2048, 128}}; !reflect.DeepEqual(dlrmKinds, want) {
+	if want := map[string][]int{KindDLRMTrain: {2048}, KindDLRMTrainFused: {2048}, KindDLRMTrainBF16: {2048}, KindDLRMInfer: {2048, 128}, KindDLRMInferFrozen: {2048, 128}}; !reflect.DeepEqual(dlrmKinds, want) {
 		t.Errorf("DLRM batches by kind %v, want %v", dlrmKinds, want)
 	}
 	if fwd, train := DLRMFlops(26, 64); fwd != 2*(13*512+512*256+256*64+415*512+512*256+256*1+351*64) || train != 3*fwd-2*13*512 {
@@ -429,6 +430,7 @@ func tinyWorkloads() []Workload {
 		{Name: "resnet50 serve", Kind: KindResNet50Serve, Dims: []int{1, tinyImage, 3, 2}, WarmUpCalls: 2, KilnOnly: true},
 		{Name: "dlrm train", Kind: KindDLRMTrain, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm train fused", Kind: KindDLRMTrainFused, Dims: tinyDLRM, WarmUpCalls: 2},
+		{Name: "dlrm bf16 train", Kind: KindDLRMTrainBF16, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm infer", Kind: KindDLRMInfer, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm infer frozen", Kind: KindDLRMInferFrozen, Dims: tinyDLRM, WarmUpCalls: 2},
 		{Name: "dlrm bag fwd", Kind: KindDLRMBagFwd, Dims: tinyDLRM},

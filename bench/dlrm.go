@@ -63,6 +63,9 @@ func DLRMWorkloads() []Workload {
 		WarmUpCalls: ModelWarmUpCalls}, {Name: fmt.Sprintf("dlrm train step bs%d %s (Kiln: SGD fused into the tables' backward; torch: sparse tables)", n, cfgName), Group: "DLRM",
 		Kind: KindDLRMTrainFused, Dims: dims(n), Flops: float64(n) * train, Bound: Compute, Samples: n,
 		WarmUpCalls: ModelWarmUpCalls}}
+	ws = append(ws, Workload{Name: fmt.Sprintf("dlrm bf16 train step bs%d %s (Kiln: split BF16, SGD fused; torch: autocast, float32 sparse tables)", n, cfgName), Group: "DLRM",
+		Kind: KindDLRMTrainBF16, Dims: dims(n), Flops: float64(n) * train, Bound: Compute, Samples: n,
+		WarmUpCalls: ModelWarmUpCalls, FP32Row: ws[1].Name})
 	small := DLRMInferBatches[len(DLRMInferBatches)-1]
 	for _, k := range []struct{ kind, what, ref string }{
 		{KindDLRMInfer, "infer", "torch eager"},

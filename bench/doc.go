@@ -9,7 +9,8 @@
 // against PyTorch's quantized linear and FX-quantized model, in GOP/s of
 // the INT8 peak, kernels.MeasurePeakInt8; their FP32Row gives Kiln INT8
 // ÷ Kiln FP32 likewise), and DLRM (dlrm's DLRM_Net on 26 tables of
-// 100 000 rows: a training step with sparse table gradients, eager and
+// 100 000 rows: a training step with sparse table gradients, in float32
+// and in split BF16 against PyTorch's autocast, eager and
 // frozen-graph inference, in samples/s; the split-BF16 training's peak
 // memory against issue 19's bound, MemBound; and its kernels, the
 // merged lookup forward, its backward with the fused SGD step and the

@@ -263,13 +263,15 @@ func Prepare(w Workload) (func(), error) {
 		}
 		return resNet50TrainStepBF16(d[0], d[1])
 
-	case KindDLRMTrain, KindDLRMTrainFused, KindDLRMInfer, KindDLRMInferFrozen, KindDLRMBagFwd, KindDLRMBagFwdBF16:
+	case KindDLRMTrain, KindDLRMTrainFused, KindDLRMTrainBF16, KindDLRMInfer, KindDLRMInferFrozen, KindDLRMBagFwd, KindDLRMBagFwdBF16:
 		if err := need(4); err != nil {
 			return nil, err
 		}
 		switch w.Kind {
 		case KindDLRMTrain, KindDLRMTrainFused:
 			return dlrmTrainStep(d, false, w.Kind == KindDLRMTrainFused)
+		case KindDLRMTrainBF16:
+			return dlrmTrainStep(d, true, true)
 		case KindDLRMInfer:
 			return dlrmInfer(d)
 		case KindDLRMBagFwd, KindDLRMBagFwdBF16:

@@ -289,6 +289,8 @@ def prepare(w):
         return resnet50_int8_frozen(n, image, batches, batch)
     if kind in ("dlrm_train", "dlrm_train_fused"):
         return dlrm_train_step(*d)
+    if kind == "dlrm_train_bf16":
+        return dlrm_train_step(*d, autocast=True)
     if kind in ("dlrm_infer", "dlrm_infer_frozen"):
         model, dense, lS_o, lS_i, _ = dlrm_input(*d)
         model.eval()
@@ -571,11 +573,14 @@ def dlrm_input(n, tables, rows, d):
     return model, dense, lS_o, lS_i, labels
 
 
-def dlrm_train_step(n, tables, rows, d):
+def dlrm_train_step(n, tables, rows, d, autocast=False):
     """One training step on the fixed batch, as dlrmTrainStep in
     bench/dlrm.go and dlrm_s_pytorch.py's loop: drop the gradients
     (set_to_none, as Kiln's ZeroGrad), forward, BCELoss (mean), backward,
-    SGD with lr 0.1 (sparse table gradients)."""
+    SGD with lr 0.1 (sparse table gradients). With autocast the forward runs
+    under torch.cpu.amp.autocast (the MLPs and the interaction's bmm in
+    bfloat16; the tables stay float32, 1.13's CPU EmbeddingBag having no
+    bfloat16) and the loss in float32, as Kiln's BCELoss under autocast."""
     import torch
 
     model, dense, lS_o, lS_i, labels = dlrm_input(n, tables, rows, d)
@@ -585,7 +590,9 @@ def dlrm_train_step(n, tables, rows, d):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(dense, lS_o, lS_i), labels)
+        with torch.cpu.amp.autocast(enabled=autocast):
+            p = model(dense, lS_o, lS_i)
+        loss = loss_fn(p.float(), labels)
         loss.backward()
         opt.step()
     return step

@@ -47,6 +47,7 @@ const (
 	// weights, one fixed random batch; see DLRMWorkloads for the model.
 	KindDLRMTrain       = "dlrm_train"        // Dims batch, tables, rows, d: zero grad, train-mode forward, mean BCE loss, backward, SGD with sparse table gradients
 	KindDLRMTrainFused  = "dlrm_train_fused"  // Dims as dlrm_train; Kiln applies the tables' SGD inside their sparse backward (optim.FuseSparse, examples/dlrm --fused-emb, IPEX's MergedEmbeddingBagWithSGD); PyTorch, which has no such op, runs dlrm_train's step
+	KindDLRMTrainBF16   = "dlrm_train_bf16"   // Dims as dlrm_train; Kiln trains as examples/dlrm --dtype bf16 --fused-emb (split BF16 weights and tables from kiln.Optimize, the dense features under autocast, SGD fused into the tables' backward); PyTorch runs dlrm_train's step under torch.cpu.amp.autocast (its CPU EmbeddingBag has no bfloat16, so its tables stay float32)
 	KindDLRMInfer       = "dlrm_infer"        // Dims batch, tables, rows, d: eval forward under no-grad (Kiln: NoGrad); PyTorch eager
 	KindDLRMInferFrozen = "dlrm_infer_frozen" // Dims batch, tables, rows, d: Kiln's frozen compiled graph (TraceFunc, Freeze, Compile); PyTorch torch.jit.freeze(torch.jit.trace(model, inputs))
 	KindDLRMTrainMem    = "dlrm_train_mem"    // Dims batch, tables, rows, d, steps: peak RSS of that many training steps in a fresh process (Kiln: split BF16 from kiln.Optimize, SGD fused into the sparse backward; PyTorch: FP32, sparse tables, SGD)
