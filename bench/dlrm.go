@@ -403,7 +403,10 @@ func dlrmInteraction(d []int, bf16 bool) (func(), error) {
 }
 
 // dlrmInfer returns the eager evaluation-mode forward on the row's batch
-// under NoGrad, in DLRM_Net's form (per-table indices and offsets).
+// under NoGrad, in DLRM_Net's form (per-table indices and offsets), each
+// call in an arena as examples/dlrm infer runs its batches (and as the
+// ResNet-50 eager rows run theirs): PyTorch's caching allocator hands its
+// forward the same memory each call too.
 func dlrmInfer(d []int) (func(), error) {
 	s, err := newDLRMBatch(d)
 	if err != nil {
@@ -414,8 +417,8 @@ func dlrmInfer(d []int) (func(), error) {
 	for t := range indices {
 		indices[t], offsets[t] = autograd.NoGrad(indices[t]), autograd.NoGrad(offsets[t])
 	}
-	dense := autograd.NoGrad(s.dense)
-	return func() { s.m.Forward(dense, indices, offsets) }, nil
+	dense, arena := autograd.NoGrad(s.dense), autograd.NewArena(0)
+	return func() { s.m.Forward(arena.In(dense), indices, offsets); arena.Reset() }, nil
 }
 
 // dlrmGraph returns a run of the row's model as a frozen compiled graph,
