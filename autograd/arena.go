@@ -311,10 +311,16 @@ func (a *Arena) room() int64 {
 // address space.
 func (a *Arena) newRegion(need int) {
 	r := arenaRegion{b: mapRegion(max(need, arenaRegionBytes)), mapped: true}
-	if r.b == nil {
+	switch {
+	case r.b == nil:
 		r = arenaRegion{b: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(alloc[int64]((need+7)/8, false)))), need)}
-	} else {
+	case need > arenaRegionBytes:
 		hugepage.Advise(unsafe.Pointer(unsafe.SliceData(r.b)), len(r.b))
+	default:
+		// A shared region's first hugepage.MinBytes stay in small pages:
+		// an arena that never grows past them (one a request in a
+		// server) holds the pages it touches, not 2 MiB ones.
+		hugepage.Advise(unsafe.Pointer(&r.b[hugepage.MinBytes]), len(r.b)-hugepage.MinBytes)
 	}
 	id := a.space.AddRegion(len(r.b))
 	a.maps.Lock()
