@@ -434,3 +434,84 @@ func TestDLRMSplitBF16(t *testing.T) {
 		})
 	}
 }
+
+// TestDLRMArenaBitwise: a forward and backward whose dense features are
+// in an arena (so the lookups join it, and under autocast give bfloat16
+// bags) gives the probabilities and every gradient of one without, bit
+// for bit, in float32 and in split BF16 under autocast, over two steps
+// with the arena reset between them.
+func TestDLRMArenaBitwise(t *testing.T) {
+	for _, autocast := range []bool{false, true} {
+		cfg := dlrmGoldenConfig("dot", false)
+		var models [2]*DLRM
+		for k := range models {
+			m, err := NewDLRM(autograd.NewGenerator(9), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if autocast {
+				if _, err := amp.SplitModuleFunc(m, amp.AutocastParams); err != nil {
+					t.Fatal(err)
+				}
+			}
+			models[k] = m
+		}
+		arena := autograd.NewArena(0)
+		g := autograd.NewGenerator(10)
+		for step := range 2 {
+			const B = 7
+			dense := autograd.Zeros(B, 13)
+			nn.Normal(g, dense, 0, 1)
+			var idx, offs []*autograd.Tensor
+			for _, rows := range cfg.EmbeddingSizes {
+				var ix, of []int64
+				for b := range B {
+					of = append(of, int64(len(ix)))
+					for range b % 3 {
+						ix = append(ix, int64(g.IntN(rows)))
+					}
+				}
+				idx, offs = append(idx, autograd.FromInt64(ix, len(ix))), append(offs, autograd.FromInt64(of, B))
+			}
+			target := autograd.FromFloat32([]float32{0, 1, 1, 0, 1, 0, 1}, B, 1)
+			var probs [2][]float64
+			for k, m := range models {
+				nn.ZeroGrad(m)
+				in := dense
+				if autocast {
+					in = amp.Autocast(in)
+				}
+				if k == 1 {
+					in = arena.In(in)
+				}
+				p := m.Forward(in, idx, offs)
+				probs[k] = p.Values()
+				autograd.BCELoss(p, target, autograd.ReductionMean).Backward()
+			}
+			what := fmt.Sprintf("autocast %v step %d", autocast, step)
+			if fmt.Sprint(probs[0]) != fmt.Sprint(probs[1]) {
+				t.Fatalf("%s: probabilities %v in an arena, %v without", what, probs[1], probs[0])
+			}
+			ps := [2][]*autograd.Tensor{nn.Parameters(models[0]), nn.Parameters(models[1])}
+			for i, p := range ps[0] {
+				q := ps[1][i]
+				a, b := gradValues(p), gradValues(q)
+				if a == nil || fmt.Sprint(a) != fmt.Sprint(b) {
+					t.Fatalf("%s: parameter %d's gradient differs in an arena (%d and %d values)", what, i, len(b), len(a))
+				}
+			}
+			arena.Reset()
+		}
+	}
+}
+
+// gradValues returns p's gradient, dense or the values of a sparse one.
+func gradValues(p *autograd.Tensor) []float64 {
+	if s := p.SparseGrad(); s != nil {
+		return append(s.Values.Values(), float64(len(s.Indices)))
+	}
+	if g := p.Grad(); g != nil {
+		return g.Values()
+	}
+	return nil
+}
