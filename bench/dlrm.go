@@ -313,8 +313,9 @@ func dlrmSGD(m nn.Module, emb *nn.MergedEmbeddingBag, splitBF16, fuse bool) (opt
 
 // dlrmBagForward returns the lookup of every table of the row's model
 // for its batch, in DLRM_Net's form, under NoGrad: one
-// MergedEmbeddingBag op. With bf16 the tables are cast to bfloat16
-// first.
+// MergedEmbeddingBag op, its bags in an arena reset after each call (as
+// in a DLRM step; PyTorch's caching allocator likewise hands each call
+// the same memory). With bf16 the tables are cast to bfloat16 first.
 func dlrmBagForward(d []int, bf16 bool) (func(), error) {
 	s, err := newDLRMBatch(d)
 	if err != nil {
@@ -331,7 +332,14 @@ func dlrmBagForward(d []int, bf16 bool) (func(), error) {
 	for t := range indices {
 		indices[t], offsets[t] = autograd.NoGrad(indices[t]), autograd.NoGrad(offsets[t])
 	}
-	return func() { emb.Forward(indices, offsets) }, nil
+	arena, in := autograd.NewArena(0), make([]*autograd.Tensor, len(indices))
+	return func() {
+		for t, idx := range indices {
+			in[t] = arena.In(idx)
+		}
+		emb.Forward(in, offsets)
+		arena.Reset()
+	}, nil
 }
 
 // dlrmBagBackward returns the two parts of a call of the bag backward
