@@ -382,8 +382,10 @@ func dlrmBagBackward(d []int, bf16 bool) (setup, run func(), err error) {
 // dlrmInteraction returns the forward and backward of the dot
 // interaction (without self-interaction) of the row's b samples: x and
 // tables embedding outputs of size d, uniform in [0, 1), bfloat16 with
-// bf16, and a fixed random output gradient. Each call drops the
-// features' gradients after its backward.
+// bf16, and a fixed random output gradient. Each call runs in an arena
+// reset after it and takes the features' gradients with autograd.Grad,
+// in the arena: PyTorch's backward, its features' grad None, likewise
+// takes new gradients' memory from its caching allocator each call.
 func dlrmInteraction(d []int, bf16 bool) (func(), error) {
 	b, tables, dim := d[0], d[1], d[2]
 	g := autograd.NewGenerator(3)
@@ -402,11 +404,13 @@ func dlrmInteraction(d []int, bf16 bool) (func(), error) {
 	for _, f := range feats {
 		f.SetRequiresGrad(true)
 	}
+	arena, in, dys := autograd.NewArena(0), make([]*autograd.Tensor, len(feats)), []*autograd.Tensor{dy}
 	return func() {
-		autograd.Interaction(feats[0], feats[1:], false).Backward(dy)
-		for _, f := range feats {
-			f.ZeroGrad()
+		for f, x := range feats {
+			in[f] = arena.In(x)
 		}
+		autograd.Grad([]*autograd.Tensor{autograd.Interaction(in[0], in[1:], false)}, in, dys)
+		arena.Reset()
 	}, nil
 }
 
