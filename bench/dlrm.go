@@ -367,10 +367,16 @@ func dlrmBagBackward(d []int, bf16 bool) (setup, run func(), err error) {
 	for t := range dys {
 		dys[t] = dys[t].Contiguous()
 	}
+	// The lookups run in an arena, reset before each, as the bag rows'.
+	arena, in := autograd.NewArena(0), make([]*autograd.Tensor, len(indices))
 	var bags []*autograd.Tensor
 	setup = func() {
+		arena.Reset()
 		opt.ZeroGrad()
-		bags = emb.Forward(indices, offsets)
+		for t, idx := range indices {
+			in[t] = arena.In(idx)
+		}
+		bags = emb.Forward(in, offsets)
 	}
 	run = func() {
 		autograd.Backward(bags, dys)
