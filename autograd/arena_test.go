@@ -403,3 +403,24 @@ func TestArenaOnHeap(t *testing.T) {
 		t.Errorf("after Free: %+v, %d regions", st, len(arena.maps.m))
 	}
 }
+
+// TestArenaFreeAndRefill: an arena emptied with Free after every step and
+// filled again maps one region at a time, not one more each time.
+func TestArenaFreeAndRefill(t *testing.T) {
+	arena := NewArena(0)
+	x := Randn(NewGenerator(11), 1000)
+	for range 50 {
+		if !bitsEqual(ReLU(arena.In(x)).Float32s(), ReLU(x).Float32s()) {
+			t.Fatal("result differs")
+		}
+		arena.Reset()
+		arena.Free()
+	}
+	if n := len(arena.maps.m); n != 0 {
+		t.Errorf("after Free: %d regions left", n)
+	}
+	ReLU(arena.In(x))
+	if _, ok := arena.maps.m[0]; !ok || len(arena.maps.m) != 1 {
+		t.Errorf("after 50 steps each freed, the next region is not region 0 again: %d regions", len(arena.maps.m))
+	}
+}

@@ -36,14 +36,21 @@ type region struct {
 	used int // bytes handed out now
 }
 
-// AddRegion adds a region of size bytes, all free, and returns its id.
+// AddRegion adds a region of size bytes, all free, and returns its id:
+// that of a removed region if there is one, so that ids stay few however
+// often regions come and go.
 func (a *Allocator) AddRegion(size int) int {
 	if size <= 0 {
 		panic(fmt.Sprintf("spanalloc: region of %d bytes", size))
 	}
-	id := len(a.regions)
-	a.regions = append(a.regions, region{size: size})
-	a.free = append(a.free, Block{Region: id, Size: size})
+	id := slices.IndexFunc(a.regions, func(r region) bool { return r.size == 0 })
+	if id < 0 {
+		id = len(a.regions)
+		a.regions = append(a.regions, region{})
+	}
+	a.regions[id] = region{size: size}
+	i, _ := a.find(id, 0)
+	a.free = slices.Insert(a.free, i, Block{Region: id, Size: size})
 	return id
 }
 

@@ -100,6 +100,13 @@ func TestRegions(t *testing.T) {
 	if _, ok := a.Alloc(60, -1); ok {
 		t.Fatal("placed 60 bytes with only 50 free")
 	}
+	// Region 0's id is taken again, its span in order among the free ones.
+	if id := a.AddRegion(70); id != 0 {
+		t.Fatalf("new region got id %d, want the removed region's 0", id)
+	}
+	if b, ok := a.Alloc(60, -1); !ok || b != (Block{0, 0, 60}) || !slices.IsSortedFunc(a.free, func(x, y Block) int { return x.Region - y.Region }) {
+		t.Fatalf("got %v, %v; free %v", b, ok, a.free)
+	}
 }
 
 // TestMisuse: freeing what is not in use, and removing a region in use,
