@@ -61,9 +61,13 @@ func (g gemmGrid) cell(u int) (p0, p1, q0, q1 int) {
 // its largest and their mean.
 func (g gemmGrid) load(workers int) (most, mean float64) {
 	var total float64
-	for _, c := range Chunks(g.cells(), workers) {
+	// chunkBounds, not Chunks: a plan is checked on every call it is
+	// not cached for, and Chunks allocates.
+	parts := min(g.cells(), workers)
+	for c := range parts {
+		lo, hi := chunkBounds(g.cells(), parts, c)
 		var w float64
-		for u := c.Lo; u < c.Hi; u++ {
+		for u := lo; u < hi; u++ {
 			p0, p1, q0, q1 := g.cell(u)
 			w += float64((p1 - p0) * (q1 - q0))
 		}
@@ -79,7 +83,7 @@ const gemmBalanced = 1.25
 // gemmPlanKey is a cached plan's question.
 type gemmPlanKey struct{ mp, np, workers int }
 
-var gemmPlans sync.Map // gemmPlanKey → gemmGrid
+var gemmPlans planCache[gemmPlanKey]
 
 // gemmPlan returns the grid for mp row and np column panels on workers,
 // given the one-dimensional split that packs least (splitN: columns).
@@ -96,8 +100,8 @@ func gemmPlan(mp, np, workers int, splitN bool) gemmGrid {
 		return oneD
 	}
 	k := gemmPlanKey{mp, np, workers}
-	if g, ok := gemmPlans.Load(k); ok {
-		return g.(gemmGrid)
+	if g, ok := gemmPlans.load(k); ok {
+		return g
 	}
 	best := gemmGrid{mp, np, mp, np}
 	for gm := 1; gm <= mp; gm++ {
@@ -108,7 +112,7 @@ func gemmPlan(mp, np, workers int, splitN bool) gemmGrid {
 			}
 		}
 	}
-	gemmPlans.Store(k, best)
+	gemmPlans.store(k, best)
 	return best
 }
 
@@ -175,14 +179,14 @@ func partCells(mp, np, k, step, parts, t int, splitN bool) gemmGrid {
 		return gemmGrid{mp, np, 1, 1}
 	}
 	key := splitKKey{mp, np, k, step, parts, t, splitN}
-	if g, ok := splitKPlans.Load(key); ok {
-		return g.(gemmGrid)
+	if g, ok := splitKPlans.load(key); ok {
+		return g
 	}
 	g := gemmPlan(mp, np, (4*t+parts-1)/parts, splitN)
 	if splitKImbalance(g, k, step, parts, t) > gemmBalanced {
 		g = gemmGrid{mp, np, mp, np}
 	}
-	splitKPlans.Store(key, g)
+	splitKPlans.store(key, g)
 	return g
 }
 
@@ -191,7 +195,7 @@ type splitKKey struct {
 	splitN                    bool
 }
 
-var splitKPlans sync.Map // splitKKey → gemmGrid
+var splitKPlans planCache[splitKKey]
 
 // splitKImbalance is the busiest thread's share over the mean when
 // parts × cells units (unit u: part u/cells' cell u%cells) go to t
@@ -199,9 +203,11 @@ var splitKPlans sync.Map // splitKKey → gemmGrid
 func splitKImbalance(cells gemmGrid, k, step, parts, t int) float64 {
 	var most, total float64
 	nc := cells.cells()
-	for _, ch := range Chunks(parts*nc, t) {
+	chunks := min(parts*nc, t)
+	for c := range chunks {
+		lo, hi := chunkBounds(parts*nc, chunks, c)
 		var load float64
-		for u := ch.Lo; u < ch.Hi; u++ {
+		for u := lo; u < hi; u++ {
 			p0, p1, q0, q1 := cells.cell(u % nc)
 			load += float64(max(0, min(step, k-u/nc*step)) * (p1 - p0) * (q1 - q0))
 		}
@@ -274,3 +280,27 @@ const gemmMinShare = gemmSerialWork / 2
 // runs on the calling thread: about 10 µs of work, where handing half to
 // a worker costs as much as it saves.
 const gemmSerialWork = 1 << 19
+
+// planCache remembers the grids planned for a question. A sync.Map would
+// box each key into an interface, an allocation on every kernel call that
+// consults a plan (every GEMM on more than two workers).
+type planCache[K comparable] struct {
+	mu    sync.RWMutex
+	grids map[K]gemmGrid
+}
+
+func (c *planCache[K]) load(k K) (gemmGrid, bool) {
+	c.mu.RLock()
+	g, ok := c.grids[k]
+	c.mu.RUnlock()
+	return g, ok
+}
+
+func (c *planCache[K]) store(k K, g gemmGrid) {
+	c.mu.Lock()
+	if c.grids == nil {
+		c.grids = make(map[K]gemmGrid)
+	}
+	c.grids[k] = g
+	c.mu.Unlock()
+}
