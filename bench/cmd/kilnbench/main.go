@@ -498,7 +498,7 @@ const depsHint = "run `make bench-deps` (installs python3-torch and libopenblas0
 // checkTorch makes sure python exists and imports torch, and returns the
 // reference's versions and BLAS.
 func checkTorch(python, script string) (map[string]string, error) {
-	if _, err := os.Stat(python); err != nil {
+	if _, err := exec.LookPath(python); err != nil { // a path, or a name on PATH
 		return nil, fmt.Errorf("the PyTorch reference needs %s, which is missing: %s", python, depsHint)
 	}
 	var stdout, stderr bytes.Buffer
