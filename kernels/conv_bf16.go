@@ -120,7 +120,7 @@ func ConvBackwardDataBF16To(s *ConvShape, dy, w []uint16, dx []uint16) {
 			acc := f32Scratch(s.xLen())
 			ep := sbRowEpilogues.get()
 			ep.stage = stage
-			gemmBF16(false, false, s.N*s.outSize(), s.C, s.O, 1, dy, s.O, w, s.C, 0, *acc, s.C, nil, ep)
+			gemmBF16(false, false, s.N*s.outSize(), s.C, s.O, 1, dy, s.O, w, s.C, 0, *acc, s.C, nil, ep, nil)
 			*ep = sbRowEpilogue{}
 			sbRowEpilogues.put(ep)
 			releaseF32Scratch(acc)
@@ -354,7 +354,7 @@ func (c *convBF16) forwardProduct(p0, rows int, a, w []uint16) {
 		c.gemmEp.bias, c.gemmEp.off = c.bias, p0*s.O
 		ep = &c.gemmEp
 	}
-	gemmBF16(false, true, rows, s.O, c.k, 1, a, c.k, w, c.k, 0, c.y[p0*s.O:], s.O, pre, ep)
+	gemmBF16(false, true, rows, s.O, c.k, 1, a, c.k, w, c.k, 0, c.y[p0*s.O:], s.O, pre, ep, nil)
 	if c.bias != nil && ep == nil {
 		c.p0, c.mb = p0, rows
 		Parallel(rows, rows*s.O, c.biasFn)

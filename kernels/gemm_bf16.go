@@ -12,22 +12,28 @@ import (
 // float32: the mixed-precision product of BF16 training and inference. The
 // arguments are Sgemm's; with beta 0, C is not read.
 //
-// On CPUs with AVX512_BF16 the product runs on VDPBF16PS (twice the FP32
+// On CPUs with AMX the product runs on tiles (TDPBF16PS), which add the
+// products of 32 depths into each float32 sum at a time, in their own
+// order, flushing subnormal inputs and results to zero. On CPUs with
+// AVX512_BF16 the product runs on VDPBF16PS (twice the FP32
 // rate): each instruction adds two products per lane, the odd depth first,
 // each sum rounded to float32, and subnormal inputs and results are
 // flushed to zero, as the hardware does. Elsewhere a pure-Go reference
 // widens each value (exactly) and sums in float32, depth by depth, so the
 // two differ in summation order only.
 func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
-	gemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil)
+	gemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil, amxKernel())
 }
 
 // gemmBF16 is GemmBF16 with, for the convolutions, B already packed for
 // every block (pre, made by packSbgemmB of the same B; nil: packed here)
 // and rows finished by ep once summed (nil: none). Both are taken only
 // where the assembly path runs (sbgemmAsm), as the native convolutions
-// do; k > 0 and alpha 1 there.
-func gemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, pre *sbPackedB, ep *sbRowEpilogue) {
+// do; k > 0 and alpha 1 there. With an AMX kernel (amx) the product runs
+// on tiles; the convolutions pass none, so that their prepacked and
+// unpacked weights give the same bits until they have AMX kernels of
+// their own.
+func gemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, pre *sbPackedB, ep *sbRowEpilogue, amx amxStripFunc) {
 	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
 	if m == 0 || n == 0 {
 		return
@@ -41,6 +47,8 @@ func gemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 	g := sbgemmCalls.get()
 	g.sbgemmArgs = sbgemmArgs{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, pre: pre, ep: ep}
 	switch {
+	case amx != nil:
+		g.amx(amx)
 	case sbgemmAsm():
 		g.blocked()
 	case level > Generic:
@@ -55,6 +63,7 @@ func gemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 var sbgemmCalls = freeList[sbgemmCall]{New: func() *sbgemmCall {
 	g := new(sbgemmCall)
 	g.genericFn = g.generic
+	g.amxState.packBFn, g.amxState.runFn = g.amxPackB, g.amxRun
 	g.bindBlocked()
 	return g
 }}
@@ -164,7 +173,18 @@ func releaseF32Scratch(b *[]float32) {
 // methods bound for the worker pool.
 type sbgemmCall struct {
 	sbgemmArgs
+	amxState
 	genericFn, packAFn, packBFn, rowsFn, colsFn func(lo, hi int)
+}
+
+// parallel is Parallel, or fn over the whole range where the call is
+// one of several a caller already runs on every worker (serial).
+func (g *sbgemmCall) parallel(n, work int, fn func(lo, hi int)) {
+	if g.serial {
+		fn(0, n)
+		return
+	}
+	Parallel(n, work, fn)
 }
 
 // sbgemmArgs is what one GemmBF16 call computes and where it stands.

@@ -154,16 +154,6 @@ func (g *sbgemmCall) columnBlocks(lo, hi int) {
 	w.sbgemmArgs = sbgemmArgs{}
 }
 
-// parallel is Parallel, or fn over the whole range where the call is
-// one of several a caller already runs on every worker (serial).
-func (g *sbgemmCall) parallel(n, work int, fn func(lo, hi int)) {
-	if g.serial {
-		fn(0, n)
-		return
-	}
-	Parallel(n, work, fn)
-}
-
 // apStride is the length of a packed A panel: 12 rows of kp pairs and two
 // words of slack that gemmPackAN6 may write past the second half.
 func (g *sbgemmCall) apStride() int { return g.kp*2*sbgemmMR + 4 }

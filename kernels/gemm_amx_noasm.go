@@ -1,0 +1,5 @@
+//go:build noasm || !amd64
+
+package kernels
+
+func amxAsmKernel() amxStripFunc { return nil }

@@ -1,0 +1,86 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// withAMXModel runs f with GemmBF16 on its AMX path, the kernel replaced
+// by its Go model, on any CPU.
+func withAMXModel(f func()) {
+	amxEmulate = true
+	defer func() { amxEmulate = false }()
+	f()
+}
+
+// TestGemmBF16AMXPath runs the AMX path's packing, blocking and finishing
+// (on the kernel's Go model) against the reference: sizes around the
+// strip (32 rows), the block (32 columns), the step (32 depths) and the
+// column group (256), every transposition, alpha and beta.
+func TestGemmBF16AMXPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 17))
+	type shape struct{ m, n, k int }
+	shapes := []shape{{1, 1, 1}, {1, 32, 2}, {31, 33, 31}, {32, 32, 32}, {33, 31, 33}, {65, 257, 63},
+		{5, 300, 70}, {70, 16, 1}, {40, 520, 100}}
+	withAMXModel(func() {
+		for _, sh := range shapes {
+			for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}} {
+					name := fmt.Sprintf("%dx%dx%d/t%v/a%v", sh.m, sh.n, sh.k, tr, ab)
+					checkGemmBF16(t, r, name, sh.m, sh.n, sh.k, tr[0], tr[1], ab[0], ab[1])
+				}
+			}
+		}
+	})
+}
+
+// TestGemmBF16AMXExact gives GemmBF16 small whole numbers, whose products
+// and sums are exact in float32 in any order: on the AMX path (the
+// kernel where the CPU has AMX, its model elsewhere) the result must equal
+// the reference bit for bit, at every thread count.
+func TestGemmBF16AMXExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	small := func(n int) []uint16 {
+		x := make([]uint16, n)
+		for i := range x {
+			x[i] = BF16FromF32(float32(r.IntN(17) - 8))
+		}
+		return x
+	}
+	run := func(t *testing.T) {
+		for _, sh := range []struct{ m, n, k int }{{33, 65, 97}, {64, 288, 64}, {7, 40, 1000}} {
+			a, b := small(sh.m*sh.k), small(sh.k*sh.n)
+			ref := sbgemmArgs{m: sh.m, n: sh.n, k: sh.k, alpha: 1, a: a, lda: sh.k, b: b, ldb: sh.n, c: make([]float32, sh.m*sh.n), ldc: sh.n}
+			ref.generic(0, sh.m)
+			sameAtEveryThreadCount(t, fmt.Sprintf("AMX GemmBF16 %d×%d×%d", sh.m, sh.n, sh.k), func() [][]float32 {
+				c := make([]float32, sh.m*sh.n)
+				GemmBF16(false, false, sh.m, sh.n, sh.k, 1, a, sh.k, b, sh.n, 0, c, sh.n)
+				if i := firstDiff(c, ref.c); i >= 0 {
+					t.Errorf("%d×%d×%d: element %d = %g, reference %g", sh.m, sh.n, sh.k, i, c[i], ref.c[i])
+				}
+				return [][]float32{c}
+			})
+		}
+	}
+	t.Run("model", func(t *testing.T) { withAMXModel(func() { run(t) }) })
+	if amxAsmKernel() != nil {
+		t.Run("amx", run)
+	}
+}
+
+// The AMX path allocates nothing per call once its buffers are pooled.
+func TestGemmBF16AMXAllocs(t *testing.T) {
+	if elemRace {
+		t.Skip("the race detector's sync.Pool drops items on purpose")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	a, b, c := bf16Rand(r, 100*90), bf16Rand(r, 90*70), make([]float32, 100*70)
+	withAMXModel(func() {
+		f := func() { GemmBF16(false, true, 100, 70, 90, 1, a, 90, b, 90, 0, c, 70) }
+		f()
+		if got := testing.AllocsPerRun(10, f); got != 0 {
+			t.Errorf("%v allocations per call", got)
+		}
+	})
+}
