@@ -127,13 +127,15 @@ BENCHFLAGS ?=
 bench:
 	$(GO) run ./bench/cmd/kilnbench $(BENCHFLAGS)
 
-# Stripped binaries for bench/device.sh, which runs the checks that need
-# the lent many-core Xeon (AMX kernels, 16-thread rows) where there is no
-# Go toolchain: carry bin/device there.
+# Stripped, gzipped binaries for bench/device.sh, which runs the checks
+# that need the lent many-core Xeon (AMX kernels, 16-thread rows) where
+# there is no Go toolchain: carry bin/device there (gzipped, the tree and
+# the binaries fit the 64 MiB a run may carry).
 device-bin:
 	mkdir -p bin/device
 	$(GO) test -c -ldflags='-s -w' -o bin/device/kernels.test ./kernels
 	$(GO) build -ldflags='-s -w' -o bin/device/kilnbench ./bench/cmd/kilnbench
+	gzip -f -9 bin/device/kernels.test bin/device/kilnbench
 
 # Data-parallel scaling on MPI (issue 22): bench/cmd/distbench built with
 # -tags mpi, alone and on 2 ranks of 1 thread over shared memory and TCP
