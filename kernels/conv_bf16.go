@@ -443,7 +443,7 @@ func (c *convBF16) backwardData(dy, w []uint16, dx []float32) {
 		return
 	}
 	if s.pointwise() {
-		GemmBF16(false, false, c.pix, s.C, s.O, 1, dy, s.O, w, s.C, 0, dx, s.C)
+		convGemmBF16(false, false, c.pix, s.C, s.O, 1, dy, s.O, w, s.C, 0, dx, s.C)
 		return
 	}
 	c.dx = dx
@@ -454,7 +454,7 @@ func (c *convBF16) backwardData(dy, w []uint16, dx []float32) {
 	for p0 := 0; p0 < c.pix; p0 += mb {
 		c.p0, c.mb = p0, min(mb, c.pix-p0)
 		c.col32 = growBuf(&c.colBuf32, c.mb*c.k)
-		GemmBF16(false, false, c.mb, c.k, s.O, 1, dy[p0*s.O:], s.O, w, c.k, 0, c.col32, c.k)
+		convGemmBF16(false, false, c.mb, c.k, s.O, 1, dy[p0*s.O:], s.O, w, c.k, 0, c.col32, c.k)
 		// Workers take disjoint channel ranges, so no two write one element.
 		Parallel((s.C+15)/16, c.mb*c.k, c.col2imFn)
 	}
@@ -602,7 +602,7 @@ func (c *convBF16) backwardWeight(x, dy []uint16, dw []float32) {
 			Parallel(c.mb, c.mb*c.k, c.im2colFn)
 			a, lda = c.col16, c.k
 		}
-		GemmBF16(true, false, s.O, c.k, c.mb, 1, dy[p0*s.O:], s.O, a, lda, beta, dw, c.k)
+		convGemmBF16(true, false, s.O, c.k, c.mb, 1, dy[p0*s.O:], s.O, a, lda, beta, dw, c.k)
 		beta = 1
 	}
 }

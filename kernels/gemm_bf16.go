@@ -25,14 +25,20 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 	gemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil, amxKernel())
 }
 
+// convGemmBF16 is GemmBF16 as the BF16 convolutions run it: not on AMX
+// tiles, whose summation order differs, so that every path of a
+// convolution (prepacked or not, float32 or bfloat16 output) gives the same
+// bits until the convolutions have AMX kernels of their own.
+func convGemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	gemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil, nil)
+}
+
 // gemmBF16 is GemmBF16 with, for the convolutions, B already packed for
 // every block (pre, made by packSbgemmB of the same B; nil: packed here)
 // and rows finished by ep once summed (nil: none). Both are taken only
 // where the assembly path runs (sbgemmAsm), as the native convolutions
 // do; k > 0 and alpha 1 there. With an AMX kernel (amx) the product runs
-// on tiles; the convolutions pass none, so that their prepacked and
-// unpacked weights give the same bits until they have AMX kernels of
-// their own.
+// on tiles; the convolutions pass none (convGemmBF16).
 func gemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, pre *sbPackedB, ep *sbRowEpilogue, amx amxStripFunc) {
 	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
 	if m == 0 || n == 0 {
