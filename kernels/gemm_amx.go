@@ -135,43 +135,54 @@ func (g *sbgemmCall) amx(kernel amxStripFunc) {
 	amxBufPool.put(buf)
 }
 
-// amxPackB packs B's column blocks [lo, hi).
+// amxPackB packs B's column blocks [lo, hi): each step's two 16-column
+// panels, whole pairs by the AVX-512 packer (row-major B) or as words
+// (a transposed B whose stored rows hold its pairs), the rest one by one.
 func (g *sbgemmCall) amxPackB(lo, hi int) {
 	x := &g.amxState
 	for cb := lo; cb < hi; cb++ {
 		for s := range x.steps {
 			out := x.packed[(cb*x.steps+s)*amxStepWords : (cb*x.steps+s+1)*amxStepWords]
+			k0 := s * amxStepDepth
+			whole := max(0, min(16, (g.k-k0)/2)) // pairs with both depths in B
 			for h := range 2 {
 				j0 := cb*amxBlockCols + h*16
 				w := max(0, min(16, g.n-j0))
 				panel := out[h*256 : (h+1)*256]
-				for p := range 16 {
-					k0 := 2 * (s*16 + p)
+				done := 0
+				switch {
+				case w == 0 || whole == 0:
+				case !g.transB:
+					if amxPackRows(panel, g.b[k0*g.ldb+j0:(k0+2*whole-1)*g.ldb+j0+w], g.ldb, whole, w) {
+						done = whole
+					}
+				case g.ldb%2 == 0:
+					for c := range w {
+						col := words(g.b[(j0+c)*g.ldb+k0 : (j0+c)*g.ldb+k0+2*whole])
+						for p, v := range col {
+							panel[p*16+c] = v
+						}
+					}
+					if w < 16 {
+						for p := range whole {
+							clear(panel[p*16+w : p*16+16])
+						}
+					}
+					done = whole
+				}
+				for p := done; p < 16; p++ {
+					d := k0 + 2*p
 					dst := panel[p*16 : p*16+16]
-					if w == 0 || k0 >= g.k {
+					if w == 0 || d >= g.k {
 						clear(dst)
 						continue
 					}
-					switch {
-					case !g.transB && k0+1 < g.k:
-						r0 := g.b[k0*g.ldb+j0 : k0*g.ldb+j0+w]
-						r1 := g.b[(k0+1)*g.ldb+j0 : (k0+1)*g.ldb+j0+w]
-						for c, v := range r0 {
-							dst[c] = uint32(v) | uint32(r1[c])<<16
+					for c := range w {
+						v := uint32(g.bAt(d, j0+c))
+						if d+1 < g.k {
+							v |= uint32(g.bAt(d+1, j0+c)) << 16
 						}
-					case !g.transB:
-						for c, v := range g.b[k0*g.ldb+j0 : k0*g.ldb+j0+w] {
-							dst[c] = uint32(v)
-						}
-					default:
-						for c := range w {
-							col := g.b[(j0+c)*g.ldb:]
-							v := uint32(col[k0])
-							if k0+1 < g.k {
-								v |= uint32(col[k0+1]) << 16
-							}
-							dst[c] = v
-						}
+						dst[c] = v
 					}
 					clear(dst[w:])
 				}

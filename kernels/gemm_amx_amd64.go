@@ -17,3 +17,19 @@ func amxAsmKernel() amxStripFunc {
 	}
 	return nil
 }
+
+// amxPackRows packs pairs whole depth pairs of w ≤ 16 columns of a
+// row-major B (rows ldb apart from src) into panel with the AVX-512
+// packer, zeros in the columns past w, and reports whether it could.
+func amxPackRows(panel []uint32, src []uint16, ldb, pairs, w int) bool {
+	if !sbgemmAsm() {
+		return false
+	}
+	if w == 16 {
+		sbPackPanel(&panel[:pairs*16][0], &src[0], ldb, pairs)
+		return true
+	}
+	clear(panel[:pairs*16])
+	sbPackPanelMask(&panel[0], &src[0], 0, ldb, pairs, uint16(1)<<w-1)
+	return true
+}

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/kilnml/kiln/internal/uninit"
 )
@@ -293,4 +294,13 @@ func (g *sbgemmArgs) generic(lo, hi int) {
 			}
 		}
 	}
+}
+
+// words views an even-length bfloat16 slice as the 32-bit pairs the
+// kernel reads.
+func words(s []uint16) []uint32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&s[0])), len(s)/2)
 }

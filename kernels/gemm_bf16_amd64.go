@@ -244,15 +244,6 @@ func (g *sbgemmCall) packBPanels(lo, hi int) {
 	}
 }
 
-// words views an even-length bfloat16 slice as the 32-bit pairs the
-// kernel reads.
-func words(s []uint16) []uint32 {
-	if len(s) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*uint32)(unsafe.Pointer(&s[0])), len(s)/2)
-}
-
 // packAPanels packs row panels [lo, hi) of A's current depth block as
 // the kernel reads them: two halves of 6 rows, each per depth pair the 6
 // rows' pairs side by side as 32-bit words (zeros past the rows and past
