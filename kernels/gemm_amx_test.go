@@ -3,7 +3,10 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 )
 
 // withAMXModel runs f with GemmBF16 on its AMX path, the kernel replaced
@@ -83,4 +86,73 @@ func TestGemmBF16AMXAllocs(t *testing.T) {
 			t.Errorf("%v allocations per call", got)
 		}
 	})
+}
+
+// TestGemmBF16AMXConcurrent calls the AMX path from many goroutines at
+// once while the garbage collector runs and signals preempt them: every
+// result must equal the same product computed alone, bit for bit. Where
+// the CPU has AMX this is the hardware's tile state surviving goroutines
+// moving between threads; elsewhere the model's.
+func TestGemmBF16AMXConcurrent(t *testing.T) {
+	run := func(t *testing.T) {
+		r := rand.New(rand.NewPCG(61, 62))
+		type product struct {
+			m, n, k int
+			a, b    []uint16
+			want    []float32
+		}
+		var ps []product
+		for _, sh := range [][3]int{{64, 96, 128}, {33, 70, 300}, {128, 64, 64}, {5, 300, 40}} {
+			p := product{m: sh[0], n: sh[1], k: sh[2], a: bf16Rand(r, sh[0]*sh[2]), b: bf16Rand(r, sh[2]*sh[1])}
+			p.want = make([]float32, p.m*p.n)
+			GemmBF16(false, false, p.m, p.n, p.k, 1, p.a, p.k, p.b, p.n, 0, p.want, p.n)
+			ps = append(ps, p)
+		}
+		calls := 400
+		if testing.Short() {
+			calls = 50
+		}
+		stop := make(chan struct{})
+		gcDone := make(chan struct{})
+		go func() {
+			defer close(gcDone)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(2 * time.Millisecond):
+					runtime.GC()
+				}
+			}
+		}()
+		var wg sync.WaitGroup
+		errs := make(chan string, 8)
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range calls {
+					p := ps[(g+i)%len(ps)]
+					c := make([]float32, p.m*p.n)
+					GemmBF16(false, false, p.m, p.n, p.k, 1, p.a, p.k, p.b, p.n, 0, c, p.n)
+					if j := firstDiff(c, p.want); j >= 0 {
+						errs <- fmt.Sprintf("goroutine %d, call %d, %d×%d×%d: element %d = %g, alone %g", g, i, p.m, p.n, p.k, j, c[j], p.want[j])
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		<-gcDone
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+	}
+	if amxAsmKernel() != nil {
+		t.Run("amx", run)
+		return
+	}
+	t.Run("model", func(t *testing.T) { withAMXModel(func() { run(t) }) })
 }
