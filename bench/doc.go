@@ -5,7 +5,8 @@
 // whole-model rows, in BF16 (each BF16 row names its float32 counterpart,
 // Workload.FP32Row, and the report sets Kiln's two speeds side by side;
 // its % peak is of the BF16 peak, kernels.MeasurePeakBF16, where the CPU
-// has AVX512_BF16) and INT8 (the GEMM and the frozen ResNet-50 graph
+// has AVX512_BF16, and the BF16 GEMM's of the AMX peak,
+// kernels.MeasurePeakAMX, where it has AMX) and INT8 (the GEMM and the frozen ResNet-50 graph
 // against PyTorch's quantized linear and FX-quantized model, in GOP/s of
 // the INT8 peak, kernels.MeasurePeakInt8; their FP32Row gives Kiln INT8
 // ÷ Kiln FP32 likewise), and DLRM (dlrm's DLRM_Net on 26 tables of

@@ -21,7 +21,14 @@ type Peaks struct {
 	// absent from reports made before it was measured.
 	Int8      map[int]float64 `json:",omitempty"`
 	Int8Route string          `json:",omitempty"`
+	// AMX is the TDPBF16PS throughput (kernels.MeasurePeakAMX): 0 where
+	// the CPU cannot run AMX, absent from reports made before it was
+	// measured.
+	AMX map[int]float64 `json:",omitempty"`
 }
+
+// AMXMeasured reports whether p has an AMX peak at every one of threads.
+func (p Peaks) AMXMeasured(threads []int) bool { return measuredAt(p.AMX, threads) }
 
 // BF16Measured reports whether p has a BF16 peak at every one of threads.
 func (p Peaks) BF16Measured(threads []int) bool { return measuredAt(p.BF16, threads) }
@@ -93,8 +100,9 @@ func Rate(w Workload, t float64) float64 {
 }
 
 // PeakFraction is a rate as a fraction of the ceiling that applies to w
-// at threads: for compute-bound rows the BF16 peak for a BF16 row where it
-// was measured, the INT8 peak for an INT8 row (none where it was not: no
+// at threads: for compute-bound rows the AMX peak for the BF16 GEMM where
+// it was measured (the rows Kiln runs on tiles), the BF16 peak for other
+// BF16 rows where it was measured, the INT8 peak for an INT8 row (none where it was not: no
 // float32 ceiling bounds integer work), and the FMA peak otherwise; the
 // copy bandwidth for memory-bound rows.
 func (p Peaks) PeakFraction(w Workload, threads int, rate float64) float64 {
@@ -106,6 +114,9 @@ func (p Peaks) PeakFraction(w Workload, threads int, rate float64) float64 {
 		case PrecisionBF16:
 			if p.BF16[threads] > 0 {
 				ceil = p.BF16[threads]
+			}
+			if w.Kind == KindGemmBF16 && p.AMX[threads] > 0 {
+				ceil = p.AMX[threads]
 			}
 		case PrecisionInt8:
 			ceil = p.Int8[threads]

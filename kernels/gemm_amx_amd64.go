@@ -18,6 +18,48 @@ func amxAsmKernel() amxStripFunc {
 	return nil
 }
 
+//go:noescape
+func amxBF16StripPF1(cfg *amxTileConfig, a *uint16, b *uint32, c *float32, steps, blocks int)
+
+//go:noescape
+func amxBF16StripPF2(cfg *amxTileConfig, a *uint16, b *uint32, c *float32, steps, blocks int)
+
+// amxVariants are the kernels a device run compares (experimental).
+var amxVariants = []struct {
+	name   string
+	kernel amxStripFunc
+}{{"plain", amxBF16Strip}, {"pf1", amxBF16StripPF1}, {"pf2", amxBF16StripPF2}}
+
+// amxPeakLoop runs iters rounds of four TDPBF16PS on tiles, touching no
+// memory; iters must be positive and the CPU's best level AMX.
+//
+//go:noescape
+func amxPeakLoop(cfg *amxTileConfig, ones *uint16, iters int)
+
+// amxPeakOnes are the operands amxPeakLoop loads into its tiles.
+var amxPeakOnes = func() (v [2048]uint16) {
+	for i := range v {
+		v[i] = 0x3f80
+	}
+	return v
+}()
+
+// amxPeakFlops runs amxPeakLoop and returns the flops it did: four
+// TDPBF16PS a round, each 16×16 sums of 32 products.
+func amxPeakFlops(iters int) float64 {
+	amxPeakLoop(&amxTiles, &amxPeakOnes[0], iters)
+	return float64(iters) * 4 * 16 * 16 * 32 * 2
+}
+
+// amxPeakLoopFor returns the AMX peak loop, or nil where the CPU cannot
+// run AMX (whatever KILN_ISA selects).
+func amxPeakLoopFor() func(int) float64 {
+	if caps.best >= AMX {
+		return amxPeakFlops
+	}
+	return nil
+}
+
 // amxPackRows packs pairs whole depth pairs of w ≤ 16 columns of a
 // row-major B (rows ldb apart from src) into panel with the AVX-512
 // packer, zeros in the columns past w, and reports whether it could.

@@ -22,3 +22,18 @@ func MeasurePeakBF16(threads int, d time.Duration) float64 {
 	const iters = 1 << 14
 	return median(peakRun(threads, d, func(int) float64 { return loop(iters) })) / 1e9
 }
+
+// MeasurePeakAMX returns this CPU's AMX bfloat16 throughput in GFLOP/s
+// over threads concurrent OS threads, measured for about d: each thread
+// runs TDPBF16PS on four accumulator tiles whose operands stay in tiles
+// (each instruction is 16×16 sums of 32 products). It is the ceiling of
+// GemmBF16 where the CPU has AMX, and 0 where it (or the build) has none.
+func MeasurePeakAMX(threads int, d time.Duration) float64 {
+	loop := amxPeakLoopFor()
+	if loop == nil {
+		return 0
+	}
+	// About 0.1 ms a call: 4096 rounds of four 16-cycle instructions.
+	const iters = 1 << 12
+	return median(peakRun(threads, d, func(int) float64 { return loop(iters) })) / 1e9
+}

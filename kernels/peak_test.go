@@ -52,6 +52,26 @@ func TestMeasurePeakBF16(t *testing.T) {
 	}
 }
 
+// TestMeasurePeakAMX: the AMX peak is 0 where the CPU cannot run AMX and
+// a plausible rate where it can: a TDPBF16PS every 16 cycles is 1024
+// flops a cycle, so even a slow, shared core passes 200 GFLOP/s.
+func TestMeasurePeakAMX(t *testing.T) {
+	const d = 25 * time.Millisecond
+	has := asmBuild && caps.best >= AMX
+	for _, threads := range []int{1, 2} {
+		v := MeasurePeakAMX(threads, d)
+		switch {
+		case !has && v != 0:
+			t.Errorf("without AMX, %d threads: %v, want 0", threads, v)
+		case has && !(v > 200*float64(threads)) || math.IsInf(v, 0):
+			t.Errorf("%d threads: %v GFLOP/s, want a finite rate above %d", threads, v, 200*threads)
+		}
+	}
+	if has {
+		t.Logf("AMX peak: %.0f GFLOP/s on one thread", MeasurePeakAMX(1, d))
+	}
+}
+
 // TestFMALoopVariants checks each FMA loop reports the flops it was asked
 // for: the figure every peak is derived from.
 func TestFMALoopVariants(t *testing.T) {

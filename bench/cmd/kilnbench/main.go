@@ -319,6 +319,7 @@ func merged(raws []raw) ([]bench.Row, bench.Peaks) {
 			peaks.FMA[t] = max(peaks.FMA[t], r.Peaks.FMA[t])
 			peaks.BF16[t] = max(peaks.BF16[t], r.Peaks.BF16[t])
 			peaks.Int8[t] = max(peaks.Int8[t], r.Peaks.Int8[t])
+			peaks.AMX[t] = max(peaks.AMX[t], r.Peaks.AMX[t])
 			peaks.Copy[t] = max(peaks.Copy[t], r.Peaks.Copy[t])
 			peaks.Triad[t] = max(peaks.Triad[t], r.Peaks.Triad[t])
 		}
@@ -435,20 +436,21 @@ func measurePeaks(threads []int, d time.Duration, prev bench.Peaks) bench.Peaks 
 	for _, t := range threads {
 		p.FMA[t] = max(prev.FMA[t], kernels.MeasurePeakFMA(t, d))
 		p.BF16[t] = max(prev.BF16[t], kernels.MeasurePeakBF16(t, d))
+		p.AMX[t] = max(prev.AMX[t], kernels.MeasurePeakAMX(t, d))
 		var i8 float64
 		p.Int8Route, i8 = int8Peak(kernels.Features(), d, t)
 		p.Int8[t] = max(prev.Int8[t], i8)
 		p.Copy[t] = max(prev.Copy[t], kernels.MeasureCopyBandwidth(t, d))
 		p.Triad[t] = max(prev.Triad[t], kernels.MeasureTriadBandwidth(t, d))
-		fmt.Fprintf(os.Stderr, "  %d thread(s): FMA %.1f GFLOP/s, BF16 %s, INT8 %.1f GOP/s (%s), copy %.1f GB/s, triad %.1f GB/s (best so far)\n",
-			t, p.FMA[t], bf16PeakText(p.BF16[t]), p.Int8[t], p.Int8Route, p.Copy[t], p.Triad[t])
+		fmt.Fprintf(os.Stderr, "  %d thread(s): FMA %.1f GFLOP/s, BF16 %s, AMX %s, INT8 %.1f GOP/s (%s), copy %.1f GB/s, triad %.1f GB/s (best so far)\n",
+			t, p.FMA[t], bf16PeakText(p.BF16[t]), bf16PeakText(p.AMX[t]), p.Int8[t], p.Int8Route, p.Copy[t], p.Triad[t])
 	}
 	return p
 }
 
 func newPeaks() bench.Peaks {
 	return bench.Peaks{FMA: map[int]float64{}, Copy: map[int]float64{}, Triad: map[int]float64{},
-		BF16: map[int]float64{}, Int8: map[int]float64{}}
+		BF16: map[int]float64{}, Int8: map[int]float64{}, AMX: map[int]float64{}}
 }
 
 // int8Peak measures the INT8 ceiling of the route Kiln's INT8 kernels
@@ -671,7 +673,15 @@ func header(raws []raw, peaks bench.Peaks) string {
 	} else {
 		b.WriteString(" n/a")
 	}
-	b.WriteString("\n- AMX peak: n/a (no AMX kernels yet)\n")
+	b.WriteString("\n- AMX peak (TDPBF16PS, the BF16 GEMM's ceiling where the CPU has AMX):")
+	if peaks.AMXMeasured(r.Threads) {
+		for _, t := range r.Threads {
+			fmt.Fprintf(&b, " %d thread(s): %.1f GFLOP/s;", t, peaks.AMX[t])
+		}
+	} else {
+		b.WriteString(" n/a (no AMX)")
+	}
+	b.WriteString("\n")
 	scope := "all workloads"
 	if r.Quick {
 		scope = "-quick subset"
