@@ -56,14 +56,14 @@ func NewPool(cores []int) (*Pool, error) {
 			return nil, fmt.Errorf("kernels: NewPool: core %d is not one this process may run on (%v)", c, avail)
 		}
 	}
-	p := &pool{threads: len(cores), tasks: make(chan task, len(cores)), quit: make(chan struct{})}
-	p.once.Do(func() {}) // started here, not lazily
+	p := &pool{quit: make(chan struct{})}
+	p.once.Do(func() { p.init(len(cores)) }) // started here, not lazily
 	P := &Pool{cores: slices.Clone(cores), p: p, calls: make(chan poolCall)}
 	started := make(chan error, len(cores))
 	livePools.Add(1)
 	for i, c := range cores {
 		P.done.Add(1)
-		go P.thread(i == 0, c, started)
+		go P.thread(i, c, started)
 	}
 	for range cores {
 		if e := <-started; e != nil && err == nil {
@@ -77,12 +77,13 @@ func NewPool(cores []int) (*Pool, error) {
 	return P, nil
 }
 
-// thread is one of the pool's threads: locked to its OS thread and pinned
-// to core while the pool lives; the leader runs Do's functions, the others
-// the kernels' tasks. At the end the thread gets the process's mask back
-// and returns to the scheduler; if that fails it stays locked, and so ends
-// with the goroutine rather than run other goroutines on one core.
-func (P *Pool) thread(leader bool, core int, started chan<- error) {
+// thread is the pool's thread i: locked to its OS thread and pinned to
+// core while the pool lives; the leader (thread 0) runs Do's functions,
+// the others the kernels' chunks, thread i polling slot i-1. At the end
+// the thread gets the process's mask back and returns to the scheduler;
+// if that fails it stays locked, and so ends with the goroutine rather
+// than run other goroutines on one core.
+func (P *Pool) thread(i int, core int, started chan<- error) {
 	defer P.done.Done()
 	runtime.LockOSThread()
 	if err := pinThread(core); err != nil {
@@ -98,8 +99,8 @@ func (P *Pool) thread(leader bool, core int, started chan<- error) {
 	threadPools.Store(tid, P.p)
 	defer threadPools.Delete(tid)
 	started <- nil
-	if !leader {
-		P.p.work()
+	if i > 0 {
+		P.p.work(&P.p.slots[i-1])
 		return
 	}
 	for c := range P.calls {
