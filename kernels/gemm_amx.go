@@ -197,15 +197,23 @@ func (g *sbgemmCall) amxPackA(dst []uint16, strip int) {
 	i0 := strip * amxStripRows
 	rows := min(amxStripRows, g.m-i0)
 	if !g.transA {
+		// Whole steps as fixed-size copies, which compile to a few vector
+		// moves: a copy call for every 64 bytes cost more than the moves.
+		whole := g.k / amxStepDepth
 		for r := range amxStripRows {
-			for s := range x.steps {
-				d := dst[(s*amxStripRows+r)*amxStepDepth : (s*amxStripRows+r+1)*amxStepDepth]
-				n := 0
-				if r < rows {
-					k0 := s * amxStepDepth
-					n = min(amxStepDepth, g.k-k0)
-					copy(d, g.a[(i0+r)*g.lda+k0:(i0+r)*g.lda+k0+n])
+			if r >= rows {
+				for s := range x.steps {
+					clear(dst[(s*amxStripRows+r)*amxStepDepth:][:amxStepDepth])
 				}
+				continue
+			}
+			row := g.a[(i0+r)*g.lda : (i0+r)*g.lda+g.k]
+			for s := range whole {
+				*(*[amxStepDepth]uint16)(dst[(s*amxStripRows+r)*amxStepDepth:]) = *(*[amxStepDepth]uint16)(row[s*amxStepDepth:])
+			}
+			if whole < x.steps {
+				d := dst[(whole*amxStripRows+r)*amxStepDepth:][:amxStepDepth]
+				n := copy(d, row[whole*amxStepDepth:])
 				clear(d[n:])
 			}
 		}
@@ -272,6 +280,8 @@ func (g *sbgemmCall) amxFinish(c []float32, strip, b0, b1 int) {
 			dst := row[jb:min(jb+amxBlockCols, width)]
 			src := c[jb/amxBlockCols*amxBlockElems+r*amxBlockCols:][:len(dst)]
 			switch {
+			case g.alpha == 1 && g.beta == 0 && len(dst) == amxBlockCols:
+				*(*[amxBlockCols]float32)(dst) = *(*[amxBlockCols]float32)(src)
 			case g.alpha == 1 && g.beta == 0:
 				copy(dst, src)
 			case g.beta == 0:

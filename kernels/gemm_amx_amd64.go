@@ -18,18 +18,6 @@ func amxAsmKernel() amxStripFunc {
 	return nil
 }
 
-//go:noescape
-func amxBF16StripPF1(cfg *amxTileConfig, a *uint16, b *uint32, c *float32, steps, blocks int)
-
-//go:noescape
-func amxBF16StripPF2(cfg *amxTileConfig, a *uint16, b *uint32, c *float32, steps, blocks int)
-
-// amxVariants are the kernels a device run compares (experimental).
-var amxVariants = []struct {
-	name   string
-	kernel amxStripFunc
-}{{"plain", amxBF16Strip}, {"pf1", amxBF16StripPF1}, {"pf2", amxBF16StripPF2}}
-
 // amxPeakLoop runs iters rounds of four TDPBF16PS on tiles, touching no
 // memory; iters must be positive and the CPU's best level AMX.
 //
