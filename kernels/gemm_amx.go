@@ -29,7 +29,8 @@ const (
 	// amxCallSteps bounds the steps × blocks of one kernel call, about
 	// 10 µs: the garbage collector cannot stop a goroutine inside
 	// assembly, and every call reloads the tile configuration (~50 ns)
-	// and ramps up (~0.3 µs), which this keeps to a few percent.
+	// and ramps up (~0.3 µs), which this keeps to a few percent. A call
+	// still takes one whole block, so depths past 8192 make longer calls.
 	amxCallSteps = 256
 )
 
