@@ -133,8 +133,15 @@ func (g *sbgemmCall) amx(kernel amxStripFunc) {
 	strips := (g.m + amxStripRows - 1) / amxStripRows
 	g.parallel(strips*x.groups, g.m*g.n*g.k, x.runFn)
 	x.packed, x.kernel = nil, nil
+	if cap(buf.b)*4 > amxKeepB {
+		buf.b = nil // a one-off large product's B is not held for good
+	}
 	amxBufPool.put(buf)
 }
+
+// amxKeepB is the largest packed B, in bytes, whose buffer the pool keeps
+// for the next call: a 4096×4096 B (32 MiB packed) and below.
+var amxKeepB = 32 << 20
 
 // amxPackB packs B's column blocks [lo, hi): each step's two 16-column
 // panels, whole pairs by the AVX-512 packer (row-major B) or as words

@@ -156,3 +156,35 @@ func TestGemmBF16AMXConcurrent(t *testing.T) {
 	}
 	t.Run("model", func(t *testing.T) { withAMXModel(func() { run(t) }) })
 }
+
+// A packed B above amxKeepB goes back to the garbage collector after its
+// call; smaller ones stay pooled for the next.
+func TestGemmBF16AMXKeepsSmallB(t *testing.T) {
+	defer func(old int) { amxKeepB = old }(amxKeepB)
+	r := rand.New(rand.NewPCG(7, 8))
+	a, b, c := bf16Rand(r, 40*64), bf16Rand(r, 64*96), make([]float32, 40*96)
+	packed := 96 / 32 * (64 / 32) * amxStepWords * 4 // bytes: 3 blocks × 2 steps
+	for _, keep := range []bool{true, false} {
+		amxKeepB = packed + 64 // the aligned buffer's slack
+		if !keep {
+			amxKeepB = packed - 1
+		}
+		heldB := func(drop bool) (held bool) {
+			amxBufPool.mu.Lock()
+			defer amxBufPool.mu.Unlock()
+			for _, buf := range amxBufPool.items {
+				held = held || cap(buf.b) > 0
+				if drop {
+					buf.b = nil
+				}
+			}
+			return held
+		}
+		heldB(true)
+		withAMXModel(func() { GemmBF16(false, false, 40, 96, 64, 1, a, 64, b, 96, 0, c, 96) })
+		held := heldB(false)
+		if held != keep {
+			t.Errorf("amxKeepB %d bytes, packed B %d: pool holds a B %v, want %v", amxKeepB, packed, held, keep)
+		}
+	}
+}
