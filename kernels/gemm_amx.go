@@ -199,7 +199,7 @@ func (g *sbgemmCall) amxPackB(lo, hi int) {
 	}
 }
 
-// amxPackA packs row strip i of A into dst.
+// amxPackA packs A's row strip (rows from 32·strip) into dst.
 func (g *sbgemmCall) amxPackA(dst []uint16, strip int) {
 	x := &g.amxState
 	i0 := strip * amxStripRows
