@@ -74,19 +74,11 @@ func bf16DotRef(acc float32, a0, a1, b0, b1 uint16) float32 {
 	return acc + F32FromBF16(a0)*F32FromBF16(b0)
 }
 
-func bf16Random(r *rand.Rand, n int) []uint16 {
-	x := make([]uint16, n)
-	for i := range x {
-		x[i] = BF16FromF32(float32(r.NormFloat64()))
-	}
-	return x
-}
-
 func TestBF16DotMacros(t *testing.T) {
 	needBF16(t)
 	r := rand.New(rand.NewPCG(63, 64))
 	for range 100 {
-		a, b := bf16Random(r, 32), bf16Random(r, 32)
+		a, b := bf16Rand(r, 32), bf16Rand(r, 32)
 		acc := make([]float32, 16)
 		for i := range acc {
 			acc[i] = float32(r.NormFloat64())
@@ -107,7 +99,7 @@ func TestBF16DotMacros(t *testing.T) {
 				}
 			}
 		}
-		pairs := bf16Random(r, 6)
+		pairs := bf16Rand(r, 6)
 		got := append([]float32(nil), acc...)
 		bf16DotBcstProbe(&got[0], &pairs[0], &b[0])
 		for i := range got {
