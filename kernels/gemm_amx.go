@@ -24,7 +24,9 @@ const (
 	amxBlockElems = amxStripRows * amxBlockCols // float32 per C block
 	// amxGroupBlocks column blocks (256 columns) make a unit of work: the
 	// A strip is packed once per unit and read from L1/L2 for each block,
-	// while the group's packed B (256 columns × K) stays in L2.
+	// while the group's packed B (256 columns × K) stays in L2. A product
+	// of few strips (a small batch) takes smaller groups, down to one
+	// block, until every worker has a unit (amxGroup).
 	amxGroupBlocks = 8
 	// amxCallSteps bounds the steps × blocks of one kernel call, about
 	// 10 µs: the garbage collector cannot stop a goroutine inside
@@ -102,6 +104,7 @@ func amxStripGo(_ *amxTileConfig, a *uint16, b *uint32, c *float32, steps, block
 type amxState struct {
 	kernel         amxStripFunc
 	steps, blocks  int      // depth steps and column blocks
+	group          int      // column blocks per unit
 	groups         int      // units of work per strip
 	packed         []uint32 // B, packed whole
 	packBFn, runFn func(lo, hi int)
@@ -126,17 +129,35 @@ func (g *sbgemmCall) amx(kernel amxStripFunc) {
 	x.kernel = kernel
 	x.steps = (g.k + amxStepDepth - 1) / amxStepDepth
 	x.blocks = (g.n + amxBlockCols - 1) / amxBlockCols
-	x.groups = (x.blocks + amxGroupBlocks - 1) / amxGroupBlocks
+	strips := (g.m + amxStripRows - 1) / amxStripRows
+	workers := Threads()
+	if g.serial {
+		workers = 1
+	}
+	x.group = amxGroup(strips, x.blocks, workers)
+	x.groups = (x.blocks + x.group - 1) / x.group
 	buf := amxBufPool.get()
 	x.packed = alignedGrow(&buf.b, x.blocks*x.steps*amxStepWords)
 	g.parallel(x.blocks, x.blocks*x.steps*amxStepWords, x.packBFn)
-	strips := (g.m + amxStripRows - 1) / amxStripRows
 	g.parallel(strips*x.groups, g.m*g.n*g.k, x.runFn)
 	x.packed, x.kernel = nil, nil
 	if cap(buf.b)*4 > amxKeepB {
 		buf.b = nil // a one-off large product's B is not held for good
 	}
 	amxBufPool.put(buf)
+}
+
+// amxGroup returns the column blocks per unit for strips × blocks on
+// workers: amxGroupBlocks, halved while the units are fewer than the
+// workers (a batch of one on 16 cores had 4 units for 16 workers). The
+// group changes which call sums an element, never how, so the bits do not
+// depend on it.
+func amxGroup(strips, blocks, workers int) int {
+	g := amxGroupBlocks
+	for g > 1 && strips*((blocks+g-1)/g) < workers {
+		g /= 2
+	}
+	return g
 }
 
 // amxKeepB is the largest packed B, in bytes, whose buffer the pool keeps
@@ -257,12 +278,12 @@ func (g *sbgemmCall) amxRun(lo, hi int) {
 	buf := amxBufPool.get()
 	defer amxBufPool.put(buf)
 	a := alignedGrow(&buf.a, x.steps*amxStepElems)
-	c := alignedGrow(&buf.c, amxGroupBlocks*amxBlockElems)
+	c := alignedGrow(&buf.c, x.group*amxBlockElems)
 	perCall := max(1, amxCallSteps/x.steps)
 	packed := -1
 	for u := lo; u < hi; u++ {
-		strip, b0 := u/x.groups, u%x.groups*amxGroupBlocks
-		b1 := min(b0+amxGroupBlocks, x.blocks)
+		strip, b0 := u/x.groups, u%x.groups*x.group
+		b1 := min(b0+x.group, x.blocks)
 		if strip != packed {
 			g.amxPackA(a, strip)
 			packed = strip

@@ -188,3 +188,34 @@ func TestGemmBF16AMXKeepsSmallB(t *testing.T) {
 		}
 	}
 }
+
+// A small batch on many workers: the units, of smaller column groups,
+// reach the workers wherever the blocks allow, and the bits stay those of
+// one thread.
+func TestGemmBF16AMXSmallBatch(t *testing.T) {
+	for _, c := range []struct{ strips, blocks, workers, want int }{
+		{64, 64, 16, 8}, // 512 units of full groups
+		{1, 32, 16, 2},  // a batch of one, 1024 columns: 16 units of 2 blocks
+		{1, 32, 64, 1},  // 32 units, as many as there are blocks
+		{2, 8, 16, 1},
+		{1, 3, 2, 2},
+		{1, 1, 64, 1},
+	} {
+		g := amxGroup(c.strips, c.blocks, c.workers)
+		units := c.strips * ((c.blocks + g - 1) / g)
+		if g != c.want || units < min(c.workers, c.strips*c.blocks) {
+			t.Errorf("%d strips × %d blocks on %d workers: groups of %d (%d units), want %d", c.strips, c.blocks, c.workers, g, units, c.want)
+		}
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	withAMXModel(func() {
+		for _, sh := range []struct{ m, n, k int }{{1, 1000, 300}, {8, 520, 64}, {33, 300, 40}} {
+			a, b := bf16Rand(r, sh.m*sh.k), bf16Rand(r, sh.k*sh.n)
+			sameAtEveryThreadCount(t, fmt.Sprintf("AMX GemmBF16 %d×%d×%d", sh.m, sh.n, sh.k), func() [][]float32 {
+				c := make([]float32, sh.m*sh.n)
+				GemmBF16(false, true, sh.m, sh.n, sh.k, 1, a, sh.k, b, sh.k, 0, c, sh.n)
+				return [][]float32{c}
+			})
+		}
+	})
+}
